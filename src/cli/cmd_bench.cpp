@@ -1,0 +1,17 @@
+// striker bench
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace striker::cli {
+
+void register_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bench", "(not available yet)");
+  cmd->allow_extras();
+  cmd->callback([&exit_code] {
+    std::fprintf(stderr, "error: 'striker bench' is not available yet\n");
+    exit_code = 2;
+  });
+}
+
+}  // namespace striker::cli

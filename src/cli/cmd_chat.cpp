@@ -1,0 +1,17 @@
+// striker chat
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace striker::cli {
+
+void register_chat(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("chat", "(not available yet)");
+  cmd->allow_extras();
+  cmd->callback([&exit_code] {
+    std::fprintf(stderr, "error: 'striker chat' is not available yet\n");
+    exit_code = 2;
+  });
+}
+
+}  // namespace striker::cli
