@@ -1,0 +1,32 @@
+// Per-request sampling parameters (OpenAI + vLLM extras). Plain data; validated by the server.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace striker {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  float top_p = 1.0f;
+  int32_t top_k = 0;                // 0 or -1 = off
+  float min_p = 0.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  std::map<int32_t, float> logit_bias;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;    // stop strings, excluded from the output
+  std::vector<int32_t> stop_token_ids;  // in addition to the model's eos ids
+  bool ignore_eos = false;
+  int32_t max_tokens = 16;
+  int32_t min_tokens = 0;
+  std::optional<int32_t> logprobs;        // top-N logprobs per sampled token (0 = just the token)
+  std::optional<int32_t> prompt_logprobs;
+  bool skip_special_tokens = true;
+  int32_t n = 1;
+};
+
+}  // namespace striker
