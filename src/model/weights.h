@@ -20,6 +20,9 @@ struct WeightView {
   const std::byte* data = nullptr;
   size_t nbytes = 0;
   float scale2 = 1.0f;           // NVFP4 global scale (FLINT.md §3); 1.0 for other types
+  // NVFP4 only, in the "split" layout of model/nvfp4.h: `data` holds the codes [rows, in/2]
+  // and `nvfp4_scales` the UE4M3 scale bytes [rows, in/16]; shape stays [out, in] in weights.
+  const std::byte* nvfp4_scales = nullptr;
 
   bool empty() const { return data == nullptr; }
   int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
