@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "loaders/flint_tensors.h"
+#include "loaders/gguf_model.h"
 #include "loaders/safetensors_checkpoint.h"
 #include "loaders/strict_json.h"
 
@@ -91,6 +92,27 @@ void bind_safetensors(const SafetensorsCheckpoint& ck, const fs::path& dir, cons
   for (const auto& f : ck.files()) out.storage.push_back(f->map);
 }
 
+// The GGUF file to load, or "" for a safetensors checkpoint: a .gguf path, or a directory
+// (e.g. an HF snapshot) that holds exactly one .gguf file and no safetensors.
+std::string gguf_file_in(const std::string& path, const std::string& format) {
+  if (!fs::is_directory(path)) {
+    if (format == "gguf" || (format == "auto" && has_gguf_extension(path))) return path;
+    return "";
+  }
+  if (format == "safetensors") return "";
+  std::vector<std::string> ggufs;
+  bool safetensors = false;
+  for (const auto& e : fs::directory_iterator(path)) {
+    const std::string name = e.path().filename().string();
+    if (has_gguf_extension(name)) ggufs.push_back(e.path().string());
+    if (name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0) safetensors = true;
+  }
+  if (format == "auto" && (safetensors || ggufs.empty())) return "";
+  if (ggufs.empty()) throw Error(path + ": --load-format gguf but the directory holds no .gguf file");
+  if (ggufs.size() > 1) throw Error(path + ": holds " + std::to_string(ggufs.size()) + " .gguf files; name the one to load");
+  return ggufs[0];
+}
+
 }  // namespace
 
 LoadedModel load_model(const std::string& model, const LoadOptions& options) {
@@ -100,8 +122,16 @@ LoadedModel load_model(const std::string& model, const LoadOptions& options) {
   if (format == "dummy") throw Error("--load-format dummy (random weights) is not available yet in this build");
 
   const std::string path = resolve_model_path(model);
-  if (format == "gguf" || (format == "auto" && has_gguf_extension(path) && !fs::is_directory(path)))
-    throw Error(path + ": GGUF loading is not available yet in this build");
+  const std::string gguf = gguf_file_in(path, format);
+  if (!gguf.empty()) {
+    if (options.hf_config_path.empty() && !fs::exists(fs::path(gguf).parent_path() / "config.json"))
+      throw Error(gguf + ": a GGUF checkpoint needs --hf-config-path (the BF16 repo or a directory with config.json)");
+    fs::path cfg = options.hf_config_path.empty() ? fs::path(gguf).parent_path() / "config.json"
+                                                  : config_path_for(path, options.hf_config_path);
+    LoadedModel out = load_gguf_model(gguf, load_flint_config(cfg), options.on_progress);
+    out.source = model;
+    return out;
+  }
   if (!fs::is_directory(path))
     throw Error(path + ": not a checkpoint directory (expected config.json and model*.safetensors inside)");
 

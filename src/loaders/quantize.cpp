@@ -98,7 +98,8 @@ void quantize_to_gguf(const LoadedModel& src, const std::string& out_path, const
   for (const auto& t : flint_gguf_tensors(c)) {
     const std::string name = t.base + t.suffix;
     const int64_t n_mats = t.stacked_experts ? t.shape[0] : 1;
-    auto view = [&weights, &t](int64_t e) -> const WeightView& { return t.slot(weights, e); };
+    // Fill callbacks run later, in write(): capture the slot accessor by value.
+    auto view = [&weights, slot = t.slot](int64_t e) -> const WeightView& { return slot(weights, e); };
     if (t.role == GgufRole::Linear) {
       if (t.shape.back() % nvfp4::kBlockWeights != 0)
         throw Error("quantize: tensor '" + name + "' has in = " + std::to_string(t.shape.back()) + ", not a multiple of 64");
