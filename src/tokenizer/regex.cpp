@@ -21,7 +21,68 @@ struct Regex::Scratch {
   }
 };
 
-Regex::Regex(const std::string& pattern, const std::string& where) : where_(where) {
+namespace {
+
+// Unicode White_Space, which is what \s means to Oniguruma (Hugging Face's regex engine).
+// PCRE2 10.42's \s also matches U+180E (whitespace only before Unicode 6.3), so \s and \S
+// are spelled out as this class to give the same splits.
+constexpr const char* kWhiteSpaceMembers =
+    "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+}  // namespace
+
+std::string Regex::translate_whitespace(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 64);
+  bool in_class = false;
+  size_t i = 0;
+  while (i < pattern.size()) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[i + 1];
+      if (e == 'Q') {  // \Q...\E: copied verbatim
+        const size_t end = pattern.find("\\E", i + 2);
+        const size_t stop = end == std::string_view::npos ? pattern.size() : end + 2;
+        out.append(pattern.substr(i, stop - i));
+        i = stop;
+        continue;
+      }
+      if (e == 's') {
+        out += in_class ? std::string(kWhiteSpaceMembers) : "[" + std::string(kWhiteSpaceMembers) + "]";
+      } else if (e == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpaceMembers) + "]";
+      } else {
+        out.append(pattern.substr(i, 2));
+      }
+      i += 2;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out.push_back(c);
+      ++i;
+      // A ']' right after '[' or '[^' is a literal member, not the end of the class.
+      if (i < pattern.size() && pattern[i] == '^') out.push_back(pattern[i++]);
+      if (i < pattern.size() && pattern[i] == ']') out.push_back(pattern[i++]);
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {  // [:alpha:]
+      const size_t end = pattern.find(":]", i + 2);
+      if (end != std::string_view::npos) {
+        out.append(pattern.substr(i, end + 2 - i));
+        i = end + 2;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out.push_back(c);
+    ++i;
+  }
+  return out;
+}
+
+Regex::Regex(const std::string& original, const std::string& where) : where_(where) {
+  const std::string pattern = translate_whitespace(original);
   int err = 0;
   PCRE2_SIZE err_off = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),

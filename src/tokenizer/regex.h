@@ -1,5 +1,6 @@
 // A compiled PCRE2 pattern (UTF + Unicode properties, JIT when available) that finds all
-// non-overlapping matches. Safe to share between threads: match scratch space comes from a pool.
+// non-overlapping matches. Patterns are written for Oniguruma (Hugging Face's engine); the few
+// spots where PCRE2 reads them differently are rewritten before compiling. Safe to share between threads: match scratch space comes from a pool.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -25,6 +26,9 @@ class Regex {
 
   // Escapes a literal so that it matches itself.
   static std::string escape(std::string_view literal);
+
+  // Rewrites \s and \S as the Unicode White_Space class (see regex.cpp for why).
+  static std::string translate_whitespace(std::string_view pattern);
 
  private:
   struct Scratch;
