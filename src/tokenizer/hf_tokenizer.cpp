@@ -157,8 +157,8 @@ std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_
   for (int32_t id : ids) {
     // Like Hugging Face: ids with no token are dropped, special ones only on request.
     if (const AddedToken* a = added_.by_id(id)) {
-      if (skip_special_tokens && a->special) continue;
-      tokens.push_back(a->content);
+      if (skip_special_tokens && added_.is_special_content(a->shown)) continue;
+      tokens.push_back(a->shown);
     } else if (const std::string* t = model_->id_to_token(id)) {
       if (skip_special_tokens && added_.is_special_content(*t)) continue;
       tokens.push_back(*t);
@@ -184,7 +184,7 @@ std::optional<int32_t> HfTokenizer::token_to_id(std::string_view token) const {
 }
 
 std::optional<std::string> HfTokenizer::id_to_token(int32_t id) const {
-  if (const AddedToken* a = added_.by_id(id)) return a->content;
+  if (const AddedToken* a = added_.by_id(id)) return a->shown;
   if (const std::string* t = model_->id_to_token(id)) return *t;
   return std::nullopt;
 }

@@ -176,7 +176,11 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonRef& j) {
     return j.bool_or("individual_digits", false) ? regex_split(R"(\p{N})", Behavior::Isolated, false, j)
                                                  : regex_split(R"(\p{N}+)", Behavior::Isolated, false, j);
   }
-  if (type == "Whitespace") return regex_split(R"(\w+|[^\w\s]+)", Behavior::Removed, true, j);
+  if (type == "Whitespace") {
+    // Word characters here follow Rust's \w (it keeps U+200D inside words), not Oniguruma's.
+    return regex_split(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]+|[^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}\s]+)",
+                       Behavior::Removed, true, j);
+  }
   if (type == "WhitespaceSplit") return regex_split(R"(\s+)", Behavior::Removed, false, j);
   if (type == "Sequence") {
     const JsonRef list = j.at("pretokenizers");
