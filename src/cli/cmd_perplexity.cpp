@@ -28,6 +28,9 @@ struct PerplexityArgs {
   bool json = false;
   int64_t chunk_size = 512;
   int threads = 0;
+  std::string hf_config_path;
+  std::string load_format = "auto";
+  std::string tokenizer;
 };
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -111,8 +114,15 @@ void run(const PerplexityArgs& args) {
   if (args.device != "cpu") throw Error("--device must be cpu or cuda, not '" + args.device + "'");
 
   const std::vector<int32_t> listed = args.ids.empty() ? std::vector<int32_t>{} : parse_ids(args.ids);
-  LoadedModel model = load_model(args.model);
-  const std::vector<int32_t> ids = args.ids.empty() ? read_text_ids(args.model, args.text_file) : listed;
+  LoadOptions load;
+  load.load_format = args.load_format;
+  load.hf_config_path = args.hf_config_path;
+  LoadedModel model = load_model(args.model, load);
+  // A GGUF file has no tokenizer beside it: it comes from --tokenizer or the config source.
+  const std::string& tokenizer_source = !args.tokenizer.empty()        ? args.tokenizer
+                                        : !args.hf_config_path.empty() ? args.hf_config_path
+                                                                       : args.model;
+  const std::vector<int32_t> ids = args.ids.empty() ? read_text_ids(tokenizer_source, args.text_file) : listed;
   if (ids.size() < 2) throw Error("perplexity needs at least 2 tokens, got " + std::to_string(ids.size()));
   for (int32_t id : ids)
     if (id >= model.config.vocab_size)
@@ -149,6 +159,9 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "print one JSON object {ids, logprobs, argmax, perplexity}");
   cmd->add_option("--chunk-size", args->chunk_size, "tokens per prefill chunk")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--hf-config-path", args->hf_config_path, "config.json source for a GGUF model (directory or repo id)");
+  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer directory or repo id for --text-file");
+  cmd->add_option("--load-format", args->load_format, "auto, safetensors or gguf")->capture_default_str();
   cmd->callback([args, &exit_code] {
     run(*args);
     exit_code = 0;

@@ -141,9 +141,10 @@ def attention(q, k, v, sinks, sliding: bool, window: int) -> np.ndarray:
 
 
 class FlintReference:
-    def __init__(self, model_dir, sliding_window: int | None = None):
-        """sliding_window overrides the config's W (for negative controls)."""
-        self.ckpt = Checkpoint(model_dir)
+    def __init__(self, model_dir, sliding_window: int | None = None, checkpoint=None):
+        """sliding_window overrides the config's W (for negative controls); checkpoint replaces
+        the safetensors reader (e.g. a dequantised GGUF with the same interface)."""
+        self.ckpt = checkpoint if checkpoint is not None else Checkpoint(model_dir)
         c = self.ckpt.config
         self.c = c
         self.window = int(sliding_window if sliding_window is not None else c["sliding_window"])

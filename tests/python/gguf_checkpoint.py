@@ -74,3 +74,7 @@ class GgufCheckpoint:
         name, expert = gguf_name(hf)
         w = self._full(name)
         return w[expert] if expert is not None else w
+
+    def raw(self, hf: str):
+        """(dtype, array) like Checkpoint.raw; the weights are already dequantised float64."""
+        return "F64", self.get(hf)

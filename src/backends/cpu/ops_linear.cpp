@@ -6,6 +6,7 @@
 
 #include "core/bf16.h"
 #include "core/error.h"
+#include "model/nvfp4.h"
 
 namespace striker::cpu {
 
@@ -39,8 +40,31 @@ void convert(const WeightView& w, int64_t offset, int64_t n, float* out) {
 
 }  // namespace
 
+// Row r of an NVFP4 weight (split layout, model/nvfp4.h) as E2M1·E4M3 values — exact in
+// fp32. scale2 is NOT applied here: FLINT.md §4 applies it to the fp32 accumulator.
+void decode_nvfp4_row(const WeightView& w, int64_t r, float* out) {
+  const int64_t cols = w.cols();
+  const auto* codes = reinterpret_cast<const uint8_t*>(w.data) + r * cols / 2;
+  const auto* scales = reinterpret_cast<const uint8_t*>(w.nvfp4_scales) + r * cols / nvfp4::kGroup;
+  for (int64_t g = 0; g < cols / nvfp4::kGroup; ++g) {
+    const float d = nvfp4::ue4m3_value(scales[g]);
+    for (int64_t k = 0; k < nvfp4::kGroup / 2; ++k) {
+      const uint8_t byte = codes[g * nvfp4::kGroup / 2 + k];
+      out[g * nvfp4::kGroup + 2 * k] = nvfp4::e2m1_value(byte & 0xF) * d;
+      out[g * nvfp4::kGroup + 2 * k + 1] = nvfp4::e2m1_value(byte >> 4) * d;
+    }
+  }
+}
+
 void check_matrix(const WeightView& w, int64_t rows, int64_t cols) {
   if (w.empty()) throw Error("CPU backend: tensor '" + w.name + "' is missing");
+  if (w.dtype == DType::NVFP4) {
+    if (w.shape.size() != 2 || w.shape[0] != rows || w.shape[1] != cols || cols % nvfp4::kBlockWeights != 0 ||
+        !w.nvfp4_scales || w.nbytes < size_t(rows * cols / 2))
+      throw Error("CPU backend: NVFP4 tensor '" + w.name + "' should be [" + std::to_string(rows) + ", " +
+                  std::to_string(cols) + "] in the split layout");
+    return;
+  }
   if (!readable(w.dtype))
     throw Error("CPU backend: tensor '" + w.name + "' has dtype " + std::string(dtype_name(w.dtype)) +
                 ", which the CPU backend cannot compute with (BF16, F16 or F32 only)");
@@ -51,7 +75,10 @@ void check_matrix(const WeightView& w, int64_t rows, int64_t cols) {
     throw Error("CPU backend: tensor '" + w.name + "' holds fewer bytes than its shape needs");
 }
 
-void load_row(const WeightView& w, int64_t r, float* out) { convert(w, r * w.cols(), w.cols(), out); }
+void load_row(const WeightView& w, int64_t r, float* out) {
+  if (w.dtype == DType::NVFP4) return decode_nvfp4_row(w, r, out);
+  convert(w, r * w.cols(), w.cols(), out);
+}
 
 std::vector<float> load_vector(const WeightView& w, int64_t n) {
   if (w.empty()) throw Error("CPU backend: tensor '" + w.name + "' is missing");
@@ -146,7 +173,7 @@ void matmul(ThreadPool& pool, const Mat& x, const WeightView& w, Mat& out, bool 
       }
       load_row(w, o, wrow.data());
       for (int64_t t = 0; t < tokens; ++t) {
-        float v = dot(x.row(t), wrow.data(), cols);
+        float v = dot(x.row(t), wrow.data(), cols) * w.scale2;  // scale2 is 1 unless NVFP4
         out.data[size_t(t * rows_out + o)] = round_to_bf16 ? round_bf16(v) : v;
       }
     }
