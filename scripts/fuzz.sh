@@ -43,6 +43,13 @@ put("fuzz_safetensors", "reversed", st({"w": {"dtype": "I64", "shape": [1], "dat
 put("fuzz_safetensors_index", "index", json.dumps({"metadata": {"total_size": 8},
     "weight_map": {"a.weight": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
 put("fuzz_safetensors_index", "bad", '{"weight_map": {"a": "../x"}}')
+with open("tests/cpp/loaders/data/small.gguf", "rb") as f:
+    put("fuzz_gguf", "small", f.read())
+header = b"GGUF" + struct.pack("<IQQ", 3, 1, 1)
+kv = struct.pack("<Q", 17) + b"general.alignment" + struct.pack("<II", 4, 32)
+ti = struct.pack("<Q", 1) + b"w" + struct.pack("<IQQIQ", 2, 64, 2, 40, 0)
+blob = header + kv + ti
+put("fuzz_gguf", "nvfp4", blob + bytes(-len(blob) % 32) + bytes(72))
 PY
 
 mkdir -p "$FUZZ_BUILD/artifacts"
@@ -53,7 +60,10 @@ run_one() {
   local name=$1 corpus="$FUZZ_BUILD/corpus/$1"
   mkdir -p "$corpus"
   local dict=()
-  case $name in fuzz_safetensors*) dict=(-dict=fuzz/safetensors.dict) ;; esac
+  case $name in
+    fuzz_safetensors*) dict=(-dict=fuzz/safetensors.dict) ;;
+    fuzz_gguf*) dict=(-dict=fuzz/gguf.dict) ;;
+  esac
   "$FUZZ_BUILD/fuzz/$name" "$corpus" "$FUZZ_BUILD/seeds/$name" "${dict[@]}" -max_total_time="$SECONDS_EACH" \
     -max_len=8192 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$FUZZ_BUILD/artifacts/$name-" >"$FUZZ_BUILD/$name.log" 2>&1
