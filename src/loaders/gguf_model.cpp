@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "loaders/gguf_flint_layout.h"
-#include "loaders/gguf_reader.h"
+#include "loaders/gguf.h"
 #include "model/nvfp4.h"
 
 namespace striker {
@@ -22,25 +22,18 @@ std::string shape_str(const std::vector<int64_t>& s) {
 // GGUF metadata that, where present, must agree with config.json.
 void cross_check_metadata(const GgufFile& f, const FlintConfig& c) {
   auto fail = [&](const std::string& key, const std::string& gguf, const std::string& cfg, const char* field) {
-    throw Error(f.path() + ": metadata '" + key + "' = " + gguf + " disagrees with config.json " + field + " = " + cfg);
+    throw Error(f.source() + ": metadata '" + key + "' = " + gguf + " disagrees with config.json " + field + " = " + cfg);
   };
   auto integer = [&](const std::string& key, int64_t expect, const char* field) {
-    const GgufValue* v = f.find_kv(key);
-    if (!v) return;
-    if (!v->value.is_number_integer()) throw Error(f.path() + ": metadata '" + key + "' must be an integer");
-    if (v->value.get<int64_t>() != expect) fail(key, v->value.dump(), std::to_string(expect), field);
+    if (auto v = f.get_int(key); v && *v != expect) fail(key, std::to_string(*v), std::to_string(expect), field);
   };
   auto real = [&](const std::string& key, double expect, const char* field) {
-    const GgufValue* v = f.find_kv(key);
-    if (!v) return;
-    if (!v->value.is_number()) throw Error(f.path() + ": metadata '" + key + "' must be a number");
-    double g = v->value.get<double>();
-    if (std::fabs(g - expect) > 1e-6 * std::fmax(1.0, std::fabs(expect))) fail(key, v->value.dump(), std::to_string(expect), field);
+    if (auto v = f.get_float(key); v && std::fabs(*v - expect) > 1e-6 * std::fmax(1.0, std::fabs(expect)))
+      fail(key, std::to_string(*v), std::to_string(expect), field);
   };
-  const GgufValue* arch = f.find_kv("general.architecture");
-  if (!arch || !arch->value.is_string()) throw Error(f.path() + ": metadata 'general.architecture' is missing");
-  if (arch->value.get<std::string>() != "flint")
-    throw Error(f.path() + ": metadata 'general.architecture' is '" + arch->value.get<std::string>() + "', expected 'flint'");
+  auto arch = f.get_string("general.architecture");
+  if (!arch) throw Error(f.source() + ": metadata 'general.architecture' is missing");
+  if (*arch != "flint") throw Error(f.source() + ": metadata 'general.architecture' is '" + *arch + "', expected 'flint'");
   const std::string a = "flint.";
   integer(a + "block_count", c.num_hidden_layers, "num_hidden_layers");
   integer(a + "context_length", c.max_position_embeddings, "max_position_embeddings");
@@ -62,20 +55,24 @@ void cross_check_metadata(const GgufFile& f, const FlintConfig& c) {
   real(a + "rope.freq_base", c.rope_theta, "rope_theta");
   real(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps, "rms_norm_eps");
   real(a + "expert_weights_scale", c.routed_scaling_factor, "routed_scaling_factor");
-  if (const GgufValue* v = f.find_kv(a + "expert_weights_norm"); v && v->value.is_boolean() && v->value.get<bool>() != c.norm_topk_prob)
-    fail(a + "expert_weights_norm", v->value.dump(), c.norm_topk_prob ? "true" : "false", "norm_topk_prob");
-  if (const GgufValue* v = f.find_kv(a + "attention.sliding_window_pattern"); v && v->value.is_array()) {
-    if (int64_t(v->value.size()) != c.num_hidden_layers)
-      fail(a + "attention.sliding_window_pattern", std::to_string(v->value.size()) + " entries",
+  if (auto v = f.get_bool(a + "expert_weights_norm"); v && *v != c.norm_topk_prob)
+    fail(a + "expert_weights_norm", *v ? "true" : "false", c.norm_topk_prob ? "true" : "false", "norm_topk_prob");
+  if (auto v = f.get_int_array(a + "attention.sliding_window_pattern")) {
+    if (int64_t(v->size()) != c.num_hidden_layers)
+      fail(a + "attention.sliding_window_pattern", std::to_string(v->size()) + " entries",
            std::to_string(c.num_hidden_layers), "layer_types length");
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-      const auto& e = v->value[size_t(l)];
-      bool sliding = e.is_boolean() ? e.get<bool>() : (e.is_number() && e.get<double>() != 0);
+      const bool sliding = (*v)[size_t(l)] != 0;
       if (sliding != c.is_sliding_layer(l))
         fail(a + "attention.sliding_window_pattern[" + std::to_string(l) + "]", sliding ? "sliding" : "full",
              c.is_sliding_layer(l) ? "sliding_attention" : "full_attention", "layer_types");
     }
   }
+}
+
+std::string type_name(uint32_t t) {
+  const GgmlTypeInfo* info = ggml_type_info(t);
+  return info ? std::string(info->name) : "type " + std::to_string(t);
 }
 
 DType plain_dtype(uint32_t t) {
@@ -92,7 +89,7 @@ DType plain_dtype(uint32_t t) {
 
 LoadedModel load_gguf_model(const std::string& path, const FlintConfig& config,
                             const std::function<void(size_t, size_t)>& on_progress) {
-  auto file = GgufFile::open(path);
+  auto file = std::make_shared<GgufFile>(GgufFile::open(path));
   const GgufFile& f = *file;
   cross_check_metadata(f, config);
 
@@ -106,11 +103,11 @@ LoadedModel load_gguf_model(const std::string& path, const FlintConfig& config,
   const auto layout = flint_gguf_tensors(config);
   std::set<std::string> used;
   size_t total = 0, done = 0;
-  for (const auto& t : f.tensors()) total += t.nbytes;
+  for (const auto& t : f.tensors) total += t.nbytes;
 
   for (const auto& want : layout) {
     const std::string name = want.base + want.suffix;
-    const GgufTensor* t = f.find(name);
+    const GgufTensorInfo* t = f.find_tensor(name);
     if (!t) throw Error(path + ": tensor '" + name + "' is missing");
     used.insert(name);
     DType dt = plain_dtype(t->type);
@@ -120,7 +117,7 @@ LoadedModel load_gguf_model(const std::string& path, const FlintConfig& config,
       case GgufRole::Linear: ok = dt == DType::BF16 || dt == DType::F16 || dt == DType::F32 || dt == DType::NVFP4; break;
       case GgufRole::Vector: case GgufRole::Router: ok = dt == DType::BF16 || dt == DType::F32; break;
     }
-    if (!ok) throw Error(path + ": tensor '" + name + "' has type " + ggml_type_name(t->type) + ", not allowed for this tensor");
+    if (!ok) throw Error(path + ": tensor '" + name + "' has type " + type_name(t->type) + ", not allowed for this tensor");
     if (t->torch_shape() != want.shape)
       throw Error(path + ": tensor '" + name + "' has shape " + shape_str(t->torch_shape()) + ", expected " + shape_str(want.shape));
 
@@ -128,15 +125,15 @@ LoadedModel load_gguf_model(const std::string& path, const FlintConfig& config,
     const int64_t n_mats = want.stacked_experts ? want.shape[0] : 1;
     std::vector<float> scale2(size_t(n_mats), 1.0f);
     for (const std::string& sname : {want.base + ".scale", want.base + ".weight.scale"}) {
-      const GgufTensor* s = f.find(sname);
+      const GgufTensorInfo* s = f.find_tensor(sname);
       if (!s) continue;
       used.insert(sname);
       if (dt != DType::NVFP4) throw Error(path + ": tensor '" + sname + "' scales '" + name + "', which is not NVFP4");
-      if (s->type != 0) throw Error(path + ": tensor '" + sname + "' must be F32, got " + ggml_type_name(s->type));
+      if (s->type != 0) throw Error(path + ": tensor '" + sname + "' must be F32, got " + type_name(s->type));
       int64_t n = 1;
-      for (auto e : s->ne) n *= e;
+      for (uint32_t d = 0; d < s->n_dims; ++d) n *= s->ne[d];
       if (n != n_mats) throw Error(path + ": tensor '" + sname + "' has " + std::to_string(n) + " values, expected " + std::to_string(n_mats));
-      std::memcpy(scale2.data(), s->data, size_t(n) * 4);
+      std::memcpy(scale2.data(), f.tensor_data(*s), size_t(n) * 4);
       for (int64_t e = 0; e < n; ++e)
         if (!std::isfinite(scale2[size_t(e)]))
           throw Error(path + ": tensor '" + sname + "' holds a non-finite scale at index " + std::to_string(e));
@@ -153,7 +150,7 @@ LoadedModel load_gguf_model(const std::string& path, const FlintConfig& config,
       auto buf = std::make_shared<std::vector<std::byte>>(size_t(rows * (in_dim / 2 + in_dim / 16)));
       std::byte* codes = buf->data();
       std::byte* scales = codes + rows * in_dim / 2;
-      const auto* src = reinterpret_cast<const uint8_t*>(t->data);
+      const auto* src = reinterpret_cast<const uint8_t*>(f.tensor_data(*t));
       for (int64_t r = 0; r < rows; ++r)
         nvfp4::ggml_row_to_split(src + r * nvfp4::ggml_row_bytes(in_dim), in_dim,
                                  reinterpret_cast<uint8_t*>(codes) + r * in_dim / 2,
@@ -177,16 +174,16 @@ LoadedModel load_gguf_model(const std::string& path, const FlintConfig& config,
         v.name = want.stacked_experts ? name + "[" + std::to_string(e) + "]" : name;
         v.dtype = dt;
         v.shape = mat_shape;
-        v.data = t->data + size_t(e) * mat_bytes;
+        v.data = f.tensor_data(*t) + size_t(e) * mat_bytes;
         v.nbytes = mat_bytes;
       }
     }
     done += t->nbytes;
     if (on_progress) on_progress(done, total);
   }
-  for (const auto& t : f.tensors())
+  for (const auto& t : f.tensors)
     if (!used.count(t.name)) throw Error(path + ": unexpected tensor '" + t.name + "' (not part of Flint)");
-  m.storage.push_back(std::shared_ptr<void>(std::move(file)));
+  m.storage.push_back(file);  // keeps the mapping behind the non-NVFP4 views alive
   return m;
 }
 

@@ -48,37 +48,38 @@ class Out {
   uint64_t pos_ = 0;
 };
 
-void write_value(Out& o, GgufType t, GgufType elem, const nlohmann::json& v) {
+void write_value(Out& o, GgufValueType t, GgufValueType elem, const nlohmann::json& v) {
   switch (t) {
-    case GgufType::UINT8: o.put<uint8_t>(v.get<uint8_t>()); break;
-    case GgufType::INT8: o.put<int8_t>(v.get<int8_t>()); break;
-    case GgufType::UINT16: o.put<uint16_t>(v.get<uint16_t>()); break;
-    case GgufType::INT16: o.put<int16_t>(v.get<int16_t>()); break;
-    case GgufType::UINT32: o.put<uint32_t>(v.get<uint32_t>()); break;
-    case GgufType::INT32: o.put<int32_t>(v.get<int32_t>()); break;
-    case GgufType::FLOAT32: o.put<float>(v.get<float>()); break;
-    case GgufType::UINT64: o.put<uint64_t>(v.get<uint64_t>()); break;
-    case GgufType::INT64: o.put<int64_t>(v.get<int64_t>()); break;
-    case GgufType::FLOAT64: o.put<double>(v.get<double>()); break;
-    case GgufType::BOOL: o.put<uint8_t>(v.get<bool>() ? 1 : 0); break;
-    case GgufType::STRING: o.string(v.get<std::string>()); break;
-    case GgufType::ARRAY:
+    case GgufValueType::U8: o.put<uint8_t>(v.get<uint8_t>()); break;
+    case GgufValueType::I8: o.put<int8_t>(v.get<int8_t>()); break;
+    case GgufValueType::U16: o.put<uint16_t>(v.get<uint16_t>()); break;
+    case GgufValueType::I16: o.put<int16_t>(v.get<int16_t>()); break;
+    case GgufValueType::U32: o.put<uint32_t>(v.get<uint32_t>()); break;
+    case GgufValueType::I32: o.put<int32_t>(v.get<int32_t>()); break;
+    case GgufValueType::F32: o.put<float>(v.get<float>()); break;
+    case GgufValueType::U64: o.put<uint64_t>(v.get<uint64_t>()); break;
+    case GgufValueType::I64: o.put<int64_t>(v.get<int64_t>()); break;
+    case GgufValueType::F64: o.put<double>(v.get<double>()); break;
+    case GgufValueType::BOOL: o.put<uint8_t>(v.get<bool>() ? 1 : 0); break;
+    case GgufValueType::STRING: o.string(v.get<std::string>()); break;
+    case GgufValueType::ARRAY:
       o.put<uint32_t>(uint32_t(elem));
       o.put<uint64_t>(v.size());
-      for (const auto& e : v) write_value(o, elem, GgufType::UINT8, e);  // one level of nesting
+      for (const auto& e : v) write_value(o, elem, GgufValueType::U8, e);  // one level of nesting
       break;
   }
 }
 
 }  // namespace
 
-void GgufWriter::add(const std::string& key, GgufType type, nlohmann::json value, GgufType elem_type) {
-  kv_.push_back({key, GgufValue{type, elem_type, std::move(value)}});
+void GgufWriter::add(const std::string& key, GgufValueType type, nlohmann::json value, GgufValueType elem_type) {
+  kv_.push_back({key, type, elem_type, std::move(value)});
 }
 
 void GgufWriter::add_tensor(const std::string& name, uint32_t ggml_type, std::vector<int64_t> ne, Fill fill) {
-  int64_t bw = 0, bb = 0;
-  if (!ggml_block_geometry(ggml_type, bw, bb)) throw Error("GGUF writer: unknown ggml type for " + name);
+  const GgmlTypeInfo* info = ggml_type_info(ggml_type);
+  if (!info) throw Error("GGUF writer: unknown ggml type for " + name);
+  const int64_t bw = info->block_elements, bb = info->block_bytes;
   uint64_t elems = 1;
   for (auto n : ne) elems *= uint64_t(n);
   if (ne.empty() || ne[0] % bw != 0) throw Error("GGUF writer: " + name + ": ne[0] is not a multiple of the block size");
@@ -93,8 +94,8 @@ void GgufWriter::write(const std::string& path) const {
   o.put<uint64_t>(kv_.size());
   for (const auto& e : kv_) {
     o.string(e.key);
-    o.put<uint32_t>(uint32_t(e.value.type));
-    write_value(o, e.value.type, e.value.elem_type, e.value.value);
+    o.put<uint32_t>(uint32_t(e.type));
+    write_value(o, e.type, e.elem_type, e.value);
   }
   uint64_t offset = 0;
   for (const auto& t : tensors_) {

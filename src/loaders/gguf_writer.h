@@ -8,17 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "loaders/gguf_reader.h"
+#include <nlohmann/json.hpp>
+
+#include "loaders/gguf.h"
 
 namespace striker {
 
 class GgufWriter {
  public:
-  void add(const std::string& key, GgufType type, nlohmann::json value, GgufType elem_type = GgufType::UINT8);
-  void add_u32(const std::string& key, uint32_t v) { add(key, GgufType::UINT32, v); }
-  void add_f32(const std::string& key, float v) { add(key, GgufType::FLOAT32, v); }
-  void add_bool(const std::string& key, bool v) { add(key, GgufType::BOOL, v); }
-  void add_string(const std::string& key, const std::string& v) { add(key, GgufType::STRING, v); }
+  void add(const std::string& key, GgufValueType type, nlohmann::json value, GgufValueType elem_type = GgufValueType::U8);
+  void add_u32(const std::string& key, uint32_t v) { add(key, GgufValueType::U32, v); }
+  void add_f32(const std::string& key, float v) { add(key, GgufValueType::F32, v); }
+  void add_bool(const std::string& key, bool v) { add(key, GgufValueType::BOOL, v); }
+  void add_string(const std::string& key, const std::string& v) { add(key, GgufValueType::STRING, v); }
 
   // ne is innermost first (a PyTorch [out, in] weight is ne = {in, out}). `fill` writes exactly
   // the tensor's byte size into the buffer it is given.
@@ -31,7 +33,9 @@ class GgufWriter {
  private:
   struct Entry {
     std::string key;
-    GgufValue value;
+    GgufValueType type;
+    GgufValueType elem_type;
+    nlohmann::json value;
   };
   struct Tensor {
     std::string name;

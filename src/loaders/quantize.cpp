@@ -88,7 +88,7 @@ void quantize_to_gguf(const LoadedModel& src, const std::string& out_path, const
   w.add_u32(a + "attention.sliding_window", uint32_t(c.sliding_window));
   nlohmann::json pattern = nlohmann::json::array();
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) pattern.push_back(c.is_sliding_layer(l));
-  w.add(a + "attention.sliding_window_pattern", GgufType::ARRAY, pattern, GgufType::BOOL);
+  w.add(a + "attention.sliding_window_pattern", GgufValueType::ARRAY, pattern, GgufValueType::BOOL);
   w.add_f32(a + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
   w.add_f32(a + "rope.freq_base", c.rope_theta);
   w.add_u32(a + "vocab_size", uint32_t(c.vocab_size));
