@@ -313,6 +313,7 @@ bool element_as_int(const std::byte* p, GgufValueType t, int64_t& out) {
   };
   switch (t) {
     case GgufValueType::U8: out = get(uint8_t{}); return true;
+    case GgufValueType::BOOL: out = get(uint8_t{}) != 0; return true;  // bool arrays: per-layer flags
     case GgufValueType::I8: out = get(int8_t{}); return true;
     case GgufValueType::U16: out = get(uint16_t{}); return true;
     case GgufValueType::I16: out = get(int16_t{}); return true;
