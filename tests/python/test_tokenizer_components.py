@@ -221,8 +221,8 @@ def small_json():
 
 
 @pytest.mark.parametrize("mutate, expect", [
-    (lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Metaspace"}]}),
-     "/pre_tokenizer/pretokenizers/1/type: unsupported pre-tokenizer type 'Metaspace'"),
+    (lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "CharDelimiterSplit"}]}),
+     "/pre_tokenizer/pretokenizers/1/type: unsupported pre-tokenizer type 'CharDelimiterSplit'"),
     (lambda j: j.update(normalizer={"type": "BertNormalizer"}), "/normalizer/type: unsupported normalizer type"),
     (lambda j: j["model"].update(type="WordPiece"), "/model/type: unsupported model type 'WordPiece'"),
     (lambda j: j.update(decoder={"type": "CTC"}), "/decoder/type: unsupported decoder type 'CTC'"),
@@ -270,3 +270,23 @@ def test_llama2_style_sentencepiece_bpe(striker_bin, tmp_path, samples):
     d, hf = save(tok, tmp_path, add_bytes)
     texts = [s for s in samples if s][:300]  # HF's Strip decoder panics on an empty token list
     check(striker_bin, d, hf, texts, add_special=(False, True))
+
+
+@pytest.mark.parametrize("scheme", ["always", "first", "never"])
+@pytest.mark.parametrize("split", [True, False])
+def test_metaspace(striker_bin, tmp_path, samples, scheme, split):
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme=scheme, split=split)
+    tok.decoder = decoders.Sequence([decoders.Metaspace(prepend_scheme=scheme), decoders.ByteFallback(), decoders.Fuse()])
+    trainer = trainers.BpeTrainer(vocab_size=400, show_progress=False, special_tokens=["<unk>", "<s>", "</s>"])
+    tok.train_from_iterator(TRAIN_TEXT, trainer=trainer)
+
+    def add_bytes(data):
+        vocab = data["model"]["vocab"]
+        for b in range(256):
+            vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+        data["added_tokens"].append({"id": len(vocab), "content": "<x>", "single_word": False, "lstrip": False,
+                                     "rstrip": False, "normalized": False, "special": False})
+
+    d, hf = save(tok, tmp_path, add_bytes)
+    check(striker_bin, d, hf, samples[:300] + ["<x>a b", "a<x> b", " <x>", "<s> hi", "▁▁x ▁"])
