@@ -1,6 +1,7 @@
 // Typed access to tokenizer.json fields. Every failure throws striker::Error with one line:
 // "<file>: <json path>: <what is wrong>", e.g. "tokenizer.json: /model/merges/12: expected ...".
 #pragma once
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -56,7 +57,11 @@ struct JsonRef {
   }
   bool bool_or(std::string_view key, bool dflt) const { return has(key) ? at(key).boolean() : dflt; }
   int64_t int_or(std::string_view key, int64_t dflt) const { return has(key) ? at(key).integer() : dflt; }
-  std::string type() const { return at("type").str(); }
+  // The component type; also where nesting depth is bounded, since every component factory asks.
+  std::string type() const {
+    if (std::count(path.begin(), path.end(), '/') > 64) fail("components are nested too deeply");
+    return at("type").str();
+  }
   [[noreturn]] void unsupported(std::string_view component) const {
     at("type").fail("unsupported " + std::string(component) + " type '" + type() + "'");
   }

@@ -186,6 +186,22 @@ std::string error_of(const fs::path& dir) {
   return "";
 }
 
+TEST(IncrementalDetokenizer, ByteFallbackRunsStayConsistent) {
+  // A byte-fallback run decodes as a group: E4 B8 AD E4 is "\uFFFD" x4, not "中\uFFFD".
+  const fs::path dir = write_temp("bytes", R"({"decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]},
+      "model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0, "<0xE4>": 1, "<0xB8>": 2, "<0xAD>": 3, "<0xFF>": 4},
+                "merges": []}})");
+  const auto tok = Tokenizer::from_dir(dir);
+  EXPECT_EQ(tok->encode("a中"), (std::vector<int32_t>{0, 1, 2, 3}));
+  std::mt19937 rng(5);
+  for (int round = 0; round < 5000; ++round) {
+    std::vector<int32_t> ids(rng() % 12);
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % 5);
+    expect_streaming_matches(*tok, ids, false);
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST(TokenizerErrors, NameTheFileAndJsonPath) {
   EXPECT_NE(error_of("/no/such/dir").find("/no/such/dir/tokenizer.json"), std::string::npos);
   const std::string minimal = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})";
@@ -207,6 +223,10 @@ TEST(TokenizerErrors, NameTheFileAndJsonPath) {
   expect("norm", R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Precompiled"}]},
                      "model": {"type": "BPE", "vocab": {}, "merges": []}})",
          "/normalizer/normalizers/1/type: unsupported normalizer type 'Precompiled'");
+  std::string deep = R"({"type": "NFC"})";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "Sequence", "normalizers": [)" + deep + "]}";
+  expect("deep", R"({"normalizer": )" + deep + R"(, "model": {"type": "BPE", "vocab": {}, "merges": []}})",
+         "nested too deeply");
   expect("added", R"({"added_tokens": [{"id": 0, "content": "<s>"}], "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})",
          "/added_tokens/0/id");
 }
