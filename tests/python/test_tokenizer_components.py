@@ -290,3 +290,23 @@ def test_metaspace(striker_bin, tmp_path, samples, scheme, split):
 
     d, hf = save(tok, tmp_path, add_bytes)
     check(striker_bin, d, hf, samples[:300] + ["<x>a b", "a<x> b", " <x>", "<s> hi", "▁▁x ▁"])
+
+
+def test_tokenizer_config_overrides_added_token_flags(striker_bin, tmp_path, samples):
+    """from_dir applies tokenizer_config.json's added_tokens_decoder flags, as transformers does."""
+    tok = train_byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    tok.add_tokens([AddedToken("<x>", normalized=False)])
+    d, _ = save(tok, tmp_path)
+    xid = tok.token_to_id("<x>")
+    flags = {"content": "<x>", "lstrip": True, "rstrip": True, "single_word": False, "normalized": False, "special": True}
+    (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {str(xid): flags}}))
+    expected = train_byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    expected.add_special_tokens([AddedToken("<x>", lstrip=True, rstrip=True, normalized=False, special=True)])
+    texts = samples[:50] + ["a <x> b", "a  <x>  b", "<x><x>"]
+    assert run_lines(striker_bin, d, "input", texts) == [expected.encode(s).ids for s in texts]
+    ids = [expected.encode(s).ids for s in texts]
+    assert run_lines(striker_bin, d, "decode", ids, "--skip-special-tokens") == [expected.decode(i) for i in ids]
+
+    (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {str(xid): dict(flags, content="<y>")}}))
+    rc, err = run_error(striker_bin, d, "--text", "a")
+    assert rc != 0 and f"tokenizer_config.json: /added_tokens_decoder/{xid}/content: does not match" in err
