@@ -40,7 +40,11 @@ bool is_byte_fallback_token(const std::optional<std::string>& piece) {
 
 std::string IncrementalDetokenizer::push(int32_t id) {
   ids_.push_back(id);
-  if (is_byte_fallback_token(tok_.id_to_token(id))) return {};
+  const auto piece = tok_.id_to_token(id);
+  const bool decoded = piece && !(skip_special_ && tok_.is_special(id));
+  // Tokens decode() leaves out (unknown ids, skipped specials) do not end a byte run.
+  if (decoded) in_byte_run_ = is_byte_fallback_token(piece);
+  if (in_byte_run_) return {};
   const std::span<const int32_t> all(ids_);
   const std::string prefix = tok_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_);
   const std::string text = tok_.decode(all.subspan(prefix_offset_), skip_special_);
@@ -52,6 +56,7 @@ std::string IncrementalDetokenizer::push(int32_t id) {
 }
 
 std::string IncrementalDetokenizer::flush() {
+  in_byte_run_ = false;
   const std::span<const int32_t> all(ids_);
   const std::string prefix = tok_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_);
   const std::string text = tok_.decode(all.subspan(prefix_offset_), skip_special_);
