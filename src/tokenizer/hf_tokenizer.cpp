@@ -31,7 +31,13 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& tokenizer_json, const std:
   if (!root.is_object()) r.fail("expected a JSON object");
   if (r.has("version") && r.at("version").str() != "1.0") r.at("version").fail("unknown tokenizer.json version");
   if (r.has("truncation")) r.at("truncation").fail("truncation is not supported (set it to null)");
-  if (r.has("padding")) r.at("padding").fail("padding is not supported (set it to null)");
+  if (r.has("padding")) {
+    // Padding to the longest sequence of a batch leaves a single encode unchanged; anything
+    // that would add pad ids to one sequence is not implemented.
+    const JsonRef pad = r.at("padding");
+    const bool longest = pad.has("strategy") && pad.at("strategy").value == "BatchLongest";
+    if (!longest || pad.has("pad_to_multiple_of")) pad.fail("padding other than BatchLongest is not supported");
+  }
 
   const JsonRef model = r.at("model");
   const std::string model_type = model.has("type") ? model.type() : (model.has("merges") ? "BPE" : "");

@@ -310,3 +310,19 @@ def test_tokenizer_config_overrides_added_token_flags(striker_bin, tmp_path, sam
     (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {str(xid): dict(flags, content="<y>")}}))
     rc, err = run_error(striker_bin, d, "--text", "a")
     assert rc != 0 and f"tokenizer_config.json: /added_tokens_decoder/{xid}/content: does not match" in err
+
+
+def test_padding_and_truncation(striker_bin, tmp_path, samples):
+    tok = train_byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    tok.enable_padding()  # BatchLongest: no effect on one sequence, so it is accepted
+    d, hf = save(tok, tmp_path)
+    check(striker_bin, d, hf, samples[:50])
+    tok.enable_padding(length=64)
+    d, _ = save(tok, tmp_path)
+    rc, err = run_error(striker_bin, d, "--text", "a")
+    assert rc != 0 and "/padding: padding other than BatchLongest is not supported" in err
+    tok.no_padding()
+    tok.enable_truncation(16)
+    d, _ = save(tok, tmp_path)
+    rc, err = run_error(striker_bin, d, "--text", "a")
+    assert rc != 0 and "/truncation: truncation is not supported" in err
