@@ -253,6 +253,8 @@ TEST(TokenizerErrors, NameTheFileAndJsonPath) {
   expect("norm", R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Precompiled"}]},
                      "model": {"type": "BPE", "vocab": {}, "merges": []}})",
          "/normalizer/normalizers/1/type: unsupported normalizer type 'Precompiled'");
+  expect("newline", R"({"model": {"type": "BPE", "vocab": {"a\nb": "x"}, "merges": []}})",
+         "/model/vocab/a\\x0Ab: expected an integer");  // file text is escaped to keep one line
   std::string deep = R"({"type": "NFC"})";
   for (int i = 0; i < 100; ++i) deep = R"({"type": "Sequence", "normalizers": [)" + deep + "]}";
   expect("deep", R"({"normalizer": )" + deep + R"(, "model": {"type": "BPE", "vocab": {}, "merges": []}})",
