@@ -159,6 +159,13 @@ TEST_P(FixtureTokenizer, LongRunsRoundTrip) {
   }
 }
 
+TEST_P(FixtureTokenizer, FromFileMatchesFromDir) {
+  const auto direct = Tokenizer::from_file(shared_dir() / "fixtures" / GetParam() / "tokenizer.json");
+  const Tokenizer& tok = fixture(GetParam());
+  EXPECT_EQ(direct->vocab_size(), tok.vocab_size());
+  for (size_t i = 0; i < corpus().size(); i += 7) EXPECT_EQ(direct->encode(corpus()[i]), tok.encode(corpus()[i]));
+}
+
 TEST_P(FixtureTokenizer, InvalidUtf8IsAnError) {
   const Tokenizer& tok = fixture(GetParam());
   EXPECT_THROW(tok.encode(std::string("ok \xC3(")), striker::Error);
