@@ -24,9 +24,6 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::filesystem::path& fil
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tok, bool skip) : tok_(tok), skip_special_(skip) {}
 
-// Decodes a window that starts a few tokens back (prefix_offset_) so that decoders which look
-// at neighbours see context, and emits the text past read_offset_ once it no longer ends in an
-// incomplete UTF-8 sequence (shown by decode() as U+FFFD).
 namespace {
 
 // "<0xAB>": a byte-fallback token. A run of them is decoded as one group (valid UTF-8 or one
@@ -38,6 +35,10 @@ bool is_byte_fallback_token(const std::optional<std::string>& piece) {
 
 }  // namespace
 
+// Decodes a window that starts a few tokens back (prefix_offset_) so that decoders which look
+// at neighbours see context, and emits the text past read_offset_ once it no longer ends in an
+// incomplete UTF-8 sequence (shown by decode() as U+FFFD).
+// Whatever is held back at the end comes out of flush().
 std::string IncrementalDetokenizer::push(int32_t id) {
   ids_.push_back(id);
   const auto piece = tok_.id_to_token(id);
