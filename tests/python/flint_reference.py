@@ -180,7 +180,10 @@ class FlintReference:
         return bf16(bf16(acc) + shared)
 
     def logits(self, ids, stats: dict | None = None) -> np.ndarray:
-        """bf16 logits [T, V] (float64 array) of the sequence `ids` from position 0."""
+        """bf16 logits [T, V] (float64 array) of the sequence `ids` from position 0.
+
+        stats, when given, receives expert_counts {layer: selections per expert} and
+        hidden_rms [per layer: RMS of the residual stream after the layer]."""
         c = self.c
         eps = float(c["rms_norm_eps"])
         nh, nkv, d = int(c["num_attention_heads"]), int(c["num_key_value_heads"]), int(c["head_dim"])
@@ -210,6 +213,8 @@ class FlintReference:
             else:
                 y = self.moe(x, p, stats, l)
             h = bf16(h + y)
+            if stats is not None:
+                stats.setdefault("hidden_rms", []).append(float(np.sqrt(np.mean(h * h))))
         x = rmsnorm(h, self.w("model.norm.weight"), eps)
         return self._lm_head(x)
 

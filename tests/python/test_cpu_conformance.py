@@ -115,6 +115,12 @@ def test_make_model_checkpoint_is_realistic(runs, checkpoints, seed):
         # 256 tokens x top-6 of 16: every expert should be used and none should dominate.
         assert (counts > 0).sum() >= int(0.75 * n_exp), f"layer {l}: routing uses only {(counts > 0).sum()} experts"
         assert share.max() < 3.0 / n_exp, f"layer {l}: one expert takes {share.max():.0%} of the routing"
+    # The residual stream stays finite and grows gently through the layers (embeddings are
+    # N(0, 1), so it starts near 1).
+    rms = runs[seed]["stats"]["hidden_rms"]
+    assert all(np.isfinite(rms)), rms
+    assert max(rms) < 10.0, f"residual stream RMS per layer {rms}"
+    print(f"\nseed {seed}: residual RMS per layer " + " ".join(f"{r:.2f}" for r in rms))
     logits = runs[seed]["ref_logits"]
     assert np.isfinite(logits).all()
     assert logits.std() > 0.1, "logits are nearly constant"
