@@ -1,5 +1,6 @@
 #include "tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <queue>
@@ -130,7 +131,7 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
 
 void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symbols) const {
   const bool plain = continuing_prefix_.empty() && end_suffix_.empty();
-  std::optional<int32_t> pending_unk;
+  int32_t pending_unk = -1;  // an unk waiting to be emitted (fused with following unknowns)
   std::string piece;
   size_t i = 0;
   while (i < word.size()) {
@@ -150,8 +151,8 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symb
       piece.assign(word.substr(start, i - start));
     }
     if (id >= 0) {
-      if (pending_unk) symbols.push_back(*pending_unk);
-      pending_unk.reset();
+      if (pending_unk >= 0) symbols.push_back(pending_unk);
+      pending_unk = -1;
       symbols.push_back(id);
       continue;
     }
@@ -165,12 +166,12 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symb
       }
     }
     if (unk_id_) {
-      if (pending_unk && !fuse_unk_) symbols.push_back(*pending_unk);
+      if (pending_unk >= 0 && !fuse_unk_) symbols.push_back(pending_unk);
       pending_unk = *unk_id_;
     }
     // No unk token: Hugging Face drops the character silently; so do we, for identical ids.
   }
-  if (pending_unk) symbols.push_back(*pending_unk);
+  if (pending_unk >= 0) symbols.push_back(pending_unk);
 }
 
 // Few symbols: repeatedly merge the lowest-ranked adjacent pair (leftmost on ties).

@@ -1,6 +1,8 @@
 #include "tokenizer/hf_tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "tokenizer/utf8.h"
@@ -106,7 +108,12 @@ void HfTokenizer::apply_config_overrides(const std::filesystem::path& config_jso
     if (!target) {
       if (model_->token_to_id(content) != id)
         t.fail("token " + std::to_string(id) + " '" + content + "' is in neither tokenizer.json's added_tokens nor the vocab");
-      tokens.push_back(AddedToken{id, content});
+      AddedToken added;
+      added.id = id;
+      added.content = content;
+      added.special = t.bool_or("special", false);
+      added.normalized = !added.special;  // Hugging Face's default for a new added token
+      tokens.push_back(std::move(added));
       target = &tokens.back();
     } else if (target->content != content) {
       t.at("content").fail("does not match tokenizer.json's added token " + std::to_string(id) + " '" +

@@ -1,5 +1,7 @@
 #include "tokenizer/pre_tokenizer.h"
 
+#include <algorithm>
+
 #include "tokenizer/byte_level.h"
 #include "tokenizer/regex.h"
 

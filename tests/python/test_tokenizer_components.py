@@ -249,3 +249,24 @@ def test_missing_and_invalid_files(striker_bin, tmp_path):
     d = write(tmp_path, "{ not json")
     rc, err = run_error(striker_bin, d, "--text", "hi")
     assert rc != 0 and "invalid JSON" in err and err.count("\n") == 1
+
+
+def test_llama2_style_sentencepiece_bpe(striker_bin, tmp_path, samples):
+    """Prepend + Replace normalizers, no pre-tokenizer, byte_fallback with an unk token, and the
+    Replace / ByteFallback / Fuse / Strip decoder chain (the layout of Llama-2-style files)."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    trainer = trainers.BpeTrainer(vocab_size=400, show_progress=False, special_tokens=["<unk>", "<s>", "</s>"])
+    tok.train_from_iterator([t.replace(" ", "▁") for t in TRAIN_TEXT], trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+
+    def add_bytes(data):
+        vocab = data["model"]["vocab"]
+        for b in range(256):
+            vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+
+    d, hf = save(tok, tmp_path, add_bytes)
+    texts = [s for s in samples if s][:300]  # HF's Strip decoder panics on an empty token list
+    check(striker_bin, d, hf, texts, add_special=(False, True))
