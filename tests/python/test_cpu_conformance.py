@@ -14,8 +14,22 @@ import pytest
 
 from flint_reference import Checkpoint, FlintReference, conformance, teacher_forced
 
-SEEDS = (1, 2, 3)
+SEEDS = (1, 2, 3)   # the tiny config
+VARIANT_SEED = 4    # a variant of it where the tiny config is blind (see variant_config)
 LENGTH = 256
+
+
+def variant_config(tiny_config: dict) -> dict:
+    """The tiny config has one KV head and q_dim == H, so a wrong query-head -> KV-head
+    mapping or a q_dim/H mix-up could not show there. This variant has 2 KV heads
+    (2 query heads each), q_dim 192 != H 256, another window and layer order, top-4 of 12."""
+    c = dict(tiny_config)
+    c.update({"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 48, "sliding_window": 9,
+              "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention",
+                              "sliding_attention", "full_attention", "sliding_attention"],
+              "first_k_dense_replace": 1, "n_routed_experts": 12, "num_experts_per_tok": 4,
+              "routed_scaling_factor": 1.5})
+    return c
 
 
 def report(line: str) -> None:
@@ -42,10 +56,13 @@ def tiny(shared_dir):
 @pytest.fixture(scope="module")
 def checkpoints(striker_bin, tiny, tmp_path_factory):
     config, tokenizer = tiny
+    variant = tmp_path_factory.mktemp("variant_config") / "config.json"
+    variant.write_text(json.dumps(variant_config(json.loads(config.read_text()))))
     out = {}
-    for seed in SEEDS:
+    for seed in SEEDS + (VARIANT_SEED,):
         path = tmp_path_factory.mktemp(f"tiny_seed{seed}")
-        subprocess.run([str(striker_bin), "make-model", "--config", str(config), "--tokenizer", str(tokenizer),
+        cfg = variant if seed == VARIANT_SEED else config
+        subprocess.run([str(striker_bin), "make-model", "--config", str(cfg), "--tokenizer", str(tokenizer),
                         "--out", str(path), "--seed", str(seed)], check=True, capture_output=True)
         out[seed] = path
     return out
@@ -69,7 +86,7 @@ def runs(striker_bin, tiny, checkpoints):
     return results
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", SEEDS + (VARIANT_SEED,))
 def test_perplexity_output_shape(runs, seed):
     got = runs[seed]["striker"]
     ids = runs[seed]["ids"]
@@ -80,12 +97,12 @@ def test_perplexity_output_shape(runs, seed):
     assert got["perplexity"] == pytest.approx(float(np.exp(-lp.mean())), rel=1e-9)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", SEEDS + (VARIANT_SEED,))
 def test_cpu_backend_conforms_to_reference(runs, seed):
     r = runs[seed]
     _, _, lsm = teacher_forced(r["ref_logits"], r["ids"])
     result = conformance(r["striker"]["logprobs"], r["striker"]["argmax"], lsm, r["ids"])
-    report(f"seed {seed}: median |dlogprob| {result['median']:.4f}, p95 {result['p95']:.4f}, "
+    report(f"{'variant' if seed == VARIANT_SEED else 'tiny'} seed {seed}: median |dlogprob| {result['median']:.4f}, p95 {result['p95']:.4f}, "
            f"argmax agreement {result['argmax_agreement']:.1%}, worst disagreement gap "
            f"{result['worst_disagreement_gap']:.3f} nats over {result['positions']} positions")
     assert result["passed"], result
@@ -104,7 +121,7 @@ def test_window_one_short_fails_the_rule(runs, checkpoints):
     assert not result["passed"], result
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", SEEDS + (VARIANT_SEED,))
 def test_make_model_checkpoint_is_realistic(runs, checkpoints, seed):
     """The comparison only means something if the random model behaves like a model."""
     ckpt = Checkpoint(checkpoints[seed])
