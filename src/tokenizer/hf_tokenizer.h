@@ -32,7 +32,7 @@ class HfTokenizer : public Tokenizer {
  private:
   std::vector<AddedToken> load_added_tokens(const JsonRef& list) const;
   void apply_config_overrides(const std::filesystem::path& config_json, std::vector<AddedToken>& tokens) const;
-  void encode_plain(std::string_view text, std::vector<int32_t>& ids) const;
+  void encode_plain(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
