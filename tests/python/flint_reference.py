@@ -23,12 +23,17 @@ def bf16(x) -> np.ndarray:
 
     bfloat16 keeps 7 explicit mantissa bits; a float64 has 52, so the low 45 bits are
     rounded away in one step (no double rounding through float32)."""
-    a = np.ascontiguousarray(x, dtype=np.float64)
+    a = np.array(x, dtype=np.float64)  # a fresh copy: rounded in place below
+    nan = np.isnan(a)
     u = a.view(np.uint64)
-    keep = (u >> np.uint64(45)) & np.uint64(1)
-    u = (u + np.uint64((1 << 44) - 1) + keep) & ~np.uint64((1 << 45) - 1)
-    out = u.view(np.float64)
-    return np.where(np.isnan(a), a, out)
+    keep = u >> np.uint64(45)
+    keep &= np.uint64(1)
+    u += keep
+    u += np.uint64((1 << 44) - 1)
+    u &= ~np.uint64((1 << 45) - 1)
+    if nan.any():
+        a[nan] = np.nan
+    return a
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
