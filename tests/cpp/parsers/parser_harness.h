@@ -16,6 +16,7 @@ struct StreamRun {
   std::vector<Glm47Delta> deltas;  // one per feed, then the finish() delta
   Glm47Message message;
   bool has_tool_calls = false;
+  bool cut_inside_call = false;    // the output ended inside a tool call
 };
 
 // Deterministic ids so runs over different chunkings can be compared.
@@ -29,6 +30,7 @@ inline StreamRun run_chunks(const std::vector<std::string>& chunks, const Glm47P
   Glm47Parser parser(with_counter_ids(options));
   StreamRun run;
   for (const auto& chunk : chunks) run.deltas.push_back(parser.feed(chunk));
+  run.cut_inside_call = parser.state() == Glm47State::ToolName || parser.state() == Glm47State::ToolArgs;
   run.deltas.push_back(parser.finish());
   run.message = parser.message();
   run.has_tool_calls = parser.has_tool_calls();
