@@ -199,6 +199,9 @@ void expect_message(const Case& c, const StreamRun& run) {
   EXPECT_EQ(glm47_finish_reason(c.engine_finish, run.has_tool_calls, c.options.tool_choice), c.finish_reason);
 }
 
+// gtest prints a failing parameter with this instead of its raw bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class Glm47Cases : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Glm47Cases, WholeOutput) {
