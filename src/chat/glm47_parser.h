@@ -105,6 +105,10 @@ class Glm47Parser {
     bool closed = false;
     std::string final_arguments;
     std::string sent;       // argument text already streamed
+    size_t scanned_size = 0;       // body size at the last safe-prefix computation
+    bool marker_since_scan = true; // a marker changed the body's structure since then
+    bool tail_streams = false;     // the last scan ended in an open streamable string
+    bool synced = true;            // `sent` equals the last computed safe prefix
   };
 
   void process(const std::vector<Glm47Event>& events, Glm47Delta& delta);
@@ -127,7 +131,6 @@ class Glm47Parser {
 
   std::vector<Call> calls_;
   int accepted_calls_ = 0;
-  bool args_dirty_ = false;        // the open call's body grew during this feed
   bool tool_event_in_feed_ = false;
   std::vector<std::pair<bool, std::string>> deferred_;  // (is_reasoning, text) for the next delta
 

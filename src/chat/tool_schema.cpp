@@ -113,8 +113,30 @@ bool json_is_finite(const nlohmann::ordered_json& value) {
   return true;
 }
 
+// Whether brackets nest deeper than `limit` (outside strings). Deeper text is not treated
+// as JSON: the recursive steps after parsing (and Python's json.loads) would run out of stack.
+bool nests_deeper_than(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 // json.loads(value) with non-finite numbers rejected (vLLM's _is_json_finite check).
 std::optional<TypedValue> python_json_loads(const std::string& value) {
+  if (nests_deeper_than(value, 256)) return std::nullopt;
   const auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !json_is_finite(parsed)) return std::nullopt;
   return TypedValue{python_json_dumps(parsed), parsed.is_string()};
@@ -183,7 +205,12 @@ ToolChoice parse_tool_choice(const nlohmann::json& tool_choice, const nlohmann::
   return {ToolChoiceKind::Named, name};
 }
 
-std::set<std::string> schema_types(const nlohmann::json& schema) {
+namespace {
+
+// Branches nested deeper than this are ignored (a request could nest anyOf arbitrarily).
+constexpr int kMaxSchemaDepth = 32;
+
+std::set<std::string> schema_types_at(const nlohmann::json& schema, int depth) {
   std::set<std::string> types;
   if (!schema.is_object()) return {"string"};
   if (schema.contains("type")) {
@@ -208,12 +235,17 @@ std::set<std::string> schema_types(const nlohmann::json& schema) {
   }
   for (const char* branch : {"anyOf", "oneOf", "allOf"}) {
     if (schema.contains(branch) && schema.at(branch).is_array()) {
-      for (const auto& choice : schema.at(branch)) types.merge(schema_types(choice));
+      if (depth >= kMaxSchemaDepth) continue;
+      for (const auto& choice : schema.at(branch)) types.merge(schema_types_at(choice, depth + 1));
     }
   }
   if (types.empty()) types.insert("string");
   return types;
 }
+
+}  // namespace
+
+std::set<std::string> schema_types(const nlohmann::json& schema) { return schema_types_at(schema, 0); }
 
 TypedValue string_value(const std::string& value) { return {python_json_string(value), true}; }
 

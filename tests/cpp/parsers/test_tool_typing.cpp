@@ -70,6 +70,15 @@ TEST(ToolTyping, BooleansNullsPriority) {
   EXPECT_EQ(coerce("{\"z\":1,\"a\":2}", {"dict"}), "{\"z\": 1, \"a\": 2}");  // key order kept
 }
 
+TEST(ToolTyping, HostileInputsDoNotCrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(coerce(deep, {"array"}), python_json_string(deep));
+  EXPECT_EQ(coerce("[[[1]]]", {"array"}), "[[[1]]]");
+  nlohmann::json schema = {{"type", "integer"}};
+  for (int i = 0; i < 10000; ++i) schema = {{"anyOf", nlohmann::json::array({schema})}};
+  EXPECT_EQ(schema_types(schema), (std::set<std::string>{"string"}));  // too deep: nothing found
+}
+
 TEST(ToolTyping, SchemaTypes) {
   using J = nlohmann::json;
   EXPECT_EQ(schema_types(J::parse(R"({"type":["string","null"]})")), (std::set<std::string>{"null", "string"}));
