@@ -3,6 +3,17 @@
 // kept, split anywhere); each call returns the OpenAI-shaped delta to stream. After finish(),
 // message() gives the non-streaming message. Streaming and non-streaming use the same
 // object, so `feed(all); finish(); message()` is the non-streaming path.
+//
+// Per choice in the server (options from glm47_options_from_request, glm47_request.h):
+//   Glm47Parser parser(options);
+//   on each engine delta:  auto d = parser.feed(choice.new_text);
+//                          if (!d.empty()) send chunk with delta = glm47_delta_json(d);
+//   when the choice ends:  auto d = parser.finish();  finish_reason =
+//                          glm47_finish_reason("stop"|"length", parser.has_tool_calls(), options.tool_choice);
+//                          send d (may be empty) with finish_reason in the same chunk.
+//   non-streaming:         parser.message() -> glm47_message_json(...).
+// The engine must detokenize with special tokens kept: `<think>` / `<tool_call>` / ... are
+// special tokens and are matched here as text.
 #pragma once
 #include <cstdint>
 #include <functional>
