@@ -62,7 +62,7 @@ double counter_uniform(uint64_t seed, uint64_t choice, uint64_t step) {
   return double(x >> 11) * 0x1.0p-53;
 }
 
-int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
   const SamplingParams& p = *ctx.params;
   const size_t V = logits.size();
   x.assign(logits.begin(), logits.end());
@@ -71,21 +71,25 @@ int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, st
   for (const auto& [id, bias] : p.logit_bias)
     if (in_vocab(id, V)) x[size_t(id)] += bias;
   if (ctx.penalties) apply_penalties(x, p, *ctx.penalties);
+}
 
+int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+  const SamplingParams& p = *ctx.params;
+  const size_t V = logits.size();
+  process_logits(logits, ctx, x);
   if (p.temperature < 1e-5f) return argmax(x);
 
-  // Unnormalised probabilities at temperature T (x becomes p_i * sum).
-  const float inv_t = 1.0f / p.temperature;
   const float m = *std::max_element(x.begin(), x.end());
   if (!std::isfinite(m)) return argmax(x);  // everything masked: nothing to draw from
-  for (float& v : x) v = std::exp((v - m) * inv_t);
-  // min_p: drop tokens below min_p times the best token's probability (best is exp(0) = 1).
+  const float inv_t = 1.0f / p.temperature;
+  // min_p keeps p_i >= min_p * p_max, i.e. (x_i - m) / T >= ln(min_p): a cut on the logits,
+  // so only the survivors ever need exp().
+  const float floor_x = p.min_p > 0 ? m + p.temperature * std::log(p.min_p) : -std::numeric_limits<float>::max();
   std::vector<int32_t> cand;
   cand.reserve(V);
-  const float floor_p = p.min_p > 0 ? p.min_p : 0.0f;
   for (size_t i = 0; i < V; ++i)
-    if (x[i] > 0 && x[i] >= floor_p) cand.push_back(int32_t(i));
-
+    if (x[i] >= floor_x) cand.push_back(int32_t(i));
+  // Canonical order (higher logit, then lower id) keeps draws independent of sort internals.
   auto better = [&](int32_t a, int32_t b) { return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b; };
   bool sorted = false;
   if (p.top_k > 0 && size_t(p.top_k) < cand.size()) {
@@ -94,30 +98,30 @@ int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, st
     std::sort(cand.begin(), cand.end(), better);
     sorted = true;
   }
+  auto weight = [&](int32_t id) { return double(std::exp((x[size_t(id)] - m) * inv_t)); };
+  double total = 0;
+  for (int32_t id : cand) total += weight(id);
   if (p.top_p < 1.0f) {
-    double total = 0;
-    for (int32_t id : cand) total += x[size_t(id)];
     // Sort only as deep as the nucleus reaches: grow the sorted prefix until it covers top_p.
-    size_t depth = sorted ? cand.size() : std::min<size_t>(64, cand.size());
+    const double target = double(p.top_p) * total;
+    size_t depth = sorted ? cand.size() : std::min<size_t>(256, cand.size());
+    size_t done = 0;  // cand[0..done) is final
+    double cum = 0;
     for (;;) {
-      if (!sorted) std::partial_sort(cand.begin(), cand.begin() + depth, cand.end(), better);
-      double cum = 0;
-      size_t keep = 0;
-      while (keep < depth && cum < double(p.top_p) * total) cum += x[size_t(cand[keep++])];
-      if (cum >= double(p.top_p) * total || depth == cand.size()) {
-        cand.resize(std::max<size_t>(keep, 1));
-        break;
-      }
+      if (!sorted) std::partial_sort(cand.begin() + long(done), cand.begin() + long(depth), cand.end(), better);
+      while (done < depth && cum < target) cum += weight(cand[done++]);
+      if (cum >= target || depth == cand.size()) break;
       depth = std::min(cand.size(), depth * 4);
     }
+    cand.resize(std::max<size_t>(done, 1));
+    total = 0;
+    for (int32_t id : cand) total += weight(id);
   }
 
-  double total = 0;
-  for (int32_t id : cand) total += x[size_t(id)];
   const double target = counter_uniform(ctx.seed, uint64_t(ctx.choice), uint64_t(ctx.step)) * total;
   double acc = 0;
   for (int32_t id : cand) {
-    acc += x[size_t(id)];
+    acc += weight(id);
     if (acc > target) return id;
   }
   return cand.back();
