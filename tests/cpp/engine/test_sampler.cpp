@@ -132,7 +132,7 @@ TEST(Sampler, TopPOnALargeVocabStaysInTheNucleus) {
   ASSERT_GT(nucleus.size(), 64u);  // deeper than the first partial sort
   std::vector<float> scratch;
   std::set<int32_t> seen;
-  for (int t = 0; t < 3000; ++t) {
+  for (int t = 0; t < 400; ++t) {
     int32_t tok = sample_token(logits, ctx_for(p, 5, t), scratch);
     EXPECT_TRUE(nucleus.count(tok)) << tok;
     seen.insert(tok);
