@@ -32,6 +32,9 @@ struct EngineCore::Request {
 
 namespace {
 
+// Tokens per step while a prompt's logprobs are collected (x vocab floats of logits).
+constexpr int64_t kPromptLogprobsChunk = 256;
+
 std::string num(double v) {
   std::string s = std::to_string(v);
   s.erase(s.find_last_not_of('0') + 1);
@@ -150,6 +153,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     ch->seq.prompt_len = int64_t(r.req.prompt.size());
     ch->seq.tokens = r.req.prompt;
     ch->seq.owner = ch.get();
+    // Prompt logprobs need a logits row per prompt token: smaller chunks bound that memory.
+    if (p.prompt_logprobs && !r.prompt_logprobs_complete) ch->seq.max_chunk = kPromptLogprobsChunk;
     ch->penalties = PenaltyState(p, r.req.prompt);
     ch->output = std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens));
     r.choices.push_back(std::move(ch));
@@ -242,7 +247,10 @@ void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, 
         r.prompt_logprobs[size_t(pos)] = token_logprob({logits.data() + (row + k) * V, V}, r.req.prompt[size_t(pos)],
                                                        *r.req.params.prompt_logprobs);
       }
-      if (c.start + c.count >= ch.seq.prompt_len - 1) r.prompt_logprobs_complete = true;
+      if (c.start + c.count >= ch.seq.prompt_len - 1) {
+        r.prompt_logprobs_complete = true;
+        for (auto& other : r.choices) other->seq.max_chunk = 0;
+      }
     }
     if (c.samples() && !failed.count(r.req.request_id)) {
       try {
