@@ -40,7 +40,7 @@ void apply_penalties(std::vector<float>& x, const SamplingParams& p, const Penal
   }
 }
 
-int32_t argmax(const std::vector<float>& x) {
+int32_t argmax(std::span<const float> x) {
   size_t best = 0;
   float best_v = x[0];
   for (size_t i = 1; i < x.size(); ++i)
@@ -59,7 +59,7 @@ float max_value(std::span<const float> x) {
 
 // The k best ids with x >= floor, best first (higher value, then lower id): one pass with a
 // small heap whose front is the worst kept, so most ids cost a single comparison.
-std::vector<int32_t> best_ids(const std::vector<float>& x, size_t k, float floor) {
+std::vector<int32_t> best_ids(std::span<const float> x, size_t k, float floor) {
   using Entry = std::pair<float, int32_t>;
   auto better = [](const Entry& a, const Entry& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
   if (k > 4096) {  // a deep cut: select on contiguous (value, id) pairs instead of a heap
@@ -124,10 +124,23 @@ void process_logits(std::span<const float> logits, const SampleContext& ctx, std
   if (ctx.penalties) apply_penalties(x, p, *ctx.penalties);
 }
 
-int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+// True when process_logits would change nothing, so the raw row can be used without a copy.
+bool logits_untouched(const SampleContext& ctx) {
+  const SamplingParams& p = *ctx.params;
+  const bool penalties = ctx.penalties && !ctx.penalties->output_counts().empty() &&
+                         (p.frequency_penalty != 0 || p.presence_penalty != 0 || p.repetition_penalty != 1);
+  const bool repetition_on_prompt = ctx.penalties && !ctx.penalties->prompt_tokens().empty();
+  return ctx.suppressed.empty() && p.logit_bias.empty() && !penalties && !repetition_on_prompt;
+}
+
+int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch) {
   const SamplingParams& p = *ctx.params;
   const size_t V = logits.size();
-  process_logits(logits, ctx, x);
+  std::span<const float> x = logits;
+  if (!logits_untouched(ctx)) {
+    process_logits(logits, ctx, scratch);
+    x = scratch;
+  }
   if (p.temperature < 1e-5f) return argmax(x);
 
   const float m = max_value(x);
@@ -193,8 +206,7 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
   out.logprob = in_vocab(token, V) ? float(double(logits[size_t(token)]) - lse) : kNegInf;
   const size_t n = std::min<size_t>(size_t(std::max(top_n, 0)), V);
   if (n > 0) {
-    std::vector<float> row(logits.begin(), logits.end());
-    for (int32_t id : best_ids(row, n, -std::numeric_limits<float>::infinity()))
+    for (int32_t id : best_ids(logits, n, -std::numeric_limits<float>::infinity()))
       out.top.emplace_back(id, float(double(logits[size_t(id)]) - lse));
   }
   return out;
