@@ -421,3 +421,25 @@ TEST(EngineCore, PromptLogprobsCapTheChunkSize) {
   EXPECT_EQ(core.last_plan().chunks.at(0).count, 44);
   EXPECT_FALSE(core.has_work());
 }
+
+TEST(EngineCore, ParallelSamplingMatchesOneThread) {
+  auto run = [](int threads) {
+    EngineConfig cfg = big_pool();
+    cfg.sampler_threads = threads;
+    Harness h(cfg);
+    for (int i = 0; i < 7; ++i) {
+      SamplingParams p = seeded(uint64_t(50 + i), 10);
+      p.top_k = 5;
+      p.logprobs = 1;
+      p.frequency_penalty = 0.5f;
+      h.add("r" + std::to_string(i), prompt_of(4 + i, i), p);
+    }
+    h.run();
+    std::map<std::string, std::vector<int32_t>> out;
+    for (auto& [id, c] : h.got) out[id] = c.tokens[0];
+    return out;
+  };
+  auto one = run(1);
+  EXPECT_EQ(one.size(), 7u);
+  EXPECT_EQ(run(5), one);
+}
