@@ -1,0 +1,248 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace striker {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+bool in_vocab(int32_t id, size_t vocab) { return id >= 0 && size_t(id) < vocab; }
+
+void apply_penalties(std::vector<float>& x, const SamplingParams& p, const PenaltyState& st) {
+  const size_t V = x.size();
+  if (p.repetition_penalty != 1.0f) {
+    // vLLM: every token seen in prompt or output once; positive logits shrink, negative grow.
+    auto penalize = [&](int32_t id) {
+      if (!in_vocab(id, V)) return;
+      x[size_t(id)] = x[size_t(id)] > 0 ? x[size_t(id)] / p.repetition_penalty : x[size_t(id)] * p.repetition_penalty;
+    };
+    for (int32_t id : st.prompt_tokens()) penalize(id);
+    for (const auto& [id, n] : st.output_counts())
+      if (!st.prompt_tokens().count(id)) penalize(id);
+  }
+  if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    for (const auto& [id, n] : st.output_counts()) {
+      if (!in_vocab(id, V)) continue;
+      x[size_t(id)] -= p.frequency_penalty * float(n) + p.presence_penalty;
+    }
+  }
+}
+
+int32_t argmax(std::span<const float> x) {
+  size_t best = 0;
+  float best_v = x[0];
+  for (size_t i = 1; i < x.size(); ++i)
+    if (x[i] > best_v) {
+      best = i;
+      best_v = x[i];
+    }
+  return int32_t(best);
+}
+
+float max_value(std::span<const float> x) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (float v : x) m = v > m ? v : m;
+  return m;
+}
+
+// The k best ids with x >= floor, best first (higher value, then lower id): one pass with a
+// small heap whose front is the worst kept, so most ids cost a single comparison.
+std::vector<int32_t> best_ids(std::span<const float> x, size_t k, float floor) {
+  using Entry = std::pair<float, int32_t>;
+  auto better = [](const Entry& a, const Entry& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+  if (k > 4096) {  // a deep cut: select on contiguous (value, id) pairs instead of a heap
+    std::vector<Entry> all;
+    all.reserve(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] >= floor) all.emplace_back(x[i], int32_t(i));
+    k = std::min(k, all.size());
+    std::nth_element(all.begin(), all.begin() + long(k), all.end(), better);
+    std::sort(all.begin(), all.begin() + long(k), better);
+    std::vector<int32_t> ids(k);
+    for (size_t i = 0; i < k; ++i) ids[i] = all[i].second;
+    return ids;
+  }
+  std::vector<Entry> heap;
+  heap.reserve(std::min(k, x.size()));
+  float worst = floor;  // once the heap is full: the value of its front, cached in a register
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    if (!(v >= worst)) continue;
+    Entry e{v, int32_t(i)};
+    if (heap.size() < k) {
+      heap.push_back(e);
+      std::push_heap(heap.begin(), heap.end(), better);
+      if (heap.size() == k) worst = heap.front().first;
+    } else if (better(e, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = e;
+      std::push_heap(heap.begin(), heap.end(), better);
+      worst = heap.front().first;
+    }
+  }
+  std::sort(heap.begin(), heap.end(), better);
+  std::vector<int32_t> ids(heap.size());
+  for (size_t i = 0; i < heap.size(); ++i) ids[i] = heap[i].second;
+  return ids;
+}
+
+// For top_p without top_k: the best tokens, best first, covering at least the nucleus, found
+// without sorting the vocabulary. Tokens are binned by (m - x) / T; whole bins are taken until
+// the one where the mass reaches top_p, and only the tokens up to that bin are sorted, so the
+// exact cut made by the caller falls inside the sorted list.
+std::vector<int32_t> nucleus_superset(std::span<const float> x, float m, float inv_t, float floor, double top_p,
+                                      double& total) {
+  constexpr int kBins = 1024;
+  constexpr float kRange = 40.0f;  // exp(-40) is below anything that matters in a float sum
+  const size_t V = x.size();
+  std::vector<uint16_t> bin_of(V);
+  std::vector<double> mass(kBins, 0.0);
+  total = 0;
+  for (size_t i = 0; i < V; ++i) {
+    if (!(x[i] >= floor)) {
+      bin_of[i] = kBins;  // filtered out
+      continue;
+    }
+    const float d = (m - x[i]) * inv_t;
+    const int b = std::min(kBins - 1, int(d * (kBins / kRange)));
+    bin_of[i] = uint16_t(b);
+    const double w = std::exp(-double(d));
+    mass[size_t(b)] += w;
+    total += w;
+  }
+  int last = kBins - 1;
+  double cum = 0;
+  for (int b = 0; b < kBins; ++b) {
+    cum += mass[size_t(b)];
+    if (cum >= top_p * total) {
+      last = b;
+      break;
+    }
+  }
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < V; ++i)
+    if (bin_of[i] <= last) ids.push_back(int32_t(i));
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b;
+  });
+  return ids;
+}
+
+}  // namespace
+
+PenaltyState::PenaltyState(const SamplingParams& params, std::span<const int32_t> prompt) {
+  if (params.repetition_penalty != 1.0f) prompt_tokens_.insert(prompt.begin(), prompt.end());
+}
+
+void PenaltyState::add_output(int32_t token) { ++output_counts_[token]; }
+
+uint64_t mix_seed(uint64_t a, uint64_t b) { return splitmix(splitmix(a) ^ (b + 0x632BE59BD9B4E019ull)); }
+
+double counter_uniform(uint64_t seed, uint64_t choice, uint64_t step) {
+  const uint64_t x = splitmix(mix_seed(mix_seed(seed, choice), step));
+  return double(x >> 11) * 0x1.0p-53;
+}
+
+void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+  const SamplingParams& p = *ctx.params;
+  const size_t V = logits.size();
+  x.assign(logits.begin(), logits.end());
+  for (int32_t id : ctx.suppressed)
+    if (in_vocab(id, V)) x[size_t(id)] = kNegInf;
+  for (const auto& [id, bias] : p.logit_bias)
+    if (in_vocab(id, V)) x[size_t(id)] += bias;
+  if (ctx.penalties) apply_penalties(x, p, *ctx.penalties);
+}
+
+// True when process_logits would change nothing, so the raw row can be used without a copy.
+bool logits_untouched(const SampleContext& ctx) {
+  const SamplingParams& p = *ctx.params;
+  const bool penalties = ctx.penalties && !ctx.penalties->output_counts().empty() &&
+                         (p.frequency_penalty != 0 || p.presence_penalty != 0 || p.repetition_penalty != 1);
+  const bool repetition_on_prompt = ctx.penalties && !ctx.penalties->prompt_tokens().empty();
+  return ctx.suppressed.empty() && p.logit_bias.empty() && !penalties && !repetition_on_prompt;
+}
+
+int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch) {
+  const SamplingParams& p = *ctx.params;
+  const size_t V = logits.size();
+  std::span<const float> x = logits;
+  if (!logits_untouched(ctx)) {
+    process_logits(logits, ctx, scratch);
+    x = scratch;
+  }
+  if (p.temperature < 1e-5f) return argmax(x);
+
+  const float m = max_value(x);
+  if (!std::isfinite(m)) return argmax(x);  // everything masked: nothing to draw from
+  const float inv_t = 1.0f / p.temperature;
+  // min_p keeps p_i >= min_p * p_max, i.e. (x_i - m) / T >= ln(min_p): a cut on the logits.
+  const float floor_x = p.min_p > 0 ? m + p.temperature * std::log(p.min_p) : -std::numeric_limits<float>::max();
+  std::vector<int32_t> cand;
+  bool sorted = false;
+  double nucleus_base = -1;  // top_p's reference mass when cand is only part of the survivors
+  if (p.top_k > 0 && size_t(p.top_k) < V) {
+    cand = best_ids(x, size_t(p.top_k), floor_x);
+    sorted = true;
+  } else if (p.top_p < 1.0f) {
+    cand = nucleus_superset(x, m, inv_t, floor_x, double(p.top_p), nucleus_base);
+    sorted = true;
+  } else {
+    cand.reserve(V);
+    for (size_t i = 0; i < V; ++i)
+      if (x[i] >= floor_x) cand.push_back(int32_t(i));
+  }
+  std::vector<double> w(cand.size());
+  double total = 0;
+  for (size_t j = 0; j < cand.size(); ++j) total += w[j] = std::exp((x[size_t(cand[j])] - m) * inv_t);
+  if (p.top_p < 1.0f && sorted) {
+    // Keep tokens while the mass ranked above them is below top_p of the (filtered) total.
+    const double target = double(p.top_p) * (nucleus_base >= 0 ? nucleus_base : total);
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < cand.size() && cum < target) cum += w[keep++];
+    cand.resize(std::max<size_t>(keep, 1));
+    w.resize(cand.size());
+    total = 0;
+    for (double v : w) total += v;
+  }
+
+  const double target = counter_uniform(ctx.seed, uint64_t(ctx.choice), uint64_t(ctx.step)) * total;
+  double acc = 0;
+  for (size_t j = 0; j < cand.size(); ++j) {
+    acc += w[j];
+    if (acc > target) return cand[j];
+  }
+  return cand.back();
+}
+
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n) {
+  const size_t V = logits.size();
+  const float m = max_value(logits);
+  double sum = 0;
+  for (float v : logits) sum += std::exp(v - m);
+  const double lse = double(m) + std::log(sum);
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = in_vocab(token, V) ? float(double(logits[size_t(token)]) - lse) : kNegInf;
+  const size_t n = std::min<size_t>(size_t(std::max(top_n, 0)), V);
+  if (n > 0) {
+    for (int32_t id : best_ids(logits, n, -std::numeric_limits<float>::infinity()))
+      out.top.emplace_back(id, float(double(logits[size_t(id)]) - lse));
+  }
+  return out;
+}
+
+}  // namespace striker
