@@ -1,0 +1,238 @@
+#include "backends/cuda/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_math.cuh"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kUnroll = 2;                 // keys per lane group loaded before any is used
+constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
+constexpr float kNegInf = -__builtin_huge_valf();
+
+// exp(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
+__device__ __forceinline__ float rescale(float m_old, float m_new) {
+  return m_old == kNegInf ? 0.f : expf(m_old - m_new);
+}
+
+// One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
+// time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
+// KV head live in registers, so each key is read once for all of them.
+template <int D, int G>
+__global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
+    const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
+    int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
+    const int32_t* __restrict__ block_tables, int chunk, int num_splits, float* __restrict__ partials) {
+  constexpr int LPK = D / 8;        // lanes per key
+  constexpr int KPW = 32 / LPK;     // keys per warp per step
+  constexpr int KEYS_PER_STEP = kWarps * KPW * kUnroll;
+  const int split = blockIdx.x, kvh = blockIdx.y, qi = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int grp = lane / LPK, sub = lane % LPK;
+  const int nh = nkv * G;
+  const int p = positions[qi];
+  const int lo = window > 0 ? max(0, p - window + 1) : 0;
+  const int kbeg = lo + split * chunk;
+  const int kend = min(kbeg + chunk, p + 1);
+  const int32_t* table = block_tables + table_offset[qi];
+  const float inv_sqrt_d = 1.0f / sqrtf(float(D));
+
+  float qf[G][8];
+#pragma unroll
+  for (int h = 0; h < G; ++h) unpack8(load_cached(q + (int64_t(qi) * nh + kvh * G + h) * D + sub * 8), qf[h]);
+  float m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+    m[h] = kNegInf;
+    l[h] = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[h][c] = 0.f;
+  }
+
+  for (int base = kbeg; base < kend; base += KEYS_PER_STEP) {
+    uint4 kq[kUnroll], vq[kUnroll];
+    bool valid[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = base + (u * kWarps + warp) * KPW + grp;
+      valid[u] = j < kend;
+      kq[u] = vq[u] = make_uint4(0, 0, 0, 0);
+      if (valid[u]) {
+        const int64_t blk = table[j / block_size];
+        const int64_t off = ((blk * nkv + kvh) * block_size + j % block_size) * D + sub * 8;
+        kq[u] = load_stream(kc + off);
+        vq[u] = load_stream(vc + off);
+      }
+    }
+    float s[kUnroll][G];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float kf[8];
+      unpack8(kq[u], kf);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        float dot = 0.f;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) dot = fmaf(qf[h][c], kf[c], dot);
+#pragma unroll
+        for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        s[u][h] = valid[u] ? dot * inv_sqrt_d : kNegInf;
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      float mx = m[h];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][h]);
+      const float c = rescale(m[h], mx);
+      l[h] *= c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[h][e] *= c;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const float pj = s[u][h] == kNegInf ? 0.f : expf(s[u][h] - mx);
+        l[h] += pj;
+        float vf[8];
+        unpack8(vq[u], vf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(pj, vf[e], acc[h][e]);
+      }
+      m[h] = mx;
+    }
+  }
+
+  // Merge the lane groups of this warp (partners hold the same dims).
+#pragma unroll
+  for (int o = LPK; o < 32; o <<= 1) {
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, m[h], o);
+      const float l2 = __shfl_xor_sync(0xffffffffu, l[h], o);
+      const float mn = fmaxf(m[h], m2);
+      const float c1 = rescale(m[h], mn), c2 = rescale(m2, mn);
+      l[h] = l[h] * c1 + l2 * c2;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float a2 = __shfl_xor_sync(0xffffffffu, acc[h][e], o);
+        acc[h][e] = acc[h][e] * c1 + a2 * c2;
+      }
+      m[h] = mn;
+    }
+  }
+
+  // Merge the warps through shared memory and write this split's record.
+  __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
+  __shared__ float sm_acc[kWarps][G][D];
+  if (grp == 0) {
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sm_acc[warp][h][sub * 8 + e] = acc[h][e];
+      if (sub == 0) {
+        sm_m[warp][h] = m[h];
+        sm_l[warp][h] = l[h];
+      }
+    }
+  }
+  __syncthreads();
+  float* rec = partials + ((int64_t(qi) * nkv + kvh) * num_splits + split) * (G * (D + 2));
+  for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
+    const int h = idx / D, c = idx % D;
+    float mn = kNegInf;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mn = fmaxf(mn, sm_m[w][h]);
+    float a = 0.f, lt = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float sc = rescale(sm_m[w][h], mn);
+      a += sm_acc[w][h][c] * sc;
+      lt += sm_l[w][h] * sc;
+    }
+    rec[G * 2 + idx] = a;
+    if (c == 0) {
+      rec[2 * h] = mn;
+      rec[2 * h + 1] = lt;
+    }
+  }
+}
+
+// One block of D threads per (query, head): merges the splits and adds the sink, whose logit
+// enters the denominator once and contributes no value.
+template <int D, int G>
+__global__ void attention_combine_kernel(const float* __restrict__ partials, const float* __restrict__ sinks, int nkv,
+                                         int num_splits, bf16_t* __restrict__ out) {
+  const int nh = nkv * G;
+  const int qi = blockIdx.x / nh, h = blockIdx.x % nh;
+  const int kvh = h / G, hh = h % G;
+  const float* recs = partials + (int64_t(qi) * nkv + kvh) * num_splits * (G * (D + 2));
+  const float sink = sinks ? sinks[h] : kNegInf;
+  float mx = sink;
+  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, recs[int64_t(s) * (G * (D + 2)) + 2 * hh]);
+  float denom = rescale(sink, mx), a = 0.f;
+  for (int s = 0; s < num_splits; ++s) {
+    const float* rec = recs + int64_t(s) * (G * (D + 2));
+    const float sc = rescale(rec[2 * hh], mx);
+    denom += rec[2 * hh + 1] * sc;
+    a += rec[G * 2 + hh * D + threadIdx.x] * sc;
+  }
+  // denom is 0 only when a query sees no key and has no sink (cannot happen: p itself is a key).
+  out[(int64_t(qi) * nh + h) * D + threadIdx.x] = __float2bfloat16_rn(a / denom);
+}
+
+template <int D, int G>
+void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
+            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
+  const int64_t heads_total = int64_t(qs.num_queries) * s.n_kv_heads;
+  if (scratch.max_partials < heads_total)
+    throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
+                std::to_string(heads_total));
+  const int keys = std::max(1, qs.max_keys);
+  const int64_t wanted = std::clamp<int64_t>(kTargetRecords / heads_total, 1, scratch.max_partials / heads_total);
+  int chunk = std::max<int>(64, int((keys + wanted - 1) / wanted));
+  int splits = (keys + chunk - 1) / chunk;
+  if (heads_total * splits > scratch.max_partials) {  // only reachable when wanted was clamped to 1-ish sizes
+    chunk = keys;
+    splits = 1;
+  }
+  const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
+  attention_split_kernel<D, G><<<grid, kWarps * 32, 0, stream>>>(
+      reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
+      reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size, s.window, qs.positions, qs.table_offset,
+      qs.block_tables, chunk, splits, scratch.data);
+  STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
+  attention_combine_kernel<D, G><<<unsigned(qs.num_queries * s.n_heads), D, 0, stream>>>(
+      scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));
+  STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
+}
+
+}  // namespace
+
+int64_t attention_partial_floats(const AttentionShape& s) {
+  const int G = s.n_kv_heads > 0 ? s.n_heads / s.n_kv_heads : 0;
+  return int64_t(G) * (s.head_dim + 2);
+}
+
+void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
+                     const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
+                     cudaStream_t stream) {
+  if (qs.num_queries <= 0) return;
+  if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0 || s.block_size <= 0)
+    throw Error("paged_attention: bad head shape " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
+                " or block size " + std::to_string(s.block_size));
+  const int G = s.n_heads / s.n_kv_heads;
+  if (G != 8)
+    throw Error("paged_attention: only 8 query heads per KV head are built (got " + std::to_string(G) + ")");
+  switch (s.head_dim) {
+    case 32: launch<32, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream); break;
+    case 64: launch<64, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream); break;
+    case 128: launch<128, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream); break;
+    default: throw Error("paged_attention: head_dim " + std::to_string(s.head_dim) + " is not 32, 64 or 128");
+  }
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,147 @@
+#include "backends/cuda/gemv.h"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/warp_dot.cuh"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kWarps = 8;  // warps per block
+constexpr int kNT = 8;     // tokens sharing one pass over the weights
+
+enum class Mode { Store, Residual, Logits };
+
+template <int R, int NT, Mode M>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
+                                                           const bf16_t* __restrict__ W, int out_dim, void* out) {
+  const int warp = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  const int o0 = warp * R;
+  if (o0 >= out_dim) return;
+  const int t0 = blockIdx.y * NT;
+  const int nt = min(NT, T - t0);
+  const bf16_t* w[R];
+  const bf16_t* xr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    w[r] = W + int64_t(min(o0 + r, out_dim - 1)) * in;  // clamped rows are computed, never stored
+    xr[r] = x + int64_t(t0) * in;
+  }
+  float acc[R][NT];
+  warp_dot<R, NT>(w, xr, in, nt, in, acc);
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      // Spread the stores over lanes: lane (r*NT+t)%32 writes element (t, o0+r).
+      if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
+        const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
+        const float y = round_bf16(acc[r][t]);
+        if constexpr (M == Mode::Store) {
+          static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(y);
+        } else if constexpr (M == Mode::Residual) {
+          bf16_t* h = static_cast<bf16_t*>(out);
+          h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+        } else {
+          static_cast<float*>(out)[idx] = y;
+        }
+      }
+    }
+}
+
+// Two output rows per warp: gate and up of each (4 weight rows in flight per lane).
+template <int NT>
+__global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __restrict__ x, int T, int in,
+                                                              const bf16_t* __restrict__ Wg,
+                                                              const bf16_t* __restrict__ Wu, int inter,
+                                                              bf16_t* __restrict__ act) {
+  const int warp = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  const int o0 = warp * 2;
+  if (o0 >= inter) return;
+  const int t0 = blockIdx.y * NT;
+  const int nt = min(NT, T - t0);
+  const int o1 = min(o0 + 1, inter - 1);
+  const bf16_t* w[4] = {Wg + int64_t(o0) * in, Wu + int64_t(o0) * in, Wg + int64_t(o1) * in, Wu + int64_t(o1) * in};
+  const bf16_t* xb = x + int64_t(t0) * in;
+  const bf16_t* xr[4] = {xb, xb, xb, xb};
+  float acc[4][NT];
+  warp_dot<4, NT>(w, xr, in, nt, in, acc);
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (lane == (j * NT + t) % 32 && t < nt && o0 + j < inter) {
+        const float g = round_bf16(acc[2 * j][t]);
+        const float u = round_bf16(acc[2 * j + 1][t]);
+        act[int64_t(t0 + t) * inter + o0 + j] = __float2bfloat16_rn(silu_bf16(g) * u);
+      }
+}
+
+void check_shapes(const char* what, const void* x, int in, const void* W, const void* out) {
+  auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+  if (in <= 0 || in % 8 != 0)
+    throw Error(std::string(what) + ": input width " + std::to_string(in) + " is not a positive multiple of 8");
+  if (misaligned(x) || misaligned(W) || out == nullptr)
+    throw Error(std::string(what) + ": activation/weight pointers must be 16-byte aligned");
+}
+
+template <Mode M>
+void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, int out_dim, void* out,
+                 cudaStream_t stream) {
+  check_shapes(what, x, in, W, out);
+  if (T <= 0 || out_dim <= 0) return;
+  // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  const auto* Wd = reinterpret_cast<const bf16_t*>(W);
+  const unsigned gy = unsigned((T + kNT - 1) / kNT);
+  if (T == 1) {
+    if (in < 1024) {
+      const unsigned gx = unsigned((out_dim + 4 * kWarps - 1) / (4 * kWarps));
+      gemv_kernel<4, 1, M><<<dim3(gx, 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+    } else {
+      const unsigned gx = unsigned((out_dim + 2 * kWarps - 1) / (2 * kWarps));
+      gemv_kernel<2, 1, M><<<dim3(gx, 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+    }
+  } else {
+    const unsigned gx = unsigned((out_dim + 2 * kWarps - 1) / (2 * kWarps));
+    gemv_kernel<2, kNT, M><<<dim3(gx, gy), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+  }
+  STRIKER_CUDA_CHECK_LAUNCH(what);
+}
+
+}  // namespace
+
+void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream) {
+  launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream);
+}
+
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream);
+}
+
+void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("gemv_logits", x, T, in, W, out_dim, logits, stream);
+}
+
+void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter, bf16* act,
+                  cudaStream_t stream) {
+  check_shapes("gemv_gate_up", x, in, Wg, act);
+  check_shapes("gemv_gate_up", x, in, Wu, act);
+  if (T <= 0 || inter <= 0) return;
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  const unsigned gx = unsigned((inter + 2 * kWarps - 1) / (2 * kWarps));
+  if (T == 1)
+    gate_up_kernel<1><<<dim3(gx, 1), kWarps * 32, 0, stream>>>(xd, T, in, reinterpret_cast<const bf16_t*>(Wg),
+                                                               reinterpret_cast<const bf16_t*>(Wu), inter,
+                                                               reinterpret_cast<bf16_t*>(act));
+  else
+    gate_up_kernel<kNT><<<dim3(gx, unsigned((T + kNT - 1) / kNT)), kWarps * 32, 0, stream>>>(
+        xd, T, in, reinterpret_cast<const bf16_t*>(Wg), reinterpret_cast<const bf16_t*>(Wu), inter,
+        reinterpret_cast<bf16_t*>(act));
+  STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
+}
+
+}  // namespace striker::cuda
