@@ -148,9 +148,11 @@ void bench_router_moe(std::mt19937& rng) {
   DeviceBuffer<bf16> d_x(x), d_wr(wr);
   DeviceBuffer<float> d_bias(bias), d_tw(size_t(T) * K);
   DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+  DeviceBuffer<float> d_logits(size_t(T) * E);
   d_ids.poison();
   auto route = [&](int) {
-    router_topk(d_x.get(), T, rs, d_wr.get(), nullptr, d_bias.get(), d_ids.get(), d_tw.get(), nullptr);
+    router_topk(d_x.get(), T, rs, d_wr.get(), nullptr, d_bias.get(), d_logits.get(), d_ids.get(), d_tw.get(),
+                nullptr);
   };
   route(0);
   std::vector<int32_t> ref_ids;
@@ -171,8 +173,8 @@ void bench_router_moe(std::mt19937& rng) {
   auto h0 = random_bf16(rng, size_t(T) * H);
   DeviceBuffer<bf16> d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
   auto moe = [&](int) {
-    moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), nullptr);
-    gemv_gate_up(d_x.get(), T, H, d_sg.get(), d_su.get(), Is, d_sact.get(), nullptr);
+    moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
+                d_sact.get(), nullptr);
     moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
                      d_h.get(), nullptr);
   };
@@ -191,15 +193,15 @@ void bench_router_moe(std::mt19937& rng) {
   }
   auto moe_rot = [&](int i) {
     const int32_t* idp = routings[size_t(i % 16)].get();
-    moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, idp, K, d_act.get(), nullptr);
-    gemv_gate_up(d_x.get(), T, H, d_sg.get(), d_su.get(), Is, d_sact.get(), nullptr);
+    moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, idp, K, d_act.get(), d_sg.get(), d_su.get(), Is,
+                d_sact.get(), nullptr);
     moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, idp, d_tw.get(), d_sact.get(), d_sd.get(), Is, d_h.get(),
                      nullptr);
   };
-  row("moe T=1 (6 routed + shared, 3 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
+  row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
 }
 
-void bench_attention(std::mt19937& rng, const char* name, int ctx, int window) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -230,12 +232,12 @@ void bench_attention(std::mt19937& rng, const char* name, int ctx, int window) {
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records}, d_out.get(), nullptr);
+                    AttentionScratch{d_scr.get(), records}, d_out.get(), nullptr, unroll);
   };
   d_out.poison();
   launch(0);
   const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-  row(name, &c, time_us(launch), kv_bytes);
+  row(name + " u" + std::to_string(unroll), &c, time_us(launch), kv_bytes);
 }
 
 void bench_qk_rope(std::mt19937& rng) {
@@ -300,9 +302,11 @@ int main() {
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
     bench_router_moe(rng);
-    bench_attention(rng, "attn decode full ctx=8192", 8192, 0);
-    bench_attention(rng, "attn decode full ctx=100000", 100000, 0);
-    bench_attention(rng, "attn decode sliding W=513 ctx=100000", 100000, 513);
+    for (int u : {2, 4}) {
+      bench_attention(rng, "attn decode full ctx=8192", 8192, 0, u);
+      bench_attention(rng, "attn decode full ctx=100000", 100000, 0, u);
+      bench_attention(rng, "attn decode sliding W=513 ctx=100000", 100000, 513, u);
+    }
     LtGemm lt;
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);

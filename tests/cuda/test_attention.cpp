@@ -101,10 +101,13 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   d_out.poison();
   d_scratch.poison();
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
-  paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
-                  AttentionScratch{d_scratch.get(), records}, d_out.get(), nullptr);
-  const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(c.ok()) << c.describe();
+  for (int unroll : {2, 4}) {
+    d_out.poison();
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
+                    AttentionScratch{d_scratch.get(), records}, d_out.get(), nullptr, unroll);
+    const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "unroll " << unroll << " " << c.describe();
+  }
 }
 
 TEST(CudaAttention, DecodeFullAttentionWithSinks) {

@@ -21,7 +21,7 @@ struct Shape {
 TEST(CudaGemv, StoreResidualAndLogitsMatchReference) {
   std::mt19937 rng(21);
   for (Shape s : {Shape{1, 2048, 1001}, Shape{3, 1000, 37}, Shape{8, 520, 300}, Shape{11, 2048, 77},
-                  Shape{1, 512, 2050}, Shape{2, 8200, 33}}) {
+                  Shape{1, 512, 2050}, Shape{2, 8200, 33}, Shape{1, 264, 40000}, Shape{3, 2048, 33000}}) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
     auto W = random_bf16(rng, size_t(s.out) * s.in, 0.05f);
@@ -52,7 +52,7 @@ TEST(CudaGemv, StoreResidualAndLogitsMatchReference) {
 
 TEST(CudaGemv, GateUpSwigluMatchesReference) {
   std::mt19937 rng(22);
-  for (Shape s : {Shape{1, 2048, 512}, Shape{5, 264, 77}, Shape{9, 1000, 33}}) {
+  for (Shape s : {Shape{1, 2048, 512}, Shape{5, 264, 77}, Shape{9, 1000, 33}, Shape{2, 2048, 100}}) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " inter=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
     auto Wg = random_bf16(rng, size_t(s.out) * s.in, 0.05f);

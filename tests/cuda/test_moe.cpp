@@ -16,7 +16,7 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
   for (bool f32 : {false, true}) {
     SCOPED_TRACE(f32 ? "f32 weights" : "bf16 weights");
     const RouterShape rs{2048, 256, 6, true, 2.5f};
-    const int T = 7;
+    const int T = 11;  // more than one 8-token pass
     auto x = random_bf16(rng, size_t(T) * rs.hidden);
     auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
     auto wf = f32 ? random_f32(rng, wb.size(), 0.f, 0.03f) : to_float(wb);
@@ -27,9 +27,10 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
     DeviceBuffer<bf16> d_x(x), d_wb(wb);
     DeviceBuffer<float> d_wf(wf), d_bias(bias), d_w(size_t(T) * rs.top_k);
     DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
+    DeviceBuffer<float> d_logits(size_t(T) * rs.n_experts);
     d_w.poison();
     d_ids.poison();
-    router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(), d_ids.get(),
+    router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(), d_logits.get(), d_ids.get(),
                 d_w.get(), nullptr);
     const auto ids = d_ids.download();
     const auto w = d_w.download();
@@ -49,14 +50,15 @@ TEST(CudaRouter, TiesGoToTheLowerExpert) {
   DeviceBuffer<bf16> d_x(x);
   DeviceBuffer<float> d_wf(w), d_w(4);
   DeviceBuffer<int32_t> d_ids(4);
+  DeviceBuffer<float> d_logits(32);
   d_ids.poison();
-  router_topk(d_x.get(), 1, rs, nullptr, d_wf.get(), nullptr, d_ids.get(), d_w.get(), nullptr);
+  router_topk(d_x.get(), 1, rs, nullptr, d_wf.get(), nullptr, d_logits.get(), d_ids.get(), d_w.get(), nullptr);
   EXPECT_EQ(d_ids.download(), (std::vector<int32_t>{0, 1, 2, 3}));
 }
 
 TEST(CudaMoe, RoutedPlusSharedExpertsUpdateResidual) {
   std::mt19937 rng(42);
-  const int E = 16, H = 264, I = 72, Is = 64, K = 6, T = 3;
+  const int E = 16, H = 264, I = 72, Is = 40, K = 6, T = 3;  // shared width differs from routed
   auto x = random_bf16(rng, size_t(T) * H);
   auto wg = random_bf16(rng, size_t(E) * I * H, 0.06f), wu = random_bf16(rng, wg.size(), 0.06f);
   auto wd = random_bf16(rng, size_t(E) * H * I, 0.1f);
@@ -83,8 +85,8 @@ TEST(CudaMoe, RoutedPlusSharedExpertsUpdateResidual) {
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_sact.poison();
-  moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), nullptr);
-  gemv_gate_up(d_x.get(), T, H, d_sg.get(), d_su.get(), Is, d_sact.get(), nullptr);
+  moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
+              d_sact.get(), nullptr);
   moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
                    d_h.get(), nullptr);
   const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);

@@ -11,7 +11,6 @@ namespace striker::cuda {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kUnroll = 2;                 // keys per lane group loaded before any is used
 constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -23,14 +22,15 @@ __device__ __forceinline__ float rescale(float m_old, float m_new) {
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
 // KV head live in registers, so each key is read once for all of them.
-template <int D, int G>
+// U: keys per lane group loaded before any is used (memory parallelism vs registers).
+template <int D, int G, int U>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, int chunk, int num_splits, float* __restrict__ partials) {
   constexpr int LPK = D / 8;        // lanes per key
   constexpr int KPW = 32 / LPK;     // keys per warp per step
-  constexpr int KEYS_PER_STEP = kWarps * KPW * kUnroll;
+  constexpr int KEYS_PER_STEP = kWarps * KPW * U;
   const int split = blockIdx.x, kvh = blockIdx.y, qi = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane / LPK, sub = lane % LPK;
@@ -55,10 +55,10 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
   }
 
   for (int base = kbeg; base < kend; base += KEYS_PER_STEP) {
-    uint4 kq[kUnroll], vq[kUnroll];
-    bool valid[kUnroll];
+    uint4 kq[U], vq[U];
+    bool valid[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int j = base + (u * kWarps + warp) * KPW + grp;
       valid[u] = j < kend;
       kq[u] = vq[u] = make_uint4(0, 0, 0, 0);
@@ -69,9 +69,9 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
         vq[u] = load_stream(vc + off);
       }
     }
-    float s[kUnroll][G];
+    float s[U][G];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       float kf[8];
       unpack8(kq[u], kf);
 #pragma unroll
@@ -88,13 +88,13 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     for (int h = 0; h < G; ++h) {
       float mx = m[h];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][h]);
+      for (int u = 0; u < U; ++u) mx = fmaxf(mx, s[u][h]);
       const float c = rescale(m[h], mx);
       l[h] *= c;
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[h][e] *= c;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         const float pj = s[u][h] == kNegInf ? 0.f : expf(s[u][h] - mx);
         l[h] += pj;
         float vf[8];
@@ -186,7 +186,7 @@ __global__ void attention_combine_kernel(const float* __restrict__ partials, con
 
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
-            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
+            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, int unroll, cudaStream_t stream) {
   const int64_t heads_total = int64_t(qs.num_queries) * s.n_kv_heads;
   if (scratch.max_partials < heads_total)
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
@@ -200,10 +200,11 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     splits = 1;
   }
   const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
-  attention_split_kernel<D, G><<<grid, kWarps * 32, 0, stream>>>(
-      reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
-      reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size, s.window, qs.positions, qs.table_offset,
-      qs.block_tables, chunk, splits, scratch.data);
+  auto* kernel = unroll == 2 ? attention_split_kernel<D, G, 2> : attention_split_kernel<D, G, 4>;
+  kernel<<<grid, kWarps * 32, 0, stream>>>(reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
+                                           reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size,
+                                           s.window, qs.positions, qs.table_offset, qs.block_tables, chunk, splits,
+                                           scratch.data);
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   attention_combine_kernel<D, G><<<unsigned(qs.num_queries * s.n_heads), D, 0, stream>>>(
       scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));
@@ -219,7 +220,8 @@ int64_t attention_partial_floats(const AttentionShape& s) {
 
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, int unroll) {
+  if (unroll != 2 && unroll != 4) throw Error("paged_attention: unroll must be 2 or 4, got " + std::to_string(unroll));
   if (qs.num_queries <= 0) return;
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0 || s.block_size <= 0)
     throw Error("paged_attention: bad head shape " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
@@ -228,9 +230,9 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   if (G != 8)
     throw Error("paged_attention: only 8 query heads per KV head are built (got " + std::to_string(G) + ")");
   switch (s.head_dim) {
-    case 32: launch<32, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream); break;
-    case 64: launch<64, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream); break;
-    case 128: launch<128, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream); break;
+    case 32: launch<32, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream); break;
+    case 64: launch<64, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream); break;
+    case 128: launch<128, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream); break;
     default: throw Error("paged_attention: head_dim " + std::to_string(s.head_dim) + " is not 32, 64 or 128");
   }
 }

@@ -13,12 +13,15 @@ constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
 enum class Mode { Store, Residual, Logits };
 
-template <int R, int NT, Mode M>
+// A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
+// over S warps (split-K) so short matrices still put enough loads in flight.
+template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                            const bf16_t* __restrict__ W, int out_dim, void* out) {
-  const int warp = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  const int o0 = warp * R;
-  if (o0 >= out_dim) return;
+  constexpr int kGroups = kWarps / S;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const int o0 = (blockIdx.x * kGroups + group) * R;
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const bf16_t* w[R];
@@ -29,8 +32,27 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     xr[r] = x + int64_t(t0) * in;
   }
   float acc[R][NT];
-  warp_dot<R, NT>(w, xr, in, nt, in, acc);
-  const int lane = threadIdx.x & 31;
+  if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
+  if constexpr (S > 1) {
+    __shared__ float red[kWarps][R * NT];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = o0 < out_dim ? acc[r][t] : 0.f;
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float v = 0.f;
+#pragma unroll
+        for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+        acc[r][t] = v;
+      }
+  }
+  if (o0 >= out_dim) return;
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -51,24 +73,45 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     }
 }
 
-// Two output rows per warp: gate and up of each (4 weight rows in flight per lane).
-template <int NT>
+// Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
+// the input width split over S warps as in gemv_kernel.
+template <int NT, int S>
 __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                               const bf16_t* __restrict__ Wg,
                                                               const bf16_t* __restrict__ Wu, int inter,
                                                               bf16_t* __restrict__ act) {
-  const int warp = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  const int o0 = warp * 2;
-  if (o0 >= inter) return;
+  constexpr int kGroups = kWarps / S;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const int o0 = (blockIdx.x * kGroups + group) * 2;
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
-  const int o1 = min(o0 + 1, inter - 1);
-  const bf16_t* w[4] = {Wg + int64_t(o0) * in, Wu + int64_t(o0) * in, Wg + int64_t(o1) * in, Wu + int64_t(o1) * in};
+  const int oa = min(o0, inter - 1), ob = min(o0 + 1, inter - 1);
+  const bf16_t* w[4] = {Wg + int64_t(oa) * in, Wu + int64_t(oa) * in, Wg + int64_t(ob) * in, Wu + int64_t(ob) * in};
   const bf16_t* xb = x + int64_t(t0) * in;
   const bf16_t* xr[4] = {xb, xb, xb, xb};
   float acc[4][NT];
-  warp_dot<4, NT>(w, xr, in, nt, in, acc);
-  const int lane = threadIdx.x & 31;
+  if (o0 < inter) warp_dot<4, NT>(w, xr, in, nt, in, acc, part, S);
+  if constexpr (S > 1) {
+    __shared__ float red[kWarps][4 * NT];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = o0 < inter ? acc[r][t] : 0.f;
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float v = 0.f;
+#pragma unroll
+        for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+        acc[r][t] = v;
+      }
+  }
+  if (o0 >= inter) return;
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -97,17 +140,23 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
+  // Enough warps already (LM head: 75K of them) -> one warp per 2 rows. Otherwise split each
+  // row over 8 warps when it is long enough (>= 256 chunks of 16 bytes).
+  const bool many_rows = out_dim >= 32768;
+  const bool split = !many_rows && in / 8 >= 256;
+  auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
-    if (in < 1024) {
-      const unsigned gx = unsigned((out_dim + 4 * kWarps - 1) / (4 * kWarps));
-      gemv_kernel<4, 1, M><<<dim3(gx, 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
-    } else {
-      const unsigned gx = unsigned((out_dim + 2 * kWarps - 1) / (2 * kWarps));
-      gemv_kernel<2, 1, M><<<dim3(gx, 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
-    }
+    if (split)
+      gemv_kernel<4, 1, 8, M><<<dim3(blocks(4), 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+    else if (in < 1024)
+      gemv_kernel<4, 1, 1, M><<<dim3(blocks(4 * kWarps), 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+    else
+      gemv_kernel<2, 1, 1, M><<<dim3(blocks(2 * kWarps), 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
   } else {
-    const unsigned gx = unsigned((out_dim + 2 * kWarps - 1) / (2 * kWarps));
-    gemv_kernel<2, kNT, M><<<dim3(gx, gy), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+    if (split)
+      gemv_kernel<2, kNT, 8, M><<<dim3(blocks(2), gy), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+    else
+      gemv_kernel<2, kNT, 1, M><<<dim3(blocks(2 * kWarps), gy), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -132,15 +181,19 @@ void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, 
   check_shapes("gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
-  const unsigned gx = unsigned((inter + 2 * kWarps - 1) / (2 * kWarps));
-  if (T == 1)
-    gate_up_kernel<1><<<dim3(gx, 1), kWarps * 32, 0, stream>>>(xd, T, in, reinterpret_cast<const bf16_t*>(Wg),
-                                                               reinterpret_cast<const bf16_t*>(Wu), inter,
-                                                               reinterpret_cast<bf16_t*>(act));
-  else
-    gate_up_kernel<kNT><<<dim3(gx, unsigned((T + kNT - 1) / kNT)), kWarps * 32, 0, stream>>>(
-        xd, T, in, reinterpret_cast<const bf16_t*>(Wg), reinterpret_cast<const bf16_t*>(Wu), inter,
-        reinterpret_cast<bf16_t*>(act));
+  const auto* g = reinterpret_cast<const bf16_t*>(Wg);
+  const auto* u = reinterpret_cast<const bf16_t*>(Wu);
+  auto* a = reinterpret_cast<bf16_t*>(act);
+  const bool split = inter < 4096 && in / 8 >= 256;  // few rows (shared expert): split each over 8 warps
+  const unsigned gy = unsigned((T + kNT - 1) / kNT);
+  auto blocks = [&](int rows_per_block) { return unsigned((inter + rows_per_block - 1) / rows_per_block); };
+  if (T == 1) {
+    if (split) gate_up_kernel<1, 8><<<dim3(blocks(2), 1), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
+    else gate_up_kernel<1, 1><<<dim3(blocks(2 * kWarps), 1), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
+  } else {
+    if (split) gate_up_kernel<kNT, 8><<<dim3(blocks(2), gy), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
+    else gate_up_kernel<kNT, 1><<<dim3(blocks(2 * kWarps), gy), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
 }
 

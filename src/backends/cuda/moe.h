@@ -11,11 +11,15 @@
 namespace striker::cuda {
 
 // act[t*K+k] = bf16(bf16(g·sigmoid(g))·u) of expert topk_ids[t*K+k] on token t.  act [T*K, I].
+// The shared expert's front half rides in the same launch: shared_act [T, shared_inter] from
+// shared_gate/shared_up [shared_inter, H]; pass shared_act = nullptr when there is none.
 void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
-                 const int32_t* topk_ids, int K, bf16* act, cudaStream_t stream);
+                 const int32_t* topk_ids, int K, bf16* act, const bf16* shared_gate, const bf16* shared_up,
+                 int shared_inter, bf16* shared_act, cudaStream_t stream);
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + bf16(shared_act·Wd_shared) );  h = bf16(h + y).
 // shared_act [T, shared_inter] and w_down_shared [H, shared_inter] may be null (no shared expert).
+// K <= 8.
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
                       const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream);

@@ -11,39 +11,75 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kMaxExperts = 1024;
 constexpr int kMaxTopK = 8;
+constexpr int kTokensPerPass = 8;
 
-// One block per token: warps compute the E logits, then warp 0 picks the top K in K rounds of
-// a warp-wide argmax (ties go to the lower index, as the spec requires).
-__global__ void __launch_bounds__(kWarps * 32) router_kernel(const bf16_t* __restrict__ x, int hidden, int E, int K,
-                                                             const bf16_t* __restrict__ w_bf16,
-                                                             const float* __restrict__ w_f32,
-                                                             const float* __restrict__ bias, bool norm, float rsf,
-                                                             int32_t* __restrict__ ids, float* __restrict__ weights) {
-  __shared__ float score[kMaxExperts];
-  __shared__ float sel[kMaxExperts];
-  const int t = blockIdx.x;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const bf16_t* xt = x + int64_t(t) * hidden;
-  for (int e = warp; e < E; e += kWarps) {
-    float acc = 0.f;
-    if (w_f32 != nullptr) {
-      const float* w = w_f32 + int64_t(e) * hidden;
-      for (int i = lane; i < hidden; i += 32) acc = fmaf(__bfloat162float(xt[i]), w[i], acc);
-    } else {
-      const bf16_t* w = w_bf16 + int64_t(e) * hidden;
-      for (int i = lane; i < hidden; i += 32) acc = fmaf(__bfloat162float(xt[i]), __bfloat162float(w[i]), acc);
+// Logits: one warp per expert, up to 8 tokens per pass over the expert's row, spread over
+// E/8 blocks so the router matrix streams at full bandwidth.
+__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
+                                                                    int E, const bf16_t* __restrict__ w_bf16,
+                                                                    const float* __restrict__ w_f32,
+                                                                    float* __restrict__ logits) {
+  const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (e >= E) return;
+  const int lane = threadIdx.x & 31;
+  const int t0 = blockIdx.y * kTokensPerPass;
+  const int nt = min(kTokensPerPass, T - t0);
+  float acc[kTokensPerPass];
+#pragma unroll
+  for (int t = 0; t < kTokensPerPass; ++t) acc[t] = 0.f;
+  if (w_f32 != nullptr) {
+    const float* w = w_f32 + int64_t(e) * hidden;
+    for (int c = lane; c < hidden / 8; c += 32) {
+      const float4 a = __ldcs(reinterpret_cast<const float4*>(w + c * 8));
+      const float4 b = __ldcs(reinterpret_cast<const float4*>(w + c * 8 + 4));
+      const float wf[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int t = 0; t < kTokensPerPass; ++t)
+        if (t < nt) {
+          float xf[8];
+          unpack8(load_cached(x + int64_t(t0 + t) * hidden + c * 8), xf);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[t] = fmaf(xf[i], wf[i], acc[t]);
+        }
     }
-    acc = warp_sum(acc);
-    if (lane == 0) {
-      const float s = 1.0f / (1.0f + expf(-acc));
-      score[e] = s;
-      sel[e] = s + (bias ? bias[e] : 0.f);
+  } else {
+    const bf16_t* w = w_bf16 + int64_t(e) * hidden;
+    for (int c = lane; c < hidden / 8; c += 32) {
+      float wf[8];
+      unpack8(load_stream(w + c * 8), wf);
+#pragma unroll
+      for (int t = 0; t < kTokensPerPass; ++t)
+        if (t < nt) {
+          float xf[8];
+          unpack8(load_cached(x + int64_t(t0 + t) * hidden + c * 8), xf);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[t] = fmaf(xf[i], wf[i], acc[t]);
+        }
     }
   }
-  __syncthreads();
-  if (warp != 0) return;
+#pragma unroll
+  for (int t = 0; t < kTokensPerPass; ++t) {
+    const float v = warp_sum(acc[t]);
+    if (lane == 0 && t < nt) logits[int64_t(t0 + t) * E + e] = v;
+  }
+}
+
+// Selection: one warp per token picks the top K of sigmoid(logit) + bias in K rounds of a
+// warp-wide argmax (ties go to the lower index, as the spec requires).
+__global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
+                                                           const float* __restrict__ bias, bool norm, float rsf,
+                                                           int32_t* __restrict__ ids, float* __restrict__ weights) {
+  __shared__ float score[kMaxExperts];
+  __shared__ float sel[kMaxExperts];
+  const int t = blockIdx.x, lane = threadIdx.x;
+  for (int e = lane; e < E; e += 32) {
+    const float s = 1.0f / (1.0f + expf(-logits[int64_t(t) * E + e]));
+    score[e] = s;
+    sel[e] = s + (bias ? bias[e] : 0.f);
+  }
+  __syncwarp();
   float picked_sum = 0.f;
-  int picked[kMaxTopK];
+  int mine = 0;  // lane k keeps the k-th pick
   for (int k = 0; k < K; ++k) {
     float best = -__builtin_huge_valf();
     int best_e = E;
@@ -63,19 +99,15 @@ __global__ void __launch_bounds__(kWarps * 32) router_kernel(const bf16_t* __res
     }
     // Only NaN scores leave best_e == E; keep the index in range (the NaN weights still show).
     best_e = min(best_e, E - 1);
-    picked[k] = best_e;
+    if (lane == k) mine = best_e;
     picked_sum += score[best_e];
     __syncwarp();
     if (lane == 0) sel[best_e] = -__builtin_huge_valf();
     __syncwarp();
   }
   if (lane < K) {
-    int e = picked[0];
-#pragma unroll
-    for (int k = 1; k < kMaxTopK; ++k)
-      if (k == lane) e = picked[k];
-    const float s = score[e];
-    ids[t * K + lane] = e;
+    const float s = score[mine];
+    ids[t * K + lane] = mine;
     weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
   }
 }
@@ -83,7 +115,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_kernel(const bf16_t* __res
 }  // namespace
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
-                 const float* bias, int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
+                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
   if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kMaxExperts || rs.top_k <= 0 || rs.top_k > kMaxTopK ||
       rs.top_k > rs.n_experts)
@@ -91,9 +123,15 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
                 std::to_string(rs.top_k) + " (at most 1024 experts and top-8)");
   if ((weight_bf16 == nullptr) == (weight_f32 == nullptr))
     throw Error("router_topk: exactly one of the bf16 / fp32 router weights must be given");
-  router_kernel<<<T, kWarps * 32, 0, stream>>>(reinterpret_cast<const bf16_t*>(x), rs.hidden, rs.n_experts, rs.top_k,
-                                               reinterpret_cast<const bf16_t*>(weight_bf16), weight_f32, bias,
-                                               rs.norm_topk_prob, rs.routed_scaling_factor, topk_ids, topk_w);
+  if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
+    throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
+  const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps), unsigned((T + kTokensPerPass - 1) / kTokensPerPass));
+  router_logits_kernel<<<grid, kWarps * 32, 0, stream>>>(reinterpret_cast<const bf16_t*>(x), T, rs.hidden,
+                                                         rs.n_experts, reinterpret_cast<const bf16_t*>(weight_bf16),
+                                                         weight_f32, logits_scratch);
+  STRIKER_CUDA_CHECK_LAUNCH("router_logits");
+  router_select_kernel<<<T, 32, 0, stream>>>(logits_scratch, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
+                                             rs.routed_scaling_factor, topk_ids, topk_w);
   STRIKER_CUDA_CHECK_LAUNCH("router_topk");
 }
 

@@ -7,10 +7,11 @@
 namespace striker::cuda {
 
 // w[r]: weight row r (in bf16 values, 16-byte aligned). x[r]: activations for row r, token t at
-// x[r] + t*x_stride. nt <= NT tokens are live. in % 8 == 0.
+// x[r] + t*x_stride. nt <= NT tokens are live. in % 8 == 0. With split-K, `part` of `parts`
+// warps share the rows: this warp takes 16-byte chunks part*32+lane, stepping 32*parts.
 template <int R, int NT>
 __device__ __forceinline__ void warp_dot(const bf16_t* const (&w)[R], const bf16_t* const (&x)[R], int64_t x_stride,
-                                         int nt, int in, float (&acc)[R][NT]) {
+                                         int nt, int in, float (&acc)[R][NT], int part = 0, int parts = 1) {
   const int lane = threadIdx.x & 31;
   const int chunks = in / 8;
 #pragma unroll
@@ -18,7 +19,7 @@ __device__ __forceinline__ void warp_dot(const bf16_t* const (&w)[R], const bf16
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 #pragma unroll 2
-  for (int c = lane; c < chunks; c += 32) {
+  for (int c = part * 32 + lane; c < chunks; c += 32 * parts) {
     uint4 wq[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) wq[r] = load_stream(w[r] + int64_t(c) * 8);

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Development helper: copies this checkout (without build/ and .git) plus the GPU binaries built
+# here into /work/main/.gpuwork/, the folder the device tool carries to the GPU machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEST=${1:-/work/main/.gpuwork}
+rm -rf "$DEST" && mkdir -p "$DEST"
+tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$DEST"
+mkdir -p "$DEST/gpubin"
+for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker_gpu; do
+  if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/"; fi
+done
+du -sh "$DEST"
