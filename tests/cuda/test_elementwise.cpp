@@ -65,3 +65,41 @@ TEST(CudaRmsNorm, ResidualAddThenNorm) {
 
 }  // namespace
 }  // namespace striker::cuda::testing
+
+#include "backends/cuda/elementwise.h"
+
+namespace striker::cuda::testing {
+namespace {
+
+TEST(CudaElementwise, SwigluResidualAndRandomFill) {
+  std::mt19937 rng(14);
+  const int64_t n = 100003;
+  auto g = random_bf16(rng, size_t(n), 3.f), u = random_bf16(rng, size_t(n));
+  std::vector<bf16> ref;
+  swiglu_act_ref(g, u, ref);
+  DeviceBuffer<bf16> d_g(g), d_u(u), d_a(size_t(n));
+  d_a.poison();
+  swiglu_act(d_g.get(), d_u.get(), d_a.get(), n, nullptr);
+  auto c = compare(d_a.download(), ref, kBf16Rtol, 0.0);
+  EXPECT_TRUE(c.ok()) << "swiglu " << c.describe();
+
+  std::vector<float> h_ref(size_t(n));
+  for (size_t i = 0; i < h_ref.size(); ++i) h_ref[i] = round_bf16(bf16_to_float(g[i]) + bf16_to_float(u[i]));
+  residual_add(d_g.get(), d_u.get(), n, nullptr);
+  c = compare(to_float(d_g.download()), h_ref, 0.0, 0.0);
+  EXPECT_TRUE(c.ok()) << "residual " << c.describe();
+
+  DeviceBuffer<bf16> d_r(size_t(n));
+  d_r.poison();
+  fill_random_bf16(d_r.get(), n, 7, 0.5f, 0.1f, nullptr);
+  const auto r = to_float(d_r.download());
+  double mean = 0, var = 0;
+  for (float v : r) mean += v;
+  mean /= double(n);
+  for (float v : r) var += (v - mean) * (v - mean);
+  EXPECT_NEAR(mean, 0.5, 0.005);
+  EXPECT_NEAR(std::sqrt(var / double(n)), 0.1, 0.005);  // NaN poison left anywhere would fail both
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing

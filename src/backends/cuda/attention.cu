@@ -223,6 +223,8 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
                      cudaStream_t stream, int unroll) {
   if (unroll != 2 && unroll != 4) throw Error("paged_attention: unroll must be 2 or 4, got " + std::to_string(unroll));
   if (qs.num_queries <= 0) return;
+  if (qs.num_queries > 65535)
+    throw Error("paged_attention: " + std::to_string(qs.num_queries) + " queries exceed one launch (65535)");
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0 || s.block_size <= 0)
     throw Error("paged_attention: bad head shape " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
                 " or block size " + std::to_string(s.block_size));

@@ -128,6 +128,9 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
   if (T <= 0) return;
   check_width("moe_gate_up", hidden);
   const bool has_shared = shared_act != nullptr;
+  if (int64_t(T) * (K + 1) > 65535)
+    throw Error("moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
+                " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   moe_gate_up_kernel<<<grid, kWarps * 32, 0, stream>>>(
