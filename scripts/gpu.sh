@@ -33,7 +33,7 @@ fi
 echo "== kernel tests"
 "$BIN/test_cuda_kernels" --gtest_brief=1 >"$LOGS/tests.log" 2>&1
 tests_rc=$?
-grep -E "^\[  (FAILED|PASSED) |Failure|error|expected|max_ratio" "$LOGS/tests.log" | head -40
+grep -E "^\[  (FAILED|PASSED) |Failure|error|expected|max_ratio|backend vs reference" "$LOGS/tests.log" | head -40
 
 if [ "${STRIKER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer memcheck on the kernel tests"
@@ -48,13 +48,18 @@ bench_rc=$?
 
 latency_rc=skipped
 if [ -x "$BIN/striker" ]; then
-  echo "== striker bench latency"
-  "$BIN/striker" bench latency ${STRIKER_LATENCY_ARGS:-} >"$LOGS/latency.log" 2>&1
-  latency_rc=$?
-  tail -25 "$LOGS/latency.log"
+  CONFIG=${STRIKER_GPU_CONFIG:-$BIN/config.json}
+  [ -f "$CONFIG" ] || CONFIG=../shared/fixtures/flint-config/config.json
+  : >"$LOGS/latency.log"
+  latency_rc=0
+  for ctx in ${STRIKER_LATENCY_CONTEXTS:-100000 8192}; do
+    echo "== striker bench latency --context $ctx" | tee -a "$LOGS/latency.log"
+    "$BIN/striker" bench latency --config "$CONFIG" --context "$ctx" >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
+  done
 fi
 
 echo
+[ -s "$LOGS/latency.log" ] && cat "$LOGS/latency.log"
 grep -vE "^\|" "$LOGS/bench.log" | tail -5
 grep -E "^\|" "$LOGS/bench.log"
 echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc"

@@ -7,7 +7,11 @@ DEST=${1:-/work/main/.gpuwork}
 rm -rf "$DEST" && mkdir -p "$DEST"
 tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
-for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker_gpu; do
+for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/"; fi
 done
+# The full-size model shape for `striker bench latency` (shared/ does not travel).
+SHARED=${STRIKER_SHARED_DIR:-../shared}
+[ -d "$SHARED" ] || SHARED=/work/shared
+cp "$SHARED/fixtures/flint-config/config.json" "$DEST/gpubin/config.json"
 du -sh "$DEST"

@@ -77,19 +77,19 @@ TEST(CudaElementwise, SwigluResidualAndRandomFill) {
   auto g = random_bf16(rng, size_t(n), 3.f), u = random_bf16(rng, size_t(n));
   std::vector<bf16> ref;
   swiglu_act_ref(g, u, ref);
-  DeviceBuffer<bf16> d_g(g), d_u(u), d_a(size_t(n));
+  DeviceBuffer<bf16> d_g(g), d_u(u), d_a(static_cast<size_t>(n));
   d_a.poison();
   swiglu_act(d_g.get(), d_u.get(), d_a.get(), n, nullptr);
   auto c = compare(d_a.download(), ref, kBf16Rtol, 0.0);
   EXPECT_TRUE(c.ok()) << "swiglu " << c.describe();
 
-  std::vector<float> h_ref(size_t(n));
+  std::vector<float> h_ref(static_cast<size_t>(n));
   for (size_t i = 0; i < h_ref.size(); ++i) h_ref[i] = round_bf16(bf16_to_float(g[i]) + bf16_to_float(u[i]));
   residual_add(d_g.get(), d_u.get(), n, nullptr);
   c = compare(to_float(d_g.download()), h_ref, 0.0, 0.0);
   EXPECT_TRUE(c.ok()) << "residual " << c.describe();
 
-  DeviceBuffer<bf16> d_r(size_t(n));
+  DeviceBuffer<bf16> d_r(static_cast<size_t>(n));
   d_r.poison();
   fill_random_bf16(d_r.get(), n, 7, 0.5f, 0.1f, nullptr);
   const auto r = to_float(d_r.download());
