@@ -52,9 +52,16 @@ if [ -x "$BIN/striker" ]; then
   [ -f "$CONFIG" ] || CONFIG=../shared/fixtures/flint-config/config.json
   : >"$LOGS/latency.log"
   latency_rc=0
-  for ctx in ${STRIKER_LATENCY_CONTEXTS:-100000 8192}; do
-    echo "== striker bench latency --context $ctx" | tee -a "$LOGS/latency.log"
-    "$BIN/striker" bench latency --config "$CONFIG" --context "$ctx" >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
+  # STRIKER_LATENCY_RUNS: ';'-separated argument lists, one run each.
+  if [ -n "${STRIKER_LATENCY_RUNS:-}" ]; then
+    IFS=';' read -ra RUNS <<<"$STRIKER_LATENCY_RUNS"
+  else
+    RUNS=("--context=100000" "--context=100000 --no-graphs" "--context=8192")
+  fi
+  for args in "${RUNS[@]}"; do
+    echo "== striker bench latency $args" | tee -a "$LOGS/latency.log"
+    # shellcheck disable=SC2086
+    "$BIN/striker" bench latency --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
   done
 fi
 

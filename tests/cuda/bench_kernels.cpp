@@ -302,7 +302,7 @@ int main() {
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
     bench_router_moe(rng);
-    for (int u : {2, 4}) {
+    for (int u : {0, 1, 4}) {
       bench_attention(rng, "attn decode full ctx=8192", 8192, 0, u);
       bench_attention(rng, "attn decode full ctx=100000", 100000, 0, u);
       bench_attention(rng, "attn decode sliding W=513 ctx=100000", 100000, 513, u);

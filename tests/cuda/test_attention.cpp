@@ -101,7 +101,7 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   d_out.poison();
   d_scratch.poison();
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
-  for (int unroll : {2, 4}) {
+  for (int unroll : {0, 1, 2, 4}) {
     d_out.poison();
     paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
                     AttentionScratch{d_scratch.get(), records}, d_out.get(), nullptr, unroll);

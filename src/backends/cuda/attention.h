@@ -43,10 +43,12 @@ int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 
 // q: [NQ, n_heads, d]; sinks: [n_heads] fp32 or nullptr; out: [NQ, n_heads, d].
 // Throws striker::Error for an unsupported shape or a scratch too small for NQ·n_kv_heads records.
-// unroll (2 or 4): keys each lane group loads before using any (a tuning knob; results equal).
+// variant: 0 / 1 = tensor-core kernel sized for 2 / 3 CTAs per SM (head_dim 128, 8 query heads per
+// KV head; other shapes fall back to 4), 2 or 4 = CUDA-core kernel with that many keys per lane
+// group in flight. All variants compute the same function.
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
-                     bf16* out, cudaStream_t stream, int unroll = 4);
+                     bf16* out, cudaStream_t stream, int unroll = 0);
 
 // CPU reference (double accumulation) over host copies of the same data.
 void paged_attention_ref(const std::vector<bf16>& q, const std::vector<bf16>& k_cache,

@@ -54,6 +54,7 @@ struct CudaBackend::Workspace {
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;
+  size_t sliding_base = 0;  // offset of the sliding block tables in the metadata buffers
   std::byte* meta_host = nullptr;
   std::byte* meta_dev = nullptr;
   float* logits_host = nullptr;  // pinned
@@ -67,7 +68,8 @@ struct CudaBackend::Workspace {
 struct CudaBackend::StepPlan {
   int T = 0, rows = 0;
   int max_keys_full = 0, max_keys_sliding = 0;
-  size_t bytes = 0;  // metadata bytes used
+  size_t bytes = 0;          // metadata bytes used from offset 0
+  size_t sliding_bytes = 0;  // and from sliding_base
   const int32_t *tokens = nullptr, *positions = nullptr, *off_full = nullptr, *off_sliding = nullptr,
                 *tables_full = nullptr, *tables_sliding = nullptr, *logit_rows = nullptr;
   const int64_t *slots_full = nullptr, *slots_sliding = nullptr;
@@ -110,8 +112,11 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   const AttentionShape shape{int(nh), int(nkv), int(d), 16, 0};
   w.scratch.max_partials = std::max<int64_t>(Tm * nkv * 2, 4096);
   w.scratch.data = w.arena.get<float>(w.scratch.max_partials * attention_partial_floats(shape));
-  w.meta_bytes = align16(size_t(Tm) * 4) * 5 + align16(size_t(Tm) * 8) * 2 +
-                 align16(size_t(options_.max_logit_rows) * 4) + align16(size_t(options_.max_table_entries) * 4);
+  // [per-token arrays | logit rows | full tables] packed from 0; sliding tables at a fixed base,
+  // so every device pointer depends only on (T, rows) and a captured graph can be replayed.
+  w.sliding_base = align16(size_t(Tm) * 4) * 4 + align16(size_t(Tm) * 8) * 2 +
+                   align16(size_t(options_.max_logit_rows) * 4) + align16(size_t(options_.max_table_entries) * 4);
+  w.meta_bytes = w.sliding_base + align16(size_t(options_.max_table_entries) * 4);
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.meta_host), w.meta_bytes));
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.logits_host),
@@ -119,6 +124,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
 }
 
 CudaBackend::~CudaBackend() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   ws_.reset();
   for (void* p : kv_allocations_) cudaFree(p);
   if (ev_start_) cudaEventDestroy(ev_start_);
@@ -140,6 +146,8 @@ void CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   if (spec.block_size <= 0 || spec.num_full_blocks < 0 || spec.num_sliding_blocks < 0)
     throw Error("CUDA backend: bad KV cache spec (block size " + std::to_string(spec.block_size) + ")");
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();  // captured graphs hold the old cache pointers
   for (void* p : kv_allocations_) cudaFree(p);
   kv_allocations_.clear();
   const FlintConfig& c = model_.config;
@@ -243,9 +251,9 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   if (p.rows > options_.max_logit_rows)
     throw Error("CUDA backend: " + std::to_string(p.rows) + " logits rows in one step, at most " +
                 std::to_string(options_.max_logit_rows));
-  if (int64_t(tables_full.size() + tables_sliding.size()) > options_.max_table_entries)
+  if (int64_t(std::max(tables_full.size(), tables_sliding.size())) > options_.max_table_entries)
     throw Error("CUDA backend: block tables of this step exceed " + std::to_string(options_.max_table_entries) +
-                " entries");
+                " entries per pool");
   // Pack everything into the pinned buffer; device pointers mirror the offsets.
   std::byte* host = ws_->meta_host;
   size_t off = 0;
@@ -263,8 +271,10 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   put(slots_full, p.slots_full);
   put(slots_sliding, p.slots_sliding);
   put(tables_full, p.tables_full);
-  put(tables_sliding, p.tables_sliding);
   p.bytes = off;
+  off = ws_->sliding_base;
+  put(tables_sliding, p.tables_sliding);
+  p.sliding_bytes = tables_sliding.size() * 4;
 }
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y) {
@@ -339,13 +349,55 @@ void CudaBackend::run_layers(const StepPlan& p) {
   }
 }
 
+namespace {
+// Decode graphs are keyed by the attention key bound rounded up to a power of two, so one
+// captured graph serves every step until the context doubles (splits past a query's own
+// keys do no work).
+int key_bucket(int keys) {
+  int b = 1024;
+  while (b < keys) b *= 2;
+  return b;
+}
+}  // namespace
+
 void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
   StepPlan p;
   plan(batch, p);
   const int64_t V = model_.config.vocab_size;
+  const bool graph = options_.use_graphs && p.T <= kGemvMaxTokens;
+  if (graph) {
+    p.max_keys_full = key_bucket(p.max_keys_full);
+    p.max_keys_sliding = key_bucket(p.max_keys_sliding);
+  }
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_start_, stream_));
   STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->meta_dev, ws_->meta_host, p.bytes, cudaMemcpyHostToDevice, stream_));
-  run_layers(p);
+  if (p.sliding_bytes > 0)
+    STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->meta_dev + ws_->sliding_base, ws_->meta_host + ws_->sliding_base,
+                                       p.sliding_bytes, cudaMemcpyHostToDevice, stream_));
+  if (graph) {
+    const auto key = std::make_tuple(p.T, p.rows, p.max_keys_full, p.max_keys_sliding);
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      cudaGraph_t g = nullptr;
+      STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      try {
+        run_layers(p);
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
+      cudaGraphDestroy(g);
+      STRIKER_CUDA_CHECK(err);
+      it = graphs_.emplace(key, exec).first;
+    }
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+  } else {
+    run_layers(p);
+  }
   STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->logits_host, ws_->logits, size_t(p.rows) * size_t(V) * 4,
                                      cudaMemcpyDeviceToHost, stream_));
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));

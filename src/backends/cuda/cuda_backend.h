@@ -1,11 +1,13 @@
 // The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 weights, paged BF16
 // KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV kernels; larger chunks use
 // cuBLASLt for the dense projections. Every buffer is allocated up front: a step allocates
-// nothing and synchronises only to return the logits.
+// nothing and synchronises only to return the logits; decode steps replay captured CUDA graphs.
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <memory>
+#include <tuple>
 
 #include "backends/backend.h"
 #include "backends/cuda/device_model.h"
@@ -15,7 +17,8 @@ namespace striker::cuda {
 struct CudaBackendOptions {
   int max_tokens = 8192;          // tokens per forward() call
   int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
-  int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call, both pools together
+  int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
+  bool use_graphs = true;         // replay decode steps (<= 8 tokens) from captured CUDA graphs
 };
 
 class CudaBackend : public Backend {
@@ -50,6 +53,7 @@ class CudaBackend : public Backend {
   KvCacheSpec kv_spec_;
   std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
   std::vector<void*> kv_allocations_;
+  std::map<std::tuple<int, int, int, int>, cudaGraphExec_t> graphs_;  // (T, rows, key buckets) -> graph
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
   float last_device_ms_ = 0.f;
 };

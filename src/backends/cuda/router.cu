@@ -8,7 +8,7 @@
 namespace striker::cuda {
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = 2;  // small blocks: the 256 expert rows spread over 128 SMs
 constexpr int kMaxExperts = 1024;
 constexpr int kMaxTopK = 8;
 constexpr int kTokensPerPass = 8;
