@@ -201,7 +201,7 @@ void bench_router_moe(std::mt19937& rng) {
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
 }
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -232,12 +232,13 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records}, d_out.get(), nullptr, unroll);
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), nullptr, unroll);
   };
   d_out.poison();
   launch(0);
   const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-  row(name + " u" + std::to_string(unroll), &c, time_us(launch), kv_bytes);
+  row(name + (unroll <= 1 ? " mma" + std::to_string(unroll + 2) : " simt") + " t" + std::to_string(target), &c,
+      time_us(launch), kv_bytes);
 }
 
 void bench_qk_rope(std::mt19937& rng) {
@@ -302,10 +303,12 @@ int main() {
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
     bench_router_moe(rng);
-    for (int u : {0, 1, 4}) {
-      bench_attention(rng, "attn decode full ctx=8192", 8192, 0, u);
-      bench_attention(rng, "attn decode full ctx=100000", 100000, 0, u);
-      bench_attention(rng, "attn decode sliding W=513 ctx=100000", 100000, 513, u);
+    int sms = 0;
+    STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (auto [u, t] : {std::pair{1, 3 * sms}, {1, 0}, {0, 2 * sms}, {4, 0}}) {
+      bench_attention(rng, "attn full ctx=8192", 8192, 0, u, t);
+      bench_attention(rng, "attn full ctx=100000", 100000, 0, u, t);
+      bench_attention(rng, "attn sliding W=513", 100000, 513, u, t);
     }
     LtGemm lt;
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);

@@ -101,12 +101,13 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   d_out.poison();
   d_scratch.poison();
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
-  for (int unroll : {0, 1, 2, 4}) {
+  // (variant, target split records): every kernel variant, and few vs many splits.
+  for (auto [unroll, target] : {std::pair{0, 0}, {1, 0}, {1, 8}, {2, 0}, {4, 0}, {4, 8}}) {
     d_out.poison();
     paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
-                    AttentionScratch{d_scratch.get(), records}, d_out.get(), nullptr, unroll);
+                    AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr, unroll);
     const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "unroll " << unroll << " " << c.describe();
+    EXPECT_TRUE(c.ok()) << "variant " << unroll << " target " << target << " " << c.describe();
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
 
 namespace striker::cuda {
@@ -31,6 +32,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, int chunk, int num_splits, float* __restrict__ partials) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int LPK = D / 8;        // lanes per key
   constexpr int KPW = 32 / LPK;     // keys per warp per step
   constexpr int KEYS_PER_STEP = kWarps * KPW * U;
@@ -195,6 +197,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, int chunk, int num_splits, float* __restrict__ partials) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int D = 128, G = 8;
   const int split = blockIdx.x, kvh = blockIdx.y, qi = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -321,27 +324,48 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
   }
 }
 
-// One block of D threads per (query, head): merges the splits and adds the sink, whose logit
-// enters the denominator once and contributes no value.
+// One block of 4 warps per (query, head): merges the splits (warps take every 4th split, each
+// lane D/32 dims) and adds the sink, whose logit enters the denominator once with no value.
 template <int D, int G>
-__global__ void attention_combine_kernel(const float* __restrict__ partials, const float* __restrict__ sinks, int nkv,
-                                         int num_splits, bf16_t* __restrict__ out) {
+__global__ void __launch_bounds__(128) attention_combine_kernel(const float* __restrict__ partials,
+                                                                const float* __restrict__ sinks, int nkv,
+                                                                int num_splits, bf16_t* __restrict__ out) {
+  pdl_grid_start();  // see launch.cuh
+  constexpr int E = D / 32, R = G * (D + 2);
   const int nh = nkv * G;
   const int qi = blockIdx.x / nh, h = blockIdx.x % nh;
   const int kvh = h / G, hh = h % G;
-  const float* recs = partials + (int64_t(qi) * nkv + kvh) * num_splits * (G * (D + 2));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const float* recs = partials + (int64_t(qi) * nkv + kvh) * num_splits * R;
   const float sink = sinks ? sinks[h] * kLog2e : kNegInf;
-  float mx = sink;
-  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, recs[int64_t(s) * (G * (D + 2)) + 2 * hh]);
-  float denom = rescale(sink, mx), a = 0.f;
-  for (int s = 0; s < num_splits; ++s) {
-    const float* rec = recs + int64_t(s) * (G * (D + 2));
+  __shared__ float red_m[4], red_l[4], red_a[4][D];
+  float mx = kNegInf;
+  for (int s = threadIdx.x; s < num_splits; s += 128) mx = fmaxf(mx, recs[int64_t(s) * R + 2 * hh]);
+  mx = warp_max(mx);
+  if (lane == 0) red_m[warp] = mx;
+  __syncthreads();
+  mx = fmaxf(fmaxf(fmaxf(red_m[0], red_m[1]), fmaxf(red_m[2], red_m[3])), sink);
+  float a[E], den = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) a[e] = 0.f;
+#pragma unroll 4
+  for (int s = warp; s < num_splits; s += 4) {
+    const float* rec = recs + int64_t(s) * R;
     const float sc = rescale(rec[2 * hh], mx);
-    denom += rec[2 * hh + 1] * sc;
-    a += rec[G * 2 + hh * D + threadIdx.x] * sc;
+    den += rec[2 * hh + 1] * sc;
+#pragma unroll
+    for (int e = 0; e < E; ++e) a[e] += rec[G * 2 + hh * D + lane * E + e] * sc;
   }
-  // denom is 0 only when a query sees no key and has no sink (cannot happen: p itself is a key).
-  out[(int64_t(qi) * nh + h) * D + threadIdx.x] = __float2bfloat16_rn(a / denom);
+#pragma unroll
+  for (int e = 0; e < E; ++e) red_a[warp][lane * E + e] = a[e];
+  if (lane == 0) red_l[warp] = den;
+  __syncthreads();
+  if (threadIdx.x < D) {
+    const float total = red_a[0][threadIdx.x] + red_a[1][threadIdx.x] + red_a[2][threadIdx.x] + red_a[3][threadIdx.x];
+    const float denom = rescale(sink, mx) + red_l[0] + red_l[1] + red_l[2] + red_l[3];
+    // denom > 0: the query's own key is always in range.
+    out[(int64_t(qi) * nh + h) * D + threadIdx.x] = __float2bfloat16_rn(total / denom);
+  }
 }
 
 template <int D, int G>
@@ -352,7 +376,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
                 std::to_string(heads_total));
   const int keys = std::max(1, qs.max_keys);
-  const int64_t wanted = std::clamp<int64_t>(kTargetRecords / heads_total, 1, scratch.max_partials / heads_total);
+  const int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
+  const int64_t wanted = std::clamp<int64_t>(target / heads_total, 1, scratch.max_partials / heads_total);
   // Chunks are whole 64-key steps (4 warps x 16-key tiles).
   int chunk = std::max<int>(64, int((keys + wanted - 1) / wanted));
   chunk = (chunk + 63) / 64 * 64;
@@ -366,12 +391,12 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   if constexpr (D == 128 && G == 8)
     if (unroll == 0) kernel = attention_mma_kernel<2>;
     else if (unroll == 1) kernel = attention_mma_kernel<3>;
-  kernel<<<grid, kWarps * 32, 0, stream>>>(reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
+  launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
                                            reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size,
                                            s.window, qs.positions, qs.table_offset, qs.block_tables, chunk, splits,
                                            scratch.data);
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
-  attention_combine_kernel<D, G><<<unsigned(qs.num_queries * s.n_heads), D, 0, stream>>>(
+  launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream, 
       scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }

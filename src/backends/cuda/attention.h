@@ -37,7 +37,8 @@ struct AttentionQueries {
 // Scratch for split partial results, sized by attention_scratch_bytes.
 struct AttentionScratch {
   float* data = nullptr;
-  int64_t max_partials = 0;  // capacity in (query, kv head, split) records
+  int64_t max_partials = 0;    // capacity in (query, kv head, split) records
+  int64_t target_records = 0;  // split records to aim for per launch (about one wave of CTAs); 0 = 1024
 };
 int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 

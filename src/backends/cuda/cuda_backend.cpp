@@ -111,6 +111,9 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   STRIKER_CUDA_CHECK(cudaMemcpy(w.inv_freq, inv.data(), inv.size() * 4, cudaMemcpyHostToDevice));
   const AttentionShape shape{int(nh), int(nkv), int(d), 16, 0};
   w.scratch.max_partials = std::max<int64_t>(Tm * nkv * 2, 4096);
+  int sms = 0;
+  STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  w.scratch.target_records = int64_t(sms) * 3;  // one wave of the 3-CTAs-per-SM tensor-core kernel
   w.scratch.data = w.arena.get<float>(w.scratch.max_partials * attention_partial_floats(shape));
   // [per-token arrays | logit rows | full tables] packed from 0; sliding tables at a fixed base,
   // so every device pointer depends only on (T, rows) and a captured graph can be replayed.
@@ -317,7 +320,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
                                    sliding ? p.tables_sliding : p.tables_full, T,
                                    sliding ? p.max_keys_sliding : p.max_keys_full};
     paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                    stream_);                                                        // o = softmax with sinks · v
+                    stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);                                                        // o = softmax with sinks · v
     linear_residual(w.attn, T, nh * d, L.wo, H, w.h);                                // h = bf16(h + bf16(mm(o, Wo)))
     rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)

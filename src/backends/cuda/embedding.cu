@@ -1,6 +1,7 @@
 #include "backends/cuda/embedding.h"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
 
 namespace striker::cuda {
@@ -8,6 +9,7 @@ namespace {
 
 __global__ void embedding_kernel(const uint16_t* __restrict__ table, int64_t vocab, int64_t hidden,
                                  const int32_t* __restrict__ ids, uint16_t* __restrict__ out) {
+  pdl_grid_start();  // see launch.cuh
   const int t = blockIdx.y;
   const int64_t id = ids[t];
   uint16_t* dst = out + int64_t(t) * hidden;
@@ -19,6 +21,7 @@ __global__ void embedding_kernel(const uint16_t* __restrict__ table, int64_t voc
 
 __global__ void embedding_kernel_vec(const uint4* __restrict__ table, int64_t vocab, int64_t hidden8,
                                      const int32_t* __restrict__ ids, uint4* __restrict__ out) {
+  pdl_grid_start();  // see launch.cuh
   const int t = blockIdx.y;
   const int64_t id = ids[t];
   uint4* dst = out + int64_t(t) * hidden8;
@@ -40,12 +43,12 @@ void embedding_gather(const bf16* table, int64_t vocab, int64_t hidden, const in
     const int64_t h8 = hidden / 8;
     const int threads = 128;
     const dim3 grid(unsigned((h8 + threads - 1) / threads), unsigned(n));
-    embedding_kernel_vec<<<grid, threads, 0, stream>>>(reinterpret_cast<const uint4*>(table), vocab, h8, ids,
+    launch_pdl(embedding_kernel_vec, dim3(grid), dim3(threads), 0, stream, reinterpret_cast<const uint4*>(table), vocab, h8, ids,
                                                        reinterpret_cast<uint4*>(out));
   } else {
     const int threads = 256;
     const dim3 grid(unsigned((hidden + threads - 1) / threads), unsigned(n));
-    embedding_kernel<<<grid, threads, 0, stream>>>(reinterpret_cast<const uint16_t*>(table), vocab, hidden, ids,
+    launch_pdl(embedding_kernel, dim3(grid), dim3(threads), 0, stream, reinterpret_cast<const uint16_t*>(table), vocab, hidden, ids,
                                                    reinterpret_cast<uint16_t*>(out));
   }
   STRIKER_CUDA_CHECK_LAUNCH("embedding_gather");

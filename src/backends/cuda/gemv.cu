@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -18,6 +19,7 @@ enum class Mode { Store, Residual, Logits };
 template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                            const bf16_t* __restrict__ W, int out_dim, void* out) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
@@ -80,6 +82,7 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
                                                               const bf16_t* __restrict__ Wg,
                                                               const bf16_t* __restrict__ Wu, int inter,
                                                               bf16_t* __restrict__ act) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
@@ -147,16 +150,16 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
     if (split)
-      gemv_kernel<4, 1, 8, M><<<dim3(blocks(4), 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else if (in < 1024)
-      gemv_kernel<4, 1, 1, M><<<dim3(blocks(4 * kWarps), 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else
-      gemv_kernel<2, 1, 1, M><<<dim3(blocks(2 * kWarps), 1), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   } else {
     if (split)
-      gemv_kernel<2, kNT, 8, M><<<dim3(blocks(2), gy), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else
-      gemv_kernel<2, kNT, 1, M><<<dim3(blocks(2 * kWarps), gy), kWarps * 32, 0, stream>>>(xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -188,11 +191,11 @@ void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, 
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((inter + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
-    if (split) gate_up_kernel<1, 8><<<dim3(blocks(2), 1), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
-    else gate_up_kernel<1, 1><<<dim3(blocks(2 * kWarps), 1), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
+    if (split) launch_pdl(gate_up_kernel<1, 8>, dim3(dim3(blocks(2), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
+    else launch_pdl(gate_up_kernel<1, 1>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
   } else {
-    if (split) gate_up_kernel<kNT, 8><<<dim3(blocks(2), gy), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
-    else gate_up_kernel<kNT, 1><<<dim3(blocks(2 * kWarps), gy), kWarps * 32, 0, stream>>>(xd, T, in, g, u, inter, a);
+    if (split) launch_pdl(gate_up_kernel<kNT, 8>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
+    else launch_pdl(gate_up_kernel<kNT, 1>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
   }
   STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
@@ -50,6 +52,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 >= hidden) return;
   const int t = blockIdx.y;
@@ -133,7 +136,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  moe_gate_up_kernel<<<grid, kWarps * 32, 0, stream>>>(
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
       reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
       reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up), shared_inter,
@@ -149,7 +152,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  moe_down_kernel<<<grid, kWarps * 32, 0, stream>>>(
+  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
 
 namespace striker::cuda {
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
     const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
     const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
     bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int d = 32 * E;
   const int heads = nh + 2 * nkv;
   const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
@@ -92,7 +94,7 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
 #define STRIKER_QKR(E)                                                                                           \
-  qk_rope_kv_kernel<E><<<grid, kWarps * 32, 0, stream>>>(in, T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, \
+  launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in, T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, \
                                                          positions, inv_freq, slots, block_size, kc, vc, qo)
   switch (hs.head_dim) {
     case 32: STRIKER_QKR(1); break;

@@ -1,6 +1,7 @@
 #include "backends/cuda/rmsnorm.h"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
 
 namespace striker::cuda {
@@ -14,6 +15,7 @@ template <bool kAdd>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16_t* __restrict__ delta,
                                                            const float* __restrict__ w, bf16_t* out, int hidden,
                                                            float eps) {
+  pdl_grid_start();  // see launch.cuh
   const int64_t row = blockIdx.x;
   bf16_t* x = h + row * hidden;
   const bf16_t* d = kAdd ? delta + row * hidden : nullptr;
@@ -46,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16
 
 void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream) {
   if (rows <= 0) return;
-  rmsnorm_kernel<false><<<rows, kThreads, 0, stream>>>(
+  launch_pdl(rmsnorm_kernel<false>, dim3(rows), dim3(kThreads), 0, stream, 
       const_cast<bf16_t*>(reinterpret_cast<const bf16_t*>(x)), nullptr, w, reinterpret_cast<bf16_t*>(out), hidden, eps);
   STRIKER_CUDA_CHECK_LAUNCH("rmsnorm");
 }
@@ -54,7 +56,7 @@ void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, flo
 void add_rmsnorm(bf16* h, const bf16* delta, const float* w, bf16* out, int rows, int hidden, float eps,
                  cudaStream_t stream) {
   if (rows <= 0) return;
-  rmsnorm_kernel<true><<<rows, kThreads, 0, stream>>>(reinterpret_cast<bf16_t*>(h),
+  launch_pdl(rmsnorm_kernel<true>, dim3(rows), dim3(kThreads), 0, stream, reinterpret_cast<bf16_t*>(h),
                                                       reinterpret_cast<const bf16_t*>(delta), w,
                                                       reinterpret_cast<bf16_t*>(out), hidden, eps);
   STRIKER_CUDA_CHECK_LAUNCH("add_rmsnorm");

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
 
 namespace striker::cuda {
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t
                                                                     int E, const bf16_t* __restrict__ w_bf16,
                                                                     const float* __restrict__ w_f32,
                                                                     float* __restrict__ logits) {
+  pdl_grid_start();  // see launch.cuh
   const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
   if (e >= E) return;
   const int lane = threadIdx.x & 31;
@@ -69,6 +71,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t
 __global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
                                                            const float* __restrict__ bias, bool norm, float rsf,
                                                            int32_t* __restrict__ ids, float* __restrict__ weights) {
+  pdl_grid_start();  // see launch.cuh
   __shared__ float score[kMaxExperts];
   __shared__ float sel[kMaxExperts];
   const int t = blockIdx.x, lane = threadIdx.x;
@@ -126,11 +129,11 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
   if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
   const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps), unsigned((T + kTokensPerPass - 1) / kTokensPerPass));
-  router_logits_kernel<<<grid, kWarps * 32, 0, stream>>>(reinterpret_cast<const bf16_t*>(x), T, rs.hidden,
+  launch_pdl(router_logits_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, rs.hidden,
                                                          rs.n_experts, reinterpret_cast<const bf16_t*>(weight_bf16),
                                                          weight_f32, logits_scratch);
   STRIKER_CUDA_CHECK_LAUNCH("router_logits");
-  router_select_kernel<<<T, 32, 0, stream>>>(logits_scratch, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
+  launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits_scratch, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
                                              rs.routed_scaling_factor, topk_ids, topk_w);
   STRIKER_CUDA_CHECK_LAUNCH("router_topk");
 }
