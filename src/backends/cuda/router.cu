@@ -31,6 +31,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t
   for (int t = 0; t < kTokensPerPass; ++t) acc[t] = 0.f;
   if (w_f32 != nullptr) {
     const float* w = w_f32 + int64_t(e) * hidden;
+#pragma unroll 8  // all of a 2048-wide row's loads in flight at once
     for (int c = lane; c < hidden / 8; c += 32) {
       const float4 a = __ldcs(reinterpret_cast<const float4*>(w + c * 8));
       const float4 b = __ldcs(reinterpret_cast<const float4*>(w + c * 8 + 4));
@@ -46,6 +47,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t
     }
   } else {
     const bf16_t* w = w_bf16 + int64_t(e) * hidden;
+#pragma unroll 8  // all of a 2048-wide row's loads in flight at once
     for (int c = lane; c < hidden / 8; c += 32) {
       float wf[8];
       unpack8(load_stream(w + c * 8), wf);

@@ -18,7 +18,8 @@ __device__ __forceinline__ void warp_dot(const bf16_t* const (&w)[R], const bf16
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
-#pragma unroll 2
+  // Single-token passes unroll deeper: more independent 16-byte loads in flight per lane.
+#pragma unroll(NT == 1 ? 4 : 2)
   for (int c = part * 32 + lane; c < chunks; c += 32 * parts) {
     uint4 wq[R];
 #pragma unroll
