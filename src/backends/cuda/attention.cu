@@ -208,17 +208,10 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
   const int kend = min(kbeg + chunk, p + 1);
   const int32_t* table = block_tables + table_offset[qi];
   const float score_scale = kLog2e / sqrtf(float(D));
-  // A 16-key tile spans at most two cache blocks when block_size >= 16: their ids are fetched
-  // one tile ahead, so the K/V loads of a tile never wait on a block-table lookup.
-  const bool tile_in_two_blocks = block_size >= 16;
-  auto fetch_blocks = [&](int base, int64_t& b0, int64_t& b1) {
-    if (tile_in_two_blocks && base < kend) {
-      b0 = table[base / block_size];
-      b1 = table[min(base + 15, kend - 1) / block_size];
-    }
+  auto row = [&](const bf16_t* cache, int key, int dim) {
+    const int64_t blk = table[key / block_size];
+    return cache + ((blk * nkv + kvh) * block_size + key % block_size) * D + dim;
   };
-  int64_t next0 = 0, next1 = 0;
-  fetch_blocks(kbeg + warp * 16, next0, next1);
 
   // A fragments of Q (head g), dims 32p + 8c .. +7 for k-steps 2p and 2p+1.
   uint32_t qa[8][2];
@@ -237,14 +230,6 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
   float m = kNegInf, l = 0.f;  // for head g (identical across the 4 threads of a group, l partial)
 
   for (int base = kbeg + warp * 16; base < kend; base += kWarps * 16) {
-    const int64_t blk0 = next0, blk1 = next1;
-    fetch_blocks(base + kWarps * 16, next0, next1);
-    auto row = [&](const bf16_t* cache, int key, int dim) {
-      const int64_t blk = !tile_in_two_blocks                        ? int64_t(table[key / block_size])
-                          : key / block_size == base / block_size ? blk0
-                                                                  : blk1;
-      return cache + ((blk * nkv + kvh) * block_size + key % block_size) * D + dim;
-    };
     // K rows base+g and base+8+g (4 chunks each); V rows base+2c, +1, +8, +9 (chunks g, g+8).
     uint4 kq[2][4], vq[4][2];
 #pragma unroll
