@@ -104,29 +104,6 @@ void bench_gemv(std::mt19937& rng, const char* name, int T, int in, int out, boo
   row(name, &c, time_us(launch), wbytes);
 }
 
-void bench_gemv_norm(std::mt19937& rng, const char* name, int in, int out) {
-  const double wbytes = double(in) * out * 2;
-  const int nc = copies_for(wbytes);
-  auto h = random_bf16(rng, size_t(in), 2.f);
-  auto nw = random_f32(rng, size_t(in), 1.f, 0.2f);
-  auto W = random_bf16(rng, size_t(out) * in, 0.05f);
-  std::vector<DeviceBuffer<bf16>> ws;
-  for (int i = 0; i < nc; ++i) ws.emplace_back(W);
-  DeviceBuffer<bf16> d_h(h), d_y(static_cast<size_t>(out));
-  DeviceBuffer<float> d_nw(nw);
-  auto launch = [&](int i) {
-    gemv_rmsnorm_bf16(d_h.get(), d_nw.get(), 1e-6f, 1, in, ws[size_t(i % nc)].get(), out, d_y.get(), nullptr);
-  };
-  d_y.poison();
-  launch(0);
-  std::vector<bf16> x;
-  rmsnorm_ref(h, nw, x, 1, in, 1e-6f);
-  std::vector<float> dot;
-  gemv_ref(x, 1, in, W, out, dot);
-  const auto c = compare(to_float(d_y.download()), rounded(dot), 2 * kBf16Rtol, 1e-3);
-  row(name, &c, time_us(launch), wbytes);
-}
-
 void bench_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out) {
   auto x = random_bf16(rng, size_t(T) * in);
   auto W = random_bf16(rng, size_t(out) * in, 0.05f);
@@ -185,25 +162,6 @@ void bench_router_moe(std::mt19937& rng) {
   Comparison c = compare(d_tw.download(), ref_w, 1e-5, 1e-6);
   if (ids != ref_ids) c.nan_count += 1;  // a different expert set fails the row
   row("router E=256 K=6", &c, time_us(route), double(E) * H * 2);
-  {
-    auto nw = random_f32(rng, size_t(H), 1.f, 0.2f);
-    DeviceBuffer<float> d_nw(nw);
-    DeviceBuffer<bf16> d_xo(size_t(T) * H);
-    auto fused = [&](int) {
-      router_topk_rmsnorm(d_x.get(), d_nw.get(), 1e-6f, d_xo.get(), T, rs, d_wr.get(), nullptr, d_bias.get(),
-                          d_logits.get(), d_ids.get(), d_tw.get(), nullptr);
-    };
-    fused(0);
-    std::vector<bf16> xn;
-    rmsnorm_ref(x, nw, xn, T, H, 1e-6f);
-    std::vector<int32_t> ids_n;
-    std::vector<float> w_n;
-    router_topk_ref(xn, T, rs, to_float(wr), &bias, ids_n, w_n);
-    Comparison cf = compare(d_tw.download(), w_n, 1e-4, 1e-5);
-    if (d_ids.download() != ids_n) cf.nan_count += 1;
-    row("rmsnorm+router fused E=256 K=6", &cf, time_us(fused), double(E) * H * 2);
-    route(0);  // restore the routing the MoE rows below are checked against
-  }
 
   // The routed experts: all 256 experts of one layer live on the device; only 6 are read.
   const size_t expert_elems = size_t(E) * I * H;
@@ -340,7 +298,6 @@ int main() {
     bench_qk_rope(rng);
     bench_gemv(rng, "gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
     bench_gemv(rng, "gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
-    bench_gemv_norm(rng, "rmsnorm+gemv qkv fused T=1", 2048, 5120);
     bench_gemv(rng, "gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_gemv(rng, "gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);

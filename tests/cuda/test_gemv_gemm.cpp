@@ -3,7 +3,6 @@
 
 #include "backends/cuda/gemm_lt.h"
 #include "backends/cuda/gemv.h"
-#include "backends/cuda/rmsnorm.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -66,31 +65,6 @@ TEST(CudaGemv, GateUpSwigluMatchesReference) {
     const auto c = compare(d_a.download(), ref, 2 * kBf16Rtol, 1e-3);
     EXPECT_TRUE(c.ok()) << c.describe();
   }
-}
-
-TEST(CudaGemv, RmsnormFusedInFrontMatchesReference) {
-  std::mt19937 rng(24);
-  for (Shape s : {Shape{1, 2048, 1001}, Shape{3, 264, 77}, Shape{8, 2048, 300}, Shape{5, 520, 33}}) {
-    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
-    auto h = random_bf16(rng, size_t(s.T) * s.in, 3.f);
-    auto w = random_f32(rng, size_t(s.in), 1.f, 0.2f);
-    auto W = random_bf16(rng, size_t(s.out) * s.in, 0.05f);
-    std::vector<bf16> x;
-    rmsnorm_ref(h, w, x, s.T, s.in, 1e-6f);
-    std::vector<float> dot;
-    gemv_ref(x, s.T, s.in, W, s.out, dot);
-    DeviceBuffer<bf16> d_h(h), d_W(W), d_y(size_t(s.T) * s.out);
-    DeviceBuffer<float> d_w(w);
-    d_y.poison();
-    ASSERT_TRUE(gemv_rmsnorm_supported(s.T, s.in));
-    gemv_rmsnorm_bf16(d_h.get(), d_w.get(), 1e-6f, s.T, s.in, d_W.get(), s.out, d_y.get(), nullptr);
-    const auto c = compare(to_float(d_y.download()), rounded(dot), 2 * kBf16Rtol, 1e-3);
-    EXPECT_TRUE(c.ok()) << c.describe();
-  }
-  DeviceBuffer<bf16> h(size_t(9) * 64), W(64 * 8), y(9 * 8);
-  DeviceBuffer<float> w(64);
-  EXPECT_FALSE(gemv_rmsnorm_supported(9, 64));
-  EXPECT_THROW(gemv_rmsnorm_bf16(h.get(), w.get(), 1e-6f, 9, 64, W.get(), 8, y.get(), nullptr), Error);
 }
 
 TEST(CudaGemv, RejectsWidthsThatAreNotMultiplesOf8) {

@@ -5,7 +5,6 @@
 
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/moe.h"
-#include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
 #include "cuda_test_util.h"
 
@@ -41,37 +40,6 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
     double sum = 0;
     for (int k = 0; k < rs.top_k; ++k) sum += w[size_t(k)];
     EXPECT_NEAR(sum, 2.5, 1e-4);  // normalised weights times rsf
-  }
-}
-
-TEST(CudaRouter, RmsnormFusedInFrontMatchesReference) {
-  std::mt19937 rng(43);
-  const RouterShape rs{2048, 256, 6, true, 2.5f};
-  for (int T : {1, 3, 10}) {
-    SCOPED_TRACE("T=" + std::to_string(T));
-    auto h = random_bf16(rng, size_t(T) * rs.hidden, 2.f);
-    auto nw = random_f32(rng, size_t(rs.hidden), 1.f, 0.2f);
-    auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
-    auto bias = random_f32(rng, size_t(rs.n_experts), 0.f, 0.05f);
-    std::vector<bf16> x_ref;
-    rmsnorm_ref(h, nw, x_ref, T, rs.hidden, 1e-6f);
-    std::vector<int32_t> ref_ids;
-    std::vector<float> ref_w;
-    router_topk_ref(x_ref, T, rs, to_float(wb), &bias, ref_ids, ref_w);
-    DeviceBuffer<bf16> d_h(h), d_wb(wb), d_x(h.size());
-    DeviceBuffer<float> d_nw(nw), d_bias(bias), d_w(size_t(T) * rs.top_k), d_logits(size_t(T) * rs.n_experts);
-    DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
-    d_x.poison();
-    d_ids.poison();
-    d_w.poison();
-    ASSERT_TRUE(router_rmsnorm_supported(rs.hidden));
-    router_topk_rmsnorm(d_h.get(), d_nw.get(), 1e-6f, d_x.get(), T, rs, d_wb.get(), nullptr, d_bias.get(),
-                        d_logits.get(), d_ids.get(), d_w.get(), nullptr);
-    const auto cx = compare(d_x.download(), x_ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(cx.ok()) << "x " << cx.describe();
-    EXPECT_EQ(d_ids.download(), ref_ids);
-    const auto cw = compare(d_w.download(), ref_w, 1e-4, 1e-5);
-    EXPECT_TRUE(cw.ok()) << "weights " << cw.describe();
   }
 }
 

@@ -309,12 +309,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    if (gemv_rmsnorm_supported(T, H)) {                                              // x = rmsnorm(h);
-      gemv_rmsnorm_bf16(w.h, L.input_norm, eps, T, H, L.wqkv, qkv_dim, w.qkv, stream_);  // q|k|v = bf16(mm(x, Wqkv))
-    } else {
-      rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);
-      linear(w.x, T, H, L.wqkv, qkv_dim, w.qkv);
-    }
+    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
+    linear(w.x, T, H, L.wqkv, qkv_dim, w.qkv);                                       // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
                           sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
@@ -326,8 +322,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
     paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
                     stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);                                                        // o = softmax with sinks · v
     linear_residual(w.attn, T, nh * d, L.wo, H, w.h);                                // h = bf16(h + bf16(mm(o, Wo)))
-    const bool fused_router = !c.is_dense_layer(l) && T <= kGemvMaxTokens && router_rmsnorm_supported(H);
-    if (!fused_router) rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);           // x = rmsnorm(h)
+    rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)
       if (T <= kGemvMaxTokens) {
         gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
@@ -338,12 +333,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
       }
       linear_residual(w.act, T, Id, L.down, H, w.h);                                 // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
-      if (fused_router)  // x = rmsnorm(h) computed by the router kernel, which also stores it
-        router_topk_rmsnorm(w.h, L.post_norm, eps, w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias,
-                            w.router_logits, w.topk_ids, w.topk_w, stream_);
-      else
-        router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
-                    stream_);
+      router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
+                  stream_);
       moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                   L.sh_gate ? w.shared_act : nullptr, stream_);
       moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
@@ -421,12 +412,6 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
 std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options) {
   if (device_count() == 0) throw Error("CUDA backend: " + device_summary());
   return std::make_unique<CudaBackend>(DeviceModel::upload(model), options);
-}
-
-std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed,
-                                                 const CudaBackendOptions& options) {
-  if (device_count() == 0) throw Error("CUDA backend: " + device_summary());
-  return std::make_unique<CudaBackend>(DeviceModel::random(config, seed), options);
 }
 
 }  // namespace striker::cuda

@@ -61,8 +61,5 @@ class CudaBackend : public Backend {
 // Uploads a loaded BF16 checkpoint. Throws striker::Error when no GPU is present or a weight
 // cannot be used by this backend.
 std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options = {});
-// --load-format dummy: random weights for `config` made on the GPU (no host copy).
-std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed,
-                                                 const CudaBackendOptions& options = {});
 
 }  // namespace striker::cuda

@@ -75,91 +75,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     }
 }
 
-// gemv_kernel with the RMSNorm in front (FLINT.md rounding): every block normalises the <= NT
-// input rows itself into shared memory, which saves a launch per layer; in <= kNormMaxIn.
-constexpr int kNormMaxIn = 2048;
-
-template <int R, int NT, int S>
-__global__ void __launch_bounds__(kWarps * 32) gemv_norm_kernel(const bf16_t* __restrict__ h,
-                                                                const float* __restrict__ norm_w, float eps,
-                                                                int T, int in, const bf16_t* __restrict__ W,
-                                                                int out_dim, bf16_t* __restrict__ out) {
-  pdl_grid_start();  // see launch.cuh
-  __shared__ __align__(16) bf16_t xs[NT * kNormMaxIn];
-  __shared__ float red[kWarps][NT];
-  constexpr int kGroups = kWarps / S;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int t0 = blockIdx.y * NT;
-  const int nt = min(NT, T - t0);
-  float ss[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    ss[t] = 0.f;
-    if (t < nt)
-      for (int i = threadIdx.x * 8; i < in; i += kWarps * 32 * 8) {
-        float f[8];
-        unpack8(load_cached(h + int64_t(t0 + t) * in + i), f);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) ss[t] += f[e] * f[e];
-      }
-    ss[t] = warp_sum(ss[t]);
-    if (lane == 0) red[warp][t] = ss[t];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    if (t >= nt) break;
-    float total = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += red[w][t];
-    const float r = 1.0f / sqrtf(total / float(in) + eps);
-    for (int i = threadIdx.x * 8; i < in; i += kWarps * 32 * 8) {
-      float f[8];
-      unpack8(load_cached(h + int64_t(t0 + t) * in + i), f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) xs[t * in + i + e] = __float2bfloat16_rn(round_bf16(f[e] * r) * norm_w[i + e]);
-    }
-  }
-  __syncthreads();
-  const int group = warp / S, part = warp % S;
-  const int o0 = (blockIdx.x * kGroups + group) * R;
-  const bf16_t* w[R];
-  const bf16_t* xr[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    w[r] = W + int64_t(min(o0 + r, out_dim - 1)) * in;
-    xr[r] = xs;
-  }
-  float acc[R][NT];
-  if (o0 < out_dim) warp_dot<R, NT, true>(w, xr, in, nt, in, acc, part, S);
-  if constexpr (S > 1) {
-    __shared__ float red2[kWarps][R * NT];
-    if (lane == 0)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < NT; ++t) red2[warp][r * NT + t] = o0 < out_dim ? acc[r][t] : 0.f;
-    __syncthreads();
-    if (part != 0) return;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        float v = 0.f;
-#pragma unroll
-        for (int p = 0; p < S; ++p) v += red2[warp + p][r * NT + t];
-        acc[r][t] = v;
-      }
-  }
-  if (o0 >= out_dim) return;
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-      if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
-        out[int64_t(t0 + t) * out_dim + o0 + r] = __float2bfloat16_rn(acc[r][t]);
-}
-
 // Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
 // the input width split over S warps as in gemv_kernel.
 template <int NT, int S>
@@ -261,29 +176,6 @@ void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf1
 
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {
   launch_gemv<Mode::Logits>("gemv_logits", x, T, in, W, out_dim, logits, stream);
-}
-
-bool gemv_rmsnorm_supported(int T, int in) { return T >= 1 && T <= kNT && in <= kNormMaxIn; }
-
-void gemv_rmsnorm_bf16(const bf16* h, const float* norm_w, float eps, int T, int in, const bf16* W, int out_dim,
-                       bf16* out, cudaStream_t stream) {
-  check_shapes("gemv_rmsnorm_bf16", h, in, W, out);
-  if (!gemv_rmsnorm_supported(T, in))
-    throw Error("gemv_rmsnorm_bf16: " + std::to_string(T) + " tokens of width " + std::to_string(in) +
-                " exceed the fused kernel (8 tokens, width 2048)");
-  if (out_dim <= 0) return;
-  const auto* hd = reinterpret_cast<const bf16_t*>(h);
-  const auto* Wd = reinterpret_cast<const bf16_t*>(W);
-  auto* o = reinterpret_cast<bf16_t*>(out);
-  const bool split = in / 8 >= 256;
-  auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
-  if (T == 1) {
-    if (split) launch_pdl(gemv_norm_kernel<4, 1, 8>, dim3(blocks(4)), dim3(kWarps * 32), 0, stream, hd, norm_w, eps, T, in, Wd, out_dim, o);
-    else launch_pdl(gemv_norm_kernel<4, 1, 1>, dim3(blocks(4 * kWarps)), dim3(kWarps * 32), 0, stream, hd, norm_w, eps, T, in, Wd, out_dim, o);
-  } else {
-    if (split) launch_pdl(gemv_norm_kernel<2, kNT, 8>, dim3(blocks(2)), dim3(kWarps * 32), 0, stream, hd, norm_w, eps, T, in, Wd, out_dim, o);
-    else launch_pdl(gemv_norm_kernel<2, kNT, 1>, dim3(blocks(2 * kWarps)), dim3(kWarps * 32), 0, stream, hd, norm_w, eps, T, in, Wd, out_dim, o);
-  }
 }
 
 void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter, bf16* act,

@@ -18,12 +18,6 @@ void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* o
 void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head; sampling reads fp32).
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream);
-// out[t,o] = bf16(mm(rmsnorm(h[t], norm_w), W)[o]) with the RMSNorm (FLINT.md rounding) done by
-// every block into shared memory: one launch instead of two. Only for T <= 8 and in <= 2048
-// (gemv_rmsnorm_supported); throws striker::Error otherwise.
-bool gemv_rmsnorm_supported(int T, int in);
-void gemv_rmsnorm_bf16(const bf16* h, const float* norm_w, float eps, int T, int in, const bf16* W, int out_dim,
-                       bf16* out, cudaStream_t stream);
 // SwiGLU front half: g = bf16(mm(x,Wg)); u = bf16(mm(x,Wu)); act = bf16(bf16(g·sigmoid(g))·u).
 // Wg, Wu [inter, in]; act [T, inter].
 void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter, bf16* act,

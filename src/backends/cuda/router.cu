@@ -14,55 +14,18 @@ constexpr int kMaxExperts = 1024;
 constexpr int kMaxTopK = 8;
 constexpr int kTokensPerPass = 8;
 
-constexpr int kNormMaxHidden = 2048;
-
 // Logits: one warp per expert, up to 8 tokens per pass over the expert's row, spread over
-// E/2 small blocks so the router matrix streams at full bandwidth. With kNorm, `x` is the
-// residual stream h: every block first computes rmsnorm(h) (FLINT.md rounding) into shared
-// memory, and the blocks of column 0 also store it to x_out for the expert kernels.
-template <bool kNorm>
-__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(
-    const bf16_t* __restrict__ x, const float* __restrict__ norm_w, float eps, bf16_t* __restrict__ x_out, int T,
-    int hidden, int E, const bf16_t* __restrict__ w_bf16, const float* __restrict__ w_f32,
-    float* __restrict__ logits) {
+// E/8 blocks so the router matrix streams at full bandwidth.
+__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
+                                                                    int E, const bf16_t* __restrict__ w_bf16,
+                                                                    const float* __restrict__ w_f32,
+                                                                    float* __restrict__ logits) {
   pdl_grid_start();  // see launch.cuh
-  __shared__ __align__(16) bf16_t xs[kNorm ? kTokensPerPass * kNormMaxHidden : 8];
-  __shared__ float red[kWarps][kTokensPerPass];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (e >= E) return;
+  const int lane = threadIdx.x & 31;
   const int t0 = blockIdx.y * kTokensPerPass;
   const int nt = min(kTokensPerPass, T - t0);
-  if constexpr (kNorm) {
-    for (int t = 0; t < nt; ++t) {
-      float ss = 0.f;
-      for (int i = threadIdx.x * 8; i < hidden; i += kWarps * 32 * 8) {
-        float f[8];
-        unpack8(load_cached(x + int64_t(t0 + t) * hidden + i), f);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) ss += f[k] * f[k];
-      }
-      ss = warp_sum(ss);
-      if (lane == 0) red[warp][t] = ss;
-    }
-    __syncthreads();
-    for (int t = 0; t < nt; ++t) {
-      float total = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) total += red[w][t];
-      const float r = 1.0f / sqrtf(total / float(hidden) + eps);
-      for (int i = threadIdx.x; i < hidden; i += kWarps * 32) {
-        const bf16_t v = __float2bfloat16_rn(round_bf16(__bfloat162float(x[int64_t(t0 + t) * hidden + i]) * r) * norm_w[i]);
-        xs[t * hidden + i] = v;
-        if (blockIdx.x == 0) x_out[int64_t(t0 + t) * hidden + i] = v;
-      }
-    }
-    __syncthreads();
-  }
-  const int e = blockIdx.x * kWarps + warp;
-  if (e >= E) return;
-  auto x_chunk = [&](int t, int c) {
-    if constexpr (kNorm) return *reinterpret_cast<const uint4*>(xs + t * hidden + c * 8);
-    else return load_cached(x + int64_t(t0 + t) * hidden + c * 8);
-  };
   float acc[kTokensPerPass];
 #pragma unroll
   for (int t = 0; t < kTokensPerPass; ++t) acc[t] = 0.f;
@@ -77,7 +40,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(
       for (int t = 0; t < kTokensPerPass; ++t)
         if (t < nt) {
           float xf[8];
-          unpack8(x_chunk(t, c), xf);
+          unpack8(load_cached(x + int64_t(t0 + t) * hidden + c * 8), xf);
 #pragma unroll
           for (int i = 0; i < 8; ++i) acc[t] = fmaf(xf[i], wf[i], acc[t]);
         }
@@ -92,7 +55,7 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(
       for (int t = 0; t < kTokensPerPass; ++t)
         if (t < nt) {
           float xf[8];
-          unpack8(x_chunk(t, c), xf);
+          unpack8(load_cached(x + int64_t(t0 + t) * hidden + c * 8), xf);
 #pragma unroll
           for (int i = 0; i < 8; ++i) acc[t] = fmaf(xf[i], wf[i], acc[t]);
         }
@@ -156,52 +119,25 @@ __global__ void __launch_bounds__(32) router_select_kernel(const float* __restri
 
 }  // namespace
 
-namespace {
-
-void check_router(const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32, const float* scratch) {
+void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
+                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
+  if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kMaxExperts || rs.top_k <= 0 || rs.top_k > kMaxTopK ||
       rs.top_k > rs.n_experts)
     throw Error("router_topk: unsupported experts/top-k " + std::to_string(rs.n_experts) + "/" +
                 std::to_string(rs.top_k) + " (at most 1024 experts and top-8)");
   if ((weight_bf16 == nullptr) == (weight_f32 == nullptr))
     throw Error("router_topk: exactly one of the bf16 / fp32 router weights must be given");
-  if (rs.hidden % 8 != 0 || scratch == nullptr)
+  if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
-}
-
-void select(int T, const RouterShape& rs, const float* bias, const float* logits, int32_t* topk_ids, float* topk_w,
-            cudaStream_t stream) {
-  launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits, rs.n_experts, rs.top_k, bias,
-             rs.norm_topk_prob, rs.routed_scaling_factor, topk_ids, topk_w);
-}
-
-}  // namespace
-
-void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
-                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
-  if (T <= 0) return;
-  check_router(rs, weight_bf16, weight_f32, logits_scratch);
   const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps), unsigned((T + kTokensPerPass - 1) / kTokensPerPass));
-  launch_pdl(router_logits_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x),
-             nullptr, 0.f, nullptr, T, rs.hidden, rs.n_experts, reinterpret_cast<const bf16_t*>(weight_bf16),
-             weight_f32, logits_scratch);
-  select(T, rs, bias, logits_scratch, topk_ids, topk_w, stream);
-}
-
-bool router_rmsnorm_supported(int hidden) { return hidden <= kNormMaxHidden; }
-
-void router_topk_rmsnorm(const bf16* h, const float* norm_w, float eps, bf16* x_out, int T, const RouterShape& rs,
-                         const bf16* weight_bf16, const float* weight_f32, const float* bias, float* logits_scratch,
-                         int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
-  if (T <= 0) return;
-  check_router(rs, weight_bf16, weight_f32, logits_scratch);
-  if (!router_rmsnorm_supported(rs.hidden))
-    throw Error("router_topk_rmsnorm: hidden size " + std::to_string(rs.hidden) + " above 2048");
-  const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps), unsigned((T + kTokensPerPass - 1) / kTokensPerPass));
-  launch_pdl(router_logits_kernel<true>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(h),
-             norm_w, eps, reinterpret_cast<bf16_t*>(x_out), T, rs.hidden, rs.n_experts,
-             reinterpret_cast<const bf16_t*>(weight_bf16), weight_f32, logits_scratch);
-  select(T, rs, bias, logits_scratch, topk_ids, topk_w, stream);
+  launch_pdl(router_logits_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, rs.hidden,
+                                                         rs.n_experts, reinterpret_cast<const bf16_t*>(weight_bf16),
+                                                         weight_f32, logits_scratch);
+  STRIKER_CUDA_CHECK_LAUNCH("router_logits");
+  launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits_scratch, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
+                                             rs.routed_scaling_factor, topk_ids, topk_w);
+  STRIKER_CUDA_CHECK_LAUNCH("router_topk");
 }
 
 }  // namespace striker::cuda

@@ -23,14 +23,6 @@ struct RouterShape {
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream);
 
-// The same with the post-attention RMSNorm in front: h [T, hidden] is the residual stream;
-// x_out receives rmsnorm(h, norm_w) for the expert kernels. hidden <= 2048
-// (router_rmsnorm_supported); one launch fewer than rmsnorm + router_topk.
-bool router_rmsnorm_supported(int hidden);
-void router_topk_rmsnorm(const bf16* h, const float* norm_w, float eps, bf16* x_out, int T, const RouterShape& rs,
-                         const bf16* weight_bf16, const float* weight_f32, const float* bias, float* logits_scratch,
-                         int32_t* topk_ids, float* topk_w, cudaStream_t stream);
-
 // CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
 void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,
                      const std::vector<float>* bias, std::vector<int32_t>& topk_ids, std::vector<float>& topk_w);

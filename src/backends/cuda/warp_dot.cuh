@@ -9,8 +9,7 @@ namespace striker::cuda {
 // w[r]: weight row r (in bf16 values, 16-byte aligned). x[r]: activations for row r, token t at
 // x[r] + t*x_stride. nt <= NT tokens are live. in % 8 == 0. With split-K, `part` of `parts`
 // warps share the rows: this warp takes 16-byte chunks part*32+lane, stepping 32*parts.
-// kSharedX: the activations sit in shared memory (a generic load instead of the read-only path).
-template <int R, int NT, bool kSharedX = false>
+template <int R, int NT>
 __device__ __forceinline__ void warp_dot(const bf16_t* const (&w)[R], const bf16_t* const (&x)[R], int64_t x_stride,
                                          int nt, int in, float (&acc)[R][NT], int part = 0, int parts = 1) {
   const int lane = threadIdx.x & 31;
@@ -33,8 +32,7 @@ __device__ __forceinline__ void warp_dot(const bf16_t* const (&w)[R], const bf16
       for (int t = 0; t < NT; ++t) {
         if (t < nt) {
           float xf[8];
-          const bf16_t* xp = x[r] + t * x_stride + int64_t(c) * 8;
-          unpack8(kSharedX ? *reinterpret_cast<const uint4*>(xp) : load_cached(xp), xf);
+          unpack8(load_cached(x[r] + t * x_stride + int64_t(c) * 8), xf);
 #pragma unroll
           for (int i = 0; i < 8; ++i) acc[r][t] = fmaf(wf[i], xf[i], acc[r][t]);
         }
