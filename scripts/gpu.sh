@@ -56,7 +56,7 @@ if [ -x "$BIN/striker" ]; then
   if [ -n "${STRIKER_LATENCY_RUNS:-}" ]; then
     IFS=';' read -ra RUNS <<<"$STRIKER_LATENCY_RUNS"
   else
-    RUNS=("--context=100000" "--context=100000 --no-graphs" "--context=8192")
+    RUNS=("--context=100000" "--context=100000 --graphs" "--context=8192")
   fi
   for args in "${RUNS[@]}"; do
     echo "== striker bench latency $args" | tee -a "$LOGS/latency.log"

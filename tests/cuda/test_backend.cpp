@@ -222,11 +222,9 @@ RowDiff diff_row(const float* got, const float* ref, int64_t V) {
 TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
   const FlintConfig c = small_config();
   HostModel hm = make_host_model(c);
-  auto backend = make_cuda_backend(hm.model, CudaBackendOptions{256, 64, 1 << 16});
   const int B = 16, N = 60, N2 = 40;
   // Physical blocks shuffled; the sliding pool is a ring of 4 blocks per sequence (window 17
   // spans at most 3 logical blocks), older logical blocks are -1 (freed).
-  backend->allocate_kv_cache(KvCacheSpec{B, 16, 8});
   std::mt19937 rng(5);
   std::vector<int32_t> full_a = {9, 3, 14, 0}, full_b = {7, 1, 12, 5};
   auto sliding_table = [&](int ring_base, int64_t last_pos, int64_t first_needed) {
@@ -241,49 +239,54 @@ TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
   const auto ref_a = reference_logits(hm.model, toks_a);
   const auto ref_b = reference_logits(hm.model, toks_b);
 
-  std::vector<RowDiff> diffs;
-  auto run = [&](std::vector<std::tuple<char, int, int, bool>> chunks) {  // (seq, start, len, all_logits)
-    ForwardBatch batch;
-    for (auto [s, start, len, all] : chunks) {
-      const auto& toks = s == 'a' ? toks_a : toks_b;
-      SequenceChunk ch;
-      ch.tokens.assign(toks.begin() + start, toks.begin() + start + len);
-      ch.start_pos = start;
-      ch.all_logits = all;
-      ch.full_block_table = s == 'a' ? full_a : full_b;
-      ch.full_block_table.resize(size_t((start + len - 1) / B + 1));
-      ch.sliding_block_table = sliding_table(s == 'a' ? 0 : 4, start + len - 1, std::max(0, start - 16));
-      batch.seqs.push_back(ch);
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "CUDA graph replay" : "stream launches");
+    auto backend = make_cuda_backend(hm.model, CudaBackendOptions{256, 64, 1 << 16, graphs});
+    backend->allocate_kv_cache(KvCacheSpec{B, 16, 8});
+    std::vector<RowDiff> diffs;
+    auto run = [&](std::vector<std::tuple<char, int, int, bool>> chunks) {  // (seq, start, len, all_logits)
+      ForwardBatch batch;
+      for (auto [s, start, len, all] : chunks) {
+        const auto& toks = s == 'a' ? toks_a : toks_b;
+        SequenceChunk ch;
+        ch.tokens.assign(toks.begin() + start, toks.begin() + start + len);
+        ch.start_pos = start;
+        ch.all_logits = all;
+        ch.full_block_table = s == 'a' ? full_a : full_b;
+        ch.full_block_table.resize(size_t((start + len - 1) / B + 1));
+        ch.sliding_block_table = sliding_table(s == 'a' ? 0 : 4, start + len - 1, std::max(0, start - 16));
+        batch.seqs.push_back(ch);
+      }
+      std::vector<float> logits;
+      backend->forward(batch, logits);
+      size_t row = 0;
+      for (auto [s, start, len, all] : chunks) {
+        const auto& ref = s == 'a' ? ref_a : ref_b;
+        for (int p = all ? start : start + len - 1; p < start + len; ++p, ++row)
+          diffs.push_back(diff_row(&logits[row * size_t(c.vocab_size)], &ref[size_t(p) * size_t(c.vocab_size)],
+                                   c.vocab_size));
+      }
+      ASSERT_EQ(row * size_t(c.vocab_size), logits.size());
+    };
+    run({{'a', 0, 37, true}});                       // prefill chunk, cuBLASLt path, every row
+    run({{'a', 37, 5, true}, {'b', 0, 12, false}});  // a small chunk beside another sequence's prefill
+    for (int p = 42; p < 50; ++p) run({{'a', p, 1, false}});  // decode steps
+    run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
+    for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
+    std::vector<double> md;
+    int agree = 0;
+    for (const auto& dr : diffs) {
+      md.push_back(dr.max_dlogprob);
+      agree += dr.same_argmax;
     }
-    std::vector<float> logits;
-    backend->forward(batch, logits);
-    size_t row = 0;
-    for (auto [s, start, len, all] : chunks) {
-      const auto& ref = s == 'a' ? ref_a : ref_b;
-      for (int p = all ? start : start + len - 1; p < start + len; ++p, ++row)
-        diffs.push_back(diff_row(&logits[row * size_t(c.vocab_size)], &ref[size_t(p) * size_t(c.vocab_size)],
-                                 c.vocab_size));
-    }
-    ASSERT_EQ(row * size_t(c.vocab_size), logits.size());
-  };
-  run({{'a', 0, 37, true}});                       // prefill chunk, cuBLASLt path, every row
-  run({{'a', 37, 5, true}, {'b', 0, 12, false}});  // a small chunk beside another sequence's prefill
-  for (int p = 42; p < 50; ++p) run({{'a', p, 1, false}});  // decode steps
-  run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
-  for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
-  std::vector<double> md;
-  int agree = 0;
-  for (const auto& dr : diffs) {
-    md.push_back(dr.max_dlogprob);
-    agree += dr.same_argmax;
+    std::sort(md.begin(), md.end());
+    const double median = md[md.size() / 2], worst = md.back();
+    std::printf("backend vs reference (%s): %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax agree %d/%zu\n",
+                  graphs ? "graphs" : "stream", md.size(), median, worst, agree, diffs.size());
+    EXPECT_LT(median, 0.05);
+    EXPECT_LT(worst, 0.5);
+    EXPECT_GE(agree, int(diffs.size() * 9 / 10));
   }
-  std::sort(md.begin(), md.end());
-  const double median = md[md.size() / 2], worst = md.back();
-  std::printf("backend vs reference: %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax agree %d/%zu\n",
-              md.size(), median, worst, agree, diffs.size());
-  EXPECT_LT(median, 0.05);
-  EXPECT_LT(worst, 0.5);
-  EXPECT_GE(agree, int(diffs.size() * 9 / 10));
 }
 
 TEST(CudaBackend, RejectsBadTokensAndTables) {
