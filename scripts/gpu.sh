@@ -63,6 +63,13 @@ if [ -x "$BIN/striker" ]; then
     # shellcheck disable=SC2086
     "$BIN/striker" bench latency --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
   done
+  # STRIKER_PREFILL_RUNS: ';'-separated argument lists for `striker bench prefill`.
+  IFS=';' read -ra PRE <<<"${STRIKER_PREFILL_RUNS:---tokens=2048 --repeats=1;--tokens=8192 --repeats=1}"
+  for args in "${PRE[@]}"; do
+    echo "== striker bench prefill $args" | tee -a "$LOGS/latency.log"
+    # shellcheck disable=SC2086
+    timeout 300 "$BIN/striker" bench prefill --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
+  done
 fi
 
 echo

@@ -34,6 +34,13 @@ struct LatencyOptions {
   bool graphs = false;
 };
 
+struct PrefillOptions {
+  std::string config = "../shared/fixtures/flint-config/config.json";
+  int64_t tokens = 8192;
+  int repeats = 2;
+  uint64_t seed = 0;
+};
+
 constexpr double kCopyBandwidth = 4.1e12;  // bytes/s, measured on the H200 (docs/performance.md)
 
 // Bytes a batch-1 BF16 decode step must read at least once: the active weights and the KV
@@ -139,7 +146,59 @@ int run_latency(const LatencyOptions& o) {
               100.0 * floor_ms / med_dev);
   return 0;
 }
+
+
+// One sequence's prompt of `tokens` tokens in a single forward() (chunked prefill of one chunk),
+// logits for the last token only. Reports ms and tokens/s; the floor is FLOPs at 774 TFLOP/s.
+int run_prefill(const PrefillOptions& o) {
+  if (o.tokens <= 0 || o.repeats <= 0) throw Error("bench prefill: --tokens and --repeats must be positive");
+  if (cuda::device_count() == 0) throw Error("bench prefill needs a GPU: " + cuda::device_summary());
+  std::filesystem::path cfg_path = o.config;
+  if (std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
+  const FlintConfig c = load_flint_config(cfg_path);
+  if (o.tokens > c.max_position_embeddings) throw Error("bench prefill: --tokens exceeds max_position_embeddings");
+  std::printf("device: %s\n", cuda::device_summary().c_str());
+  cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed),
+                            cuda::CudaBackendOptions{int(o.tokens), 8, int64_t(1) << 20, false});
+  const int B = 16;
+  const int64_t blocks = (o.tokens + B - 1) / B;
+  backend.allocate_kv_cache(KvCacheSpec{B, blocks, blocks});
+  SequenceChunk ch;
+  std::mt19937 rng(uint32_t(o.seed) + 11);
+  for (int64_t i = 0; i < o.tokens; ++i) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
+  ch.start_pos = 0;
+  ch.full_block_table.resize(size_t(blocks));
+  std::iota(ch.full_block_table.begin(), ch.full_block_table.end(), 0);
+  ch.sliding_block_table = ch.full_block_table;
+  ForwardBatch batch;
+  batch.seqs.push_back(ch);
+  std::vector<float> logits;
+  std::vector<double> ms;
+  for (int i = 0; i <= o.repeats; ++i) {  // the first run warms up (cuBLASLt plans)
+    const auto s = std::chrono::steady_clock::now();
+    backend.forward(batch, logits);
+    if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+  }
+  // FLOPs: 2 per active weight per token (as decode_bytes counts weights) + causal attention.
+  const StepBytes w = decode_bytes(c, 0);
+  double attn = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const double n = double(o.tokens);
+    const double keys = c.is_sliding_layer(l) ? std::min<double>(n, double(c.sliding_window)) * n : n * (n + 1) / 2;
+    attn += 4.0 * keys * double(c.num_attention_heads * c.head_dim);
+  }
+  const double flops = (w.weights - double(c.vocab_size) * double(c.hidden_size) * 2) / 2 * 2 * double(o.tokens) + attn;
+  const double med = median(ms);
+  std::printf("prefill of %lld tokens (one chunk, batch 1): median %.1f ms over %d runs, %.0f tokens/s\n",
+              (long long)o.tokens, med, o.repeats, double(o.tokens) / med * 1e3);
+  std::printf("  %.1f TFLOP (active weights + causal attention) -> %.1f TFLOP/s = %.1f%% of 774 TFLOP/s\n", flops / 1e12,
+              flops / (med * 1e-3) / 1e12, 100.0 * flops / (med * 1e-3) / 774e12);
+  return 0;
+}
 #else
+int run_prefill(const PrefillOptions&) {
+  throw Error("bench prefill: this striker was built without CUDA (no GPU backend)");
+}
 int run_latency(const LatencyOptions&) {
   throw Error("bench latency: this striker was built without CUDA (no GPU backend)");
 }
@@ -161,6 +220,14 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
+
+  auto popts = std::make_shared<PrefillOptions>();
+  auto* pre = cmd->add_subcommand("prefill", "one prompt of N tokens in one forward pass, random weights on the GPU");
+  pre->add_option("--config", popts->config, "config.json (or its folder) giving the model shape")->capture_default_str();
+  pre->add_option("--tokens", popts->tokens, "prompt length")->capture_default_str();
+  pre->add_option("--repeats", popts->repeats, "timed runs after one warm-up")->capture_default_str();
+  pre->add_option("--seed", popts->seed, "seed of the random weights")->capture_default_str();
+  pre->callback([popts, &exit_code] { exit_code = run_prefill(*popts); });
 }
 
 }  // namespace striker::cli

@@ -19,7 +19,7 @@ struct CudaBackendOptions {
   int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
   int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
   // Replay decode steps (<= 8 tokens) from captured CUDA graphs. Off by default: with PDL
-  // launches, plain stream launches measured 3% faster at 100K context (docs/performance.md).
+  // launches both measured within a few per cent of each other (docs/performance.md).
   bool use_graphs = false;
 };
 
