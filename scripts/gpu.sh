@@ -68,7 +68,7 @@ if [ -x "$BIN/striker" ]; then
   for args in "${PRE[@]}"; do
     echo "== striker bench prefill $args" | tee -a "$LOGS/latency.log"
     # shellcheck disable=SC2086
-    timeout 300 "$BIN/striker" bench prefill --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
+    timeout 200 "$BIN/striker" bench prefill --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
   done
 fi
 
