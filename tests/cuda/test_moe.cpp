@@ -95,3 +95,42 @@ TEST(CudaMoe, RoutedPlusSharedExpertsUpdateResidual) {
 
 }  // namespace
 }  // namespace striker::cuda::testing
+
+#include <algorithm>
+#include <numeric>
+
+namespace striker::cuda::testing {
+namespace {
+
+TEST(CudaMoe, CombineOfExpertSortedRowsMatchesReference) {
+  std::mt19937 rng(44);
+  const int T = 13, K = 6, H = 264;
+  auto ys = random_bf16(rng, size_t(T) * K * H), ysh = random_bf16(rng, size_t(T) * H);
+  auto h = random_bf16(rng, size_t(T) * H);
+  auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
+  std::vector<int32_t> inv(size_t(T) * K);
+  std::iota(inv.begin(), inv.end(), 0);
+  std::shuffle(inv.begin(), inv.end(), rng);
+  for (bool shared : {true, false}) {
+    std::vector<float> ref(size_t(T) * H);
+    for (int t = 0; t < T; ++t)
+      for (int o = 0; o < H; ++o) {
+        double sum = 0;
+        for (int k = 0; k < K; ++k)
+          sum += double(tw[size_t(t) * K + k]) * bf16_to_float(ys[size_t(inv[size_t(t) * K + k]) * H + o]);
+        float y = round_bf16(float(sum));
+        if (shared) y = round_bf16(y + bf16_to_float(ysh[size_t(t) * H + o]));
+        ref[size_t(t) * H + o] = round_bf16(bf16_to_float(h[size_t(t) * H + o]) + y);
+      }
+    DeviceBuffer<bf16> d_ys(ys), d_ysh(ysh), d_h(h);
+    DeviceBuffer<int32_t> d_inv(inv);
+    DeviceBuffer<float> d_tw(tw);
+    moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), shared ? d_ysh.get() : nullptr, T, K, H, d_h.get(),
+                       nullptr);
+    const auto c = compare(to_float(d_h.download()), ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << (shared ? "with shared " : "routed only ") << c.describe();
+  }
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing

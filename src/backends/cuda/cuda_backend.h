@@ -45,6 +45,7 @@ class CudaBackend : public Backend {
   struct StepPlan;
   void plan(const ForwardBatch& batch, StepPlan& plan) const;
   void run_layers(const StepPlan& plan);
+  void moe_prefill(const DeviceLayer& layer, int T);
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
 

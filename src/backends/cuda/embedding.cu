@@ -1,5 +1,7 @@
 #include "backends/cuda/embedding.h"
 
+#include <algorithm>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
@@ -36,22 +38,26 @@ __global__ void embedding_kernel_vec(const uint4* __restrict__ table, int64_t vo
 
 void embedding_gather(const bf16* table, int64_t vocab, int64_t hidden, const int32_t* ids, int n,
                       bf16* out, cudaStream_t stream) {
-  if (n <= 0) return;
   const bool aligned = hidden % 8 == 0 && reinterpret_cast<uintptr_t>(table) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(out) % 16 == 0;
-  if (aligned) {
-    const int64_t h8 = hidden / 8;
-    const int threads = 128;
-    const dim3 grid(unsigned((h8 + threads - 1) / threads), unsigned(n));
-    launch_pdl(embedding_kernel_vec, dim3(grid), dim3(threads), 0, stream, reinterpret_cast<const uint4*>(table), vocab, h8, ids,
-                                                       reinterpret_cast<uint4*>(out));
-  } else {
-    const int threads = 256;
-    const dim3 grid(unsigned((hidden + threads - 1) / threads), unsigned(n));
-    launch_pdl(embedding_kernel, dim3(grid), dim3(threads), 0, stream, reinterpret_cast<const uint16_t*>(table), vocab, hidden, ids,
-                                                   reinterpret_cast<uint16_t*>(out));
+  // Rows go on grid.y (at most 65535 per launch).
+  for (int first = 0; first < n; first += 65535) {
+    const int rows = std::min(n - first, 65535);
+    const int32_t* id = ids + first;
+    if (aligned) {
+      const int64_t h8 = hidden / 8;
+      const int threads = 128;
+      const dim3 grid(unsigned((h8 + threads - 1) / threads), unsigned(rows));
+      launch_pdl(embedding_kernel_vec, grid, dim3(threads), 0, stream, reinterpret_cast<const uint4*>(table), vocab,
+                 h8, id, reinterpret_cast<uint4*>(out) + int64_t(first) * h8);
+    } else {
+      const int threads = 256;
+      const dim3 grid(unsigned((hidden + threads - 1) / threads), unsigned(rows));
+      launch_pdl(embedding_kernel, grid, dim3(threads), 0, stream, reinterpret_cast<const uint16_t*>(table), vocab,
+                 hidden, id, reinterpret_cast<uint16_t*>(out) + int64_t(first) * hidden);
+    }
+    STRIKER_CUDA_CHECK_LAUNCH("embedding_gather");
   }
-  STRIKER_CUDA_CHECK_LAUNCH("embedding_gather");
 }
 
 }  // namespace striker::cuda

@@ -118,6 +118,22 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
   }
 }
 
+__global__ void moe_combine_sorted_kernel(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
+                                          const float* __restrict__ topk_w, const bf16_t* __restrict__ ysh, int K,
+                                          int hidden, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
+  const int t = blockIdx.y;
+  const int o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o >= hidden) return;
+  float sum = 0.f;
+  for (int k = 0; k < K; ++k)
+    sum = fmaf(topk_w[t * K + k], __bfloat162float(ys[int64_t(inv[t * K + k]) * hidden + o]), sum);
+  float y = round_bf16(sum);
+  if (ysh != nullptr) y = round_bf16(y + __bfloat162float(ysh[int64_t(t) * hidden + o]));
+  const int64_t idx = int64_t(t) * hidden + o;
+  h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+}
+
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 8 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
@@ -157,6 +173,15 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
+}
+
+void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,
+                        int K, int hidden, bf16* h, cudaStream_t stream) {
+  if (T <= 0) return;
+  if (T > 65535) throw Error("moe_combine_sorted: " + std::to_string(T) + " tokens exceed one launch (65535)");
+  launch_pdl(moe_combine_sorted_kernel, dim3(unsigned((hidden + 255) / 256), unsigned(T)), dim3(256), 0, stream,
+             reinterpret_cast<const bf16_t*>(y_sorted), inv, topk_w, reinterpret_cast<const bf16_t*>(y_shared), K,
+             hidden, reinterpret_cast<bf16_t*>(h));
 }
 
 }  // namespace striker::cuda
