@@ -10,6 +10,13 @@ mkdir -p "$DEST/gpubin"
 for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/"; fi
 done
+# Shared libraries only Debian has (the GPU machine runs Ubuntu 24.04): carried beside the
+# binaries; gpu.sh puts gpubin/lib on LD_LIBRARY_PATH.
+if [ -x "$DEST/gpubin/striker" ]; then
+  mkdir -p "$DEST/gpubin/lib"
+  ldd "$DEST/gpubin/striker" | awk '/=> \// {print $3}' | grep -E 'httplib|libicu|brotli' |
+    while read -r lib; do cp -L "$lib" "$DEST/gpubin/lib/"; done
+fi
 # The full-size model shape for `striker bench latency` (shared/ does not travel).
 SHARED=${STRIKER_SHARED_DIR:-../shared}
 [ -d "$SHARED" ] || SHARED=/work/shared
