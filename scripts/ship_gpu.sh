@@ -8,7 +8,7 @@ rm -rf "$DEST" && mkdir -p "$DEST"
 tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
 for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
-  if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/"; fi
+  if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
 done
 # Shared libraries only Debian has (the GPU machine runs Ubuntu 24.04): carried beside the
 # binaries; gpu.sh puts gpubin/lib on LD_LIBRARY_PATH.
