@@ -1,17 +1,233 @@
-// striker bench
+// striker bench latency: batch-1 decode latency (ms/step) at a given context on the GPU, with
+// random weights made on the device (--load-format dummy) and a KV cache filled with random
+// values for the context (its prefill is not run). Prints the bytes one step must read and
+// the fraction of the H200's measured copy bandwidth (4.1 TB/s) that the step achieves.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "core/error.h"
+#include "model/config.h"
+
+#ifdef STRIKER_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_info.h"
+#endif
 
 namespace striker::cli {
+namespace {
+
+struct LatencyOptions {
+  std::string config = "../shared/fixtures/flint-config/config.json";
+  std::string load_format = "dummy";
+  int64_t context = 100000;
+  int steps = 20;
+  int warmup = 3;
+  uint64_t seed = 0;
+  bool graphs = false;
+};
+
+struct PrefillOptions {
+  std::string config = "../shared/fixtures/flint-config/config.json";
+  int64_t tokens = 8192;
+  int repeats = 2;
+  uint64_t seed = 0;
+};
+
+constexpr double kCopyBandwidth = 4.1e12;  // bytes/s, measured on the H200 (docs/performance.md)
+
+// Bytes a batch-1 BF16 decode step must read at least once: the active weights and the KV
+// the token attends to.
+struct StepBytes {
+  double weights = 0, kv = 0;
+};
+StepBytes decode_bytes(const FlintConfig& c, int64_t context) {
+  const double H = double(c.hidden_size), d = double(c.head_dim), nh = double(c.num_attention_heads),
+               nkv = double(c.num_key_value_heads);
+  StepBytes b;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    b.weights += ((nh + 2 * nkv) * d * H + H * nh * d) * 2;  // qkv + o
+    if (c.is_dense_layer(l)) {
+      b.weights += 3.0 * double(c.intermediate_size) * H * 2;
+    } else {
+      b.weights += double(c.n_routed_experts) * H * 2;  // router
+      b.weights += 3.0 * H * double(c.moe_intermediate_size * c.num_experts_per_tok) * 2;
+      b.weights += 3.0 * H * double(c.shared_expert_intermediate_size * c.n_shared_experts) * 2;
+    }
+    const double keys = c.is_sliding_layer(l) ? double(std::min<int64_t>(context + 1, c.sliding_window))
+                                              : double(context + 1);
+    b.kv += keys * nkv * d * 2 * 2;
+  }
+  b.weights += double(c.vocab_size) * H * 2 + H * 2;  // lm_head + one embedding row
+  return b;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+#ifdef STRIKER_HAVE_CUDA
+int run_latency(const LatencyOptions& o) {
+  if (o.load_format != "dummy")
+    throw Error("bench latency: only --load-format dummy is supported (got '" + o.load_format + "')");
+  if (o.context < 0 || o.steps <= 0 || o.warmup < 0) throw Error("bench latency: --context/--steps/--warmup out of range");
+  if (cuda::device_count() == 0) throw Error("bench latency needs a GPU: " + cuda::device_summary());
+  std::filesystem::path cfg_path = o.config;
+  if (std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
+  const FlintConfig c = load_flint_config(cfg_path);
+  const int64_t last_pos = o.context + o.warmup + o.steps;
+  if (last_pos >= c.max_position_embeddings)
+    throw Error("bench latency: context " + std::to_string(o.context) + " + steps exceeds max_position_embeddings " +
+                std::to_string(c.max_position_embeddings));
+  std::printf("device: %s\n", cuda::device_summary().c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed);
+  const double weight_gb = double(model.bytes) / 1e9;
+  cuda::CudaBackend backend(std::move(model), cuda::CudaBackendOptions{8, 8, int64_t(1) << 20, o.graphs});
+  const int B = 16;
+  const int64_t full_blocks = last_pos / B + 1;
+  const int64_t ring = (c.sliding_window + B - 1) / B + 2;  // sliding blocks live at once, plus slack
+  backend.allocate_kv_cache(KvCacheSpec{B, full_blocks, ring});
+  backend.fill_kv_random(o.seed + 1);
+  const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("model: %s, %lld layers (%lld full, %lld sliding), %lld experts top-%lld; %.1f GB of random BF16 "
+              "weights on the GPU (setup %.1f s)\n",
+              cfg_path.string().c_str(), (long long)c.num_hidden_layers, (long long)c.num_full_layers(),
+              (long long)c.num_sliding_layers(), (long long)c.n_routed_experts, (long long)c.num_experts_per_tok,
+              weight_gb, setup_s);
+
+  // Physical full blocks in a shuffled order, as an engine's free list would hand them out.
+  std::vector<int32_t> full_table(static_cast<size_t>(full_blocks));
+  std::iota(full_table.begin(), full_table.end(), 0);
+  std::mt19937 rng(uint32_t(o.seed) + 7);
+  std::shuffle(full_table.begin(), full_table.end(), rng);
+  std::vector<double> wall_ms, device_ms;
+  std::vector<float> logits;
+  int32_t token = int32_t(rng() % uint32_t(c.vocab_size));
+  for (int i = 0; i < o.warmup + o.steps; ++i) {
+    const int64_t pos = o.context + i;
+    SequenceChunk ch;
+    ch.tokens = {token};
+    ch.start_pos = pos;
+    ch.full_block_table.assign(full_table.begin(), full_table.begin() + pos / B + 1);
+    ch.sliding_block_table.assign(size_t(pos / B + 1), -1);
+    for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= pos / B; ++b)
+      ch.sliding_block_table[size_t(b)] = int32_t(b % ring);
+    ForwardBatch batch;
+    batch.seqs.push_back(std::move(ch));
+    const auto s = std::chrono::steady_clock::now();
+    backend.forward(batch, logits);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+    token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());  // greedy: a real next token
+    if (i >= o.warmup) {
+      wall_ms.push_back(ms);
+      device_ms.push_back(backend.last_forward_device_ms());
+    }
+  }
+  const StepBytes bytes = decode_bytes(c, o.context);
+  const double total = bytes.weights + bytes.kv;
+  const double floor_ms = total / kCopyBandwidth * 1e3;
+  const double med_wall = median(wall_ms), med_dev = median(device_ms);
+  std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s\n", (long long)o.context, o.steps,
+              o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)");
+  std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
+              *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
+  std::printf("  bytes/step: %.3f GB weights + %.3f GB KV = %.3f GB; floor at 4.1 TB/s %.3f ms\n", bytes.weights / 1e9,
+              bytes.kv / 1e9, total / 1e9, floor_ms);
+  std::printf("  achieved %.2f TB/s = %.1f%% of the 4.1 TB/s copy roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
+              100.0 * floor_ms / med_dev);
+  return 0;
+}
+
+
+// One sequence's prompt of `tokens` tokens in a single forward() (chunked prefill of one chunk),
+// logits for the last token only. Reports ms and tokens/s; the floor is FLOPs at 774 TFLOP/s.
+int run_prefill(const PrefillOptions& o) {
+  if (o.tokens <= 0 || o.repeats <= 0) throw Error("bench prefill: --tokens and --repeats must be positive");
+  if (cuda::device_count() == 0) throw Error("bench prefill needs a GPU: " + cuda::device_summary());
+  std::filesystem::path cfg_path = o.config;
+  if (std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
+  const FlintConfig c = load_flint_config(cfg_path);
+  if (o.tokens > c.max_position_embeddings) throw Error("bench prefill: --tokens exceeds max_position_embeddings");
+  std::printf("device: %s\n", cuda::device_summary().c_str());
+  cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed),
+                            cuda::CudaBackendOptions{int(o.tokens), 8, int64_t(1) << 20, false});
+  const int B = 16;
+  const int64_t blocks = (o.tokens + B - 1) / B;
+  backend.allocate_kv_cache(KvCacheSpec{B, blocks, blocks});
+  SequenceChunk ch;
+  std::mt19937 rng(uint32_t(o.seed) + 11);
+  for (int64_t i = 0; i < o.tokens; ++i) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
+  ch.start_pos = 0;
+  ch.full_block_table.resize(size_t(blocks));
+  std::iota(ch.full_block_table.begin(), ch.full_block_table.end(), 0);
+  ch.sliding_block_table = ch.full_block_table;
+  ForwardBatch batch;
+  batch.seqs.push_back(ch);
+  std::vector<float> logits;
+  std::vector<double> ms;
+  for (int i = 0; i <= o.repeats; ++i) {  // the first run warms up (cuBLASLt plans)
+    const auto s = std::chrono::steady_clock::now();
+    backend.forward(batch, logits);
+    if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+  }
+  // FLOPs: 2 per active weight per token (as decode_bytes counts weights) + causal attention.
+  const StepBytes w = decode_bytes(c, 0);
+  double attn = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const double n = double(o.tokens);
+    const double keys = c.is_sliding_layer(l) ? std::min<double>(n, double(c.sliding_window)) * n : n * (n + 1) / 2;
+    attn += 4.0 * keys * double(c.num_attention_heads * c.head_dim);
+  }
+  const double flops = (w.weights - double(c.vocab_size) * double(c.hidden_size) * 2) / 2 * 2 * double(o.tokens) + attn;
+  const double med = median(ms);
+  std::printf("prefill of %lld tokens (one chunk, batch 1): median %.1f ms over %d runs, %.0f tokens/s\n",
+              (long long)o.tokens, med, o.repeats, double(o.tokens) / med * 1e3);
+  std::printf("  %.1f TFLOP (active weights + causal attention) -> %.1f TFLOP/s = %.1f%% of 774 TFLOP/s\n", flops / 1e12,
+              flops / (med * 1e-3) / 1e12, 100.0 * flops / (med * 1e-3) / 774e12);
+  return 0;
+}
+#else
+int run_prefill(const PrefillOptions&) {
+  throw Error("bench prefill: this striker was built without CUDA (no GPU backend)");
+}
+int run_latency(const LatencyOptions&) {
+  throw Error("bench latency: this striker was built without CUDA (no GPU backend)");
+}
+#endif
+
+}  // namespace
 
 void register_bench(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("bench", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    std::fprintf(stderr, "error: 'striker bench' is not available yet\n");
-    exit_code = 2;
-  });
+  auto* cmd = app.add_subcommand("bench", "Benchmarks (GPU)");
+  cmd->require_subcommand(1);
+  auto opts = std::make_shared<LatencyOptions>();
+  auto* lat = cmd->add_subcommand("latency", "batch-1 decode ms/step at a given context, random weights on the GPU");
+  lat->add_option("--config", opts->config, "config.json (or its folder) giving the model shape")->capture_default_str();
+  lat->add_option("--load-format", opts->load_format, "weights: only 'dummy' (random, made on the GPU) for now")
+      ->capture_default_str();
+  lat->add_option("--context", opts->context, "tokens already in the KV cache")->capture_default_str();
+  lat->add_option("--steps", opts->steps, "timed decode steps")->capture_default_str();
+  lat->add_option("--warmup", opts->warmup, "untimed steps first")->capture_default_str();
+  lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
+  lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
+  lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
+
+  auto popts = std::make_shared<PrefillOptions>();
+  auto* pre = cmd->add_subcommand("prefill", "one prompt of N tokens in one forward pass, random weights on the GPU");
+  pre->add_option("--config", popts->config, "config.json (or its folder) giving the model shape")->capture_default_str();
+  pre->add_option("--tokens", popts->tokens, "prompt length")->capture_default_str();
+  pre->add_option("--repeats", popts->repeats, "timed runs after one warm-up")->capture_default_str();
+  pre->add_option("--seed", popts->seed, "seed of the random weights")->capture_default_str();
+  pre->callback([popts, &exit_code] { exit_code = run_prefill(*popts); });
 }
 
 }  // namespace striker::cli

@@ -1,0 +1,61 @@
+// Paged attention over the KV cache (FLINT.md §4): each query token attends to keys at positions
+// lo..p of its own sequence (lo = p-W+1 on sliding layers, 0 on full layers), with one sink
+// logit per query head. The 8 query heads of a KV head are processed together, so each key and
+// value is read from memory once per query token. Keys are split across CTAs (split-KV); a
+// second kernel merges the splits and adds the sink to the denominator.
+//
+// Decode is NQ queries of different sequences at one position each; prefill of a chunk is NQ
+// queries of one sequence at consecutive positions (its k, v already written to the cache, so
+// causality is the per-query key range). Both run through this one entry point.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.h"
+
+namespace striker::cuda {
+
+struct AttentionShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;     // 32, 64 or 128
+  int block_size = 0;   // tokens per cache block
+  int window = 0;       // sliding window W (keys p-W+1 .. p); 0 = full attention
+};
+
+// Device-side per-query metadata (all arrays [NQ]):
+struct AttentionQueries {
+  const int32_t* positions = nullptr;     // p of each query
+  const int32_t* table_offset = nullptr;  // where the query's block table starts in `block_tables`
+  const int32_t* block_tables = nullptr;  // logical block -> physical block, concatenated per sequence
+  int num_queries = 0;                    // NQ
+  int max_keys = 0;                       // upper bound on keys any query sees (host-side, sizes the split)
+};
+
+// Scratch for split partial results, sized by attention_scratch_bytes.
+struct AttentionScratch {
+  float* data = nullptr;
+  int64_t max_partials = 0;    // capacity in (query, kv head, split) records
+  int64_t target_records = 0;  // split records to aim for per launch (about one wave of CTAs); 0 = 1024
+};
+int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
+
+// q: [NQ, n_heads, d]; sinks: [n_heads] fp32 or nullptr; out: [NQ, n_heads, d].
+// Throws striker::Error for an unsupported shape or a scratch too small for NQ·n_kv_heads records.
+// variant: 0 / 1 = tensor-core kernel sized for 2 / 3 CTAs per SM (head_dim 128, 8 query heads per
+// KV head; other shapes fall back to 4), 2 or 4 = CUDA-core kernel with that many keys per lane
+// group in flight. All variants compute the same function.
+void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
+                     const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
+                     bf16* out, cudaStream_t stream, int unroll = 0);
+
+// CPU reference (double accumulation) over host copies of the same data.
+void paged_attention_ref(const std::vector<bf16>& q, const std::vector<bf16>& k_cache,
+                         const std::vector<bf16>& v_cache, const std::vector<float>* sinks,
+                         const AttentionShape& shape, const std::vector<int32_t>& positions,
+                         const std::vector<int32_t>& table_offset, const std::vector<int32_t>& block_tables,
+                         std::vector<bf16>& out);
+
+}  // namespace striker::cuda

@@ -1,0 +1,71 @@
+// The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 weights, paged BF16
+// KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV kernels; larger chunks use
+// cuBLASLt for the dense projections. Every buffer is allocated up front: a step allocates
+// nothing and synchronises only to return the logits; decode steps can replay captured CUDA graphs.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "backends/backend.h"
+#include "backends/cuda/device_model.h"
+
+namespace striker::cuda {
+
+struct CudaBackendOptions {
+  int max_tokens = 8192;          // tokens per forward() call
+  int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
+  int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
+  // Replay decode steps (<= 8 tokens) from captured CUDA graphs. Off by default: with PDL
+  // launches both measured within a few per cent of each other (docs/performance.md).
+  bool use_graphs = false;
+};
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend(DeviceModel model, const CudaBackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  int64_t full_block_bytes(int32_t block_size) const override;
+  int64_t sliding_block_bytes(int32_t block_size) const override;
+  void allocate_kv_cache(const KvCacheSpec& spec) override;
+  void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+
+  // Benchmarks: random KV contents (a long context without running its prefill), and the
+  // device time of the last forward() measured with CUDA events.
+  void fill_kv_random(uint64_t seed);
+  float last_forward_device_ms() const { return last_device_ms_; }
+  const DeviceModel& model() const { return model_; }
+
+ private:
+  struct Workspace;
+  struct StepPlan;
+  void plan(const ForwardBatch& batch, StepPlan& plan) const;
+  void run_layers(const StepPlan& plan);
+  void moe_prefill(const DeviceLayer& layer, int T);
+  void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
+
+  DeviceModel model_;
+  CudaBackendOptions options_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Workspace> ws_;
+  KvCacheSpec kv_spec_;
+  std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
+  std::vector<void*> kv_allocations_;
+  std::map<std::tuple<int, int, int, int>, cudaGraphExec_t> graphs_;  // (T, rows, key buckets) -> graph
+  cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
+  float last_device_ms_ = 0.f;
+};
+
+// Uploads a loaded BF16 checkpoint. Throws striker::Error when no GPU is present or a weight
+// cannot be used by this backend.
+std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options = {});
+// --load-format dummy: random weights for `config` made on the GPU (no host copy).
+std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed,
+                                                 const CudaBackendOptions& options = {});
+
+}  // namespace striker::cuda

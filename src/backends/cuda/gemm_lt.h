@@ -1,0 +1,35 @@
+// Prefill GEMM through cuBLASLt: out[t,o] = bf16(Σ_i x[t,i]·W[o,i]) with fp32 accumulation
+// (FLINT.md §4 mm). W is [out, in] row-major as in the checkpoint; no transposed copy is kept.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/bf16.h"
+
+namespace striker::cuda {
+
+class LtGemm {
+ public:
+  // Allocates the cuBLASLt handle and a workspace on the current device.
+  LtGemm();
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  // Throws striker::Error when cuBLASLt has no algorithm for the shape or the call fails.
+  void gemm_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream);
+
+ private:
+  struct Plan;
+  Plan& plan_for(int T, int in, int out_dim);
+  void* handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<Plan>> plans_;  // descriptors and chosen algorithm per shape
+};
+
+}  // namespace striker::cuda

@@ -1,0 +1,109 @@
+#include "backends/cuda/qk_rope_kv.h"
+
+#include <cmath>
+#include <string>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
+#include "backends/cuda/device_math.cuh"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+
+// One warp per (token, head) over q heads, then k heads, then v heads. Lane l holds elements
+// [l*E, l*E+E) of the head, so the RoPE partner i + d/2 always sits in lane l ^ 16.
+template <int E>
+__global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
+    const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
+    const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
+    const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
+    bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  pdl_grid_start();  // see launch.cuh
+  constexpr int d = 32 * E;
+  const int heads = nh + 2 * nkv;
+  const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (item >= int64_t(T) * heads) return;
+  const int t = int(item / heads), head = int(item % heads);
+  const int lane = threadIdx.x & 31;
+  const bf16_t* src = qkv + (int64_t(t) * heads + head) * d + lane * E;
+  float x[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) x[e] = __bfloat162float(src[e]);
+
+  const bool is_v = head >= nh + nkv;
+  if (!is_v) {
+    const float* w = head < nh ? q_norm_w : k_norm_w;
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) ss += x[e] * x[e];
+    ss = warp_sum(ss);
+    const float r = 1.0f / sqrtf(ss / float(d) + eps);
+#pragma unroll
+    for (int e = 0; e < E; ++e) x[e] = round_bf16(round_bf16(x[e] * r) * w[lane * E + e]);
+    if (inv_freq != nullptr) {
+      const float p = float(positions[t]);
+      const bool low = lane < 16;
+      float partner[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], 16);
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const int i = (lane & 15) * E + e;  // frequency index < d/2
+        const float phi = __fmul_rn(p, inv_freq[i]);
+        double sd, cd;
+        sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
+        const float c = round_bf16(float(cd)), s = round_bf16(float(sd));
+        x[e] = low ? round_bf16(round_bf16(x[e] * c) - round_bf16(partner[e] * s))
+                   : round_bf16(round_bf16(x[e] * c) + round_bf16(partner[e] * s));
+      }
+    }
+  }
+  bf16_t* dst;
+  if (head < nh) {
+    dst = q_out + (int64_t(t) * nh + head) * d;
+  } else {
+    const int kvh = is_v ? head - nh - nkv : head - nh;
+    const int64_t slot = slots[t];
+    const int64_t block = slot / block_size, off = slot % block_size;
+    bf16_t* cache = is_v ? v_cache : k_cache;
+    dst = cache + ((block * nkv + kvh) * block_size + off) * d;
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) dst[lane * E + e] = __float2bfloat16_rn(x[e]);
+}
+
+}  // namespace
+
+std::vector<float> rope_inv_freq(float theta, int head_dim) {
+  std::vector<float> f(size_t(head_dim / 2));
+  for (int i = 0; i < head_dim / 2; ++i) f[size_t(i)] = float(std::pow(double(theta), -2.0 * i / head_dim));
+  return f;
+}
+
+void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const float* q_norm_w,
+                           const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
+                           const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
+                           cudaStream_t stream) {
+  if (T <= 0) return;
+  const int64_t items = int64_t(T) * (hs.n_heads + 2 * hs.n_kv_heads);
+  const unsigned grid = unsigned((items + kWarps - 1) / kWarps);
+  const auto* in = reinterpret_cast<const bf16_t*>(qkv);
+  auto* kc = reinterpret_cast<bf16_t*>(k_cache);
+  auto* vc = reinterpret_cast<bf16_t*>(v_cache);
+  auto* qo = reinterpret_cast<bf16_t*>(q_out);
+#define STRIKER_QKR(E)                                                                                           \
+  launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in, T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, \
+                                                         positions, inv_freq, slots, block_size, kc, vc, qo)
+  switch (hs.head_dim) {
+    case 32: STRIKER_QKR(1); break;
+    case 64: STRIKER_QKR(2); break;
+    case 128: STRIKER_QKR(4); break;
+    default: throw Error("qk_norm_rope_kv_write: head_dim " + std::to_string(hs.head_dim) + " is not 32, 64 or 128");
+  }
+#undef STRIKER_QKR
+  STRIKER_CUDA_CHECK_LAUNCH("qk_norm_rope_kv_write");
+}
+
+}  // namespace striker::cuda

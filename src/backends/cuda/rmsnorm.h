@@ -1,0 +1,26 @@
+// RMSNorm with FLINT.md §4 rounding: r = 1/sqrt(mean(x^2)+eps); y_i = bf16(bf16(x_i*r) * w_i).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.h"
+
+namespace striker::cuda {
+
+// x, out: [rows, hidden] bf16; w: [hidden] fp32 (norm weights are kept in fp32 on the device so
+// an F32 checkpoint weight is used exactly). x and out may alias.
+void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream);
+
+// Residual add fused in front: h = bf16(h + delta); out = rmsnorm(h, w). h is updated in place.
+void add_rmsnorm(bf16* h, const bf16* delta, const float* w, bf16* out, int rows, int hidden, float eps,
+                 cudaStream_t stream);
+
+// CPU references (same contracts; delta may be empty for the plain norm).
+void rmsnorm_ref(const std::vector<bf16>& x, const std::vector<float>& w, std::vector<bf16>& out, int rows,
+                 int hidden, float eps);
+void add_rmsnorm_ref(std::vector<bf16>& h, const std::vector<bf16>& delta, const std::vector<float>& w,
+                     std::vector<bf16>& out, int rows, int hidden, float eps);
+
+}  // namespace striker::cuda

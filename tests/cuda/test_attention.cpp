@@ -1,0 +1,151 @@
+// Fused QK-norm + RoPE + KV write, and paged attention (decode and prefill-shaped queries).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "backends/cuda/attention.h"
+#include "backends/cuda/qk_rope_kv.h"
+#include "cuda_test_util.h"
+
+namespace striker::cuda::testing {
+namespace {
+
+struct Geometry {
+  int nh, nkv, d;
+};
+
+TEST(CudaQkRopeKv, NormRopeAndCacheWriteMatchReference) {
+  std::mt19937 rng(31);
+  for (Geometry g : {Geometry{32, 4, 128}, Geometry{8, 1, 32}}) {
+    for (bool rope : {true, false}) {
+      SCOPED_TRACE("d=" + std::to_string(g.d) + (rope ? " rope" : " nope"));
+      const HeadShape hs{g.nh, g.nkv, g.d};
+      const int B = 16, num_blocks = 40;
+      const std::vector<int32_t> positions = {0, 7, 513, 100000, 262143, 131071};
+      const int T = int(positions.size());
+      std::vector<int64_t> slots;
+      for (int t = 0; t < T; ++t) slots.push_back(int64_t(t * 37 + 5) % (num_blocks * B));
+      auto qkv = random_bf16(rng, size_t(T) * (g.nh + 2 * g.nkv) * g.d, 2.f);
+      auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
+      const auto inv = rope_inv_freq(10000.f, g.d);
+      const size_t cache_elems = size_t(num_blocks) * g.nkv * B * g.d;
+      DeviceBuffer<bf16> d_qkv(qkv), d_k(cache_elems), d_v(cache_elems), d_q(size_t(T) * g.nh * g.d);
+      DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv);
+      DeviceBuffer<int32_t> d_pos(positions);
+      DeviceBuffer<int64_t> d_slots(slots);
+      d_k.poison();
+      d_v.poison();
+      d_q.poison();
+      std::vector<bf16> ref_k = d_k.download(), ref_v = d_v.download(), ref_q;
+      qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(),
+                            rope ? d_inv.get() : nullptr, d_slots.get(), B, d_k.get(), d_v.get(), d_q.get(), nullptr);
+      qk_norm_rope_kv_write_ref(qkv, T, hs, qw, kw, 1e-6f, positions, rope ? &inv : nullptr, slots, B, ref_k, ref_v,
+                                ref_q);
+      // Untouched cache slots stay NaN in both (compare treats NaN-vs-NaN as equal, NaN-vs-value as a failure).
+      auto c = compare(d_q.download(), ref_q, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "q " << c.describe();
+      c = compare(d_k.download(), ref_k, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "k cache " << c.describe();
+      c = compare(d_v.download(), ref_v, 0.0, 0.0);  // v is copied as is
+      EXPECT_TRUE(c.ok()) << "v cache " << c.describe();
+    }
+  }
+}
+
+// A paged cache with shuffled physical blocks and queries for several sequences.
+struct AttnCase {
+  Geometry g;
+  int window;                  // 0 = full
+  std::vector<int> seq_lens;   // one decode query per sequence at p = len-1
+  int prefill_from = -1;       // if >= 0: sequence 0 also gets queries at positions prefill_from..len-1
+  bool sinks;
+};
+
+void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
+  const auto& g = ac.g;
+  const int B = 16;
+  std::vector<int32_t> tables, offsets, positions;
+  std::vector<int32_t> seq_table_offset;
+  int total_blocks = 0;
+  for (int len : ac.seq_lens) total_blocks += (len + B - 1) / B;
+  std::vector<int32_t> phys(size_t(total_blocks) + 3);
+  std::iota(phys.begin(), phys.end(), 0);
+  std::shuffle(phys.begin(), phys.end(), rng);
+  size_t next = 0;
+  int max_keys = 0;
+  for (size_t s = 0; s < ac.seq_lens.size(); ++s) {
+    const int len = ac.seq_lens[s];
+    seq_table_offset.push_back(int32_t(tables.size()));
+    for (int b = 0; b < (len + B - 1) / B; ++b) tables.push_back(phys[next++]);
+    const int first = (s == 0 && ac.prefill_from >= 0) ? ac.prefill_from : len - 1;
+    for (int p = first; p < len; ++p) {
+      positions.push_back(p);
+      offsets.push_back(seq_table_offset.back());
+    }
+    max_keys = std::max(max_keys, ac.window > 0 ? std::min(len, ac.window) : len);
+  }
+  const int NQ = int(positions.size());
+  const size_t cache_elems = size_t(phys.size()) * g.nkv * B * g.d;
+  auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+  auto q = random_bf16(rng, size_t(NQ) * g.nh * g.d, 0.3f);
+  auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+  const AttentionShape shape{g.nh, g.nkv, g.d, B, ac.window};
+  std::vector<bf16> ref;
+  paged_attention_ref(q, kc, vc, ac.sinks ? &sinks : nullptr, shape, positions, offsets, tables, ref);
+
+  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
+  DeviceBuffer<float> d_sinks(sinks);
+  DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables);
+  const int64_t records = int64_t(NQ) * g.nkv * 300;
+  DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+  d_out.poison();
+  d_scratch.poison();
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
+  // (variant, target split records): every kernel variant, and few vs many splits.
+  for (auto [unroll, target] : {std::pair{0, 0}, {1, 0}, {1, 8}, {2, 0}, {4, 0}, {4, 8}}) {
+    d_out.poison();
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
+                    AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr, unroll);
+    const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "variant " << unroll << " target " << target << " " << c.describe();
+  }
+}
+
+TEST(CudaAttention, DecodeFullAttentionWithSinks) {
+  std::mt19937 rng(32);
+  run_attention_case({{32, 4, 128}, 0, {1, 50, 1000, 4099}, -1, true}, rng);
+}
+
+TEST(CudaAttention, DecodeSlidingWindow) {
+  std::mt19937 rng(33);
+  run_attention_case({{32, 4, 128}, 513, {1, 513, 514, 3000}, -1, true}, rng);
+  run_attention_case({{8, 1, 32}, 17, {5, 17, 18, 100}, -1, true}, rng);
+}
+
+TEST(CudaAttention, NoSinks) {
+  std::mt19937 rng(34);
+  run_attention_case({{32, 4, 128}, 0, {77, 300}, -1, false}, rng);
+}
+
+TEST(CudaAttention, PrefillChunkOverCachedPrefix) {
+  std::mt19937 rng(35);
+  // Sequence 0 has a cached prefix of 40 tokens and a chunk at positions 40..89 (causal per query).
+  run_attention_case({{32, 4, 128}, 0, {90}, 40, true}, rng);
+  run_attention_case({{32, 4, 128}, 33, {90}, 0, true}, rng);
+  run_attention_case({{8, 1, 32}, 17, {60, 9}, 20, true}, rng);
+}
+
+TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
+  std::mt19937 rng(36);
+  run_attention_case({{32, 4, 128}, 0, {20000}, -1, true}, rng);
+}
+
+TEST(CudaAttention, RejectsUnbuiltGroupSize) {
+  const AttentionShape shape{12, 4, 128, 16, 0};
+  AttentionQueries qs{};
+  qs.num_queries = 1;
+  EXPECT_THROW(paged_attention(nullptr, nullptr, nullptr, nullptr, shape, qs, {}, nullptr, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing

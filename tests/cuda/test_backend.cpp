@@ -1,0 +1,315 @@
+// The whole CudaBackend forward pass on a small random Flint (tiny-config shapes) against a
+// host reference assembled from the per-kernel CPU references (FLINT.md §4 rounding points,
+// double accumulation), through a paged cache with shuffled blocks, freed sliding blocks,
+// chunked prefill (cuBLASLt path), small chunks and decode steps (GEMV path), and a batch of two.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "backends/cuda/attention.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/gemv.h"
+#include "backends/cuda/moe.h"
+#include "backends/cuda/qk_rope_kv.h"
+#include "backends/cuda/rmsnorm.h"
+#include "backends/cuda/router.h"
+#include "cuda_test_util.h"
+
+namespace striker::cuda::testing {
+namespace {
+
+FlintConfig small_config() {
+  FlintConfig c;
+  c.vocab_size = 4099;
+  c.hidden_size = 256;
+  c.num_hidden_layers = 5;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 1;
+  c.head_dim = 32;
+  c.intermediate_size = 512;
+  c.moe_intermediate_size = 64;
+  c.shared_expert_intermediate_size = 64;
+  c.n_routed_experts = 16;
+  c.n_shared_experts = 1;
+  c.num_experts_per_tok = 6;
+  c.first_k_dense_replace = 2;
+  c.norm_topk_prob = true;
+  c.routed_scaling_factor = 2.5f;
+  c.sliding_window = 17;
+  c.layer_types = {LayerType::Sliding, LayerType::Full, LayerType::Sliding, LayerType::Sliding, LayerType::Full};
+  c.rope_theta = 10000.f;
+  c.rms_norm_eps = 1e-6f;
+  c.max_position_embeddings = 4096;
+  return c;
+}
+
+// Host weights with owned storage, plus the float copies the reference reads.
+struct HostModel {
+  LoadedModel model;
+  std::mt19937 rng{77};
+  WeightView bf16_tensor(const std::string& name, std::vector<int64_t> shape, float std) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    auto buf = std::make_shared<std::vector<bf16>>(random_bf16(rng, size_t(n), std));
+    model.storage.push_back(buf);
+    return WeightView{name, DType::BF16, shape, reinterpret_cast<const std::byte*>(buf->data()), size_t(n) * 2, 1.f};
+  }
+  WeightView f32_tensor(const std::string& name, int64_t n, float mean, float std) {
+    auto buf = std::make_shared<std::vector<float>>(random_f32(rng, size_t(n), mean, std));
+    model.storage.push_back(buf);
+    return WeightView{name, DType::F32, {n}, reinterpret_cast<const std::byte*>(buf->data()), size_t(n) * 4, 1.f};
+  }
+};
+
+std::vector<bf16> as_bf16(const WeightView& w) {
+  const auto* p = reinterpret_cast<const bf16*>(w.data);
+  return std::vector<bf16>(p, p + w.numel());
+}
+std::vector<float> as_f32(const WeightView& w) {
+  const auto* p = reinterpret_cast<const float*>(w.data);
+  return std::vector<float>(p, p + w.numel());
+}
+
+HostModel make_host_model(const FlintConfig& c) {
+  HostModel hm;
+  hm.model.config = c;
+  const int64_t H = c.hidden_size, d = c.head_dim, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const float s = 1.f / std::sqrt(float(H));
+  auto& w = hm.model.weights;
+  w.embed = hm.bf16_tensor("embed", {c.vocab_size, H}, 1.f);
+  w.lm_head = hm.bf16_tensor("lm_head", {c.vocab_size, H}, s);
+  w.final_norm = hm.f32_tensor("final_norm", H, 1.f, 0.1f);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    LayerWeights lw;
+    const std::string p = "layer" + std::to_string(l) + ".";
+    lw.input_norm = hm.f32_tensor(p + "input_norm", H, 1.f, 0.1f);
+    lw.post_attn_norm = hm.f32_tensor(p + "post_norm", H, 1.f, 0.1f);
+    lw.q_norm = hm.f32_tensor(p + "q_norm", d, 1.f, 0.1f);
+    lw.k_norm = hm.f32_tensor(p + "k_norm", d, 1.f, 0.1f);
+    lw.sinks = hm.f32_tensor(p + "sinks", nh, 0.f, 1.f);
+    lw.q_proj = hm.bf16_tensor(p + "q", {nh * d, H}, s);
+    lw.k_proj = hm.bf16_tensor(p + "k", {nkv * d, H}, s);
+    lw.v_proj = hm.bf16_tensor(p + "v", {nkv * d, H}, s);
+    lw.o_proj = hm.bf16_tensor(p + "o", {H, nh * d}, 0.2f / std::sqrt(float(nh * d)));
+    if (c.is_dense_layer(l)) {
+      const int64_t I = c.intermediate_size;
+      lw.dense = {hm.bf16_tensor(p + "gate", {I, H}, s), hm.bf16_tensor(p + "up", {I, H}, s),
+                  hm.bf16_tensor(p + "down", {H, I}, 0.2f / std::sqrt(float(I)))};
+    } else {
+      const int64_t I = c.moe_intermediate_size, Is = c.shared_expert_intermediate_size;
+      lw.router = hm.f32_tensor(p + "router", c.n_routed_experts * H, 0.f, s);
+      lw.router.shape = {c.n_routed_experts, H};
+      lw.router_bias = hm.f32_tensor(p + "bias", c.n_routed_experts, 0.f, 0.05f);
+      for (int64_t e = 0; e < c.n_routed_experts; ++e)
+        lw.experts.push_back({hm.bf16_tensor(p + "eg", {I, H}, s), hm.bf16_tensor(p + "eu", {I, H}, s),
+                              hm.bf16_tensor(p + "ed", {H, I}, 0.2f / std::sqrt(float(I)))});
+      lw.shared = {hm.bf16_tensor(p + "sg", {Is, H}, s), hm.bf16_tensor(p + "su", {Is, H}, s),
+                   hm.bf16_tensor(p + "sd", {H, Is}, 0.2f / std::sqrt(float(Is)))};
+    }
+    w.layers.push_back(std::move(lw));
+  }
+  return hm;
+}
+
+std::vector<bf16> rounded_bf16(const std::vector<float>& v) {
+  std::vector<bf16> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = float_to_bf16(v[i]);
+  return r;
+}
+
+// Reference forward over a whole sequence (contiguous cache, identity block table); returns
+// float logits [N, V].
+std::vector<float> reference_logits(const LoadedModel& m, const std::vector<int32_t>& tokens) {
+  const FlintConfig& c = m.config;
+  const int N = int(tokens.size()), H = int(c.hidden_size), d = int(c.head_dim), nh = int(c.num_attention_heads),
+            nkv = int(c.num_key_value_heads), K = int(c.num_experts_per_tok), B = 16;
+  const auto& w = m.weights;
+  const auto embed = as_bf16(w.embed);
+  std::vector<bf16> h(size_t(N) * H);
+  for (int t = 0; t < N; ++t)
+    std::copy_n(&embed[size_t(tokens[size_t(t)]) * H], H, &h[size_t(t) * H]);
+  std::vector<int32_t> positions(static_cast<size_t>(N)), offsets(static_cast<size_t>(N), 0);
+  std::vector<int32_t> table(static_cast<size_t>((N + B - 1) / B));
+  std::iota(positions.begin(), positions.end(), 0);
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<int64_t> slots(positions.begin(), positions.end());
+  const auto inv = rope_inv_freq(c.rope_theta, d);
+  const HeadShape hs{nh, nkv, d};
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& L = w.layers[size_t(l)];
+    const bool sliding = c.is_sliding_layer(l);
+    std::vector<bf16> x, qkv_all(size_t(N) * (nh + 2 * nkv) * d);
+    rmsnorm_ref(h, as_f32(L.input_norm), x, N, H, c.rms_norm_eps);
+    std::vector<float> q, k, v;
+    gemv_ref(x, N, H, as_bf16(L.q_proj), nh * d, q);
+    gemv_ref(x, N, H, as_bf16(L.k_proj), nkv * d, k);
+    gemv_ref(x, N, H, as_bf16(L.v_proj), nkv * d, v);
+    for (int t = 0; t < N; ++t) {
+      bf16* dst = &qkv_all[size_t(t) * (nh + 2 * nkv) * d];
+      for (int i = 0; i < nh * d; ++i) dst[i] = float_to_bf16(q[size_t(t) * nh * d + i]);
+      for (int i = 0; i < nkv * d; ++i) dst[nh * d + i] = float_to_bf16(k[size_t(t) * nkv * d + i]);
+      for (int i = 0; i < nkv * d; ++i) dst[(nh + nkv) * d + i] = float_to_bf16(v[size_t(t) * nkv * d + i]);
+    }
+    std::vector<bf16> kc(table.size() * size_t(nkv * B * d)), vc(kc.size()), qo, o;
+    qk_norm_rope_kv_write_ref(qkv_all, N, hs, as_f32(L.q_norm), as_f32(L.k_norm), c.rms_norm_eps, positions,
+                              sliding ? &inv : nullptr, slots, B, kc, vc, qo);
+    const auto sinks = as_f32(L.sinks);
+    paged_attention_ref(qo, kc, vc, &sinks, AttentionShape{nh, nkv, d, B, sliding ? int(c.sliding_window) : 0},
+                        positions, offsets, table, o);
+    std::vector<float> proj;
+    gemv_ref(o, N, nh * d, as_bf16(L.o_proj), H, proj);
+    for (size_t i = 0; i < h.size(); ++i) h[i] = float_to_bf16(bf16_to_float(h[i]) + round_bf16(proj[i]));
+    rmsnorm_ref(h, as_f32(L.post_attn_norm), x, N, H, c.rms_norm_eps);
+    if (c.is_dense_layer(l)) {
+      const int I = int(c.intermediate_size);
+      std::vector<bf16> act;
+      gate_up_ref(x, N, H, as_bf16(L.dense.gate), as_bf16(L.dense.up), I, act);
+      std::vector<float> y;
+      gemv_ref(act, N, I, as_bf16(L.dense.down), H, y);
+      for (size_t i = 0; i < h.size(); ++i) h[i] = float_to_bf16(bf16_to_float(h[i]) + round_bf16(y[i]));
+    } else {
+      const RouterShape rs{H, int(c.n_routed_experts), K, c.norm_topk_prob, c.routed_scaling_factor};
+      std::vector<int32_t> ids;
+      std::vector<float> tw;
+      const auto bias = as_f32(L.router_bias);
+      router_topk_ref(x, N, rs, as_f32(L.router), &bias, ids, tw);
+      const int E = int(c.n_routed_experts), I = int(c.moe_intermediate_size);
+      std::vector<bf16> g, u, dn;
+      for (int e = 0; e < E; ++e) {
+        auto ge = as_bf16(L.experts[size_t(e)].gate), ue = as_bf16(L.experts[size_t(e)].up),
+             de = as_bf16(L.experts[size_t(e)].down);
+        g.insert(g.end(), ge.begin(), ge.end());
+        u.insert(u.end(), ue.begin(), ue.end());
+        dn.insert(dn.end(), de.begin(), de.end());
+      }
+      const auto sg = as_bf16(L.shared.gate), su = as_bf16(L.shared.up), sd = as_bf16(L.shared.down);
+      moe_ref(x, N, H, I, int(c.shared_expert_intermediate_size), MoeRefWeights{&g, &u, &dn, &sg, &su, &sd}, ids, tw,
+              K, h);
+    }
+  }
+  std::vector<bf16> xf;
+  rmsnorm_ref(h, as_f32(w.final_norm), xf, N, H, c.rms_norm_eps);
+  std::vector<float> logits;
+  gemv_ref(xf, N, H, as_bf16(w.lm_head), int(c.vocab_size), logits);
+  for (auto& v : logits) v = round_bf16(v);
+  return logits;
+}
+
+// Per row: max |Δ logprob| over the vocabulary and whether the argmax agrees.
+struct RowDiff {
+  double max_dlogprob;
+  bool same_argmax;
+};
+RowDiff diff_row(const float* got, const float* ref, int64_t V) {
+  auto logsumexp = [V](const float* x) {
+    const double m = *std::max_element(x, x + V);
+    double s = 0;
+    for (int64_t i = 0; i < V; ++i) s += std::exp(double(x[i]) - m);
+    return m + std::log(s);
+  };
+  const double lg = logsumexp(got), lr = logsumexp(ref);
+  double md = 0;
+  for (int64_t i = 0; i < V; ++i) {
+    if (!std::isfinite(got[i])) return {1e30, false};
+    md = std::max(md, std::fabs((got[i] - lg) - (ref[i] - lr)));
+  }
+  return {md, std::max_element(got, got + V) - got == std::max_element(ref, ref + V) - ref};
+}
+
+TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
+  const FlintConfig c = small_config();
+  HostModel hm = make_host_model(c);
+  const int B = 16, N = 60, N2 = 40;
+  // Physical blocks shuffled; the sliding pool is a ring of 4 blocks per sequence (window 17
+  // spans at most 3 logical blocks), older logical blocks are -1 (freed).
+  std::mt19937 rng(5);
+  std::vector<int32_t> full_a = {9, 3, 14, 0}, full_b = {7, 1, 12, 5};
+  auto sliding_table = [&](int ring_base, int64_t last_pos, int64_t first_needed) {
+    std::vector<int32_t> t;
+    for (int64_t b = 0; b <= last_pos / B; ++b)
+      t.push_back(b < first_needed / B ? -1 : int32_t(ring_base + b % 4));
+    return t;
+  };
+  std::vector<int32_t> toks_a(static_cast<size_t>(N)), toks_b(static_cast<size_t>(N2));
+  for (auto& t : toks_a) t = int32_t(rng() % c.vocab_size);
+  for (auto& t : toks_b) t = int32_t(rng() % c.vocab_size);
+  const auto ref_a = reference_logits(hm.model, toks_a);
+  const auto ref_b = reference_logits(hm.model, toks_b);
+
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "CUDA graph replay" : "stream launches");
+    auto backend = make_cuda_backend(hm.model, CudaBackendOptions{256, 64, 1 << 16, graphs});
+    backend->allocate_kv_cache(KvCacheSpec{B, 16, 8});
+    std::vector<RowDiff> diffs;
+    auto run = [&](std::vector<std::tuple<char, int, int, bool>> chunks) {  // (seq, start, len, all_logits)
+      ForwardBatch batch;
+      for (auto [s, start, len, all] : chunks) {
+        const auto& toks = s == 'a' ? toks_a : toks_b;
+        SequenceChunk ch;
+        ch.tokens.assign(toks.begin() + start, toks.begin() + start + len);
+        ch.start_pos = start;
+        ch.all_logits = all;
+        ch.full_block_table = s == 'a' ? full_a : full_b;
+        ch.full_block_table.resize(size_t((start + len - 1) / B + 1));
+        ch.sliding_block_table = sliding_table(s == 'a' ? 0 : 4, start + len - 1, std::max(0, start - 16));
+        batch.seqs.push_back(ch);
+      }
+      std::vector<float> logits;
+      backend->forward(batch, logits);
+      size_t row = 0;
+      for (auto [s, start, len, all] : chunks) {
+        const auto& ref = s == 'a' ? ref_a : ref_b;
+        for (int p = all ? start : start + len - 1; p < start + len; ++p, ++row)
+          diffs.push_back(diff_row(&logits[row * size_t(c.vocab_size)], &ref[size_t(p) * size_t(c.vocab_size)],
+                                   c.vocab_size));
+      }
+      ASSERT_EQ(row * size_t(c.vocab_size), logits.size());
+    };
+    run({{'a', 0, 37, true}});                       // prefill chunk, cuBLASLt path, every row
+    run({{'a', 37, 5, true}, {'b', 0, 12, false}});  // a small chunk beside another sequence's prefill
+    for (int p = 42; p < 50; ++p) run({{'a', p, 1, false}});  // decode steps
+    run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
+    for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
+    std::vector<double> md;
+    int agree = 0;
+    for (const auto& dr : diffs) {
+      md.push_back(dr.max_dlogprob);
+      agree += dr.same_argmax;
+    }
+    std::sort(md.begin(), md.end());
+    const double median = md[md.size() / 2], worst = md.back();
+    std::printf("backend vs reference (%s): %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax agree %d/%zu\n",
+                  graphs ? "graphs" : "stream", md.size(), median, worst, agree, diffs.size());
+    EXPECT_LT(median, 0.05);
+    EXPECT_LT(worst, 0.5);
+    EXPECT_GE(agree, int(diffs.size() * 9 / 10));
+  }
+}
+
+TEST(CudaBackend, RejectsBadTokensAndTables) {
+  const FlintConfig c = small_config();
+  HostModel hm = make_host_model(c);
+  auto backend = make_cuda_backend(hm.model, CudaBackendOptions{64, 8, 1024});
+  std::vector<float> logits;
+  ForwardBatch batch;
+  batch.seqs.push_back(SequenceChunk{{1, 2}, 0, {0}, {0}, false});
+  EXPECT_THROW(backend->forward(batch, logits), Error);  // no KV cache yet
+  backend->allocate_kv_cache(KvCacheSpec{16, 4, 4});
+  backend->forward(batch, logits);
+  EXPECT_EQ(logits.size(), size_t(c.vocab_size));
+  batch.seqs[0].tokens = {int32_t(c.vocab_size)};
+  EXPECT_THROW(backend->forward(batch, logits), Error);  // token outside the vocabulary
+  batch.seqs[0] = SequenceChunk{{1}, 16, {0}, {0, 1}, false};
+  EXPECT_THROW(backend->forward(batch, logits), Error);  // full table too short for position 16
+  batch.seqs[0] = SequenceChunk{{1}, 0, {4}, {0}, false};
+  EXPECT_THROW(backend->forward(batch, logits), Error);  // block id outside the pool
+  std::vector<int32_t> many(100, 1);
+  batch.seqs[0] = SequenceChunk{many, 0, {0, 1, 2, 3, 0, 1, 2}, {0, 1, 2, 3, 0, 1, 2}, false};
+  EXPECT_THROW(backend->forward(batch, logits), Error);  // more tokens than max_tokens
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing
