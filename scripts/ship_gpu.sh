@@ -21,4 +21,7 @@ fi
 SHARED=${STRIKER_SHARED_DIR:-../shared}
 [ -d "$SHARED" ] || SHARED=/work/shared
 cp "$SHARED/fixtures/flint-config/config.json" "$DEST/gpubin/config.json"
+# ... and what scripts/gpu_conformance.sh needs to make random checkpoints there.
+cp "$SHARED/fixtures/flint-config/config.tiny.json" "$DEST/gpubin/config.tiny.json"
+cp -r "$SHARED/fixtures/flint-tokenizer" "$DEST/gpubin/flint-tokenizer"
 du -sh "$DEST"

@@ -34,6 +34,7 @@ struct PerplexityArgs {
   bool json = false;
   int64_t chunk_size = 512;
   int threads = 0;
+  int top = 0;
   std::string hf_config_path;
   std::string load_format = "auto";
   std::string tokenizer;
@@ -74,11 +75,15 @@ std::vector<int32_t> read_text_ids(const std::string& model, const std::string& 
 struct Scores {
   std::vector<double> logprobs;
   std::vector<int32_t> argmax;
+  // With --top N: the N most likely tokens after each position, (id, logprob), best first,
+  // so two backends can be compared under FLINT.md §4's near-tie rule without full logits.
+  std::vector<std::vector<std::pair<int32_t, double>>> top;
 };
 
 // Feeds the ids through the backend in chunks (each attends to the cached prefix) and scores
 // every next token.
-Scores score(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids, int64_t chunk_size) {
+Scores score(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids, int64_t chunk_size,
+             int top_n) {
   const int32_t block = 16;
   const int64_t n = int64_t(ids.size());
   const int64_t blocks = (n + block - 1) / block;
@@ -108,6 +113,17 @@ Scores score(Backend& backend, const FlintConfig& config, const std::vector<int3
       const double logz = double(row[best]) + std::log(sum);
       out.logprobs.push_back(double(row[ids[size_t(start + r + 1)]]) - logz);
       out.argmax.push_back(int32_t(best));
+      if (top_n > 0) {
+        std::vector<int32_t> order(static_cast<size_t>(V));
+        for (int64_t v = 0; v < V; ++v) order[size_t(v)] = int32_t(v);
+        const int64_t k = std::min<int64_t>(top_n, V);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
+          return row[a] > row[b] || (row[a] == row[b] && a < b);
+        });
+        std::vector<std::pair<int32_t, double>> top;
+        for (int64_t i = 0; i < k; ++i) top.emplace_back(order[size_t(i)], double(row[order[size_t(i)]]) - logz);
+        out.top.push_back(std::move(top));
+      }
     }
   }
   return out;
@@ -149,7 +165,7 @@ void run(const PerplexityArgs& args) {
     backend = cuda::make_cuda_backend(model, options);
 #endif
   }
-  const Scores s = score(*backend, model.config, ids, args.chunk_size);
+  const Scores s = score(*backend, model.config, ids, args.chunk_size, args.top);
   double total = 0.0;
   for (double lp : s.logprobs) total += lp;
   const double perplexity = std::exp(-total / double(s.logprobs.size()));
@@ -160,6 +176,7 @@ void run(const PerplexityArgs& args) {
     j["logprobs"] = s.logprobs;
     j["argmax"] = s.argmax;
     j["perplexity"] = perplexity;
+    if (args.top > 0) j["top_logprobs"] = s.top;  // [[[id, logprob], ...], ...]
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("tokens scored: %zu\nperplexity: %.6f\n", s.logprobs.size(), perplexity);
@@ -176,6 +193,8 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_option("--text-file", args->text_file, "text to tokenize with the model's tokenizer");
   cmd->add_option("--device", args->device, "cpu or cuda")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object {ids, logprobs, argmax, perplexity}");
+  cmd->add_option("--top", args->top, "with --json: also the N most likely tokens per position (top_logprobs)")
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--chunk-size", args->chunk_size, "tokens per prefill chunk")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--hf-config-path", args->hf_config_path, "config.json source for a GGUF model (directory or repo id)");

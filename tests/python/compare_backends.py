@@ -1,0 +1,37 @@
+"""Compares two `striker perplexity --json --top N` outputs under FLINT.md §4's rule, the first
+as the reference: median |dlogprob| <= 0.03, p95 <= 0.15, identical argmax on >= 95% of
+positions, every disagreement a near-tie (< 0.5 nats) in the reference.
+
+    python3 compare_backends.py REFERENCE.json TESTED.json [label]
+
+A disagreement whose token is not in the reference's top-N counts as a failed near-tie."""
+import json
+import sys
+
+import numpy as np
+
+
+def compare(ref: dict, test: dict) -> dict:
+    assert ref["ids"] == test["ids"], "the two runs scored different ids"
+    d = np.abs(np.asarray(ref["logprobs"]) - np.asarray(test["logprobs"]))
+    ra, ta = np.asarray(ref["argmax"]), np.asarray(test["argmax"])
+    agree = ra == ta
+    worst = 0.0
+    for i in np.nonzero(~agree)[0]:
+        top = dict((int(t), lp) for t, lp in ref["top_logprobs"][i])
+        best = ref["top_logprobs"][i][0][1]
+        gap = best - top[int(ta[i])] if int(ta[i]) in top else float("inf")
+        worst = max(worst, gap)
+    r = {"positions": int(d.size), "median": float(np.median(d)), "p95": float(np.percentile(d, 95)),
+         "argmax_agreement": float(agree.mean()), "worst_disagreement_gap": worst}
+    r["passed"] = bool(r["median"] <= 0.03 and r["p95"] <= 0.15 and r["argmax_agreement"] >= 0.95 and worst < 0.5)
+    return r
+
+
+if __name__ == "__main__":
+    ref, test = (json.load(open(p)) for p in sys.argv[1:3])
+    label = sys.argv[3] if len(sys.argv) > 3 else sys.argv[2]
+    r = compare(ref, test)
+    print(f"{label}: median {r['median']:.4f} p95 {r['p95']:.4f} argmax {r['argmax_agreement']:.1%} "
+          f"worst-gap {r['worst_disagreement_gap']:.3f} over {r['positions']} -> {'PASS' if r['passed'] else 'FAIL'}")
+    sys.exit(0 if r["passed"] else 1)
