@@ -172,7 +172,8 @@ Value f_title(Renderer&, const Value& v, CallArgs& a) {
       utf8_append(out, c);
       at_start = true;
     } else {
-      utf8_append(out, at_start ? py_toupper(c) : py_tolower(c));
+      if (at_start) append_title(out, c);
+      else utf8_append(out, py_tolower(c));
       at_start = false;
     }
   }
@@ -261,6 +262,7 @@ Value f_list(Renderer&, const Value& v, CallArgs& a) {
 
 Value f_map(Renderer& r, const Value& v, CallArgs& a) {
   std::vector<Value> out;
+  if (!v.truthy()) return Value::list({});  // jinja2 skips falsy inputs without iterating
   const Value* attribute = nullptr;
   Value dflt;
   bool has_default = false;
@@ -299,6 +301,7 @@ Value select_impl(Renderer& r, const Value& v, CallArgs& a, bool by_attr, bool k
   if (idx < a.positional.size()) test = py_str(a.positional[idx++]);
   if (!test.empty() && !has_test(test)) throw Error("No test named '" + test + "'");
   std::vector<Value> out;
+  if (!v.truthy()) return Value::list({});  // jinja2 skips falsy inputs without iterating
   for (const auto& item : seq_of(v)) {
     r.count_step();
     Value subject = by_attr ? lookup_path(item, attribute) : item;
@@ -424,7 +427,9 @@ Value f_indent(Renderer& r, const Value& v, CallArgs& a) {
   auto p = bind_args("indent", a, {{"width", Value(4)}, {"first", Value(false)}, {"blank", Value(false)}});
   std::string ind = p[0].is_string() ? p[0].as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, to_int(p[0], "indent width"))), ' ');
   r.check_size(ind.size());
-  std::string s = py_str(v) + "\n";
+  if (v.is_undefined()) undefined_error(v);
+  if (!v.is_string()) throw Error("indent: expected a string, got " + v.type_name());
+  std::string s = v.as_string() + "\n";
   CallArgs none;
   Value lines_v = bound_method(Value(s), "splitlines")->as_function().fn(r, none);
   std::vector<Value> lines = lines_v.as_list();

@@ -654,6 +654,8 @@ class Parser {
 
   ExprPtr parse_call(ExprPtr callee) {
     auto n = node(Expr::Kind::Call, cur());
+    n->line = callee->line;  // errors point at the callee, not at '('
+    n->col = callee->col;
     n->a = std::move(callee);
     parse_call_args(*n);
     return n;

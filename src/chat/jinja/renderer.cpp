@@ -593,12 +593,16 @@ Value Renderer::eval(const Expr& e) {
     }
     case Expr::Kind::GetAttr: {
       Value obj = eval(*e.a);
+      line_ = e.line;
+      col_ = e.col;
       if (obj.is_undefined()) raise_undefined(obj);
       return get_attribute(obj, e.name);
     }
     case Expr::Kind::GetItem: {
       Value obj = eval(*e.a);
       Value key = eval(*e.b);
+      line_ = e.line;
+      col_ = e.col;
       if (obj.is_undefined()) raise_undefined(obj);
       return get_item(obj, key);
     }
