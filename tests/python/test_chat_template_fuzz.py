@@ -111,3 +111,42 @@ def test_generated_templates_match_jinja2():
         cases.append((template, rng.choice(CONTEXTS)))
     problems = compare(cases)
     assert not problems, f"{len(problems)} of {len(cases)} differ; first ones:\n" + "\n".join(problems[:8])
+
+
+STATEMENT_SNIPPETS = [
+    "{% macro m(a, b='B') %}<{{ a }}|{{ b }}>{% endmacro %}{{ m(EXPR) }}{{ m(1, b=EXPR) }}",
+    "{% set ns = namespace(c=0, s='') %}{% for it in SEQ %}{% set ns.c = ns.c + 1 %}{% set ns.s = ns.s ~ it %}{% endfor %}{{ ns.c }}:{{ ns.s }}",
+    "{% macro w() %}[{{ caller() }}]{% endmacro %}{% call w() %}{{ EXPR }}{% endcall %}",
+    "{% filter upper %}{{ EXPR }} tail{% endfilter %}",
+    "{% set blk %}\n  {{ EXPR }}\n{% endset %}({{ blk|trim }})",
+    "{% for a in SEQ %}{% for b in SEQ %}{{ loop.index }}{{ a }}{% if loop.last %};{% endif %}{% endfor %}{% endfor %}",
+    "{% for it in SEQ %}{% if loop.index is even %}{% continue %}{% endif %}{{ it }}{% if loop.index > 3 %}{% break %}{% endif %}{% endfor %}",
+    "{% raw %}{{ EXPR }} {% if %}{% endraw %}",
+    "{% with q = EXPR %}{{ q }}{% endwith %}",
+    "{% if EXPR %}\n    yes\n{% elif EXPR %}\n    elif\n{% else %}\n    no\n{% endif %}",
+    "{{ EXPR }}{# comment\n  spanning lines #}\n  after",
+    "{%- for it in SEQ -%}\n  {{ it }}\n{%- endfor %}\n",
+    "  {% for it in SEQ %}\n    - {{ it }}\n  {% endfor %}\n",
+    "{{ '%s|%s' % (EXPR, EXPR) }}",
+    "{{ (EXPR)|tojson(indent=1) }}",
+    "{% set a, b = EXPR, EXPR %}{{ b }}{{ a }}",
+]
+
+
+def gen_statement_template(rng):
+    parts = []
+    for _ in range(rng.randint(1, 3)):
+        snippet = rng.choice(STATEMENT_SNIPPETS)
+        while "EXPR" in snippet:
+            snippet = snippet.replace("EXPR", gen_expr(rng, 1), 1)
+        while "SEQ" in snippet:
+            snippet = snippet.replace("SEQ", rng.choice(["items", "words", "t", "d", "range(4)", "[]", "msgs|map(attribute='role')"]), 1)
+        parts.append(snippet + ws(rng))
+    return "".join(parts)
+
+
+def test_generated_statement_templates_match_jinja2():
+    rng = random.Random(777)
+    cases = [(gen_statement_template(rng), rng.choice(CONTEXTS)) for _ in range(500)]
+    problems = compare(cases)
+    assert not problems, f"{len(problems)} of {len(cases)} differ; first ones:\n" + "\n".join(problems[:8])

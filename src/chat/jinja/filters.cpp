@@ -193,6 +193,7 @@ Value f_replace(Renderer&, const Value& v, CallArgs& a) {
 
 Value f_int(Renderer&, const Value& v, CallArgs& a) {
   auto p = bind_args("int", a, {{"default", Value(0)}, {"base", Value(10)}});
+  if (v.is_undefined()) undefined_error(v);  // int(Undefined) raises in jinja2
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
   if (v.is_float()) {
     double d = v.as_float();
@@ -213,6 +214,7 @@ Value f_int(Renderer&, const Value& v, CallArgs& a) {
 
 Value f_float(Renderer&, const Value& v, CallArgs& a) {
   auto p = bind_args("float", a, {{"default", Value(0.0)}});
+  if (v.is_undefined()) undefined_error(v);
   if (v.is_number()) return Value(v.as_float());
   if (v.is_string())
     if (auto d = parse_py_float(v.as_string())) return Value(*d);
@@ -328,6 +330,8 @@ Value f_unique(Renderer&, const Value& v, CallArgs& a) {
   std::vector<Value> out, seen;
   for (const auto& item : seq_of(v)) {
     Value key = sort_key(p[1].is_none() ? item : lookup_path(item, p[1]), p[0].truthy());
+    if (key.is_dict() || (key.is_list() && !key.is_tuple()) || key.is_object())
+      throw Error("unhashable type: '" + key.type_name() + "'");
     bool dup = false;
     for (const auto& s : seen)
       if (py_equal(s, key)) dup = true;

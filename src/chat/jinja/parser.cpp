@@ -616,7 +616,16 @@ class Parser {
       }
       if (parts[colons]) fail_at(cur(), "expected ']' or ':', got " + describe(cur()));
       parts[colons] = parse_expression();
-      if (colons == 0 && is_op(",")) fail_at(cur(), "tuple subscripts are not supported");
+      if (colons == 0 && is_op(",")) {  // x[a, b]: the key is a tuple
+        auto tuple = node(Expr::Kind::Tuple, cur());
+        tuple->items.push_back(std::move(parts[0]));
+        while (is_op(",")) {
+          advance();
+          if (is_op("]")) break;
+          tuple->items.push_back(parse_expression());
+        }
+        parts[0] = std::move(tuple);
+      }
     }
     advance();
     if (colons == 0) {
