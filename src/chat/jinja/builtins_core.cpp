@@ -130,7 +130,10 @@ bool contains(const Value& container, const Value& item) {
       for (const auto& x : container.as_list())
         if (py_equal(x, item)) return true;
       return false;
-    case Value::Kind::Dict: return container.as_dict().find(item) != nullptr;
+    case Value::Kind::Dict:
+      if (item.is_dict() || (item.is_list() && !item.is_tuple()) || item.is_object())
+        throw Error("unhashable type: '" + item.type_name() + "'");
+      return container.as_dict().find(item) != nullptr;
     default: throw Error("argument of type '" + container.type_name() + "' is not iterable");
   }
 }

@@ -83,6 +83,8 @@ Value repeat(const Value& seq, int64_t n, const Renderer& r) {
 }
 
 Value arith(const std::string& op, const Value& l, const Value& r, const Renderer& rd) {
+  // str % x is str.__mod__: an Undefined argument is only touched if the format uses it.
+  if (op == "%" && l.is_string()) return Value(py_percent_format(l.as_string(), r));
   if (l.is_undefined()) raise_undefined(l);
   if (r.is_undefined()) raise_undefined(r);
   const bool nums = l.is_number() && r.is_number();
