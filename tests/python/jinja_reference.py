@@ -30,12 +30,17 @@ def hf_environment() -> ImmutableSandboxedEnvironment:
     return env
 
 
+_COMPILED = {}
+
+
 def reference_render(template: str, variables: dict):
     """(True, output) or (False, error message)."""
     try:
+        if template not in _COMPILED:
+            _COMPILED[template] = hf_environment().from_string(template)
         # A deep copy: some jinja2 filters mutate their input in place (indent on a list does
         # `s += "\n"`), which would leak into later cases sharing the same context.
-        return True, hf_environment().from_string(template).render(**copy.deepcopy(variables))
+        return True, _COMPILED[template].render(**copy.deepcopy(variables))
     except Exception as e:  # jinja2 raises many types: all count as "render failed"
         return False, f"{type(e).__name__}: {e}"
 
