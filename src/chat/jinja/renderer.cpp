@@ -64,11 +64,20 @@ std::string Renderer::render(const Body& body, const DictData& globals) {
   try {
     exec_body(body);
   } catch (const Error& e) {
-    scope_.reset();
+    release_owned();
     throw Error(origin_ + ":" + std::to_string(line_) + ":" + std::to_string(col_) + ": " + e.what());
+  } catch (...) {
+    release_owned();
+    throw;
   }
-  scope_.reset();  // break closure cycles (macros capture their scope)
+  release_owned();
   return out;
+}
+
+void Renderer::release_owned() {
+  scope_.reset();
+  for (auto& obj : owned_) obj->attrs.items.clear();
+  owned_.clear();
 }
 
 Renderer::Flow Renderer::exec_body(const Body& body) {

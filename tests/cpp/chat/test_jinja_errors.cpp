@@ -80,3 +80,12 @@ TEST(JinjaErrors, BadInputs) {
   EXPECT_NE(parse_error_of("\xff\xfe").find("invalid UTF-8"), std::string::npos);
   EXPECT_THROW(Template::parse("{{ x }}", "t").render(striker::jinja::Value(1)), striker::Error);
 }
+
+TEST(JinjaErrors, DeepAndCyclicValuesAreErrorsNotCrashes) {
+  std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(error_of("{{ x }}", "{\"x\": " + deep_json + "}").find("nested deeper"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}")
+                .find("nested deeper"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.a = [ns] %}{{ ns }}").find("too deeply"), std::string::npos);
+}
