@@ -150,3 +150,20 @@ def test_generated_statement_templates_match_jinja2():
     cases = [(gen_statement_template(rng), rng.choice(CONTEXTS)) for _ in range(500)]
     problems = compare(cases)
     assert not problems, f"{len(problems)} of {len(cases)} differ; first ones:\n" + "\n".join(problems[:8])
+
+
+SOUP = ["{{", "}}", "{%", "%}", "{#", "#}", "-", "+", " if ", " for ", " in ", " endfor ", " endif ", " else ", " set ",
+        "=", " macro ", "(", ")", "[", "]", "{", "}", "'s'", "'", '"', "\\", " x ", "1", "1.5", ".", "|", "upper",
+        " is ", " not ", " and ", ",", ":", "\n", " ", "é", " raw ", " endraw ", " call ", "caller", "loop", "~", "*",
+        "**", "//", "%", "items", "defined", "{{ x }}", "{% if x %}", "{% endif %}", "{% for i in items %}",
+        "{% endfor %}", "  ", "\t", "{%-", "-%}", "{{-", "-}}"]
+
+
+def test_token_soup_matches_jinja2_including_syntax_errors():
+    """Random fragments: mostly syntax errors, which must be errors in both (and never a crash);
+    whatever jinja2 accepts must render the same."""
+    rng = random.Random(99)
+    cases = [("".join(rng.choice(SOUP) for _ in range(rng.randint(1, 14))), {"x": 1, "items": [1, 2]})
+             for _ in range(3000)]
+    problems = compare(cases)
+    assert not problems, f"{len(problems)} of {len(cases)} differ; first ones:\n" + "\n".join(problems[:8])
