@@ -73,6 +73,9 @@ std::string Renderer::render(const Body& body, const std::vector<std::string>& r
   } catch (const Error& e) {
     release_owned();
     throw Error(origin_ + ":" + std::to_string(line_) + ":" + std::to_string(col_) + ": " + e.what());
+  } catch (const std::exception& e) {  // e.g. std::out_of_range from a numeric conversion
+    release_owned();
+    throw Error(origin_ + ":" + std::to_string(line_) + ":" + std::to_string(col_) + ": " + e.what());
   } catch (...) {
     release_owned();
     throw;
