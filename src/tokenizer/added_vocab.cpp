@@ -101,7 +101,9 @@ std::pair<size_t, int32_t> AddedVocab::Trie::longest_at(std::string_view text, s
 
 AddedVocab::AddedVocab(std::vector<AddedToken> tokens, const Normalizer* normalizer) : tokens_(std::move(tokens)) {
   for (size_t i = 0; i < tokens_.size(); ++i) {
-    const AddedToken& t = tokens_[i];
+    AddedToken& t = tokens_[i];
+    t.shown = t.content;
+    if (t.normalized && normalizer) normalizer->normalize(t.shown);
     content_to_id_.emplace(t.content, t.id);
     id_to_index_[t.id] = i;
   }
@@ -110,9 +112,7 @@ AddedVocab::AddedVocab(std::vector<AddedToken> tokens, const Normalizer* normali
     if (!t.normalized) {
       raw_trie_.insert(t.content, static_cast<int32_t>(i));
     } else {
-      std::string content = t.content;
-      if (normalizer) normalizer->normalize(content);
-      normalized_trie_.insert(content, static_cast<int32_t>(i));
+      normalized_trie_.insert(t.shown, static_cast<int32_t>(i));
     }
   }
 }

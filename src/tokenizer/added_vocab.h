@@ -21,6 +21,9 @@ struct AddedToken {
   bool rstrip = false;
   bool single_word = false;
   bool normalized = true;
+  // What id_to_token() and decode() show: Hugging Face gives the normalized content for
+  // tokens with normalized = true (and, quirk included, then fails to skip such a special token).
+  std::string shown;
 };
 
 // A piece of text: either an added token (id >= 0) or plain text for the model (id == -1).

@@ -155,7 +155,7 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonRef& j) {
   if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD")
     return std::make_unique<UnicodeNormalizer>(j, type);
   if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>();
-  if (type == "Strip") return std::make_unique<StripNormalizer>(j.bool_or("left", true), j.bool_or("right", true));
+  if (type == "Strip") return std::make_unique<StripNormalizer>(j.bool_or("strip_left", true), j.bool_or("strip_right", true));
   if (type == "Replace") return std::make_unique<ReplaceNormalizer>(j);
   if (type == "Prepend") return std::make_unique<PrependNormalizer>(j.at("prepend").str());
   if (type == "Sequence") {

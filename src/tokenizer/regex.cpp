@@ -23,15 +23,19 @@ struct Regex::Scratch {
 
 namespace {
 
-// Unicode White_Space, which is what \s means to Oniguruma (Hugging Face's regex engine).
-// PCRE2 10.42's \s also matches U+180E (whitespace only before Unicode 6.3), so \s and \S
-// are spelled out as this class to give the same splits.
-constexpr const char* kWhiteSpaceMembers =
+// Class members for what \s and \w mean to Oniguruma (Hugging Face's regex engine), which PCRE2
+// reads differently: PCRE2 10.42's \s also takes U+180E (whitespace only before Unicode 6.3),
+// and its \w is letters + all numbers + '_' where Oniguruma's is Alphabetic + marks + decimal
+// digits + connector punctuation (+ six Latin-1 number signs). Measured code point by code point
+// against the tokenizers package; the escapes are rewritten as these classes before compiling.
+constexpr const char* kSpaceMembers =
     "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+constexpr const char* kWordMembers =
+    "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{B2}\\x{B3}\\x{B9}\\x{BC}-\\x{BE}";
 
 }  // namespace
 
-std::string Regex::translate_whitespace(std::string_view pattern) {
+std::string Regex::translate_oniguruma_classes(std::string_view pattern) {
   std::string out;
   out.reserve(pattern.size() + 64);
   bool in_class = false;
@@ -47,10 +51,11 @@ std::string Regex::translate_whitespace(std::string_view pattern) {
         i = stop;
         continue;
       }
-      if (e == 's') {
-        out += in_class ? std::string(kWhiteSpaceMembers) : "[" + std::string(kWhiteSpaceMembers) + "]";
-      } else if (e == 'S' && !in_class) {
-        out += "[^" + std::string(kWhiteSpaceMembers) + "]";
+      const char* members = (e == 's' || e == 'S') ? kSpaceMembers : (e == 'w' || e == 'W') ? kWordMembers : nullptr;
+      if (members && (e == 's' || e == 'w')) {
+        out += in_class ? std::string(members) : "[" + std::string(members) + "]";
+      } else if (members && !in_class) {  // \S, \W (inside a class they keep PCRE2's meaning)
+        out += "[^" + std::string(members) + "]";
       } else {
         out.append(pattern.substr(i, 2));
       }
@@ -82,7 +87,7 @@ std::string Regex::translate_whitespace(std::string_view pattern) {
 }
 
 Regex::Regex(const std::string& original, const std::string& where) : where_(where) {
-  const std::string pattern = translate_whitespace(original);
+  const std::string pattern = translate_oniguruma_classes(original);
   int err = 0;
   PCRE2_SIZE err_off = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),

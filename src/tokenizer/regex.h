@@ -27,8 +27,8 @@ class Regex {
   // Escapes a literal so that it matches itself.
   static std::string escape(std::string_view literal);
 
-  // Rewrites \s and \S as the Unicode White_Space class (see regex.cpp for why).
-  static std::string translate_whitespace(std::string_view pattern);
+  // Rewrites \s \S \w \W as the classes Oniguruma means by them (see regex.cpp for why).
+  static std::string translate_oniguruma_classes(std::string_view pattern);
 
  private:
   struct Scratch;
