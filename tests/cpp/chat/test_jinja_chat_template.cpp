@@ -1,8 +1,10 @@
 // ChatTemplate loading and vLLM's message preprocessing (reference/chat-format.md §1.5).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "chat/chat_template.h"
 #include "core/error.h"
@@ -99,4 +101,26 @@ TEST(JinjaChatTemplate, TemplateSources) {
   } catch (const striker::Error& e) {
     EXPECT_NE(std::string(e.what()).find(":1:7:"), std::string::npos) << e.what();
   }
+}
+
+TEST(JinjaChatTemplate, ConcurrentRendersAgree) {
+  // The server renders from many threads with one ChatTemplate.
+  auto t = striker::ChatTemplate::from_tokenizer_dir(kFlintTokenizer);
+  auto messages = ordered_json::parse(R"([{"role": "user", "content": "Q"},
+    {"role": "assistant", "content": "", "reasoning_content": "R",
+     "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"x\": [1, {\"y\": null}]}"}}]},
+    {"role": "tool", "content": "r"}])");
+  auto tools = ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])");
+  auto vars = striker::chat_template_variables_ordered(messages, tools, true, nullptr);
+  const std::string expected = t->render_ordered(vars);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 200; ++k)
+        if (t->render_ordered(vars) != expected) ++mismatches;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_NE(expected.find("<arg_key>x</arg_key><arg_value>[1, {\"y\": null}]</arg_value>"), std::string::npos);
 }
