@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:-/work/main/.gpuwork}
 rm -rf "$DEST" && mkdir -p "$DEST"
-tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$DEST"
+tar --exclude=./build --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
 for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
