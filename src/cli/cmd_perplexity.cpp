@@ -1,16 +1,157 @@
-// striker perplexity
+// striker perplexity: teacher-forced scoring of a token sequence (llama-perplexity style).
+// logprobs[i] = log P(ids[i+1] | ids[0..i]) from log-softmax of float(logits) in double.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "backends/cpu/cpu_backend.h"
 #include "cli/commands.h"
+#include "core/error.h"
+#include "loaders/model_loader.h"
+#include "tokenizer/tokenizer.h"
 
 namespace striker::cli {
 
+namespace {
+
+struct PerplexityArgs {
+  std::string model;
+  std::string ids;
+  std::string text_file;
+  std::string device = "cpu";
+  bool json = false;
+  int64_t chunk_size = 512;
+  int threads = 0;
+};
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto first = item.find_first_not_of(" \t\n");
+    const auto last = item.find_last_not_of(" \t\n");
+    if (first == std::string::npos) throw Error("--ids: empty entry in '" + text + "'");
+    const std::string token = item.substr(first, last - first + 1);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(token, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != token.size() || v < 0 || v > INT32_MAX) throw Error("--ids: '" + token + "' is not a token id");
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
+
+std::vector<int32_t> read_text_ids(const std::string& model, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("--text-file: cannot open '" + path + "'");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::filesystem::path dir = resolve_model_path(model);
+  if (!std::filesystem::is_directory(dir)) dir = dir.parent_path();
+  return Tokenizer::from_dir(dir)->encode(buf.str(), false);
+}
+
+struct Scores {
+  std::vector<double> logprobs;
+  std::vector<int32_t> argmax;
+};
+
+// Feeds the ids through the backend in chunks (each attends to the cached prefix) and scores
+// every next token.
+Scores score(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids, int64_t chunk_size) {
+  const int32_t block = 16;
+  const int64_t n = int64_t(ids.size());
+  const int64_t blocks = (n + block - 1) / block;
+  backend.allocate_kv_cache({block, blocks, blocks});
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  for (int64_t i = 0; i < blocks; ++i) table[size_t(i)] = int32_t(i);
+
+  Scores out;
+  std::vector<float> logits;
+  const int64_t V = config.vocab_size;
+  for (int64_t start = 0; start < n - 1; start += chunk_size) {
+    const int64_t end = std::min(n - 1, start + chunk_size);  // the last id is only a target
+    ForwardBatch batch;
+    SequenceChunk chunk;
+    chunk.tokens.assign(ids.begin() + start, ids.begin() + end);
+    chunk.start_pos = start;
+    chunk.full_block_table = table;
+    chunk.sliding_block_table = table;
+    chunk.all_logits = true;
+    batch.seqs.push_back(std::move(chunk));
+    backend.forward(batch, logits);
+    for (int64_t r = 0; r < end - start; ++r) {
+      const float* row = logits.data() + r * V;
+      const int64_t best = std::max_element(row, row + V) - row;  // first maximum: lowest id
+      double sum = 0.0;
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - double(row[best]));
+      const double logz = double(row[best]) + std::log(sum);
+      out.logprobs.push_back(double(row[ids[size_t(start + r + 1)]]) - logz);
+      out.argmax.push_back(int32_t(best));
+    }
+  }
+  return out;
+}
+
+void run(const PerplexityArgs& args) {
+  if (args.ids.empty() == args.text_file.empty()) throw Error("give exactly one of --ids and --text-file");
+  if (args.chunk_size < 1) throw Error("--chunk-size must be at least 1");
+  if (args.device == "cuda") throw Error("--device cuda: the CUDA backend is not available yet");
+  if (args.device != "cpu") throw Error("--device must be cpu or cuda, not '" + args.device + "'");
+
+  const std::vector<int32_t> listed = args.ids.empty() ? std::vector<int32_t>{} : parse_ids(args.ids);
+  LoadedModel model = load_model(args.model);
+  const std::vector<int32_t> ids = args.ids.empty() ? read_text_ids(args.model, args.text_file) : listed;
+  if (ids.size() < 2) throw Error("perplexity needs at least 2 tokens, got " + std::to_string(ids.size()));
+  for (int32_t id : ids)
+    if (id >= model.config.vocab_size)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
+                  std::to_string(model.config.vocab_size) + ")");
+
+  auto backend = make_cpu_backend(model, args.threads);
+  const Scores s = score(*backend, model.config, ids, args.chunk_size);
+  double total = 0.0;
+  for (double lp : s.logprobs) total += lp;
+  const double perplexity = std::exp(-total / double(s.logprobs.size()));
+
+  if (args.json) {
+    nlohmann::json j;
+    j["ids"] = ids;
+    j["logprobs"] = s.logprobs;
+    j["argmax"] = s.argmax;
+    j["perplexity"] = perplexity;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("tokens scored: %zu\nperplexity: %.6f\n", s.logprobs.size(), perplexity);
+  }
+}
+
+}  // namespace
+
 void register_perplexity(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("perplexity", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    std::fprintf(stderr, "error: 'striker perplexity' is not available yet\n");
-    exit_code = 2;
+  auto args = std::make_shared<PerplexityArgs>();
+  auto* cmd = app.add_subcommand("perplexity", "Teacher-forced next-token log-probabilities and perplexity");
+  cmd->add_option("model", args->model, "model directory, .gguf file or Hugging Face repo id")->required();
+  cmd->add_option("--ids", args->ids, "comma-separated token ids, e.g. 1,2,3");
+  cmd->add_option("--text-file", args->text_file, "text to tokenize with the model's tokenizer");
+  cmd->add_option("--device", args->device, "cpu or cuda")->capture_default_str();
+  cmd->add_flag("--json", args->json, "print one JSON object {ids, logprobs, argmax, perplexity}");
+  cmd->add_option("--chunk-size", args->chunk_size, "tokens per prefill chunk")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    run(*args);
+    exit_code = 0;
   });
 }
 

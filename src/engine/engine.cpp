@@ -1,13 +1,131 @@
-// STUB until the engine part lands: replaced by the real implementation.
+// The threaded engine: callers enqueue requests and aborts; one engine thread owns the
+// EngineCore and runs step = schedule(); backend->forward(plan); update(). Idle, it sleeps on
+// a condition variable.
 #include "engine/engine.h"
 
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <thread>
+
 #include "core/error.h"
+#include "engine/engine_core.h"
 
 namespace striker {
 
-std::unique_ptr<Engine> make_engine(const EngineConfig&, const FlintConfig&, std::unique_ptr<Backend>,
-                                    const Tokenizer&) {
-  throw Error("the engine is not available yet");
+namespace {
+
+class ThreadedEngine : public Engine {
+ public:
+  ThreadedEngine(const EngineConfig& config, const FlintConfig& model, std::unique_ptr<Backend> backend,
+                 TextStreamFactory text)
+      : backend_(std::move(backend)), core_(config, model, *backend_, std::move(text)) {
+    stats_ = core_.stats();
+    thread_ = std::thread([this] { run(); });
+  }
+  ~ThreadedEngine() override { shutdown(); }
+
+  void add_request(GenerationRequest request, OutputCallback on_output) override {
+    validate_request(request, core_.limits());  // limits are immutable: safe off the engine thread
+    std::lock_guard lock(mu_);
+    if (stopping_) throw Error("the engine is shutting down");
+    if (!active_ids_.insert(request.request_id).second)
+      throw Error("request id '" + request.request_id + "' is already in use");
+    stats_.num_waiting += request.params.n;  // visible at once; the next step recomputes it
+    inbox_.push_back({std::move(request), std::move(on_output)});
+    cv_.notify_one();
+  }
+
+  void abort_request(const std::string& request_id) override {
+    std::lock_guard lock(mu_);
+    aborts_.push_back(request_id);
+    cv_.notify_one();
+  }
+
+  EngineStats stats() const override {
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Pending {
+    GenerationRequest request;
+    OutputCallback on_output;
+  };
+
+  void run() {
+    for (;;) {
+      std::vector<Pending> inbox;
+      std::vector<std::string> aborts;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || core_.has_work(); });
+        if (stopping_) break;
+        inbox.swap(inbox_);
+        aborts.swap(aborts_);
+      }
+      for (auto& p : inbox) {
+        try {
+          core_.add_request(std::move(p.request), std::move(p.on_output));
+        } catch (const std::exception& e) {
+          // add_request validated already; a failure here is a bug, reported, never a crash.
+          std::fprintf(stderr, "engine: could not queue request: %s\n", e.what());
+        }
+      }
+      for (const auto& id : aborts) core_.abort_request(id);
+      try {
+        if (core_.has_work()) core_.step();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "engine: step failed, aborting every request: %s\n", e.what());
+        core_.abort_all();
+      }
+      publish();
+    }
+    core_.abort_all();
+    publish();
+  }
+
+  void publish() {
+    auto finished = core_.take_finished();
+    std::lock_guard lock(mu_);
+    for (const auto& id : finished) active_ids_.erase(id);
+    stats_ = core_.stats();
+    for (const auto& p : inbox_) stats_.num_waiting += p.request.params.n;
+  }
+
+  std::unique_ptr<Backend> backend_;
+  EngineCore core_;  // touched only by the engine thread after construction
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Pending> inbox_;
+  std::vector<std::string> aborts_;
+  std::set<std::string> active_ids_;
+  EngineStats stats_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_engine_with_text(const EngineConfig& config, const FlintConfig& model,
+                                              std::unique_ptr<Backend> backend, TextStreamFactory text) {
+  if (!backend) throw Error("make_engine: no backend");
+  return std::make_unique<ThreadedEngine>(config, model, std::move(backend), std::move(text));
+}
+
+std::unique_ptr<Engine> make_engine(const EngineConfig& config, const FlintConfig& model,
+                                    std::unique_ptr<Backend> backend, const Tokenizer& tokenizer) {
+  return make_engine_with_text(config, model, std::move(backend), detokenizer_stream_factory(tokenizer));
 }
 
 }  // namespace striker

@@ -1,14 +1,116 @@
-// STUB until the loaders part lands: replaced by the real implementation.
+// load_model: resolves the model argument, then loads a BF16 safetensors checkpoint directory
+// (FLINT.md §2) into FlintWeights views over the mmapped files, after checking every tensor's
+// name, dtype and shape against config.json.
 #include "loaders/model_loader.h"
 
+#include <algorithm>
+#include <cstring>
+#include <set>
+
 #include "core/error.h"
+#include "loaders/flint_tensors.h"
+#include "loaders/safetensors_checkpoint.h"
+#include "loaders/strict_json.h"
 
 namespace striker {
 
-LoadedModel load_model(const std::string& model, const LoadOptions&) {
-  throw Error("loading '" + model + "': model loading is not available yet");
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has_gguf_extension(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
 }
 
-std::string resolve_model_path(const std::string& model) { return model; }
+std::string dtype_list(const std::vector<DType>& ds) {
+  std::string s;
+  for (size_t i = 0; i < ds.size(); ++i) s += std::string(i ? " or " : "") + std::string(dtype_name(ds[i]));
+  return s;
+}
+
+fs::path config_path_for(const fs::path& model_dir, const std::string& hf_config_path) {
+  if (hf_config_path.empty()) return model_dir / "config.json";
+  fs::path p = resolve_model_path(hf_config_path);
+  return fs::is_directory(p) ? p / "config.json" : p;
+}
+
+// The format does not promise alignment; backends read BF16/F32 through typed pointers, so a
+// misaligned tensor is copied into an owned, aligned buffer instead of being viewed in place.
+const std::byte* aligned_data(const CheckpointTensor& t, size_t element_size, LoadedModel& out) {
+  const std::byte* p = t.data();
+  if (element_size <= 1 || reinterpret_cast<uintptr_t>(p) % element_size == 0) return p;
+  const size_t n = size_t(t.tensor->nbytes());
+  std::shared_ptr<std::byte[]> copy(new std::byte[n]);
+  std::memcpy(copy.get(), p, n);
+  out.storage.push_back(copy);
+  return copy.get();
+}
+
+void bind_safetensors(const SafetensorsCheckpoint& ck, const fs::path& dir, const LoadOptions& options,
+                      LoadedModel& out) {
+  auto specs = flint_tensor_specs(out.config, &out.weights);
+  std::set<std::string> expected;
+  size_t total = 0;
+  for (const auto& s : specs) {
+    expected.insert(s.name);
+    if (auto it = ck.tensors().find(s.name); it != ck.tensors().end()) total += size_t(it->second.tensor->nbytes());
+  }
+  // Unexpected Flint-namespace tensors mean the checkpoint and config.json disagree.
+  for (const auto& [name, t] : ck.tensors()) {
+    const bool flint_name = name.rfind("model.", 0) == 0 || name.rfind("lm_head", 0) == 0;
+    if (flint_name && !expected.count(name))
+      throw Error(t.file->map->path().string() + ": unexpected tensor " + quote(name) +
+                  " (not part of Flint as config.json describes it)");
+  }
+
+  size_t done = 0;
+  for (const auto& s : specs) {
+    auto it = ck.tensors().find(s.name);
+    if (it == ck.tensors().end())
+      throw Error(dir.string() + ": tensor " + quote(s.name) + " is missing (expected " + dtype_list(s.dtypes) + " " +
+                  shape_string(s.shape) + ")");
+    const CheckpointTensor& t = it->second;
+    const std::string file = t.file->map->path().string();
+    const bool dtype_ok = t.tensor->dtype_supported &&
+                          std::find(s.dtypes.begin(), s.dtypes.end(), t.tensor->dtype) != s.dtypes.end();
+    if (!dtype_ok)
+      throw Error(file + ": tensor " + quote(s.name) + " has dtype " + t.tensor->dtype_name + ", expected " +
+                  dtype_list(s.dtypes));
+    if (t.tensor->shape != s.shape)
+      throw Error(file + ": tensor " + quote(s.name) + " has shape " + shape_string(t.tensor->shape) + ", expected " +
+                  shape_string(s.shape));
+    WeightView& v = *s.slot;
+    v.name = s.name;
+    v.dtype = t.tensor->dtype;
+    v.shape = t.tensor->shape;
+    v.nbytes = size_t(t.tensor->nbytes());
+    v.data = aligned_data(t, dtype_size(v.dtype), out);
+    done += v.nbytes;
+    if (options.on_progress) options.on_progress(done, total);
+  }
+  for (const auto& f : ck.files()) out.storage.push_back(f->map);
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& model, const LoadOptions& options) {
+  const std::string& format = options.load_format;
+  if (format != "auto" && format != "safetensors" && format != "gguf" && format != "dummy")
+    throw Error("--load-format " + quote(format) + " is not one of auto, safetensors, gguf, dummy");
+  if (format == "dummy") throw Error("--load-format dummy (random weights) is not available yet in this build");
+
+  const std::string path = resolve_model_path(model);
+  if (format == "gguf" || (format == "auto" && has_gguf_extension(path) && !fs::is_directory(path)))
+    throw Error(path + ": GGUF loading is not available yet in this build");
+  if (!fs::is_directory(path))
+    throw Error(path + ": not a checkpoint directory (expected config.json and model*.safetensors inside)");
+
+  LoadedModel out;
+  out.source = model;
+  out.config = load_flint_config(config_path_for(path, options.hf_config_path));
+  SafetensorsCheckpoint ck = SafetensorsCheckpoint::open(path);
+  bind_safetensors(ck, path, options, out);
+  return out;
+}
 
 }  // namespace striker

@@ -1,0 +1,18 @@
+// One step of the Flint forward pass on the CPU (FLINT.md §4).
+#pragma once
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_model.h"
+#include "backends/cpu/kv_cache.h"
+#include "core/thread_pool.h"
+
+namespace striker::cpu {
+
+// Runs every chunk of `batch` through the model, writing their K/V into `cache`, and fills
+// `logits` as Backend::forward documents. Bad input (token id, position, block table) throws
+// striker::Error before anything is computed.
+void flint_forward(const CpuModel& model, KvCache& cache, ThreadPool& pool, const ForwardBatch& batch,
+                   std::vector<float>& logits);
+
+}  // namespace striker::cpu

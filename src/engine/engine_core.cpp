@@ -1,0 +1,314 @@
+#include "engine/engine_core.h"
+
+#include <cmath>
+#include <cstdio>
+#include <utility>
+#include <stdexcept>
+
+#include "core/error.h"
+
+namespace striker {
+
+struct EngineCore::Choice {
+  Request* request = nullptr;
+  Sequence seq;
+  PenaltyState penalties;
+  std::unique_ptr<ChoiceOutput> output;
+};
+
+struct EngineCore::Request {
+  GenerationRequest req;
+  OutputCallback on_output;
+  StopRules rules;
+  std::vector<int32_t> suppressed;   // masked while below min_tokens
+  uint64_t seed = 0;
+  std::vector<std::unique_ptr<Choice>> choices;
+  int32_t num_finished = 0;
+  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
+  bool prompt_logprobs_complete = false;
+  bool prompt_logprobs_sent = false;
+};
+
+namespace {
+
+std::string num(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+void check(bool ok, const std::string& message) {
+  if (!ok) throw Error(message);
+}
+
+}  // namespace
+
+void validate_request(const GenerationRequest& req, const RequestLimits& lim) {
+  const SamplingParams& p = req.params;
+  check(!req.prompt.empty(), "the prompt is empty");
+  for (int32_t t : req.prompt)
+    check(t >= 0 && t < lim.vocab_size,
+          "prompt token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(lim.vocab_size - 1) + ")");
+  check(p.n >= 1 && p.n <= lim.max_n, "n must be between 1 and " + std::to_string(lim.max_n) + ", got " + std::to_string(p.n));
+  check(p.max_tokens >= 1, "max_tokens must be at least 1, got " + std::to_string(p.max_tokens));
+  check(p.min_tokens >= 0 && p.min_tokens <= p.max_tokens,
+        "min_tokens must be between 0 and max_tokens (" + std::to_string(p.max_tokens) + "), got " + std::to_string(p.min_tokens));
+  const int64_t total = int64_t(req.prompt.size()) + p.max_tokens;
+  check(total <= lim.max_model_len,
+        "This model's maximum context length is " + std::to_string(lim.max_model_len) + " tokens. However, you requested " +
+            std::to_string(total) + " tokens (" + std::to_string(req.prompt.size()) + " in the prompt, " +
+            std::to_string(p.max_tokens) + " in the completion). Please reduce the prompt or max_tokens.");
+  check(std::isfinite(p.temperature) && p.temperature >= 0, "temperature must be >= 0, got " + num(p.temperature));
+  check(p.top_p > 0 && p.top_p <= 1, "top_p must be in (0, 1], got " + num(p.top_p));
+  check(p.top_k >= -1, "top_k must be -1 (off), 0 (off) or positive, got " + std::to_string(p.top_k));
+  check(p.min_p >= 0 && p.min_p <= 1, "min_p must be in [0, 1], got " + num(p.min_p));
+  check(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0,
+        "repetition_penalty must be > 0, got " + num(p.repetition_penalty));
+  check(p.presence_penalty >= -2 && p.presence_penalty <= 2, "presence_penalty must be in [-2, 2], got " + num(p.presence_penalty));
+  check(p.frequency_penalty >= -2 && p.frequency_penalty <= 2,
+        "frequency_penalty must be in [-2, 2], got " + num(p.frequency_penalty));
+  for (const auto& [id, bias] : p.logit_bias) {
+    check(id >= 0 && id < lim.vocab_size, "logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
+    check(std::isfinite(bias), "logit_bias for token " + std::to_string(id) + " is not a finite number");
+  }
+  for (int32_t id : p.stop_token_ids)
+    check(id >= 0 && id < lim.vocab_size, "stop_token_ids entry " + std::to_string(id) + " is outside the vocabulary");
+  if (p.logprobs)
+    check(*p.logprobs >= 0 && *p.logprobs <= lim.vocab_size, "logprobs must be >= 0, got " + std::to_string(*p.logprobs));
+  if (p.prompt_logprobs)
+    check(*p.prompt_logprobs >= 0 && *p.prompt_logprobs <= lim.vocab_size,
+          "prompt_logprobs must be >= 0, got " + std::to_string(*p.prompt_logprobs));
+}
+
+EngineConfig resolve_engine_config(const EngineConfig& in, const FlintConfig& model) {
+  EngineConfig c = in;
+  if (c.max_model_len == 0) c.max_model_len = model.max_position_embeddings;
+  check(c.max_model_len > 0, "max_model_len must be positive, got " + std::to_string(c.max_model_len));
+  check(c.max_model_len <= model.max_position_embeddings,
+        "max_model_len " + std::to_string(c.max_model_len) + " exceeds the model's max_position_embeddings " +
+            std::to_string(model.max_position_embeddings));
+  check(c.max_num_seqs >= 1, "max_num_seqs must be at least 1, got " + std::to_string(c.max_num_seqs));
+  check(c.max_num_batched_tokens >= c.max_num_seqs,
+        "max_num_batched_tokens (" + std::to_string(c.max_num_batched_tokens) + ") must be >= max_num_seqs (" +
+            std::to_string(c.max_num_seqs) + ")");
+  check(c.block_size >= 1 && c.block_size <= 1024, "block_size must be in 1..1024, got " + std::to_string(c.block_size));
+  if (c.eos_token_ids.empty())
+    for (int64_t id : model.eos_token_ids) c.eos_token_ids.push_back(int32_t(id));
+  return c;
+}
+
+EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Backend& backend, TextStreamFactory text)
+    : config_(resolve_engine_config(config, model)), backend_(backend), text_(std::move(text)) {
+  limits_.max_model_len = config_.max_model_len;
+  limits_.vocab_size = model.vocab_size;
+  limits_.max_n = config_.max_num_seqs;
+  KvBudget budget;
+  budget.kv_cache_bytes = config_.kv_cache_bytes;
+  budget.full_block_bytes = model.num_full_layers() > 0 ? backend.full_block_bytes(config_.block_size) : 0;
+  budget.sliding_block_bytes = model.num_sliding_layers() > 0 ? backend.sliding_block_bytes(config_.block_size) : 0;
+  budget.block_size = config_.block_size;
+  budget.sliding_window = model.sliding_window;
+  budget.max_model_len = config_.max_model_len;
+  budget.max_num_seqs = config_.max_num_seqs;
+  budget.max_num_batched_tokens = config_.max_num_batched_tokens;
+  plan_ = plan_kv_pools(budget);
+  KvCacheSpec spec;
+  spec.block_size = config_.block_size;
+  spec.num_full_blocks = plan_.layout.num_full_blocks;
+  spec.num_sliding_blocks = plan_.layout.num_sliding_blocks;
+  backend_.allocate_kv_cache(spec);
+  kv_ = std::make_unique<KvBlockManager>(plan_.layout);
+  scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{config_.max_num_seqs, config_.max_num_batched_tokens}, *kv_);
+}
+
+EngineCore::~EngineCore() = default;
+
+void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
+  validate_request(greq, limits_);
+  if (requests_.count(greq.request_id)) throw Error("request id '" + greq.request_id + "' is already in use");
+  auto rq = std::make_unique<Request>();
+  Request& r = *rq;
+  r.req = std::move(greq);
+  r.on_output = std::move(on_output);
+  const SamplingParams& p = r.req.params;
+  r.rules = StopRules{config_.eos_token_ids, p.stop_token_ids, p.min_tokens, p.max_tokens, config_.max_model_len, p.ignore_eos};
+  r.suppressed = r.rules.suppressed_ids();
+  // Requests without a seed still get a reproducible one: --seed base and arrival order.
+  r.seed = p.seed ? *p.seed : mix_seed(config_.seed, request_counter_);
+  ++request_counter_;
+  if (p.prompt_logprobs) {
+    r.prompt_logprobs.resize(r.req.prompt.size());
+    r.prompt_logprobs_complete = r.req.prompt.size() == 1;
+  }
+  for (int32_t c = 0; c < p.n; ++c) {
+    auto ch = std::make_unique<Choice>();
+    ch->request = &r;
+    ch->seq.id = next_seq_id_++;
+    ch->seq.choice = c;
+    ch->seq.prompt_len = int64_t(r.req.prompt.size());
+    ch->seq.tokens = r.req.prompt;
+    ch->seq.owner = ch.get();
+    ch->penalties = PenaltyState(p, r.req.prompt);
+    ch->output = std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens));
+    r.choices.push_back(std::move(ch));
+  }
+  for (auto& ch : r.choices) scheduler_->add(&ch->seq);
+  prompt_tokens_total_ += int64_t(r.req.prompt.size());
+  const std::string id = r.req.request_id;
+  requests_.emplace(id, std::move(rq));
+}
+
+void EngineCore::abort_request(const std::string& request_id) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  Request& r = *it->second;
+  RequestOutput out;
+  for (auto& ch : r.choices) {
+    if (ch->output->finished()) continue;
+    scheduler_->remove(&ch->seq);
+    ChoiceDelta d;
+    d.index = ch->seq.choice;
+    ch->output->mark_aborted(d);
+    out.choices.push_back(std::move(d));
+    ++r.num_finished;
+  }
+  emit(r, out);
+}
+
+void EngineCore::abort_all() {
+  std::vector<std::string> ids;
+  for (const auto& [id, r] : requests_) ids.push_back(id);
+  for (const auto& id : ids) abort_request(id);
+}
+
+bool EngineCore::has_work() const { return !requests_.empty(); }
+
+std::vector<std::string> EngineCore::take_finished() { return std::exchange(finished_, {}); }
+
+void EngineCore::step() {
+  last_plan_ = scheduler_->schedule();
+  const StepPlan& plan = last_plan_;
+  if (plan.empty()) {
+    if (plan.preempted.empty() && !scheduler_->waiting().empty())
+      throw std::logic_error("scheduler made no progress with requests waiting");
+    return;
+  }
+  ForwardBatch batch;
+  std::vector<bool> all_logits;
+  int64_t rows = 0;
+  for (const auto& c : plan.chunks) {
+    const Sequence& s = *c.seq;
+    const Request& r = *static_cast<Choice*>(s.owner)->request;
+    SequenceChunk sc;
+    sc.tokens.assign(s.tokens.begin() + c.start, s.tokens.begin() + c.start + c.count);
+    sc.start_pos = c.start;
+    sc.full_block_table = s.blocks.full;
+    sc.sliding_block_table = s.blocks.sliding;
+    sc.all_logits = r.req.params.prompt_logprobs && !r.prompt_logprobs_complete && c.start < s.prompt_len - 1;
+    rows += sc.all_logits ? c.count : 1;
+    all_logits.push_back(sc.all_logits);
+    batch.seqs.push_back(std::move(sc));
+  }
+  backend_.forward(batch, logits_);
+  if (int64_t(logits_.size()) != rows * limits_.vocab_size)
+    throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(logits_.size()) +
+                             " logits, expected " + std::to_string(rows) + " rows of " + std::to_string(limits_.vocab_size));
+  scheduler_->mark_computed(plan);
+  update(plan, logits_, all_logits);
+}
+
+void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits) {
+  const size_t V = size_t(limits_.vocab_size);
+  std::vector<std::pair<Request*, RequestOutput>> outs;
+  auto output_for = [&](Request* r) -> RequestOutput& {
+    for (auto& [req, out] : outs)
+      if (req == r) return out;
+    return outs.emplace_back(r, RequestOutput{}).second;
+  };
+  size_t row = 0;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ScheduledChunk& c = plan.chunks[i];
+    Choice& ch = *static_cast<Choice*>(c.seq->owner);
+    Request& r = *ch.request;
+    const size_t nrows = all_logits[i] ? size_t(c.count) : 1;
+    if (all_logits[i]) {
+      // Row k scores the token at position start+k+1.
+      for (size_t k = 0; k < nrows; ++k) {
+        const int64_t pos = c.start + int64_t(k) + 1;
+        if (pos >= ch.seq.prompt_len) break;
+        r.prompt_logprobs[size_t(pos)] = token_logprob({logits.data() + (row + k) * V, V}, r.req.prompt[size_t(pos)],
+                                                       *r.req.params.prompt_logprobs);
+      }
+      if (c.start + c.count >= ch.seq.prompt_len - 1) r.prompt_logprobs_complete = true;
+    }
+    if (c.samples()) {
+      std::span<const float> last(logits.data() + (row + nrows - 1) * V, V);
+      Sequence& s = ch.seq;
+      const SamplingParams& p = r.req.params;
+      const int64_t step = s.num_output();
+      SampleContext ctx;
+      ctx.params = &p;
+      ctx.penalties = &ch.penalties;
+      if (step < p.min_tokens) ctx.suppressed = r.suppressed;
+      ctx.seed = r.seed;
+      ctx.choice = s.choice;
+      ctx.step = step;
+      const int32_t tok = sample_token(last, ctx, scratch_);
+      s.tokens.push_back(tok);
+      ch.penalties.add_output(tok);
+      ++generation_tokens_total_;
+      RequestOutput& out = output_for(&r);
+      ChoiceDelta& d = out.choices.emplace_back();
+      d.index = s.choice;
+      if (p.logprobs) d.logprobs.push_back(token_logprob(last, tok, *p.logprobs));
+      ch.output->on_token(tok, s.num_output(), s.num_tokens(), d);
+      if (ch.output->finished()) {
+        scheduler_->remove(&s);
+        ++r.num_finished;
+      }
+    }
+    row += nrows;
+  }
+  for (auto& [r, out] : outs) emit(*r, out);
+}
+
+void EngineCore::emit(Request& r, RequestOutput& out) {
+  out.request_id = r.req.request_id;
+  out.prompt_tokens = int64_t(r.req.prompt.size());
+  for (const auto& ch : r.choices) out.completion_tokens += ch->seq.num_output();
+  out.finished = r.num_finished == int32_t(r.choices.size());
+  if (r.req.params.prompt_logprobs && r.prompt_logprobs_complete && !r.prompt_logprobs_sent) {
+    out.prompt_logprobs = r.prompt_logprobs;
+    r.prompt_logprobs_sent = true;
+  }
+  if (r.on_output) {
+    try {
+      r.on_output(out);
+    } catch (const std::exception& e) {
+      // A consumer's failure must not take the engine down; the request still completes.
+      fprintf(stderr, "engine: output callback for request %s threw: %s\n", r.req.request_id.c_str(), e.what());
+    }
+  }
+  if (out.finished) {
+    std::string id = r.req.request_id;
+    finished_.push_back(id);
+    requests_.erase(id);  // destroys r
+  }
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats s;
+  s.num_running = int64_t(scheduler_->running().size());
+  s.num_waiting = int64_t(scheduler_->waiting().size());
+  const BlockPool& pool = plan_.layout.use_full ? kv_->full_pool() : kv_->sliding_pool();
+  s.kv_usage = pool.num_total() ? double(pool.num_used()) / double(pool.num_total()) : 0.0;
+  s.kv_capacity_tokens = plan_.capacity_tokens;
+  s.max_concurrency = plan_.max_concurrency;
+  s.num_preemptions = scheduler_->num_preemptions();
+  s.prompt_tokens_total = prompt_tokens_total_;
+  s.generation_tokens_total = generation_tokens_total_;
+  return s;
+}
+
+}  // namespace striker

@@ -1,0 +1,82 @@
+// The synchronous engine: one step = schedule, forward, update. No threads here; the
+// threaded Engine (engine.cpp) drives it, and tests drive it step by step.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/choice_output.h"
+#include "engine/engine.h"
+#include "engine/kv_block_manager.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+
+namespace striker {
+
+// Limits every request is checked against before it is queued.
+struct RequestLimits {
+  int64_t max_model_len = 0;
+  int64_t vocab_size = 0;
+  int32_t max_n = 256;
+};
+// Throws striker::Error with a user-facing one-line message when the request cannot run.
+void validate_request(const GenerationRequest& req, const RequestLimits& limits);
+
+// EngineConfig with the defaults resolved against the model, checked; throws on bad values.
+EngineConfig resolve_engine_config(const EngineConfig& config, const FlintConfig& model);
+
+class EngineCore {
+ public:
+  // `backend` must outlive the core. The KV pools are sized and allocated here.
+  EngineCore(const EngineConfig& config, const FlintConfig& model, Backend& backend, TextStreamFactory text);
+  ~EngineCore();
+
+  const RequestLimits& limits() const { return limits_; }
+  // Queues a validated request (validate_request is called again here).
+  void add_request(GenerationRequest req, OutputCallback on_output);
+  // Finishes every unfinished choice with Abort and frees its blocks; unknown ids are ignored.
+  void abort_request(const std::string& request_id);
+  void abort_all();
+  bool has_work() const;
+  void step();
+  EngineStats stats() const;
+  // Ids of requests that finished since the last call.
+  std::vector<std::string> take_finished();
+
+  // Read-only views for tests and benches.
+  const Scheduler& scheduler() const { return *scheduler_; }
+  const KvBlockManager& kv() const { return *kv_; }
+  const KvPoolPlan& kv_plan() const { return plan_; }
+  const StepPlan& last_plan() const { return last_plan_; }
+
+ private:
+  struct Request;
+  struct Choice;
+  void update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits);
+  void emit(Request& req, RequestOutput& out);
+
+  EngineConfig config_;
+  RequestLimits limits_;
+  Backend& backend_;
+  TextStreamFactory text_;
+  KvPoolPlan plan_;
+  std::unique_ptr<KvBlockManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<std::string, std::unique_ptr<Request>> requests_;
+  std::vector<std::string> finished_;
+  StepPlan last_plan_;
+  std::vector<float> logits_;
+  std::vector<float> scratch_;
+  int64_t next_seq_id_ = 0;
+  uint64_t request_counter_ = 0;
+  int64_t prompt_tokens_total_ = 0;
+  int64_t generation_tokens_total_ = 0;
+};
+
+// make_engine with a custom token-to-text stream (tests; make_engine uses the tokenizer's).
+std::unique_ptr<Engine> make_engine_with_text(const EngineConfig& config, const FlintConfig& model,
+                                              std::unique_ptr<Backend> backend, TextStreamFactory text);
+
+}  // namespace striker

@@ -1,0 +1,53 @@
+// Token sampling on float logits (CPU), with vLLM semantics and per-choice reproducible
+// randomness. Pure functions plus a small per-sequence penalty state.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/sampling_params.h"
+
+namespace striker {
+
+// Token statistics a sequence's penalties need, kept incrementally.
+class PenaltyState {
+ public:
+  PenaltyState() = default;
+  PenaltyState(const SamplingParams& params, std::span<const int32_t> prompt);
+  void add_output(int32_t token);
+  const std::unordered_map<int32_t, int32_t>& output_counts() const { return output_counts_; }
+  const std::unordered_set<int32_t>& prompt_tokens() const { return prompt_tokens_; }
+
+ private:
+  std::unordered_map<int32_t, int32_t> output_counts_;
+  std::unordered_set<int32_t> prompt_tokens_;  // only filled when repetition_penalty != 1
+};
+
+// A uniform double in [0, 1) that depends only on (seed, choice, step): a counter-based
+// generator, so a choice draws the same numbers whatever else shares its batch.
+double counter_uniform(uint64_t seed, uint64_t choice, uint64_t step);
+// Mixes two words into a well-spread 64-bit value (used to derive per-request seeds).
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+struct SampleContext {
+  const SamplingParams* params = nullptr;
+  const PenaltyState* penalties = nullptr;
+  std::span<const int32_t> suppressed;  // ids masked out (stop ids while below min_tokens)
+  uint64_t seed = 0;
+  int32_t choice = 0;
+  int64_t step = 0;                     // index of the output token being sampled
+};
+
+// Picks the next token. Order as vLLM: suppress, logit_bias, penalties (repetition over
+// prompt+output, presence/frequency over output), then greedy argmax when temperature is 0,
+// else temperature, min_p, top_k, top_p and one draw of counter_uniform.
+// `scratch` avoids a vocab-sized allocation per call.
+int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch);
+
+// log-softmax of the raw logits: the token's logprob and the top_n best (ties: lower id first).
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n);
+
+}  // namespace striker

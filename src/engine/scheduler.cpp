@@ -1,0 +1,99 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace striker {
+
+int64_t StepPlan::num_tokens() const {
+  int64_t n = 0;
+  for (const auto& c : chunks) n += c.count;
+  return n;
+}
+
+Scheduler::Scheduler(const SchedulerLimits& limits, KvBlockManager& kv) : limits_(limits), kv_(kv) {
+  if (limits.max_num_seqs < 1 || limits.max_num_batched_tokens < 1)
+    throw std::logic_error("Scheduler: limits must be positive");
+}
+
+void Scheduler::add(Sequence* seq) {
+  seq->status = SeqStatus::Waiting;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) running_.erase(it);
+  if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) waiting_.erase(it);
+  kv_.release_all(seq->blocks);
+  seq->status = SeqStatus::Finished;
+}
+
+void Scheduler::preempt(Sequence* seq) {
+  // Recompute mode: the KV is dropped and rebuilt later from the tokens, which are kept.
+  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  kv_.release_all(seq->blocks);
+  seq->num_computed = 0;
+  seq->status = SeqStatus::Waiting;
+  waiting_.push_front(seq);
+  ++num_preemptions_;
+}
+
+int64_t Scheduler::reserve(Sequence* seq, int64_t want) {
+  kv_.release_out_of_window(seq->blocks, seq->num_computed);
+  const int64_t got = kv_.max_chunk_that_fits(seq->blocks, seq->num_computed, want);
+  if (got > 0) kv_.allocate_up_to(seq->blocks, seq->num_computed + got);
+  return got;
+}
+
+StepPlan Scheduler::schedule() {
+  // The one invariant: a step moves a sequence's num_computed toward num_tokens, nothing else.
+  // A prompt chunk, a recompute after preemption and a decode are all this same catch-up.
+  StepPlan plan;
+  int64_t budget = limits_.max_num_batched_tokens;
+
+  // Running sequences first, oldest first; when blocks run out the newest running one is
+  // preempted (possibly the one asking), so the oldest request always makes progress.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* seq = running_[i];
+    const int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
+    if (want <= 0) throw std::logic_error("Scheduler: a running sequence has nothing left to compute");
+    int64_t got = reserve(seq, want);
+    bool self_preempted = false;
+    while (got == 0) {
+      Sequence* victim = running_.back();
+      preempt(victim);
+      plan.preempted.push_back(victim);
+      if (victim == seq) {
+        self_preempted = true;
+        break;
+      }
+      got = reserve(seq, want);
+    }
+    if (self_preempted) break;  // seq was the last running sequence
+    plan.chunks.push_back({seq, seq->num_computed, got});
+    budget -= got;
+  }
+
+  // Then waiting sequences in arrival order, unless this step had to preempt (no room).
+  while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
+         int64_t(running_.size()) < limits_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    const int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
+    const int64_t got = reserve(seq, want);
+    if (got == 0) break;  // FCFS: nothing overtakes the head of the queue
+    waiting_.pop_front();
+    seq->status = SeqStatus::Running;
+    auto pos = std::upper_bound(running_.begin(), running_.end(), seq,
+                                [](const Sequence* a, const Sequence* b) { return a->id < b->id; });
+    running_.insert(pos, seq);
+    plan.chunks.push_back({seq, seq->num_computed, got});
+    budget -= got;
+  }
+  return plan;
+}
+
+void Scheduler::mark_computed(const StepPlan& plan) {
+  for (const auto& c : plan.chunks) c.seq->num_computed = c.start + c.count;
+}
+
+}  // namespace striker

@@ -1,0 +1,61 @@
+// Continuous batching: each step mixes decodes and chunked prefills under a token budget.
+// Knows sequences, token counts and block ids; nothing of CUDA, sampling or text.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/kv_block_manager.h"
+#include "engine/sequence.h"
+
+namespace striker {
+
+struct SchedulerLimits {
+  int32_t max_num_seqs = 256;            // running sequences at once
+  int32_t max_num_batched_tokens = 2048; // tokens computed per step, all sequences together
+};
+
+// One sequence's share of a step: positions [start, start+count).
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int64_t start = 0;
+  int64_t count = 0;
+  // The chunk reaches the end of the sequence, so its last row is sampled.
+  bool samples() const { return start + count == seq->num_tokens(); }
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;
+  std::vector<Sequence*> preempted;      // sent back to waiting this step (KV discarded)
+  int64_t num_tokens() const;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerLimits& limits, KvBlockManager& kv);
+
+  void add(Sequence* seq);              // joins the back of the waiting queue
+  // Removes a sequence (finished or aborted) and frees its blocks at once.
+  void remove(Sequence* seq);
+  // Picks this step's chunks and reserves their blocks.
+  StepPlan schedule();
+  // After the forward pass: the chunks' positions now hold KV.
+  void mark_computed(const StepPlan& plan);
+
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const std::vector<Sequence*>& running() const { return running_; }
+  int64_t num_preemptions() const { return num_preemptions_; }
+
+ private:
+  void preempt(Sequence* seq);
+  int64_t reserve(Sequence* seq, int64_t want);
+
+  SchedulerLimits limits_;
+  KvBlockManager& kv_;
+  std::deque<Sequence*> waiting_;        // FCFS; preempted sequences go back to the front
+  std::vector<Sequence*> running_;       // in admission order; preemption takes from the back
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace striker

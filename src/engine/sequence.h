@@ -1,0 +1,26 @@
+// One choice of one request: its tokens, how far its KV is computed, and its blocks.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/kv_block_manager.h"
+
+namespace striker {
+
+enum class SeqStatus { Waiting, Running, Finished };
+
+struct Sequence {
+  int64_t id = 0;                 // engine-wide, increasing in arrival order (FCFS key)
+  int32_t choice = 0;             // index among the request's n choices
+  int64_t prompt_len = 0;
+  std::vector<int32_t> tokens;    // prompt followed by the sampled output
+  int64_t num_computed = 0;       // positions whose KV is in the cache
+  SeqStatus status = SeqStatus::Waiting;
+  SeqBlockTables blocks;
+  void* owner = nullptr;          // the engine's per-request state; opaque to the scheduler
+
+  int64_t num_tokens() const { return int64_t(tokens.size()); }
+  int64_t num_output() const { return num_tokens() - prompt_len; }
+};
+
+}  // namespace striker

@@ -1,0 +1,73 @@
+#include "engine/stop_strings.h"
+
+#include <algorithm>
+
+namespace striker {
+
+StopStringFilter::StopStringFilter(std::vector<std::string> stops) {
+  for (auto& s : stops)
+    if (!s.empty()) stops_.push_back(std::move(s));
+}
+
+StopStringFilter::Result StopStringFilter::feed(const std::string& text, bool armed) {
+  if (done_) return {};
+  if (stops_.empty() || !armed) {
+    // Nothing to look for yet: anything held from before is released in order.
+    Result r{held_ + text, std::nullopt};
+    held_.clear();
+    return r;
+  }
+  held_ += text;
+  return scan(false);
+}
+
+StopStringFilter::Result StopStringFilter::finish(const std::string& tail, bool armed) {
+  Result r = feed(tail, armed);
+  if (done_ || r.matched) return r;
+  Result rest = scan(true);
+  r.text += rest.text;
+  r.matched = rest.matched;
+  return r;
+}
+
+StopStringFilter::Result StopStringFilter::scan(bool at_end) {
+  Result r;
+  // Earliest match wins; on equal start the longer stop string (it covers more).
+  size_t best = std::string::npos;
+  const std::string* best_stop = nullptr;
+  for (const auto& s : stops_) {
+    size_t at = held_.find(s);
+    if (at != std::string::npos && (at < best || (at == best && s.size() > best_stop->size()))) {
+      best = at;
+      best_stop = &s;
+    }
+  }
+  if (best_stop) {
+    r.text = held_.substr(0, best);
+    r.matched = *best_stop;
+    held_.clear();
+    done_ = true;
+    return r;
+  }
+  if (at_end) {
+    r.text = std::move(held_);
+    held_.clear();
+    return r;
+  }
+  // Hold back the longest suffix that is a proper prefix of some stop string. Such a suffix
+  // starts where a stop string starts, so the cut never splits a UTF-8 character.
+  size_t hold = 0;
+  for (const auto& s : stops_) {
+    const size_t max_len = std::min(s.size() - 1, held_.size());
+    for (size_t len = max_len; len > hold; --len)
+      if (held_.compare(held_.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+  }
+  r.text = held_.substr(0, held_.size() - hold);
+  held_.erase(0, held_.size() - hold);
+  return r;
+}
+
+}  // namespace striker
