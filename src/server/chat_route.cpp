@@ -63,7 +63,7 @@ std::string final_reason_for_metrics(const ChatJob& job) {
 
 void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::Response& res) {
   RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
-  const bool complete = drive_generation(*job.gen, watch, [&](const RequestOutput& out) {
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
@@ -135,7 +135,7 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
     if (job.sampling.continuous_usage) chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
     return send_event(sink, chunk);
   };
-  const bool complete = drive_generation(*job.gen, watch, [&](const RequestOutput& out) {
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;

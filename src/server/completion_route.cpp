@@ -153,7 +153,7 @@ std::string metrics_reason(const CompletionJob& job) {
 
 void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, httplib::Response& res) {
   RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
-  const bool complete = drive_generation(*job.gen, watch, [&](const RequestOutput& out) {
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
@@ -206,7 +206,7 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
     return nlohmann::json{{"id", job.id}, {"object", "text_completion"}, {"created", job.created},
                           {"model", job.ctx.model_name()}};
   };
-  const bool complete = drive_generation(*job.gen, watch, [&](const RequestOutput& out) {
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;

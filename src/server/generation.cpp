@@ -68,10 +68,10 @@ int64_t Generation::prompt_tokens() const {
   return total;
 }
 
-bool drive_generation(Generation& gen, const ConnectionWatch& watch,
+bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output) {
   while (!gen.all_finished()) {
-    if (watch.peer_closed()) {
+    if (watch.peer_closed() || stopping.load()) {
       gen.abort_all();
       return false;
     }

@@ -29,7 +29,7 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 OpenAIServer::OpenAIServer(ServerOptions options) : options_(std::move(options)) {
   if (options_.served_model_names.empty()) throw Error("serve: at least one served model name is required");
-  metrics_ = std::make_shared<ServerMetrics>(options_.served_model_names.front(), options_.max_model_len, options_.cache);
+  loading_metrics_ = std::make_shared<ServerMetrics>(options_.served_model_names.front(), 0, options_.cache);
   http_ = std::make_unique<httplib::Server>();
   const size_t threads = options_.http_threads;
   // Every streaming client holds one worker for its whole response, so the pool is sized for
@@ -50,9 +50,17 @@ std::shared_ptr<ServingContext> OpenAIServer::context() const {
   return ctx_;
 }
 
-void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template) {
+std::shared_ptr<ServerMetrics> OpenAIServer::metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ctx_ ? ctx_->metrics_owner : loading_metrics_;
+}
+
+void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                          ServerOptions options) {
+  if (options.served_model_names.empty()) options.served_model_names = options_.served_model_names;
+  auto metrics = std::make_shared<ServerMetrics>(options.served_model_names.front(), options.max_model_len, options.cache);
   auto ctx = std::shared_ptr<ServingContext>(
-      new ServingContext{engine, tokenizer, chat_template, options_, *metrics_});
+      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, {}});
   std::lock_guard<std::mutex> lock(mu_);
   ctx_ = std::move(ctx);
 }
@@ -70,6 +78,7 @@ int OpenAIServer::start(const std::string& host, int port) {
 }
 
 void OpenAIServer::stop() {
+  if (auto ctx = context()) ctx->stopping = true;  // streams end now instead of running to completion
   if (http_) http_->stop();
   if (listener_.joinable()) listener_.join();
 }
@@ -98,7 +107,7 @@ void OpenAIServer::register_routes() {
           send_error(res, 500, "InternalServerError", e.what());
         }
       }
-      metrics_->record_http(name, res.status);
+      metrics()->record_http(name, res.status);
     };
   };
   http_->Post("/v1/chat/completions", model_route("/v1/chat/completions", handle_chat_completions));
@@ -118,15 +127,17 @@ void OpenAIServer::register_routes() {
   });
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     const auto created = std::time(nullptr);
+    auto ctx = context();
+    const ServerOptions& opts = ctx ? ctx->options : options_;
     nlohmann::json data = nlohmann::json::array();
-    for (const auto& name : options_.served_model_names) {
+    for (const auto& name : opts.served_model_names) {
       data.push_back({{"id", name},
                       {"object", "model"},
                       {"created", created},
                       {"owned_by", "striker"},
-                      {"root", options_.model_root},
+                      {"root", opts.model_root},
                       {"parent", nullptr},
-                      {"max_model_len", options_.max_model_len},
+                      {"max_model_len", opts.max_model_len},
                       {"permission",
                        {{{"id", "modelperm-" + random_hex_id()},
                          {"object", "model_permission"},
@@ -146,7 +157,7 @@ void OpenAIServer::register_routes() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     auto ctx = context();
     const EngineStats stats = ctx ? ctx->engine.stats() : EngineStats{};
-    res.set_content(metrics_->render(stats), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(metrics()->render(stats), "text/plain; version=0.0.4; charset=utf-8");
   });
 
   // --api-key guards every route except the probes that orchestrators call unauthenticated.
@@ -159,7 +170,7 @@ void OpenAIServer::register_routes() {
     const bool ok = auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), options_.api_key);
     if (ok) return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, 401, "authentication_error", "Unauthorized: a valid API key is required (Authorization: Bearer KEY)");
-    metrics_->record_http(req.path, 401);
+    metrics()->record_http(req.path, 401);
     return httplib::Server::HandlerResponse::Handled;
   });
   // httplib's own rejections (unknown route, oversized body, malformed request line) get the same

@@ -26,11 +26,13 @@ class OpenAIServer {
   explicit OpenAIServer(ServerOptions options);
   ~OpenAIServer();
 
+  // `options` here only needs the HTTP settings (names, API key, threads, body limit).
   // Binds host:port (port 0 = any free port) and starts answering on a background thread.
   // Returns the bound port; throws striker::Error when the address cannot be bound.
   int start(const std::string& host, int port);
-  // Makes the model routes live. The referenced objects must outlive the server.
-  void attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template);
+  // Makes the model routes live with the final options (model limits, sampling defaults known
+  // only after loading). The referenced objects must outlive the server.
+  void attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ServerOptions options);
   void stop();
   void wait();  // blocks until stop() or a fatal listen error
 
@@ -43,7 +45,8 @@ class OpenAIServer {
   std::thread listener_;
   mutable std::mutex mu_;
   std::shared_ptr<ServingContext> ctx_;  // null while loading
-  std::shared_ptr<class ServerMetrics> metrics_;
+  std::shared_ptr<ServerMetrics> loading_metrics_;  // what /metrics shows before attach()
+  std::shared_ptr<ServerMetrics> metrics() const;
 };
 
 }  // namespace striker::server

@@ -1,7 +1,9 @@
 // Internal to src/server: what a route handler needs once the model is loaded, and the
 // per-request bridge from engine outputs to the HTTP thread.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,8 +33,10 @@ struct ServingContext {
   Engine& engine;
   const Tokenizer& tokenizer;
   const ChatTemplate* chat_template;
-  const ServerOptions& options;
-  ServerMetrics& metrics;
+  ServerOptions options;
+  std::shared_ptr<ServerMetrics> metrics_owner;
+  ServerMetrics& metrics;  // *metrics_owner
+  std::atomic<bool> stopping{false};  // set on shutdown: in-flight generations are aborted
   const std::string& model_name() const { return options.served_model_names.front(); }
 };
 
@@ -99,7 +103,7 @@ void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, h
 // Shared by both generation routes: runs until every choice finished or the client left.
 // `on_output` returns false when writing to the client failed. Returns false if the client left
 // (everything was aborted).
-bool drive_generation(Generation& gen, const ConnectionWatch& watch,
+bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output);
 
 // Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
@@ -114,7 +118,7 @@ namespace striker::server {
 class RequestAccounting {
  public:
   RequestAccounting(ServerMetrics& metrics, Clock::time_point arrival, int32_t num_choices)
-      : metrics_(metrics), arrival_(arrival), last_token_(size_t(num_choices)), finish_(size_t(num_choices)) {}
+      : metrics_(metrics), arrival_(arrival), last_token_(size_t(num_choices)) {}
   void observe(const RequestOutput& out);
   int64_t completion_tokens() const { return completion_tokens_; }
   // Records the request once (e2e latency, success counter by finished_reason).
@@ -124,7 +128,6 @@ class RequestAccounting {
   ServerMetrics& metrics_;
   Clock::time_point arrival_;
   std::vector<std::optional<Clock::time_point>> last_token_;
-  std::vector<std::optional<FinishReason>> finish_;
   int64_t completion_tokens_ = 0;
   bool first_token_seen_ = false;
   bool recorded_ = false;
