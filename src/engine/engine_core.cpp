@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <utility>
 #include <stdexcept>
 
@@ -226,6 +227,7 @@ void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, 
       if (req == r) return out;
     return outs.emplace_back(r, RequestOutput{}).second;
   };
+  std::set<std::string> failed;
   size_t row = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
@@ -242,35 +244,45 @@ void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, 
       }
       if (c.start + c.count >= ch.seq.prompt_len - 1) r.prompt_logprobs_complete = true;
     }
-    if (c.samples()) {
-      std::span<const float> last(logits.data() + (row + nrows - 1) * V, V);
-      Sequence& s = ch.seq;
-      const SamplingParams& p = r.req.params;
-      const int64_t step = s.num_output();
-      SampleContext ctx;
-      ctx.params = &p;
-      ctx.penalties = &ch.penalties;
-      if (step < p.min_tokens) ctx.suppressed = r.suppressed;
-      ctx.seed = r.seed;
-      ctx.choice = s.choice;
-      ctx.step = step;
-      const int32_t tok = sample_token(last, ctx, scratch_);
-      s.tokens.push_back(tok);
-      ch.penalties.add_output(tok);
-      ++generation_tokens_total_;
-      RequestOutput& out = output_for(&r);
-      ChoiceDelta& d = out.choices.emplace_back();
-      d.index = s.choice;
-      if (p.logprobs) d.logprobs.push_back(token_logprob(last, tok, *p.logprobs));
-      ch.output->on_token(tok, s.num_output(), s.num_tokens(), d);
-      if (ch.output->finished()) {
-        scheduler_->remove(&s);
-        ++r.num_finished;
+    if (c.samples() && !failed.count(r.req.request_id)) {
+      try {
+        sample_next(ch, {logits.data() + (row + nrows - 1) * V, V}, output_for(&r));
+      } catch (const std::exception& e) {
+        // One request's failure (e.g. its text cannot be decoded) ends that request only.
+        std::fprintf(stderr, "engine: request %s failed, aborting it: %s\n", r.req.request_id.c_str(), e.what());
+        failed.insert(r.req.request_id);
       }
     }
     row += nrows;
   }
   for (auto& [r, out] : outs) emit(*r, out);
+  for (const auto& id : failed) abort_request(id);
+}
+
+void EngineCore::sample_next(Choice& ch, std::span<const float> last, RequestOutput& out) {
+  Request& r = *ch.request;
+  Sequence& s = ch.seq;
+  const SamplingParams& p = r.req.params;
+  const int64_t step = s.num_output();
+  SampleContext ctx;
+  ctx.params = &p;
+  ctx.penalties = &ch.penalties;
+  if (step < p.min_tokens) ctx.suppressed = r.suppressed;
+  ctx.seed = r.seed;
+  ctx.choice = s.choice;
+  ctx.step = step;
+  const int32_t tok = sample_token(last, ctx, scratch_);
+  s.tokens.push_back(tok);
+  ch.penalties.add_output(tok);
+  ++generation_tokens_total_;
+  ChoiceDelta& d = out.choices.emplace_back();
+  d.index = s.choice;
+  if (p.logprobs) d.logprobs.push_back(token_logprob(last, tok, *p.logprobs));
+  ch.output->on_token(tok, s.num_output(), s.num_tokens(), d);
+  if (ch.output->finished()) {
+    scheduler_->remove(&s);
+    ++r.num_finished;
+  }
 }
 
 void EngineCore::emit(Request& r, RequestOutput& out) {

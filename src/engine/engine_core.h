@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ class EngineCore {
   struct Request;
   struct Choice;
   void update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits);
+  void sample_next(Choice& ch, std::span<const float> last_row, RequestOutput& out);
   void emit(Request& req, RequestOutput& out);
 
   EngineConfig config_;

@@ -42,9 +42,60 @@ void apply_penalties(std::vector<float>& x, const SamplingParams& p, const Penal
 
 int32_t argmax(const std::vector<float>& x) {
   size_t best = 0;
+  float best_v = x[0];
   for (size_t i = 1; i < x.size(); ++i)
-    if (x[i] > x[best]) best = i;
+    if (x[i] > best_v) {
+      best = i;
+      best_v = x[i];
+    }
   return int32_t(best);
+}
+
+float max_value(std::span<const float> x) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (float v : x) m = v > m ? v : m;
+  return m;
+}
+
+// The k best ids with x >= floor, best first (higher value, then lower id): one pass with a
+// small heap whose front is the worst kept, so most ids cost a single comparison.
+std::vector<int32_t> best_ids(const std::vector<float>& x, size_t k, float floor) {
+  using Entry = std::pair<float, int32_t>;
+  auto better = [](const Entry& a, const Entry& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+  if (k > 4096) {  // a deep cut: select on contiguous (value, id) pairs instead of a heap
+    std::vector<Entry> all;
+    all.reserve(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] >= floor) all.emplace_back(x[i], int32_t(i));
+    k = std::min(k, all.size());
+    std::nth_element(all.begin(), all.begin() + long(k), all.end(), better);
+    std::sort(all.begin(), all.begin() + long(k), better);
+    std::vector<int32_t> ids(k);
+    for (size_t i = 0; i < k; ++i) ids[i] = all[i].second;
+    return ids;
+  }
+  std::vector<Entry> heap;
+  heap.reserve(std::min(k, x.size()));
+  float worst = floor;  // once the heap is full: the value of its front, cached in a register
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    if (!(v >= worst)) continue;
+    Entry e{v, int32_t(i)};
+    if (heap.size() < k) {
+      heap.push_back(e);
+      std::push_heap(heap.begin(), heap.end(), better);
+      if (heap.size() == k) worst = heap.front().first;
+    } else if (better(e, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = e;
+      std::push_heap(heap.begin(), heap.end(), better);
+      worst = heap.front().first;
+    }
+  }
+  std::sort(heap.begin(), heap.end(), better);
+  std::vector<int32_t> ids(heap.size());
+  for (size_t i = 0; i < heap.size(); ++i) ids[i] = heap[i].second;
+  return ids;
 }
 
 }  // namespace
@@ -62,7 +113,7 @@ double counter_uniform(uint64_t seed, uint64_t choice, uint64_t step) {
   return double(x >> 11) * 0x1.0p-53;
 }
 
-int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
   const SamplingParams& p = *ctx.params;
   const size_t V = logits.size();
   x.assign(logits.begin(), logits.end());
@@ -71,75 +122,80 @@ int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, st
   for (const auto& [id, bias] : p.logit_bias)
     if (in_vocab(id, V)) x[size_t(id)] += bias;
   if (ctx.penalties) apply_penalties(x, p, *ctx.penalties);
+}
 
+int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+  const SamplingParams& p = *ctx.params;
+  const size_t V = logits.size();
+  process_logits(logits, ctx, x);
   if (p.temperature < 1e-5f) return argmax(x);
 
-  // Unnormalised probabilities at temperature T (x becomes p_i * sum).
-  const float inv_t = 1.0f / p.temperature;
-  const float m = *std::max_element(x.begin(), x.end());
+  const float m = max_value(x);
   if (!std::isfinite(m)) return argmax(x);  // everything masked: nothing to draw from
-  for (float& v : x) v = std::exp((v - m) * inv_t);
-  // min_p: drop tokens below min_p times the best token's probability (best is exp(0) = 1).
+  const float inv_t = 1.0f / p.temperature;
+  // min_p keeps p_i >= min_p * p_max, i.e. (x_i - m) / T >= ln(min_p): a cut on the logits.
+  const float floor_x = p.min_p > 0 ? m + p.temperature * std::log(p.min_p) : -std::numeric_limits<float>::max();
   std::vector<int32_t> cand;
-  cand.reserve(V);
-  const float floor_p = p.min_p > 0 ? p.min_p : 0.0f;
-  for (size_t i = 0; i < V; ++i)
-    if (x[i] > 0 && x[i] >= floor_p) cand.push_back(int32_t(i));
-
-  auto better = [&](int32_t a, int32_t b) { return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b; };
   bool sorted = false;
-  if (p.top_k > 0 && size_t(p.top_k) < cand.size()) {
-    std::nth_element(cand.begin(), cand.begin() + p.top_k, cand.end(), better);
-    cand.resize(size_t(p.top_k));
-    std::sort(cand.begin(), cand.end(), better);
+  if (p.top_k > 0 && size_t(p.top_k) < V) {
+    cand = best_ids(x, size_t(p.top_k), floor_x);
     sorted = true;
-  }
-  if (p.top_p < 1.0f) {
-    double total = 0;
-    for (int32_t id : cand) total += x[size_t(id)];
-    // Sort only as deep as the nucleus reaches: grow the sorted prefix until it covers top_p.
-    size_t depth = sorted ? cand.size() : std::min<size_t>(64, cand.size());
-    for (;;) {
-      if (!sorted) std::partial_sort(cand.begin(), cand.begin() + depth, cand.end(), better);
-      double cum = 0;
-      size_t keep = 0;
-      while (keep < depth && cum < double(p.top_p) * total) cum += x[size_t(cand[keep++])];
-      if (cum >= double(p.top_p) * total || depth == cand.size()) {
-        cand.resize(std::max<size_t>(keep, 1));
-        break;
-      }
-      depth = std::min(cand.size(), depth * 4);
+  } else if (p.top_p < 1.0f) {
+    // The nucleus is usually small: try the best 256, then 4096, ... before sorting it all.
+    double all = 0;
+    for (size_t i = 0; i < V; ++i)
+      if (x[i] >= floor_x) all += std::exp((x[i] - m) * inv_t);
+    for (size_t k = 256;; k *= 16) {
+      cand = best_ids(x, std::min(k, V), floor_x);
+      if (k >= V) break;
+      double head = 0;
+      for (int32_t id : cand) head += std::exp((x[size_t(id)] - m) * inv_t);
+      if (head >= double(p.top_p) * all) break;
     }
+    sorted = true;
+  } else {
+    cand.reserve(V);
+    for (size_t i = 0; i < V; ++i)
+      if (x[i] >= floor_x) cand.push_back(int32_t(i));
+  }
+  std::vector<double> w(cand.size());
+  double total = 0;
+  for (size_t j = 0; j < cand.size(); ++j) total += w[j] = std::exp((x[size_t(cand[j])] - m) * inv_t);
+  if (p.top_p < 1.0f && sorted) {
+    // Keep tokens while the mass ranked above them is below top_p of the (filtered) total.
+    const double target = double(p.top_p) * total;
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < cand.size() && cum < target) cum += w[keep++];
+    cand.resize(std::max<size_t>(keep, 1));
+    w.resize(cand.size());
+    total = 0;
+    for (double v : w) total += v;
   }
 
-  double total = 0;
-  for (int32_t id : cand) total += x[size_t(id)];
   const double target = counter_uniform(ctx.seed, uint64_t(ctx.choice), uint64_t(ctx.step)) * total;
   double acc = 0;
-  for (int32_t id : cand) {
-    acc += x[size_t(id)];
-    if (acc > target) return id;
+  for (size_t j = 0; j < cand.size(); ++j) {
+    acc += w[j];
+    if (acc > target) return cand[j];
   }
   return cand.back();
 }
 
 TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n) {
   const size_t V = logits.size();
-  const float m = *std::max_element(logits.begin(), logits.end());
+  const float m = max_value(logits);
   double sum = 0;
-  for (float v : logits) sum += std::exp(double(v) - m);
+  for (float v : logits) sum += std::exp(v - m);
   const double lse = double(m) + std::log(sum);
   TokenLogprob out;
   out.token = token;
   out.logprob = in_vocab(token, V) ? float(double(logits[size_t(token)]) - lse) : kNegInf;
   const size_t n = std::min<size_t>(size_t(std::max(top_n, 0)), V);
   if (n > 0) {
-    std::vector<int32_t> ids(V);
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[size_t(a)] != logits[size_t(b)] ? logits[size_t(a)] > logits[size_t(b)] : a < b;
-    });
-    for (size_t i = 0; i < n; ++i) out.top.emplace_back(ids[i], float(double(logits[size_t(ids[i])]) - lse));
+    std::vector<float> row(logits.begin(), logits.end());
+    for (int32_t id : best_ids(row, n, -std::numeric_limits<float>::infinity()))
+      out.top.emplace_back(id, float(double(logits[size_t(id)]) - lse));
   }
   return out;
 }

@@ -41,6 +41,9 @@ struct SampleContext {
   int64_t step = 0;                     // index of the output token being sampled
 };
 
+// The logit processing before any randomness: suppressed ids to -inf, logit_bias, penalties.
+void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& out);
+
 // Picks the next token. Order as vLLM: suppress, logit_bias, penalties (repetition over
 // prompt+output, presence/frequency over output), then greedy argmax when temperature is 0,
 // else temperature, min_p, top_k, top_p and one draw of counter_uniform.

@@ -39,10 +39,11 @@ class StrictBuilder {
   }
 
   bool parse_error(size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    // nlohmann's message already names the position; keep only its text after "error: ".
+    // Drop nlohmann's "[json.exception...] parse error at line 1, column 7: " prefix.
     std::string what = e.what();
-    auto at = what.find("error: ");
-    if (at != std::string::npos) what = what.substr(at + 7);
+    auto column = what.find("column ");
+    auto colon = column == std::string::npos ? column : what.find(": ", column);
+    if (colon != std::string::npos) what = what.substr(colon + 2);
     return fail("invalid JSON at byte " + std::to_string(position) + ": " + quote(what, 200));
   }
 
@@ -109,7 +110,7 @@ std::string quote(std::string_view s, size_t max_chars) {
       out += "...";
       break;
     }
-    if (c < 0x20 || c >= 0x7f || c == '\\' || c == '\'') {
+    if (c < 0x20 || c >= 0x7f) {
       out += "\\x";
       out += hex[c >> 4];
       out += hex[c & 15];

@@ -18,7 +18,7 @@ struct JsonLimits {
 // Parses `text`; throws striker::Error "<source>: ..." on invalid JSON or a broken limit.
 nlohmann::json parse_json_strict(std::string_view text, const std::string& source, const JsonLimits& limits = {});
 
-// `s` made safe for a one-line error message: control and non-ASCII bytes escaped as \xNN,
+// `s` made safe for a one-line error message: control and non-ASCII bytes shown as \xNN,
 // cut to `max_chars` with "..." appended, wrapped in single quotes.
 std::string quote(std::string_view s, size_t max_chars = 120);
 

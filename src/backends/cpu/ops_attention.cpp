@@ -65,7 +65,7 @@ void attention(ThreadPool& pool, KvCache& cache, const AttentionShape& shape,
 
   // One task per (token, query head).
   pool.parallel_for(n_tokens * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores, key(static_cast<size_t>(d)), val(static_cast<size_t>(d)), acc(static_cast<size_t>(d));
+    std::vector<float> scores, val(static_cast<size_t>(d)), acc(static_cast<size_t>(d));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / heads, h = task % heads, kvh = h / group;
       const TokenSlot& slot = tokens[size_t(t)];
@@ -79,8 +79,7 @@ void attention(ThreadPool& pool, KvCache& cache, const AttentionShape& shape,
       float m = sink;
       for (int64_t j = first; j <= p; ++j) {
         const int64_t block = block_of(cache, table, shape.sliding, j);
-        to_float(cache.key(shape.layer, block, j % block_size) + kvh * d, d, key.data());
-        const float s = dot(qh, key.data(), d) / sqrt_d;
+        const float s = dot_bf16(qh, cache.key(shape.layer, block, j % block_size) + kvh * d, d) / sqrt_d;
         scores[size_t(j - first)] = s;
         m = std::max(m, s);
       }

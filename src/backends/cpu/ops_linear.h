@@ -21,6 +21,8 @@ std::vector<float> load_vector(const WeightView& w, int64_t n);
 // fp32 dot product; the summation order is fixed for a given n (results do not depend on
 // which thread or batch computes them).
 float dot(const float* a, const float* b, int64_t n);
+// The same with b in bf16 bits; gives exactly dot(a, float(b), n).
+float dot_bf16(const float* a, const uint16_t* b, int64_t n);
 
 // out = mm(x, W) for every row of x, optionally rounded to bf16. Only output rows
 // [0, w.rows()) are computed; out is resized to [x.rows, w.rows()].

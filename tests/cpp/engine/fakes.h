@@ -1,0 +1,129 @@
+// Test doubles for the engine: a backend whose logits are a hash of the tokens it reads back
+// from its own KV pools (so wrong block tables change the output), and a piece-wise text stream.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "engine/choice_output.h"
+#include "model/config.h"
+
+namespace striker::testing {
+
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Logits for the next token after `history`: deterministic, in [-4, 4).
+inline std::vector<float> reference_logits(const std::vector<int32_t>& history, int64_t vocab) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t t : history) h = mix64(h ^ uint64_t(uint32_t(t)));
+  std::vector<float> row(static_cast<size_t>(vocab));
+  for (int64_t v = 0; v < vocab; ++v) row[size_t(v)] = float(mix64(h + uint64_t(v)) >> 40) / float(1 << 24) * 8.0f - 4.0f;
+  return row;
+}
+
+inline FlintConfig tiny_model(int64_t vocab, int64_t window, int64_t max_pos) {
+  FlintConfig c;
+  c.vocab_size = vocab;
+  c.num_hidden_layers = 2;
+  c.layer_types = {LayerType::Sliding, LayerType::Full};
+  c.sliding_window = window;
+  c.max_position_embeddings = max_pos;
+  return c;
+}
+
+struct FakeBackendLog {
+  std::vector<ForwardBatch> batches;
+};
+
+class FakeBackend : public Backend {
+ public:
+  // bytes per block: 100 per token in each pool, so budgets are easy to compute by hand.
+  FakeBackend(int64_t vocab, int64_t window, std::shared_ptr<FakeBackendLog> log = nullptr)
+      : vocab_(vocab), window_(window), log_(std::move(log)) {}
+  std::string name() const override { return "fake"; }
+  int64_t full_block_bytes(int32_t b) const override { return 100 * b; }
+  int64_t sliding_block_bytes(int32_t b) const override { return 100 * b; }
+  void allocate_kv_cache(const KvCacheSpec& spec) override {
+    spec_ = spec;
+    full_.assign(size_t(spec.num_full_blocks * spec.block_size), -1);
+    sliding_.assign(size_t(spec.num_sliding_blocks * spec.block_size), -1);
+  }
+  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+    if (log_) log_->batches.push_back(batch);
+    check_disjoint(batch);
+    logits.clear();
+    for (const auto& s : batch.seqs) {
+      for (size_t i = 0; i < s.tokens.size(); ++i) {
+        const int64_t p = s.start_pos + int64_t(i);
+        slot(full_, s.full_block_table, p, "full") = s.tokens[i];
+        slot(sliding_, s.sliding_block_table, p, "sliding") = s.tokens[i];
+        if (s.all_logits || i + 1 == s.tokens.size()) {
+          auto row = reference_logits(read_history(s, p), vocab_);
+          logits.insert(logits.end(), row.begin(), row.end());
+        }
+      }
+    }
+  }
+
+ private:
+  int32_t& slot(std::vector<int32_t>& pool, const std::vector<int32_t>& table, int64_t p, const char* which) {
+    const int64_t b = p / spec_.block_size;
+    if (b >= int64_t(table.size()) || table[size_t(b)] < 0)
+      throw std::runtime_error(std::string("fake backend: no ") + which + " block for position " + std::to_string(p));
+    return pool[size_t(table[size_t(b)] * spec_.block_size + p % spec_.block_size)];
+  }
+  // Reads positions 0..p back from the full pool and checks the sliding window agrees.
+  std::vector<int32_t> read_history(const SequenceChunk& s, int64_t p) {
+    std::vector<int32_t> h;
+    for (int64_t q = 0; q <= p; ++q) {
+      const int32_t t = slot(full_, s.full_block_table, q, "full");
+      if (p - q < window_ && slot(sliding_, s.sliding_block_table, q, "sliding") != t)
+        throw std::runtime_error("fake backend: sliding and full pools disagree at position " + std::to_string(q));
+      h.push_back(t);
+    }
+    return h;
+  }
+  static void check_disjoint(const ForwardBatch& batch) {
+    std::set<int32_t> full, sliding;
+    for (const auto& s : batch.seqs) {
+      for (int32_t id : s.full_block_table)
+        if (!full.insert(id).second) throw std::runtime_error("fake backend: full block shared between sequences");
+      for (int32_t id : s.sliding_block_table)
+        if (id >= 0 && !sliding.insert(id).second)
+          throw std::runtime_error("fake backend: sliding block shared between sequences");
+    }
+  }
+
+  int64_t vocab_, window_;
+  std::shared_ptr<FakeBackendLog> log_;
+  KvCacheSpec spec_;
+  std::vector<int32_t> full_, sliding_;
+};
+
+// Token id v reads as pieces[v] (or "<v>" past the table).
+class PieceTextStream : public TokenTextStream {
+ public:
+  explicit PieceTextStream(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
+  std::string push(int32_t id) override {
+    return size_t(id) < pieces_.size() ? pieces_[size_t(id)] : "<" + std::to_string(id) + ">";
+  }
+  std::string flush() override { return ""; }
+
+ private:
+  std::vector<std::string> pieces_;
+};
+
+inline TextStreamFactory piece_text(std::vector<std::string> pieces) {
+  return [pieces](bool) { return std::make_unique<PieceTextStream>(pieces); };
+}
+
+}  // namespace striker::testing

@@ -1,0 +1,166 @@
+// The threaded engine: requests from other threads, completion through callbacks, abort,
+// shutdown with requests in flight, and no work while idle.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/engine_core.h"
+#include "fakes.h"
+
+using namespace striker;
+using namespace striker::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int64_t kVocab = 32;
+constexpr int64_t kWindow = 8;
+
+// Counts forward calls and can slow them down, so a test can act while a request runs.
+class CountingBackend : public FakeBackend {
+ public:
+  CountingBackend(std::atomic<int>& calls, std::chrono::milliseconds delay)
+      : FakeBackend(kVocab, kWindow), calls_(calls), delay_(delay) {}
+  void forward(const ForwardBatch& b, std::vector<float>& logits) override {
+    ++calls_;
+    std::this_thread::sleep_for(delay_);
+    FakeBackend::forward(b, logits);
+  }
+
+ private:
+  std::atomic<int>& calls_;
+  std::chrono::milliseconds delay_;
+};
+
+struct Results {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::vector<int32_t>> tokens;
+  std::map<std::string, FinishReason> finish;
+  int finished = 0;
+
+  OutputCallback callback() {
+    return [this](const RequestOutput& o) {
+      std::lock_guard lock(mu);
+      for (const auto& d : o.choices) {
+        auto& t = tokens[o.request_id];
+        t.insert(t.end(), d.new_tokens.begin(), d.new_tokens.end());
+        if (d.finish) finish[o.request_id] = *d.finish;
+      }
+      if (o.finished) ++finished;
+      cv.notify_all();
+    };
+  }
+  bool wait_for(int n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 10s, [&] { return finished >= n; });
+  }
+};
+
+EngineConfig config() {
+  EngineConfig c;
+  c.max_model_len = 64;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 16;
+  c.block_size = 4;
+  c.kv_cache_bytes = 400 * 1000;
+  return c;
+}
+
+SamplingParams params(uint64_t seed, int32_t max_tokens) {
+  SamplingParams p;
+  p.seed = seed;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+std::unique_ptr<Engine> start(std::atomic<int>& calls, std::chrono::milliseconds delay = 0ms) {
+  return make_engine_with_text(config(), tiny_model(kVocab, kWindow, 256),
+                               std::make_unique<CountingBackend>(calls, delay), piece_text({}));
+}
+
+}  // namespace
+
+TEST(EngineThread, RequestsFromSeveralThreadsMatchTheSynchronousCore) {
+  std::map<std::string, std::vector<int32_t>> expected;
+  {
+    FakeBackend backend(kVocab, kWindow);
+    EngineCore core(config(), tiny_model(kVocab, kWindow, 256), backend, piece_text({}));
+    for (int i = 0; i < 6; ++i)
+      core.add_request({"r" + std::to_string(i), {1, 2, int32_t(i)}, params(uint64_t(i), 10)},
+                       [&](const RequestOutput& o) {
+                         for (const auto& d : o.choices)
+                           expected[o.request_id].insert(expected[o.request_id].end(), d.new_tokens.begin(),
+                                                         d.new_tokens.end());
+                       });
+    while (core.has_work()) core.step();
+  }
+  std::atomic<int> calls{0};
+  auto engine = start(calls);
+  Results res;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i)
+    clients.emplace_back([&, i] { engine->add_request({"r" + std::to_string(i), {1, 2, int32_t(i)}, params(uint64_t(i), 10)}, res.callback()); });
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(res.wait_for(6));
+  EXPECT_EQ(res.tokens, expected);
+  // Idle: stats settle and no more forward passes happen.
+  std::this_thread::sleep_for(50ms);
+  const int after = calls.load();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(calls.load(), after);
+  EngineStats s = engine->stats();
+  EXPECT_EQ(s.num_running, 0);
+  EXPECT_EQ(s.num_waiting, 0);
+  EXPECT_EQ(s.kv_usage, 0);
+  EXPECT_EQ(s.generation_tokens_total, 60);
+  // A finished request's id may be reused.
+  engine->add_request({"r0", {3}, params(1, 2)}, res.callback());
+  ASSERT_TRUE(res.wait_for(7));
+}
+
+TEST(EngineThread, AbortFromTheCallbackEndsTheRequestAtTheNextStep) {
+  std::atomic<int> calls{0};
+  auto engine = start(calls, 1ms);
+  Results res;
+  Engine* e = engine.get();
+  auto inner = res.callback();
+  engine->add_request({"a", {1, 2, 3}, params(1, 50)}, [&, e, inner](const RequestOutput& o) {
+    inner(o);
+    if (!o.finished) e->abort_request("a");
+  });
+  ASSERT_TRUE(res.wait_for(1));
+  EXPECT_EQ(res.finish["a"], FinishReason::Abort);
+  EXPECT_LE(res.tokens["a"].size(), 2u);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(engine->stats().kv_usage, 0);
+}
+
+TEST(EngineThread, RejectionsThrowOnTheCallersThread) {
+  std::atomic<int> calls{0};
+  auto engine = start(calls);
+  Results res;
+  EXPECT_THROW(engine->add_request({"x", std::vector<int32_t>(60, 1), params(1, 10)}, res.callback()), Error);
+  engine->add_request({"dup", {1}, params(1, 40)}, res.callback());
+  EXPECT_THROW(engine->add_request({"dup", {1}, params(1, 4)}, res.callback()), Error);
+  ASSERT_TRUE(res.wait_for(1));
+}
+
+TEST(EngineThread, ShutdownAbortsRequestsInFlight) {
+  std::atomic<int> calls{0};
+  auto engine = start(calls, 2ms);
+  Results res;
+  engine->add_request({"long", {1, 2}, params(1, 60)}, res.callback());
+  std::this_thread::sleep_for(20ms);
+  engine->shutdown();
+  ASSERT_TRUE(res.wait_for(1));
+  EXPECT_EQ(res.finish["long"], FinishReason::Abort);
+  EXPECT_THROW(engine->add_request({"late", {1}, params(1, 4)}, res.callback()), Error);
+}

@@ -1,0 +1,115 @@
+"""`striker make-model` end to end: the checkpoint it writes is a valid HF safetensors checkpoint
+as read by the independent `safetensors` Python library, with the exact Flint tensor set."""
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+
+
+def make(striker_bin, shared_dir, out, seed=0, extra=()):
+    cmd = [str(striker_bin), "make-model",
+           "--config", str(shared_dir / "fixtures/flint-config/config.tiny.json"),
+           "--tokenizer", str(shared_dir / "fixtures/flint-tokenizer"),
+           "--out", str(out), "--seed", str(seed), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def expected_names(cfg):
+    names = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"}
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        names |= {p + n for n in ["input_layernorm.weight", "post_attention_layernorm.weight",
+                                  "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                                  "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+                                  "self_attn.q_norm.weight", "self_attn.k_norm.weight", "self_attn.sinks"]}
+        mlps = [p + "mlp"] if l < cfg["first_k_dense_replace"] else \
+            [p + f"mlp.experts.{e}" for e in range(cfg["n_routed_experts"])] + [p + "mlp.shared_experts"]
+        if l >= cfg["first_k_dense_replace"]:
+            names |= {p + "mlp.gate.weight", p + "mlp.gate.e_score_correction_bias"}
+        names |= {m + f".{w}_proj.weight" for m in mlps for w in ("gate", "up", "down")}
+    return names
+
+
+@pytest.fixture(scope="module")
+def tiny(striker_bin, shared_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny")
+    r = make(striker_bin, shared_dir, out, seed=3)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_layout_matches_hf(tiny, shared_dir):
+    cfg = json.loads((tiny / "config.json").read_text())
+    assert (tiny / "config.json").read_bytes() == (shared_dir / "fixtures/flint-config/config.tiny.json").read_bytes()
+    for f in ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        assert (tiny / f).read_bytes() == (shared_dir / "fixtures/flint-tokenizer" / f).read_bytes(), f
+    index = json.loads((tiny / "model.safetensors.index.json").read_text())
+    shards = sorted(set(index["weight_map"].values()))
+    n = len(shards)
+    assert n > 1
+    assert shards == [f"model-{k:05d}-of-{n:05d}.safetensors" for k in range(1, n + 1)]
+    assert set(index["weight_map"]) == expected_names(cfg)
+    total = 0
+    for shard in shards:
+        with safe_open(str(tiny / shard), "np") as f:
+            assert f.metadata() == {"format": "pt"}
+            keys = set(f.keys())
+            assert keys == {k for k, v in index["weight_map"].items() if v == shard}
+            for k in keys:
+                sl = f.get_slice(k)
+                total += int(np.prod(sl.get_shape())) * (4 if sl.get_dtype() == "F32" else 2)
+                want = "F32" if k.endswith("e_score_correction_bias") else "BF16"
+                assert sl.get_dtype() == want, k
+    assert index["metadata"]["total_size"] == total
+
+
+def test_values_are_finite_and_scaled(tiny):
+    index = json.loads((tiny / "model.safetensors.index.json").read_text())["weight_map"]
+
+    def get(name):
+        with safe_open(str(tiny / index[name]), "np") as f:
+            # numpy has no bfloat16: read the F32 bias directly, BF16 via its raw bits.
+            if name.endswith("bias"):
+                return f.get_tensor(name).astype(np.float64)
+        raw = (tiny / index[name]).read_bytes()
+        hlen = int.from_bytes(raw[:8], "little")
+        entry = json.loads(raw[8:8 + hlen])[name]
+        b, e = entry["data_offsets"]
+        bits = np.frombuffer(raw[8 + hlen + b:8 + hlen + e], dtype=np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(entry["shape"]).astype(np.float64)
+
+    q = get("model.layers.3.self_attn.q_proj.weight")
+    o = get("model.layers.3.self_attn.o_proj.weight")
+    down = get("model.layers.3.mlp.experts.5.down_proj.weight")
+    bias = get("model.layers.3.mlp.gate.e_score_correction_bias")
+    for t in (q, o, down, bias):
+        assert np.isfinite(t).all()
+    assert abs(q.std() * np.sqrt(q.shape[1]) - 1.0) < 0.05
+    assert abs(o.std() * np.sqrt(o.shape[1]) - 0.2) < 0.01
+    assert abs(down.std() * np.sqrt(down.shape[1]) - 0.2) < 0.02
+    assert 0 < np.abs(bias).max() < 0.2
+
+
+def test_deterministic_per_seed(striker_bin, shared_dir, tiny, tmp_path):
+    r = make(striker_bin, shared_dir, tmp_path, seed=3)
+    assert r.returncode == 0, r.stderr
+    for f in tiny.iterdir():
+        assert (tmp_path / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_bad_arguments_fail_with_one_line(striker_bin, shared_dir, tmp_path):
+    r = subprocess.run([str(striker_bin), "make-model", "--config", str(tmp_path / "nope.json"),
+                        "--tokenizer", str(shared_dir / "fixtures/flint-tokenizer"), "--out", str(tmp_path),
+                        "--seed", "1"], capture_output=True, text=True)
+    assert r.returncode != 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hidden_size": "x"}')
+    r = subprocess.run([str(striker_bin), "make-model", "--config", str(bad),
+                        "--tokenizer", str(shared_dir / "fixtures/flint-tokenizer"), "--out", str(tmp_path / "o"),
+                        "--seed", "1"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "bad.json" in r.stderr
