@@ -1,6 +1,7 @@
 #include "server/chat_request.h"
 
 #include "chat/chat_template.h"
+#include "chat/glm47_request.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "tokenizer/tokenizer.h"
@@ -165,9 +166,14 @@ void resolve_tool_choice(const nlohmann::json& body, const nlohmann::json& tools
   if (ps.tool_choice == "named" && !tool_named(tools, ps.named_tool)) {
     throw bad_request("The tool specified in `tool_choice` does not match any of the specified `tools`", "tool_choice");
   }
-  if (!options.enable_auto_tool_choice || options.tool_call_parser.empty()) {
-    throw bad_request("\"" + std::string(ps.tool_choice == "named" ? "named" : ps.tool_choice) +
-                          "\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+  // vLLM's serving checks: "auto" needs both flags; forced choices need a tool parser.
+  if (ps.tool_choice == "auto" && (!options.enable_auto_tool_choice || options.tool_call_parser.empty())) {
+    throw bad_request("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+                      "tool_choice");
+  }
+  if (options.tool_call_parser.empty()) {
+    throw bad_request("tool_choice=" + (ps.tool_choice == "named" ? "function \"" + ps.named_tool + "\"" : "\"" + ps.tool_choice + "\"") +
+                          " requires --tool-call-parser to be set",
                       "tool_choice");
   }
 }
@@ -176,19 +182,16 @@ void resolve_tool_choice(const nlohmann::json& body, const nlohmann::json& tools
 
 nlohmann::json effective_template_kwargs(const nlohmann::json& body, const ServerOptions& options) {
   JsonFields f(body);
-  nlohmann::json kwargs = options.default_chat_template_kwargs.is_object() ? options.default_chat_template_kwargs
-                                                                          : nlohmann::json::object();
-  if (const auto* req_kwargs = f.object("chat_template_kwargs")) {
-    for (const auto& [k, v] : req_kwargs->items()) kwargs[k] = v;
-  }
+  f.object("chat_template_kwargs");  // type check with the server's error shape
   if (auto effort = f.string("reasoning_effort")) {
     static const char* kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
     if (std::find(std::begin(kEfforts), std::end(kEfforts), *effort) == std::end(kEfforts)) {
-      throw bad_request("`reasoning_effort` must be one of none, minimal, low, medium, high, xhigh, max", "reasoning_effort");
+      throw bad_request("`reasoning_effort` must be one of none, minimal, low, medium, high, xhigh, max",
+                        "reasoning_effort");
     }
-    if (*effort == "none") kwargs["enable_thinking"] = false;
   }
-  return kwargs;
+  // The same merge the glm47 parser uses, so the template and the parser agree on thinking.
+  return effective_chat_template_kwargs(body, options.default_chat_template_kwargs);
 }
 
 ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& options, const ChatTemplate& tmpl,
@@ -219,16 +222,9 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
   out.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
 
   const nlohmann::json kwargs = effective_template_kwargs(body, options);
-  // vLLM's thinking flag: on unless `thinking` or `enable_thinking` is given and both are falsy.
-  auto truthy = [](const nlohmann::json& v) {
-    return !(v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0) ||
-             (v.is_string() && v.get<std::string>().empty()));
-  };
-  const bool has_thinking = kwargs.contains("thinking"), has_enable = kwargs.contains("enable_thinking");
-  ps.thinking_enabled = (!has_thinking && !has_enable) ||
-                        (has_thinking && truthy(kwargs["thinking"])) || (has_enable && truthy(kwargs["enable_thinking"]));
+  ps.thinking_enabled = glm47_thinking_enabled(kwargs);
   ps.reasoning_parser = options.reasoning_parser;
-  ps.tool_parser = options.enable_auto_tool_choice ? options.tool_call_parser : "";
+  ps.tool_parser = options.tool_call_parser;
   ps.tools = tools;
 
   const bool drop_tools = ps.tool_choice == "none" && options.exclude_tools_when_tool_choice_none;
