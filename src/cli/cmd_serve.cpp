@@ -195,7 +195,8 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   ec.max_num_batched_tokens = a.max_num_batched_tokens;
   ec.block_size = opts.cache.block_size;
   ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
-  ec.eos_token_ids = gen.eos_token_ids;
+  // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
+  if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;
   auto engine = make_engine(ec, cfg, make_cpu_backend(model, a.cpu_threads), *tokenizer);
   const EngineStats stats = engine->stats();

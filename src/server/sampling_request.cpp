@@ -1,5 +1,6 @@
 #include "server/sampling_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -149,6 +150,11 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   if (const auto* ids = f.array("stop_token_ids")) {
     if (ids->size() > limits.max_stop_strings) throw bad_request("`stop_token_ids` has too many entries", "stop_token_ids");
     for (const auto& id : *ids) p.stop_token_ids.push_back(parse_token_id(id, limits, "stop_token_ids"));
+  }
+  for (int32_t id : defaults.stop_token_ids) {
+    if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), id) == p.stop_token_ids.end()) {
+      p.stop_token_ids.push_back(id);
+    }
   }
   if (const auto* bias = f.get("logit_bias")) p.logit_bias = parse_logit_bias(*bias, limits);
   p.ignore_eos = f.boolean("ignore_eos").value_or(false);

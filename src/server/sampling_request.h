@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,9 @@ namespace striker::server {
 struct SamplingDefaults {
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int32_t> top_k;
+  // generation_config.json eos ids after the first: vLLM appends them to every request's
+  // stop_token_ids, so their stop_reason is the id (the primary EOS reports null).
+  std::vector<int32_t> stop_token_ids;
 };
 
 struct RequestLimits {

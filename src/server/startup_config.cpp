@@ -40,7 +40,22 @@ std::optional<float> read_float(const nlohmann::json& j, const char* key, const 
 
 }  // namespace
 
+namespace {
+GenerationConfig read_generation_config(const std::string& mode, const std::filesystem::path& model_dir,
+                                        const std::vector<int64_t>& config_eos_ids);
+}  // namespace
+
 GenerationConfig load_generation_config(const std::string& mode, const std::filesystem::path& model_dir,
+                                        const std::vector<int64_t>& config_eos_ids) {
+  GenerationConfig out = read_generation_config(mode, model_dir, config_eos_ids);
+  out.defaults.stop_token_ids.clear();
+  for (size_t i = 1; i < out.eos_token_ids.size(); ++i) out.defaults.stop_token_ids.push_back(out.eos_token_ids[i]);
+  return out;
+}
+
+namespace {
+
+GenerationConfig read_generation_config(const std::string& mode, const std::filesystem::path& model_dir,
                                         const std::vector<int64_t>& config_eos_ids) {
   GenerationConfig out;
   for (int64_t id : config_eos_ids) out.eos_token_ids.push_back(int32_t(id));
@@ -87,6 +102,8 @@ GenerationConfig load_generation_config(const std::string& mode, const std::file
   out.source = name;
   return out;
 }
+
+}  // namespace
 
 nlohmann::json parse_template_kwargs_flag(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, false);

@@ -16,8 +16,8 @@ namespace striker::server {
 int64_t parse_memory_size(const std::string& text, const std::string& flag);
 
 struct GenerationConfig {
-  SamplingDefaults defaults;
-  std::vector<int32_t> eos_token_ids;
+  SamplingDefaults defaults;              // defaults.stop_token_ids = eos ids after the first
+  std::vector<int32_t> eos_token_ids;     // all of them, as listed
   std::string source;  // the file read, or a description of the fallback
 };
 

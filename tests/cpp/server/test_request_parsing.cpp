@@ -117,6 +117,12 @@ TEST(StartupConfig, GenerationConfigModes) {
   EXPECT_FLOAT_EQ(*folder.defaults.top_p, 0.95f);
   EXPECT_EQ(*folder.defaults.top_k, 20);
   EXPECT_EQ(folder.eos_token_ids, (std::vector<int32_t>{151329, 151336, 151338}));
+  // The non-primary eos ids become default stop_token_ids, merged into each request's.
+  EXPECT_EQ(folder.defaults.stop_token_ids, (std::vector<int32_t>{151336, 151338}));
+  RequestLimits big = limits();
+  big.vocab_size = 151552;
+  auto r = parse_sampling_request(json{{"stop_token_ids", {151338, 5}}}, ApiKind::Chat, folder.defaults, big);
+  EXPECT_EQ(r.params.stop_token_ids, (std::vector<int32_t>{151338, 5, 151336}));
   const auto vllm = load_generation_config("vllm", dir, {7});
   EXPECT_FALSE(vllm.defaults.temperature.has_value());
   EXPECT_EQ(vllm.eos_token_ids, std::vector<int32_t>{7});
