@@ -11,6 +11,8 @@ namespace striker::server {
 namespace {
 
 constexpr const char* kVersion = "0.1.0";
+constexpr size_t kMaxHeaders = 256;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 void send_error(httplib::Response& res, int status, const std::string& type, const std::string& message,
                 const std::string& param = "") {
@@ -162,6 +164,16 @@ void OpenAIServer::register_routes() {
 
   // --api-key guards every route except the probes that orchestrators call unauthenticated.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // httplib 0.11 caps each header line (8 KiB) but not their number; refuse floods here.
+    size_t header_bytes = 0;
+    for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+    if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+      send_error(res, 431, "BadRequestError",
+                 "request headers too large (" + std::to_string(req.headers.size()) + " headers, " +
+                     std::to_string(header_bytes) + " bytes; limits " + std::to_string(kMaxHeaders) + " and " +
+                     std::to_string(kMaxHeaderBytes) + ")");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options_.api_key.empty() || req.path == "/health" || req.path == "/metrics") {
       return httplib::Server::HandlerResponse::Unhandled;
     }

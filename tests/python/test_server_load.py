@@ -91,16 +91,23 @@ def test_non_streaming_client_timeouts_abort(server):
 
 
 def test_tiny_kv_budget_queues_and_preempts(striker_bin, tiny_model, tmp_path):
-    # Room for only a few sequences: requests wait, get preempted and recomputed, and all finish.
+    # 64 KiB holds 128 tokens of KV: 12 requests that each grow to ~55 tokens must wait for room
+    # and get preempted (recomputed) as they grow, and every one of them must still finish.
     s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "128",
-                                                "--max-num-seqs", "8", "--kv-cache-memory", "1MiB"],
+                                                "--max-num-seqs", "8", "--kv-cache-memory", "64KiB"],
                       log_dir=tmp_path)
     try:
+        assert "128 tokens" in s.log()
+        peak_waiting = 0.0
         with cf.ThreadPoolExecutor(max_workers=12) as pool:
-            counts = list(pool.map(lambda i: stream_chat(s.url, i, 40), range(12)))
+            futures = [pool.submit(stream_chat, s.url, i, 40) for i in range(12)]
+            while not all(f.done() for f in futures):
+                peak_waiting = max(peak_waiting, s.metrics()["vllm:num_requests_waiting"])
+                time.sleep(0.05)
+            counts = [f.result() for f in futures]
         assert counts == [40] * 12
         m = wait_idle(s)
-        assert m["vllm:num_preemptions_total"] >= 0
-        print("preemptions:", m["vllm:num_preemptions_total"], s.log().splitlines()[-8:])
+        assert peak_waiting > 0
+        assert m["vllm:num_preemptions_total"] > 0
     finally:
         s.stop()
