@@ -28,6 +28,7 @@ struct ChatJob {
   std::vector<ChatChoice> choices;
   std::time_t created = std::time(nullptr);
   std::string id;
+  nlohmann::json prompt_logprobs = nullptr;
 };
 
 // vLLM reports "tool_calls" only when calls were made, the engine stopped on its own, and the
@@ -65,6 +66,9 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
   RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
   const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
+    if (!out.prompt_logprobs.empty() && job.prompt_logprobs.is_null()) {
+      job.prompt_logprobs = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    }
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
       job.choices[size_t(d.index)].text += d.new_text;
@@ -110,7 +114,7 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
                          {"service_tier", nullptr},
                          {"system_fingerprint", nullptr},
                          {"usage", usage_json(job.gen->prompt_tokens(), acct.completion_tokens())},
-                         {"prompt_logprobs", nullptr},
+                         {"prompt_logprobs", job.prompt_logprobs},
                          {"prompt_token_ids", nullptr},
                          {"kv_transfer_params", nullptr}};
   res.status = 200;

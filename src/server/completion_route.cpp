@@ -101,23 +101,6 @@ nlohmann::json add_logprobs(const Tokenizer& tok, CompletionChoice& c, const std
   return part;
 }
 
-nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& lp : lps) {
-    if (!lp) {
-      out.push_back(nullptr);
-      continue;
-    }
-    nlohmann::json pos = nlohmann::json::object();
-    pos[std::to_string(lp->token)] = {{"logprob", std::max(lp->logprob, -9999.0f)}, {"decoded_token", piece_text(tok, lp->token)}};
-    for (const auto& [id, logprob] : lp->top) {
-      pos[std::to_string(id)] = {{"logprob", std::max(logprob, -9999.0f)}, {"decoded_token", piece_text(tok, id)}};
-    }
-    out.push_back(pos);
-  }
-  return out;
-}
-
 struct CompletionJob {
   const ServingContext& ctx;
   SamplingRequest sampling;
@@ -140,7 +123,10 @@ void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) 
     c.stop_reason = stop_reason_json(d.stop_reason, job.sampling.params);
   }
   if (!out.prompt_logprobs.empty() && c.prompt_logprobs.is_null()) {
-    c.prompt_logprobs = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    // Every choice of this prompt shares the prompt's logprobs (sent once, on its first output).
+    const auto plp = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    const size_t first = size_t(d.index / job.n) * size_t(job.n);
+    for (size_t i = first; i < first + size_t(job.n) && i < job.choices.size(); ++i) job.choices[i].prompt_logprobs = plp;
   }
 }
 

@@ -164,6 +164,28 @@ void check_model_name(const nlohmann::json& body, const ServerOptions& options) 
   }
 }
 
+std::string token_text(const Tokenizer& tok, int32_t id) {
+  const int32_t ids[1] = {id};
+  return tok.decode(ids, false);
+}
+
+nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& lp : lps) {
+    if (!lp) {
+      out.push_back(nullptr);
+      continue;
+    }
+    nlohmann::json pos = nlohmann::json::object();
+    pos[std::to_string(lp->token)] = {{"logprob", std::max(lp->logprob, -9999.0f)}, {"decoded_token", token_text(tok, lp->token)}};
+    for (const auto& [id, logprob] : lp->top) {
+      pos[std::to_string(id)] = {{"logprob", std::max(logprob, -9999.0f)}, {"decoded_token", token_text(tok, id)}};
+    }
+    out.push_back(pos);
+  }
+  return out;
+}
+
 nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp) {
   auto piece = [&](int32_t id, float logprob) {
     const int32_t ids[1] = {id};

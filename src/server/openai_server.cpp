@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <ctime>
 
 #include "server/api_error.h"
@@ -76,6 +77,9 @@ int OpenAIServer::start(const std::string& host, int port) {
     throw Error("serve: cannot listen on " + host + ":" + std::to_string(port) + " (address in use or not available)");
   }
   listener_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib's stop() is a no-op until the listener has marked itself running, so a stop()
+  // right after start() (a model that fails to load at once) would otherwise hang in join.
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return bound;
 }
 

@@ -189,6 +189,9 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   if (auto plp = f.integer("prompt_logprobs", 0, max_lp)) p.prompt_logprobs = int32_t(*plp);
 
   out.stream = f.boolean("stream").value_or(false);
+  if (out.stream && p.prompt_logprobs) {
+    throw bad_request("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
+  }
   if (const auto* so = f.object("stream_options")) {
     if (!out.stream) throw bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
     JsonFields sof(*so);

@@ -106,6 +106,10 @@ void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, h
 bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output);
 
+// vLLM's prompt_logprobs layout: null for the first position, then {"id": {logprob, decoded_token}}.
+nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps);
+std::string token_text(const Tokenizer& tok, int32_t id);
+
 // Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
 nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp);
 

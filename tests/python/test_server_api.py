@@ -196,3 +196,33 @@ def test_api_key(striker_bin, tiny_model, tmp_path):
         assert r.usage.completion_tokens == 1
     finally:
         s.stop()
+
+
+def test_prompt_logprobs(client):
+    r = client.completions.create(model=MODEL, prompt="one two three", max_tokens=1, temperature=0,
+                                  extra_body={"prompt_logprobs": 2, "ignore_eos": True})
+    plp = r.choices[0].model_extra["prompt_logprobs"]
+    assert plp[0] is None and len(plp) == r.usage.prompt_tokens
+    assert all(isinstance(p, dict) and 1 <= len(p) <= 3 for p in plp[1:])
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model=MODEL, prompt="x", max_tokens=1, stream=True, extra_body={"prompt_logprobs": 1})
+
+
+def test_metrics_count_requests_and_tokens(server, client):
+    before = server.metrics()
+    for _ in range(3):
+        client.completions.create(model=MODEL, prompt="count me", max_tokens=4, temperature=0,
+                                  extra_body={"ignore_eos": True})
+    after = server.metrics()
+    key = 'vllm:request_success_total{engine="0",model_name="tiny",finished_reason="length"}'
+    assert after[key] - before.get(key, 0) == 3
+    assert after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] == 12
+    prompt = requests.post(server.url + "/tokenize", json={"prompt": "count me"}).json()["count"]
+    assert after["vllm:prompt_tokens_total"] - before["vllm:prompt_tokens_total"] == 3 * prompt
+    ttft = 'vllm:time_to_first_token_seconds_count{engine="0",model_name="tiny"}'
+    assert after[ttft] - before[ttft] == 3
+    itl = 'vllm:inter_token_latency_seconds_count{engine="0",model_name="tiny"}'
+    assert after[itl] - before[itl] == 3 * 3
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                 "vllm:num_preemptions_total", "vllm:e2e_request_latency_seconds_count", "vllm:cache_config_info"):
+        assert name in after, name

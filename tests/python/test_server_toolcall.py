@@ -168,3 +168,33 @@ def test_include_reasoning_false(client):
     r = chat(client, user("Repeat after me: music paper"), extra_body={"include_reasoning": False})
     assert r.choices[0].message.model_extra.get("reasoning") is None
     assert r.choices[0].message.content == "music paper"
+
+
+def test_exclude_tools_flag_and_default_template_kwargs(striker_bin, toolcall_model, tmp_path, server):
+    # --exclude-tools-when-tool-choice-none drops the tools block from the prompt only for "none";
+    # --default-chat-template-kwargs turns thinking off unless the request turns it back on.
+    s = StrikerServer(striker_bin, toolcall_model,
+                      ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
+                       "--reasoning-parser", "glm47", "--exclude-tools-when-tool-choice-none", "--max-model-len", "1024",
+                       "--kv-cache-memory", "16MiB", "--max-num-seqs", "4",
+                       "--default-chat-template-kwargs", '{"enable_thinking": false}'],
+                      log_dir=tmp_path)
+    try:
+        import requests
+        msgs = user("What is the weather in Rome?")
+
+        def prompt(srv, **kw):
+            toks = requests.post(srv.url + "/tokenize", json={"messages": msgs, "tools": TOOLS, **kw}).json()["tokens"]
+            return requests.post(srv.url + "/detokenize", json={"tokens": toks}).json()["prompt"]
+        with_tools = prompt(server, tool_choice="none")
+        excluded = prompt(s, tool_choice="none")
+        assert "# Tools" in with_tools and "# Tools" not in excluded
+        assert "# Tools" in prompt(s, tool_choice="auto")
+        assert excluded.endswith("<|assistant|></think>")
+        assert prompt(s, chat_template_kwargs={"enable_thinking": True}).endswith("<|assistant|><think>")
+        r = s.client().chat.completions.create(model=MODEL, messages=msgs, tools=TOOLS, tool_choice="none",
+                                               temperature=0, max_tokens=40)
+        assert not r.choices[0].message.tool_calls
+        assert r.choices[0].message.model_extra.get("reasoning") is None  # thinking off: no split
+    finally:
+        s.stop()

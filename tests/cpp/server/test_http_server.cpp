@@ -73,6 +73,14 @@ TEST_F(Fixture, HealthIs503UntilAttached) {
   EXPECT_EQ(client->Get("/health")->status, 200);
 }
 
+TEST(OpenAIServerLifecycle, StopRightAfterStartDoesNotHang) {
+  for (int i = 0; i < 20; ++i) {
+    OpenAIServer server(test_options());
+    server.start("127.0.0.1", 0);
+    server.stop();
+  }
+}
+
 TEST_F(Fixture, CompletionNonStreamingShapeAndUsage) {
   start();
   auto r = post("/v1/completions", {{"model", "tiny"}, {"prompt", "abc"}, {"max_tokens", 5}, {"n", 2}});
