@@ -217,18 +217,18 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                opts.api_key.empty() ? "" : " (API key required)");
   std::fflush(stderr);
 
-  std::thread waiter([&signals, &server] {
+  std::atomic<bool> signalled{false};
+  std::thread waiter([&signals, &server, &signalled] {
     int sig = 0;
     sigwait(&signals, &sig);
+    signalled = true;
     std::fprintf(stderr, "striker serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    server.stop();
+    server.request_stop();
   });
   server.wait();
-  if (waiter.joinable()) {
-    // The listener ended on its own (not by a signal): wake the waiter so it can exit.
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
-  }
+  // If the listener ended on its own (not by a signal), wake the waiter so it can exit.
+  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
   engine->shutdown();
 }
 

@@ -83,13 +83,19 @@ int OpenAIServer::start(const std::string& host, int port) {
   return bound;
 }
 
-void OpenAIServer::stop() {
+void OpenAIServer::request_stop() {
   if (auto ctx = context()) ctx->stopping = true;  // streams end now instead of running to completion
   if (http_) http_->stop();
-  if (listener_.joinable()) listener_.join();
+}
+
+void OpenAIServer::stop() {
+  request_stop();
+  wait();
 }
 
 void OpenAIServer::wait() {
+  // Several threads may wait (a signal thread and main); only one may join.
+  std::lock_guard<std::mutex> lock(join_mu_);
   if (listener_.joinable()) listener_.join();
 }
 

@@ -33,8 +33,9 @@ class OpenAIServer {
   // Makes the model routes live with the final options (model limits, sampling defaults known
   // only after loading). The referenced objects must outlive the server.
   void attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template, ServerOptions options);
-  void stop();
-  void wait();  // blocks until stop() or a fatal listen error
+  void stop();          // request_stop() + wait()
+  void request_stop();  // returns at once; safe from any thread
+  void wait();          // blocks until the listener has ended (any number of threads may wait)
 
  private:
   void register_routes();
@@ -44,6 +45,7 @@ class OpenAIServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   mutable std::mutex mu_;
+  std::mutex join_mu_;
   std::shared_ptr<ServingContext> ctx_;  // null while loading
   std::shared_ptr<ServerMetrics> loading_metrics_;  // what /metrics shows before attach()
   std::shared_ptr<ServerMetrics> metrics() const;

@@ -35,7 +35,8 @@ class StrikerServer:
         self._wait_ready(startup_timeout)
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def _wait_ready(self, timeout):
@@ -53,14 +54,20 @@ class StrikerServer:
         raise RuntimeError(f"striker serve not ready after {timeout} s:\n{self.log()[-4000:]}")
 
     def stop(self):
+        """SIGTERM, as an orchestrator would; a server that does not exit cleanly fails the test."""
+        hung = False
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
+                hung = True
                 self.proc.kill()
                 self.proc.wait()
-        self._log.close()
+        if not self._log.closed:
+            self._log.close()
+        if hung:
+            raise RuntimeError(f"striker serve did not exit within 30 s of SIGTERM:\n{self.log_path.read_text()[-2000:]}")
 
     def client(self, **kw):
         import openai
