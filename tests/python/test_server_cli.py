@@ -60,3 +60,35 @@ def test_startup_summary(striker_bin, tiny_model, tmp_path):
     finally:
         s.stop()
     assert s.proc.returncode == 0  # SIGTERM is a clean shutdown
+
+
+def test_sigterm_with_streams_in_flight_exits_cleanly(striker_bin, tiny_model, tmp_path):
+    import threading
+    import time
+
+    import requests
+    s = StrikerServer(striker_bin, tiny_model, ["--max-model-len", "512", "--kv-cache-memory", "8MiB",
+                                                "--max-num-seqs", "4"], log_dir=tmp_path)
+    got = []
+
+    def stream():
+        body = {"model": str(tiny_model), "prompt": "go", "max_tokens": 480, "stream": True, "ignore_eos": True}
+        try:
+            with requests.post(s.url + "/v1/completions", json=body, stream=True, timeout=60) as r:
+                for line in r.iter_lines():
+                    got.append(line)
+        except requests.RequestException:
+            pass
+    threads = [threading.Thread(target=stream) for _ in range(3)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 60
+    while len(got) < 6 and time.time() < deadline:
+        time.sleep(0.05)
+    assert len(got) >= 6
+    t0 = time.time()
+    s.stop()  # raises if the process does not exit within 30 s
+    assert s.proc.returncode == 0 and time.time() - t0 < 30
+    for t in threads:
+        t.join(timeout=30)
+    assert "SIGTERM received" in s.log()
