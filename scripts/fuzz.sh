@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan in their own build dir and runs
-# each for FUZZ_SECONDS (default 60), in parallel up to the core count. Fails on any crash,
+# each for FUZZ_SECONDS (default 60), all at once. Fails on any crash,
 # sanitizer report or uncaught exception; the reproducer is left in $FUZZ_BUILD/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,12 +53,9 @@ put("fuzz_gguf", "nvfp4", blob + bytes(-len(blob) % 32) + bytes(72))
 PY
 
 mkdir -p "$FUZZ_BUILD/artifacts"
-JOBS=$(nproc)
-pids=()
-status=0
 run_one() {
   local name=$1 corpus="$FUZZ_BUILD/corpus/$1"
-  mkdir -p "$corpus"
+  mkdir -p "$corpus" "$FUZZ_BUILD/seeds/$name"
   local dict=()
   case $name in
     fuzz_safetensors*) dict=(-dict=fuzz/safetensors.dict) ;;
@@ -68,22 +65,26 @@ run_one() {
     -max_len=8192 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$FUZZ_BUILD/artifacts/$name-" >"$FUZZ_BUILD/$name.log" 2>&1
 }
+# All targets run at once so the wall time stays FUZZ_SECONDS however few cores there are.
+pids=()
 for name in "${FUZZERS[@]}"; do
   run_one "$name" &
-  pids+=("$!:$name")
-  if [ "${#pids[@]}" -ge "$JOBS" ]; then
-    entry=${pids[0]}; pids=("${pids[@]:1}")
-    wait "${entry%%:*}" || { echo "FUZZ FAILURE: ${entry#*:} (see $FUZZ_BUILD/${entry#*:}.log)"; status=1; }
-  fi
+  pids+=("$!")
 done
-for entry in "${pids[@]}"; do
-  wait "${entry%%:*}" || { echo "FUZZ FAILURE: ${entry#*:} (see $FUZZ_BUILD/${entry#*:}.log)"; status=1; }
+status=0
+failed=()
+for i in "${!FUZZERS[@]}"; do
+  if ! wait "${pids[$i]}"; then
+    failed+=("${FUZZERS[$i]}")
+    status=1
+  fi
 done
 for name in "${FUZZERS[@]}"; do
   echo "$name: $(grep -E '^stat::number_of_executed_units' "$FUZZ_BUILD/$name.log" | awk '{print $2}') runs," \
        "$(ls "$FUZZ_BUILD/corpus/$name" | wc -l) corpus files"
 done
-if [ "$status" -ne 0 ]; then
-  for name in "${FUZZERS[@]}"; do tail -n 30 "$FUZZ_BUILD/$name.log"; done
-fi
+for name in "${failed[@]}"; do
+  echo "FUZZ FAILURE: $name (log $FUZZ_BUILD/$name.log, reproducer in $FUZZ_BUILD/artifacts/)"
+  tail -n 30 "$FUZZ_BUILD/$name.log"
+done
 exit "$status"

@@ -18,14 +18,15 @@ size_t value_open_after(std::string_view body, size_t key_close) {
   return body.substr(k, kValueOpen.size()) == kValueOpen ? k : std::string_view::npos;
 }
 
-void assign(std::vector<RawArg>& params, std::string key, std::string value) {
+void assign(std::vector<RawArg>& params, std::string key, std::string value, bool open) {
   for (auto& p : params) {
     if (p.key == key) {
       p.value = std::move(value);
+      p.open = open;
       return;
     }
   }
-  params.push_back({std::move(key), std::move(value)});
+  params.push_back({std::move(key), std::move(value), open});
 }
 
 }  // namespace
@@ -54,7 +55,7 @@ std::vector<RawArg> glm47_scan_args(std::string_view body, bool partial) {
     const size_t key_begin = open + kKeyOpen.size();
     const size_t value_begin = value_open + kValueOpen.size();
     assign(params, std::string(python_strip(body.substr(key_begin, close - key_begin))),
-           std::string(body.substr(value_begin, value_close - value_begin)));
+           std::string(body.substr(value_begin, value_close - value_begin)), false);
     remaining.append(body.substr(copied, open - copied));
     pos = copied = value_close + kValueClose.size();
   }
@@ -70,7 +71,7 @@ std::vector<RawArg> glm47_scan_args(std::string_view body, bool partial) {
     if (value_open != std::string_view::npos) {
       const size_t key_begin = open + kKeyOpen.size();
       const std::string key(python_strip(std::string_view(remaining).substr(key_begin, close - key_begin)));
-      if (!key.empty()) assign(params, key, remaining.substr(value_open + kValueOpen.size()));
+      if (!key.empty()) assign(params, key, remaining.substr(value_open + kValueOpen.size()), true);
       break;
     }
     close = remaining.find(kKeyClose, close + 1);
@@ -81,7 +82,7 @@ std::vector<RawArg> glm47_scan_args(std::string_view body, bool partial) {
 ToolArguments::ToolArguments(const ToolSchema* schema, const std::vector<RawArg>& args) {
   const bool typed = schema != nullptr && schema->has_properties();
   for (const auto& arg : args) {
-    Entry entry{arg.key, string_value(arg.value), !typed};
+    Entry entry{arg.key, string_value(arg.value), !typed, arg.open};
     if (typed) {
       // Undeclared keys stay strings but are held back until the call closes.
       if (const auto types = schema->property_types(arg.key)) {
@@ -91,6 +92,10 @@ ToolArguments::ToolArguments(const ToolSchema* schema, const std::vector<RawArg>
     }
     entries_.push_back(std::move(entry));
   }
+}
+
+bool ToolArguments::streams_open_tail() const {
+  return !entries_.empty() && entries_.back().open && entries_.back().streamable && entries_.back().value.is_string;
 }
 
 std::string ToolArguments::json() const {

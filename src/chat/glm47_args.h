@@ -13,6 +13,7 @@ namespace striker {
 struct RawArg {
   std::string key;    // stripped
   std::string value;  // exactly as generated, not stripped
+  bool open = false;  // the unterminated last value (partial scans only): runs to the end
 };
 
 // vLLM's _glm47_arg_converter: every complete key/value pair (the regex
@@ -34,12 +35,16 @@ class ToolArguments {
   // that value while it is an open string of a key typed exactly {"string"} (or of a tool
   // without properties) and without its closing quote. Empty when no pair has started.
   std::string safe_prefix() const;
+  // The safe prefix ends inside an open, streamable string value that runs to the end of the
+  // body: text appended to the body (no marker) extends the prefix by its JSON escape.
+  bool streams_open_tail() const;
 
  private:
   struct Entry {
     std::string key;
     TypedValue value;
     bool streamable = false;
+    bool open = false;
   };
   std::vector<Entry> entries_;
 };

@@ -73,7 +73,7 @@ void Glm47Lexer::on_marker(Marker marker, std::vector<Glm47Event>& out) {
       out.push_back({K::ToolNameEnd, {}});
       if (marker == Marker::KeyStart) {
         state_ = Glm47State::ToolArgs;
-        emit_text(marker_text(static_cast<int>(marker)), out);
+        out.push_back({K::ToolArgsMarker, std::string(marker_text(static_cast<int>(marker)))});
       } else {
         out.push_back({K::ToolCallEnd, {}});
         state_ = Glm47State::Content;
@@ -84,7 +84,7 @@ void Glm47Lexer::on_marker(Marker marker, std::vector<Glm47Event>& out) {
         out.push_back({K::ToolCallEnd, {}});
         state_ = Glm47State::Content;
       } else {
-        emit_text(marker_text(static_cast<int>(marker)), out);
+        out.push_back({K::ToolArgsMarker, std::string(marker_text(static_cast<int>(marker)))});
       }
       return;
   }

@@ -21,7 +21,8 @@ struct Glm47Event {
     ToolCallStart,  // `<tool_call>`
     ToolNameText,   // text of the function name (unstripped)
     ToolNameEnd,    // the name is complete (`<arg_key>` or `</tool_call>` follows)
-    ToolArgsText,   // raw body text, tags included, exactly as generated
+    ToolArgsText,   // raw body text between markers, exactly as generated
+    ToolArgsMarker, // an argument marker inside the body (<arg_key>, </arg_value>, ...)
     ToolCallEnd,    // `</tool_call>`
   };
   Kind kind;

@@ -76,7 +76,6 @@ Glm47Delta Glm47Parser::start_delta() {
   for (auto& [is_reasoning, text] : deferred_) (is_reasoning ? delta.reasoning : delta.content) += text;
   deferred_.clear();
   tool_event_in_feed_ = false;
-  args_dirty_ = false;
   return delta;
 }
 
@@ -126,9 +125,10 @@ void Glm47Parser::process(const std::vector<Glm47Event>& events, Glm47Delta& del
       case K::ToolCallStart: calls_.emplace_back(); break;
       case K::ToolNameText: calls_.back().name_raw += event.text; break;
       case K::ToolNameEnd: complete_name(calls_.back(), delta); break;
-      case K::ToolArgsText:
+      case K::ToolArgsText: calls_.back().body += event.text; break;
+      case K::ToolArgsMarker:
         calls_.back().body += event.text;
-        args_dirty_ = true;
+        calls_.back().marker_since_scan = true;
         break;
       case K::ToolCallEnd: close_call(calls_.back(), delta); break;
     }
@@ -203,21 +203,36 @@ void Glm47Parser::emit_arguments(const Call& call, const std::string& fragment, 
 }
 
 void Glm47Parser::stream_open_arguments(Glm47Delta& delta) {
-  if (!args_dirty_ || calls_.empty()) return;
-  args_dirty_ = false;
+  if (calls_.empty()) return;
   Call& call = calls_.back();
-  if (call.closed || !visible(call)) return;
-  const std::string prefix = ToolArguments(call.schema, glm47_scan_args(call.body, true)).safe_prefix();
-  // Only a strict extension of what was sent can be streamed.
-  if (prefix.size() > call.sent.size() && prefix.compare(0, call.sent.size(), call.sent) == 0) {
-    emit_arguments(call, prefix.substr(call.sent.size()), delta);
-    call.sent = prefix;
+  if (call.closed || !visible(call) || (call.body.size() == call.scanned_size && !call.marker_since_scan)) return;
+  if (!call.marker_since_scan && call.synced) {
+    // Only text was appended: it extends the open string value, or changes nothing sent
+    // (see ToolArguments::streams_open_tail). This keeps a long value linear in its size.
+    if (call.tail_streams) {
+      const std::string quoted = python_json_string(std::string_view(call.body).substr(call.scanned_size));
+      const std::string fragment = quoted.substr(1, quoted.size() - 2);
+      emit_arguments(call, fragment, delta);
+      call.sent += fragment;
+    }
+  } else {
+    const ToolArguments args(call.schema, glm47_scan_args(call.body, true));
+    const std::string prefix = args.safe_prefix();
+    call.tail_streams = args.streams_open_tail();
+    // Only an extension of what was sent can be streamed.
+    call.synced = prefix.compare(0, call.sent.size(), call.sent) == 0;
+    if (call.synced && prefix.size() > call.sent.size()) {
+      emit_arguments(call, prefix.substr(call.sent.size()), delta);
+      call.sent = prefix;
+    }
+    call.synced = call.synced && prefix.size() == call.sent.size();
   }
+  call.scanned_size = call.body.size();
+  call.marker_since_scan = false;
 }
 
 void Glm47Parser::close_call(Call& call, Glm47Delta& delta) {
   call.closed = true;
-  args_dirty_ = false;
   if (!call.accepted) return;
   call.final_arguments = ToolArguments(call.schema, glm47_scan_args(call.body, false)).json();
   if (!visible(call)) return;

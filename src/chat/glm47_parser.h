@@ -3,6 +3,17 @@
 // kept, split anywhere); each call returns the OpenAI-shaped delta to stream. After finish(),
 // message() gives the non-streaming message. Streaming and non-streaming use the same
 // object, so `feed(all); finish(); message()` is the non-streaming path.
+//
+// Per choice in the server (options from glm47_options_from_request, glm47_request.h):
+//   Glm47Parser parser(options);
+//   on each engine delta:  auto d = parser.feed(choice.new_text);
+//                          if (!d.empty()) send chunk with delta = glm47_delta_json(d);
+//   when the choice ends:  auto d = parser.finish();  finish_reason =
+//                          glm47_finish_reason("stop"|"length", parser.has_tool_calls(), options.tool_choice);
+//                          send d (may be empty) with finish_reason in the same chunk.
+//   non-streaming:         parser.message() -> glm47_message_json(...).
+// The engine must detokenize with special tokens kept: `<think>` / `<tool_call>` / ... are
+// special tokens and are matched here as text.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -105,6 +116,10 @@ class Glm47Parser {
     bool closed = false;
     std::string final_arguments;
     std::string sent;       // argument text already streamed
+    size_t scanned_size = 0;       // body size at the last safe-prefix computation
+    bool marker_since_scan = true; // a marker changed the body's structure since then
+    bool tail_streams = false;     // the last scan ended in an open streamable string
+    bool synced = true;            // `sent` equals the last computed safe prefix
   };
 
   void process(const std::vector<Glm47Event>& events, Glm47Delta& delta);
@@ -127,7 +142,6 @@ class Glm47Parser {
 
   std::vector<Call> calls_;
   int accepted_calls_ = 0;
-  bool args_dirty_ = false;        // the open call's body grew during this feed
   bool tool_event_in_feed_ = false;
   std::vector<std::pair<bool, std::string>> deferred_;  // (is_reasoning, text) for the next delta
 

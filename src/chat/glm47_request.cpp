@@ -47,6 +47,7 @@ Glm47ParserOptions glm47_options_from_request(const nlohmann::json& request, con
   options.tool_choice = parse_tool_choice(field_or_null(request, "tool_choice"), tools);
   options.tools = ToolSet::from_request(tools);
   options.tool_parser_enabled = flags.tool_parser;
+  options.drop_tool_markup_when_none = flags.drop_tool_markup_when_none;
   const auto kind = options.tool_choice.kind;
   // The serving-layer checks of vLLM (chat_completion/serving.py).
   if (kind == ToolChoiceKind::Auto && !(flags.auto_tool_choice && flags.tool_parser))

@@ -11,6 +11,9 @@ struct Glm47ServerFlags {
   bool reasoning_parser = true;     // --reasoning-parser glm47
   bool tool_parser = true;          // --tool-call-parser glm47
   bool auto_tool_choice = true;     // --enable-auto-tool-choice
+  // tool_choice "none": drop tool-call markup the model still writes (vLLM's engine parser),
+  // or keep it as content (older vLLM; easier to debug).
+  bool drop_tool_markup_when_none = true;
   nlohmann::json default_chat_template_kwargs = nlohmann::json::object();  // --default-chat-template-kwargs
 };
 

@@ -136,39 +136,6 @@ std::string python_float_repr(double value) {
   return sign + out + exp_buf;
 }
 
-std::string python_json_dumps(const nlohmann::ordered_json& value) {
-  using Kind = nlohmann::ordered_json::value_t;
-  switch (value.type()) {
-    case Kind::null: return "null";
-    case Kind::boolean: return value.get<bool>() ? "true" : "false";
-    case Kind::number_integer: return std::to_string(value.get<int64_t>());
-    case Kind::number_unsigned: return std::to_string(value.get<uint64_t>());
-    case Kind::number_float: return python_float_repr(value.get<double>());
-    case Kind::string: return python_json_string(value.get_ref<const std::string&>());
-    case Kind::array: {
-      std::string out = "[";
-      bool first = true;
-      for (const auto& item : value) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_json_dumps(item);
-      }
-      return out + "]";
-    }
-    case Kind::object: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [key, item] : value.items()) {
-        if (!first) out += ", ";
-        first = false;
-        out += python_json_string(key) + ": " + python_json_dumps(item);
-      }
-      return out + "}";
-    }
-    default: return "null";  // binary / discarded never come out of the JSON parser
-  }
-}
-
 bool python_is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || (c >= 0x1c && c <= 0x1f);
 }

@@ -2,6 +2,7 @@
 // separators, non-ASCII kept literally, floats in repr() form. vLLM builds tool-call
 // `arguments` with json.dumps, so clients that compare strings see the same bytes.
 #pragma once
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,8 +26,14 @@ std::string python_json_string(std::string_view text);
 // scientific ("1e-05", "1.5e+16") otherwise, ".0" kept on integral values.
 std::string python_float_repr(double value);
 
-// json.dumps of a parsed value (ordered_json keeps the key order the text had).
-std::string python_json_dumps(const nlohmann::ordered_json& value);
+// json.dumps(json.loads(text), ensure_ascii=False), or nullopt where json.loads fails or the
+// value holds inf/nan (vLLM rejects those). Integers keep every digit, floats take repr()
+// form, key order is kept and a repeated key keeps its first position with the last value.
+struct PythonJsonValue {
+  std::string text;
+  bool is_string = false;  // the value is a JSON string
+};
+std::optional<PythonJsonValue> python_json_roundtrip(std::string_view text);
 
 // Python's str.isspace() for the ASCII range (what `\s` and str.strip() remove here).
 bool python_is_space(char c);

@@ -37,6 +37,16 @@ std::string normalize_type(const std::string& type) {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// int() and float() strip only the C-locale whitespace set (str.strip() also removes
+// \x1c-\x1f, so python_strip is not the same thing here).
+std::string_view number_strip(std::string_view text) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  size_t begin = 0, end = text.size();
+  while (begin < end && space(text[begin])) ++begin;
+  while (end > begin && space(text[end - 1])) --end;
+  return text.substr(begin, end - begin);
+}
+
 // Python's digit-part grammar: digits with single underscores between them. Returns the
 // position after it (== start when there is none) and appends the digits to `out`.
 size_t scan_digit_part(std::string_view s, size_t i, std::string& out) {
@@ -50,7 +60,7 @@ size_t scan_digit_part(std::string_view s, size_t i, std::string& out) {
 
 // Python int(value): the canonical decimal text, or nullopt. Arbitrary size, like Python.
 std::optional<std::string> python_int(std::string_view value) {
-  const std::string_view s = python_strip(value);
+  const std::string_view s = number_strip(value);
   size_t i = 0;
   bool negative = false;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -64,7 +74,7 @@ std::optional<std::string> python_int(std::string_view value) {
 
 // Python float(value), or nullopt when the text is not a float literal.
 std::optional<double> python_float(std::string_view value) {
-  const std::string_view s = python_strip(value);
+  const std::string_view s = number_strip(value);
   size_t i = 0;
   std::string clean;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) clean.push_back(s[i++]);
@@ -103,21 +113,11 @@ std::string integral_double_text(double value) {
   return buf;
 }
 
-bool json_is_finite(const nlohmann::ordered_json& value) {
-  if (value.is_number_float()) return std::isfinite(value.get<double>());
-  if (value.is_array() || value.is_object()) {
-    for (const auto& item : value) {
-      if (!json_is_finite(item)) return false;
-    }
-  }
-  return true;
-}
-
-// json.loads(value) with non-finite numbers rejected (vLLM's _is_json_finite check).
+// json.loads(value) re-serialized, non-finite numbers rejected (vLLM's _is_json_finite).
 std::optional<TypedValue> python_json_loads(const std::string& value) {
-  const auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() || !json_is_finite(parsed)) return std::nullopt;
-  return TypedValue{python_json_dumps(parsed), parsed.is_string()};
+  auto parsed = python_json_roundtrip(value);
+  if (!parsed) return std::nullopt;
+  return TypedValue{std::move(parsed->text), parsed->is_string};
 }
 
 }  // namespace
@@ -183,7 +183,12 @@ ToolChoice parse_tool_choice(const nlohmann::json& tool_choice, const nlohmann::
   return {ToolChoiceKind::Named, name};
 }
 
-std::set<std::string> schema_types(const nlohmann::json& schema) {
+namespace {
+
+// Branches nested deeper than this are ignored (a request could nest anyOf arbitrarily).
+constexpr int kMaxSchemaDepth = 32;
+
+std::set<std::string> schema_types_at(const nlohmann::json& schema, int depth) {
   std::set<std::string> types;
   if (!schema.is_object()) return {"string"};
   if (schema.contains("type")) {
@@ -208,12 +213,17 @@ std::set<std::string> schema_types(const nlohmann::json& schema) {
   }
   for (const char* branch : {"anyOf", "oneOf", "allOf"}) {
     if (schema.contains(branch) && schema.at(branch).is_array()) {
-      for (const auto& choice : schema.at(branch)) types.merge(schema_types(choice));
+      if (depth >= kMaxSchemaDepth) continue;
+      for (const auto& choice : schema.at(branch)) types.merge(schema_types_at(choice, depth + 1));
     }
   }
   if (types.empty()) types.insert("string");
   return types;
 }
+
+}  // namespace
+
+std::set<std::string> schema_types(const nlohmann::json& schema) { return schema_types_at(schema, 0); }
 
 TypedValue string_value(const std::string& value) { return {python_json_string(value), true}; }
 

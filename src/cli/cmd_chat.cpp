@@ -211,8 +211,10 @@ class ChatClient {
   std::string connect() {
     auto res = http_.Get((base_.prefix + "/v1/models").c_str(), headers_);
     if (!res) throw Error(unreachable(res.error()));
+    // With --model the listing is only a reachability check, unless access is refused.
+    const bool refused = res->status == 401 || res->status == 403;
+    if (!options_.model.empty() && !refused) return options_.model;
     if (res->status != 200) throw Error("GET /v1/models: " + http_error(res->status, res->body));
-    if (!options_.model.empty()) return options_.model;
     const json models = json::parse(res->body, nullptr, false);
     if (models.is_discarded() || !models.contains("data") || !models["data"].is_array() || models["data"].empty() ||
         !models["data"][0].contains("id"))
@@ -235,6 +237,7 @@ class ChatClient {
     req.body = body.dump();
     req.set_header("Content-Type", "application/json");
     int status = 0;
+    bool received = false;
     std::string error_body;
     SseDecoder sse;
     bool done = false;
@@ -243,6 +246,7 @@ class ChatClient {
       return true;
     };
     req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+      received = true;
       if (status != 200) {
         error_body.append(data, size);
         return true;
@@ -262,7 +266,8 @@ class ChatClient {
     const bool sent = http_.send(req, res, error);
     printer.end();
     if (!sent) {
-      err << "error: " << unreachable(error) << "\n";
+      if (received) err << "error: the connection to " << options_.url << " broke (" << httplib::to_string(error) << ")\n";
+      else err << "error: " << unreachable(error) << "\n";
       return false;
     }
     if (status != 200) {

@@ -16,6 +16,12 @@
 #include "loaders/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
+// The CUDA backend is linked only into CUDA builds, and only once its branch has landed.
+#if defined(STRIKER_HAVE_CUDA) && __has_include("backends/cuda/cuda_backend.h")
+#include "backends/cuda/cuda_backend.h"
+#define STRIKER_PERPLEXITY_CUDA 1
+#endif
+
 namespace striker::cli {
 
 namespace {
@@ -107,8 +113,11 @@ Scores score(Backend& backend, const FlintConfig& config, const std::vector<int3
 void run(const PerplexityArgs& args) {
   if (args.ids.empty() == args.text_file.empty()) throw Error("give exactly one of --ids and --text-file");
   if (args.chunk_size < 1) throw Error("--chunk-size must be at least 1");
-  if (args.device == "cuda") throw Error("--device cuda: the CUDA backend is not available yet");
-  if (args.device != "cpu") throw Error("--device must be cpu or cuda, not '" + args.device + "'");
+  if (args.device != "cpu" && args.device != "cuda")
+    throw Error("--device must be cpu or cuda, not '" + args.device + "'");
+#ifndef STRIKER_PERPLEXITY_CUDA
+  if (args.device == "cuda") throw Error("--device cuda: this build has no CUDA backend");
+#endif
 
   const std::vector<int32_t> listed = args.ids.empty() ? std::vector<int32_t>{} : parse_ids(args.ids);
   LoadedModel model = load_model(args.model);
@@ -119,7 +128,17 @@ void run(const PerplexityArgs& args) {
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
                   std::to_string(model.config.vocab_size) + ")");
 
-  auto backend = make_cpu_backend(model, args.threads);
+  std::unique_ptr<Backend> backend;
+  if (args.device == "cpu") {
+    backend = make_cpu_backend(model, args.threads);
+  } else {
+#ifdef STRIKER_PERPLEXITY_CUDA
+    cuda::CudaBackendOptions options;
+    options.max_tokens = int(std::max<int64_t>(options.max_tokens, args.chunk_size));
+    options.max_logit_rows = int(std::max<int64_t>(options.max_logit_rows, args.chunk_size));
+    backend = cuda::make_cuda_backend(model, options);
+#endif
+  }
   const Scores s = score(*backend, model.config, ids, args.chunk_size);
   double total = 0.0;
   for (double lp : s.logprobs) total += lp;

@@ -92,7 +92,33 @@ class ThreadedEngine : public Engine {
       publish();
     }
     core_.abort_all();
+    // Requests accepted but never started still get their final (aborted) output.
+    std::vector<Pending> never_started;
+    {
+      std::lock_guard lock(mu_);
+      never_started.swap(inbox_);
+    }
+    for (auto& p : never_started) send_aborted(p);
     publish();
+  }
+
+  static void send_aborted(Pending& p) {
+    RequestOutput out;
+    out.request_id = p.request.request_id;
+    out.prompt_tokens = int64_t(p.request.prompt.size());
+    out.finished = true;
+    for (int32_t c = 0; c < p.request.params.n; ++c) {
+      ChoiceDelta d;
+      d.index = c;
+      d.finish = FinishReason::Abort;
+      out.choices.push_back(std::move(d));
+    }
+    if (!p.on_output) return;
+    try {
+      p.on_output(out);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "engine: output callback for request %s threw: %s\n", out.request_id.c_str(), e.what());
+    }
   }
 
   void publish() {

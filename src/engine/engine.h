@@ -23,6 +23,7 @@ struct EngineConfig {
   int64_t kv_cache_bytes = 0;           // budget for both KV pools
   std::vector<int32_t> eos_token_ids;   // from generation_config.json
   uint64_t seed = 0;                    // --seed: base for requests without a seed
+  int32_t sampler_threads = 0;          // CPU threads drawing tokens; 0 = min(8, hardware threads)
 };
 
 enum class FinishReason { Stop, Length, Abort };

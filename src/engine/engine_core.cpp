@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <thread>
 #include <utility>
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace striker {
 
@@ -31,6 +33,9 @@ struct EngineCore::Request {
 };
 
 namespace {
+
+// Tokens per step while a prompt's logprobs are collected (x vocab floats of logits).
+constexpr int64_t kPromptLogprobsChunk = 256;
 
 std::string num(double v) {
   std::string s = std::to_string(v);
@@ -121,6 +126,10 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   backend_.allocate_kv_cache(spec);
   kv_ = std::make_unique<KvBlockManager>(plan_.layout);
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{config_.max_num_seqs, config_.max_num_batched_tokens}, *kv_);
+  int threads = config_.sampler_threads;
+  if (threads <= 0) threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  scratch_.resize(size_t(std::max(threads, 1)));
 }
 
 EngineCore::~EngineCore() = default;
@@ -150,6 +159,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     ch->seq.prompt_len = int64_t(r.req.prompt.size());
     ch->seq.tokens = r.req.prompt;
     ch->seq.owner = ch.get();
+    // Prompt logprobs need a logits row per prompt token: smaller chunks bound that memory.
+    if (p.prompt_logprobs && !r.prompt_logprobs_complete) ch->seq.max_chunk = kPromptLogprobsChunk;
     ch->penalties = PenaltyState(p, r.req.prompt);
     ch->output = std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens));
     r.choices.push_back(std::move(ch));
@@ -221,13 +232,7 @@ void EngineCore::step() {
 
 void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits) {
   const size_t V = size_t(limits_.vocab_size);
-  std::vector<std::pair<Request*, RequestOutput>> outs;
-  auto output_for = [&](Request* r) -> RequestOutput& {
-    for (auto& [req, out] : outs)
-      if (req == r) return out;
-    return outs.emplace_back(r, RequestOutput{}).second;
-  };
-  std::set<std::string> failed;
+  std::vector<Draw> draws;
   size_t row = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
@@ -242,43 +247,75 @@ void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, 
         r.prompt_logprobs[size_t(pos)] = token_logprob({logits.data() + (row + k) * V, V}, r.req.prompt[size_t(pos)],
                                                        *r.req.params.prompt_logprobs);
       }
-      if (c.start + c.count >= ch.seq.prompt_len - 1) r.prompt_logprobs_complete = true;
-    }
-    if (c.samples() && !failed.count(r.req.request_id)) {
-      try {
-        sample_next(ch, {logits.data() + (row + nrows - 1) * V, V}, output_for(&r));
-      } catch (const std::exception& e) {
-        // One request's failure (e.g. its text cannot be decoded) ends that request only.
-        std::fprintf(stderr, "engine: request %s failed, aborting it: %s\n", r.req.request_id.c_str(), e.what());
-        failed.insert(r.req.request_id);
+      if (c.start + c.count >= ch.seq.prompt_len - 1) {
+        r.prompt_logprobs_complete = true;
+        for (auto& other : r.choices) other->seq.max_chunk = 0;
       }
     }
+    if (c.samples()) draws.push_back({&ch, {logits.data() + (row + nrows - 1) * V, V}, 0, std::nullopt});
     row += nrows;
+  }
+  draw_tokens(draws);
+
+  std::vector<std::pair<Request*, RequestOutput>> outs;
+  auto output_for = [&](Request* r) -> RequestOutput& {
+    for (auto& [req, out] : outs)
+      if (req == r) return out;
+    return outs.emplace_back(r, RequestOutput{}).second;
+  };
+  std::set<std::string> failed;
+  for (Draw& d : draws) {
+    Request& r = *d.choice->request;
+    if (failed.count(r.req.request_id)) continue;
+    try {
+      commit_token(d, output_for(&r));
+    } catch (const std::exception& e) {
+      // One request's failure (e.g. its text cannot be decoded) ends that request only.
+      std::fprintf(stderr, "engine: request %s failed, aborting it: %s\n", r.req.request_id.c_str(), e.what());
+      failed.insert(r.req.request_id);
+    }
   }
   for (auto& [r, out] : outs) emit(*r, out);
   for (const auto& id : failed) abort_request(id);
 }
 
-void EngineCore::sample_next(Choice& ch, std::span<const float> last, RequestOutput& out) {
+void EngineCore::draw_tokens(std::vector<Draw>& draws) {
+  // Sampling reads only its own row and choice state, so rows are drawn in parallel; the
+  // result cannot depend on the split (each draw is a pure function of row, params, seed, step).
+  auto draw_range = [&](int64_t begin, int64_t end, std::vector<float>& scratch) {
+    for (int64_t i = begin; i < end; ++i) {
+      Draw& d = draws[size_t(i)];
+      const Request& r = *d.choice->request;
+      const SamplingParams& p = r.req.params;
+      const int64_t step = d.choice->seq.num_output();
+      SampleContext ctx;
+      ctx.params = &p;
+      ctx.penalties = &d.choice->penalties;
+      if (step < p.min_tokens) ctx.suppressed = r.suppressed;
+      ctx.seed = r.seed;
+      ctx.choice = d.choice->seq.choice;
+      ctx.step = step;
+      d.token = sample_token(d.row, ctx, scratch);
+      if (p.logprobs) d.logprob = token_logprob(d.row, d.token, *p.logprobs);
+    }
+  };
+  const int64_t n = int64_t(draws.size());
+  if (n < 4 || !pool_) return draw_range(0, n, scratch_[0]);
+  const int64_t grain = (n + pool_->size() - 1) / pool_->size();
+  pool_->parallel_for(n, grain, [&](int64_t b, int64_t e) { draw_range(b, e, scratch_[size_t(b / grain)]); });
+}
+
+void EngineCore::commit_token(Draw& d, RequestOutput& out) {
+  Choice& ch = *d.choice;
   Request& r = *ch.request;
   Sequence& s = ch.seq;
-  const SamplingParams& p = r.req.params;
-  const int64_t step = s.num_output();
-  SampleContext ctx;
-  ctx.params = &p;
-  ctx.penalties = &ch.penalties;
-  if (step < p.min_tokens) ctx.suppressed = r.suppressed;
-  ctx.seed = r.seed;
-  ctx.choice = s.choice;
-  ctx.step = step;
-  const int32_t tok = sample_token(last, ctx, scratch_);
-  s.tokens.push_back(tok);
-  ch.penalties.add_output(tok);
+  s.tokens.push_back(d.token);
+  ch.penalties.add_output(d.token);
   ++generation_tokens_total_;
-  ChoiceDelta& d = out.choices.emplace_back();
-  d.index = s.choice;
-  if (p.logprobs) d.logprobs.push_back(token_logprob(last, tok, *p.logprobs));
-  ch.output->on_token(tok, s.num_output(), s.num_tokens(), d);
+  ChoiceDelta& delta = out.choices.emplace_back();
+  delta.index = s.choice;
+  if (d.logprob) delta.logprobs.push_back(std::move(*d.logprob));
+  ch.output->on_token(d.token, s.num_output(), s.num_tokens(), delta);
   if (ch.output->finished()) {
     scheduler_->remove(&s);
     ++r.num_finished;

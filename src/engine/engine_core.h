@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,8 @@
 #include "engine/scheduler.h"
 
 namespace striker {
+
+class ThreadPool;
 
 // Limits every request is checked against before it is queued.
 struct RequestLimits {
@@ -56,7 +59,15 @@ class EngineCore {
   struct Request;
   struct Choice;
   void update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits);
-  void sample_next(Choice& ch, std::span<const float> last_row, RequestOutput& out);
+  // One token to draw: filled in parallel, then committed in batch order.
+  struct Draw {
+    Choice* choice;
+    std::span<const float> row;
+    int32_t token;
+    std::optional<TokenLogprob> logprob;
+  };
+  void draw_tokens(std::vector<Draw>& draws);
+  void commit_token(Draw& d, RequestOutput& out);
   void emit(Request& req, RequestOutput& out);
 
   EngineConfig config_;
@@ -70,7 +81,8 @@ class EngineCore {
   std::vector<std::string> finished_;
   StepPlan last_plan_;
   std::vector<float> logits_;
-  std::vector<float> scratch_;
+  std::unique_ptr<ThreadPool> pool_;        // parallel sampling; null with one thread
+  std::vector<std::vector<float>> scratch_;  // one logits buffer per sampling thread
   int64_t next_seq_id_ = 0;
   uint64_t request_counter_ = 0;
   int64_t prompt_tokens_total_ = 0;

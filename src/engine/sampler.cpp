@@ -40,7 +40,7 @@ void apply_penalties(std::vector<float>& x, const SamplingParams& p, const Penal
   }
 }
 
-int32_t argmax(const std::vector<float>& x) {
+int32_t argmax(std::span<const float> x) {
   size_t best = 0;
   float best_v = x[0];
   for (size_t i = 1; i < x.size(); ++i)
@@ -59,7 +59,7 @@ float max_value(std::span<const float> x) {
 
 // The k best ids with x >= floor, best first (higher value, then lower id): one pass with a
 // small heap whose front is the worst kept, so most ids cost a single comparison.
-std::vector<int32_t> best_ids(const std::vector<float>& x, size_t k, float floor) {
+std::vector<int32_t> best_ids(std::span<const float> x, size_t k, float floor) {
   using Entry = std::pair<float, int32_t>;
   auto better = [](const Entry& a, const Entry& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
   if (k > 4096) {  // a deep cut: select on contiguous (value, id) pairs instead of a heap
@@ -98,6 +98,48 @@ std::vector<int32_t> best_ids(const std::vector<float>& x, size_t k, float floor
   return ids;
 }
 
+// For top_p without top_k: the best tokens, best first, covering at least the nucleus, found
+// without sorting the vocabulary. Tokens are binned by (m - x) / T; whole bins are taken until
+// the one where the mass reaches top_p, and only the tokens up to that bin are sorted, so the
+// exact cut made by the caller falls inside the sorted list.
+std::vector<int32_t> nucleus_superset(std::span<const float> x, float m, float inv_t, float floor, double top_p,
+                                      double& total) {
+  constexpr int kBins = 1024;
+  constexpr float kRange = 40.0f;  // exp(-40) is below anything that matters in a float sum
+  const size_t V = x.size();
+  std::vector<uint16_t> bin_of(V);
+  std::vector<double> mass(kBins, 0.0);
+  total = 0;
+  for (size_t i = 0; i < V; ++i) {
+    if (!(x[i] >= floor)) {
+      bin_of[i] = kBins;  // filtered out
+      continue;
+    }
+    const float d = (m - x[i]) * inv_t;
+    const int b = std::min(kBins - 1, int(d * (kBins / kRange)));
+    bin_of[i] = uint16_t(b);
+    const double w = std::exp(-double(d));
+    mass[size_t(b)] += w;
+    total += w;
+  }
+  int last = kBins - 1;
+  double cum = 0;
+  for (int b = 0; b < kBins; ++b) {
+    cum += mass[size_t(b)];
+    if (cum >= top_p * total) {
+      last = b;
+      break;
+    }
+  }
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < V; ++i)
+    if (bin_of[i] <= last) ids.push_back(int32_t(i));
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b;
+  });
+  return ids;
+}
+
 }  // namespace
 
 PenaltyState::PenaltyState(const SamplingParams& params, std::span<const int32_t> prompt) {
@@ -124,10 +166,23 @@ void process_logits(std::span<const float> logits, const SampleContext& ctx, std
   if (ctx.penalties) apply_penalties(x, p, *ctx.penalties);
 }
 
-int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
+// True when process_logits would change nothing, so the raw row can be used without a copy.
+bool logits_untouched(const SampleContext& ctx) {
+  const SamplingParams& p = *ctx.params;
+  const bool penalties = ctx.penalties && !ctx.penalties->output_counts().empty() &&
+                         (p.frequency_penalty != 0 || p.presence_penalty != 0 || p.repetition_penalty != 1);
+  const bool repetition_on_prompt = ctx.penalties && !ctx.penalties->prompt_tokens().empty();
+  return ctx.suppressed.empty() && p.logit_bias.empty() && !penalties && !repetition_on_prompt;
+}
+
+int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch) {
   const SamplingParams& p = *ctx.params;
   const size_t V = logits.size();
-  process_logits(logits, ctx, x);
+  std::span<const float> x = logits;
+  if (!logits_untouched(ctx)) {
+    process_logits(logits, ctx, scratch);
+    x = scratch;
+  }
   if (p.temperature < 1e-5f) return argmax(x);
 
   const float m = max_value(x);
@@ -137,21 +192,12 @@ int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, st
   const float floor_x = p.min_p > 0 ? m + p.temperature * std::log(p.min_p) : -std::numeric_limits<float>::max();
   std::vector<int32_t> cand;
   bool sorted = false;
+  double nucleus_base = -1;  // top_p's reference mass when cand is only part of the survivors
   if (p.top_k > 0 && size_t(p.top_k) < V) {
     cand = best_ids(x, size_t(p.top_k), floor_x);
     sorted = true;
   } else if (p.top_p < 1.0f) {
-    // The nucleus is usually small: try the best 256, then 4096, ... before sorting it all.
-    double all = 0;
-    for (size_t i = 0; i < V; ++i)
-      if (x[i] >= floor_x) all += std::exp((x[i] - m) * inv_t);
-    for (size_t k = 256;; k *= 16) {
-      cand = best_ids(x, std::min(k, V), floor_x);
-      if (k >= V) break;
-      double head = 0;
-      for (int32_t id : cand) head += std::exp((x[size_t(id)] - m) * inv_t);
-      if (head >= double(p.top_p) * all) break;
-    }
+    cand = nucleus_superset(x, m, inv_t, floor_x, double(p.top_p), nucleus_base);
     sorted = true;
   } else {
     cand.reserve(V);
@@ -163,7 +209,7 @@ int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, st
   for (size_t j = 0; j < cand.size(); ++j) total += w[j] = std::exp((x[size_t(cand[j])] - m) * inv_t);
   if (p.top_p < 1.0f && sorted) {
     // Keep tokens while the mass ranked above them is below top_p of the (filtered) total.
-    const double target = double(p.top_p) * total;
+    const double target = double(p.top_p) * (nucleus_base >= 0 ? nucleus_base : total);
     double cum = 0;
     size_t keep = 0;
     while (keep < cand.size() && cum < target) cum += w[keep++];
@@ -193,8 +239,7 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
   out.logprob = in_vocab(token, V) ? float(double(logits[size_t(token)]) - lse) : kNegInf;
   const size_t n = std::min<size_t>(size_t(std::max(top_n, 0)), V);
   if (n > 0) {
-    std::vector<float> row(logits.begin(), logits.end());
-    for (int32_t id : best_ids(row, n, -std::numeric_limits<float>::infinity()))
+    for (int32_t id : best_ids(logits, n, -std::numeric_limits<float>::infinity()))
       out.top.emplace_back(id, float(double(logits[size_t(id)]) - lse));
   }
   return out;

@@ -38,6 +38,12 @@ void Scheduler::preempt(Sequence* seq) {
   ++num_preemptions_;
 }
 
+int64_t Scheduler::chunk_wanted(const Sequence* seq, int64_t budget) const {
+  int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
+  if (seq->max_chunk > 0) want = std::min(want, seq->max_chunk);
+  return want;
+}
+
 int64_t Scheduler::reserve(Sequence* seq, int64_t want) {
   kv_.release_out_of_window(seq->blocks, seq->num_computed);
   const int64_t got = kv_.max_chunk_that_fits(seq->blocks, seq->num_computed, want);
@@ -55,7 +61,7 @@ StepPlan Scheduler::schedule() {
   // preempted (possibly the one asking), so the oldest request always makes progress.
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i];
-    const int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
+    const int64_t want = chunk_wanted(seq, budget);
     if (want <= 0) throw std::logic_error("Scheduler: a running sequence has nothing left to compute");
     int64_t got = reserve(seq, want);
     bool self_preempted = false;
@@ -78,7 +84,7 @@ StepPlan Scheduler::schedule() {
   while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
          int64_t(running_.size()) < limits_.max_num_seqs) {
     Sequence* seq = waiting_.front();
-    const int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
+    const int64_t want = chunk_wanted(seq, budget);
     const int64_t got = reserve(seq, want);
     if (got == 0) break;  // FCFS: nothing overtakes the head of the queue
     waiting_.pop_front();

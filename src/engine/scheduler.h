@@ -49,6 +49,7 @@ class Scheduler {
 
  private:
   void preempt(Sequence* seq);
+  int64_t chunk_wanted(const Sequence* seq, int64_t budget) const;
   int64_t reserve(Sequence* seq, int64_t want);
 
   SchedulerLimits limits_;

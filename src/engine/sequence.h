@@ -17,6 +17,7 @@ struct Sequence {
   int64_t num_computed = 0;       // positions whose KV is in the cache
   SeqStatus status = SeqStatus::Waiting;
   SeqBlockTables blocks;
+  int64_t max_chunk = 0;          // cap on tokens per step (0 = none); bounds all-logits rows
   void* owner = nullptr;          // the engine's per-request state; opaque to the scheduler
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }

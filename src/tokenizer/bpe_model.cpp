@@ -1,5 +1,6 @@
 #include "tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <queue>
@@ -50,9 +51,14 @@ BpeModel::BpeModel(const JsonRef& model) {
   vocab_.reserve(vocab.value.size() * 2);
   int64_t max_id = -1;
   for (auto it = vocab.value.begin(); it != vocab.value.end(); ++it) {
-    const JsonRef idref{it.value(), vocab.file, vocab.path + "/" + it.key()};
-    const int64_t id = idref.integer();
-    if (id < 0 || id > std::numeric_limits<int32_t>::max() / 2) idref.fail("token id out of range");
+    // JsonRef (which builds the path string) only on the error path: this loop runs 150k times.
+    const bool ok = it.value().is_number_integer();
+    const int64_t id = ok ? it.value().get<int64_t>() : -1;
+    if (!ok || id < 0 || id > std::numeric_limits<int32_t>::max() / 2) {
+      const JsonRef idref{it.value(), vocab.file, vocab.path + "/" + it.key()};
+      idref.integer();
+      idref.fail("token id out of range");
+    }
     vocab_.emplace(it.key(), static_cast<int32_t>(id));
     max_id = std::max(max_id, id);
   }
@@ -92,27 +98,29 @@ BpeModel::BpeModel(const JsonRef& model) {
   const size_t n = merges.array_size();
   merges_.reserve(n);
   const size_t prefix_len = continuing_prefix_.size();
+  std::string a, b, merged;
   for (size_t r = 0; r < n; ++r) {
-    const JsonRef m = merges.at(r);
-    std::string a, b;
-    if (m.value.is_string()) {
-      const std::string s = m.str();
+    const Json& mv = merges.value[r];
+    auto fail = [&](const std::string& what) { merges.at(r).fail(what); };
+    if (mv.is_string()) {
+      const std::string& s = mv.get_ref<const std::string&>();
       const size_t sp = s.find(' ');
-      if (sp == std::string::npos) m.fail("a merge must be two tokens separated by a space");
-      a = s.substr(0, sp);
-      b = s.substr(sp + 1);
-    } else if (m.value.is_array() && m.value.size() == 2) {
-      a = m.at(0).str();
-      b = m.at(1).str();
+      if (sp == std::string::npos) fail("a merge must be two tokens separated by a space");
+      a.assign(s, 0, sp);
+      b.assign(s, sp + 1);
+    } else if (mv.is_array() && mv.size() == 2 && mv[0].is_string() && mv[1].is_string()) {
+      a = mv[0].get_ref<const std::string&>();
+      b = mv[1].get_ref<const std::string&>();
     } else {
-      m.fail("a merge must be \"a b\" or [\"a\", \"b\"]");
+      fail("a merge must be \"a b\" or [\"a\", \"b\"]");
     }
     auto ia = vocab_.find(a), ib = vocab_.find(b);
-    if (ia == vocab_.end()) m.fail("merge token '" + a + "' is not in the vocab");
-    if (ib == vocab_.end()) m.fail("merge token '" + b + "' is not in the vocab");
-    const std::string merged = a + (prefix_len > 0 && b.size() >= prefix_len ? b.substr(prefix_len) : b);
+    if (ia == vocab_.end()) fail("merge token '" + a + "' is not in the vocab");
+    if (ib == vocab_.end()) fail("merge token '" + b + "' is not in the vocab");
+    merged = a;
+    merged.append(b, prefix_len > 0 && b.size() >= prefix_len ? prefix_len : 0);
     auto im = vocab_.find(merged);
-    if (im == vocab_.end()) m.fail("merged token '" + merged + "' is not in the vocab");
+    if (im == vocab_.end()) fail("merged token '" + merged + "' is not in the vocab");
     merges_.insert_or_assign(ia->second, ib->second, static_cast<uint32_t>(r), im->second);
   }
 }
@@ -130,7 +138,7 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
 
 void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symbols) const {
   const bool plain = continuing_prefix_.empty() && end_suffix_.empty();
-  std::optional<int32_t> pending_unk;
+  int32_t pending_unk = -1;  // an unk waiting to be emitted (fused with following unknowns)
   std::string piece;
   size_t i = 0;
   while (i < word.size()) {
@@ -150,8 +158,8 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symb
       piece.assign(word.substr(start, i - start));
     }
     if (id >= 0) {
-      if (pending_unk) symbols.push_back(*pending_unk);
-      pending_unk.reset();
+      if (pending_unk >= 0) symbols.push_back(pending_unk);
+      pending_unk = -1;
       symbols.push_back(id);
       continue;
     }
@@ -165,12 +173,12 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& symb
       }
     }
     if (unk_id_) {
-      if (pending_unk && !fuse_unk_) symbols.push_back(*pending_unk);
+      if (pending_unk >= 0 && !fuse_unk_) symbols.push_back(pending_unk);
       pending_unk = *unk_id_;
     }
     // No unk token: Hugging Face drops the character silently; so do we, for identical ids.
   }
-  if (pending_unk) symbols.push_back(*pending_unk);
+  if (pending_unk >= 0) symbols.push_back(pending_unk);
 }
 
 // Few symbols: repeatedly merge the lowest-ranked adjacent pair (leftmost on ties).

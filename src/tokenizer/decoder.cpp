@@ -152,6 +152,34 @@ class ReplaceDecoder : public Decoder {
   std::unique_ptr<Regex> regex_;
 };
 
+// Replacement characters become spaces, except in the first token, where Hugging Face drops
+// them all unless prepend_scheme is "never".
+class MetaspaceDecoder : public Decoder {
+ public:
+  MetaspaceDecoder(std::string replacement, bool strip_first)
+      : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+  void decode_chain(std::vector<std::string>& tokens) const override {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const std::string_view with = (i == 0 && strip_first_) ? std::string_view() : std::string_view(" ");
+      std::string out;
+      size_t pos = 0;
+      const std::string& t = tokens[i];
+      while (true) {
+        const size_t hit = t.find(replacement_, pos);
+        out.append(t, pos, hit == std::string::npos ? std::string::npos : hit - pos);
+        if (hit == std::string::npos) break;
+        out += with;
+        pos = hit + replacement_.size();
+      }
+      tokens[i].swap(out);
+    }
+  }
+
+ private:
+  std::string replacement_;
+  bool strip_first_;
+};
+
 class SequenceDecoder : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
@@ -178,6 +206,18 @@ std::unique_ptr<Decoder> make_decoder(const JsonRef& j) {
                                           static_cast<size_t>(j.int_or("stop", 0)));
   }
   if (type == "Replace") return std::make_unique<ReplaceDecoder>(j);
+  if (type == "Metaspace") {
+    const std::string rep = j.str_or("replacement", "\u2581");
+    if (rep.empty()) j.at("replacement").fail("expected one character");
+    bool strip_first = j.bool_or("add_prefix_space", true);
+    if (j.has("prepend_scheme")) {
+      const std::string scheme = j.at("prepend_scheme").str();
+      if (scheme != "always" && scheme != "first" && scheme != "never")
+        j.at("prepend_scheme").fail("unknown prepend_scheme '" + scheme + "'");
+      strip_first = scheme != "never";
+    }
+    return std::make_unique<MetaspaceDecoder>(rep, strip_first);
+  }
   if (type == "Sequence") {
     const JsonRef list = j.at("decoders");
     std::vector<std::unique_ptr<Decoder>> steps;

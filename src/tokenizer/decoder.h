@@ -1,5 +1,5 @@
 // Hugging Face decoders (tokenizer.json "decoder"): ByteLevel, ByteFallback, Fuse, Strip,
-// Replace and Sequence. Each step maps a list of token strings to a list of strings; the
+// Replace, Metaspace and Sequence. Each step maps a list of token strings to a list of strings; the
 // tokenizer joins the final list.
 #pragma once
 #include <memory>

@@ -1,6 +1,8 @@
 #include "tokenizer/hf_tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "tokenizer/utf8.h"
@@ -29,7 +31,13 @@ HfTokenizer::HfTokenizer(const std::filesystem::path& tokenizer_json, const std:
   if (!root.is_object()) r.fail("expected a JSON object");
   if (r.has("version") && r.at("version").str() != "1.0") r.at("version").fail("unknown tokenizer.json version");
   if (r.has("truncation")) r.at("truncation").fail("truncation is not supported (set it to null)");
-  if (r.has("padding")) r.at("padding").fail("padding is not supported (set it to null)");
+  if (r.has("padding")) {
+    // Padding to the longest sequence of a batch leaves a single encode unchanged; anything
+    // that would add pad ids to one sequence is not implemented.
+    const JsonRef pad = r.at("padding");
+    const bool longest = pad.has("strategy") && pad.at("strategy").value == "BatchLongest";
+    if (!longest || pad.has("pad_to_multiple_of")) pad.fail("padding other than BatchLongest is not supported");
+  }
 
   const JsonRef model = r.at("model");
   const std::string model_type = model.has("type") ? model.type() : (model.has("merges") ? "BPE" : "");
@@ -106,7 +114,12 @@ void HfTokenizer::apply_config_overrides(const std::filesystem::path& config_jso
     if (!target) {
       if (model_->token_to_id(content) != id)
         t.fail("token " + std::to_string(id) + " '" + content + "' is in neither tokenizer.json's added_tokens nor the vocab");
-      tokens.push_back(AddedToken{id, content});
+      AddedToken added;
+      added.id = id;
+      added.content = content;
+      added.special = t.bool_or("special", false);
+      added.normalized = !added.special;  // Hugging Face's default for a new added token
+      tokens.push_back(std::move(added));
       target = &tokens.back();
     } else if (target->content != content) {
       t.at("content").fail("does not match tokenizer.json's added token " + std::to_string(id) + " '" +
@@ -120,11 +133,11 @@ void HfTokenizer::apply_config_overrides(const std::filesystem::path& config_jso
   }
 }
 
-void HfTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& ids) const {
-  std::vector<std::string> pieces;
-  pieces.emplace_back(text);
+void HfTokenizer::encode_plain(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const {
+  std::vector<Piece> pieces;
+  pieces.push_back(Piece{std::string(text), at_text_start});
   if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(pieces);
-  for (const auto& p : pieces) model_->tokenize(p, ids);
+  for (const auto& p : pieces) model_->tokenize(p.text, ids);
 }
 
 std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special_tokens) const {
@@ -134,7 +147,8 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special
   ids.reserve(text.size() / 3 + 4);
   std::vector<Segment> raw, normalized;
   added_.split(text, /*normalized_set=*/false, raw);
-  for (auto& seg : raw) {
+  for (size_t r = 0; r < raw.size(); ++r) {
+    Segment& seg = raw[r];
     if (seg.id >= 0) {
       ids.push_back(seg.id);
       continue;
@@ -142,9 +156,10 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special
     if (normalizer_) normalizer_->normalize(seg.text);
     normalized.clear();
     added_.split(seg.text, /*normalized_set=*/true, normalized);
-    for (const auto& n : normalized) {
+    for (size_t k = 0; k < normalized.size(); ++k) {
+      const Segment& n = normalized[k];
       if (n.id >= 0) ids.push_back(n.id);
-      else if (!n.text.empty()) encode_plain(n.text, ids);
+      else if (!n.text.empty()) encode_plain(n.text, /*at_text_start=*/r == 0 && k == 0, ids);
     }
   }
   if (add_special_tokens && post_processor_) post_processor_->add_special_tokens(ids);

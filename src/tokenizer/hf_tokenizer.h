@@ -1,5 +1,14 @@
 // The Hugging Face tokenizer.json pipeline behind striker::Tokenizer:
 // added tokens -> normalizer -> pre-tokenizer -> BPE model -> post-processor; decoder for decode().
+//
+// Parity with the `tokenizers` package (0.23) is tested id for id (tests/python/test_tokenizer_*).
+// Known differences, all from Unicode table versions rather than logic:
+//  - regexes run on PCRE2 10.42 (Unicode 14) where `tokenizers` uses Oniguruma (Unicode 16), so
+//    the ~9.4k letters/digits assigned in Unicode 15-16 may split differently;
+//  - NFKC uses ICU 72 (Unicode 15), which maps 134 code points (e.g. U+32FF) that the older
+//    tables in `tokenizers` leave alone. NFC agrees on every single code point.
+// Not supported (clear error naming the JSON path): WordPiece/WordLevel/Unigram models, BPE
+// dropout, truncation, fixed-length padding, and components not listed in the make_* factories.
 #pragma once
 #include <filesystem>
 #include <memory>
@@ -32,7 +41,7 @@ class HfTokenizer : public Tokenizer {
  private:
   std::vector<AddedToken> load_added_tokens(const JsonRef& list) const;
   void apply_config_overrides(const std::filesystem::path& config_json, std::vector<AddedToken>& tokens) const;
-  void encode_plain(std::string_view text, std::vector<int32_t>& ids) const;
+  void encode_plain(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;

@@ -1,6 +1,7 @@
 // Typed access to tokenizer.json fields. Every failure throws striker::Error with one line:
 // "<file>: <json path>: <what is wrong>", e.g. "tokenizer.json: /model/merges/12: expected ...".
 #pragma once
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -18,7 +19,23 @@ struct JsonRef {
   std::string path;  // JSON pointer, "" for the root
 
   [[noreturn]] void fail(std::string_view what) const {
-    throw Error(file + ": " + (path.empty() ? std::string("/") : path) + ": " + std::string(what));
+    throw Error(one_line(file + ": " + (path.empty() ? std::string("/") : path) + ": " + std::string(what)));
+  }
+  // Keys and token text come from the file; control characters are escaped to keep one line.
+  static std::string one_line(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (unsigned char c : s) {
+      if (c >= 0x20 && c != 0x7F) {
+        out.push_back(static_cast<char>(c));
+      } else {
+        static const char* hex = "0123456789ABCDEF";
+        out += "\\x";
+        out.push_back(hex[c >> 4]);
+        out.push_back(hex[c & 15]);
+      }
+    }
+    return out;
   }
   bool has(std::string_view key) const {
     return value.is_object() && value.contains(key) && !value.at(std::string(key)).is_null();
@@ -27,7 +44,7 @@ struct JsonRef {
     const std::string child = path + "/" + std::string(key);
     if (!value.is_object()) fail("expected an object");
     auto it = value.find(std::string(key));
-    if (it == value.end()) throw Error(file + ": " + child + ": missing field");
+    if (it == value.end()) throw Error(one_line(file + ": " + child + ": missing field"));
     return JsonRef{*it, file, child};
   }
   JsonRef at(size_t index) const {
@@ -56,7 +73,11 @@ struct JsonRef {
   }
   bool bool_or(std::string_view key, bool dflt) const { return has(key) ? at(key).boolean() : dflt; }
   int64_t int_or(std::string_view key, int64_t dflt) const { return has(key) ? at(key).integer() : dflt; }
-  std::string type() const { return at("type").str(); }
+  // The component type; also where nesting depth is bounded, since every component factory asks.
+  std::string type() const {
+    if (std::count(path.begin(), path.end(), '/') > 64) fail("components are nested too deeply");
+    return at("type").str();
+  }
   [[noreturn]] void unsupported(std::string_view component) const {
     at("type").fail("unsupported " + std::string(component) + " type '" + type() + "'");
   }

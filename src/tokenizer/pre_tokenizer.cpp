@@ -1,5 +1,7 @@
 #include "tokenizer/pre_tokenizer.h"
 
+#include <algorithm>
+
 #include "tokenizer/byte_level.h"
 #include "tokenizer/regex.h"
 
@@ -26,8 +28,8 @@ struct Part {
 // Splits `text` at the matches of `re` the way Hugging Face's NormalizedString::split does:
 // the matches and the gaps between them form a cover of the text, then `behavior` decides
 // which parts are dropped or glued to a neighbour.
-void split_by_regex(const Regex& re, Behavior behavior, bool invert, const std::string& text,
-                    std::vector<std::string>& out) {
+void split_by_regex(const Regex& re, Behavior behavior, bool invert, const Piece& piece, std::vector<Piece>& out) {
+  const std::string& text = piece.text;
   std::vector<Span> matches;
   re.find_all(text, matches);
   std::vector<Part> parts;
@@ -82,7 +84,7 @@ void split_by_regex(const Regex& re, Behavior behavior, bool invert, const std::
     }
   }
   for (auto [b, e] : kept)
-    if (e > b) out.emplace_back(text, b, e - b);
+    if (e > b) out.push_back(Piece{text.substr(b, e - b), piece.at_text_start && b == 0});
 }
 
 class SplitPreTokenizer : public PreTokenizer {
@@ -101,8 +103,8 @@ class SplitPreTokenizer : public PreTokenizer {
   SplitPreTokenizer(std::unique_ptr<Regex> re, Behavior b, bool invert)
       : regex_(std::move(re)), behavior_(b), invert_(invert) {}
 
-  void pre_tokenize(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> out;
+  void pre_tokenize(std::vector<Piece>& pieces) const override {
+    std::vector<Piece> out;
     out.reserve(pieces.size() * 4);
     for (const auto& p : pieces) split_by_regex(*regex_, behavior_, invert_, p, out);
     pieces.swap(out);
@@ -125,22 +127,22 @@ class ByteLevelPreTokenizer : public PreTokenizer {
     if (j.bool_or("use_regex", true))
       regex_ = std::make_unique<Regex>(kGpt2Pattern, j.file + ": " + j.path + " (ByteLevel regex)");
   }
-  void pre_tokenize(std::vector<std::string>& pieces) const override {
-    std::vector<std::string> split;
+  void pre_tokenize(std::vector<Piece>& pieces) const override {
+    std::vector<Piece> split;
     split.reserve(pieces.size() * 4);
     for (auto& p : pieces) {
-      if (add_prefix_space_ && !p.starts_with(' ')) p.insert(0, " ");
+      if (add_prefix_space_ && !p.text.starts_with(' ')) p.text.insert(0, " ");
       if (regex_) split_by_regex(*regex_, Behavior::Isolated, false, p, split);
-      else if (!p.empty()) split.push_back(std::move(p));
+      else if (!p.text.empty()) split.push_back(std::move(p));
     }
     const ByteLevelTable& table = byte_level_table();
-    pieces.clear();
-    for (const auto& s : split) {
+    for (auto& s : split) {
       std::string mapped;
-      mapped.reserve(s.size() * 2);
-      table.encode_append(s, mapped);
-      pieces.push_back(std::move(mapped));
+      mapped.reserve(s.text.size() * 2);
+      table.encode_append(s.text, mapped);
+      s.text.swap(mapped);
     }
+    pieces.swap(split);
   }
 
  private:
@@ -148,10 +150,56 @@ class ByteLevelPreTokenizer : public PreTokenizer {
   std::unique_ptr<Regex> regex_;
 };
 
+enum class PrependScheme { Always, First, Never };
+
+PrependScheme parse_prepend_scheme(const JsonRef& j) {
+  if (!j.has("prepend_scheme")) return j.bool_or("add_prefix_space", true) ? PrependScheme::Always : PrependScheme::Never;
+  const JsonRef s = j.at("prepend_scheme");
+  if (s.str() == "always") return PrependScheme::Always;
+  if (s.str() == "first") return PrependScheme::First;
+  if (s.str() == "never") return PrependScheme::Never;
+  s.fail("unknown prepend_scheme '" + s.str() + "'");
+}
+
+// SentencePiece-style: spaces become the replacement character (U+2581 by default), which is
+// prepended per prepend_scheme; with split, every replacement character starts a new piece.
+class MetaspacePreTokenizer : public PreTokenizer {
+ public:
+  explicit MetaspacePreTokenizer(const JsonRef& j)
+      : replacement_(j.str_or("replacement", "\u2581")), scheme_(parse_prepend_scheme(j)), split_(j.bool_or("split", true)) {
+    if (replacement_.empty()) j.at("replacement").fail("expected one character");
+    split_regex_ = std::make_unique<Regex>(Regex::escape(replacement_), j.file + ": " + j.path + "/replacement");
+  }
+  void pre_tokenize(std::vector<Piece>& pieces) const override {
+    std::vector<Piece> out;
+    out.reserve(pieces.size() * 4);
+    for (auto& p : pieces) {
+      std::string replaced;
+      replaced.reserve(p.text.size() + replacement_.size());
+      for (char c : p.text) {
+        if (c == ' ') replaced += replacement_;
+        else replaced.push_back(c);
+      }
+      const bool prepend = scheme_ == PrependScheme::Always || (scheme_ == PrependScheme::First && p.at_text_start);
+      if (prepend && !replaced.starts_with(replacement_)) replaced.insert(0, replacement_);
+      p.text.swap(replaced);
+      if (split_) split_by_regex(*split_regex_, Behavior::MergedWithNext, false, p, out);
+      else if (!p.text.empty()) out.push_back(std::move(p));
+    }
+    pieces.swap(out);
+  }
+
+ private:
+  std::string replacement_;
+  PrependScheme scheme_;
+  bool split_;
+  std::unique_ptr<Regex> split_regex_;
+};
+
 class SequencePreTokenizer : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
-  void pre_tokenize(std::vector<std::string>& pieces) const override {
+  void pre_tokenize(std::vector<Piece>& pieces) const override {
     for (const auto& s : steps_) s->pre_tokenize(pieces);
   }
 
@@ -172,6 +220,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonRef& j) {
   const std::string type = j.type();
   if (type == "Split") return std::make_unique<SplitPreTokenizer>(j);
   if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(j);
+  if (type == "Metaspace") return std::make_unique<MetaspacePreTokenizer>(j);
   if (type == "Digits") {
     return j.bool_or("individual_digits", false) ? regex_split(R"(\p{N})", Behavior::Isolated, false, j)
                                                  : regex_split(R"(\p{N}+)", Behavior::Isolated, false, j);

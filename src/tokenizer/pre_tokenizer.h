@@ -1,5 +1,5 @@
 // Hugging Face pre-tokenizers (tokenizer.json "pre_tokenizer"): Split (regex or literal, every
-// `behavior`, `invert`), ByteLevel, Digits, Whitespace, WhitespaceSplit and Sequence.
+// `behavior`, `invert`), ByteLevel, Metaspace, Digits, Whitespace, WhitespaceSplit and Sequence.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,11 +9,16 @@
 
 namespace striker::tok {
 
+struct Piece {
+  std::string text;
+  bool at_text_start = false;  // begins at offset 0 of the original text (Metaspace "first")
+};
+
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
   // Replaces each piece by the pieces it splits into (empty pieces are dropped).
-  virtual void pre_tokenize(std::vector<std::string>& pieces) const = 0;
+  virtual void pre_tokenize(std::vector<Piece>& pieces) const = 0;
 };
 
 // Null JSON gives nullptr. Unsupported types throw naming the JSON path.

@@ -43,6 +43,7 @@ class IncrementalDetokenizer {
   std::vector<int32_t> ids_;
   size_t prefix_offset_ = 0;
   size_t read_offset_ = 0;
+  bool in_byte_run_ = false;  // the last decoded token was a byte-fallback "<0xAB>" token
 };
 
 }  // namespace striker

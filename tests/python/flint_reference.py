@@ -23,12 +23,17 @@ def bf16(x) -> np.ndarray:
 
     bfloat16 keeps 7 explicit mantissa bits; a float64 has 52, so the low 45 bits are
     rounded away in one step (no double rounding through float32)."""
-    a = np.ascontiguousarray(x, dtype=np.float64)
+    a = np.array(x, dtype=np.float64)  # a fresh copy: rounded in place below
+    nan = np.isnan(a)
     u = a.view(np.uint64)
-    keep = (u >> np.uint64(45)) & np.uint64(1)
-    u = (u + np.uint64((1 << 44) - 1) + keep) & ~np.uint64((1 << 45) - 1)
-    out = u.view(np.float64)
-    return np.where(np.isnan(a), a, out)
+    keep = u >> np.uint64(45)
+    keep &= np.uint64(1)
+    u += keep
+    u += np.uint64((1 << 44) - 1)
+    u &= ~np.uint64((1 << 45) - 1)
+    if nan.any():
+        a[nan] = np.nan
+    return a
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -180,7 +185,10 @@ class FlintReference:
         return bf16(bf16(acc) + shared)
 
     def logits(self, ids, stats: dict | None = None) -> np.ndarray:
-        """bf16 logits [T, V] (float64 array) of the sequence `ids` from position 0."""
+        """bf16 logits [T, V] (float64 array) of the sequence `ids` from position 0.
+
+        stats, when given, receives expert_counts {layer: selections per expert} and
+        hidden_rms [per layer: RMS of the residual stream after the layer]."""
         c = self.c
         eps = float(c["rms_norm_eps"])
         nh, nkv, d = int(c["num_attention_heads"]), int(c["num_key_value_heads"]), int(c["head_dim"])
@@ -210,6 +218,8 @@ class FlintReference:
             else:
                 y = self.moe(x, p, stats, l)
             h = bf16(h + y)
+            if stats is not None:
+                stats.setdefault("hidden_rms", []).append(float(np.sqrt(np.mean(h * h))))
         x = rmsnorm(h, self.w("model.norm.weight"), eps)
         return self._lm_head(x)
 

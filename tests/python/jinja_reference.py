@@ -1,5 +1,6 @@
 """Python jinja2 configured the way Hugging Face transformers renders chat templates, plus a
 driver for striker's batch renderer (tests/cpp/chat/test_jinja_batch.cpp)."""
+import copy
 import datetime
 import json
 import os
@@ -29,10 +30,17 @@ def hf_environment() -> ImmutableSandboxedEnvironment:
     return env
 
 
+_COMPILED = {}
+
+
 def reference_render(template: str, variables: dict):
     """(True, output) or (False, error message)."""
     try:
-        return True, hf_environment().from_string(template).render(**variables)
+        if template not in _COMPILED:
+            _COMPILED[template] = hf_environment().from_string(template)
+        # A deep copy: some jinja2 filters mutate their input in place (indent on a list does
+        # `s += "\n"`), which would leak into later cases sharing the same context.
+        return True, _COMPILED[template].render(**copy.deepcopy(variables))
     except Exception as e:  # jinja2 raises many types: all count as "render failed"
         return False, f"{type(e).__name__}: {e}"
 

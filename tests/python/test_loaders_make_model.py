@@ -113,3 +113,85 @@ def test_bad_arguments_fail_with_one_line(striker_bin, shared_dir, tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
     assert "bad.json" in r.stderr
+
+
+def test_random_model_is_numerically_tame(tiny):
+    """A float64 forward pass (FLINT.md §4 without the bf16 rounding) over 48 random tokens: the
+    residual stream must stay near unit RMS, and every MoE router must spread tokens over all
+    experts, so the conformance tests of the backends see a realistic network."""
+    cfg = json.loads((tiny / "config.json").read_text())
+    wm = json.loads((tiny / "model.safetensors.index.json").read_text())["weight_map"]
+    files = {}
+
+    def get(name):
+        shard = wm[name]
+        if shard not in files:
+            raw = (tiny / shard).read_bytes()
+            n = int.from_bytes(raw[:8], "little")
+            files[shard] = (raw, json.loads(raw[8:8 + n]), 8 + n)
+        raw, header, start = files[shard]
+        e = header[name]
+        b, end = e["data_offsets"]
+        buf = raw[start + b:start + end]
+        if e["dtype"] == "F32":
+            return np.frombuffer(buf, np.float32).reshape(e["shape"]).astype(np.float64)
+        bits = np.frombuffer(buf, np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(e["shape"]).astype(np.float64)
+
+    H, nh, nkv, d = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    eps, K, E = cfg["rms_norm_eps"], cfg["num_experts_per_tok"], cfg["n_routed_experts"]
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+    def rope(x, pos):
+        half = d // 2
+        phi = pos[:, None] * cfg["rope_theta"] ** (-2 * np.arange(half) / d)[None]
+        c, s = np.cos(phi)[:, None], np.sin(phi)[:, None]
+        a, b = x[..., :half], x[..., half:]
+        return np.concatenate([a * c - b * s, b * c + a * s], -1)
+
+    def mlp(x, p):
+        g = x @ get(p + ".gate_proj.weight").T
+        return (g / (1 + np.exp(-g)) * (x @ get(p + ".up_proj.weight").T)) @ get(p + ".down_proj.weight").T
+
+    T = 48
+    pos = np.arange(T)
+    h = get("model.embed_tokens.weight")[np.random.default_rng(0).integers(0, 151000, T)]
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        x = rms(h, get(p + "input_layernorm.weight"))
+        q = rms((x @ get(p + "self_attn.q_proj.weight").T).reshape(T, nh, d), get(p + "self_attn.q_norm.weight"))
+        k = rms((x @ get(p + "self_attn.k_proj.weight").T).reshape(T, nkv, d), get(p + "self_attn.k_norm.weight"))
+        v = (x @ get(p + "self_attn.v_proj.weight").T).reshape(T, nkv, d)
+        mask = pos[None, :] <= pos[:, None]
+        if cfg["layer_types"][l] == "sliding_attention":
+            q, k = rope(q, pos), rope(k, pos)
+            mask &= (pos[:, None] - pos[None, :]) < cfg["sliding_window"]
+        sinks = get(p + "self_attn.sinks")
+        o = np.zeros((T, nh, d))
+        for hh in range(nh):
+            kv = hh // (nh // nkv)
+            s = np.where(mask, q[:, hh] @ k[:, kv].T / np.sqrt(d), -np.inf)
+            m = np.maximum(s.max(1), sinks[hh])
+            P = np.exp(s - m[:, None])
+            o[:, hh] = (P / (np.exp(sinks[hh] - m) + P.sum(1))[:, None]) @ v[:, kv]
+        h = h + o.reshape(T, -1) @ get(p + "self_attn.o_proj.weight").T
+        x = rms(h, get(p + "post_attention_layernorm.weight"))
+        if l < cfg["first_k_dense_replace"]:
+            y = mlp(x, p + "mlp")
+        else:
+            scores = 1 / (1 + np.exp(-(x @ get(p + "mlp.gate.weight").T)))
+            top = np.argsort(-(scores + get(p + "mlp.gate.e_score_correction_bias")), 1, kind="stable")[:, :K]
+            assert len(set(top.ravel())) == E, f"layer {l} routes {T} tokens to only {len(set(top.ravel()))} experts"
+            assert scores.std() > 0.15, f"layer {l} router scores barely spread: std {scores.std():.3f}"
+            y = mlp(x, p + "mlp.shared_experts")
+            for t in range(T):
+                w = scores[t, top[t]] / scores[t, top[t]].sum() * cfg["routed_scaling_factor"]
+                for e, we in zip(top[t], w):
+                    y[t] += we * mlp(x[t:t + 1], p + f"mlp.experts.{e}")[0]
+        h = h + y
+        h_rms = np.sqrt((h * h).mean())
+        assert np.isfinite(h).all() and 0.8 < h_rms < 1.5, f"layer {l}: residual RMS {h_rms:.3f}"
+    logits = rms(h, get("model.norm.weight")) @ get("lm_head.weight").T
+    assert np.isfinite(logits).all() and 0.5 < logits.std() < 2.0

@@ -41,6 +41,7 @@ class StubServer:
 
     def __init__(self):
         self.requests = []
+        self.models_status = 200
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,8 +57,10 @@ class StubServer:
                 self.wfile.write(data)
 
             def do_GET(self):
-                if self.path == "/v1/models":
+                if self.path == "/v1/models" and stub.models_status == 200:
                     self.send_json(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+                elif self.path == "/v1/models":
+                    self.send_json(stub.models_status, {"error": {"message": "Unauthorized", "code": stub.models_status}})
                 else:
                     self.send_json(404, {"error": {"message": "not found", "code": 404}})
 
@@ -198,3 +201,19 @@ def test_bad_url_is_a_clear_error(striker_bin):
     res = run_chat(striker_bin, ["--url", "https://example.invalid"], "")
     assert res.returncode == 1
     assert "https is not supported" in res.stderr
+
+
+def test_model_flag_tolerates_a_server_without_model_listing(striker_bin, stub):
+    stub.models_status = 404
+    res = run_chat(striker_bin, ["--url", stub.url, "--model", "given"], "hello\n/exit\n")
+    assert res.returncode == 0, res.stderr
+    assert stub.requests[0]["body"]["model"] == "given"
+    assert "Hi there!" in res.stdout
+
+
+def test_refused_api_key_is_a_clear_error(striker_bin, stub):
+    stub.models_status = 401
+    res = run_chat(striker_bin, ["--url", stub.url, "--model", "given"], "hello\n")
+    assert res.returncode == 1
+    assert "the server answered HTTP 401: Unauthorized" in res.stderr
+    assert stub.requests == []

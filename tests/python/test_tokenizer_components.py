@@ -221,8 +221,8 @@ def small_json():
 
 
 @pytest.mark.parametrize("mutate, expect", [
-    (lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Metaspace"}]}),
-     "/pre_tokenizer/pretokenizers/1/type: unsupported pre-tokenizer type 'Metaspace'"),
+    (lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "CharDelimiterSplit"}]}),
+     "/pre_tokenizer/pretokenizers/1/type: unsupported pre-tokenizer type 'CharDelimiterSplit'"),
     (lambda j: j.update(normalizer={"type": "BertNormalizer"}), "/normalizer/type: unsupported normalizer type"),
     (lambda j: j["model"].update(type="WordPiece"), "/model/type: unsupported model type 'WordPiece'"),
     (lambda j: j.update(decoder={"type": "CTC"}), "/decoder/type: unsupported decoder type 'CTC'"),
@@ -249,3 +249,80 @@ def test_missing_and_invalid_files(striker_bin, tmp_path):
     d = write(tmp_path, "{ not json")
     rc, err = run_error(striker_bin, d, "--text", "hi")
     assert rc != 0 and "invalid JSON" in err and err.count("\n") == 1
+
+
+def test_llama2_style_sentencepiece_bpe(striker_bin, tmp_path, samples):
+    """Prepend + Replace normalizers, no pre-tokenizer, byte_fallback with an unk token, and the
+    Replace / ByteFallback / Fuse / Strip decoder chain (the layout of Llama-2-style files)."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    trainer = trainers.BpeTrainer(vocab_size=400, show_progress=False, special_tokens=["<unk>", "<s>", "</s>"])
+    tok.train_from_iterator([t.replace(" ", "▁") for t in TRAIN_TEXT], trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+
+    def add_bytes(data):
+        vocab = data["model"]["vocab"]
+        for b in range(256):
+            vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+
+    d, hf = save(tok, tmp_path, add_bytes)
+    texts = [s for s in samples if s][:300]  # HF's Strip decoder panics on an empty token list
+    check(striker_bin, d, hf, texts, add_special=(False, True))
+
+
+@pytest.mark.parametrize("scheme", ["always", "first", "never"])
+@pytest.mark.parametrize("split", [True, False])
+def test_metaspace(striker_bin, tmp_path, samples, scheme, split):
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme=scheme, split=split)
+    tok.decoder = decoders.Sequence([decoders.Metaspace(prepend_scheme=scheme), decoders.ByteFallback(), decoders.Fuse()])
+    trainer = trainers.BpeTrainer(vocab_size=400, show_progress=False, special_tokens=["<unk>", "<s>", "</s>"])
+    tok.train_from_iterator(TRAIN_TEXT, trainer=trainer)
+
+    def add_bytes(data):
+        vocab = data["model"]["vocab"]
+        for b in range(256):
+            vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+        data["added_tokens"].append({"id": len(vocab), "content": "<x>", "single_word": False, "lstrip": False,
+                                     "rstrip": False, "normalized": False, "special": False})
+
+    d, hf = save(tok, tmp_path, add_bytes)
+    check(striker_bin, d, hf, samples[:300] + ["<x>a b", "a<x> b", " <x>", "<s> hi", "▁▁x ▁"])
+
+
+def test_tokenizer_config_overrides_added_token_flags(striker_bin, tmp_path, samples):
+    """from_dir applies tokenizer_config.json's added_tokens_decoder flags, as transformers does."""
+    tok = train_byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    tok.add_tokens([AddedToken("<x>", normalized=False)])
+    d, _ = save(tok, tmp_path)
+    xid = tok.token_to_id("<x>")
+    flags = {"content": "<x>", "lstrip": True, "rstrip": True, "single_word": False, "normalized": False, "special": True}
+    (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {str(xid): flags}}))
+    expected = train_byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    expected.add_special_tokens([AddedToken("<x>", lstrip=True, rstrip=True, normalized=False, special=True)])
+    texts = samples[:50] + ["a <x> b", "a  <x>  b", "<x><x>"]
+    assert run_lines(striker_bin, d, "input", texts) == [expected.encode(s).ids for s in texts]
+    ids = [expected.encode(s).ids for s in texts]
+    assert run_lines(striker_bin, d, "decode", ids, "--skip-special-tokens") == [expected.decode(i) for i in ids]
+
+    (d / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {str(xid): dict(flags, content="<y>")}}))
+    rc, err = run_error(striker_bin, d, "--text", "a")
+    assert rc != 0 and f"tokenizer_config.json: /added_tokens_decoder/{xid}/content: does not match" in err
+
+
+def test_padding_and_truncation(striker_bin, tmp_path, samples):
+    tok = train_byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    tok.enable_padding()  # BatchLongest: no effect on one sequence, so it is accepted
+    d, hf = save(tok, tmp_path)
+    check(striker_bin, d, hf, samples[:50])
+    tok.enable_padding(length=64)
+    d, _ = save(tok, tmp_path)
+    rc, err = run_error(striker_bin, d, "--text", "a")
+    assert rc != 0 and "/padding: padding other than BatchLongest is not supported" in err
+    tok.no_padding()
+    tok.enable_truncation(16)
+    d, _ = save(tok, tmp_path)
+    rc, err = run_error(striker_bin, d, "--text", "a")
+    assert rc != 0 and "/truncation: truncation is not supported" in err

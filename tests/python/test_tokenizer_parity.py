@@ -72,3 +72,29 @@ def test_decode_random_ids_equals_hf(striker_bin, shared_dir, name):
         ours = run_lines(striker_bin, d, "decode", id_lists, *(["--skip-special-tokens"] if skip else []))
         theirs = [hf.decode(ids, skip_special_tokens=skip) for ids in id_lists]
         assert first_mismatch(ours, theirs, id_lists) is None
+
+
+FUZZ_POOL = list(" \t\n\r\u00a0\u3000\u2028\u0085\u180e'sStTdDlLmMvVrReE0123456789٣²½aé中🙂\u200d\u0301,.!?<>|/[]_-") + [
+    "<|user|>", "<think>", "</think>", "<|im_start|>", "'s", "'LL", "<|", "|>", "[gMASK]", "\r\n", "  ", "\u0915\u094d"]
+
+
+def random_codepoint(rng):
+    while True:
+        c = rng.randint(0x20, 0x10FFFF)
+        if not 0xD800 <= c <= 0xDFFF:
+            return chr(c)
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_fuzzed_strings_equal_hf(striker_bin, shared_dir, name):
+    """Short strings from an alphabet of regex-boundary characters (contractions, digits, the
+    whitespace the split pattern treats specially, token fragments), plus random code points."""
+    d = fixture_dir(shared_dir, name)
+    hf = Tokenizer.from_file(str(d / "tokenizer.json"))
+    rng = random.Random(1)
+    strings = ["".join(rng.choice(FUZZ_POOL) for _ in range(rng.randint(0, 40))) for _ in range(6000)]
+    strings += ["".join(random_codepoint(rng) if rng.random() < 0.5 else rng.choice(" a1\n")
+                        for _ in range(rng.randint(1, 30))) for _ in range(2000)]
+    ours = run_lines(striker_bin, d, "input", strings)
+    theirs = [hf.encode(s, add_special_tokens=False).ids for s in strings]
+    assert first_mismatch(ours, theirs, strings) is None

@@ -18,13 +18,22 @@ void check_table(const std::vector<int32_t>& table, int64_t first, int64_t last,
   if (last / bs >= int64_t(table.size()))
     throw Error("CPU backend: " + what + " has " + std::to_string(table.size()) +
                 " entries but position " + std::to_string(last) + " needs " + std::to_string(last / bs + 1));
+  std::vector<int32_t> used;
   for (int64_t b = first / bs; b <= last / bs; ++b) {
     const int64_t id = table[size_t(b)];
     if (id < 0 || id >= cache.num_blocks(sliding))
       throw Error("CPU backend: " + what + "[" + std::to_string(b) + "] = " + std::to_string(id) +
                   " is not a block of the pool (" + std::to_string(cache.num_blocks(sliding)) +
                   " blocks) but the step reads or writes it");
+    used.push_back(int32_t(id));
   }
+  // The step writes every new K/V before attending, so two live logical blocks sharing one
+  // physical block (a ring recycled too early) would silently mix positions.
+  std::sort(used.begin(), used.end());
+  const auto dup = std::adjacent_find(used.begin(), used.end());
+  if (dup != used.end())
+    throw Error("CPU backend: " + what + " maps two blocks the step needs to the same physical block " +
+                std::to_string(*dup));
 }
 
 }  // namespace

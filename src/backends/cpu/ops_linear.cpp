@@ -131,8 +131,11 @@ void matmul(ThreadPool& pool, const Mat& x, const WeightView& w, Mat& out, bool 
     throw Error("CPU backend: internal shape mismatch multiplying by '" + w.name + "'");
   if (out.rows != tokens || out.cols != rows_out) out = Mat(tokens, rows_out);
   if (tokens == 0) return;
-  // Enough rows per range to amortise the hand-out, few enough to balance the threads.
-  const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(256, rows_out / (8 * pool.size())));
+  // Enough rows per range to amortise the hand-out, few enough to balance the threads; a
+  // small product (an expert during decode) runs on this thread: waking workers costs more.
+  const bool small = rows_out * cols * tokens < (int64_t(1) << 17);
+  const int64_t grain =
+      small ? rows_out : std::max<int64_t>(1, std::min<int64_t>(256, rows_out / (8 * pool.size())));
   pool.parallel_for(rows_out, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> wrow(static_cast<size_t>(cols));
     for (int64_t o = begin; o < end; ++o) {

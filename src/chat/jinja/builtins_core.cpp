@@ -130,15 +130,19 @@ bool contains(const Value& container, const Value& item) {
       for (const auto& x : container.as_list())
         if (py_equal(x, item)) return true;
       return false;
-    case Value::Kind::Dict: return container.as_dict().find(item) != nullptr;
+    case Value::Kind::Dict:
+      if (item.is_dict() || (item.is_list() && !item.is_tuple()) || item.is_object())
+        throw Error("unhashable type: '" + item.type_name() + "'");
+      return container.as_dict().find(item) != nullptr;
     default: throw Error("argument of type '" + container.type_name() + "' is not iterable");
   }
 }
 
 namespace {
 
-Value make_namespace(const CallArgs& args) {
+Value make_namespace(Renderer& r, const CallArgs& args) {
   auto ns = std::make_shared<ObjectData>();
+  r.own(ns);
   ns->type_name = "Namespace";
   ns->assignable = true;
   if (args.positional.size() > 1) throw Error("namespace() takes at most 1 positional argument");
@@ -205,7 +209,7 @@ Value make_range(const CallArgs& args) {
 void add_builtin_globals(DictData& g) {
   g.set(Value("range"), Value::function("range", [](Renderer&, CallArgs& a) { return make_range(a); }));
   g.set(Value("dict"), Value::function("dict", [](Renderer&, CallArgs& a) { return make_dict(a); }));
-  g.set(Value("namespace"), Value::function("namespace", [](Renderer&, CallArgs& a) { return make_namespace(a); }));
+  g.set(Value("namespace"), Value::function("namespace", [](Renderer& r, CallArgs& a) { return make_namespace(r, a); }));
   g.set(Value("raise_exception"), Value::function("raise_exception", [](Renderer&, CallArgs& a) -> Value {
           auto v = bind_args("raise_exception", a, {{"message", std::nullopt}});
           throw Error("raise_exception: " + py_str(v[0]));

@@ -118,6 +118,8 @@ class Lexer {
   }
 
   size_t lex_comment(size_t start, size_t inner, bool& line_starting) {
+    // jinja2 quirk kept for parity: a `{#` (or `{#-`) that ends the template is accepted.
+    if (inner >= src_.size()) return src_.size();
     size_t end = src_.find("#}", inner);
     if (end == std::string::npos) fail(start, "missing end of comment tag");
     char sign = '\0';
@@ -200,9 +202,11 @@ class Lexer {
 
   size_t lex_expr_token(size_t pos, int& depth) {
     char c = src_[pos];
-    if (isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    // Python identifiers may be non-ASCII (jinja2 accepts them); any UTF-8 byte counts here.
+    auto name_start = [](char ch) { return isalpha(static_cast<unsigned char>(ch)) || ch == '_' || (ch & 0x80); };
+    if (name_start(c)) {
       size_t e = pos;
-      while (e < src_.size() && (isalnum(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) ++e;
+      while (e < src_.size() && (name_start(src_[e]) || isdigit(static_cast<unsigned char>(src_[e])))) ++e;
       tokens_.push_back(make(Tok::Name, src_.substr(pos, e - pos), pos));
       return e;
     }

@@ -169,8 +169,14 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
     bool prev_cased = false;
     for (char32_t c : utf8_decode(s)) {
       bool cased = py_islower(c) || py_isupper(c);
-      if (name == "swapcase") utf8_append(out, py_isupper(c) ? py_tolower(c) : py_toupper(c));
-      else utf8_append(out, prev_cased ? py_tolower(c) : py_toupper(c));
+      if (name == "swapcase") {
+        if (py_isupper(c)) utf8_append(out, py_tolower(c));
+        else append_upper(out, c);
+      } else if (prev_cased) {
+        utf8_append(out, py_tolower(c));
+      } else {
+        append_title(out, c);
+      }
       prev_cased = cased;
     }
     return Value(out);
@@ -306,7 +312,8 @@ std::string py_capitalize(const std::string& s) {
   std::string out;
   bool first = true;
   for (char32_t c : utf8_decode(s)) {
-    utf8_append(out, first ? py_toupper(c) : py_tolower(c));
+    if (first) append_title(out, c);
+    else utf8_append(out, py_tolower(c));
     first = false;
   }
   return out;

@@ -109,10 +109,10 @@ std::string py_percent_format(const std::string& fmt, const Value& args) {
     }
     out += pad(piece, width, left, zero && !left && conv != 's' ? '0' : ' ');
   }
-  if (!mapping && args.is_tuple() && next < list.size())
-    throw Error("not all arguments converted during string formatting");
-  if (!mapping && !args.is_tuple() && next == 0 && fmt.find('%') == std::string::npos)
-    throw Error("not all arguments converted during string formatting");
+  // Python only complains about unused arguments when they are not a mapping-like object
+  // (lists and dicts count as mappings there).
+  const bool mapping_like = args.is_dict() || (args.is_list() && !args.is_tuple()) || args.is_undefined();
+  if (!mapping_like && next < list.size()) throw Error("not all arguments converted during string formatting");
   return out;
 }
 

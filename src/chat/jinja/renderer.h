@@ -35,6 +35,9 @@ class Renderer {
   // Used by filters such as map/select that call back into the interpreter.
   Value call(const Value& fn, CallArgs& args);
   void count_step();
+  // Objects created during the render (namespaces) are emptied when it ends: a namespace
+  // that stores itself would otherwise keep itself alive.
+  void own(std::shared_ptr<ObjectData> obj) { owned_.push_back(std::move(obj)); }
   void check_size(size_t bytes) const;
   const RenderLimits& limits() const { return limits_; }
 
@@ -48,6 +51,8 @@ class Renderer {
   int call_depth_ = 0;
   int64_t steps_ = 0;
   int line_ = 0, col_ = 0;
+  std::vector<std::shared_ptr<ObjectData>> owned_;
+  void release_owned();
 
   Flow exec_body(const Body& body);
   Flow exec(const Stmt& s);

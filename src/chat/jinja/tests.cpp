@@ -62,7 +62,11 @@ bool t_iterable(Renderer&, const Value& v, CallArgs& a) {
   no_args("iterable", a);
   return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
 }
-bool t_callable(Renderer&, const Value& v, CallArgs& a) { no_args("callable", a); return v.is_function(); }
+// jinja2's Undefined defines __call__ (to raise), so callable() is true for it.
+bool t_callable(Renderer&, const Value& v, CallArgs& a) {
+  no_args("callable", a);
+  return v.is_function() || v.is_undefined();
+}
 bool t_odd(Renderer&, const Value& v, CallArgs& a) { no_args("odd", a); return modulo(v, Value(2)).as_float() == 1; }
 bool t_even(Renderer&, const Value& v, CallArgs& a) { no_args("even", a); return modulo(v, Value(2)).as_float() == 0; }
 bool t_divisibleby(Renderer&, const Value& v, CallArgs& a) {

@@ -119,6 +119,22 @@ char32_t py_tolower(char32_t c) {
   return static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), unicode_locale()));
 }
 
+void append_upper(std::string& out, char32_t c) {
+  if (c == 0xDF) {
+    out += "SS";
+    return;
+  }
+  utf8_append(out, py_toupper(c));
+}
+
+void append_title(std::string& out, char32_t c) {
+  if (c == 0xDF) {
+    out += "Ss";
+    return;
+  }
+  utf8_append(out, py_toupper(c));
+}
+
 std::string py_upper(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -126,7 +142,7 @@ std::string py_upper(std::string_view s) {
     for (char c : s) out.push_back((c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c);
     return out;
   }
-  for (char32_t c : utf8_decode(s)) utf8_append(out, py_toupper(c));
+  for (char32_t c : utf8_decode(s)) append_upper(out, c);
   return out;
 }
 

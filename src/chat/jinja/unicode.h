@@ -22,6 +22,10 @@ bool py_isupper(char32_t c);
 char32_t py_toupper(char32_t c);
 char32_t py_tolower(char32_t c);
 
+// Appends the upper / title case of one code point (Python's special cases such as
+// 'ß' -> "SS" / "Ss" included).
+void append_upper(std::string& out, char32_t c);
+void append_title(std::string& out, char32_t c);
 std::string py_upper(std::string_view s);
 std::string py_lower(std::string_view s);
 

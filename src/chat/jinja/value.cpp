@@ -31,10 +31,25 @@ void DictData::set(Value key, Value value) {
   items.emplace_back(std::move(key), std::move(value));
 }
 
+namespace {
+constexpr int kMaxContainerDepth = 512;
+}
+
+int Value::nesting() const {
+  if (kind_ == Kind::List) return list_->depth;
+  if (kind_ == Kind::Dict) return dict_->depth;
+  return 0;
+}
+
 Value Value::list(std::vector<Value> items, bool is_tuple) {
   Value v;
   v.kind_ = Kind::List;
   auto data = std::make_shared<ListData>();
+  int depth = 0;
+  for (const auto& item : items) depth = std::max(depth, item.nesting());
+  if (depth + 1 > kMaxContainerDepth)
+    throw Error("lists/dicts nested deeper than " + std::to_string(kMaxContainerDepth) + " levels");
+  data->depth = depth + 1;
   data->items = std::move(items);
   data->is_tuple = is_tuple;
   v.list_ = std::move(data);
@@ -42,6 +57,11 @@ Value Value::list(std::vector<Value> items, bool is_tuple) {
 }
 
 Value Value::dict(DictData d) {
+  int depth = 0;
+  for (const auto& [k, val] : d.items) depth = std::max(depth, val.nesting());
+  if (depth + 1 > kMaxContainerDepth)
+    throw Error("lists/dicts nested deeper than " + std::to_string(kMaxContainerDepth) + " levels");
+  d.depth = depth + 1;
   Value v;
   v.kind_ = Kind::Dict;
   v.dict_ = std::make_shared<DictData>(std::move(d));
@@ -96,8 +116,13 @@ std::string Value::type_name() const {
 
 namespace {
 
+// Deeper nesting than this is refused: recursion over it could exhaust the stack.
+constexpr int kMaxNesting = 512;
+
 template <class J>
-Value value_from_json(const J& j) {
+Value value_from_json(const J& j, int depth = 0) {
+  if (depth > kMaxNesting)
+    throw Error("template variable: JSON nested deeper than " + std::to_string(kMaxNesting) + " levels");
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value::none();
     case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
@@ -113,13 +138,13 @@ Value value_from_json(const J& j) {
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(value_from_json(e));
+      for (const auto& e : j) items.push_back(value_from_json(e, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::json::value_t::object: {
       DictData d;
       d.items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(Value(it.key()), value_from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(Value(it.key()), value_from_json(it.value(), depth + 1));
       return Value::dict(std::move(d));
     }
     default: throw Error("template variable: unsupported JSON value (binary or discarded)");
@@ -224,6 +249,7 @@ std::string json_key(const Value& k) {
 }
 
 void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
+  if (level > kMaxNesting) throw Error("tojson: value nested deeper than " + std::to_string(kMaxNesting) + " levels");
   auto newline = [&](int lvl) {
     out.push_back('\n');
     for (int i = 0; i < lvl; ++i) out += *o.indent;
@@ -321,7 +347,19 @@ std::string py_float_repr(double d) {
   return out;
 }
 
-std::string py_repr(const Value& v) {
+namespace {
+std::string repr_impl(const Value& v, int depth);
+std::string str_impl(const Value& v, int depth);
+}  // namespace
+
+std::string py_repr(const Value& v) { return repr_impl(v, 0); }
+std::string py_str(const Value& v) { return str_impl(v, 0); }
+
+namespace {
+
+std::string repr_impl(const Value& v, int depth) {
+  // Namespaces can contain themselves; the cap turns that into an error, not a stack overflow.
+  if (depth > kMaxNesting) throw Error("value nested too deeply to print");
   switch (v.kind()) {
     case Value::Kind::String: return repr_string(v.as_string());
     case Value::Kind::List: {
@@ -329,7 +367,7 @@ std::string py_repr(const Value& v) {
       const auto& items = v.as_list();
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += ", ";
-        out += py_repr(items[i]);
+        out += repr_impl(items[i], depth + 1);
       }
       if (v.is_tuple() && items.size() == 1) out += ",";
       out += v.is_tuple() ? ")" : "]";
@@ -341,15 +379,15 @@ std::string py_repr(const Value& v) {
       for (const auto& [k, val] : v.as_dict().items) {
         if (!first) out += ", ";
         first = false;
-        out += py_repr(k) + ": " + py_repr(val);
+        out += repr_impl(k, depth + 1) + ": " + repr_impl(val, depth + 1);
       }
       return out + "}";
     }
-    default: return py_str(v);
+    default: return str_impl(v, depth);
   }
 }
 
-std::string py_str(const Value& v) {
+std::string str_impl(const Value& v, int depth) {
   switch (v.kind()) {
     case Value::Kind::Undefined: return "";
     case Value::Kind::None: return "None";
@@ -358,18 +396,29 @@ std::string py_str(const Value& v) {
     case Value::Kind::Float: return py_float_repr(v.as_float());
     case Value::Kind::String: return v.as_string();
     case Value::Kind::List:
-    case Value::Kind::Dict: return py_repr(v);
+    case Value::Kind::Dict: return repr_impl(v, depth);
     case Value::Kind::Function: return "<function " + v.as_function().name + ">";
     case Value::Kind::Object: {
       const auto& obj = *v.as_object();
       if (obj.type_name != "Namespace") return "<" + obj.type_name + " object>";
-      return "<Namespace " + py_repr(Value::dict(obj.attrs)) + ">";
+      return "<Namespace " + repr_impl(Value::dict(obj.attrs), depth + 1) + ">";
     }
   }
   return "";
 }
 
-bool py_equal(const Value& a, const Value& b) {
+}  // namespace
+
+namespace {
+bool equal_impl(const Value& a, const Value& b, int depth);
+}
+
+bool py_equal(const Value& a, const Value& b) { return equal_impl(a, b, 0); }
+
+namespace {
+
+bool equal_impl(const Value& a, const Value& b, int depth) {
+  if (depth > kMaxNesting) throw Error("values nested too deeply to compare");
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();
@@ -385,7 +434,7 @@ bool py_equal(const Value& a, const Value& b) {
       const auto& y = b.as_list();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i)
-        if (!py_equal(x[i], y[i])) return false;
+        if (!equal_impl(x[i], y[i], depth + 1)) return false;
       return true;
     }
     case Value::Kind::Dict: {
@@ -394,7 +443,7 @@ bool py_equal(const Value& a, const Value& b) {
       if (x.size() != y.items.size()) return false;
       for (const auto& [k, v] : x) {
         const Value* other = y.find(k);
-        if (!other || !py_equal(v, *other)) return false;
+        if (!other || !equal_impl(v, *other, depth + 1)) return false;
       }
       return true;
     }
@@ -403,6 +452,8 @@ bool py_equal(const Value& a, const Value& b) {
     default: return false;
   }
 }
+
+}  // namespace
 
 int py_compare(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {

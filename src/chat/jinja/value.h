@@ -28,10 +28,12 @@ using NativeFn = std::function<Value(Renderer&, CallArgs&)>;
 struct ListData {
   std::vector<Value> items;
   bool is_tuple = false;
+  int depth = 1;  // container nesting, capped so recursion over values stays bounded
 };
 
 struct DictData {
   std::vector<std::pair<Value, Value>> items;  // insertion order, unique keys
+  int depth = 1;  // set when wrapped in a Value
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
   void set(Value key, Value value);
@@ -94,6 +96,7 @@ class Value {
   const DictData& as_dict() const { return *dict_; }
   const FunctionData& as_function() const { return *fn_; }
   const std::shared_ptr<ObjectData>& as_object() const { return obj_; }
+  int nesting() const;  // 0 for scalars, else container depth
 
   // Python truthiness.
   bool truthy() const;

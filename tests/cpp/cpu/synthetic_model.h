@@ -16,7 +16,7 @@ namespace striker::test {
 
 inline nlohmann::json small_config_json() {
   return {{"vocab_size", 1000}, {"hidden_size", 64}, {"num_hidden_layers", 5},
-          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+          {"num_attention_heads", 6}, {"num_key_value_heads", 2}, {"head_dim", 16},  // q_dim 96 != H
           {"intermediate_size", 96}, {"moe_intermediate_size", 32}, {"shared_expert_intermediate_size", 32},
           {"n_routed_experts", 8}, {"n_shared_experts", 1}, {"num_experts_per_tok", 3},
           {"first_k_dense_replace", 1}, {"norm_topk_prob", true}, {"routed_scaling_factor", 2.5},

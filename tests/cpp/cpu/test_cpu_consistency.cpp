@@ -107,6 +107,31 @@ TEST(CpuConsistency, FreedAndRecycledSlidingBlocksMatchFullPrefill) {
   }
 }
 
+TEST(CpuConsistency, PreemptedAndRecomputedSequenceMatchesFullPrefill) {
+  // Preemption by recompute: sequence 0's blocks are handed to sequence 1 (which overwrites
+  // them), then sequence 0 is prefilled again from scratch in the blocks of slot 2.
+  const LoadedModel model = make_synthetic_model(7);
+  const auto a = random_ids(70, 30, model.config.vocab_size), b = random_ids(71, 30, model.config.vocab_size);
+  BackendHarness ref(model, 2, kBlock, 1, 30);
+  const auto full = ref.full_prefill(0, a);
+
+  BackendHarness h(model, 2, kBlock, 3, 30);
+  ForwardBatch first;
+  first.seqs.push_back(h.chunk(0, a, 0, 17, false));
+  h.run(first);
+  ForwardBatch other;  // sequence b lives in slot 0's blocks now
+  other.seqs.push_back(h.chunk(0, b, 0, 30, false));
+  h.run(other);
+  ForwardBatch again;  // a restarts: prompt + what it had generated, in slot 2
+  again.seqs.push_back(h.chunk(2, a, 0, 20, false));
+  ASSERT_EQ(h.run(again), h.row(full, 19));
+  for (int64_t p = 20; p < 30; ++p) {
+    ForwardBatch step;
+    step.seqs.push_back(h.chunk(2, a, p, p + 1, false));
+    ASSERT_EQ(h.run(step), h.row(full, p)) << "position " << p;
+  }
+}
+
 TEST(CpuConsistency, ThreadCountDoesNotChangeResults) {
   const LoadedModel model = make_synthetic_model(5);
   const auto ids = random_ids(5, 30, model.config.vocab_size);

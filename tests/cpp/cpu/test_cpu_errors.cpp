@@ -52,6 +52,8 @@ TEST(CpuErrors, BadBatchesAreRejectedAndTheBackendStaysUsable) {
   expect_error(h.backend(), batch_with([](SequenceChunk& c) { c.full_block_table[1] = 4; }), "full_block_table[1] = 4");
   expect_error(h.backend(), batch_with([](SequenceChunk& c) { c.sliding_block_table[2] = -1; }),
                "sliding_block_table[2] = -1");
+  expect_error(h.backend(), batch_with([](SequenceChunk& c) { c.full_block_table[2] = c.full_block_table[0]; }),
+               "same physical block");
   // A freed (-1) sliding block that the window still needs: position 9 sees 5..9, block 1.
   {
     ForwardBatch b;

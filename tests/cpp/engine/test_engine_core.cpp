@@ -366,3 +366,80 @@ TEST(EngineCore, StatsReportCapacityAndCounters) {
   EXPECT_EQ(s2.num_running, 0);
   EXPECT_EQ(s2.kv_usage, 0);
 }
+
+namespace {
+class ThrowsOnFive : public TokenTextStream {
+ public:
+  std::string push(int32_t id) override {
+    if (id == 5) throw Error("token 5 cannot be decoded");
+    return "x";
+  }
+  std::string flush() override { return ""; }
+};
+}  // namespace
+
+TEST(EngineCore, AFailingRequestIsAbortedAloneAndItsBlocksFreed) {
+  FakeBackend backend(kVocab, kWindow);
+  EngineCore core(big_pool(), tiny_model(kVocab, kWindow, 256), backend,
+                  [](bool) { return std::make_unique<ThrowsOnFive>(); });
+  std::map<std::string, std::optional<FinishReason>> finish;
+  std::map<std::string, std::string> text;
+  auto cb = [&](const RequestOutput& o) {
+    for (const auto& d : o.choices) {
+      text[o.request_id] += d.new_text;
+      if (d.finish) finish[o.request_id] = d.finish;
+    }
+  };
+  SamplingParams bad;
+  bad.temperature = 0;
+  bad.max_tokens = 6;
+  bad.logit_bias = {{5, 100.f}};
+  SamplingParams good = bad;
+  good.logit_bias = {{5, -100.f}};
+  core.add_request({"bad", {1, 2, 3}, bad}, cb);
+  core.add_request({"good", {1, 2, 3}, good}, cb);
+  while (core.has_work()) core.step();
+  EXPECT_EQ(finish["bad"], FinishReason::Abort);
+  EXPECT_EQ(finish["good"], FinishReason::Length);
+  EXPECT_EQ(text["good"], "xxxxxx");
+  EXPECT_EQ(core.kv().full_pool().num_used(), 0);
+}
+
+TEST(EngineCore, PromptLogprobsCapTheChunkSize) {
+  EngineConfig cfg = big_pool();
+  cfg.max_model_len = 600;
+  cfg.max_num_batched_tokens = 512;
+  cfg.kv_cache_bytes = 400 * 2000;
+  FakeBackend backend(kVocab, kWindow);
+  EngineCore core(cfg, tiny_model(kVocab, kWindow, 1024), backend, piece_text({}));
+  SamplingParams p = seeded(1, 1);
+  p.prompt_logprobs = 0;
+  core.add_request({"r", prompt_of(300, 0), p}, [](const RequestOutput&) {});
+  core.step();
+  EXPECT_EQ(core.last_plan().chunks.at(0).count, 256);
+  core.step();
+  EXPECT_EQ(core.last_plan().chunks.at(0).count, 44);
+  EXPECT_FALSE(core.has_work());
+}
+
+TEST(EngineCore, ParallelSamplingMatchesOneThread) {
+  auto run = [](int threads) {
+    EngineConfig cfg = big_pool();
+    cfg.sampler_threads = threads;
+    Harness h(cfg);
+    for (int i = 0; i < 7; ++i) {
+      SamplingParams p = seeded(uint64_t(50 + i), 10);
+      p.top_k = 5;
+      p.logprobs = 1;
+      p.frequency_penalty = 0.5f;
+      h.add("r" + std::to_string(i), prompt_of(4 + i, i), p);
+    }
+    h.run();
+    std::map<std::string, std::vector<int32_t>> out;
+    for (auto& [id, c] : h.got) out[id] = c.tokens[0];
+    return out;
+  };
+  auto one = run(1);
+  EXPECT_EQ(one.size(), 7u);
+  EXPECT_EQ(run(5), one);
+}

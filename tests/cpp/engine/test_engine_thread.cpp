@@ -164,3 +164,21 @@ TEST(EngineThread, ShutdownAbortsRequestsInFlight) {
   EXPECT_EQ(res.finish["long"], FinishReason::Abort);
   EXPECT_THROW(engine->add_request({"late", {1}, params(1, 4)}, res.callback()), Error);
 }
+
+TEST(EngineThread, ShutdownAnswersRequestsStillInTheInbox) {
+  std::atomic<int> calls{0};
+  auto engine = start(calls, 50ms);
+  Results res;
+  engine->add_request({"running", {1, 2}, params(1, 60)}, res.callback());
+  {
+    std::unique_lock lock(res.mu);
+    ASSERT_TRUE(res.cv.wait_for(lock, 10s, [&] { return !res.tokens["running"].empty(); }));
+  }
+  SamplingParams two = params(2, 5);
+  two.n = 2;
+  engine->add_request({"queued", {3, 4}, two}, res.callback());  // lands while a step sleeps
+  engine->shutdown();
+  ASSERT_TRUE(res.wait_for(2));
+  EXPECT_EQ(res.finish["running"], FinishReason::Abort);
+  EXPECT_EQ(res.finish["queued"], FinishReason::Abort);
+}

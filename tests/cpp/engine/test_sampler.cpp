@@ -170,3 +170,18 @@ TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   EXPECT_NEAR(lp.top[0].second, 3.0 - lse, 1e-6);
   EXPECT_TRUE(token_logprob(logits, 1, 0).top.empty());
 }
+
+TEST(Sampler, TopPWithoutTopKMeasuresTheWholeVocabulary) {
+  // Four strong tokens (0.1 .. 0.4 of their mass) among 996 weak ones: the nucleus for 0.75
+  // is {3, 2, 1} only when the weak tokens count in the total.
+  std::vector<float> logits(1000, 0.0f);
+  for (int i = 0; i < 4; ++i) logits[size_t(i)] = std::log(float(i + 1)) + 10.0f;
+  SamplingParams p;
+  p.top_p = 0.75f;
+  auto h = histogram(logits, p, 20000);
+  EXPECT_EQ(h.count(0), 0u);
+  EXPECT_NEAR(h[1], 2.0 / 9, 0.015);
+  EXPECT_NEAR(h[2], 3.0 / 9, 0.015);
+  EXPECT_NEAR(h[3], 4.0 / 9, 0.015);
+  for (const auto& [tok, f] : h) EXPECT_LT(tok, 4);
+}

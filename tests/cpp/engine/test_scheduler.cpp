@@ -179,3 +179,13 @@ TEST(Scheduler, RemoveFreesBlocksOfWaitingAndRunning) {
   EXPECT_TRUE(s.running().empty());
   EXPECT_EQ(a->status, SeqStatus::Finished);
 }
+
+TEST(Scheduler, PerSequenceChunkCap) {
+  KvBlockManager kv(full_only(100));
+  Scheduler s({4, 64}, kv);
+  Seqs q;
+  Sequence* a = q.make(10);
+  a->max_chunk = 3;
+  s.add(a);
+  EXPECT_EQ(chunks(s.schedule()), (std::vector<C>{{0, 0, 3}}));
+}

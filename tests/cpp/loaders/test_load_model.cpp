@@ -326,6 +326,8 @@ TEST(LoadModel, NotACheckpointDirectoryAndFormats) {
   EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "no model.safetensors or");
   write_bytes(dir.path() / "m.gguf", "GGUF");
   EXPECT_ERROR_HAS(error_of([&] { load_model((dir.path() / "m.gguf").string()); }), "GGUF loading is not available yet");
+  EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "m.gguf: GGUF loading is not available yet");
+  fs::remove(dir.path() / "m.gguf");
   LoadOptions dummy;
   dummy.load_format = "dummy";
   EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string(), dummy); }), "dummy");

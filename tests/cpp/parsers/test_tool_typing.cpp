@@ -70,6 +70,15 @@ TEST(ToolTyping, BooleansNullsPriority) {
   EXPECT_EQ(coerce("{\"z\":1,\"a\":2}", {"dict"}), "{\"z\": 1, \"a\": 2}");  // key order kept
 }
 
+TEST(ToolTyping, HostileInputsDoNotCrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(coerce(deep, {"array"}), python_json_string(deep));
+  EXPECT_EQ(coerce("[[[1]]]", {"array"}), "[[[1]]]");
+  nlohmann::json schema = {{"type", "integer"}};
+  for (int i = 0; i < 10000; ++i) schema = {{"anyOf", nlohmann::json::array({schema})}};
+  EXPECT_EQ(schema_types(schema), (std::set<std::string>{"string"}));  // too deep: nothing found
+}
+
 TEST(ToolTyping, SchemaTypes) {
   using J = nlohmann::json;
   EXPECT_EQ(schema_types(J::parse(R"({"type":["string","null"]})")), (std::set<std::string>{"null", "string"}));
@@ -98,8 +107,19 @@ TEST(PythonJson, FloatRepr) {
 TEST(PythonJson, Strings) {
   EXPECT_EQ(python_json_string("a\"b\\c\n\r\t\b\f\x1f\x7f é"), "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u001f\x7f é\"");
   EXPECT_EQ(python_json_string("bad\xff"), "\"bad\xEF\xBF\xBD\"");
-  EXPECT_EQ(python_json_dumps(nlohmann::ordered_json::parse(R"({"b":[],"a":{},"c":[1.0,-0,"x"]})")),
-            R"({"b": [], "a": {}, "c": [1.0, 0, "x"]})");
+}
+
+TEST(PythonJson, RoundTrip) {
+  auto rt = [](const std::string& text) { return python_json_roundtrip(text).value_or(PythonJsonValue{"<rejected>"}).text; };
+  EXPECT_EQ(rt(R"( {"b":[],"a":{},"c":[1.0,-0,"x",1E2,-0.0]} )"), R"({"b": [], "a": {}, "c": [1.0, 0, "x", 100.0, -0.0]})");
+  EXPECT_EQ(rt("[123456789012345678901234567890, -98765432109876543210]"),
+            "[123456789012345678901234567890, -98765432109876543210]");
+  EXPECT_EQ(rt(R"({"a":1,"b":{"x":[1]},"a":2})"), R"({"a": 2, "b": {"x": [1]}})");
+  EXPECT_EQ(rt(R"("\u00e9\/\n")"), R"("é/\n")");
+  EXPECT_TRUE(python_json_roundtrip(R"("s")")->is_string);
+  EXPECT_FALSE(python_json_roundtrip("[\"s\"]")->is_string);
+  for (const char* bad : {"", "[1,", "1e400", "[NaN]", "{'a': 1}", "01", "[1] x", "\"\x01\""})
+    EXPECT_FALSE(python_json_roundtrip(bad).has_value()) << bad;
 }
 
 TEST(Utf8, CompletePrefixHoldsCutCodePoint) {

@@ -47,7 +47,14 @@ const Tokenizer& fixture(const std::string& name) {
 
 bool valid_utf8(const std::string& s) { return striker::tok::utf8_first_invalid(s) == s.size(); }
 
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (int32_t id : ids) out += std::to_string(id) + " ";
+  return out;
+}
+
 void expect_streaming_matches(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip) {
+  SCOPED_TRACE("ids: " + ids_text(ids) + (skip ? "(skipping special tokens)" : ""));
   striker::IncrementalDetokenizer detok(tok, skip);
   std::string streamed;
   for (int32_t id : ids) {
@@ -55,7 +62,8 @@ void expect_streaming_matches(const Tokenizer& tok, const std::vector<int32_t>& 
     ASSERT_TRUE(valid_utf8(piece));
     streamed += piece;
   }
-  const std::string tail = detok.flush();
+  std::string tail;
+  ASSERT_NO_THROW(tail = detok.flush());
   ASSERT_TRUE(valid_utf8(tail));
   streamed += tail;
   ASSERT_EQ(streamed, tok.decode(ids, skip));
@@ -151,6 +159,13 @@ TEST_P(FixtureTokenizer, LongRunsRoundTrip) {
   }
 }
 
+TEST_P(FixtureTokenizer, FromFileMatchesFromDir) {
+  const auto direct = Tokenizer::from_file(shared_dir() / "fixtures" / GetParam() / "tokenizer.json");
+  const Tokenizer& tok = fixture(GetParam());
+  EXPECT_EQ(direct->vocab_size(), tok.vocab_size());
+  for (size_t i = 0; i < corpus().size(); i += 7) EXPECT_EQ(direct->encode(corpus()[i]), tok.encode(corpus()[i]));
+}
+
 TEST_P(FixtureTokenizer, InvalidUtf8IsAnError) {
   const Tokenizer& tok = fixture(GetParam());
   EXPECT_THROW(tok.encode(std::string("ok \xC3(")), striker::Error);
@@ -186,6 +201,44 @@ std::string error_of(const fs::path& dir) {
   return "";
 }
 
+TEST(IncrementalDetokenizer, ByteFallbackRunsStayConsistent) {
+  // A byte-fallback run decodes as a group: E4 B8 AD E4 is "\uFFFD" x4, not "中\uFFFD".
+  const fs::path dir = write_temp("bytes", R"({"decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]},
+      "model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0, "<0xE4>": 1, "<0xB8>": 2, "<0xAD>": 3, "<0xFF>": 4},
+                "merges": []}})");
+  const auto tok = Tokenizer::from_dir(dir);
+  EXPECT_EQ(tok->encode("a中"), (std::vector<int32_t>{0, 1, 2, 3}));
+  std::mt19937 rng(5);
+  for (int round = 0; round < 5000; ++round) {
+    std::vector<int32_t> ids(rng() % 12);
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % 5);
+    expect_streaming_matches(*tok, ids, false);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(IncrementalDetokenizer, MetaspaceAndSpecialTokensStayConsistent) {
+  // The Metaspace decoder treats the first token of a decode specially; streaming must still
+  // concatenate to the full decode, with and without skipping special tokens.
+  const fs::path dir = write_temp("metaspace", R"({
+      "added_tokens": [{"id": 8, "content": "<s>", "special": true, "normalized": false}],
+      "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": true},
+      "decoder": {"type": "Sequence", "decoders": [{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"},
+                                                  {"type": "ByteFallback"}, {"type": "Fuse"}]},
+      "model": {"type": "BPE", "byte_fallback": true, "merges": [["\u2581", "a"]],
+                "vocab": {"\u2581": 0, "a": 1, "b": 2, "\u2581a": 3, "<0xE4>": 4, "<0xB8>": 5, "<0xAD>": 6, "<0x20>": 7}}})");
+  const auto tok = Tokenizer::from_dir(dir);
+  EXPECT_EQ(tok->encode("a a<s>b"), (std::vector<int32_t>{3, 3, 8, 2}));
+  EXPECT_EQ(tok->decode(std::vector<int32_t>{3, 3, 8, 2}), "a a<s>b");
+  std::mt19937 rng(9);
+  for (int round = 0; round < 5000; ++round) {
+    std::vector<int32_t> ids(rng() % 12);
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % 9);
+    expect_streaming_matches(*tok, ids, round % 2 == 0);
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST(TokenizerErrors, NameTheFileAndJsonPath) {
   EXPECT_NE(error_of("/no/such/dir").find("/no/such/dir/tokenizer.json"), std::string::npos);
   const std::string minimal = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})";
@@ -207,6 +260,12 @@ TEST(TokenizerErrors, NameTheFileAndJsonPath) {
   expect("norm", R"({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Precompiled"}]},
                      "model": {"type": "BPE", "vocab": {}, "merges": []}})",
          "/normalizer/normalizers/1/type: unsupported normalizer type 'Precompiled'");
+  expect("newline", R"({"model": {"type": "BPE", "vocab": {"a\nb": "x"}, "merges": []}})",
+         "/model/vocab/a\\x0Ab: expected an integer");  // file text is escaped to keep one line
+  std::string deep = R"({"type": "NFC"})";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "Sequence", "normalizers": [)" + deep + "]}";
+  expect("deep", R"({"normalizer": )" + deep + R"(, "model": {"type": "BPE", "vocab": {}, "merges": []}})",
+         "nested too deeply");
   expect("added", R"({"added_tokens": [{"id": 0, "content": "<s>"}], "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})",
          "/added_tokens/0/id");
 }
