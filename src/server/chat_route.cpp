@@ -232,7 +232,13 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider("text/event-stream", [job, watch](size_t, httplib::DataSink& sink) {
-    stream_chat(*job, *watch, sink);
+    try {
+      stream_chat(*job, *watch, sink);
+    } catch (const std::exception& e) {
+      // Headers are gone already: report in-band as vLLM does, then end the stream.
+      job->gen->abort_all();
+      send_stream_error(sink, e.what());
+    }
     return true;
   });
 }

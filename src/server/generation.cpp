@@ -186,6 +186,12 @@ nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std:
   return out;
 }
 
+void send_stream_error(httplib::DataSink& sink, const std::string& message) {
+  const std::string data = "data: " + dump_json(error_body(500, "InternalServerError", message)) + "\n\ndata: [DONE]\n\n";
+  sink.write(data.data(), data.size());
+  sink.done();
+}
+
 nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp) {
   auto piece = [&](int32_t id, float logprob) {
     const int32_t ids[1] = {id};

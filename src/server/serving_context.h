@@ -23,6 +23,7 @@
 namespace httplib {
 struct Request;
 struct Response;
+class DataSink;
 }  // namespace httplib
 
 namespace striker::server {
@@ -109,6 +110,9 @@ bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::
 // vLLM's prompt_logprobs layout: null for the first position, then {"id": {logprob, decoded_token}}.
 nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps);
 std::string token_text(const Tokenizer& tok, int32_t id);
+
+// An error after an SSE stream has started: `data: {"error": ...}` then `data: [DONE]`.
+void send_stream_error(httplib::DataSink& sink, const std::string& message);
 
 // Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
 nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp);
