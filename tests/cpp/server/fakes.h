@@ -98,6 +98,7 @@ class ScriptedEngine : public Engine {
     return active_.size();
   }
   int32_t hold_threshold = 1000;  // max_tokens above this: generate forever (until aborted)
+  bool stop_at_script_end = false;  // finish "stop" (stop_reason "151338") after one pass of the script
 
  private:
   struct Active {
@@ -144,7 +145,12 @@ class ScriptedEngine : public Engine {
           ++a.produced[size_t(c)];
           ++generation_tokens_total_;
           const bool forever = a.req.params.max_tokens > hold_threshold;
-          if (!forever && a.produced[size_t(c)] >= a.req.params.max_tokens) {
+          if (stop_at_script_end && a.produced[size_t(c)] + c >= int32_t(script_.size()) &&
+              a.produced[size_t(c)] < a.req.params.max_tokens) {
+            d.finish = FinishReason::Stop;
+            d.stop_reason = "151338";
+            a.done[size_t(c)] = true;
+          } else if (!forever && a.produced[size_t(c)] >= a.req.params.max_tokens) {
             d.finish = FinishReason::Length;
             a.done[size_t(c)] = true;
           }
