@@ -112,13 +112,14 @@ class ProgressBar {
   int last_ = -1;
 };
 
-// KV budget on the CPU: --kv-cache-memory, else room for max_num_seqs full-length sequences in
-// the full-attention layers, capped at 2 GiB so a default start fits a small machine.
+// KV budget on the CPU: --kv-cache-memory, else room for min(max_num_seqs, 16) full-length
+// sequences in the full-attention layers plus half again for the sliding pool, within
+// [64 MiB, 4 GiB] - the whole budget is allocated up front, and a CPU host is shared.
 int64_t cpu_kv_budget(const ServeArgs& a, const FlintConfig& cfg, int64_t max_model_len) {
   if (!a.kv_cache_memory.empty()) return server::parse_memory_size(a.kv_cache_memory, "--kv-cache-memory");
   const int64_t per_seq = cfg.full_kv_bytes_per_token() * max_model_len;
-  const int64_t wanted = per_seq * int64_t(a.max_num_seqs) * 2;  // x2 leaves room for the sliding pool
-  return std::clamp<int64_t>(wanted, int64_t(64) << 20, int64_t(2) << 30);
+  const int64_t wanted = per_seq * std::min<int64_t>(a.max_num_seqs, 16) * 3 / 2;
+  return std::clamp<int64_t>(wanted, int64_t(64) << 20, int64_t(4) << 30);
 }
 
 void run_serve(const ServeArgs& a, const CLI::App& cmd) {
@@ -261,7 +262,7 @@ void register_serve(CLI::App& app, int& exit_code) {
                 "leave tools out of the prompt when tool_choice is none");
   a->device = default_device();
   cmd->add_option("--device", a->device, "cpu | cuda (default: cuda when a GPU is present)");
-  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV cache budget on the CPU, e.g. 512MiB");
+  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV cache budget on the CPU, e.g. 512MiB (default: 16 full-length sequences, 64 MiB..4 GiB)");
   cmd->add_option("--cpu-threads", a->cpu_threads, "CPU backend threads (0 = all cores)");
   cmd->callback([a, cmd, &exit_code] {
     run_serve(*a, *cmd);
