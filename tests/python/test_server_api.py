@@ -226,3 +226,25 @@ def test_metrics_count_requests_and_tokens(server, client):
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:num_preemptions_total", "vllm:e2e_request_latency_seconds_count", "vllm:cache_config_info"):
         assert name in after, name
+
+
+def test_continuous_usage_stats(client):
+    chunks = list(client.chat.completions.create(
+        model=MODEL, messages=MSGS, max_tokens=4, temperature=0, stream=True, extra_body={"ignore_eos": True},
+        stream_options={"include_usage": True, "continuous_usage_stats": True}))
+    usages = [c.usage.completion_tokens for c in chunks]
+    assert usages == sorted(usages) and usages[-1] == 4
+    assert all(c.usage.prompt_tokens == chunks[0].usage.prompt_tokens for c in chunks)
+
+
+def test_logit_bias_forces_and_stop_token_ids_stop(server, client):
+    tok = requests.post(server.url + "/tokenize", json={"prompt": " banana", "add_special_tokens": False}).json()["tokens"][0]
+    text = requests.post(server.url + "/detokenize", json={"tokens": [tok]}).json()["prompt"]
+    r = client.completions.create(model=MODEL, prompt="x", max_tokens=3, temperature=1.0, seed=5,
+                                  logit_bias={str(tok): 100}, extra_body={"ignore_eos": True})
+    assert r.choices[0].text == text * 3
+    r = client.completions.create(model=MODEL, prompt="x", max_tokens=3, logit_bias={str(tok): 100},
+                                  extra_body={"stop_token_ids": [tok]})
+    assert r.choices[0].finish_reason == "stop"
+    assert r.choices[0].model_extra["stop_reason"] == tok
+    assert r.choices[0].text == ""
