@@ -76,6 +76,21 @@ CASES = [
  ("{% set t = 'a' %}{% if t is string and t|length > 0 %}yes{% endif %}", {}),
 ]
 
+SCOPING_TEMPLATES = ['{{ b }}{% set b = 2 %}{{ b }}', '{% set x %}{{ b }}{% endset %}[{{ x }}]{% set b = 2 %}', '{% macro m() %}{{ b }}{% endmacro %}{{ m() }}{% set b = 2 %}{{ m() }}',
+ '{% for i in [1] %}{{ b }}{% endfor %}{% set b = 2 %}', '{% if true %}{{ b }}{% endif %}{% set b = 2 %}', '{% for i in [1] %}{{ b }}{% set b = 3 %}{{ b }}{% endfor %}{{ b }}',
+ '{% macro w() %}{{ caller() }}{% endmacro %}{% call w() %}[{{ b }}]{% endcall %}{% set b = 2 %}',
+ '{% set x %}{{ b }}{% endset %}[{{ x }}]', '{% filter upper %}{{ b }}{% endfilter %}{% set b = 2 %}', '{% with %}{{ b }}{% endwith %}{% set b = 2 %}',
+ '{% set x %}{{ b }}{% set b = 5 %}{{ b }}{% endset %}[{{ x }}]{{ b }}', '{% for i in [1] %}{% set x %}{{ b }}{% endset %}[{{ x }}]{% endfor %}{% set b = 2 %}',
+ '{% macro m() %}{{ b }}{% endmacro %}{% set b = 2 %}{{ m() }}', '{% if b is not defined %}{% set b = 5 %}{% endif %}{% for i in [1] %}{{ b }}{% endfor %}',
+ '{% if false %}{% set b = 5 %}{% endif %}{% for i in [1] %}{{ b }}{% endfor %}', '{{ b }}{% for i in [1] %}{{ b }}{% endfor %}{% set b = 2 %}',
+ '{% if x %}{% set b = 1 %}{% else %}{% set b = 2 %}{% endif %}{% for i in [1] %}{{ b }}{% endfor %}',
+ '{% for i in [1,2] %}{% for j in [1] %}{{ c }}{% endfor %}{% set c = i %}{% endfor %}',
+ '{% set x %}{% set q = 1 %}{% endset %}{{ q }}', '{% filter upper %}{% set q = 1 %}{% endfilter %}{{ q }}',
+ '{% if x %}{% elif true %}{% set b = 9 %}{% endif %}{% for i in [1] %}{{ b }}{% endfor %}',
+ '{% for i in [1] %}{% macro m() %}{{ b }}{% endmacro %}{{ m() }}{% set b = 4 %}{{ m() }}{% endfor %}',
+]
+CASES += [(t, {"b": 1, "c": 7, "x": 0}) for t in SCOPING_TEMPLATES]
+
 
 def test_feature_cases_match_jinja2():
     problems = compare(CASES)

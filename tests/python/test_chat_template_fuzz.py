@@ -129,10 +129,10 @@ STATEMENT_SNIPPETS = [
     "  {% for it in SEQ %}\n    - {{ it }}\n  {% endfor %}\n",
     "{{ '%s|%s' % (EXPR, EXPR) }}",
     "{{ (EXPR)|tojson(indent=1) }}",
-    # Assigned names avoid the context's names: jinja2 resolves a name that the top level
-    # assigns *later* as undefined inside loops/macros/blocks (compile-time scoping), while
-    # striker falls back to the context value there. Known, documented divergence.
-    "{% set p, q = EXPR, EXPR %}{{ q }}{{ p }}",
+    # Reuses context names on purpose: jinja2's compile-time scoping makes a name the top
+    # level assigns later undefined inside loops/macros/blocks (scoping.cpp).
+    "{% set a, b = EXPR, EXPR %}{{ b }}{{ a }}",
+    "{% for it in SEQ %}{{ x }}{% endfor %}{% set x = EXPR %}{% macro mx() %}{{ s }}{% endmacro %}{{ mx() }}{% set s = 1 %}{{ mx() }}",
 ]
 
 

@@ -57,6 +57,7 @@ struct MacroDef {
   std::string name;
   std::vector<MacroParam> params;
   Body body;
+  std::vector<std::string> locals;  // as Stmt::body_locals, for the macro's frame
   bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
 };
 
@@ -72,6 +73,10 @@ struct Stmt {
   ExprPtr filter;                           // For `if cond`; SetBlock/FilterBlock filter chain (operand null)
   std::shared_ptr<MacroDef> macro;          // Macro, CallBlock (caller definition)
   std::vector<std::pair<Target, ExprPtr>> with_assignments;
+  // Names this statement's own frame (body / else body) assigns before reading; they start
+  // out undefined in that frame instead of reading through to the outer scopes, as jinja2's
+  // compile-time scoping does (see scoping.cpp).
+  std::vector<std::string> body_locals, else_locals;
 
   Stmt(Kind k, int l, int cl) : kind(k), line(l), col(cl) {}
 };

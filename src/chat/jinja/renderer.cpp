@@ -46,7 +46,14 @@ void Renderer::append(const std::string& s) {
   *out_ += s;
 }
 
-std::string Renderer::render(const Body& body, const DictData& globals) {
+std::shared_ptr<Scope> Renderer::child_scope(const std::vector<std::string>& locals) const {
+  auto s = std::make_shared<Scope>();
+  s->parent = scope_;
+  for (const auto& name : locals) s->set(name, Value::undefined("'" + name + "' is undefined"));
+  return s;
+}
+
+std::string Renderer::render(const Body& body, const std::vector<std::string>& root_locals, const DictData& globals) {
   auto builtins = std::make_shared<Scope>();
   DictData g;
   add_builtin_globals(g);
@@ -57,13 +64,16 @@ std::string Renderer::render(const Body& body, const DictData& globals) {
     if (!k.is_string()) throw Error(origin_ + ": template variable names must be strings");
     context->set(k.as_string(), v);
   }
-  scope_ = std::make_shared<Scope>();
-  scope_->parent = context;
+  scope_ = context;
+  scope_ = child_scope(root_locals);
   std::string out;
   out_ = &out;
   try {
     exec_body(body);
   } catch (const Error& e) {
+    release_owned();
+    throw Error(origin_ + ":" + std::to_string(line_) + ":" + std::to_string(col_) + ": " + e.what());
+  } catch (const std::exception& e) {  // e.g. std::out_of_range from a numeric conversion
     release_owned();
     throw Error(origin_ + ":" + std::to_string(line_) + ":" + std::to_string(col_) + ": " + e.what());
   } catch (...) {
@@ -88,17 +98,21 @@ Renderer::Flow Renderer::exec_body(const Body& body) {
   return Flow::Normal;
 }
 
-std::string Renderer::capture(const Body& body) {
+std::string Renderer::capture(const Body& body, const std::vector<std::string>& locals) {
   std::string buf;
   std::string* saved = out_;
+  auto saved_scope = scope_;
   out_ = &buf;
+  scope_ = child_scope(locals);  // block bodies are frames of their own in jinja2
   try {
     exec_body(body);
   } catch (...) {
     out_ = saved;
+    scope_ = saved_scope;
     throw;
   }
   out_ = saved;
+  scope_ = saved_scope;
   return buf;
 }
 
@@ -115,7 +129,7 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
     case Stmt::Kind::For: return exec_for(s);
     case Stmt::Kind::Set: assign(s.target, eval(*s.expr)); return Flow::Normal;
     case Stmt::Kind::SetBlock: {
-      Value v(capture(s.body));
+      Value v(capture(s.body, s.body_locals));
       if (s.filter) v = apply_filter_chain(*s.filter, v);
       assign(s.target, v);
       return Flow::Normal;
@@ -127,15 +141,14 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       return Flow::Normal;
     }
     case Stmt::Kind::FilterBlock: {
-      Value v(capture(s.body));
+      Value v(capture(s.body, s.body_locals));
       append(py_str(apply_filter_chain(*s.filter, v)));
       return Flow::Normal;
     }
     case Stmt::Kind::Break: return Flow::Break;
     case Stmt::Kind::Continue: return Flow::Continue;
     case Stmt::Kind::With: {
-      auto inner = std::make_shared<Scope>();
-      inner->parent = scope_;
+      auto inner = child_scope(s.body_locals);
       for (const auto& [t, e] : s.with_assignments) {
         Value v = eval(*e);
         auto saved = scope_;
@@ -157,8 +170,7 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
     }
     case Stmt::Kind::Scope: {
       auto saved = scope_;
-      scope_ = std::make_shared<Scope>();
-      scope_->parent = saved;
+      scope_ = child_scope(s.body_locals);
       Flow f;
       try {
         f = exec_body(s.body);
@@ -231,8 +243,8 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       count_step();
-      scope_ = std::make_shared<Scope>();
-      scope_->parent = saved;
+      scope_ = saved;
+      scope_ = child_scope(s.body_locals);
       assign(s.target, items[i]);
       auto loop = std::make_shared<ObjectData>();
       loop->type_name = "LoopContext";
@@ -257,8 +269,8 @@ Renderer::Flow Renderer::exec_for(const Stmt& s) {
       if (f == Flow::Break) break;
     }
     if (n == 0) {
-      scope_ = std::make_shared<Scope>();
-      scope_->parent = saved;
+      scope_ = saved;
+      scope_ = child_scope(s.else_locals);
       exec_body(s.else_body);
     }
   } catch (...) {
@@ -292,6 +304,7 @@ Value Renderer::call_macro(const MacroDef& def, const std::shared_ptr<Scope>& cl
   count_step();
   auto frame = std::make_shared<Scope>();
   frame->parent = closure;
+  for (const auto& name : def.locals) frame->set(name, Value::undefined("'" + name + "' is undefined"));
   const size_t np = def.params.size();
   if (args.positional.size() > np && !def.uses_varargs)
     throw Error("macro '" + def.name + "' takes not more than " + std::to_string(np) + " argument(s)");

@@ -30,7 +30,8 @@ class Renderer {
 
   // Renders `body` with `globals` (context variables over built-in globals).
   // Every failure becomes striker::Error "<origin>:<line>:<col>: <message>".
-  std::string render(const Body& body, const DictData& globals);
+  // `root_locals`: names the template assigns before reading (see scoping.h).
+  std::string render(const Body& body, const std::vector<std::string>& root_locals, const DictData& globals);
 
   // Used by filters such as map/select that call back into the interpreter.
   Value call(const Value& fn, CallArgs& args);
@@ -59,7 +60,9 @@ class Renderer {
   Flow exec_for(const Stmt& s);
   void exec_set(const Stmt& s);
   void assign(const Target& t, const Value& v);
-  std::string capture(const Body& body);
+  std::string capture(const Body& body, const std::vector<std::string>& locals);
+  // A fresh scope under the current one with `locals` declared undefined.
+  std::shared_ptr<Scope> child_scope(const std::vector<std::string>& locals) const;
   Value apply_filter_chain(const Expr& chain, Value operand);
 
   Value eval(const Expr& e);

@@ -22,6 +22,7 @@ class Template {
  private:
   std::string origin_;
   std::shared_ptr<const Body> body_;
+  std::vector<std::string> root_locals_;
 };
 
 }  // namespace striker::jinja

@@ -89,3 +89,8 @@ TEST(JinjaErrors, DeepAndCyclicValuesAreErrorsNotCrashes) {
             std::string::npos);
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.a = [ns] %}{{ ns }}").find("too deeply"), std::string::npos);
 }
+
+TEST(JinjaErrors, HugeNumbersInPathsAreErrors) {
+  EXPECT_THROW(render("{{ '{99999999999999999999999}'.format(1) }}"), striker::Error);
+  EXPECT_THROW(render("{{ [{'a': 1}]|map(attribute='99999999999999999999999')|list }}"), striker::Error);
+}

@@ -91,3 +91,16 @@ TEST(JinjaWhitespace, SourceNormalization) {
   EXPECT_EQ(render("a\r\nb\rc\n"), "a\nb\nc");  // newlines normalized, one trailing newline dropped
   EXPECT_EQ(render("a\n\n"), "a\n");
 }
+
+TEST(JinjaStatements, CompileTimeScopingLikeJinja2) {
+  const char* ctx = R"({"b": 1})";
+  // Read at the top level before the assignment: the context value.
+  EXPECT_EQ(render("{{ b }}{% set b = 2 %}{{ b }}", ctx), "12");
+  // Read in a nested frame before the top level assigns it: undefined (not the context value).
+  EXPECT_EQ(render("{% for i in [1] %}[{{ b }}]{% endfor %}{% set b = 2 %}", ctx), "[]");
+  EXPECT_EQ(render("{% macro m() %}{{ b }}{% endmacro %}[{{ m() }}]{% set b = 2 %}{{ m() }}", ctx), "[]2");
+  // Assigned in only one branch of an if: looked up outside.
+  EXPECT_EQ(render("{% if false %}{% set b = 5 %}{% endif %}{% for i in [1] %}{{ b }}{% endfor %}", ctx), "1");
+  // Block bodies are frames: their assignments stay inside.
+  EXPECT_EQ(render("{% set x %}{% set q = 1 %}{% endset %}[{{ q }}]"), "[]");
+}

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 
 #include "core/error.h"
 #include "engine/engine_core.h"
@@ -442,4 +443,42 @@ TEST(EngineCore, ParallelSamplingMatchesOneThread) {
   auto one = run(1);
   EXPECT_EQ(one.size(), 7u);
   EXPECT_EQ(run(5), one);
+}
+
+TEST(EngineCore, RandomWorkloadUnderATinyPoolAlwaysDrains) {
+  // Random prompts, parameters, arrivals and aborts: every request ends exactly once, limits
+  // hold every step, and both pools are empty at the end.
+  std::mt19937 rng(2024);
+  Harness h(tiny_pool(), std::vector<std::string>(kVocab, "ab"));
+  int added = 0;
+  std::vector<std::string> live;
+  for (int step = 0; step < 3000 && (added < 60 || h.core->has_work()); ++step) {
+    if (added < 60 && rng() % 3 == 0) {
+      SamplingParams p;
+      p.max_tokens = 1 + int32_t(rng() % 16);
+      p.min_tokens = int32_t(rng() % uint32_t(p.max_tokens + 1));
+      p.temperature = (rng() % 4 == 0) ? 0.f : 0.7f;
+      p.top_k = int32_t(rng() % 8);
+      p.top_p = (rng() % 2) ? 1.f : 0.8f;
+      p.n = 1 + int32_t(rng() % 3);
+      p.repetition_penalty = (rng() % 3 == 0) ? 1.3f : 1.f;
+      if (rng() % 3 == 0) p.stop = {"bab"};
+      if (rng() % 4 == 0) p.logprobs = 2;
+      if (rng() % 5 == 0) p.prompt_logprobs = 1;
+      const int len = 1 + int(rng() % uint32_t(32 - p.max_tokens));
+      const std::string id = "q" + std::to_string(added++);
+      h.add(id, prompt_of(len, added), p);
+      live.push_back(id);
+    }
+    if (!live.empty() && rng() % 25 == 0) h.core->abort_request(live[rng() % live.size()]);
+    if (h.core->has_work()) h.core->step();
+    EXPECT_LE(h.core->last_plan().num_tokens(), 16);
+    EXPECT_LE(h.core->scheduler().running().size(), 4u);
+  }
+  EXPECT_FALSE(h.core->has_work());
+  EXPECT_EQ(added, 60);
+  for (int i = 0; i < 60; ++i) EXPECT_EQ(h.got["q" + std::to_string(i)].finished_outputs, 1) << i;
+  EXPECT_EQ(h.core->kv().full_pool().num_used(), 0);
+  EXPECT_EQ(h.core->kv().sliding_pool().num_used(), 0);
+  EXPECT_GT(h.core->stats().num_preemptions, 0);
 }
