@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 
@@ -76,10 +77,18 @@ int OpenAIServer::start(const std::string& host, int port) {
   } else if (!http_->bind_to_port(host, port)) {
     throw Error("serve: cannot listen on " + host + ":" + std::to_string(port) + " (address in use or not available)");
   }
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  auto listening = std::make_shared<std::atomic<bool>>(false);
+  listener_ = std::thread([this, listening] {
+    http_->listen_after_bind();
+    *listening = true;  // also set when the loop ended at once, so start() cannot wait forever
+  });
   // httplib's stop() is a no-op until the listener has marked itself running, so a stop()
   // right after start() (a model that fails to load at once) would otherwise hang in join.
-  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!http_->is_running() && !*listening) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!http_->is_running()) {
+    listener_.join();
+    throw Error("serve: the HTTP listener on " + host + ":" + std::to_string(bound) + " stopped at once");
+  }
   return bound;
 }
 
