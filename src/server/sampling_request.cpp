@@ -15,7 +15,7 @@ constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
 
 // Fields that change the output in ways this server does not implement: a request that sets
 // them is rejected rather than silently served differently.
-void reject_unsupported(const JsonFields& f, ApiKind kind) {
+void reject_unsupported(const JsonFields& f) {
   auto unsupported = [](const std::string& name, const std::string& what) {
     return not_implemented("`" + name + "` " + what + " is not supported by this server", name);
   };
@@ -40,9 +40,11 @@ void reject_unsupported(const JsonFields& f, ApiKind kind) {
     if (type == "json_object" || type == "json_schema" || type == "structural_tag") {
       throw unsupported("response_format", "of type '" + type + "'");
     }
-    if (type != "text") throw bad_request("`response_format.type` must be one of text, json_object, json_schema, got '" + type + "'", "response_format");
+    if (type != "text") {
+      throw bad_request("`response_format.type` must be one of text, json_object, json_schema, got '" + type + "'",
+                        "response_format");
+    }
   }
-  (void)kind;
 }
 
 std::vector<std::string> parse_stop(const nlohmann::json& v, const RequestLimits& limits) {
@@ -122,7 +124,7 @@ std::map<int32_t, float> parse_logit_bias(const nlohmann::json& v, const Request
 SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind, const SamplingDefaults& defaults,
                                        const RequestLimits& limits) {
   JsonFields f(body);
-  reject_unsupported(f, kind);
+  reject_unsupported(f);
   SamplingRequest out;
   SamplingParams& p = out.params;
 
