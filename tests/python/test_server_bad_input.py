@@ -149,3 +149,27 @@ def test_server_healthy_and_idle_after_bad_inputs(server):
     assert m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
     r = server.client().chat.completions.create(model=MODEL, messages=U, max_tokens=2, extra_body={"ignore_eos": True})
     assert r.usage.completion_tokens == 2
+
+
+def test_random_field_mutations_never_5xx(server):
+    """Light schema fuzzing (vLLM runs schemathesis): every known field set to odd values."""
+    import random
+    rng = random.Random(1234)
+    fields = ["model", "messages", "max_tokens", "max_completion_tokens", "n", "temperature", "top_p", "top_k", "min_p",
+              "seed", "stop", "stop_token_ids", "logprobs", "top_logprobs", "prompt_logprobs", "logit_bias", "stream",
+              "stream_options", "tools", "tool_choice", "chat_template_kwargs", "reasoning_effort", "include_reasoning",
+              "parallel_tool_calls", "ignore_eos", "min_tokens", "presence_penalty", "frequency_penalty",
+              "repetition_penalty", "skip_special_tokens", "add_generation_prompt", "response_format", "user"]
+    values = [None, -1, 0, 1, 2, 1e300, -1e300, "x", "", [], {}, True, False, 2**64, -2**63, [1, 2], {"a": 1},
+              [{"role": "user", "content": "hi"}], {"include_usage": True}, ["a", ""], {"1": 1e9}]
+    for i in range(300):
+        body = {"model": MODEL, "messages": U, "max_tokens": 2}
+        for name in rng.sample(fields, rng.randint(1, 3)):
+            body[name] = rng.choice(values)
+        r = requests.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+        assert r.status_code < 500 or r.status_code == 501, f"{i}: {json.dumps(body)[:300]} -> {r.status_code} {r.text[:300]}"
+        if r.status_code != 200:
+            assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+    assert requests.get(server.url + "/health").status_code == 200
+    m = server.metrics()
+    assert m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
