@@ -1,16 +1,272 @@
-// striker serve
-#include <cstdio>
+// striker serve MODEL: the OpenAI-compatible server, with `vllm serve`'s flags (FLINT.md §6).
+// Order of startup: bind the port first (so /health answers 503 while loading), load the
+// weights with a progress bar, build tokenizer / chat template / backend / engine, print a
+// summary, then serve until SIGINT or SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "backends/cpu/cpu_backend.h"
+#include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "core/error.h"
+#include "engine/engine.h"
+#include "loaders/model_loader.h"
+#include "server/choice_parser.h"
+#include "server/openai_server.h"
+#include "server/startup_config.h"
+#include "tokenizer/tokenizer.h"
+#ifdef STRIKER_HAVE_CUDA
+#include "backends/cuda/device_info.h"
+#endif
 
 namespace striker::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "0.0.0.0";
+  int port = 8000;
+  std::vector<std::string> served_model_names;
+  int64_t max_model_len = 0;
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  double gpu_memory_utilization = 0.9;
+  std::string api_key;
+  std::string load_format = "auto";
+  uint64_t seed = 0;
+  std::string kv_cache_dtype = "auto";
+  bool enable_prefix_caching = false;
+  std::string generation_config = "auto";
+  std::string default_chat_template_kwargs;
+  std::string tokenizer;
+  std::string hf_config_path;
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
+  std::string reasoning_parser;
+  bool exclude_tools_when_tool_choice_none = false;
+  std::string device;
+  std::string kv_cache_memory;
+  int cpu_threads = 0;
+};
+
+std::string default_device() {
+#ifdef STRIKER_HAVE_CUDA
+  if (cuda::device_count() > 0) return "cuda";
+#endif
+  return "cpu";
+}
+
+// Flags whose feature this build lacks fail at startup instead of being ignored.
+void check_flags(const ServeArgs& a, const CLI::App& cmd) {
+  if (a.device != "cpu" && a.device != "cuda") throw Error("--device must be cpu or cuda, got '" + a.device + "'");
+  if (a.device == "cuda") {
+    throw Error("--device cuda: the CUDA backend is not available yet in this build; use --device cpu");
+  }
+  if (cmd.count("--gpu-memory-utilization") > 0) {
+    throw Error("--gpu-memory-utilization applies to --device cuda; on the CPU size the KV cache with --kv-cache-memory");
+  }
+  if (a.kv_cache_dtype != "auto" && a.kv_cache_dtype != "bfloat16") {
+    throw Error("--kv-cache-dtype " + a.kv_cache_dtype + " is not supported yet (only auto = bfloat16)");
+  }
+  if (a.enable_prefix_caching) throw Error("--enable-prefix-caching is not implemented yet in striker");
+  if (a.port < 0 || a.port > 65535) throw Error("--port must be in 0..65535");
+  if (a.enable_auto_tool_choice && a.tool_call_parser.empty()) {
+    throw Error("--enable-auto-tool-choice requires --tool-call-parser (glm47)");
+  }
+  if (!a.tool_call_parser.empty() && !server::tool_parser_available(a.tool_call_parser)) {
+    throw Error("--tool-call-parser '" + a.tool_call_parser + "' is not available (this build has: glm47, glm45)");
+  }
+  if (!a.reasoning_parser.empty() && !server::reasoning_parser_available(a.reasoning_parser)) {
+    throw Error("--reasoning-parser '" + a.reasoning_parser + "' is not available (this build has: glm47, glm45)");
+  }
+  if (a.max_num_seqs < 1) throw Error("--max-num-seqs must be at least 1");
+  if (a.max_num_batched_tokens < 1) throw Error("--max-num-batched-tokens must be at least 1");
+  if (a.max_model_len < 0) throw Error("--max-model-len must be positive");
+}
+
+// A one-line progress bar on stderr, redrawn in place on a terminal and every 10% otherwise.
+class ProgressBar {
+ public:
+  void update(size_t done, size_t total) {
+    if (total == 0) return;
+    const int pct = int(100.0 * double(done) / double(total));
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    if (pct == last_ || (!tty && pct / 10 == last_ / 10 && pct != 100)) return;
+    last_ = pct;
+    const int width = 30, filled = pct * width / 100;
+    std::fprintf(stderr, "%sLoading weights [%s%s] %3d%% (%.1f / %.1f MiB)%s", tty ? "\r" : "",
+                 std::string(size_t(filled), '#').c_str(), std::string(size_t(width - filled), '.').c_str(), pct,
+                 double(done) / 1048576.0, double(total) / 1048576.0, tty && pct < 100 ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  int last_ = -1;
+};
+
+// KV budget on the CPU: --kv-cache-memory, else room for min(max_num_seqs, 16) full-length
+// sequences in the full-attention layers plus half again for the sliding pool, within
+// [64 MiB, 4 GiB] - the whole budget is allocated up front, and a CPU host is shared.
+int64_t cpu_kv_budget(const ServeArgs& a, const FlintConfig& cfg, int64_t max_model_len) {
+  if (!a.kv_cache_memory.empty()) return server::parse_memory_size(a.kv_cache_memory, "--kv-cache-memory");
+  const int64_t per_seq = cfg.full_kv_bytes_per_token() * max_model_len;
+  const int64_t wanted = per_seq * std::min<int64_t>(a.max_num_seqs, 16) * 3 / 2;
+  return std::clamp<int64_t>(wanted, int64_t(64) << 20, int64_t(4) << 30);
+}
+
+void run_serve(const ServeArgs& a, const CLI::App& cmd) {
+  // Signals are taken by one thread with sigwait, so every thread started below inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  check_flags(a, cmd);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string model_path = resolve_model_path(a.model);
+  const std::filesystem::path model_dir =
+      std::filesystem::is_directory(model_path) ? std::filesystem::path(model_path)
+                                                : std::filesystem::path(model_path).parent_path();
+
+  server::ServerOptions opts;
+  opts.served_model_names = a.served_model_names.empty() ? std::vector<std::string>{a.model} : a.served_model_names;
+  opts.model_root = model_path;
+  opts.api_key = a.api_key;
+  if (opts.api_key.empty()) {
+    if (const char* env = std::getenv("VLLM_API_KEY")) opts.api_key = env;
+  }
+  opts.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  opts.tool_call_parser = a.tool_call_parser;
+  opts.reasoning_parser = a.reasoning_parser;
+  opts.exclude_tools_when_tool_choice_none = a.exclude_tools_when_tool_choice_none;
+  if (!a.default_chat_template_kwargs.empty()) {
+    opts.default_chat_template_kwargs = server::parse_template_kwargs_flag(a.default_chat_template_kwargs);
+  }
+  opts.http_threads = size_t(std::clamp(a.max_num_seqs * 2, 64, 1024));
+  opts.cache.block_size = 16;
+  opts.cache.cache_dtype = a.kv_cache_dtype;
+  opts.cache.gpu_memory_utilization = a.gpu_memory_utilization;
+  opts.cache.enable_prefix_caching = a.enable_prefix_caching;
+
+  // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
+  server::OpenAIServer server(opts);
+  const int port = server.start(a.host, a.port);
+  std::fprintf(stderr, "striker serve: listening on http://%s:%d (loading; /health answers 503 until ready)\n",
+               a.host.c_str(), port);
+
+  LoadOptions lo;
+  lo.load_format = a.load_format;
+  lo.hf_config_path = a.hf_config_path;
+  ProgressBar bar;
+  lo.on_progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
+  std::fprintf(stderr, "striker serve: loading %s (device %s)\n", model_path.c_str(), a.device.c_str());
+  LoadedModel model = load_model(model_path, lo);
+  const FlintConfig& cfg = model.config;
+  const int64_t max_model_len = a.max_model_len > 0 ? a.max_model_len : cfg.max_position_embeddings;
+  if (max_model_len > cfg.max_position_embeddings) {
+    throw Error("--max-model-len " + std::to_string(max_model_len) + " exceeds the model's max_position_embeddings " +
+                std::to_string(cfg.max_position_embeddings));
+  }
+
+  std::string tok_dir = a.tokenizer.empty() ? model_dir.string() : resolve_model_path(a.tokenizer);
+  if (!std::filesystem::is_directory(tok_dir)) tok_dir = std::filesystem::path(tok_dir).parent_path().string();
+  auto tokenizer = Tokenizer::from_dir(tok_dir);
+  auto chat_template = ChatTemplate::from_tokenizer_dir(tok_dir);
+  const auto gen = server::load_generation_config(a.generation_config, model_dir, cfg.eos_token_ids);
+
+  opts.max_model_len = max_model_len;
+  opts.sampling_defaults = gen.defaults;
+  opts.eos_token_ids = gen.eos_token_ids;
+  opts.limits.vocab_size = cfg.vocab_size;
+  opts.limits.max_model_len = max_model_len;
+  opts.limits.max_n = std::min(128, a.max_num_seqs);
+
+  EngineConfig ec;
+  ec.max_model_len = max_model_len;
+  ec.max_num_seqs = a.max_num_seqs;
+  ec.max_num_batched_tokens = a.max_num_batched_tokens;
+  ec.block_size = opts.cache.block_size;
+  ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
+  // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
+  if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
+  ec.seed = a.seed;
+  auto engine = make_engine(ec, cfg, make_cpu_backend(model, a.cpu_threads), *tokenizer);
+  const EngineStats stats = engine->stats();
+  opts.cache.num_gpu_blocks = stats.kv_capacity_tokens / ec.block_size;
+  server.attach(*engine, *tokenizer, chat_template.get(), opts);
+
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr,
+               "striker serve: model %s (served as %s), dtype bfloat16, %lld layers, vocab %lld\n"
+               "  generation defaults from %s\n"
+               "  KV cache: %.1f MiB, %lld tokens; maximum concurrency for %lld tokens per request: %.2fx "
+               "(max-num-seqs %d)\n"
+               "  ready in %.1f s; listening on http://%s:%d%s\n",
+               model_path.c_str(), opts.served_model_names.front().c_str(), (long long)cfg.num_hidden_layers,
+               (long long)cfg.vocab_size, gen.source.c_str(), double(ec.kv_cache_bytes) / 1048576.0,
+               (long long)stats.kv_capacity_tokens, (long long)max_model_len,
+               double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs, secs, a.host.c_str(), port,
+               opts.api_key.empty() ? "" : " (API key required)");
+  std::fflush(stderr);
+
+  std::atomic<bool> signalled{false};
+  std::thread waiter([&signals, &server, &signalled] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    signalled = true;
+    std::fprintf(stderr, "striker serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server.request_stop();
+  });
+  server.wait();
+  // If the listener ended on its own (not by a signal), wake the waiter so it can exit.
+  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  engine->shutdown();
+}
+
+}  // namespace
 
 void register_serve(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("serve", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    std::fprintf(stderr, "error: 'striker serve' is not available yet\n");
-    exit_code = 2;
+  auto* cmd = app.add_subcommand("serve", "Serve a Flint model over an OpenAI-compatible HTTP API (vLLM flags)");
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("model", a->model, "model directory, .gguf file, or Hugging Face repo id")->required();
+  cmd->add_option("--host", a->host, "address to bind");
+  cmd->add_option("--port", a->port, "port to bind (0 = any free port)");
+  cmd->add_option("--served-model-name", a->served_model_names, "name(s) the API accepts and reports");
+  cmd->add_option("--max-model-len", a->max_model_len, "context length (default: the model's)");
+  cmd->add_option("--max-num-seqs", a->max_num_seqs, "maximum concurrent sequences");
+  cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "token budget per engine step");
+  cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "fraction of GPU memory (cuda only)");
+  cmd->add_option("--api-key", a->api_key, "require this Bearer key (default: env VLLM_API_KEY)");
+  cmd->add_option("--load-format", a->load_format, "auto | safetensors | gguf | dummy");
+  cmd->add_option("--seed", a->seed, "base seed for requests without one");
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (bfloat16)");
+  cmd->add_flag("--enable-prefix-caching", a->enable_prefix_caching, "not implemented yet (startup error)");
+  cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");
+  cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs, "JSON object, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer directory or repo id (default: the model's)");
+  cmd->add_option("--hf-config-path", a->hf_config_path, "config.json source for a GGUF model");
+  cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "parse tool calls (needs --tool-call-parser)");
+  cmd->add_option("--tool-call-parser", a->tool_call_parser, "glm47");
+  cmd->add_option("--reasoning-parser", a->reasoning_parser, "glm47");
+  cmd->add_flag("--exclude-tools-when-tool-choice-none", a->exclude_tools_when_tool_choice_none,
+                "leave tools out of the prompt when tool_choice is none");
+  a->device = default_device();
+  cmd->add_option("--device", a->device, "cpu | cuda (default: cuda when a GPU is present)");
+  cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV cache budget on the CPU, e.g. 512MiB (default: 16 full-length sequences, 64 MiB..4 GiB)");
+  cmd->add_option("--cpu-threads", a->cpu_threads, "CPU backend threads (0 = all cores)");
+  cmd->callback([a, cmd, &exit_code] {
+    run_serve(*a, *cmd);
+    exit_code = 0;
   });
 }
 

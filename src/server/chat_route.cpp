@@ -1,0 +1,246 @@
+// POST /v1/chat/completions: non-streaming JSON and SSE streaming (chat-format.md §5.2–§5.3).
+#include <httplib.h>
+
+#include <ctime>
+
+#include "server/api_error.h"
+#include "server/chat_request.h"
+#include "server/serving_context.h"
+
+namespace striker::server {
+namespace {
+
+struct ChatChoice {
+  std::unique_ptr<ChoiceParser> parser;
+  std::string text;
+  nlohmann::json logprobs = nlohmann::json::array();
+  std::optional<FinishReason> finish;
+  nlohmann::json stop_reason = nullptr;
+  bool role_sent = false;
+  bool tools_streamed = false;
+};
+
+struct ChatJob {
+  const ServingContext& ctx;
+  ChatPrompt prompt;
+  SamplingRequest sampling;
+  std::unique_ptr<Generation> gen;
+  std::vector<ChatChoice> choices;
+  std::time_t created = std::time(nullptr);
+  std::string id;
+  nlohmann::json prompt_logprobs = nullptr;
+};
+
+// vLLM reports "tool_calls" only when calls were made, the engine stopped on its own, and the
+// caller did not force one named tool (OpenAI reports "stop" then).
+std::string chat_finish_reason(const ChatJob& job, const ChatChoice& c, bool has_tool_calls) {
+  const std::string base = finish_reason_name(*c.finish);
+  if (base == "stop" && has_tool_calls && job.prompt.parser.tool_choice != "named") return "tool_calls";
+  return base;
+}
+
+nlohmann::json usage_json(int64_t prompt, int64_t completion) {
+  return {{"prompt_tokens", prompt}, {"total_tokens", prompt + completion}, {"completion_tokens", completion},
+          {"prompt_tokens_details", nullptr}};
+}
+
+void collect_choice_output(ChatJob& job, const ChoiceDelta& d) {
+  auto& c = job.choices[size_t(d.index)];
+  if (job.sampling.logprobs) {
+    for (const auto& lp : d.logprobs) c.logprobs.push_back(chat_logprob_entry(job.ctx.tokenizer, lp));
+  }
+  if (d.finish) {
+    c.finish = d.finish;
+    c.stop_reason = stop_reason_json(d.stop_reason, job.sampling.params);
+  }
+}
+
+std::string final_reason_for_metrics(const ChatJob& job) {
+  for (const auto& c : job.choices) {
+    if (c.finish) return finish_reason_name(*c.finish);
+  }
+  return "abort";
+}
+
+void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::Response& res) {
+  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
+    acct.observe(out);
+    if (!out.prompt_logprobs.empty() && job.prompt_logprobs.is_null()) {
+      job.prompt_logprobs = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    }
+    for (const auto& d : out.choices) {
+      if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
+      job.choices[size_t(d.index)].text += d.new_text;
+      collect_choice_output(job, d);
+    }
+    return true;
+  });
+  const int64_t max_tokens = job.sampling.params.max_tokens;
+  if (!complete) {
+    acct.finish("abort", job.gen->prompt_tokens(), job.sampling.params.n, max_tokens);
+    res.status = 499;  // the client is gone; nothing will read this
+    return;
+  }
+  nlohmann::json choices = nlohmann::json::array();
+  for (size_t i = 0; i < job.choices.size(); ++i) {
+    auto& c = job.choices[i];
+    if (!c.finish) c.finish = FinishReason::Abort;
+    ParsedMessage msg = c.parser->parse_complete(c.text);
+    if (!job.prompt.parallel_tool_calls && msg.tool_calls.size() > 1) msg.tool_calls.erase(msg.tool_calls.begin() + 1, msg.tool_calls.end());
+    if (!job.prompt.include_reasoning) msg.reasoning.reset();
+    const bool forced = job.prompt.parser.tool_choice == "required" || job.prompt.parser.tool_choice == "named";
+    nlohmann::json message = {{"role", "assistant"}};
+    message["content"] = msg.content ? nlohmann::json(*msg.content) : (forced ? nlohmann::json("") : nlohmann::json(nullptr));
+    message["refusal"] = nullptr;
+    message["annotations"] = nullptr;
+    message["audio"] = nullptr;
+    message["function_call"] = nullptr;
+    if (!msg.tool_calls.empty()) message["tool_calls"] = msg.tool_calls;
+    message["reasoning"] = msg.reasoning ? nlohmann::json(*msg.reasoning) : nlohmann::json(nullptr);
+    nlohmann::json choice = {{"index", i}, {"message", message}};
+    choice["logprobs"] = job.sampling.logprobs ? nlohmann::json{{"content", c.logprobs}} : nlohmann::json(nullptr);
+    choice["finish_reason"] = chat_finish_reason(job, c, !msg.tool_calls.empty());
+    choice["stop_reason"] = c.stop_reason;
+    choice["token_ids"] = nullptr;
+    choices.push_back(std::move(choice));
+  }
+  acct.finish(final_reason_for_metrics(job), job.gen->prompt_tokens(), job.sampling.params.n, max_tokens);
+  nlohmann::json body = {{"id", job.id},
+                         {"object", "chat.completion"},
+                         {"created", job.created},
+                         {"model", job.ctx.model_name()},
+                         {"choices", choices},
+                         {"service_tier", nullptr},
+                         {"system_fingerprint", nullptr},
+                         {"usage", usage_json(job.gen->prompt_tokens(), acct.completion_tokens())},
+                         {"prompt_logprobs", job.prompt_logprobs},
+                         {"prompt_token_ids", nullptr},
+                         {"kv_transfer_params", nullptr}};
+  res.status = 200;
+  res.set_content(dump_json(body), "application/json");
+}
+
+// Writes one SSE event; false when the client is gone.
+bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {
+  const std::string data = "data: " + dump_json(chunk) + "\n\n";
+  return sink.write(data.data(), data.size());
+}
+
+nlohmann::json chunk_base(const ChatJob& job) {
+  return {{"id", job.id}, {"object", "chat.completion.chunk"}, {"created", job.created}, {"model", job.ctx.model_name()}};
+}
+
+void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& sink) {
+  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  auto write_choice = [&](const nlohmann::json& choice) {
+    nlohmann::json chunk = chunk_base(job);
+    chunk["choices"] = nlohmann::json::array({choice});
+    if (job.sampling.continuous_usage) chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+    return send_event(sink, chunk);
+  };
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
+    acct.observe(out);
+    for (const auto& d : out.choices) {
+      if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
+      auto& c = job.choices[size_t(d.index)];
+      if (!c.role_sent) {
+        c.role_sent = true;
+        if (!write_choice({{"index", d.index}, {"delta", {{"role", "assistant"}, {"content", ""}}},
+                           {"logprobs", nullptr}, {"finish_reason", nullptr}})) {
+          return false;
+        }
+      }
+      collect_choice_output(job, d);
+      ParsedDelta parsed = c.parser->feed(d.new_text, d.new_tokens);
+      if (d.finish) {
+        ParsedDelta tail = c.parser->finish();
+        parsed.reasoning += tail.reasoning;
+        parsed.content += tail.content;
+        for (auto& tc : tail.tool_calls) parsed.tool_calls.push_back(tc);
+      }
+      nlohmann::json delta = nlohmann::json::object();
+      if (!parsed.reasoning.empty() && job.prompt.include_reasoning) delta["reasoning"] = parsed.reasoning;
+      if (!parsed.content.empty()) delta["content"] = parsed.content;
+      nlohmann::json calls = nlohmann::json::array();
+      for (auto& tc : parsed.tool_calls) {
+        if (job.prompt.parallel_tool_calls || tc.value("index", 0) == 0) calls.push_back(tc);
+      }
+      if (!calls.empty()) {
+        delta["tool_calls"] = calls;
+        c.tools_streamed = true;
+      }
+      nlohmann::json logprobs = nullptr;
+      if (job.sampling.logprobs && !d.logprobs.empty()) {
+        logprobs = {{"content", nlohmann::json::array()}};
+        for (const auto& lp : d.logprobs) logprobs["content"].push_back(chat_logprob_entry(job.ctx.tokenizer, lp));
+      }
+      if (delta.empty() && logprobs.is_null() && !d.finish) continue;
+      nlohmann::json choice = {{"index", d.index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
+      if (d.finish) {
+        choice["finish_reason"] = chat_finish_reason(job, c, c.tools_streamed);
+        choice["stop_reason"] = c.stop_reason;
+      }
+      if (!write_choice(choice)) return false;
+    }
+    return true;
+  });
+  const int64_t max_tokens = job.sampling.params.max_tokens;
+  if (!complete) {
+    acct.finish("abort", job.gen->prompt_tokens(), job.sampling.params.n, max_tokens);
+    sink.done();
+    return;
+  }
+  acct.finish(final_reason_for_metrics(job), job.gen->prompt_tokens(), job.sampling.params.n, max_tokens);
+  if (job.sampling.include_usage) {
+    nlohmann::json chunk = chunk_base(job);
+    chunk["choices"] = nlohmann::json::array();
+    chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+    if (!send_event(sink, chunk)) return sink.done();
+  }
+  static const std::string kDone = "data: [DONE]\n\n";
+  sink.write(kDone.data(), kDone.size());
+  sink.done();
+}
+
+}  // namespace
+
+void handle_chat_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const nlohmann::json body = parse_request_body(req);
+  check_model_name(body, ctx.options);
+  if (!ctx.chat_template) throw bad_request("this model has no chat template; use /v1/completions");
+  auto job = std::make_shared<ChatJob>(ChatJob{ctx, {}, {}, nullptr, {}, std::time(nullptr), ""});
+  job->prompt = build_chat_prompt(body, ctx.options, *ctx.chat_template, ctx.tokenizer);
+  job->sampling = parse_sampling_request(body, ApiKind::Chat, ctx.options.sampling_defaults, ctx.options.limits);
+  resolve_max_tokens(job->sampling, int64_t(job->prompt.tokens.size()), ctx.options.max_model_len);
+  // The parsers match structural tokens (<think>, <tool_call>, ...) in the text, so keep them.
+  if (!job->prompt.parser.reasoning_parser.empty() || !job->prompt.parser.tool_parser.empty()) {
+    job->sampling.params.skip_special_tokens = false;
+  }
+  const int32_t n = job->sampling.params.n;
+  job->choices.resize(size_t(n));
+  for (auto& c : job->choices) c.parser = make_choice_parser(job->prompt.parser);
+  job->id = "chatcmpl-" + random_hex_id();
+  job->gen = std::make_unique<Generation>(ctx.engine, job->id, n);
+  job->gen->submit(job->prompt.tokens, job->sampling.params);
+
+  auto watch = std::make_shared<ConnectionWatch>(req.remote_addr, req.remote_port, req.local_port);
+  if (!job->sampling.stream) {
+    respond_non_streaming(*job, *watch, res);
+    return;
+  }
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [job, watch](size_t, httplib::DataSink& sink) {
+    try {
+      stream_chat(*job, *watch, sink);
+    } catch (const std::exception& e) {
+      // Headers are gone already: report in-band as vLLM does, then end the stream.
+      job->gen->abort_all();
+      send_stream_error(sink, e.what());
+    }
+    return true;
+  });
+}
+
+}  // namespace striker::server

@@ -1,0 +1,280 @@
+// POST /v1/completions: raw prompts (string, strings, token ids, lists of token ids); no chat
+// template and no reasoning/tool parsing (chat-format.md §5.7).
+#include <httplib.h>
+
+#include <ctime>
+
+#include "server/api_error.h"
+#include "server/serving_context.h"
+
+namespace striker::server {
+namespace {
+
+constexpr size_t kMaxPrompts = 64;
+
+std::vector<int32_t> token_prompt(const nlohmann::json& ids, const RequestLimits& limits) {
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (const auto& id : ids) {
+    if (!id.is_number_integer() && !id.is_number_unsigned()) {
+      throw bad_request("`prompt` token lists must contain integers", "prompt");
+    }
+    const bool in_vocab = id.is_number_unsigned() ? id.get<uint64_t>() < uint64_t(limits.vocab_size)
+                                                  : (id.get<int64_t>() >= 0 && id.get<int64_t>() < limits.vocab_size);
+    if (!in_vocab) {
+      throw bad_request("Token id " + id.dump() + " is out of vocabulary (vocab size " +
+                            std::to_string(limits.vocab_size) + ")",
+                        "prompt");
+    }
+    out.push_back(int32_t(id.get<int64_t>()));
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> parse_prompts(const nlohmann::json& body, const ServingContext& ctx,
+                                                bool add_special_tokens) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) throw bad_request("`prompt` is required", "prompt");
+  const auto& p = *it;
+  std::vector<std::vector<int32_t>> prompts;
+  auto add_text = [&](const std::string& text) {
+    prompts.push_back(ctx.tokenizer.encode(text, add_special_tokens));
+  };
+  if (p.is_string()) {
+    add_text(p.get<std::string>());
+  } else if (p.is_array()) {
+    if (p.empty()) throw bad_request("`prompt` must not be empty", "prompt");
+    if (p.size() > kMaxPrompts && !p[0].is_number()) {
+      throw bad_request("at most " + std::to_string(kMaxPrompts) + " prompts per request", "prompt");
+    }
+    if (p[0].is_number()) {
+      prompts.push_back(token_prompt(p, ctx.options.limits));
+    } else {
+      for (const auto& item : p) {
+        if (item.is_string()) add_text(item.get<std::string>());
+        else if (item.is_array()) prompts.push_back(token_prompt(item, ctx.options.limits));
+        else throw bad_request("`prompt` must be a string, a list of strings, or token ids", "prompt");
+      }
+    }
+  } else {
+    throw bad_request("`prompt` must be a string, a list of strings, or token ids", "prompt");
+  }
+  for (const auto& toks : prompts) {
+    if (toks.empty()) throw bad_request("`prompt` must not be empty", "prompt");
+  }
+  return prompts;
+}
+
+struct CompletionChoice {
+  std::string text;
+  std::optional<FinishReason> finish;
+  nlohmann::json stop_reason = nullptr;
+  nlohmann::json tokens = nlohmann::json::array(), token_logprobs = nlohmann::json::array(),
+                 top_logprobs = nlohmann::json::array(), text_offset = nlohmann::json::array();
+  size_t offset = 0;  // running text offset for logprobs
+  nlohmann::json prompt_logprobs = nullptr;
+};
+
+std::string piece_text(const Tokenizer& tok, int32_t id) {
+  const int32_t ids[1] = {id};
+  return tok.decode(ids, false);
+}
+
+// Appends this delta's logprobs in the completions layout; returns them as a standalone object too.
+nlohmann::json add_logprobs(const Tokenizer& tok, CompletionChoice& c, const std::vector<TokenLogprob>& lps) {
+  nlohmann::json part = {{"text_offset", nlohmann::json::array()}, {"token_logprobs", nlohmann::json::array()},
+                         {"tokens", nlohmann::json::array()}, {"top_logprobs", nlohmann::json::array()}};
+  for (const auto& lp : lps) {
+    const std::string text = piece_text(tok, lp.token);
+    nlohmann::json top = nlohmann::json::object();
+    for (const auto& [id, logprob] : lp.top) top[piece_text(tok, id)] = std::max(logprob, -9999.0f);
+    part["text_offset"].push_back(c.offset);
+    part["token_logprobs"].push_back(std::max(lp.logprob, -9999.0f));
+    part["tokens"].push_back(text);
+    part["top_logprobs"].push_back(top);
+    c.text_offset.push_back(c.offset);
+    c.token_logprobs.push_back(std::max(lp.logprob, -9999.0f));
+    c.tokens.push_back(text);
+    c.top_logprobs.push_back(top);
+    c.offset += text.size();
+  }
+  return part;
+}
+
+struct CompletionJob {
+  const ServingContext& ctx;
+  SamplingRequest sampling;
+  std::unique_ptr<Generation> gen;
+  std::vector<CompletionChoice> choices;
+  std::time_t created = std::time(nullptr);
+  std::string id;
+  int32_t n = 1;
+};
+
+nlohmann::json usage_json(int64_t prompt, int64_t completion) {
+  return {{"prompt_tokens", prompt}, {"total_tokens", prompt + completion}, {"completion_tokens", completion},
+          {"prompt_tokens_details", nullptr}};
+}
+
+void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) {
+  auto& c = job.choices[size_t(d.index)];
+  if (d.finish) {
+    c.finish = d.finish;
+    c.stop_reason = stop_reason_json(d.stop_reason, job.sampling.params);
+  }
+  if (!out.prompt_logprobs.empty() && c.prompt_logprobs.is_null()) {
+    // Every choice of this prompt shares the prompt's logprobs (sent once, on its first output).
+    const auto plp = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    const size_t first = size_t(d.index / job.n) * size_t(job.n);
+    for (size_t i = first; i < first + size_t(job.n) && i < job.choices.size(); ++i) job.choices[i].prompt_logprobs = plp;
+  }
+}
+
+std::string metrics_reason(const CompletionJob& job) {
+  for (const auto& c : job.choices) {
+    if (c.finish) return finish_reason_name(*c.finish);
+  }
+  return "abort";
+}
+
+void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, httplib::Response& res) {
+  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
+    acct.observe(out);
+    for (const auto& d : out.choices) {
+      if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
+      auto& c = job.choices[size_t(d.index)];
+      c.text += d.new_text;
+      if (job.sampling.logprobs) add_logprobs(job.ctx.tokenizer, c, d.logprobs);
+      absorb(job, out, d);
+    }
+    return true;
+  });
+  if (!complete) {
+    acct.finish("abort", job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
+    res.status = 499;
+    return;
+  }
+  nlohmann::json choices = nlohmann::json::array();
+  for (size_t i = 0; i < job.choices.size(); ++i) {
+    auto& c = job.choices[i];
+    nlohmann::json logprobs = nullptr;
+    if (job.sampling.logprobs) {
+      logprobs = {{"text_offset", c.text_offset}, {"token_logprobs", c.token_logprobs}, {"tokens", c.tokens},
+                  {"top_logprobs", c.top_logprobs}};
+    }
+    choices.push_back({{"index", i},
+                       {"text", c.text},
+                       {"logprobs", logprobs},
+                       {"finish_reason", finish_reason_name(c.finish.value_or(FinishReason::Abort))},
+                       {"stop_reason", c.stop_reason},
+                       {"prompt_logprobs", c.prompt_logprobs}});
+  }
+  acct.finish(metrics_reason(job), job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
+  nlohmann::json body = {{"id", job.id},       {"object", "text_completion"},
+                         {"created", job.created}, {"model", job.ctx.model_name()},
+                         {"choices", choices},    {"service_tier", nullptr},
+                         {"system_fingerprint", nullptr},
+                         {"usage", usage_json(job.gen->prompt_tokens(), acct.completion_tokens())},
+                         {"kv_transfer_params", nullptr}};
+  res.status = 200;
+  res.set_content(dump_json(body), "application/json");
+}
+
+bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {
+  const std::string data = "data: " + dump_json(chunk) + "\n\n";
+  return sink.write(data.data(), data.size());
+}
+
+void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib::DataSink& sink) {
+  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  auto base = [&] {
+    return nlohmann::json{{"id", job.id}, {"object", "text_completion"}, {"created", job.created},
+                          {"model", job.ctx.model_name()}};
+  };
+  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
+    acct.observe(out);
+    for (const auto& d : out.choices) {
+      if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
+      auto& c = job.choices[size_t(d.index)];
+      nlohmann::json logprobs = nullptr;
+      if (job.sampling.logprobs && !d.logprobs.empty()) logprobs = add_logprobs(job.ctx.tokenizer, c, d.logprobs);
+      absorb(job, out, d);
+      if (d.new_text.empty() && logprobs.is_null() && !d.finish) continue;
+      nlohmann::json choice = {{"index", d.index}, {"text", d.new_text}, {"logprobs", logprobs},
+                               {"finish_reason", nullptr}, {"stop_reason", nullptr}};
+      if (d.finish) {
+        choice["finish_reason"] = finish_reason_name(*d.finish);
+        choice["stop_reason"] = c.stop_reason;
+      }
+      nlohmann::json chunk = base();
+      chunk["choices"] = nlohmann::json::array({choice});
+      if (job.sampling.continuous_usage) chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+      if (!send_event(sink, chunk)) return false;
+    }
+    return true;
+  });
+  if (!complete) {
+    acct.finish("abort", job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
+    sink.done();
+    return;
+  }
+  acct.finish(metrics_reason(job), job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
+  if (job.sampling.include_usage) {
+    nlohmann::json chunk = base();
+    chunk["choices"] = nlohmann::json::array();
+    chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+    if (!send_event(sink, chunk)) return sink.done();
+  }
+  static const std::string kDone = "data: [DONE]\n\n";
+  sink.write(kDone.data(), kDone.size());
+  sink.done();
+}
+
+}  // namespace
+
+void handle_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const nlohmann::json body = parse_request_body(req);
+  check_model_name(body, ctx.options);
+  auto job = std::make_shared<CompletionJob>(CompletionJob{ctx, {}, nullptr, {}, std::time(nullptr), "", 1});
+  job->sampling = parse_sampling_request(body, ApiKind::Completion, ctx.options.sampling_defaults, ctx.options.limits);
+  auto ast = body.find("add_special_tokens");
+  if (ast != body.end() && !ast->is_null() && !ast->is_boolean()) {
+    throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");
+  }
+  const bool add_special = ast != body.end() && ast->is_boolean() ? ast->get<bool>() : true;
+  const auto prompts = parse_prompts(body, ctx, add_special);
+  // Every prompt must fit; max_tokens resolves against each (vLLM checks each prompt alike).
+  std::vector<SamplingParams> per_prompt;
+  for (const auto& p : prompts) {
+    SamplingRequest copy = job->sampling;
+    resolve_max_tokens(copy, int64_t(p.size()), ctx.options.max_model_len);
+    per_prompt.push_back(copy.params);
+  }
+  job->sampling.params = per_prompt.front();
+  job->n = job->sampling.params.n;
+  job->choices.resize(prompts.size() * size_t(job->n));
+  job->id = "cmpl-" + random_hex_id();
+  job->gen = std::make_unique<Generation>(ctx.engine, job->id, job->n);
+  for (size_t i = 0; i < prompts.size(); ++i) job->gen->submit(prompts[i], per_prompt[i]);
+
+  auto watch = std::make_shared<ConnectionWatch>(req.remote_addr, req.remote_port, req.local_port);
+  if (!job->sampling.stream) {
+    respond_non_streaming(*job, *watch, res);
+    return;
+  }
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [job, watch](size_t, httplib::DataSink& sink) {
+    try {
+      stream_completion(*job, *watch, sink);
+    } catch (const std::exception& e) {
+      // Headers are gone already: report in-band as vLLM does, then end the stream.
+      job->gen->abort_all();
+      send_stream_error(sink, e.what());
+    }
+    return true;
+  });
+}
+
+}  // namespace striker::server

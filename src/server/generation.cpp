@@ -1,0 +1,238 @@
+// Generation (one HTTP request's engine work) and the helpers every route shares.
+#include <httplib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "server/api_error.h"
+#include "server/serving_context.h"
+
+namespace striker::server {
+
+Generation::Generation(Engine& engine, std::string base_id, int32_t n)
+    : engine_(engine),
+      base_id_(std::move(base_id)),
+      n_(n),
+      arrival_(Clock::now()),
+      channel_(std::make_shared<OutputChannel>()) {}
+
+Generation::~Generation() { abort_all(); }
+
+void Generation::submit(std::vector<int32_t> prompt, const SamplingParams& params) {
+  Sub sub;
+  sub.id = prompts_.empty() ? base_id_ : base_id_ + "-" + std::to_string(prompts_.size());
+  sub.prompt_tokens = int64_t(prompt.size());
+  GenerationRequest request{sub.id, std::move(prompt), params};
+  // The callback owns the channel, so an engine output arriving after this Generation is gone is harmless.
+  auto channel = channel_;
+  try {
+    engine_.add_request(std::move(request), [channel](const RequestOutput& out) { channel->push(out); });
+  } catch (const ApiError&) {
+    throw;
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  index_of_[sub.id] = prompts_.size();
+  prompts_.push_back(std::move(sub));
+}
+
+std::optional<RequestOutput> Generation::next(std::chrono::milliseconds timeout) {
+  auto out = channel_->pop(timeout);
+  if (!out) return out;
+  auto it = index_of_.find(out->request_id);
+  if (it == index_of_.end()) return std::nullopt;  // not ours; cannot happen with unique ids
+  Sub& sub = prompts_[it->second];
+  if (out->finished) sub.finished = true;
+  const int32_t offset = int32_t(it->second) * n_;
+  for (auto& c : out->choices) c.index += offset;
+  return out;
+}
+
+void Generation::abort_all() {
+  for (auto& sub : prompts_) {
+    if (!sub.finished) {
+      engine_.abort_request(sub.id);
+      sub.finished = true;  // the engine's final Abort output is not waited for
+    }
+  }
+}
+
+bool Generation::all_finished() const {
+  return std::all_of(prompts_.begin(), prompts_.end(), [](const Sub& s) { return s.finished; });
+}
+
+int64_t Generation::prompt_tokens() const {
+  int64_t total = 0;
+  for (const auto& s : prompts_) total += s.prompt_tokens;
+  return total;
+}
+
+bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
+                      const std::function<bool(const RequestOutput&)>& on_output) {
+  while (!gen.all_finished()) {
+    if (watch.peer_closed() || stopping.load()) {
+      gen.abort_all();
+      return false;
+    }
+    auto out = gen.next(std::chrono::milliseconds(50));
+    if (!out) continue;
+    if (!on_output(*out)) {
+      gen.abort_all();
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string random_hex_id() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+nlohmann::json stop_reason_json(const std::optional<std::string>& reason, const SamplingParams& params) {
+  if (!reason) return nullptr;
+  const bool is_stop_string = std::find(params.stop.begin(), params.stop.end(), *reason) != params.stop.end();
+  if (!is_stop_string && !reason->empty() && reason->size() < 11 &&
+      std::all_of(reason->begin(), reason->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::stoll(*reason);
+  }
+  return *reason;
+}
+
+std::string finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Abort: return "abort";
+  }
+  return "stop";
+}
+
+namespace {
+
+// Rejects nesting deeper than `limit` before the parser sees it (recursion in json handling).
+void check_nesting(const std::string& body, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > limit) throw bad_request("request JSON is nested deeper than " + std::to_string(limit) + " levels");
+    } else if (c == ']' || c == '}') --depth;
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_request_body(const httplib::Request& req) {
+  const auto content_type = req.get_header_value("Content-Type");
+  if (content_type.find("application/json") == std::string::npos) {
+    throw bad_request("Content-Type must be application/json, got '" + content_type + "'");
+  }
+  check_nesting(req.body, 64);
+  nlohmann::json body;
+  try {
+    body = nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_request(std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw bad_request(std::string("request body must be a JSON object, got ") + body.type_name());
+  return body;
+}
+
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void check_model_name(const nlohmann::json& body, const ServerOptions& options) {
+  auto it = body.find("model");
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_string()) throw bad_request("`model` must be a string", "model");
+  const auto name = it->get<std::string>();
+  const auto& names = options.served_model_names;
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw ApiError(404, "NotFoundError", "The model `" + name + "` does not exist.", "model");
+  }
+}
+
+std::string token_text(const Tokenizer& tok, int32_t id) {
+  const int32_t ids[1] = {id};
+  return tok.decode(ids, false);
+}
+
+nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& lp : lps) {
+    if (!lp) {
+      out.push_back(nullptr);
+      continue;
+    }
+    nlohmann::json pos = nlohmann::json::object();
+    pos[std::to_string(lp->token)] = {{"logprob", std::max(lp->logprob, -9999.0f)}, {"decoded_token", token_text(tok, lp->token)}};
+    for (const auto& [id, logprob] : lp->top) {
+      pos[std::to_string(id)] = {{"logprob", std::max(logprob, -9999.0f)}, {"decoded_token", token_text(tok, id)}};
+    }
+    out.push_back(pos);
+  }
+  return out;
+}
+
+void send_stream_error(httplib::DataSink& sink, const std::string& message) {
+  const std::string data = "data: " + dump_json(error_body(500, "InternalServerError", message)) + "\n\ndata: [DONE]\n\n";
+  sink.write(data.data(), data.size());
+  sink.done();
+}
+
+nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp) {
+  auto piece = [&](int32_t id, float logprob) {
+    const int32_t ids[1] = {id};
+    std::string text = tok.decode(ids, false);
+    std::vector<int> bytes(text.begin(), text.end());
+    for (auto& b : bytes) b &= 0xff;
+    return nlohmann::json{{"token", text}, {"logprob", std::max(logprob, -9999.0f)}, {"bytes", bytes}};
+  };
+  nlohmann::json entry = piece(lp.token, lp.logprob);
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [id, logprob] : lp.top) top.push_back(piece(id, logprob));
+  entry["top_logprobs"] = top;
+  return entry;
+}
+
+}  // namespace striker::server
+
+namespace striker::server {
+
+void RequestAccounting::observe(const RequestOutput& out) {
+  const auto now = Clock::now();
+  for (const auto& c : out.choices) {
+    if (c.new_tokens.empty() || c.index < 0 || size_t(c.index) >= last_token_.size()) continue;
+    completion_tokens_ += int64_t(c.new_tokens.size());
+    auto& last = last_token_[size_t(c.index)];
+    if (!first_token_seen_) {
+      metrics_.record_first_token(std::chrono::duration<double>(now - arrival_).count());
+      first_token_seen_ = true;
+    } else if (last) {
+      metrics_.record_inter_token(std::chrono::duration<double>(now - *last).count());
+    }
+    last = now;
+  }
+}
+
+void RequestAccounting::finish(const std::string& finished_reason, int64_t prompt_tokens, int32_t n,
+                               int64_t max_tokens) {
+  if (recorded_) return;
+  recorded_ = true;
+  metrics_.record_request(finished_reason, prompt_tokens, completion_tokens_, n, max_tokens,
+                          std::chrono::duration<double>(Clock::now() - arrival_).count());
+}
+
+}  // namespace striker::server

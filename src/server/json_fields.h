@@ -1,0 +1,34 @@
+// Typed, range-checked reads of one JSON request object. JSON null counts as "absent" (as pydantic
+// Optional fields do); a wrong type or an out-of-range value is a 400 naming the field.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace striker::server {
+
+class JsonFields {
+ public:
+  explicit JsonFields(const nlohmann::json& object) : obj_(object) {}
+
+  bool has(const char* name) const;
+  const nlohmann::json* get(const char* name) const;  // nullptr when absent or null
+
+  std::optional<double> number(const char* name, double lo, double hi) const;
+  std::optional<int64_t> integer(const char* name, int64_t lo, int64_t hi) const;
+  std::optional<bool> boolean(const char* name) const;
+  std::optional<std::string> string(const char* name) const;
+  // An object (for chat_template_kwargs, stream_options, ...).
+  const nlohmann::json* object(const char* name) const;
+  const nlohmann::json* array(const char* name) const;
+
+ private:
+  const nlohmann::json& obj_;
+};
+
+// Describes a JSON value's type in errors ("string", "integer", ...).
+std::string json_type_name(const nlohmann::json& v);
+
+}  // namespace striker::server

@@ -1,0 +1,232 @@
+#include "server/openai_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+
+#include "server/api_error.h"
+#include "server/serving_context.h"
+
+namespace striker::server {
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+constexpr size_t kMaxHeaders = 256;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+
+void send_error(httplib::Response& res, int status, const std::string& type, const std::string& message,
+                const std::string& param = "") {
+  res.status = status;
+  res.set_content(dump_json(error_body(status, type, message, param)), "application/json");
+}
+
+// Compares without an early exit, so the key cannot be guessed byte by byte from timings.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+}  // namespace
+
+OpenAIServer::OpenAIServer(ServerOptions options) : options_(std::move(options)) {
+  if (options_.served_model_names.empty()) throw Error("serve: at least one served model name is required");
+  loading_metrics_ = std::make_shared<ServerMetrics>(options_.served_model_names.front(), 0, options_.cache);
+  http_ = std::make_unique<httplib::Server>();
+  const size_t threads = options_.http_threads;
+  // Every streaming client holds one worker for its whole response, so the pool is sized for
+  // many concurrent streams rather than for the CPU count.
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_read_timeout(30, 0);
+  http_->set_write_timeout(30, 0);
+  http_->set_keep_alive_timeout(5);
+  http_->set_keep_alive_max_count(1000);
+  register_routes();
+}
+
+OpenAIServer::~OpenAIServer() { stop(); }
+
+std::shared_ptr<ServingContext> OpenAIServer::context() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ctx_;
+}
+
+std::shared_ptr<ServerMetrics> OpenAIServer::metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ctx_ ? ctx_->metrics_owner : loading_metrics_;
+}
+
+void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                          ServerOptions options) {
+  if (options.served_model_names.empty()) options.served_model_names = options_.served_model_names;
+  auto metrics = std::make_shared<ServerMetrics>(options.served_model_names.front(), options.max_model_len, options.cache);
+  auto ctx = std::shared_ptr<ServingContext>(
+      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, {}});
+  std::lock_guard<std::mutex> lock(mu_);
+  ctx_ = std::move(ctx);
+}
+
+int OpenAIServer::start(const std::string& host, int port) {
+  int bound = port;
+  if (port == 0) {
+    bound = http_->bind_to_any_port(host);
+    if (bound < 0) throw Error("serve: cannot bind " + host + " to any port");
+  } else if (!http_->bind_to_port(host, port)) {
+    throw Error("serve: cannot listen on " + host + ":" + std::to_string(port) + " (address in use or not available)");
+  }
+  auto listening = std::make_shared<std::atomic<bool>>(false);
+  listener_ = std::thread([this, listening] {
+    http_->listen_after_bind();
+    *listening = true;  // also set when the loop ended at once, so start() cannot wait forever
+  });
+  // httplib's stop() is a no-op until the listener has marked itself running, so a stop()
+  // right after start() (a model that fails to load at once) would otherwise hang in join.
+  while (!http_->is_running() && !*listening) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!http_->is_running()) {
+    listener_.join();
+    throw Error("serve: the HTTP listener on " + host + ":" + std::to_string(bound) + " stopped at once");
+  }
+  return bound;
+}
+
+void OpenAIServer::request_stop() {
+  if (auto ctx = context()) ctx->stopping = true;  // streams end now instead of running to completion
+  if (http_) http_->stop();
+}
+
+void OpenAIServer::stop() {
+  request_stop();
+  wait();
+}
+
+void OpenAIServer::wait() {
+  // Several threads may wait (a signal thread and main); only one may join.
+  std::lock_guard<std::mutex> lock(join_mu_);
+  if (listener_.joinable()) listener_.join();
+}
+
+void OpenAIServer::register_routes() {
+  using Handler = void (*)(const ServingContext&, const httplib::Request&, httplib::Response&);
+  auto model_route = [this](const char* name, Handler fn) {
+    return [this, name, fn](const httplib::Request& req, httplib::Response& res) {
+      auto ctx = context();
+      if (!ctx) {
+        send_error(res, 503, "ServiceUnavailableError", "the model is still loading");
+      } else {
+        try {
+          fn(*ctx, req, res);
+        } catch (const ApiError& e) {
+          send_error(res, e.status(), e.type(), e.what(), e.param());
+        } catch (const Error& e) {
+          send_error(res, 400, "BadRequestError", e.what());
+        } catch (const std::bad_alloc&) {
+          send_error(res, 500, "InternalServerError", "out of memory while handling the request");
+        } catch (const std::exception& e) {
+          send_error(res, 500, "InternalServerError", e.what());
+        }
+      }
+      metrics()->record_http(name, res.status);
+    };
+  };
+  http_->Post("/v1/chat/completions", model_route("/v1/chat/completions", handle_chat_completions));
+  http_->Post("/v1/completions", model_route("/v1/completions", handle_completions));
+  http_->Post("/tokenize", model_route("/tokenize", handle_tokenize));
+  http_->Post("/detokenize", model_route("/detokenize", handle_detokenize));
+
+  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (context()) {
+      res.status = 200;
+    } else {
+      send_error(res, 503, "ServiceUnavailableError", "the model is still loading");
+    }
+  });
+  http_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump_json({{"version", kVersion}}), "application/json");
+  });
+  http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const auto created = std::time(nullptr);
+    auto ctx = context();
+    const ServerOptions& opts = ctx ? ctx->options : options_;
+    nlohmann::json data = nlohmann::json::array();
+    for (const auto& name : opts.served_model_names) {
+      data.push_back({{"id", name},
+                      {"object", "model"},
+                      {"created", created},
+                      {"owned_by", "striker"},
+                      {"root", opts.model_root},
+                      {"parent", nullptr},
+                      {"max_model_len", opts.max_model_len},
+                      {"permission",
+                       {{{"id", "modelperm-" + random_hex_id()},
+                         {"object", "model_permission"},
+                         {"created", created},
+                         {"allow_create_engine", false},
+                         {"allow_sampling", true},
+                         {"allow_logprobs", true},
+                         {"allow_search_indices", false},
+                         {"allow_view", true},
+                         {"allow_fine_tuning", false},
+                         {"organization", "*"},
+                         {"group", nullptr},
+                         {"is_blocking", false}}}}});
+    }
+    res.set_content(dump_json({{"object", "list"}, {"data", data}}), "application/json");
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    auto ctx = context();
+    const EngineStats stats = ctx ? ctx->engine.stats() : EngineStats{};
+    res.set_content(metrics()->render(stats), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // --api-key guards every route except the probes that orchestrators call unauthenticated.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // httplib 0.11 caps each header line (8 KiB) but not their number; refuse floods here.
+    size_t header_bytes = 0;
+    for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+    if (req.headers.size() > kMaxHeaders || header_bytes > kMaxHeaderBytes) {
+      send_error(res, 431, "BadRequestError",
+                 "request headers too large (" + std::to_string(req.headers.size()) + " headers, " +
+                     std::to_string(header_bytes) + " bytes; limits " + std::to_string(kMaxHeaders) + " and " +
+                     std::to_string(kMaxHeaderBytes) + ")");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/metrics") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    const bool ok = auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), options_.api_key);
+    if (ok) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 401, "authentication_error", "Unauthorized: a valid API key is required (Authorization: Bearer KEY)");
+    metrics()->record_http(req.path, 401);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // httplib's own rejections (unknown route, oversized body, malformed request line) get the same
+  // JSON error shape as ours; responses that already carry a body are left alone.
+  http_->set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      send_error(res, 404, "NotFoundError", "no route for " + req.method + " " + req.path);
+    } else if (res.status == 413) {
+      send_error(res, 413, "BadRequestError", "request body is too large");
+    } else {
+      send_error(res, res.status, "BadRequestError", "malformed HTTP request (" + std::to_string(res.status) + ")");
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, "InternalServerError", what);
+  });
+}
+
+}  // namespace striker::server

@@ -1,0 +1,144 @@
+// Internal to src/server: what a route handler needs once the model is loaded, and the
+// per-request bridge from engine outputs to the HTTP thread.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+#include "engine/engine.h"
+#include "server/connection_watch.h"
+#include "server/metrics.h"
+#include "server/output_channel.h"
+#include "server/server_options.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+class DataSink;
+}  // namespace httplib
+
+namespace striker::server {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServingContext {
+  Engine& engine;
+  const Tokenizer& tokenizer;
+  const ChatTemplate* chat_template;
+  ServerOptions options;
+  std::shared_ptr<ServerMetrics> metrics_owner;
+  ServerMetrics& metrics;  // *metrics_owner
+  std::atomic<bool> stopping{false};  // set on shutdown: in-flight generations are aborted
+  const std::string& model_name() const { return options.served_model_names.front(); }
+};
+
+// One HTTP request's engine work: one engine request per prompt (completions may batch
+// prompts), all feeding one channel. Destroying it aborts whatever has not finished, so a client
+// that vanishes at any point (even before the first byte is written) frees its KV blocks.
+class Generation {
+ public:
+  Generation(Engine& engine, std::string base_id, int32_t n);
+  ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  // Throws ApiError(400) when the engine rejects the request.
+  void submit(std::vector<int32_t> prompt, const SamplingParams& params);
+  // Next output with choice indexes made global (prompt i, choice c -> i*n + c).
+  std::optional<RequestOutput> next(std::chrono::milliseconds timeout);
+  void abort_all();
+  bool all_finished() const;
+
+  const std::string& id() const { return base_id_; }
+  int32_t num_choices() const { return int32_t(prompts_.size()) * n_; }
+  int64_t prompt_tokens() const;
+  Clock::time_point arrival() const { return arrival_; }
+
+ private:
+  struct Sub {
+    std::string id;
+    int64_t prompt_tokens = 0;
+    bool finished = false;
+  };
+  Engine& engine_;
+  std::string base_id_;
+  int32_t n_;
+  Clock::time_point arrival_;
+  std::shared_ptr<OutputChannel> channel_;
+  std::vector<Sub> prompts_;
+  std::map<std::string, size_t> index_of_;
+};
+
+// Random lowercase hex, as vLLM's random_uuid() (16 hex digits).
+std::string random_hex_id();
+
+// A stop_reason as vLLM reports it: the token id as an integer, a stop string as a string.
+nlohmann::json stop_reason_json(const std::optional<std::string>& reason, const SamplingParams& params);
+
+std::string finish_reason_name(FinishReason reason);
+
+// The JSON body of a request: parse errors, non-objects and absurd nesting become ApiError(400).
+nlohmann::json parse_request_body(const httplib::Request& req);
+
+// Serializes without throwing on invalid UTF-8 (token pieces can be partial characters).
+std::string dump_json(const nlohmann::json& j);
+
+// Checks `model` against the served names (404 NotFoundError as vLLM).
+void check_model_name(const nlohmann::json& body, const ServerOptions& options);
+
+// Route handlers (chat_route.cpp, completion_route.cpp, tokenize_route.cpp).
+void handle_chat_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_tokenize(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// Shared by both generation routes: runs until every choice finished or the client left.
+// `on_output` returns false when writing to the client failed. Returns false if the client left
+// (everything was aborted).
+bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
+                      const std::function<bool(const RequestOutput&)>& on_output);
+
+// vLLM's prompt_logprobs layout: null for the first position, then {"id": {logprob, decoded_token}}.
+nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps);
+std::string token_text(const Tokenizer& tok, int32_t id);
+
+// An error after an SSE stream has started: `data: {"error": ...}` then `data: [DONE]`.
+void send_stream_error(httplib::DataSink& sink, const std::string& message);
+
+// Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
+nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp);
+
+}  // namespace striker::server
+
+namespace striker::server {
+
+// Per-request accounting shared by the generation routes: token counts for `usage`, TTFT and
+// inter-token latency into the metrics, and the request's outcome at the end.
+class RequestAccounting {
+ public:
+  RequestAccounting(ServerMetrics& metrics, Clock::time_point arrival, int32_t num_choices)
+      : metrics_(metrics), arrival_(arrival), last_token_(size_t(num_choices)) {}
+  void observe(const RequestOutput& out);
+  int64_t completion_tokens() const { return completion_tokens_; }
+  // Records the request once (e2e latency, success counter by finished_reason).
+  void finish(const std::string& finished_reason, int64_t prompt_tokens, int32_t n, int64_t max_tokens);
+
+ private:
+  ServerMetrics& metrics_;
+  Clock::time_point arrival_;
+  std::vector<std::optional<Clock::time_point>> last_token_;
+  int64_t completion_tokens_ = 0;
+  bool first_token_seen_ = false;
+  bool recorded_ = false;
+};
+
+}  // namespace striker::server

@@ -1,0 +1,135 @@
+// Request-body parsing without HTTP: sampling knobs, defaults precedence, context-length errors.
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/sampling_request.h"
+#include "server/startup_config.h"
+
+namespace striker::server {
+namespace {
+
+using nlohmann::json;
+
+RequestLimits limits() {
+  RequestLimits l;
+  l.vocab_size = 1000;
+  l.max_model_len = 100;
+  return l;
+}
+
+TEST(SamplingRequest, RequestValueBeatsServerDefaultBeatsOpenAIDefault) {
+  SamplingDefaults d;
+  d.temperature = 0.7f;
+  d.top_p = 0.95f;
+  d.top_k = 20;
+  auto r = parse_sampling_request(json{{"temperature", 0.0}}, ApiKind::Chat, d, limits());
+  EXPECT_EQ(r.params.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r.params.top_p, 0.95f);
+  EXPECT_EQ(r.params.top_k, 20);
+  EXPECT_EQ(r.params.min_p, 0.0f);
+  auto plain = parse_sampling_request(json::object(), ApiKind::Chat, SamplingDefaults{}, limits());
+  EXPECT_EQ(plain.params.temperature, 1.0f);
+  EXPECT_EQ(plain.params.top_p, 1.0f);
+  EXPECT_EQ(plain.params.top_k, 0);
+}
+
+TEST(SamplingRequest, ChatLogprobsNeedLogprobsTrue) {
+  EXPECT_THROW(parse_sampling_request(json{{"top_logprobs", 3}}, ApiKind::Chat, {}, limits()), ApiError);
+  auto r = parse_sampling_request(json{{"logprobs", true}, {"top_logprobs", 3}}, ApiKind::Chat, {}, limits());
+  EXPECT_EQ(r.params.logprobs, 3);
+  EXPECT_THROW(parse_sampling_request(json{{"logprobs", true}, {"top_logprobs", 21}}, ApiKind::Chat, {}, limits()),
+               ApiError);
+  auto none = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  EXPECT_FALSE(none.params.logprobs.has_value());
+}
+
+TEST(SamplingRequest, MaxCompletionTokensWinsOverMaxTokens) {
+  auto r = parse_sampling_request(json{{"max_tokens", 5}, {"max_completion_tokens", 7}}, ApiKind::Chat, {}, limits());
+  EXPECT_EQ(r.max_tokens, 7);
+}
+
+TEST(SamplingRequest, StopAndSeedForms) {
+  auto r = parse_sampling_request(json{{"stop", "x"}, {"seed", -5}}, ApiKind::Completion, {}, limits());
+  EXPECT_EQ(r.params.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.params.seed, uint64_t(-5));
+  auto list = parse_sampling_request(json{{"stop", {"a", "b"}}, {"seed", 18446744073709551615ULL}}, ApiKind::Completion,
+                                     {}, limits());
+  EXPECT_EQ(list.params.stop.size(), 2u);
+  EXPECT_THROW(parse_sampling_request(json{{"stop", {1}}}, ApiKind::Completion, {}, limits()), ApiError);
+}
+
+TEST(SamplingRequest, LogitBiasIsClampedAndChecked) {
+  auto r = parse_sampling_request(json{{"logit_bias", {{"5", 500}, {"6", -3}}}}, ApiKind::Chat, {}, limits());
+  EXPECT_EQ(r.params.logit_bias.at(5), 100.0f);
+  EXPECT_EQ(r.params.logit_bias.at(6), -3.0f);
+  EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"1000", 1}}}}, ApiKind::Chat, {}, limits()), ApiError);
+  EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"5x", 1}}}}, ApiKind::Chat, {}, limits()), ApiError);
+}
+
+TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
+  auto r = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  resolve_max_tokens(r, 40, 100);
+  EXPECT_EQ(r.params.max_tokens, 60);
+  auto big = parse_sampling_request(json{{"max_tokens", 70}}, ApiKind::Chat, {}, limits());
+  try {
+    resolve_max_tokens(big, 40, 100);
+    FAIL() << "expected a context-length error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("maximum context length is 100 tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("you requested 70 output tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("your prompt contains 40 input tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("total of 110 tokens"), std::string::npos) << msg;
+  }
+  auto full = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  EXPECT_THROW(resolve_max_tokens(full, 100, 100), ApiError);
+}
+
+TEST(Metrics, OneTwoFiveBucketsAndHistogramText) {
+  EXPECT_EQ(one_two_five_buckets(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
+  Histogram h({1, 2});
+  h.observe(0.5);
+  h.observe(1.5);
+  h.observe(7);
+  std::string out;
+  h.render(out, "m", "a=\"b\"");
+  EXPECT_NE(out.find("m_bucket{a=\"b\",le=\"1\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{a=\"b\",le=\"2\"} 2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_bucket{a=\"b\",le=\"+Inf\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_count{a=\"b\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("m_sum{a=\"b\"} 9\n"), std::string::npos) << out;
+}
+
+TEST(StartupConfig, MemorySizes) {
+  EXPECT_EQ(parse_memory_size("512MiB", "--x"), 512ll << 20);
+  EXPECT_EQ(parse_memory_size("2GiB", "--x"), 2ll << 30);
+  EXPECT_EQ(parse_memory_size("1000", "--x"), 1000);
+  EXPECT_THROW(parse_memory_size("lots", "--x"), Error);
+  EXPECT_THROW(parse_memory_size("5 parsecs", "--x"), Error);
+  EXPECT_THROW(parse_memory_size("-1GiB", "--x"), Error);
+}
+
+TEST(StartupConfig, GenerationConfigModes) {
+  const std::string dir = STRIKER_SHARED_DIR "/fixtures/flint-tokenizer";
+  const auto folder = load_generation_config(dir, "/nonexistent", {});
+  EXPECT_FLOAT_EQ(*folder.defaults.top_p, 0.95f);
+  EXPECT_EQ(*folder.defaults.top_k, 20);
+  EXPECT_EQ(folder.eos_token_ids, (std::vector<int32_t>{151329, 151336, 151338}));
+  // The non-primary eos ids become default stop_token_ids, merged into each request's.
+  EXPECT_EQ(folder.defaults.stop_token_ids, (std::vector<int32_t>{151336, 151338}));
+  RequestLimits big = limits();
+  big.vocab_size = 151552;
+  auto r = parse_sampling_request(json{{"stop_token_ids", {151338, 5}}}, ApiKind::Chat, folder.defaults, big);
+  EXPECT_EQ(r.params.stop_token_ids, (std::vector<int32_t>{151338, 5, 151336}));
+  const auto vllm = load_generation_config("vllm", dir, {7});
+  EXPECT_FALSE(vllm.defaults.temperature.has_value());
+  EXPECT_EQ(vllm.eos_token_ids, std::vector<int32_t>{7});
+  EXPECT_THROW(load_generation_config("/nonexistent", dir, {}), Error);
+  EXPECT_THROW(parse_template_kwargs_flag("[1]"), Error);
+  EXPECT_EQ(parse_template_kwargs_flag("{\"enable_thinking\": false}")["enable_thinking"], false);
+}
+
+}  // namespace
+}  // namespace striker::server

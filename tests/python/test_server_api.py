@@ -1,0 +1,250 @@
+"""The OpenAI surface of `striker serve` on a random-weight tiny checkpoint, through the
+official `openai` client (as vLLM's tests do) and raw HTTP where the client hides details."""
+import json
+
+import openai
+import pytest
+import requests
+
+from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+
+MODEL = "tiny"
+MSGS = [{"role": "user", "content": "Say something."}]
+
+
+@pytest.fixture(scope="module")
+def server(striker_bin, tiny_model, tmp_path_factory):
+    s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
+                                                "--max-num-seqs", "16", "--kv-cache-memory", "64MiB", "--seed", "3"],
+                      log_dir=tmp_path_factory.mktemp("log"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return server.client()
+
+
+def sse_events(resp):
+    out = []
+    for line in resp.iter_lines(decode_unicode=True):
+        if line.startswith("data: "):
+            out.append(line[6:])
+    return out
+
+
+def test_models_health_version(server, client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == [MODEL]
+    assert models.data[0].max_model_len == 512
+    assert requests.get(server.url + "/health").status_code == 200
+    assert "version" in requests.get(server.url + "/version").json()
+
+
+def test_chat_non_streaming_usage_and_length(server, client):
+    r = client.chat.completions.create(model=MODEL, messages=MSGS, max_tokens=5, temperature=0, extra_body={"ignore_eos": True})
+    assert r.object == "chat.completion"
+    assert r.id.startswith("chatcmpl-")
+    assert r.choices[0].finish_reason == "length"
+    assert r.choices[0].message.role == "assistant"
+    assert r.usage.completion_tokens == 5
+    counted = requests.post(server.url + "/tokenize", json={"messages": MSGS}).json()["count"]
+    assert r.usage.prompt_tokens == counted
+    assert r.usage.total_tokens == counted + 5
+
+
+def test_max_completion_tokens_and_max_tokens(client):
+    r = client.chat.completions.create(model=MODEL, messages=MSGS, max_completion_tokens=3, temperature=0,
+                                       extra_body={"ignore_eos": True})
+    assert r.usage.completion_tokens == 3 and r.choices[0].finish_reason == "length"
+
+
+def test_chat_streaming_shape_and_include_usage(client):
+    stream = client.chat.completions.create(model=MODEL, messages=MSGS, max_tokens=6, temperature=0, stream=True,
+                                            stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert all(c.choices[0].delta.role is None for c in chunks[1:] if c.choices)
+    assert len({c.id for c in chunks}) == 1 and len({c.created for c in chunks}) == 1
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == ["length"]
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 6
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    plain = client.chat.completions.create(model=MODEL, messages=MSGS, max_tokens=6, temperature=0,
+                                           extra_body={"ignore_eos": True})
+    assert text == plain.choices[0].message.content
+
+
+def test_sse_framing_and_done(server):
+    with requests.post(server.url + "/v1/chat/completions", stream=True, json={
+            "model": MODEL, "messages": MSGS, "max_tokens": 3, "stream": True, "ignore_eos": True}) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+    assert events[-1] == "[DONE]"
+    first = json.loads(events[0])
+    assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all("usage" not in json.loads(e) for e in events[:-1])
+
+
+def test_completions_non_streaming_and_streaming(client):
+    r = client.completions.create(model=MODEL, prompt="The sky is", max_tokens=4, temperature=0,
+                                  extra_body={"ignore_eos": True})
+    assert r.object == "text_completion" and r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 4
+    chunks = list(client.completions.create(model=MODEL, prompt="The sky is", max_tokens=4, temperature=0, stream=True,
+                                            extra_body={"ignore_eos": True}))
+    assert "".join(c.choices[0].text for c in chunks) == r.choices[0].text
+    assert sum(1 for c in chunks if c.choices[0].finish_reason) == 1
+
+
+def test_n3_choices_streaming_and_not(client):
+    r = client.chat.completions.create(model=MODEL, messages=MSGS, n=3, max_tokens=4, seed=11, temperature=1.0,
+                                       extra_body={"ignore_eos": True})
+    assert sorted(c.index for c in r.choices) == [0, 1, 2]
+    assert r.usage.completion_tokens == 12
+    chunks = list(client.chat.completions.create(model=MODEL, messages=MSGS, n=3, max_tokens=4, seed=11,
+                                                 temperature=1.0, stream=True, extra_body={"ignore_eos": True}))
+    texts = {i: "" for i in range(3)}
+    finishes = {i: 0 for i in range(3)}
+    roles = {i: 0 for i in range(3)}
+    for c in chunks:
+        ch = c.choices[0]
+        texts[ch.index] += ch.delta.content or ""
+        finishes[ch.index] += 1 if ch.finish_reason else 0
+        roles[ch.index] += 1 if ch.delta.role else 0
+    assert finishes == {0: 1, 1: 1, 2: 1} and roles == {0: 1, 1: 1, 2: 1}
+    assert texts == {c.index: c.message.content for c in r.choices}
+
+
+def test_seed_is_reproducible(client):
+    def run():
+        return client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=8, seed=1234,
+                                         temperature=1.0, extra_body={"ignore_eos": True}).choices[0].text
+    a, b = run(), run()
+    assert a == b
+    others = {client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=8, seed=s, temperature=1.0,
+                                        extra_body={"ignore_eos": True}).choices[0].text for s in (1, 2, 3)}
+    assert len(others | {a}) > 1  # different seeds do not all collapse to one output
+
+
+def test_chat_logprobs(client):
+    r = client.chat.completions.create(model=MODEL, messages=MSGS, max_tokens=4, temperature=0, logprobs=True,
+                                       top_logprobs=3, extra_body={"ignore_eos": True})
+    content = r.choices[0].logprobs.content
+    assert len(content) == 4
+    for entry in content:
+        assert len(entry.top_logprobs) == 3
+        assert entry.logprob <= 0
+        assert entry.bytes == list(entry.token.encode("utf-8"))
+        # greedy: the sampled token is the most likely one
+        assert entry.logprob == pytest.approx(entry.top_logprobs[0].logprob, abs=1e-5)
+    assert "".join(e.token for e in content) == r.choices[0].message.content
+
+
+def test_completion_logprobs(client):
+    r = client.completions.create(model=MODEL, prompt="Hello", max_tokens=3, temperature=0, logprobs=2,
+                                  extra_body={"ignore_eos": True})
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == 3 and len(lp.token_logprobs) == 3 and len(lp.top_logprobs) == 3
+    assert lp.text_offset[0] == 0
+    assert "".join(lp.tokens) == r.choices[0].text
+
+
+def test_stop_string_cuts_output(client):
+    full = client.completions.create(model=MODEL, prompt="A B C", max_tokens=12, temperature=0,
+                                     extra_body={"ignore_eos": True}).choices[0].text
+    assert len(full) >= 4
+    stop = full[len(full) // 2:len(full) // 2 + 2]
+    assert stop.strip(), f"pick a visible stop string from {full!r}"
+    r = client.completions.create(model=MODEL, prompt="A B C", max_tokens=12, temperature=0, stop=[stop],
+                                  extra_body={"ignore_eos": True})
+    choice = r.choices[0]
+    assert choice.finish_reason == "stop"
+    assert choice.text == full[:full.index(stop)]
+    assert stop not in choice.text
+    assert choice.model_extra["stop_reason"] == stop
+
+
+def test_unknown_model_is_404(client):
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="nope", messages=MSGS, max_tokens=2)
+
+
+def test_too_long_prompt_names_both_numbers(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL, prompt=[1] * 500, max_tokens=100)
+    msg = str(e.value)
+    assert "maximum context length is 512 tokens" in msg
+    assert "100 output tokens" in msg and "500 input tokens" in msg
+
+
+def test_api_key(striker_bin, tiny_model, tmp_path):
+    s = StrikerServer(striker_bin, tiny_model, ["--max-model-len", "256", "--kv-cache-memory", "16MiB",
+                                                "--max-num-seqs", "4"],
+                      env={"VLLM_API_KEY": "k3y"}, log_dir=tmp_path)
+    try:
+        assert requests.get(s.url + "/health").status_code == 200
+        assert requests.get(s.url + "/metrics").status_code == 200
+        for path in ("/v1/models", "/version"):
+            r = requests.get(s.url + path)
+            assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+        with pytest.raises(openai.AuthenticationError):
+            s.client(api_key="wrong").models.list()
+        assert s.client(api_key="k3y").models.list().data
+        r = s.client(api_key="k3y").completions.create(model=str(tiny_model), prompt="x", max_tokens=1)
+        assert r.usage.completion_tokens == 1
+    finally:
+        s.stop()
+
+
+def test_prompt_logprobs(client):
+    r = client.completions.create(model=MODEL, prompt="one two three", max_tokens=1, temperature=0,
+                                  extra_body={"prompt_logprobs": 2, "ignore_eos": True})
+    plp = r.choices[0].model_extra["prompt_logprobs"]
+    assert plp[0] is None and len(plp) == r.usage.prompt_tokens
+    assert all(isinstance(p, dict) and 1 <= len(p) <= 3 for p in plp[1:])
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model=MODEL, prompt="x", max_tokens=1, stream=True, extra_body={"prompt_logprobs": 1})
+
+
+def test_metrics_count_requests_and_tokens(server, client):
+    before = server.metrics()
+    for _ in range(3):
+        client.completions.create(model=MODEL, prompt="count me", max_tokens=4, temperature=0,
+                                  extra_body={"ignore_eos": True})
+    after = server.metrics()
+    key = 'vllm:request_success_total{engine="0",model_name="tiny",finished_reason="length"}'
+    assert after[key] - before.get(key, 0) == 3
+    assert after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] == 12
+    prompt = requests.post(server.url + "/tokenize", json={"prompt": "count me"}).json()["count"]
+    assert after["vllm:prompt_tokens_total"] - before["vllm:prompt_tokens_total"] == 3 * prompt
+    ttft = 'vllm:time_to_first_token_seconds_count{engine="0",model_name="tiny"}'
+    assert after[ttft] - before[ttft] == 3
+    itl = 'vllm:inter_token_latency_seconds_count{engine="0",model_name="tiny"}'
+    assert after[itl] - before[itl] == 3 * 3
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                 "vllm:num_preemptions_total", "vllm:e2e_request_latency_seconds_count", "vllm:cache_config_info"):
+        assert name in after, name
+
+
+def test_continuous_usage_stats(client):
+    chunks = list(client.chat.completions.create(
+        model=MODEL, messages=MSGS, max_tokens=4, temperature=0, stream=True, extra_body={"ignore_eos": True},
+        stream_options={"include_usage": True, "continuous_usage_stats": True}))
+    usages = [c.usage.completion_tokens for c in chunks]
+    assert usages == sorted(usages) and usages[-1] == 4
+    assert all(c.usage.prompt_tokens == chunks[0].usage.prompt_tokens for c in chunks)
+
+
+def test_logit_bias_forces_and_stop_token_ids_stop(server, client):
+    tok = requests.post(server.url + "/tokenize", json={"prompt": " banana", "add_special_tokens": False}).json()["tokens"][0]
+    text = requests.post(server.url + "/detokenize", json={"tokens": [tok]}).json()["prompt"]
+    r = client.completions.create(model=MODEL, prompt="x", max_tokens=3, temperature=1.0, seed=5,
+                                  logit_bias={str(tok): 100}, extra_body={"ignore_eos": True})
+    assert r.choices[0].text == text * 3
+    r = client.completions.create(model=MODEL, prompt="x", max_tokens=3, logit_bias={str(tok): 100},
+                                  extra_body={"stop_token_ids": [tok]})
+    assert r.choices[0].finish_reason == "stop"
+    assert r.choices[0].model_extra["stop_reason"] == tok
+    assert r.choices[0].text == ""

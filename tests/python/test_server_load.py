@@ -1,0 +1,113 @@
+"""Concurrency on the real server: many streaming clients, clients that vanish mid-stream, and a
+KV budget so small that requests must queue and be preempted - everything must complete and
+the engine must return to idle (vLLM's test_abort_metrics_reset / test_request_cancellation)."""
+import concurrent.futures as cf
+import json
+import socket
+import time
+
+import pytest
+import requests
+
+from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+
+MODEL = "tiny"
+
+
+def wait_idle(server, timeout=60):
+    deadline = time.time() + timeout
+    m = {}
+    while time.time() < deadline:
+        m = server.metrics()
+        if (m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
+                and m["vllm:kv_cache_usage_perc"] == 0):
+            return m
+        time.sleep(0.2)
+    raise AssertionError(f"engine not idle after {timeout} s: running={m.get('vllm:num_requests_running')} "
+                         f"waiting={m.get('vllm:num_requests_waiting')} kv={m.get('vllm:kv_cache_usage_perc')}")
+
+
+def stream_chat(url, i, max_tokens):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": f"client {i}"}], "max_tokens": max_tokens,
+            "stream": True, "ignore_eos": True, "stream_options": {"include_usage": True}}
+    with requests.post(url + "/v1/chat/completions", json=body, stream=True, timeout=300) as r:
+        assert r.status_code == 200, r.text
+        events = [line[6:] for line in r.iter_lines(decode_unicode=True) if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    usage = json.loads(events[-2])["usage"]
+    return usage["completion_tokens"]
+
+
+def vanish_mid_stream(port, i):
+    """Sends a long streaming request, reads the first bytes of the response, then resets."""
+    body = json.dumps({"model": MODEL, "prompt": f"vanish {i}", "max_tokens": 400, "stream": True,
+                       "ignore_eos": True}).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=120)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    got = s.recv(256)
+    s.close()
+    return got.startswith(b"HTTP/1.1 200")
+
+
+@pytest.fixture(scope="module")
+def server(striker_bin, tiny_model, tmp_path_factory):
+    s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
+                                                "--max-num-seqs", "64", "--max-num-batched-tokens", "2048",
+                                                "--kv-cache-memory", "128MiB"],
+                      log_dir=tmp_path_factory.mktemp("log"))
+    yield s
+    s.stop()
+
+
+def test_64_streams_and_200_disconnects_then_idle(server):
+    with cf.ThreadPoolExecutor(max_workers=64) as pool:
+        done = list(pool.map(lambda i: stream_chat(server.url, i, 4), range(64)))
+    assert done == [4] * 64
+    with cf.ThreadPoolExecutor(max_workers=50) as pool:
+        started = list(pool.map(lambda i: vanish_mid_stream(server.port, i), range(200)))
+    assert sum(started) == 200
+    m = wait_idle(server)
+    assert m["vllm:generation_tokens_total"] < 200 * 400  # the vanished requests were cut short
+    t0 = time.time()
+    r = server.client().completions.create(model=MODEL, prompt="still alive?", max_tokens=3,
+                                           extra_body={"ignore_eos": True})
+    assert r.usage.completion_tokens == 3
+    assert time.time() - t0 < 30
+    assert requests.get(server.url + "/health").status_code == 200
+
+
+def test_non_streaming_client_timeouts_abort(server):
+    def timed_out(i):
+        try:
+            requests.post(server.url + "/v1/completions", timeout=0.5,
+                          json={"model": MODEL, "prompt": f"slow {i}", "max_tokens": 400, "ignore_eos": True})
+        except requests.exceptions.Timeout:
+            return True
+        return False
+    with cf.ThreadPoolExecutor(max_workers=20) as pool:
+        assert all(pool.map(timed_out, range(20)))
+    wait_idle(server)
+
+
+def test_tiny_kv_budget_queues_and_preempts(striker_bin, tiny_model, tmp_path):
+    # 64 KiB holds 128 tokens of KV: 12 requests that each grow to ~55 tokens must wait for room
+    # and get preempted (recomputed) as they grow, and every one of them must still finish.
+    s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "128",
+                                                "--max-num-seqs", "8", "--kv-cache-memory", "64KiB"],
+                      log_dir=tmp_path)
+    try:
+        assert "128 tokens" in s.log()
+        peak_waiting = 0.0
+        with cf.ThreadPoolExecutor(max_workers=12) as pool:
+            futures = [pool.submit(stream_chat, s.url, i, 40) for i in range(12)]
+            while not all(f.done() for f in futures):
+                peak_waiting = max(peak_waiting, s.metrics()["vllm:num_requests_waiting"])
+                time.sleep(0.05)
+            counts = [f.result() for f in futures]
+        assert counts == [40] * 12
+        m = wait_idle(s)
+        assert peak_waiting > 0
+        assert m["vllm:num_preemptions_total"] > 0
+    finally:
+        s.stop()
