@@ -181,7 +181,14 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   if (!std::filesystem::is_directory(tok_dir)) tok_dir = std::filesystem::path(tok_dir).parent_path().string();
   auto tokenizer = Tokenizer::from_dir(tok_dir);
   auto chat_template = ChatTemplate::from_tokenizer_dir(tok_dir);
-  const auto gen = server::load_generation_config(a.generation_config, model_dir, cfg.eos_token_ids);
+  // A GGUF file carries no generation_config.json: like its config.json, it comes from the
+  // --hf-config-path source (the BF16 repo) when one is given.
+  std::filesystem::path gen_dir = model_dir;
+  if (!a.hf_config_path.empty()) {
+    gen_dir = resolve_model_path(a.hf_config_path);
+    if (!std::filesystem::is_directory(gen_dir)) gen_dir = gen_dir.parent_path();
+  }
+  const auto gen = server::load_generation_config(a.generation_config, gen_dir, cfg.eos_token_ids);
 
   opts.max_model_len = max_model_len;
   opts.sampling_defaults = gen.defaults;

@@ -134,14 +134,6 @@ LoadedModel load_model(const std::string& model, const LoadOptions& options) {
   }
   if (!fs::is_directory(path))
     throw Error(path + ": not a checkpoint directory (expected config.json and model*.safetensors inside)");
-  if (format == "auto" && !fs::exists(fs::path(path) / kSafetensorsSingleFile) &&
-      !fs::exists(fs::path(path) / kSafetensorsIndexFile)) {
-    // A GGUF repo snapshot (e.g. RecursiveSI/flint-nvfp4-gguf) is a directory holding .gguf files.
-    for (const auto& e : fs::directory_iterator(path))
-      if (has_gguf_extension(e.path().string()))
-        throw Error(e.path().string() + ": GGUF loading is not available yet in this build");
-  }
-
   LoadedModel out;
   out.source = model;
   out.config = load_flint_config(config_path_for(path, options.hf_config_path));

@@ -324,9 +324,10 @@ TEST(LoadModel, NotACheckpointDirectoryAndFormats) {
   EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "config.json");
   write_bytes(dir.path() / "config.json", micro_config().dump());
   EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "no model.safetensors or");
+  // A .gguf file, or a directory holding one and no safetensors, is read as GGUF.
   write_bytes(dir.path() / "m.gguf", "GGUF");
-  EXPECT_ERROR_HAS(error_of([&] { load_model((dir.path() / "m.gguf").string()); }), "GGUF loading is not available yet");
-  EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "m.gguf: GGUF loading is not available yet");
+  EXPECT_ERROR_HAS(error_of([&] { load_model((dir.path() / "m.gguf").string()); }), "m.gguf: file is 4 bytes, too short");
+  EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "m.gguf: file is 4 bytes, too short");
   fs::remove(dir.path() / "m.gguf");
   LoadOptions dummy;
   dummy.load_format = "dummy";
