@@ -24,6 +24,7 @@
 #include "server/startup_config.h"
 #include "tokenizer/tokenizer.h"
 #ifdef STRIKER_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device_info.h"
 #endif
 
@@ -67,12 +68,17 @@ std::string default_device() {
 // Flags whose feature this build lacks fail at startup instead of being ignored.
 void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.device != "cpu" && a.device != "cuda") throw Error("--device must be cpu or cuda, got '" + a.device + "'");
-  if (a.device == "cuda") {
-    throw Error("--device cuda: the CUDA backend is not available yet in this build; use --device cpu");
-  }
-  if (cmd.count("--gpu-memory-utilization") > 0) {
+#ifdef STRIKER_HAVE_CUDA
+  if (a.device == "cuda" && cuda::device_count() == 0)
+    throw Error("--device cuda: no CUDA device is visible (" + cuda::device_summary() + "); use --device cpu");
+#else
+  if (a.device == "cuda") throw Error("--device cuda: this build has no CUDA backend (built without nvcc); use --device cpu");
+#endif
+  if (a.device == "cpu" && cmd.count("--gpu-memory-utilization") > 0) {
     throw Error("--gpu-memory-utilization applies to --device cuda; on the CPU size the KV cache with --kv-cache-memory");
   }
+  if (!(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0))
+    throw Error("--gpu-memory-utilization must be in (0, 1], got " + std::to_string(a.gpu_memory_utilization));
   if (a.kv_cache_dtype != "auto" && a.kv_cache_dtype != "bfloat16") {
     throw Error("--kv-cache-dtype " + a.kv_cache_dtype + " is not supported yet (only auto = bfloat16)");
   }
@@ -121,6 +127,24 @@ int64_t cpu_kv_budget(const ServeArgs& a, const FlintConfig& cfg, int64_t max_mo
   const int64_t wanted = per_seq * std::min<int64_t>(a.max_num_seqs, 16) * 3 / 2;
   return std::clamp<int64_t>(wanted, int64_t(64) << 20, int64_t(4) << 30);
 }
+
+#ifdef STRIKER_HAVE_CUDA
+// KV budget on the GPU (vLLM's meaning of --gpu-memory-utilization): that fraction of the
+// device, less what the weights and the backend's buffers already hold, less a reserve for
+// cuBLAS workspaces and graphs. Measured after the backend is built.
+int64_t gpu_kv_budget(const ServeArgs& a) {
+  if (!a.kv_cache_memory.empty()) return server::parse_memory_size(a.kv_cache_memory, "--kv-cache-memory");
+  size_t free_b = 0, total_b = 0;
+  if (!cuda::device_memory(free_b, total_b)) throw Error("--device cuda: no CUDA device is visible");
+  const int64_t reserve = int64_t(1) << 30;
+  const int64_t used = int64_t(total_b - free_b);
+  const int64_t budget = int64_t(a.gpu_memory_utilization * double(total_b)) - used - reserve;
+  if (budget <= 0)
+    throw Error("--gpu-memory-utilization " + std::to_string(a.gpu_memory_utilization) + " leaves no room for the KV cache (" +
+                std::to_string(used >> 20) + " MiB already in use of " + std::to_string(total_b >> 20) + " MiB)");
+  return budget;
+}
+#endif
 
 void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // Signals are taken by one thread with sigwait, so every thread started below inherits the mask.
@@ -202,11 +226,26 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   ec.max_num_seqs = a.max_num_seqs;
   ec.max_num_batched_tokens = a.max_num_batched_tokens;
   ec.block_size = opts.cache.block_size;
-  ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
+  std::unique_ptr<Backend> backend;
+  if (a.device == "cuda") {
+#ifdef STRIKER_HAVE_CUDA
+    cuda::CudaBackendOptions co;
+    co.max_tokens = std::max(a.max_num_batched_tokens, 8);
+    co.max_logit_rows = std::max(512, a.max_num_seqs + 256);  // prompt_logprobs chunks are capped at 256
+    const int64_t blocks_per_seq = (max_model_len + ec.block_size - 1) / ec.block_size + 1;
+    co.max_table_entries = std::max<int64_t>(co.max_table_entries, int64_t(a.max_num_seqs) * blocks_per_seq);
+    std::fprintf(stderr, "striker serve: uploading weights to %s\n", cuda::device_summary().c_str());
+    backend = cuda::make_cuda_backend(model, co);
+    ec.kv_cache_bytes = gpu_kv_budget(a);
+#endif
+  } else {
+    backend = make_cpu_backend(model, a.cpu_threads);
+    ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
+  }
   // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
   if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;
-  auto engine = make_engine(ec, cfg, make_cpu_backend(model, a.cpu_threads), *tokenizer);
+  auto engine = make_engine(ec, cfg, std::move(backend), *tokenizer);
   const EngineStats stats = engine->stats();
   opts.cache.num_gpu_blocks = stats.kv_capacity_tokens / ec.block_size;
   server.attach(*engine, *tokenizer, chat_template.get(), opts);

@@ -31,4 +31,13 @@ std::string device_summary() {
   return buf;
 }
 
+bool device_memory(size_t& free_bytes, size_t& total_bytes) {
+  if (device_count() == 0) return false;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace striker::cuda
