@@ -3,6 +3,7 @@
 `StrikerServer` picks a free port, launches the binary with the given model and flags, waits
 for /health to answer 200 (failing with the server's log if it exits or takes too long), and
 kills it at the end. The pytest fixtures below share one server per module and flag set.
+STRIKER_SERVE_DEVICE=cuda runs the same tests against the GPU backend (on the GPU machine).
 """
 import os
 import pathlib
@@ -28,7 +29,7 @@ class StrikerServer:
         self.log_path = pathlib.Path(log_dir or "/tmp") / f"striker-serve-{self.port}.log"
         self._log = open(self.log_path, "w")
         cmd = [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-               "--device", "cpu", *map(str, args)]
+               "--device", os.environ.get("STRIKER_SERVE_DEVICE", "cpu"), *map(str, args)]
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})
