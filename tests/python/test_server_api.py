@@ -27,8 +27,11 @@ def client(server):
 
 
 def sse_events(resp):
+    # Split the raw bytes on newlines, then decode UTF-8: decoding first (requests guesses
+    # ISO-8859-1 for text/event-stream) can turn a token's byte 0x85 into a "line break".
     out = []
-    for line in resp.iter_lines(decode_unicode=True):
+    for raw in resp.iter_lines():
+        line = raw.decode("utf-8")
         if line.startswith("data: "):
             out.append(line[6:])
     return out

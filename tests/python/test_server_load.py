@@ -32,7 +32,8 @@ def stream_chat(url, i, max_tokens):
             "stream": True, "ignore_eos": True, "stream_options": {"include_usage": True}}
     with requests.post(url + "/v1/chat/completions", json=body, stream=True, timeout=300) as r:
         assert r.status_code == 200, r.text
-        events = [line[6:] for line in r.iter_lines(decode_unicode=True) if line.startswith("data: ")]
+        lines = (raw.decode("utf-8") for raw in r.iter_lines())  # bytes first: see test_server_api.sse_events
+        events = [line[6:] for line in lines if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     usage = json.loads(events[-2])["usage"]
     return usage["completion_tokens"]
