@@ -231,7 +231,7 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   }
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [job, watch](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider(kSseContentType, [job, watch](size_t, httplib::DataSink& sink) {
     try {
       stream_chat(*job, *watch, sink);
     } catch (const std::exception& e) {

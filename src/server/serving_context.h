@@ -114,6 +114,10 @@ std::string token_text(const Tokenizer& tok, int32_t id);
 // An error after an SSE stream has started: `data: {"error": ...}` then `data: [DONE]`.
 void send_stream_error(httplib::DataSink& sink, const std::string& message);
 
+// SSE responses name their charset (as vLLM does): without it, HTTP clients such as
+// Python requests decode the UTF-8 stream as ISO-8859-1.
+inline constexpr const char* kSseContentType = "text/event-stream; charset=utf-8";
+
 // Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
 nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp);
 
