@@ -4,6 +4,7 @@
 #include <cwctype>
 
 #include "core/error.h"
+#include "tokenizer/utf8.h"
 
 namespace striker::jinja {
 namespace {
@@ -48,23 +49,8 @@ std::u32string utf8_decode(std::string_view s, const char* what) {
   return out;
 }
 
-void utf8_append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+// One UTF-8 encoder for the project: the tokenizer's.
+void utf8_append(std::string& out, char32_t cp) { tok::utf8_append(out, uint32_t(cp)); }
 
 std::string utf8_encode(std::u32string_view s) {
   std::string out;
