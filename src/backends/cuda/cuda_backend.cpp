@@ -487,10 +487,10 @@ std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaB
   return std::make_unique<CudaBackend>(DeviceModel::upload(model), options);
 }
 
-std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed,
+std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed, WeightFormat format,
                                                  const CudaBackendOptions& options) {
   if (device_count() == 0) throw Error("CUDA backend: " + device_summary());
-  return std::make_unique<CudaBackend>(DeviceModel::random(config, seed), options);
+  return std::make_unique<CudaBackend>(DeviceModel::random(config, seed, format), options);
 }
 
 }  // namespace striker::cuda

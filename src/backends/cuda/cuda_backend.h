@@ -65,7 +65,7 @@ class CudaBackend : public Backend {
 // cannot be used by this backend.
 std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options = {});
 // --load-format dummy: random weights for `config` made on the GPU (no host copy).
-std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed,
+std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed, WeightFormat format,
                                                  const CudaBackendOptions& options = {});
 
 }  // namespace striker::cuda

@@ -176,7 +176,9 @@ DeviceModel DeviceModel::upload(const LoadedModel& model) {
   return m;
 }
 
-DeviceModel DeviceModel::random(const FlintConfig& c, uint64_t seed) {
+DeviceModel DeviceModel::random(const FlintConfig& c, uint64_t seed, WeightFormat format) {
+  if (format != WeightFormat::bf16)
+    throw Error("--load-format dummy: random NVFP4 weights are not available in the CUDA backend yet");
   DeviceModel m;
   m.config = c;
   const int64_t H = c.hidden_size, V = c.vocab_size, d = c.head_dim, nh = c.num_attention_heads,

@@ -11,6 +11,9 @@
 
 namespace striker::cuda {
 
+// How the linear weights are stored on the device (FLINT.md §2 BF16, §3 NVFP4 W4A16).
+enum class WeightFormat { bf16, nvfp4 };
+
 struct DeviceLayer {
   float* input_norm = nullptr;
   float* post_norm = nullptr;
@@ -42,7 +45,8 @@ class DeviceModel {
   static DeviceModel upload(const LoadedModel& model);
   // Random weights made on the GPU for `config` (--load-format dummy): residual-branch output
   // projections scaled to 0.2/sqrt(fan_in) as FLINT.md §4 asks of random checkpoints.
-  static DeviceModel random(const FlintConfig& config, uint64_t seed);
+  // `nvfp4` makes random NVFP4 codes/scales for every linear weight a GGUF would store as NVFP4.
+  static DeviceModel random(const FlintConfig& config, uint64_t seed, WeightFormat format = WeightFormat::bf16);
 
   DeviceModel() = default;
   ~DeviceModel();
