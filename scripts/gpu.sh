@@ -72,9 +72,27 @@ if [ -x "$BIN/striker" ]; then
   done
 fi
 
+# GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule) and the server's end-to-end suites on
+# --device cuda; STRIKER_GPU_SKIP="conformance server" leaves either out (reported as not run).
+SKIP=" ${STRIKER_GPU_SKIP:-} "
+conformance_rc="not run"
+if [[ "$SKIP" != *" conformance "* ]] && [ -x "$BIN/striker" ]; then
+  echo "== GPU vs CPU conformance (scripts/gpu_conformance.sh)"
+  bash scripts/gpu_conformance.sh "$BIN" >"$LOGS/conformance.log" 2>&1
+  conformance_rc=$?
+fi
+server_rc="not run"
+if [[ "$SKIP" != *" server "* ]] && [ -x "$BIN/striker" ]; then
+  echo "== server end-to-end tests on cuda (scripts/gpu_server_tests.sh)"
+  bash scripts/gpu_server_tests.sh "$BIN" >"$LOGS/server_summary.log" 2>&1
+  server_rc=$?
+fi
+
 echo
 [ -s "$LOGS/latency.log" ] && cat "$LOGS/latency.log"
 grep -vE "^\|" "$LOGS/bench.log" | tail -5
 grep -E "^\|" "$LOGS/bench.log"
-echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc"
+[ -s "$LOGS/conformance.log" ] && grep -E "^\||PASS|FAIL|ERROR" "$LOGS/conformance.log" | tail -30
+[ -s "$LOGS/server_summary.log" ] && cat "$LOGS/server_summary.log"
+echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Development helper: copies this checkout (without build/ and .git) plus the GPU binaries built
-# here into /work/main/.gpuwork/, the folder the device tool carries to the GPU machine.
+# Development helper: packs this checkout (without build/ and .git), the GPU binaries built here, the
+# fixtures and Python wheels the GPU tests need into one xz archive, /work/main/.gpuwork/payload.tar.xz —
+# the folder the device tool carries to the GPU machine (64 MiB limit: unpacked it is ~110 MB, mostly
+# ICU data and the toolcall model). On the GPU machine: `cd .gpuwork && tar xJf payload.tar.xz && bash scripts/gpu.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DEST=${1:-/work/main/.gpuwork}
-rm -rf "$DEST" && mkdir -p "$DEST"
+OUTDIR=${1:-/work/main/.gpuwork}
+DEST=$(mktemp -d /tmp/striker-ship.XXXXXX)
+trap 'rm -rf "$DEST"' EXIT
 tar --exclude=./build --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
 for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
@@ -24,4 +27,14 @@ cp "$SHARED/fixtures/flint-config/config.json" "$DEST/gpubin/config.json"
 # ... and what scripts/gpu_conformance.sh needs to make random checkpoints there.
 cp "$SHARED/fixtures/flint-config/config.tiny.json" "$DEST/gpubin/config.tiny.json"
 cp -r "$SHARED/fixtures/flint-tokenizer" "$DEST/gpubin/flint-tokenizer"
+# The server's pytest suites (scripts/gpu_server_tests.sh) read fixtures from ./shared there.
+mkdir -p "$DEST/shared/fixtures"
+for f in flint-config flint-tokenizer toolcall-model; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; done
+# Wheels for those suites (openai, pytest, requests and their dependencies for Python 3.12), fetched once
+# with `pip download --only-binary=:all: --python-version 3.12 -d $STRIKER_GPU_WHEELS openai pytest requests`.
+WHEELS=${STRIKER_GPU_WHEELS:-/work/gpuwheels}
+if [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
 du -sh "$DEST"
+rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
+tar -C "$DEST" -cf - . | xz -T2 -6 >"$OUTDIR/payload.tar.xz"
+ls -la "$OUTDIR/payload.tar.xz"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The server's end-to-end pytest suites against `striker serve --device cuda` (called by scripts/gpu.sh on
+# the GPU machine). The GPU machine has no package registry: Python wheels travel in ./.whl (see
+# scripts/ship_gpu.sh) and are installed into a private folder, never into the system Python.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:?usage: gpu_server_tests.sh BIN_DIR}
+LOGS=${OUT:-/tmp/striker-gpu}
+mkdir -p "$LOGS"
+PYDEPS=/tmp/striker-pydeps
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --find-links .whl --target "$PYDEPS" openai pytest requests \
+    >"$LOGS/pip.log" 2>&1 || { echo "server tests: installing the carried wheels failed (see pip.log)"; exit 2; }
+fi
+export PYTHONPATH="$PYDEPS${PYTHONPATH:+:$PYTHONPATH}"
+export STRIKER_BIN="$PWD/$BIN/striker" STRIKER_SERVE_DEVICE=cuda
+export STRIKER_SHARED_DIR=${STRIKER_SHARED_DIR:-$PWD/shared}
+SUITES=${STRIKER_SERVER_SUITES:-tests/python/test_server_api.py tests/python/test_server_load.py tests/python/test_server_bad_input.py tests/python/test_server_toolcall.py}
+# shellcheck disable=SC2086
+timeout 420 python3 -m pytest -q -p no:cacheprovider $SUITES >"$LOGS/server_tests.log" 2>&1
+rc=$?
+echo "server tests on cuda (rc=$rc): $(tail -1 "$LOGS/server_tests.log")"
+grep -E "^(FAILED|ERROR)" "$LOGS/server_tests.log" | head -20
+exit $rc
