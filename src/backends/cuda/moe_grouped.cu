@@ -133,6 +133,7 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
   if (int(blockIdx.x) >= *args.num_tiles) return;  // the grid is an upper bound on the tiles
   const MoeTile tile = args.tiles[blockIdx.x];
   const int n0 = blockIdx.y * kBN;
+  constexpr int kStages = grouped_stages(TM, NB);
   extern __shared__ uint4 smem_raw[];
   bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);           // [kStages][TM][kBK]
   bf16_t* sb = sa + kStages * TM * kBK;                        // [kStages][NB][kBN][kBK]
@@ -236,8 +237,8 @@ template <int TM, int NB>
 void launch_grouped(const GroupedArgs& args, const Bf16ExpertWeights& w, int T, int K, const MoeRouting& r,
                     cudaStream_t stream) {
   auto kernel = grouped_gemm_kernel<TM, NB, Bf16ExpertWeights>;
-  const size_t smem = size_t(kStages) * (TM + NB * kBN) * kBK * sizeof(bf16_t);
-  STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  constexpr int smem = grouped_smem_bytes(TM, NB);
+  static_assert(smem <= 48 * 1024, "above 48 KiB a launch needs the opt-in attribute");
   const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM)), unsigned((args.n + kBN - 1) / kBN));
   launch_pdl(kernel, grid, dim3(kGroupedThreads), smem, stream, args, w);
 }

@@ -17,7 +17,12 @@ namespace striker::cuda {
 constexpr int kBK = 64;              // reduction elements per pipeline stage
 constexpr int kBN = 64;              // output columns per CTA (per weight matrix)
 constexpr int kGroupedThreads = 128; // 4 warps, each owning 16 of the kBN columns
-constexpr int kStages = 3;           // cp.async pipeline depth
+
+// cp.async pipeline depth: 3 stages where they fit in 48 KiB of shared memory, else 2. Staying
+// within 48 KiB needs no cudaFuncSetAttribute opt-in, which could not be issued safely while a
+// CUDA graph is being captured; the 2-stage kernels (gate/up) run 4-6 CTAs per SM instead.
+constexpr int grouped_stages(int tm, int nb) { return (tm + nb * kBN) * kBK * 2 * 3 <= 48 * 1024 ? 3 : 2; }
+constexpr int grouped_smem_bytes(int tm, int nb) { return grouped_stages(tm, nb) * (tm + nb * kBN) * kBK * 2; }
 
 __device__ __forceinline__ int swizzled(int row, int chunk) { return row * kBK + ((chunk ^ (row & 7)) << 3); }
 
