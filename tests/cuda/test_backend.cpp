@@ -326,8 +326,8 @@ TEST(CudaBackend, BatchedStepsOf64And16TokensMatchHostReference) {
       size_t row = 0;
       for (int s = 0; s < S; ++s)
         for (int p = start; p < start + len; ++p, ++row)
-          diffs.push_back(diff_row(&logits[row * size_t(c.vocab_size)], &refs[size_t(s)][size_t(p) * size_t(c.vocab_size)],
-                                   c.vocab_size));
+          diffs.push_back(diff_row(&logits[row * size_t(c.vocab_size)],
+                                   &refs[size_t(s)][size_t(p) * size_t(c.vocab_size)], c.vocab_size));
     };
     step(0, 4);  // T = 64
     step(4, 1);  // T = 16
