@@ -43,6 +43,12 @@ __device__ int warp0_exclusive_scan(int* v, int n) {
   return __shfl_sync(0xffffffffu, incl, 31);
 }
 
+// Slot ranks wait in slot_row between the passes, packed with their bucket (rank < 2^21 slots,
+// bucket <= kMoeMaxExperts = 2^9, so the word stays non-negative): the second pass reads one
+// word per slot.
+constexpr int kRankBits = 21;
+static_assert(kMoeMaxExperts < (1 << (31 - kRankBits)), "bucket ids must fit above the rank bits");
+
 __global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int32_t* __restrict__ ids, int slots,
                                                                       int experts, int tile_rows,
                                                                       int32_t* __restrict__ sorted_slot,
@@ -50,44 +56,50 @@ __global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int3
                                                                       MoeTile* __restrict__ tiles,
                                                                       int32_t* __restrict__ num_tiles) {
   pdl_grid_start();  // see launch.cuh
-  __shared__ int warp_count[kSortWarps][kMoeMaxExperts + 1];  // rows per (warp, expert) in this chunk
-  __shared__ int count[kMoeMaxExperts + 1];                    // rows per expert so far, then offsets
+  __shared__ int warp_count[kSortWarps][kMoeMaxExperts + 1];  // rows per (warp, bucket) in this chunk
+  __shared__ int count[kMoeMaxExperts + 1];                    // rows per bucket so far, then offsets
   __shared__ int tile_start[kMoeMaxExperts + 1];
   __shared__ int total_tiles;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int buckets = experts + 1;  // bucket `experts`: out-of-range ids, sorted last, no tiles
-  for (int e = tid; e < buckets; e += kSortThreads) count[e] = 0;
+  auto bucket_of = [&](int s) {
+    const int e = ids[s];
+    return unsigned(e) < unsigned(experts) ? e : experts;
+  };
+  for (int i = tid; i < kSortWarps * (kMoeMaxExperts + 1); i += kSortThreads) (&warp_count[0][0])[i] = 0;
+  for (int b = tid; b < buckets; b += kSortThreads) count[b] = 0;
   const unsigned lanes_below = (1u << lane) - 1u;
+  int e_next = tid < slots ? bucket_of(tid) : -1;  // the next chunk's id is loaded a chunk ahead
+  __syncthreads();
   for (int base = 0; base < slots; base += kSortThreads) {
-    for (int i = tid; i < kSortWarps * buckets; i += kSortThreads) warp_count[i / buckets][i % buckets] = 0;
-    __syncthreads();
     const int s = base + tid;
     const bool valid = s < slots;
-    int e = -1;  // lanes past the end match only each other and are never used
-    if (valid) {
-      e = ids[s];
-      if (unsigned(e) >= unsigned(experts)) e = experts;
-    }
+    const int e = e_next;  // -1 past the end: those lanes match only each other and are never used
+    e_next = s + kSortThreads < slots ? bucket_of(s + kSortThreads) : -1;
     const unsigned same = __match_any_sync(0xffffffffu, e);
     const int rank_in_warp = __popc(same & lanes_below);
-    if (valid && rank_in_warp == 0) warp_count[warp][e] = __popc(same);
+    const bool leader = valid && rank_in_warp == 0;
+    if (leader) warp_count[warp][e] = __popc(same);
     __syncthreads();
     if (valid) {
       int rank = count[e] + rank_in_warp;
       for (int w = 0; w < warp; ++w) rank += warp_count[w][e];
-      slot_row[s] = rank;  // rank within the expert for now; the expert's offset is added below
+      slot_row[s] = (e << kRankBits) | rank;  // the bucket's offset is added in the second pass
     }
-    __syncthreads();  // every rank read count[] before it moves on
+    __syncthreads();  // every rank has read count[] before it moves on
     for (int b = tid; b < buckets; b += kSortThreads) {
       int add = 0;
+#pragma unroll
       for (int w = 0; w < kSortWarps; ++w) add += warp_count[w][b];
       count[b] += add;
     }
-    __syncthreads();  // before the next chunk clears warp_count
+    __syncthreads();  // the sums have read warp_count ...
+    if (leader) warp_count[warp][e] = 0;  // ... so each leader clears its entry for the next chunk
+    __syncwarp();     // (the next chunk's leader of this bucket may be another lane of this warp)
   }
-  // count[] -> first sorted row of each expert; tile_start[] -> first tile of each expert.
-  for (int e = tid; e < buckets; e += kSortThreads)
-    tile_start[e] = e < experts ? (count[e] + tile_rows - 1) / tile_rows : 0;
+  // count[] -> first sorted row of each bucket; tile_start[] -> first tile of each expert.
+  for (int b = tid; b < buckets; b += kSortThreads)
+    tile_start[b] = b < experts ? (count[b] + tile_rows - 1) / tile_rows : 0;
   __syncthreads();
   if (warp == 0) {
     warp0_exclusive_scan(count, buckets);
@@ -95,11 +107,11 @@ __global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int3
     if (lane == 0) total_tiles = t;
   }
   __syncthreads();
-  // Each slot was ranked by this same thread (s ≡ tid mod kSortThreads), so its rank is visible here.
+  // Each slot was ranked by this same thread (s = tid mod kSortThreads), so its rank is visible here.
+#pragma unroll 4
   for (int s = tid; s < slots; s += kSortThreads) {
-    int e = ids[s];
-    if (unsigned(e) >= unsigned(experts)) e = experts;
-    const int row = count[e] + slot_row[s];
+    const int packed = slot_row[s];
+    const int row = count[packed >> kRankBits] + (packed & ((1 << kRankBits) - 1));
     slot_row[s] = row;
     sorted_slot[row] = s;
   }
@@ -259,8 +271,9 @@ void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, 
                 " supported)");
   if (r.tile_rows != 16 && r.tile_rows != 64)
     throw Error("moe_route_sort: tile_rows " + std::to_string(r.tile_rows) + " is not 16 or 64");
-  if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30))
-    throw Error("moe_route_sort: bad routing size T=" + std::to_string(T) + " K=" + std::to_string(K));
+  if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kRankBits))
+    throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
+                std::to_string(1 << kRankBits));
   launch_pdl(moe_route_sort_kernel, dim3(1), dim3(kSortThreads), 0, stream, topk_ids, T * K, r.experts, r.tile_rows,
              r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
   STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
