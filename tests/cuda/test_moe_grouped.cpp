@@ -164,6 +164,7 @@ TEST(CudaMoeGrouped, CapturedGraphReplaysOnANewRouting) {
     d_h.upload(h0);
     d_act.poison();
     d_y.poison();
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());  // the copies above ran on the legacy stream, the graph does not
     STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
     std::vector<bf16> h_ref = h0;

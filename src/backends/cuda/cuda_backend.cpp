@@ -432,6 +432,10 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
     const auto key = std::make_tuple(p.T, p.rows, p.max_keys_full, p.max_keys_sliding);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
+      // One uncaptured run first: cuBLASLt (steps above 8 tokens) chooses and caches its algorithm
+      // for each new shape outside the capture, where any setup it does is allowed. The step is
+      // recomputed by the graph below; rewriting the same K/V into the same slots is harmless.
+      if (p.T > kGemvMaxTokens) run_layers(p);
       cudaGraph_t g = nullptr;
       STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
