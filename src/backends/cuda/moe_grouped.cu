@@ -202,8 +202,7 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
   }
   cp_async_wait<0>();
 
-  // Epilogue: C fragment (row g / g+8, columns 2c, 2c+1) of every m16n8 tile; columns in pairs.
-  const int g = lane >> 2, c = lane & 3;
+  // Epilogue: elements half*2 and half*2+1 of each m16n8 C fragment are two adjacent columns of one row.
   float scale[NB];
 #pragma unroll
   for (int j = 0; j < NB; ++j) scale[j] = weights.output_scale(tile.expert, j);
@@ -211,12 +210,12 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
   for (int m = 0; m < TM / 16; ++m)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int r = m * 16 + g + half * 8;
+      const int r = m * 16 + c_frag_row(lane, half * 2);
       if (r >= tile.rows) continue;
       bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;
 #pragma unroll
       for (int t = 0; t < 2; ++t) {
-        const int col = n0 + warp * 16 + t * 8 + 2 * c;
+        const int col = n0 + warp * 16 + t * 8 + c_frag_col(lane, 0);
         if (col >= args.n) continue;  // n % 8 == 0, so col + 1 < n as well
         float v[2];
 #pragma unroll

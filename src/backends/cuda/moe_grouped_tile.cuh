@@ -1,9 +1,8 @@
 // Building blocks of the grouped expert GEMM (moe_grouped.cu): cp.async staging, the swizzled
 // shared-memory tile layout, the weight-tile loader policy and one warp's mma.sync over a k tile.
 //
-// Shared-memory tiles hold rows of kBK = 64 bf16 (128 bytes = eight 16-byte chunks). Chunk c of
-// row r is stored at chunk c ^ (r & 7): the eight rows an ldmatrix phase reads then sit in eight
-// different bank groups, so fragment loads are conflict-free.
+// Tile shapes and the index arithmetic (swizzle, fragment addresses) live in
+// moe_grouped_layout.h, where a host test checks them against the PTX fragment definitions.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -11,20 +10,16 @@
 #include <cstdint>
 
 #include "backends/cuda/device_math.cuh"
+#include "backends/cuda/moe_grouped_layout.h"
 
 namespace striker::cuda {
 
-constexpr int kBK = 64;              // reduction elements per pipeline stage
-constexpr int kBN = 64;              // output columns per CTA (per weight matrix)
-constexpr int kGroupedThreads = 128; // 4 warps, each owning 16 of the kBN columns
 
 // cp.async pipeline depth: 3 stages where they fit in 48 KiB of shared memory, else 2. Staying
 // within 48 KiB needs no cudaFuncSetAttribute opt-in, which could not be issued safely while a
 // CUDA graph is being captured; the 2-stage kernels (gate/up) run 4-6 CTAs per SM instead.
 constexpr int grouped_stages(int tm, int nb) { return (tm + nb * kBN) * kBK * 2 * 3 <= 48 * 1024 ? 3 : 2; }
 constexpr int grouped_smem_bytes(int tm, int nb) { return grouped_stages(tm, nb) * (tm + nb * kBN) * kBK * 2; }
-
-__device__ __forceinline__ int swizzled(int row, int chunk) { return row * kBK + ((chunk ^ (row & 7)) << 3); }
 
 // 16-byte global -> shared copy; when !full the destination is zero-filled and nothing is read.
 __device__ __forceinline__ void cp_async16(bf16_t* smem, const bf16_t* gmem, bool full) {
@@ -97,14 +92,13 @@ __device__ __forceinline__ void warp_tile_mma(const bf16_t* sa, const bf16_t* sb
     // A: ldmatrix matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15) = fragment registers a0..a3.
     uint32_t af[TM / 16][4];
 #pragma unroll
-    for (int m = 0; m < TM / 16; ++m) ldmatrix_x4(af[m], sa + swizzled(m * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+    for (int m = 0; m < TM / 16; ++m) ldmatrix_x4(af[m], sa + swizzled(a_ldm_row(lane, m), a_ldm_chunk(lane, ks)));
     // B (stored n-major, k contiguous = the .col operand): matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
     // (n 8-15, k 0-7), (n 8-15, k 8-15) = b0, b1 of n tile 0, then of n tile 1.
     uint32_t bf[NB][4];
 #pragma unroll
     for (int j = 0; j < NB; ++j)
-      ldmatrix_x4(bf[j], sb + j * kBN * kBK +
-                             swizzled(wn + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));
+      ldmatrix_x4(bf[j], sb + j * kBN * kBK + swizzled(b_ldm_row(lane, wn), b_ldm_chunk(lane, ks)));
 #pragma unroll
     for (int m = 0; m < TM / 16; ++m)
 #pragma unroll
