@@ -153,12 +153,12 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
 
   // This thread's A chunks: rows tid/8 + 16i of the tile, 16-byte column chunk tid%8 of each k tile.
   constexpr int kARows = TM / (kGroupedThreads / 8);
-  const int chunk = tid & 7;
+  const int chunk = stage_chunk(tid);
   const bf16_t* a_src[kARows];
   bool a_ok[kARows];
 #pragma unroll
   for (int i = 0; i < kARows; ++i) {
-    const int r = (tid >> 3) + i * (kGroupedThreads / 8);
+    const int r = stage_row(tid, i);
     a_ok[i] = r < tile.rows;
     int src = tile.first + (a_ok[i] ? r : 0);
     if (args.sorted_slot) src = args.sorted_slot[src] / args.slots_per_token;
@@ -170,8 +170,7 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
     bf16_t* dst = sa + stage * TM * kBK;
 #pragma unroll
     for (int i = 0; i < kARows; ++i) {
-      const int r = (tid >> 3) + i * (kGroupedThreads / 8);
-      cp_async16(dst + swizzled(r, chunk), a_ok[i] && k_ok ? a_src[i] + k : args.a, a_ok[i] && k_ok);
+      cp_async16(dst + swizzled(stage_row(tid, i), chunk), a_ok[i] && k_ok ? a_src[i] + k : args.a, a_ok[i] && k_ok);
     }
     weights.template load_tile<NB>(sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
   };

@@ -22,6 +22,11 @@ constexpr int kGroupedThreads = 128;  // 4 warps, each owning 16 of the kBN colu
 // Element offset of (row, 16-byte chunk) in a swizzled [rows][kBK] tile.
 STRIKER_HOST_DEVICE constexpr int swizzled(int row, int chunk) { return row * kBK + ((chunk ^ (row & 7)) << 3); }
 
+// cp.async staging: in pass i, thread tid copies 16-byte chunk stage_chunk(tid) of tile row
+// stage_row(tid, i); TM/16 passes fill an A tile of TM rows, kBN/16 passes a B tile.
+STRIKER_HOST_DEVICE constexpr int stage_row(int tid, int pass) { return (tid >> 3) + pass * (kGroupedThreads / 8); }
+STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid & 7; }
+
 // ldmatrix.x4 row address supplied by `lane`. A (rows m-major, k contiguous): matrices
 // (rows 0-7 | 8-15) × (k 0-7 | 8-15) of m tile m, k step ks = fragment registers a0..a3.
 STRIKER_HOST_DEVICE constexpr int a_ldm_row(int lane, int m) { return m * 16 + (lane & 15); }

@@ -66,14 +66,14 @@ struct Bf16ExpertWeights {
   template <int NB>
   __device__ __forceinline__ void load_tile(bf16_t* dst, int e, int n0, int k0, int n, int kdim) const {
     const int tid = threadIdx.x;
-    const int chunk = tid & 7;
+    const int chunk = stage_chunk(tid);
     const int k = k0 + chunk * 8;
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       const bf16_t* base = m[j] + int64_t(e) * n * kdim;
 #pragma unroll
       for (int i = 0; i < kBN * 8 / kGroupedThreads; ++i) {
-        const int r = (tid >> 3) + i * (kGroupedThreads / 8);
+        const int r = stage_row(tid, i);
         const bool ok = n0 + r < n && k < kdim;
         cp_async16(dst + j * kBN * kBK + swizzled(r, chunk), ok ? base + int64_t(n0 + r) * kdim + k : base, ok);
       }

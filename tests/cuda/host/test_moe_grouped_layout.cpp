@@ -100,6 +100,21 @@ TEST(MoeGroupedLayout, OneWarpStepComputesTheTileProduct) {
   }
 }
 
+// The staging passes copy every (row, chunk) of an A tile (TM = 16 or 64 rows) and of a B tile
+// exactly once.
+TEST(MoeGroupedLayout, StagingPassesCoverEachTileChunkOnce) {
+  for (int rows : {16, 64, kBN}) {
+    std::vector<int> hits(size_t(rows) * 8, 0);
+    for (int pass = 0; pass < rows / (kGroupedThreads / 8); ++pass)
+      for (int tid = 0; tid < kGroupedThreads; ++tid) {
+        const int r = stage_row(tid, pass);
+        ASSERT_LT(r, rows);
+        ++hits[size_t(r) * 8 + size_t(stage_chunk(tid))];
+      }
+    for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << rows << "-row tile, row " << i / 8;
+  }
+}
+
 // Each 8-lane phase of an ldmatrix reads eight 16-byte rows; they must fall in eight different
 // 16-byte bank groups of the 128-byte shared-memory line (no bank conflicts).
 TEST(MoeGroupedLayout, LdmatrixPhasesAreBankConflictFree) {
