@@ -29,6 +29,14 @@ struct DeviceRouting {
   }
 };
 
+// "" when equal, else the first differing index with both values.
+std::string first_difference(const std::vector<int32_t>& got, const std::vector<int32_t>& want) {
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    if (got[i] != want[i])
+      return "index " + std::to_string(i) + ": got " + std::to_string(got[i]) + ", reference " + std::to_string(want[i]);
+  return got.size() == want.size() ? "" : "sizes differ";
+}
+
 std::string describe_tile(const MoeTile& t) {
   return "{expert " + std::to_string(t.expert) + ", first " + std::to_string(t.first) + ", rows " +
          std::to_string(t.rows) + "}";
@@ -51,8 +59,8 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
           moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
           STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
           ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << ": tile count differs";
-          ASSERT_TRUE(d.sorted.download() == sorted) << where << ": sorted slots differ from the reference";
-          ASSERT_TRUE(d.row.download() == row) << where << ": slot rows differ from the reference";
+          ASSERT_EQ(first_difference(d.sorted.download(), sorted), "") << where << ": sorted_slot";
+          ASSERT_EQ(first_difference(d.row.download(), row), "") << where << ": slot_row";
           const auto got = d.tiles.download();
           for (size_t i = 0; i < tiles.size(); ++i)
             ASSERT_TRUE(got[i].expert == tiles[i].expert && got[i].first == tiles[i].first &&
