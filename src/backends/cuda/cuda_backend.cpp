@@ -14,6 +14,7 @@
 #include "backends/cuda/gemm_lt.h"
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/moe.h"
+#include "backends/cuda/moe_grouped.h"
 #include "backends/cuda/qk_rope_kv.h"
 #include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
@@ -22,6 +23,9 @@ namespace striker::cuda {
 namespace {
 
 constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are streamed by GEMV kernels
+// Steps up to this many tokens may replay captured graphs (use_graphs): nothing in a step reads
+// device data back on the host, so only the launch shapes (T, rows, key buckets) key a graph.
+constexpr int kGraphMaxTokens = 256;
 
 // One device allocation, freed with the workspace.
 struct DeviceArena {
@@ -58,16 +62,13 @@ struct CudaBackend::Workspace {
   std::byte* meta_host = nullptr;
   std::byte* meta_dev = nullptr;
   float* logits_host = nullptr;  // pinned
-  // Prefill MoE (chunks above 8 tokens): rows sorted by expert, grouped GEMMs per expert.
-  bf16 *xs_sorted = nullptr, *g_sorted = nullptr, *u_sorted = nullptr, *a_sorted = nullptr, *y_sorted = nullptr;
-  int32_t* d_sort = nullptr;      // [sorted token of each row | sorted row of each slot]
-  int32_t* ids_host = nullptr;    // pinned [Tm*K]
-  int32_t* sort_host = nullptr;   // pinned [2*Tm*K]
+  // Routed experts of steps above 8 tokens (moe_grouped.h): the routing sorted by expert on the
+  // device (tile_rows is chosen per step), SwiGLU activations and expert outputs in sorted order.
+  MoeRouting routing;
+  bf16 *a_sorted = nullptr, *y_sorted = nullptr;
   ~Workspace() {
     if (meta_host) cudaFreeHost(meta_host);
     if (logits_host) cudaFreeHost(logits_host);
-    if (ids_host) cudaFreeHost(ids_host);
-    if (sort_host) cudaFreeHost(sort_host);
   }
 };
 
@@ -133,14 +134,17 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
                                     size_t(options_.max_logit_rows) * size_t(c.vocab_size) * 4));
   if (Tm > kGemvMaxTokens) {
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
-    w.xs_sorted = w.arena.get<bf16>(slots * H);
-    w.y_sorted = w.arena.get<bf16>(slots * H);
-    w.g_sorted = w.arena.get<bf16>(slots * I);
-    w.u_sorted = w.arena.get<bf16>(slots * I);
+    const int E = int(c.n_routed_experts);
+    if (E > kMoeMaxExperts)
+      throw Error("CUDA backend: n_routed_experts " + std::to_string(E) + " above " + std::to_string(kMoeMaxExperts) +
+                  " is not supported by the grouped MoE kernels");
+    w.routing.experts = E;
+    w.routing.sorted_slot = w.arena.get<int32_t>(slots);
+    w.routing.slot_row = w.arena.get<int32_t>(slots);
+    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, 16));  // 16-row tiles need the most
+    w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
-    w.d_sort = w.arena.get<int32_t>(2 * slots);
-    STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.ids_host), size_t(slots) * 4));
-    STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.sort_host), size_t(slots) * 8));
+    w.y_sorted = w.arena.get<bf16>(slots * H);
   }
 }
 
@@ -312,55 +316,27 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, i
   }
 }
 
-// Routed experts of a prefill chunk: the routing comes back to the host (one sync; prefill is
-// never graph-captured), rows are counting-sorted by expert, and each expert runs three
-// cuBLASLt GEMMs over its rows, so every expert's weights are read once per chunk.
-void CudaBackend::moe_prefill(const DeviceLayer& L, int T) {
+// Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
+// routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
+// SwiGLU, down) stream each routed expert's weights once per tile of rows. No host sync, so
+// the step can be graph-captured.
+void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
-            K = int(c.num_experts_per_tok), E = int(c.n_routed_experts), slots = T * K;
-  STRIKER_CUDA_CHECK(cudaMemcpyAsync(w.ids_host, w.topk_ids, size_t(slots) * 4, cudaMemcpyDeviceToHost, stream_));
-  STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  std::vector<int32_t> offset(size_t(E) + 1, 0), cursor;
-  for (int s = 0; s < slots; ++s) {
-    const int32_t e = w.ids_host[s];
-    if (e < 0 || e >= E) throw Error("CUDA backend: router produced expert id " + std::to_string(e));
-    ++offset[size_t(e) + 1];
-  }
-  for (int e = 0; e < E; ++e) offset[size_t(e) + 1] += offset[size_t(e)];
-  cursor.assign(offset.begin(), offset.end() - 1);
-  int32_t* sorted_token = w.sort_host;
-  int32_t* inv = w.sort_host + slots;
-  for (int s = 0; s < slots; ++s) {
-    const int32_t pos = cursor[size_t(w.ids_host[s])]++;
-    sorted_token[pos] = s / K;
-    inv[s] = pos;
-  }
-  STRIKER_CUDA_CHECK(cudaMemcpyAsync(w.d_sort, w.sort_host, size_t(slots) * 8, cudaMemcpyHostToDevice, stream_));
-  embedding_gather(w.x, T, H, w.d_sort, slots, w.xs_sorted, stream_);  // x rows in expert order
-  for (int e = 0; e < E; ++e) {
-    const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
-    if (n == 0) continue;
-    w.lt.gemm_bf16(w.xs_sorted + int64_t(off) * H, n, H, L.exp_gate + int64_t(e) * I * H, I,
-                   w.g_sorted + int64_t(off) * I, stream_);
-    w.lt.gemm_bf16(w.xs_sorted + int64_t(off) * H, n, H, L.exp_up + int64_t(e) * I * H, I,
-                   w.u_sorted + int64_t(off) * I, stream_);
-  }
-  swiglu_act(w.g_sorted, w.u_sorted, w.a_sorted, int64_t(slots) * I, stream_);
-  for (int e = 0; e < E; ++e) {
-    const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
-    if (n == 0) continue;
-    w.lt.gemm_bf16(w.a_sorted + int64_t(off) * I, n, I, L.exp_down + int64_t(e) * H * I, H,
-                   w.y_sorted + int64_t(off) * H, stream_);  // bf16(mm(a, Wd)) per expert
-  }
+            K = int(c.num_experts_per_tok), E = int(c.n_routed_experts);
+  MoeRouting r = w.routing;
+  r.tile_rows = moe_tile_rows_for(int64_t(T) * K, E);
+  moe_route_sort(w.topk_ids, T, K, r, stream_);
+  moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
+  moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   if (L.sh_gate) {  // shared expert: plain SwiGLU over the chunk, output in w.tmp
     w.lt.gemm_bf16(w.x, T, H, L.sh_gate, Is, w.gate, stream_);
     w.lt.gemm_bf16(w.x, T, H, L.sh_up, Is, w.up, stream_);
     swiglu_act(w.gate, w.up, w.act, int64_t(T) * Is, stream_);
     w.lt.gemm_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
   }
-  moe_combine_sorted(w.y_sorted, w.d_sort + slots, w.topk_w, L.sh_gate ? w.tmp : nullptr, T, K, H, w.h, stream_);
+  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, L.sh_gate ? w.tmp : nullptr, T, K, H, w.h, stream_);
 }
 
 void CudaBackend::run_layers(const StepPlan& p) {
@@ -410,7 +386,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
         moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
                          L.sh_down, Is, w.h, stream_);                               // h = bf16(h + y)
       } else {
-        moe_prefill(L, T);                                                           // h = bf16(h + y)
+        moe_batched(L, T);                                                           // h = bf16(h + y)
       }
     }
   }
@@ -440,7 +416,9 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
   StepPlan p;
   plan(batch, p);
   const int64_t V = model_.config.vocab_size;
-  const bool graph = options_.use_graphs && p.T <= kGemvMaxTokens;
+  // Decode batches (one logits row per token) up to 256 tokens; prefill chunks of other shapes
+  // would each capture a graph of their own for little gain.
+  const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T);
   if (graph) {
     p.max_keys_full = key_bucket(p.max_keys_full);
     p.max_keys_sliding = key_bucket(p.max_keys_sliding);
@@ -454,6 +432,10 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
     const auto key = std::make_tuple(p.T, p.rows, p.max_keys_full, p.max_keys_sliding);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
+      // One uncaptured run first: cuBLASLt (steps above 8 tokens) chooses and caches its algorithm
+      // for each new shape outside the capture, where any setup it does is allowed. The step is
+      // recomputed by the graph below; rewriting the same K/V into the same slots is harmless.
+      if (p.T > kGemvMaxTokens) run_layers(p);
       cudaGraph_t g = nullptr;
       STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {

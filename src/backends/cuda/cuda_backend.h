@@ -1,7 +1,8 @@
 // The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 weights, paged BF16
 // KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV kernels; larger chunks use
-// cuBLASLt for the dense projections. Every buffer is allocated up front: a step allocates
-// nothing and synchronises only to return the logits; decode steps can replay captured CUDA graphs.
+// cuBLASLt for the dense projections and grouped tensor-core kernels for the routed experts.
+// Every buffer is allocated up front: a step allocates nothing and synchronises only to return
+// the logits; steps of up to 256 tokens can replay captured CUDA graphs.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -18,8 +19,8 @@ struct CudaBackendOptions {
   int max_tokens = 8192;          // tokens per forward() call
   int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
   int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
-  // Replay decode steps (<= 8 tokens) from captured CUDA graphs. Off by default: with PDL
-  // launches both measured within a few per cent of each other (docs/performance.md).
+  // Replay steps of up to 256 tokens (decode batches) from captured CUDA graphs. Off by default:
+  // at batch 1 with PDL launches both measured within a few per cent (docs/performance.md).
   bool use_graphs = false;
 };
 
@@ -45,7 +46,7 @@ class CudaBackend : public Backend {
   struct StepPlan;
   void plan(const ForwardBatch& batch, StepPlan& plan) const;
   void run_layers(const StepPlan& plan);
-  void moe_prefill(const DeviceLayer& layer, int T);
+  void moe_batched(const DeviceLayer& layer, int T);
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
 

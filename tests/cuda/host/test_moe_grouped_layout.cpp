@@ -1,0 +1,134 @@
+// Replays one warp of the grouped GEMM's inner step on the host: tiles stored with the kernel's
+// swizzle, fragments fetched with its ldmatrix addresses, multiplied as the PTX ISA defines
+// ldmatrix.x4 and mma.m16n8k16 (.row.col, bf16), and read back with its accumulator mapping.
+// A slip in any of those formulas shows as a wrong product here, without a GPU.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <functional>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "backends/cuda/moe_grouped_layout.h"
+
+namespace striker::cuda {
+namespace {
+
+using Reg = std::array<float, 2>;      // one .b32 register: two b16 elements (low half first)
+using Regs4 = std::array<Reg, 4>;
+
+// ldmatrix.sync.aligned.m8n8.x4.b16: lanes 8q..8q+7 give the row addresses of matrix q; lane t
+// receives, in register q, row t/4 of matrix q, elements 2(t%4) and 2(t%4)+1.
+std::array<Regs4, 32> ldmatrix_x4(const std::vector<float>& smem, const std::function<int(int)>& row_address) {
+  std::array<Regs4, 32> out{};
+  for (int q = 0; q < 4; ++q)
+    for (int t = 0; t < 32; ++t) {
+      const int row = row_address(8 * q + t / 4);
+      out[size_t(t)][size_t(q)] = {smem[size_t(row + 2 * (t % 4))], smem[size_t(row + 2 * (t % 4) + 1)]};
+    }
+  return out;
+}
+
+// mma.m16n8k16.row.col: A fragment regs {a0a1: (g, 2c..), a2a3: (g+8, 2c..), a4a5: (g, 2c+8..),
+// a6a7: (g+8, 2c+8..)}; B regs {b0b1: (k 2c.., n g), b2b3: (k 2c+8.., n g)}; D element i at
+// row g + 8·(i >= 2), column 2c + (i & 1).  (g = lane/4, c = lane%4.)
+void mma(std::array<std::array<float, 4>, 32>& d, const std::array<Regs4, 32>& a, const std::array<Reg, 32>& b0,
+         const std::array<Reg, 32>& b1) {
+  float A[16][16], B[16][8];
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int e = 0; e < 2; ++e) {
+      A[g][2 * c + e] = a[size_t(t)][0][size_t(e)];
+      A[g + 8][2 * c + e] = a[size_t(t)][1][size_t(e)];
+      A[g][2 * c + 8 + e] = a[size_t(t)][2][size_t(e)];
+      A[g + 8][2 * c + 8 + e] = a[size_t(t)][3][size_t(e)];
+      B[2 * c + e][g] = b0[size_t(t)][size_t(e)];
+      B[2 * c + 8 + e][g] = b1[size_t(t)][size_t(e)];
+    }
+  }
+  for (int t = 0; t < 32; ++t) {
+    const int g = t / 4, c = t % 4;
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + (i >= 2 ? 8 : 0), col = 2 * c + (i & 1);
+      float s = 0;
+      for (int k = 0; k < 16; ++k) s += A[row][k] * B[k][col];
+      d[size_t(t)][size_t(i)] += s;
+    }
+  }
+}
+
+TEST(MoeGroupedLayout, OneWarpStepComputesTheTileProduct) {
+  constexpr int TM = 64;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> small(-4, 4);  // exact in float sums
+  std::vector<float> A(size_t(TM) * kBK), B(size_t(kBN) * kBK), sa(A.size()), sb(B.size());
+  for (auto& v : A) v = float(small(rng));
+  for (auto& v : B) v = float(small(rng));
+  for (int r = 0; r < TM; ++r)
+    for (int k = 0; k < kBK; ++k) sa[size_t(swizzled(r, k / 8) + k % 8)] = A[size_t(r) * kBK + k];
+  for (int n = 0; n < kBN; ++n)
+    for (int k = 0; k < kBK; ++k) sb[size_t(swizzled(n, k / 8) + k % 8)] = B[size_t(n) * kBK + k];
+  for (int warp = 0; warp < kGroupedThreads / 32; ++warp) {
+    const int wn = warp * 16;
+    std::array<std::array<float, 4>, 32> acc[TM / 16][2] = {};
+    for (int ks = 0; ks < kBK / 16; ++ks) {
+      std::array<Regs4, 32> af[TM / 16];
+      for (int m = 0; m < TM / 16; ++m)
+        af[m] = ldmatrix_x4(sa, [&](int lane) { return swizzled(a_ldm_row(lane, m), a_ldm_chunk(lane, ks)); });
+      const auto bf = ldmatrix_x4(sb, [&](int lane) { return swizzled(b_ldm_row(lane, wn), b_ldm_chunk(lane, ks)); });
+      for (int m = 0; m < TM / 16; ++m)
+        for (int t = 0; t < 2; ++t) {  // as warp_tile_mma: registers 2t and 2t+1 are b0, b1 of n tile t
+          std::array<Reg, 32> b0, b1;
+          for (int l = 0; l < 32; ++l) {
+            b0[size_t(l)] = bf[size_t(l)][size_t(2 * t)];
+            b1[size_t(l)] = bf[size_t(l)][size_t(2 * t + 1)];
+          }
+          mma(acc[m][t], af[m], b0, b1);
+        }
+    }
+    for (int m = 0; m < TM / 16; ++m)
+      for (int t = 0; t < 2; ++t)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int i = 0; i < 4; ++i) {
+            const int row = m * 16 + c_frag_row(lane, i), col = wn + t * 8 + c_frag_col(lane, i);
+            float want = 0;
+            for (int k = 0; k < kBK; ++k) want += A[size_t(row) * kBK + k] * B[size_t(col) * kBK + k];
+            ASSERT_EQ(acc[m][t][size_t(lane)][size_t(i)], want)
+                << "warp " << warp << " m " << m << " n tile " << t << " lane " << lane << " element " << i;
+          }
+  }
+}
+
+// The staging passes copy every (row, chunk) of an A tile (TM = 16 or 64 rows) and of a B tile
+// exactly once.
+TEST(MoeGroupedLayout, StagingPassesCoverEachTileChunkOnce) {
+  for (int rows : {16, 64, kBN}) {
+    std::vector<int> hits(size_t(rows) * 8, 0);
+    for (int pass = 0; pass < rows / (kGroupedThreads / 8); ++pass)
+      for (int tid = 0; tid < kGroupedThreads; ++tid) {
+        const int r = stage_row(tid, pass);
+        ASSERT_LT(r, rows);
+        ++hits[size_t(r) * 8 + size_t(stage_chunk(tid))];
+      }
+    for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << rows << "-row tile, row " << i / 8;
+  }
+}
+
+// Each 8-lane phase of an ldmatrix reads eight 16-byte rows; they must fall in eight different
+// 16-byte bank groups of the 128-byte shared-memory line (no bank conflicts).
+TEST(MoeGroupedLayout, LdmatrixPhasesAreBankConflictFree) {
+  for (int ks = 0; ks < kBK / 16; ++ks)
+    for (int phase = 0; phase < 4; ++phase) {
+      std::set<int> a_groups, b_groups;
+      for (int l = 8 * phase; l < 8 * phase + 8; ++l) {
+        a_groups.insert((swizzled(a_ldm_row(l, 1), a_ldm_chunk(l, ks)) / 8) % 8);
+        b_groups.insert((swizzled(b_ldm_row(l, 32), b_ldm_chunk(l, ks)) / 8) % 8);
+      }
+      EXPECT_EQ(a_groups.size(), 8u) << "A, k step " << ks << ", phase " << phase;
+      EXPECT_EQ(b_groups.size(), 8u) << "B, k step " << ks << ", phase " << phase;
+    }
+}
+
+}  // namespace
+}  // namespace striker::cuda
