@@ -6,8 +6,10 @@
 #include <cstring>
 #include <set>
 
+#include "backends/cuda/gemm_lt.h"
 #include "backends/cuda/nvfp4_linear.h"
 #include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/nvfp4_prefill.h"
 #include "cuda_test_util.h"
 #include "model/nvfp4.h"
 
@@ -112,6 +114,36 @@ TEST(CudaNvfp4, GateUpSwigluMatchesReference) {
     d_a.poison();
     nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr);
     const auto c = compare(d_a.download(), ref, 2 * kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << c.describe();
+  }
+}
+
+// Prefill projection: dequantise + cuBLASLt with alpha = scale2, in row chunks of a small
+// scratch (chunks end at the scale2 boundaries too), writing a column block of a wider output.
+TEST(CudaNvfp4, PrefillGemmMatchesReference) {
+  std::mt19937 rng(65);
+  LtGemm lt;
+  struct Case {
+    int T, in, out, ld;
+    int64_t scratch;
+  };
+  for (Case s : {Case{37, 256, 320, 320, 1 << 20}, Case{9, 512, 1000, 1000, 512 * 64},
+                 Case{130, 1024, 520, 600, 1024 * 24}, Case{17, 2048, 77, 77, 2048 * 8}}) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
+                 " ld=" + std::to_string(s.ld) + " scratch=" + std::to_string(s.scratch));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto W = random_matrix(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
+    const RowScale2 s2{s.out / 3 / 8 * 8, 2 * s.out / 3 / 8 * 8, {0.0137f, 0.0021f, 0.0433f}};  // multiples of 8
+    std::vector<float> dot;
+    nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
+    std::vector<float> ref(size_t(s.T) * s.ld, std::nanf(""));  // columns past `out` stay poisoned
+    for (int t = 0; t < s.T; ++t)
+      for (int o = 0; o < s.out; ++o) ref[size_t(t) * s.ld + o] = round_bf16(dot[size_t(t) * s.out + o]);
+    DeviceMatrix dW(W);
+    DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.ld), d_scratch(size_t(s.scratch));
+    d_y.poison();
+    nvfp4_gemm(lt, d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), s.ld, {d_scratch.get(), s.scratch}, nullptr);
+    const auto c = compare(to_float(d_y.download()), ref, kBf16Rtol, 1e-3);
     EXPECT_TRUE(c.ok()) << c.describe();
   }
 }
