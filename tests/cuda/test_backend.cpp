@@ -463,7 +463,8 @@ TEST(CudaBackend, Nvfp4GgufMatchesCpuBackend) {
   int agree = 0;
   for (const auto& dr : diffs) md.push_back(dr.max_dlogprob), agree += dr.same_argmax;
   std::sort(md.begin(), md.end());
-  std::printf("nvfp4 gguf, cuda vs cpu backend: %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax %d/%zu\n",
+  std::printf("backend vs reference (nvfp4 gguf, cuda vs cpu backend): %zu rows, median max|dlogprob| %.4f, "
+              "worst %.4f, argmax %d/%zu\n",
               md.size(), md[md.size() / 2], md.back(), agree, diffs.size());
   EXPECT_LT(md[md.size() / 2], 0.05);
   EXPECT_LT(md.back(), 0.5);
