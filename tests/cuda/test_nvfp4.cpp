@@ -228,6 +228,77 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   }
 }
 
+// Prefill MoE: rows sorted by expert, per-expert GEMMs with alpha = the expert's scale2, both
+// with one dequantisation per selected expert (small row-chunked scratch) and with whole stacks.
+TEST(CudaNvfp4, PrefillMoeMatchesReference) {
+  std::mt19937 rng(66);
+  FlintConfig c;
+  c.hidden_size = 320;
+  c.moe_intermediate_size = 192;
+  c.shared_expert_intermediate_size = 128;
+  c.n_routed_experts = 16;
+  c.num_experts_per_tok = 6;
+  const int E = 16, H = 320, I = 192, Is = 128, K = 6, T = 13, slots = T * K;
+  auto g = random_matrix(rng, int64_t(E) * I, H), u = random_matrix(rng, int64_t(E) * I, H);
+  auto dn = random_matrix(rng, int64_t(E) * H, I);
+  auto sg = random_matrix(rng, Is, H), su = random_matrix(rng, Is, H), sdn = random_matrix(rng, H, Is);
+  std::vector<float> s2g(E), s2u(E), s2d(E);
+  std::uniform_real_distribution<float> us(0.002f, 0.02f);
+  for (int e = 0; e < E; ++e) s2g[size_t(e)] = us(rng), s2u[size_t(e)] = us(rng), s2d[size_t(e)] = us(rng) * 0.5f;
+  DeviceMatrix dg(g), du(u), dd(dn), dsg(sg), dsu(su), dsd(sdn);
+  DeviceBuffer<float> d_s2g(s2g), d_s2u(s2u), d_s2d(s2d);
+  DeviceLayer L;
+  L.nv_exp_gate = {dg.codes.get(), dg.scales.get(), d_s2g.get(), s2g};
+  L.nv_exp_up = {du.codes.get(), du.scales.get(), d_s2u.get(), s2u};
+  L.nv_exp_down = {dd.codes.get(), dd.scales.get(), d_s2d.get(), s2d};
+  const float sh2[3] = {0.009f, 0.013f, 0.004f};
+  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
+  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
+  const auto fd = scaled_floats(dn, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const auto fsg = scaled_floats(sg, Is, H, {sh2[0]}, int64_t(Is) * H);
+  const auto fsu = scaled_floats(su, Is, H, {sh2[1]}, int64_t(Is) * H);
+  const auto fsd = scaled_floats(sdn, H, Is, {sh2[2]}, int64_t(H) * Is);
+  LtGemm lt;
+  for (bool whole : {true, false}) {
+    for (bool shared : {true, false}) {
+      SCOPED_TRACE(std::string(whole ? "whole stacks" : "per expert") + (shared ? ", NVFP4 shared" : ", no shared"));
+      L.nv_sh_gate = shared ? Nvfp4Linear{dsg.codes.get(), dsg.scales.get(), RowScale2::uniform(sh2[0])} : Nvfp4Linear{};
+      L.nv_sh_up = shared ? Nvfp4Linear{dsu.codes.get(), dsu.scales.get(), RowScale2::uniform(sh2[1])} : Nvfp4Linear{};
+      L.nv_sh_down = shared ? Nvfp4Linear{dsd.codes.get(), dsd.scales.get(), RowScale2::uniform(sh2[2])} : Nvfp4Linear{};
+      auto x = random_bf16(rng, size_t(T) * H);
+      std::vector<int32_t> ids;
+      std::vector<float> tw;
+      std::uniform_real_distribution<float> uw(0.1f, 1.f);
+      for (int t = 0; t < T; ++t) {
+        std::set<int32_t> chosen;
+        while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
+        for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
+      }
+      auto h = random_bf16(rng, size_t(T) * H);
+      std::vector<bf16> h_ref = h;
+      moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&fg, &fu, &fd, shared ? &fsg : nullptr, &fsu, &fsd}, ids, tw, K,
+                    h_ref);
+      DeviceBuffer<bf16> d_x(x), d_h(h), xs(size_t(slots) * H), gs(size_t(slots) * I), ups(size_t(slots) * I),
+          as(size_t(slots) * I), ys(size_t(slots) * H), shg(size_t(T) * Is), shu(size_t(T) * Is),
+          sha(size_t(T) * Is), sho(size_t(T) * H);
+      for (auto* buf : {&xs, &gs, &ups, &as, &ys, &shg, &shu, &sha, &sho}) buf->poison();
+      DeviceBuffer<int32_t> d_ids(ids), d_sort(size_t(2) * slots);
+      DeviceBuffer<float> d_tw(tw);
+      std::vector<int32_t> ids_host(static_cast<size_t>(slots)), sort_host(size_t(2) * slots);
+      MoePrefillBuffers b;
+      b.x = d_x.get(), b.h = d_h.get(), b.topk_ids = d_ids.get(), b.topk_w = d_tw.get();
+      b.xs_sorted = xs.get(), b.g_sorted = gs.get(), b.u_sorted = ups.get(), b.a_sorted = as.get();
+      b.y_sorted = ys.get(), b.d_sort = d_sort.get(), b.ids_host = ids_host.data(), b.sort_host = sort_host.data();
+      b.sh_gate = shg.get(), b.sh_up = shu.get(), b.sh_act = sha.get(), b.sh_out = sho.get();
+      DeviceBuffer<bf16> scratch(size_t(H) * 24), stack(size_t(E) * I * H);  // 24 rows: chunked per expert
+      nvfp4_moe_prefill(lt, L, c, T, b, {scratch.get(), int64_t(H) * 24},
+                        whole ? Nvfp4Scratch{stack.get(), int64_t(E) * I * H} : Nvfp4Scratch{}, nullptr);
+      const auto cmp = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(cmp.ok()) << cmp.describe();
+    }
+  }
+}
+
 TEST(CudaNvfp4, RandomFillHasTheRequestedStatistics) {
   const int64_t rows = 300;
   const int in = 2048;

@@ -67,6 +67,7 @@ struct CudaBackend::Workspace {
   int32_t* ids_host = nullptr;    // pinned [Tm*K]
   int32_t* sort_host = nullptr;   // pinned [2*Tm*K]
   Nvfp4Scratch nv_scratch;        // dequantised NVFP4 weights of prefill chunks (none without NVFP4)
+  Nvfp4Scratch nv_stack_scratch;  // one dequantised [E, I, H] expert stack (NVFP4 experts only)
   ~Workspace() {
     if (meta_host) cudaFreeHost(meta_host);
     if (logits_host) cudaFreeHost(logits_host);
@@ -147,6 +148,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.sort_host), size_t(slots) * 8));
     w.nv_scratch.elems = nvfp4_scratch_elems(model_);
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
+    w.nv_stack_scratch.elems = nvfp4_stack_scratch_elems(model_);
+    if (w.nv_stack_scratch.elems > 0) w.nv_stack_scratch.data = w.arena.get<bf16>(w.nv_stack_scratch.elems);
   }
 }
 
@@ -355,7 +358,7 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
     b.ids_host = w.ids_host;
     b.sort_host = w.sort_host;
     b.sh_gate = w.gate, b.sh_up = w.up, b.sh_act = w.act, b.sh_out = w.tmp;
-    nvfp4_moe_prefill(w.lt, L, c, T, b, w.nv_scratch, stream_);
+    nvfp4_moe_prefill(w.lt, L, c, T, b, w.nv_scratch, w.nv_stack_scratch, stream_);
     return;
   }
   const bool shared_nv = L.nv_sh_gate.present();

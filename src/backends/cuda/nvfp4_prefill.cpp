@@ -58,8 +58,15 @@ Nvfp4Matrix expert_matrix(const Nvfp4Experts& s, int64_t e, int64_t rows, int64_
 
 }  // namespace
 
+int64_t nvfp4_stack_scratch_elems(const DeviceModel& model) {
+  const FlintConfig& c = model.config;
+  for (const DeviceLayer& L : model.layers)
+    if (L.nv_exp_gate.present()) return c.n_routed_experts * c.moe_intermediate_size * c.hidden_size;
+  return 0;
+}
+
 void nvfp4_moe_prefill(LtGemm& lt, const DeviceLayer& L, const FlintConfig& c, int T, const MoePrefillBuffers& b,
-                       Nvfp4Scratch scratch, cudaStream_t stream) {
+                       Nvfp4Scratch scratch, Nvfp4Scratch stack_scratch, cudaStream_t stream) {
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
             K = int(c.num_experts_per_tok), E = int(c.n_routed_experts), slots = T * K;
   if (!L.nv_exp_gate.present()) throw Error("nvfp4_moe_prefill: the layer's routed experts are not NVFP4");
@@ -72,7 +79,11 @@ void nvfp4_moe_prefill(LtGemm& lt, const DeviceLayer& L, const FlintConfig& c, i
     if (e < 0 || e >= E) throw Error("CUDA backend: router produced expert id " + std::to_string(e));
     ++offset[size_t(e) + 1];
   }
-  for (int e = 0; e < E; ++e) offset[size_t(e) + 1] += offset[size_t(e)];
+  int active = 0;
+  for (int e = 0; e < E; ++e) {
+    active += offset[size_t(e) + 1] > 0;
+    offset[size_t(e) + 1] += offset[size_t(e)];
+  }
   cursor.assign(offset.begin(), offset.end() - 1);
   int32_t* sorted_token = b.sort_host;
   int32_t* inv = b.sort_host + slots;
@@ -83,28 +94,28 @@ void nvfp4_moe_prefill(LtGemm& lt, const DeviceLayer& L, const FlintConfig& c, i
   }
   STRIKER_CUDA_CHECK(cudaMemcpyAsync(b.d_sort, b.sort_host, size_t(slots) * 8, cudaMemcpyHostToDevice, stream));
   embedding_gather(b.x, T, H, b.d_sort, slots, b.xs_sorted, stream);  // x rows in expert order
-  const RowScale2 one = RowScale2::uniform(1.f);
-  for (int e = 0; e < E; ++e) {
-    const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
-    if (n == 0) continue;
-    const bf16* xs = b.xs_sorted + int64_t(off) * H;
-    RowScale2 s2 = one;
-    s2.s[0] = s2.s[1] = s2.s[2] = L.nv_exp_gate.scale2_host[size_t(e)];
-    nvfp4_gemm(lt, xs, n, H, expert_matrix(L.nv_exp_gate, e, I, H), s2, I, b.g_sorted + int64_t(off) * I, I, scratch,
-               stream);
-    s2.s[0] = s2.s[1] = s2.s[2] = L.nv_exp_up.scale2_host[size_t(e)];
-    nvfp4_gemm(lt, xs, n, H, expert_matrix(L.nv_exp_up, e, I, H), s2, I, b.u_sorted + int64_t(off) * I, I, scratch,
-               stream);
-  }
+  // A whole stack costs one launch and E·rows·in bf16 writes; per expert, a launch each.
+  const bool whole = stack_scratch.data != nullptr && stack_scratch.elems >= int64_t(E) * I * H && active * 4 >= E;
+  // out[sorted rows of e] = bf16(scale2_e · mm(in[sorted rows of e], W_e)) for every selected e.
+  auto experts = [&](const Nvfp4Experts& W, int rows, int in, const bf16* x_sorted, bf16* out_sorted) {
+    if (whole) nvfp4_dequantize({W.codes, W.scales}, int64_t(E) * rows, in, stack_scratch.data, stream);
+    for (int e = 0; e < E; ++e) {
+      const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
+      if (n == 0) continue;
+      const float s2 = W.scale2_host[size_t(e)];
+      const bf16* xe = x_sorted + int64_t(off) * in;
+      bf16* ye = out_sorted + int64_t(off) * rows;
+      if (whole)
+        lt.gemm_bf16_scaled(xe, n, in, stack_scratch.data + int64_t(e) * rows * in, rows, ye, rows, s2, stream);
+      else
+        nvfp4_gemm(lt, xe, n, in, expert_matrix(W, e, rows, in), RowScale2::uniform(s2), rows, ye, rows, scratch,
+                   stream);
+    }
+  };
+  experts(L.nv_exp_gate, I, H, b.xs_sorted, b.g_sorted);
+  experts(L.nv_exp_up, I, H, b.xs_sorted, b.u_sorted);
   swiglu_act(b.g_sorted, b.u_sorted, b.a_sorted, int64_t(slots) * I, stream);
-  for (int e = 0; e < E; ++e) {
-    const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
-    if (n == 0) continue;
-    RowScale2 s2 = one;
-    s2.s[0] = s2.s[1] = s2.s[2] = L.nv_exp_down.scale2_host[size_t(e)];
-    nvfp4_gemm(lt, b.a_sorted + int64_t(off) * I, n, I, expert_matrix(L.nv_exp_down, e, H, I), s2, H,
-               b.y_sorted + int64_t(off) * H, H, scratch, stream);  // bf16(mm(a, Wd)) per expert
-  }
+  experts(L.nv_exp_down, H, I, b.a_sorted, b.y_sorted);  // bf16(mm(a, Wd)) per expert
   const bool has_shared = L.nv_sh_gate.present() || L.sh_gate != nullptr;
   if (has_shared) {  // shared expert: plain SwiGLU over the chunk, bf16 output in sh_out
     if (L.nv_sh_gate.present()) {

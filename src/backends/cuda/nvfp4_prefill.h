@@ -44,8 +44,13 @@ struct MoePrefillBuffers {
 
 // h = bf16(h + y) for a chunk whose routed experts are NVFP4 (shared expert NVFP4 or BF16):
 // routing comes to the host (one sync), rows are sorted by expert, and each selected expert's
-// gate, up and down are dequantised and run as GEMMs with alpha = that expert's scale2.
+// gate, up and down run as GEMMs with alpha = that expert's scale2. When at least a quarter of
+// the experts are selected and `stack_scratch` holds E·I·H values, each of gate/up/down is
+// dequantised for all experts in one launch (instead of one launch per selected expert).
 void nvfp4_moe_prefill(LtGemm& lt, const DeviceLayer& L, const FlintConfig& c, int T, const MoePrefillBuffers& b,
-                       Nvfp4Scratch scratch, cudaStream_t stream);
+                       Nvfp4Scratch scratch, Nvfp4Scratch stack_scratch, cudaStream_t stream);
+
+// Size of that stack scratch for `model` (0 when no routed experts are NVFP4).
+int64_t nvfp4_stack_scratch_elems(const DeviceModel& model);
 
 }  // namespace striker::cuda
