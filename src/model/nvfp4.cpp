@@ -134,7 +134,8 @@ RandomScale random_weight_scale(float target_std) {
   double code_sq = 0, scale_sq = 0;
   for (uint8_t c = 0; c < 16; ++c) code_sq += double(e2m1_value(c)) * e2m1_value(c) / 16.0;
   const int n = r.scale_hi - r.scale_lo + 1;
-  for (int b = r.scale_lo; b <= r.scale_hi; ++b) scale_sq += double(ue4m3_value(uint8_t(b))) * ue4m3_value(uint8_t(b)) / n;
+  for (int b = r.scale_lo; b <= r.scale_hi; ++b)
+    scale_sq += double(ue4m3_value(uint8_t(b))) * ue4m3_value(uint8_t(b)) / n;
   r.scale2 = float(double(target_std) / std::sqrt(code_sq * scale_sq));
   return r;
 }

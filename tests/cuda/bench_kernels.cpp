@@ -331,7 +331,8 @@ void bench_nvfp4_moe(std::mt19937& rng) {
   DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
   const std::vector<float> s2(size_t(E), 0.01f);
   DeviceBuffer<float> d_s2(s2);
-  const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()}, 0.01f, 0.01f, 0.01f, Is};
+  const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()},
+                       0.01f, 0.01f, 0.01f, Is};
   const Nvfp4Stack gst{{gc.get(), gs.get()}, d_s2.get()}, ust{{uc.get(), us.get()}, d_s2.get()},
       dst{{dc.get(), ds.get()}, d_s2.get()};
   auto x = random_bf16(rng, size_t(H), 1.f);

@@ -262,9 +262,12 @@ TEST(CudaNvfp4, PrefillMoeMatchesReference) {
   for (bool whole : {true, false}) {
     for (bool shared : {true, false}) {
       SCOPED_TRACE(std::string(whole ? "whole stacks" : "per expert") + (shared ? ", NVFP4 shared" : ", no shared"));
-      L.nv_sh_gate = shared ? Nvfp4Linear{dsg.codes.get(), dsg.scales.get(), RowScale2::uniform(sh2[0])} : Nvfp4Linear{};
-      L.nv_sh_up = shared ? Nvfp4Linear{dsu.codes.get(), dsu.scales.get(), RowScale2::uniform(sh2[1])} : Nvfp4Linear{};
-      L.nv_sh_down = shared ? Nvfp4Linear{dsd.codes.get(), dsd.scales.get(), RowScale2::uniform(sh2[2])} : Nvfp4Linear{};
+      auto shared_linear = [&](const DeviceMatrix& m, float s2) {
+        return shared ? Nvfp4Linear{m.codes.get(), m.scales.get(), RowScale2::uniform(s2)} : Nvfp4Linear{};
+      };
+      L.nv_sh_gate = shared_linear(dsg, sh2[0]);
+      L.nv_sh_up = shared_linear(dsu, sh2[1]);
+      L.nv_sh_down = shared_linear(dsd, sh2[2]);
       auto x = random_bf16(rng, size_t(T) * H);
       std::vector<int32_t> ids;
       std::vector<float> tw;

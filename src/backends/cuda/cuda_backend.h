@@ -1,5 +1,5 @@
-// The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 and/or NVFP4 (W4A16)
-// linear weights, paged BF16 KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV kernels; larger chunks use
+// The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 and/or NVFP4
+// (W4A16) linear weights, paged BF16 KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV kernels; larger chunks use
 // cuBLASLt for the dense projections. Every buffer is allocated up front: a step allocates
 // nothing and synchronises only to return the logits; decode steps can replay captured CUDA graphs.
 #pragma once

@@ -51,7 +51,8 @@ void expect_same_format(const std::string& what, const std::vector<const WeightV
     if (v->empty()) throw Error("CUDA backend: tensor " + v->name + " is missing");
     if (is_nvfp4(*v) != is_nvfp4(*ws[0]))
       throw Error(what + " mix NVFP4 and BF16 (" + ws[0]->name + " is " + std::string(dtype_name(ws[0]->dtype)) +
-                  ", " + v->name + " is " + std::string(dtype_name(v->dtype)) + "), which the CUDA backend does not run");
+                  ", " + v->name + " is " + std::string(dtype_name(v->dtype)) +
+                  "), which the CUDA backend does not run");
   }
 }
 
@@ -183,7 +184,8 @@ DeviceModel DeviceModel::upload(const LoadedModel& model) {
       nv_copy(lw.q_proj, nh * d, H, dl.nv_qkv, 0);
       nv_copy(lw.k_proj, nkv * d, H, dl.nv_qkv, nh * d);
       nv_copy(lw.v_proj, nkv * d, H, dl.nv_qkv, (nh + nkv) * d);
-      dl.nv_qkv.scale2 = RowScale2{int(nh * d), int((nh + nkv) * d), {lw.q_proj.scale2, lw.k_proj.scale2, lw.v_proj.scale2}};
+      dl.nv_qkv.scale2 =
+          RowScale2{int(nh * d), int((nh + nkv) * d), {lw.q_proj.scale2, lw.k_proj.scale2, lw.v_proj.scale2}};
     } else {
       dl.wqkv = m.alloc<bf16>((nh + 2 * nkv) * d * H);
       linear(lw.q_proj, nh * d, H, dl.wqkv);

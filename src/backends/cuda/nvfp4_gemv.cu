@@ -191,7 +191,9 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
-unsigned grid_for(int64_t n, int threads) { return unsigned(std::min<int64_t>((n + threads - 1) / threads, 65535 * 8)); }
+unsigned grid_for(int64_t n, int threads) {
+  return unsigned(std::min<int64_t>((n + threads - 1) / threads, 65535 * 8));
+}
 
 }  // namespace
 
