@@ -41,6 +41,19 @@ __device__ __forceinline__ void decode16(uint32_t w0, uint32_t w1, float (&f)[16
   }
 }
 
+// Σ over one 16-weight group of x·E2M1·E4M3: code words w0|w1 (8 bytes), its scale byte `sb`,
+// x = the group's 16 activations (16-byte aligned).
+__device__ __forceinline__ float group_dot(uint32_t w0, uint32_t w1, uint32_t sb, const bf16_t* x) {
+  float wf[16], xf[16];
+  decode16(w0, w1, wf);
+  unpack8(load_cached(x), xf);
+  unpack8(load_cached(x + 8), xf + 8);
+  float p = 0.f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+  return ue4m3_x2p14(sb & 0xFFu) * p;
+}
+
 // One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against activation
 // rows x[r] (token t at x[r] + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
 // code chunks (32 weights, 2 scale bytes) part·32+lane, stepping 32·parts (split-K over warps).

@@ -68,7 +68,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 // grid (row pairs, T): each warp produces two rows of the token's MoE output (as moe.cu's
-// moe_down_kernel); the K experts are walked one after another, each a 2-row warp dot product.
+// moe_down_kernel). All K experts' code chunks are loaded before any is used (K <= 8,
+// unrolled), so a lane has up to 16 weight loads in flight instead of one expert's at a time.
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
@@ -80,23 +81,45 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int t = blockIdx.y;
   const int o1 = min(o0 + 1, hidden - 1);
   const int lane = threadIdx.x & 31;
+  const uint8_t *c0[kMaxTopK], *c1[kMaxTopK], *s0[kMaxTopK], *s1[kMaxTopK];
+  const bf16_t* xa[kMaxTopK];
+  float acc0[kMaxTopK], acc1[kMaxTopK];
+#pragma unroll
+  for (int k = 0; k < kMaxTopK; ++k) {
+    const int slot = t * K + min(k, K - 1);  // k >= K: valid pointers, never loaded
+    const int64_t e = ids[slot];
+    stack_row(wd.m, e, hidden, o0, inter, c0[k], s0[k]);
+    stack_row(wd.m, e, hidden, o1, inter, c1[k], s1[k]);
+    xa[k] = act + int64_t(slot) * inter;
+    acc0[k] = acc1[k] = 0.f;
+  }
+  for (int c = lane; c < inter / 32; c += 32) {  // 16-byte chunks: 32 weights, 2 scale bytes
+    uint4 q0[kMaxTopK], q1[kMaxTopK];
+    uint32_t sc0[kMaxTopK], sc1[kMaxTopK];
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        q0[k] = load_stream(c0[k] + int64_t(c) * 16);
+        q1[k] = load_stream(c1[k] + int64_t(c) * 16);
+        sc0[k] = __ldcs(reinterpret_cast<const unsigned short*>(s0[k] + int64_t(c) * 2));
+        sc1[k] = __ldcs(reinterpret_cast<const unsigned short*>(s1[k] + int64_t(c) * 2));
+      }
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        const bf16_t* xp = xa[k] + int64_t(c) * 32;
+        acc0[k] += group_dot(q0[k].x, q0[k].y, sc0[k], xp) + group_dot(q0[k].z, q0[k].w, sc0[k] >> 8, xp + 16);
+        acc1[k] += group_dot(q1[k].x, q1[k].y, sc1[k], xp) + group_dot(q1[k].z, q1[k].w, sc1[k] >> 8, xp + 16);
+      }
+  }
   float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
   for (int k = 0; k < kMaxTopK; ++k)
     if (k < K) {
       const int slot = t * K + k;
-      const int64_t e = ids[slot];
-      const uint8_t* cr[2];
-      const uint8_t* sr[2];
-      stack_row(wd.m, e, hidden, o0, inter, cr[0], sr[0]);
-      stack_row(wd.m, e, hidden, o1, inter, cr[1], sr[1]);
-      const bf16_t* xa = act + int64_t(slot) * inter;
-      const bf16_t* xr[2] = {xa, xa};
-      float acc[2][1];
-      warp_dot_nvfp4<2, 1>(cr, sr, xr, 0, 1, inter, acc);
-      const float wk = topk_w[slot], s2 = wd.scale2[e];
-      sum0 = fmaf(wk, round_bf16(acc[0][0] * s2), sum0);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
-      sum1 = fmaf(wk, round_bf16(acc[1][0] * s2), sum1);
+      const float wk = topk_w[slot], s2 = wd.scale2[ids[slot]];
+      sum0 = fmaf(wk, round_bf16(warp_sum(acc0[k]) * s2), sum0);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
+      sum1 = fmaf(wk, round_bf16(warp_sum(acc1[k]) * s2), sum1);
     }
   float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
   if (shared_act != nullptr) {
