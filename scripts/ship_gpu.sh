@@ -36,5 +36,5 @@ WHEELS=${STRIKER_GPU_WHEELS:-/work/gpuwheels}
 if [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
 du -sh "$DEST"
 rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
-tar -C "$DEST" -cf - . | xz -T2 -6 >"$OUTDIR/payload.tar.xz"
+tar -C "$DEST" -cf - . | xz -T2 -4 >"$OUTDIR/payload.tar.xz"
 ls -la "$OUTDIR/payload.tar.xz"

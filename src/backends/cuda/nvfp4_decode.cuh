@@ -7,11 +7,12 @@
 namespace striker::cuda {
 
 // UE4M3 scale byte -> value · 2^14 (the 2^14 undoes the 2^-14 of e2m1_pair_x2m14). Decoded as
-// model/nvfp4.cpp ue4m3_value does: bit 7 ignored, 0x7F (NaN) -> 0, subnormals m·2^-9.
+// model/nvfp4.cpp ue4m3_value does (bit-exact with gguf-py over all 256 bytes): 0x7F (NaN) -> 0,
+// otherwise bit 7 ignored — so 0xFF decodes as 480, not 0 — and subnormals m·2^-9.
 // Normal: 2^(e-7)·(1+m/8)·2^14 has fp32 exponent field e+134, i.e. bits ((e<<3|m) + 134·8) << 20.
 __device__ __forceinline__ float ue4m3_x2p14(uint32_t b) {
-  b &= 0x7Fu;
   if (b == 0x7Fu) return 0.f;
+  b &= 0x7Fu;
   if ((b >> 3) == 0) return float(b) * 32.f;  // m·2^-9·2^14
   return __uint_as_float((b + 1072u) << 20);
 }
