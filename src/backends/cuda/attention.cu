@@ -408,6 +408,17 @@ int64_t attention_partial_floats(const AttentionShape& s) {
   return int64_t(G) * (s.head_dim + 2);
 }
 
+void attention_combine_splits(const float* partials, const float* sinks, const AttentionShape& s, int num_queries,
+                              int num_splits, bf16* out, cudaStream_t stream) {
+  if (s.head_dim != 128 || s.n_heads != 8 * s.n_kv_heads)
+    throw Error("attention_combine_splits: only head_dim 128 with 8 query heads per KV head is built (got " +
+                std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
+  if (num_queries <= 0) return;
+  launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
+             sinks, s.n_kv_heads, num_splits, reinterpret_cast<bf16_t*>(out));
+  STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
+}
+
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
                      cudaStream_t stream, int unroll) {

@@ -51,6 +51,37 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
                      const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
                      bf16* out, cudaStream_t stream, int unroll = 0);
 
+// ---------------------------------------------------------------------------------------------
+// Tensor-core prefill attention (attention_prefill.cu): a CTA takes a tile of up to 16
+// consecutive queries of one sequence × the 8 query heads of one KV head and reads each K/V row
+// of their key range once (flash-attention style), instead of once per query as above. Built for
+// head_dim 128 and 8 query heads per KV head only (Flint's shape); other shapes throw.
+//
+// tiles: device array of `num_tiles` pairs {first query index, query count (1..16)}; the queries
+// of a tile must be consecutive positions of one sequence (same block table). Every query of
+// `queries` must be in exactly one tile. build_prefill_tiles makes such a list on the host.
+struct PrefillTiles {
+  const int32_t* tiles = nullptr;
+  int num_tiles = 0;
+};
+constexpr int kPrefillTileTokens = 16;
+
+// Appends the tiles of one run of `count` consecutive queries starting at query `first`.
+void append_prefill_tiles(int first, int count, std::vector<int32_t>& tiles);
+
+// Same arguments as paged_attention. Splits the key range of each tile across CTAs (and merges
+// them with the split combine kernel) only when the tiles alone would not fill the GPU; the
+// scratch then needs NQ·n_kv_heads·splits records, otherwise it is unused (may be empty).
+void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
+                       const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
+                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
+
+// Merges `num_splits` partial records per (query, KV head) (the layout attention_partial_floats
+// describes, scores in the log2 domain) and adds the sinks: the second kernel of paged_attention,
+// shared with prefill_attention. head_dim 128, 8 query heads per KV head.
+void attention_combine_splits(const float* partials, const float* sinks, const AttentionShape& shape,
+                              int num_queries, int num_splits, bf16* out, cudaStream_t stream);
+
 // CPU reference (double accumulation) over host copies of the same data.
 void paged_attention_ref(const std::vector<bf16>& q, const std::vector<bf16>& k_cache,
                          const std::vector<bf16>& v_cache, const std::vector<float>* sinks,
