@@ -32,6 +32,10 @@ struct AttentionQueries {
   const int32_t* block_tables = nullptr;  // logical block -> physical block, concatenated per sequence
   int num_queries = 0;                    // NQ
   int max_keys = 0;                       // upper bound on keys any query sees (host-side, sizes the split)
+  // Optional [NQ] list of the query indices to process (into positions, table_offset, q and out);
+  // nullptr = queries 0..NQ-1. Lets a step run only its decode-like queries here while its long
+  // prefill runs go to prefill_attention (paged_attention only; prefill_attention rejects it).
+  const int32_t* query_ids = nullptr;
 };
 
 // Scratch for split partial results, sized by attention_scratch_bytes.

@@ -269,6 +269,7 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
                 std::to_string(s.head_dim) + ", heads " + std::to_string(s.n_heads) + "/" +
                 std::to_string(s.n_kv_heads) + ")");
   if (s.block_size <= 0) throw Error("prefill_attention: bad block size " + std::to_string(s.block_size));
+  if (qs.query_ids) throw Error("prefill_attention: query_ids is a paged_attention option; pass tiles instead");
   if (qs.num_queries <= 0 || tiles.num_tiles <= 0) return;
   if (tiles.num_tiles > qs.num_queries)
     throw Error("prefill_attention: " + std::to_string(tiles.num_tiles) + " tiles for " +
