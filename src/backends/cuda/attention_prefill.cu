@@ -138,8 +138,6 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
 
   const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
-  // Keys any of this warp's rows can see: key_lo(first row) .. last row's position.
-  const int warp_lo = key_lo(pos[0], a.window), warp_hi = pos[1];
   const bool warp_has_rows = tok[0] < n;
   if (num_kt > 0) stage(0, range.begin);
   cp_async_commit_group();
@@ -150,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
     cp_async_wait_group<1>();  // this thread's copies of tile `it` have landed ...
     __syncthreads();           // ... and everyone's
     const int kb = range.begin + it * kKeyTile;
-    if (warp_has_rows && kb <= warp_hi && kb + kKeyTile - 1 >= warp_lo) {
+    if (warp_has_rows && warp_tile_needed(kb, pos[0], pos[1], a.window)) {
       const bf16_t* kt_s = k_tiles + buf * kTileElems;
       const bf16_t* vt_s = v_tiles + buf * kTileElems;
       float s[kKeyTile / 8][4];
@@ -280,14 +278,8 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   const int64_t ctas = int64_t(tiles.num_tiles) * s.n_kv_heads;
   const int64_t target = scratch.target_records > 0 ? scratch.target_records : kDefaultTargetCtas;
   const int64_t per_split = int64_t(qs.num_queries) * s.n_kv_heads;  // records one split needs
-  int64_t splits = 1;
-  if (ctas < target && scratch.data && scratch.max_partials >= 2 * per_split)
-    splits = std::clamp<int64_t>((target + ctas - 1) / ctas, 1,
-                                 std::min<int64_t>({scratch.max_partials / per_split, (keys + kKeyTile - 1) / kKeyTile,
-                                                    65535}));
-  int64_t chunk = (keys + splits - 1) / splits;
-  chunk = (chunk + kKeyTile - 1) / kKeyTile * kKeyTile;
-  splits = (keys + chunk - 1) / chunk;
+  const auto [splits, chunk] =
+      plan_key_splits(keys, ctas, target, scratch.data ? scratch.max_partials / per_split : 0);
   if (chunk > (int64_t(1) << 30)) throw Error("prefill_attention: key range " + std::to_string(keys) + " too large");
   const PrefillArgs args{reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
                          reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
