@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   const int p0 = a.positions[q0];
   const int32_t* table = a.block_tables + a.table_offset[q0];
   const KeyRange range = cta_key_range(p0, n, a.window, split, a.chunk);
-  const float score_scale = kLog2e * rsqrtf(float(kHeadDim));
+  const float score_scale = kLog2e / sqrtf(float(kHeadDim));  // as the decode kernels
 
   // This thread's accumulator rows: head g of tokens tok[0] (row g) and tok[1] (row g + 8).
   const int tok[2] = {row_token(warp, 0), row_token(warp, 1)};
