@@ -220,8 +220,7 @@ RowDiff diff_row(const float* got, const float* ref, int64_t V) {
   return {md, std::max_element(got, got + V) - got == std::max_element(ref, ref + V) - ref};
 }
 
-TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
-  const FlintConfig c = small_config();
+void forward_matches_reference_across_prefill_decode_and_batching(const FlintConfig& c) {
   HostModel hm = make_host_model(c);
   const int B = 16, N = 60, N2 = 40;
   // Physical blocks shuffled; the sliding pool is a ring of 4 blocks per sequence (window 17
@@ -288,6 +287,19 @@ TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
     EXPECT_LT(worst, 0.5);
     EXPECT_GE(agree, int(diffs.size() * 9 / 10));
   }
+}
+
+TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
+  forward_matches_reference_across_prefill_decode_and_batching(small_config());
+}
+
+// head_dim 128 with 8 query heads per KV head (Flint's attention shape): uncaptured steps with a
+// run of >= 16 tokens take the tensor-core prefill attention (the 37-token chunk; the 18-token
+// chunk beside a decode, which goes to the decode kernel through a query-id list).
+TEST(CudaBackend, ForwardMatchesHostReferenceWithPrefillAttentionShape) {
+  FlintConfig c = small_config();
+  c.head_dim = 128;
+  forward_matches_reference_across_prefill_decode_and_batching(c);
 }
 
 // Steps of 64 and 16 tokens go through the grouped MoE kernels (device-side routing sort):
