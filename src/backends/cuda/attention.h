@@ -6,7 +6,8 @@
 //
 // Decode is NQ queries of different sequences at one position each; prefill of a chunk is NQ
 // queries of one sequence at consecutive positions (its k, v already written to the cache, so
-// causality is the per-query key range). Both run through this one entry point.
+// causality is the per-query key range). Both can run through this entry point; prefill chunks
+// of >= 16 queries go to prefill_attention below, which reads each key once per 16 queries.
 #pragma once
 #include <cuda_runtime_api.h>
 
