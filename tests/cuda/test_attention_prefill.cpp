@@ -133,8 +133,10 @@ TEST(CudaPrefillAttention, SmallWindowCrossesTiles) {
   run_prefill_case({17, {{90, 15}}, false}, rng);
 }
 
-// The backend's mixed step: long runs through prefill_attention, the other queries through
-// paged_attention with a query-id list, both writing one output.
+// The backend's mixed step: long runs through prefill_attention (tiles and the list of their
+// queries), the other queries through paged_attention with a query-id list, both writing one
+// output. The decode kernel runs first: the prefill launch (split, so its combine runs too)
+// must leave the decode queries' rows alone.
 TEST(CudaPrefillAttention, MixedStepWithDecodeQueries) {
   std::mt19937 rng(47);
   for (int window : {0, 513}) {
@@ -144,24 +146,28 @@ TEST(CudaPrefillAttention, MixedStepWithDecodeQueries) {
     PrefillData d = make_case(pc, rng);
     const int NQ = int(d.positions.size());
     // Tiles of the long runs only (queries 0..39 and 41..60); queries 40 and 61 go to the decode kernel.
-    std::vector<int32_t> long_tiles, rest = {40, 61};
+    std::vector<int32_t> long_tiles, rest = {40, 61}, tiled(61);
     append_prefill_tiles(0, 40, long_tiles);
     append_prefill_tiles(41, 20, long_tiles);
+    std::iota(tiled.begin(), tiled.end(), 0);
+    tiled.erase(tiled.begin() + 40);
     DeviceBuffer<bf16> d_q(d.q), d_k(d.kc), d_v(d.vc), d_out(d.ref.size());
     DeviceBuffer<float> d_sinks(d.sinks);
-    DeviceBuffer<int32_t> d_pos(d.positions), d_off(d.offsets), d_tab(d.tables), d_tiles(long_tiles), d_rest(rest);
+    DeviceBuffer<int32_t> d_pos(d.positions), d_off(d.offsets), d_tab(d.tables), d_tiles(long_tiles), d_rest(rest),
+        d_tiled(tiled);
     const int64_t records = int64_t(NQ) * 4 * 64;
     DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(d.shape)));
     d_out.poison();
     d_scratch.poison();
     const AttentionScratch scratch{d_scratch.get(), records, 0};
     const AttentionQueries all{d_pos.get(), d_off.get(), d_tab.get(), NQ, d.max_keys};
-    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
-                      PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2)}, scratch, d_out.get(), nullptr);
     AttentionQueries decodes = all;
     decodes.num_queries = int(rest.size());
     decodes.query_ids = d_rest.get();
     paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr, 1);
+    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
+                      PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
+                      scratch, d_out.get(), nullptr);
     const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << "mixed step: " << c.describe();
   }

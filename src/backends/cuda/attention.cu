@@ -335,7 +335,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                                                                 const float* __restrict__ sinks, int nkv,
                                                                 int num_splits,
                                                                 const int32_t* __restrict__ query_ids,
-                                                                bf16_t* __restrict__ out) {
+                                                                bool records_by_id, bf16_t* __restrict__ out) {
   pdl_grid_start();  // see launch.cuh
   constexpr int E = D / 32, R = G * (D + 2);
   const int nh = nkv * G;
@@ -343,7 +343,8 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
   const int qi = query_ids ? query_ids[z] : z;
   const int kvh = h / G, hh = h % G;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const float* recs = partials + (int64_t(z) * nkv + kvh) * num_splits * R;
+  // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
+  const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
   const float sink = sinks ? sinks[h] * kLog2e : kNegInf;
   __shared__ float red_m[4], red_l[4], red_a[4][D];
   float mx = kNegInf;
@@ -404,7 +405,7 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
                                            chunk, splits, scratch.data);
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream, 
-      scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, reinterpret_cast<bf16_t*>(out));
+      scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
@@ -416,13 +417,13 @@ int64_t attention_partial_floats(const AttentionShape& s) {
 }
 
 void attention_combine_splits(const float* partials, const float* sinks, const AttentionShape& s, int num_queries,
-                              int num_splits, bf16* out, cudaStream_t stream) {
+                              const int32_t* query_ids, int num_splits, bf16* out, cudaStream_t stream) {
   if (s.head_dim != 128 || s.n_heads != 8 * s.n_kv_heads)
     throw Error("attention_combine_splits: only head_dim 128 with 8 query heads per KV head is built (got " +
                 std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
   if (num_queries <= 0) return;
   launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
-             sinks, s.n_kv_heads, num_splits, static_cast<const int32_t*>(nullptr), reinterpret_cast<bf16_t*>(out));
+             sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

@@ -63,11 +63,15 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
 // head_dim 128 and 8 query heads per KV head only (Flint's shape); other shapes throw.
 //
 // tiles: device array of `num_tiles` pairs {first query index, query count (1..16)}; the queries
-// of a tile must be consecutive positions of one sequence (same block table). Every query of
-// `queries` must be in exactly one tile. build_prefill_tiles makes such a list on the host.
+// of a tile must be consecutive positions of one sequence (same block table), and no query may
+// be in two tiles. append_prefill_tiles makes such a list on the host. query_ids lists the
+// `num_queries` queries the tiles cover (what the split combine merges); nullptr means every
+// query 0..NQ-1 of `queries` is in a tile. Queries outside the tiles are never written.
 struct PrefillTiles {
   const int32_t* tiles = nullptr;
   int num_tiles = 0;
+  const int32_t* query_ids = nullptr;
+  int num_queries = 0;
 };
 constexpr int kPrefillTileTokens = 16;
 
@@ -82,10 +86,12 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
                        const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
 
 // Merges `num_splits` partial records per (query, KV head) (the layout attention_partial_floats
-// describes, scores in the log2 domain) and adds the sinks: the second kernel of paged_attention,
-// shared with prefill_attention. head_dim 128, 8 query heads per KV head.
+// describes, scores in the log2 domain, records of query qi at index qi) and adds the sinks, for
+// the queries query_ids[0..num_queries) (nullptr: 0..num_queries-1): the second kernel of
+// paged_attention, shared with prefill_attention. head_dim 128, 8 query heads per KV head.
 void attention_combine_splits(const float* partials, const float* sinks, const AttentionShape& shape,
-                              int num_queries, int num_splits, bf16* out, cudaStream_t stream);
+                              int num_queries, const int32_t* query_ids, int num_splits, bf16* out,
+                              cudaStream_t stream);
 
 // CPU reference (double accumulation) over host copies of the same data.
 void paged_attention_ref(const std::vector<bf16>& q, const std::vector<bf16>& k_cache,

@@ -269,6 +269,9 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   if (s.block_size <= 0) throw Error("prefill_attention: bad block size " + std::to_string(s.block_size));
   if (qs.query_ids) throw Error("prefill_attention: query_ids is a paged_attention option; pass tiles instead");
   if (qs.num_queries <= 0 || tiles.num_tiles <= 0) return;
+  if (tiles.query_ids && (tiles.num_queries <= 0 || tiles.num_queries > qs.num_queries))
+    throw Error("prefill_attention: " + std::to_string(tiles.num_queries) + " tiled queries of " +
+                std::to_string(qs.num_queries));
   if (tiles.num_tiles > qs.num_queries)
     throw Error("prefill_attention: " + std::to_string(tiles.num_tiles) + " tiles for " +
                 std::to_string(qs.num_queries) + " queries");
@@ -293,7 +296,9 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   launch_pdl(attention_prefill_kernel, dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(splits)),
              dim3(kThreads), size_t(kSmemBytes), stream, args);
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
-  if (splits > 1) attention_combine_splits(scratch.data, sinks, s, qs.num_queries, int(splits), out, stream);
+  if (splits > 1)
+    attention_combine_splits(scratch.data, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
+                             tiles.query_ids, int(splits), out, stream);
 }
 
 }  // namespace striker::cuda

@@ -82,9 +82,9 @@ struct CudaBackend::StepPlan {
   int max_keys_full = 0, max_keys_sliding = 0;
   // Prefill attention: tiles of the sequences with >= kPrefillMinRun queries, and the indices of
   // the other queries with their key bounds. Used only when use_prefill (set by forward()).
-  int num_prefill_tiles = 0, num_rest = 0, max_keys_full_rest = 0, max_keys_sliding_rest = 0;
+  int num_prefill_tiles = 0, num_tiled = 0, num_rest = 0, max_keys_full_rest = 0, max_keys_sliding_rest = 0;
   bool use_prefill = false;
-  const int32_t *prefill_tiles = nullptr, *rest_queries = nullptr;
+  const int32_t *prefill_tiles = nullptr, *tiled_queries = nullptr, *rest_queries = nullptr;
   size_t bytes = 0;          // metadata bytes used from offset 0
   size_t sliding_bytes = 0;  // and from sliding_base
   const int32_t *tokens = nullptr, *positions = nullptr, *off_full = nullptr, *off_sliding = nullptr,
@@ -134,11 +134,11 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.scratch.data = w.arena.get<float>(w.scratch.max_partials * attention_partial_floats(shape));
   // [per-token arrays | logit rows | full tables] packed from 0; sliding tables at a fixed base,
   // so every device pointer depends only on (T, rows) and a captured graph can be replayed.
-  // The prefill tiles (at most T pairs) and other-query list (at most T) follow the full tables:
-  // their sizes depend on the batch, but they are only used in steps that are never captured.
+  // The prefill tiles (at most T pairs), tiled and other query lists (T in all) follow the full
+  // tables: their sizes depend on the batch, but they are only used in steps never captured.
   w.sliding_base = align16(size_t(Tm) * 4) * 4 + align16(size_t(Tm) * 8) * 2 +
                    align16(size_t(options_.max_logit_rows) * 4) + align16(size_t(options_.max_table_entries) * 4) +
-                   align16(size_t(Tm) * 8) + align16(size_t(Tm) * 4);
+                   align16(size_t(Tm) * 8) + align16(size_t(Tm) * 4) * 2;
   w.meta_bytes = w.sliding_base + align16(size_t(options_.max_table_entries) * 4);
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.meta_host), w.meta_bytes));
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
@@ -223,7 +223,7 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   if (k_cache_.empty()) throw Error("CUDA backend: forward() called before allocate_kv_cache()");
   const bool has_full = c.num_full_layers() > 0, has_sliding = c.num_sliding_layers() > 0;
   const int64_t W = c.sliding_window;
-  std::vector<int32_t> tokens, positions, off_full, off_sliding, tables_full, tables_sliding, rows, tiles, rest;
+  std::vector<int32_t> tokens, positions, off_full, off_sliding, tables_full, tables_sliding, rows, tiles, tiled, rest;
   std::vector<int64_t> slots_full, slots_sliding;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceChunk& seq = batch.seqs[s];
@@ -264,6 +264,7 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
                             seq.sliding_block_table.begin() + last_block + 1);
     if (n >= kPrefillMinRun) {
       append_prefill_tiles(int(tokens.size()), int(n), tiles);
+      for (int64_t i = 0; i < n; ++i) tiled.push_back(int32_t(tokens.size() + size_t(i)));
     } else {
       for (int64_t i = 0; i < n; ++i) rest.push_back(int32_t(tokens.size() + size_t(i)));
       p.max_keys_full_rest = std::max<int>(p.max_keys_full_rest, int(last + 1));
@@ -316,8 +317,10 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   put(slots_sliding, p.slots_sliding);
   put(tables_full, p.tables_full);
   put(tiles, p.prefill_tiles);
+  put(tiled, p.tiled_queries);
   put(rest, p.rest_queries);
   p.num_prefill_tiles = int(tiles.size() / 2);
+  p.num_tiled = int(tiled.size());
   p.num_rest = int(rest.size());
   p.bytes = off;
   off = ws_->sliding_base;
@@ -389,7 +392,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
                                    sliding ? p.max_keys_sliding : p.max_keys_full};
     if (p.use_prefill) {                                                             // o = softmax with sinks · v
       prefill_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries,
-                        PrefillTiles{p.prefill_tiles, p.num_prefill_tiles}, w.scratch, w.attn, stream_);
+                        PrefillTiles{p.prefill_tiles, p.num_prefill_tiles, p.tiled_queries, p.num_tiled}, w.scratch,
+                        w.attn, stream_);
       if (p.num_rest > 0) {  // the step's short runs (decodes): split-KV decode kernel
         AttentionQueries rest = queries;
         rest.num_queries = p.num_rest;
