@@ -126,6 +126,20 @@ void quantize_row_to_ggml(const float* x, int64_t in, uint8_t* blocks) {
   }
 }
 
+RandomScale random_weight_scale(float target_std) {
+  // Scale bytes 0x30..0x3F are 0.5..1.875: a spread of realistic block scales, all normal.
+  RandomScale r;
+  r.scale_lo = 0x30;
+  r.scale_hi = 0x3F;
+  double code_sq = 0, scale_sq = 0;
+  for (uint8_t c = 0; c < 16; ++c) code_sq += double(e2m1_value(c)) * e2m1_value(c) / 16.0;
+  const int n = r.scale_hi - r.scale_lo + 1;
+  for (int b = r.scale_lo; b <= r.scale_hi; ++b)
+    scale_sq += double(ue4m3_value(uint8_t(b))) * ue4m3_value(uint8_t(b)) / n;
+  r.scale2 = float(double(target_std) / std::sqrt(code_sq * scale_sq));
+  return r;
+}
+
 float global_scale_for_amax(float amax) { return amax > 0.0f ? amax / (6.0f * 448.0f) : 1.0f; }
 
 }  // namespace striker::nvfp4

@@ -43,6 +43,15 @@ void dequantize_ggml_row(const uint8_t* blocks, int64_t in, float scale2, float*
 // minimum on ties). Writes ggml blocks.
 void quantize_row_to_ggml(const float* x, int64_t in, uint8_t* blocks);
 
+// Random NVFP4 weights (--load-format dummy): codes uniform over all 16 E2M1 codes, scale bytes
+// uniform in [scale_lo, scale_hi], times scale2. Their std is sqrt(E[e2m1²]·E[ue4m3²])·scale2
+// (independent, zero-mean codes); random_weight_scale picks scale2 so that std = target_std.
+struct RandomScale {
+  uint8_t scale_lo = 0, scale_hi = 0;
+  float scale2 = 1.0f;
+};
+RandomScale random_weight_scale(float target_std);
+
 // The global scale NVIDIA's recipe uses: amax / (6 · 448), so every scale byte fits; 1 for 0.
 float global_scale_for_amax(float amax);
 

@@ -18,6 +18,9 @@
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_grouped.h"
+#include "backends/cuda/nvfp4_linear.h"
+#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/nvfp4_prefill.h"
 #include "backends/cuda/qk_rope_kv.h"
 #include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
@@ -463,6 +466,93 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
       tflops(flops, us_old));
 }
 
+// NVFP4 (W4A16): weight bytes are codes (in/2) + scale bytes (in/16) per row.
+double nvfp4_bytes(double rows, double in) { return rows * in * (0.5 + 1.0 / 16); }
+
+Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in) {
+  Nvfp4HostMatrix m;
+  m.codes.resize(size_t(rows) * size_t(in / 2));
+  m.scales.resize(size_t(rows) * size_t(in / 16));
+  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
+  for (auto& s : m.scales) s = uint8_t(0x30 + rng() % 16);
+  return m;
+}
+
+void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits) {
+  const int nc = copies_for(nvfp4_bytes(out, in));
+  auto x = random_bf16(rng, size_t(T) * in);
+  const auto W = random_nvfp4(rng, out, in);
+  const RowScale2 s2 = RowScale2::uniform(0.01f);
+  std::vector<DeviceBuffer<uint8_t>> codes, scales;
+  for (int i = 0; i < nc; ++i) codes.emplace_back(W.codes), scales.emplace_back(W.scales);
+  DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out);
+  DeviceBuffer<float> d_l(size_t(T) * out);
+  auto launch = [&](int i) {
+    const Nvfp4Matrix m{codes[size_t(i % nc)].get(), scales[size_t(i % nc)].get()};
+    if (logits) nvfp4_gemv_logits(d_x.get(), T, in, m, s2, out, d_l.get(), nullptr);
+    else nvfp4_gemv(d_x.get(), T, in, m, s2, out, d_y.get(), nullptr);
+  };
+  d_y.poison();
+  d_l.poison();
+  launch(0);
+  std::vector<float> dot;
+  nvfp4_gemv_ref(x, T, in, W, s2, out, dot);
+  const auto got = logits ? d_l.download() : to_float(d_y.download());
+  const auto c = compare(got, rounded(dot), kBf16Rtol, 1e-3);
+  row(name, &c, time_us(launch), nvfp4_bytes(out, in));
+}
+
+// Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
+// routing rotated over 16 expert sets so the weights are not L2 hits.
+void bench_nvfp4_moe(std::mt19937& rng) {
+  const int H = 2048, I = 512, Is = 512, E = 256, K = 6, T = 1;
+  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  const auto dn = random_nvfp4(rng, int64_t(E) * H, I);
+  const auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sd = random_nvfp4(rng, H, Is);
+  DeviceBuffer<uint8_t> gc(g.codes), gs(g.scales), uc(u.codes), us(u.scales), dc(dn.codes), ds(dn.scales);
+  DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
+  const std::vector<float> s2(size_t(E), 0.01f);
+  DeviceBuffer<float> d_s2(s2);
+  const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()},
+                       0.01f, 0.01f, 0.01f, Is};
+  const Nvfp4Stack gst{{gc.get(), gs.get()}, d_s2.get()}, ust{{uc.get(), us.get()}, d_s2.get()},
+      dst{{dc.get(), ds.get()}, d_s2.get()};
+  auto x = random_bf16(rng, size_t(H), 1.f);
+  DeviceBuffer<bf16> d_x(x), d_h(static_cast<size_t>(H)), d_act(size_t(K) * I), d_sact(static_cast<size_t>(Is));
+  const std::vector<float> tw(size_t(K), 0.4f);
+  DeviceBuffer<float> d_tw(tw);
+  std::vector<DeviceBuffer<int32_t>> routings;
+  for (int r = 0; r < 16; ++r) {
+    std::vector<int32_t> ids_r(static_cast<size_t>(K));
+    for (int k = 0; k < K; ++k) ids_r[size_t(k)] = (r * K + k) * 5 % E;
+    routings.emplace_back(ids_r);
+  }
+  auto moe = [&](int i) {
+    const int32_t* idp = routings[size_t(i % 16)].get();
+    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), nullptr);
+    nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
+                           nullptr);
+  };
+  STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(H) * 2));
+  row("nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe), double(K + 1) * 3 * nvfp4_bytes(I, H));
+}
+
+// Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
+void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out) {
+  auto x = random_bf16(rng, size_t(T) * in);
+  const auto W = random_nvfp4(rng, out, in);
+  DeviceBuffer<uint8_t> c(W.codes), sc(W.scales);
+  DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out), d_scratch(size_t(out) * in);
+  auto launch = [&](int) {
+    nvfp4_gemm(lt, d_x.get(), T, in, {c.get(), sc.get()}, RowScale2::uniform(0.01f), out, d_y.get(), out,
+               {d_scratch.get(), int64_t(out) * in}, nullptr);
+  };
+  const double us = time_us(launch);
+  char extra[64];
+  std::snprintf(extra, sizeof extra, "%.0f TFLOP/s", 2.0 * T * in * out / (us * 1e-6) / 1e12);
+  row(name, nullptr, us, nvfp4_bytes(out, in) + double(out) * in * 4 + double(T) * (in + out) * 2, extra);
+}
+
 }  // namespace
 
 int main() {
@@ -498,6 +588,13 @@ int main() {
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
     for (int T : {16, 64, 256, 8192}) bench_moe_grouped(rng, lt, T);
+    bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
+    bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
+    bench_nvfp4_gemv(rng, "nvfp4 gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
+    bench_nvfp4_gemv(rng, "nvfp4 gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
+    bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=1", 1, 2048, 151552, true);
+    bench_nvfp4_moe(rng);
+    bench_nvfp4_gemm(rng, lt, "nvfp4 gemm qkv T=8192 (deq+Lt)", 8192, 2048, 5120);
     std::printf("kernel checks failed: %d\n", g_failures);
     return g_failures == 0 ? 0 : 1;
   } catch (const std::exception& e) {

@@ -15,6 +15,9 @@
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_grouped.h"
+#include "backends/cuda/nvfp4_linear.h"
+#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/nvfp4_prefill.h"
 #include "backends/cuda/qk_rope_kv.h"
 #include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
@@ -70,9 +73,19 @@ struct CudaBackend::Workspace {
   // device (tile_rows is chosen per step), SwiGLU activations and expert outputs in sorted order.
   MoeRouting routing;
   bf16 *a_sorted = nullptr, *y_sorted = nullptr;
+  // NVFP4 routed experts of steps above 8 tokens still take the host-sorted path of
+  // nvfp4_prefill.h (buffers allocated only for such models).
+  bf16 *xs_sorted = nullptr, *g_sorted = nullptr, *u_sorted = nullptr, *nv_a_sorted = nullptr, *nv_y_sorted = nullptr;
+  int32_t* d_sort = nullptr;      // [sorted token of each row | sorted row of each slot]
+  int32_t* ids_host = nullptr;    // pinned [Tm*K]
+  int32_t* sort_host = nullptr;   // pinned [2*Tm*K]
+  Nvfp4Scratch nv_scratch;        // dequantised NVFP4 weights of prefill chunks (none without NVFP4)
+  Nvfp4Scratch nv_stack_scratch;  // one dequantised [E, I, H] expert stack (NVFP4 experts only)
   ~Workspace() {
     if (meta_host) cudaFreeHost(meta_host);
     if (logits_host) cudaFreeHost(logits_host);
+    if (ids_host) cudaFreeHost(ids_host);
+    if (sort_host) cudaFreeHost(sort_host);
   }
 };
 
@@ -157,6 +170,20 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);
+    if (nvfp4_stack_scratch_elems(model_) > 0) {  // NVFP4 experts: host-sorted prefill path
+      w.xs_sorted = w.arena.get<bf16>(slots * H);
+      w.g_sorted = w.arena.get<bf16>(slots * I);
+      w.u_sorted = w.arena.get<bf16>(slots * I);
+      w.nv_a_sorted = w.arena.get<bf16>(slots * I);
+      w.nv_y_sorted = w.arena.get<bf16>(slots * H);
+      w.d_sort = w.arena.get<int32_t>(2 * slots);
+      STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.ids_host), size_t(slots) * 4));
+      STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.sort_host), size_t(slots) * 8));
+    }
+    w.nv_scratch.elems = nvfp4_scratch_elems(model_);
+    if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
+    w.nv_stack_scratch.elems = nvfp4_stack_scratch_elems(model_);
+    if (w.nv_stack_scratch.elems > 0) w.nv_stack_scratch.data = w.arena.get<bf16>(w.nv_stack_scratch.elems);
   }
 }
 
@@ -342,6 +369,61 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, i
   }
 }
 
+void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
+  if (!q.present()) return linear(x, T, in, W, out, y);
+  if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_);
+  else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
+}
+
+void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
+                                  bf16* h) {
+  if (!q.present()) return linear_residual(x, T, in, W, out, h);
+  if (T <= kGemvMaxTokens) {
+    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
+  } else {
+    nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
+    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+  }
+}
+
+// NVFP4 routed experts. Decode: the selected-experts kernels, with an NVFP4 shared expert fused
+// into them, or a BF16 one run first by the BF16 GEMV kernels and added as a bf16 vector.
+// Prefill: nvfp4_moe_prefill (dequantise + cuBLASLt per selected expert).
+void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
+            K = int(c.num_experts_per_tok);
+  if (T > kGemvMaxTokens) {
+    MoePrefillBuffers b;
+    b.x = w.x;
+    b.h = w.h;
+    b.topk_ids = w.topk_ids;
+    b.topk_w = w.topk_w;
+    b.xs_sorted = w.xs_sorted, b.g_sorted = w.g_sorted, b.u_sorted = w.u_sorted, b.a_sorted = w.nv_a_sorted;
+    b.y_sorted = w.nv_y_sorted;
+    b.d_sort = w.d_sort;
+    b.ids_host = w.ids_host;
+    b.sort_host = w.sort_host;
+    b.sh_gate = w.gate, b.sh_up = w.up, b.sh_act = w.act, b.sh_out = w.tmp;
+    nvfp4_moe_prefill(w.lt, L, c, T, b, w.nv_scratch, w.nv_stack_scratch, stream_);
+    return;
+  }
+  const bool shared_nv = L.nv_sh_gate.present();
+  const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
+                       L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
+  const bf16* y_shared = nullptr;
+  if (L.sh_gate) {  // BF16 shared expert: y_shared = bf16(mm(act, Wd_shared)) into w.tmp
+    gemv_gate_up(w.x, T, H, L.sh_gate, L.sh_up, Is, w.act, stream_);
+    gemv_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
+    y_shared = w.tmp;
+  }
+  nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
+  nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
+}
+
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
 // routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
 // SwiGLU, down) stream each routed expert's weights once per tile of rows. No host sync, so
@@ -381,7 +463,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
     rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
-    linear(w.x, T, H, L.wqkv, qkv_dim, w.qkv);                                       // q|k|v = bf16(mm(x, Wqkv))
+    linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
                           sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
@@ -406,21 +488,26 @@ void CudaBackend::run_layers(const StepPlan& p) {
       paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
                       stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
     }
-    linear_residual(w.attn, T, nh * d, L.wo, H, w.h);                                // h = bf16(h + bf16(mm(o, Wo)))
+    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
     rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)
-      if (T <= kGemvMaxTokens) {
+      if (T <= kGemvMaxTokens && L.gate && L.up) {
         gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
-      } else {
-        w.lt.gemm_bf16(w.x, T, H, L.gate, Id, w.gate, stream_);
-        w.lt.gemm_bf16(w.x, T, H, L.up, Id, w.up, stream_);
+      } else if (T <= kGemvMaxTokens && L.nv_gate.present() && L.nv_up.present()) {
+        nvfp4_gemv_gate_up(w.x, T, H, L.nv_gate.matrix(), L.nv_gate.scale2.s[0], L.nv_up.matrix(),
+                           L.nv_up.scale2.s[0], Id, w.act, stream_);
+      } else {  // prefill, or gate and up in different formats
+        linear(w.x, T, H, L.gate, L.nv_gate, Id, w.gate);
+        linear(w.x, T, H, L.up, L.nv_up, Id, w.up);
         swiglu_act(w.gate, w.up, w.act, int64_t(T) * Id, stream_);
       }
-      linear_residual(w.act, T, Id, L.down, H, w.h);                                 // h = bf16(h + y)
+      linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);                      // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
       router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
                   stream_);
-      if (T <= kGemvMaxTokens) {  // decode: read only the selected experts' rows
+      if (L.nv_exp_gate.present()) {
+        moe_nvfp4(L, T);                                                             // h = bf16(h + y)
+      } else if (T <= kGemvMaxTokens) {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                     L.sh_gate ? w.shared_act : nullptr, stream_);
         moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
@@ -433,7 +520,16 @@ void CudaBackend::run_layers(const StepPlan& p) {
   // logits = bf16(mm(rmsnorm(h), lm_head)) for the requested rows only.
   embedding_gather(w.h, T, H, p.logit_rows, p.rows, w.logit_x, stream_);
   rmsnorm(w.logit_x, model_.final_norm, w.logit_x, p.rows, H, eps, stream_);
-  if (p.rows <= kGemvMaxTokens) {
+  if (model_.nv_lm_head.present()) {
+    const Nvfp4Linear& q = model_.nv_lm_head;
+    if (p.rows <= kGemvMaxTokens) {
+      nvfp4_gemv_logits(w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits, stream_);
+    } else {
+      nvfp4_gemm(w.lt, w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits_bf16,
+                 int(c.vocab_size), w.nv_scratch, stream_);
+      bf16_to_f32(w.logits_bf16, w.logits, int64_t(p.rows) * c.vocab_size, stream_);
+    }
+  } else if (p.rows <= kGemvMaxTokens) {
     gemv_logits(w.logit_x, p.rows, H, model_.lm_head, int(c.vocab_size), w.logits, stream_);
   } else {
     w.lt.gemm_bf16(w.logit_x, p.rows, H, model_.lm_head, int(c.vocab_size), w.logits_bf16, stream_);
@@ -458,7 +554,11 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
   const int64_t V = model_.config.vocab_size;
   // Decode batches (one logits row per token) up to 256 tokens; prefill chunks of other shapes
   // would each capture a graph of their own for little gain.
-  const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T);
+  // NVFP4 routed experts above the decode sizes still read the routing back on the host
+  // (nvfp4_prefill.h), which a graph cannot capture.
+  const bool host_sync_moe = p.T > kGemvMaxTokens && ws_->ids_host != nullptr;
+  const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T) &&
+                     !host_sync_moe;
   // Captured steps keep the decode kernel for every query: it handles any mix of sequences with
   // launch shapes that depend only on (T, rows, key buckets), which the graph key covers.
   const FlintConfig& c = model_.config;

@@ -1,8 +1,8 @@
-// The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 weights, paged BF16
-// KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV kernels; larger chunks use
-// cuBLASLt for the dense projections and grouped tensor-core kernels for the routed experts.
-// Every buffer is allocated up front: a step allocates nothing and synchronises only to return
-// the logits; steps of up to 256 tokens can replay captured CUDA graphs.
+// The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 and/or NVFP4 (W4A16)
+// linear weights, paged BF16 KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV
+// kernels; larger chunks use cuBLASLt for the dense projections and grouped tensor-core kernels
+// for the routed experts. Every buffer is allocated up front: a step allocates nothing and
+// synchronises only to return the logits; steps of up to 256 tokens can replay captured CUDA graphs.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -49,6 +49,11 @@ class CudaBackend : public Backend {
   void moe_batched(const DeviceLayer& layer, int T);
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
+  // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
+  void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
+  // Routed + shared experts of a layer whose routed experts are NVFP4 (h = bf16(h + y)).
+  void moe_nvfp4(const DeviceLayer& layer, int T);
 
   DeviceModel model_;
   CudaBackendOptions options_;

@@ -22,14 +22,21 @@ class LtGemm {
 
   // Throws striker::Error when cuBLASLt has no algorithm for the shape or the call fails.
   void gemm_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream);
+  // out[t·ld_out + o] = bf16(alpha · Σ_i x[t,i]·W[o,i]): alpha scales the fp32 accumulator
+  // (NVFP4's scale2, FLINT.md §4), and the output may be a column block of a wider matrix
+  // (ld_out >= out_dim). Pointers need only 16-byte alignment.
+  void gemm_bf16_scaled(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, int ld_out, float alpha,
+                        cudaStream_t stream);
 
  private:
   struct Plan;
   Plan& plan_for(int T, int in, int out_dim);
+  Plan& scaled_plan_for(int T, int in, int out_dim, int ld_out);
   void* handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::map<std::tuple<int, int, int>, std::unique_ptr<Plan>> plans_;  // descriptors and chosen algorithm per shape
+  std::map<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> scaled_plans_;
 };
 
 }  // namespace striker::cuda

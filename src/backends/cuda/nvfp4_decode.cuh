@@ -1,0 +1,114 @@
+// Device-side NVFP4 decoding and the warp dot product every NVFP4 GEMV-style kernel shares.
+#pragma once
+#include <cuda_fp16.h>
+
+#include "backends/cuda/device_math.cuh"
+
+namespace striker::cuda {
+
+// UE4M3 scale byte -> value · 2^14 (the 2^14 undoes the 2^-14 of e2m1_pair_x2m14). Decoded as
+// model/nvfp4.cpp ue4m3_value does: bit 7 ignored, 0x7F (NaN) -> 0, subnormals m·2^-9.
+// Normal: 2^(e-7)·(1+m/8)·2^14 has fp32 exponent field e+134, i.e. bits ((e<<3|m) + 134·8) << 20.
+__device__ __forceinline__ float ue4m3_x2p14(uint32_t b) {
+  b &= 0x7Fu;
+  if (b == 0x7Fu) return 0.f;
+  if ((b >> 3) == 0) return float(b) * 32.f;  // m·2^-9·2^14
+  return __uint_as_float((b + 1072u) << 20);
+}
+
+// One code byte (two E2M1 nibbles) -> (low, high) values · 2^-14, exactly: each nibble s|e1 e0|m
+// is placed into an fp16 as sign bit 15, exponent bits 10–11, mantissa bit 9; fp16's bias 15
+// then gives 2^(e-15)·(1+m/2) = E2M1·2^-14 for e > 0 and the subnormal m·2^-15 = E2M1·2^-14 for e = 0.
+__device__ __forceinline__ float2 e2m1_pair_x2m14(uint32_t byte) {
+  const uint32_t t = (byte | (byte << 12)) & 0x000F000Fu;  // low nibble at bits 0-3, high at 16-19
+  const uint32_t h = ((t & 0x00080008u) << 12) | ((t & 0x00070007u) << 9);
+  __half2_raw raw;
+  raw.x = static_cast<unsigned short>(h & 0xFFFFu);
+  raw.y = static_cast<unsigned short>(h >> 16);
+  return __half22float2(__half2(raw));
+}
+
+// 16 weights (two code words) -> floats · 2^-14.
+__device__ __forceinline__ void decode16(uint32_t w0, uint32_t w1, float (&f)[16]) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const float2 p = e2m1_pair_x2m14((w0 >> (8 * b)) & 0xFFu);
+    const float2 q = e2m1_pair_x2m14((w1 >> (8 * b)) & 0xFFu);
+    f[2 * b] = p.x;
+    f[2 * b + 1] = p.y;
+    f[8 + 2 * b] = q.x;
+    f[8 + 2 * b + 1] = q.y;
+  }
+}
+
+// Σ over one 16-weight group of x·E2M1·E4M3: code words w0|w1 (8 bytes), its scale byte `sb`,
+// x = the group's 16 activations (16-byte aligned).
+__device__ __forceinline__ float group_dot(uint32_t w0, uint32_t w1, uint32_t sb, const bf16_t* x) {
+  float wf[16], xf[16];
+  decode16(w0, w1, wf);
+  unpack8(load_cached(x), xf);
+  unpack8(load_cached(x + 8), xf + 8);
+  float p = 0.f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+  return ue4m3_x2p14(sb & 0xFFu) * p;
+}
+
+// One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against activation
+// rows x[r] (token t at x[r] + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
+// code chunks (32 weights, 2 scale bytes) part·32+lane, stepping 32·parts (split-K over warps).
+// Returns the warp-reduced Σ x·E2M1·E4M3 WITHOUT scale2 in every lane.
+template <int R, int NT>
+__device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R], const uint8_t* const (&scales)[R],
+                                               const bf16_t* const (&x)[R], int64_t x_stride, int nt, int in,
+                                               float (&acc)[R][NT], int part = 0, int parts = 1) {
+  const int lane = threadIdx.x & 31;
+  const int chunks = in / 32;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+#pragma unroll(NT == 1 ? 2 : 1)
+  for (int c = part * 32 + lane; c < chunks; c += 32 * parts) {
+    uint4 q[R];
+    uint32_t sc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      q[r] = load_stream(codes[r] + int64_t(c) * 16);
+      sc[r] = __ldcs(reinterpret_cast<const unsigned short*>(scales[r] + int64_t(c) * 2));
+    }
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
+      float wf[R][16];
+      float s[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        decode16(g == 0 ? q[r].x : q[r].z, g == 0 ? q[r].y : q[r].w, wf[r]);
+        s[r] = ue4m3_x2p14((sc[r] >> (8 * g)) & 0xFFu);
+      }
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < nt) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            // Rows of one call usually share x (same pointer): the cached loads then hit L1.
+            const bf16_t* xp = x[r] + t * x_stride + int64_t(c) * 32 + g * 16;
+            float xf[16];
+            unpack8(load_cached(xp), xf);
+            unpack8(load_cached(xp + 8), xf + 8);
+            float p = 0.f;
+#pragma unroll
+            for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
+            acc[r][t] = fmaf(s[r], p, acc[r][t]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,326 @@
+// NVFP4 (W4A16) kernels against their CPU references (nvfp4_ref.cpp, built on model/nvfp4's
+// scalar codec): dequantisation (bit-exact), GEMV store/residual/logits with per-row-range
+// scale2, fused gate/up + SwiGLU, selected-experts MoE, and random dummy weights' statistics.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "backends/cuda/gemm_lt.h"
+#include "backends/cuda/nvfp4_linear.h"
+#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/nvfp4_prefill.h"
+#include "cuda_test_util.h"
+#include "model/nvfp4.h"
+
+namespace striker::cuda::testing {
+namespace {
+
+// Codes uniform over all bytes; scale bytes uniform in [lo, hi].
+Nvfp4HostMatrix random_matrix(std::mt19937& rng, int64_t rows, int in, int lo = 0x30, int hi = 0x40) {
+  Nvfp4HostMatrix m;
+  m.codes.resize(size_t(rows) * size_t(in / 2));
+  m.scales.resize(size_t(rows) * size_t(in / 16));
+  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
+  std::uniform_int_distribution<int> sd(lo, hi);
+  for (auto& s : m.scales) s = uint8_t(sd(rng));
+  return m;
+}
+
+struct DeviceMatrix {
+  DeviceBuffer<uint8_t> codes, scales;
+  explicit DeviceMatrix(const Nvfp4HostMatrix& m) : codes(m.codes), scales(m.scales) {}
+  Nvfp4Matrix view() const { return {codes.get(), scales.get()}; }
+};
+
+std::vector<float> rounded(const std::vector<float>& dot) {
+  std::vector<float> r(dot.size());
+  for (size_t i = 0; i < dot.size(); ++i) r[i] = round_bf16(dot[i]);
+  return r;
+}
+
+TEST(CudaNvfp4, DequantizeIsExactForEveryScaleByte) {
+  std::mt19937 rng(61);
+  const int64_t rows = 37;
+  const int in = 576;  // 36 scale bytes per row: rows x 36 > 256 covers every scale byte below
+  auto m = random_matrix(rng, rows, in);
+  for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = uint8_t(i & 0xFF);  // incl. 0, subnormals, 0x7F, bit 7
+  const auto ref = nvfp4_dequantize_ref(m, rows, in);
+  DeviceMatrix d(m);
+  DeviceBuffer<bf16> out(size_t(rows) * in);
+  out.poison();
+  nvfp4_dequantize(d.view(), rows, in, out.get(), nullptr);
+  const auto got = to_float(out.download());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    // Exact: the reference product must already be a bf16 value and the kernel must produce it.
+    const bool ok = !std::isnan(got[i]) && got[i] == ref[i] && round_bf16(ref[i]) == ref[i];
+    if (!ok && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << "first mismatch at " << first << ": got " << got[first] << " want " << ref[first];
+}
+
+struct Shape {
+  int T, in, out;
+};
+
+TEST(CudaNvfp4, GemvStoreResidualAndLogitsMatchReference) {
+  std::mt19937 rng(62);
+  for (Shape s : {Shape{1, 2048, 1001}, Shape{3, 1024, 37}, Shape{8, 576, 300}, Shape{11, 2048, 77},
+                  Shape{1, 512, 2050}, Shape{2, 8192, 33}, Shape{1, 256, 40000}, Shape{5, 4096, 2048},
+                  Shape{1, 4096, 2050}}) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto W = random_matrix(rng, s.out, s.in);
+    // Three row ranges with their own scale2 (q|k|v), boundaries not multiples of any tile.
+    RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
+    std::vector<float> dot;
+    nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
+    const auto ref = rounded(dot);
+    DeviceMatrix dW(W);
+    DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.out);
+    d_y.poison();
+    nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr);
+    auto c = compare(to_float(d_y.download()), ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "store " << c.describe();
+
+    DeviceBuffer<float> d_logits(size_t(s.T) * s.out);
+    d_logits.poison();
+    nvfp4_gemv_logits(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_logits.get(), nullptr);
+    c = compare(d_logits.download(), ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "logits " << c.describe();
+
+    auto h = random_bf16(rng, size_t(s.T) * s.out);
+    std::vector<float> h_ref(h.size());
+    for (size_t i = 0; i < h.size(); ++i) h_ref[i] = round_bf16(bf16_to_float(h[i]) + ref[i]);
+    DeviceBuffer<bf16> d_h(h);
+    nvfp4_gemv_residual(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_h.get(), nullptr);
+    c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "residual " << c.describe();
+  }
+}
+
+TEST(CudaNvfp4, GateUpSwigluMatchesReference) {
+  std::mt19937 rng(63);
+  for (Shape s : {Shape{1, 2048, 512}, Shape{5, 256, 77}, Shape{9, 1024, 33}, Shape{2, 2048, 100}}) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " inter=" + std::to_string(s.out));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto Wg = random_matrix(rng, s.out, s.in), Wu = random_matrix(rng, s.out, s.in);
+    const float s2g = 0.011f, s2u = 0.0047f;
+    std::vector<bf16> ref;
+    nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, s.out, ref);
+    DeviceMatrix dg(Wg), du(Wu);
+    DeviceBuffer<bf16> d_x(x), d_a(ref.size());
+    d_a.poison();
+    nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr);
+    const auto c = compare(d_a.download(), ref, 2 * kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << c.describe();
+  }
+}
+
+// Prefill projection: dequantise + cuBLASLt with alpha = scale2, in row chunks of a small
+// scratch (chunks end at the scale2 boundaries too), writing a column block of a wider output.
+TEST(CudaNvfp4, PrefillGemmMatchesReference) {
+  std::mt19937 rng(65);
+  LtGemm lt;
+  struct Case {
+    int T, in, out, ld;
+    int64_t scratch;
+  };
+  for (Case s : {Case{37, 256, 320, 320, 1 << 20}, Case{9, 512, 1000, 1000, 512 * 64},
+                 Case{130, 1024, 520, 600, 1024 * 24}, Case{17, 2048, 77, 77, 2048 * 8}}) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
+                 " ld=" + std::to_string(s.ld) + " scratch=" + std::to_string(s.scratch));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto W = random_matrix(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
+    const RowScale2 s2{s.out / 3 / 8 * 8, 2 * s.out / 3 / 8 * 8, {0.0137f, 0.0021f, 0.0433f}};  // multiples of 8
+    std::vector<float> dot;
+    nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
+    std::vector<float> ref(size_t(s.T) * s.ld, std::nanf(""));  // columns past `out` stay poisoned
+    for (int t = 0; t < s.T; ++t)
+      for (int o = 0; o < s.out; ++o) ref[size_t(t) * s.ld + o] = round_bf16(dot[size_t(t) * s.out + o]);
+    DeviceMatrix dW(W);
+    DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.ld), d_scratch(size_t(s.scratch));
+    d_y.poison();
+    nvfp4_gemm(lt, d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), s.ld, {d_scratch.get(), s.scratch}, nullptr);
+    const auto c = compare(to_float(d_y.download()), ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << c.describe();
+  }
+}
+
+TEST(CudaNvfp4, RejectsWidthsThatAreNotMultiplesOf64) {
+  DeviceBuffer<bf16> x(128), y(8);
+  DeviceBuffer<uint8_t> codes(512), scales(64);
+  EXPECT_THROW(nvfp4_gemv(x.get(), 1, 96, {codes.get(), scales.get()}, RowScale2::uniform(1.f), 4, y.get(), nullptr),
+               Error);
+  EXPECT_THROW(nvfp4_dequantize({codes.get(), scales.get()}, 1, 32, y.get(), nullptr), Error);
+}
+
+// Host float copy of a stack of E matrices, each times its scale2.
+std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in, const std::vector<float>& s2,
+                                 int64_t per) {
+  auto f = nvfp4_dequantize_ref(m, rows, in);
+  for (size_t i = 0; i < f.size(); ++i) f[i] *= s2[i / size_t(per)];
+  return f;
+}
+
+TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
+  std::mt19937 rng(64);
+  const int E = 16, H = 320, I = 192, Is = 128, K = 6;
+  for (int T : {1, 3}) {
+    for (int shared_mode : {0, 1, 2}) {  // 0: NVFP4 shared fused, 1: precomputed bf16 y_shared, 2: none
+      SCOPED_TRACE("T=" + std::to_string(T) + " shared_mode=" + std::to_string(shared_mode));
+      auto x = random_bf16(rng, size_t(T) * H);
+      auto g = random_matrix(rng, int64_t(E) * I, H), u = random_matrix(rng, int64_t(E) * I, H);
+      auto d = random_matrix(rng, int64_t(E) * H, I);
+      auto sg = random_matrix(rng, Is, H), su = random_matrix(rng, Is, H), sdn = random_matrix(rng, H, Is);
+      std::vector<float> s2g(E), s2u(E), s2d(E);
+      std::uniform_real_distribution<float> us(0.002f, 0.02f);
+      for (int e = 0; e < E; ++e) s2g[size_t(e)] = us(rng), s2u[size_t(e)] = us(rng), s2d[size_t(e)] = us(rng) * 0.5f;
+      const float sh_s2g = 0.009f, sh_s2u = 0.013f, sh_s2d = 0.004f;
+      std::vector<int32_t> ids;
+      std::vector<float> tw;
+      std::uniform_real_distribution<float> uw(0.1f, 1.f);
+      for (int t = 0; t < T; ++t) {
+        std::set<int32_t> chosen;
+        while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
+        for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
+      }
+      const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
+      const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
+      const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
+      const auto fsg = scaled_floats(sg, Is, H, {sh_s2g}, int64_t(Is) * H);
+      const auto fsu = scaled_floats(su, Is, H, {sh_s2u}, int64_t(Is) * H);
+      const auto fsd = scaled_floats(sdn, H, Is, {sh_s2d}, int64_t(H) * Is);
+      auto h = random_bf16(rng, size_t(T) * H);
+      std::vector<bf16> h_ref = h;
+      const bool with_shared = shared_mode != 2;
+      moe_float_ref(x, T, H, I, Is,
+                    MoeFloatWeights{&fg, &fu, &fd, with_shared ? &fsg : nullptr, &fsu, &fsd}, ids, tw, K, h_ref);
+
+      DeviceMatrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
+      DeviceBuffer<float> d_s2g(s2g), d_s2u(s2u), d_s2d(s2d), d_tw(tw);
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<bf16> d_x(x), d_h(h), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+      d_act.poison();
+      d_sact.poison();
+      const Nvfp4Shared sh{dsg.view(), dsu.view(), dsd.view(), sh_s2g, sh_s2u, sh_s2d, Is};
+      const Nvfp4Stack sg_stack{dg.view(), d_s2g.get()}, su_stack{du.view(), d_s2u.get()},
+          sd_stack{dd.view(), d_s2d.get()};
+      // Mode 1: the shared expert's output as a bf16 vector, computed by the host reference
+      // (stands for a BF16 shared expert run by the BF16 kernels).
+      DeviceBuffer<bf16> d_ysh;
+      if (shared_mode == 1) {
+        std::vector<bf16> ysh(size_t(T) * H), zero(size_t(T) * H, float_to_bf16(0.f));
+        std::vector<bf16> hz = zero;
+        moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&fg, &fu, &fd, &fsg, &fsu, &fsd}, std::vector<int32_t>(), {}, 0,
+                      hz);  // K = 0: h = bf16(0 + bf16(0 + shared)) = shared output
+        d_ysh = DeviceBuffer<bf16>(hz);
+      }
+      nvfp4_moe_gate_up(d_x.get(), T, H, sg_stack, su_stack, I, d_ids.get(), K, d_act.get(),
+                        shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr);
+      nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
+                             shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
+                             shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
+      const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << c.describe();
+    }
+  }
+}
+
+// Prefill MoE: rows sorted by expert, per-expert GEMMs with alpha = the expert's scale2, both
+// with one dequantisation per selected expert (small row-chunked scratch) and with whole stacks.
+TEST(CudaNvfp4, PrefillMoeMatchesReference) {
+  std::mt19937 rng(66);
+  FlintConfig c;
+  c.hidden_size = 320;
+  c.moe_intermediate_size = 192;
+  c.shared_expert_intermediate_size = 128;
+  c.n_routed_experts = 16;
+  c.num_experts_per_tok = 6;
+  const int E = 16, H = 320, I = 192, Is = 128, K = 6, T = 13, slots = T * K;
+  auto g = random_matrix(rng, int64_t(E) * I, H), u = random_matrix(rng, int64_t(E) * I, H);
+  auto dn = random_matrix(rng, int64_t(E) * H, I);
+  auto sg = random_matrix(rng, Is, H), su = random_matrix(rng, Is, H), sdn = random_matrix(rng, H, Is);
+  std::vector<float> s2g(E), s2u(E), s2d(E);
+  std::uniform_real_distribution<float> us(0.002f, 0.02f);
+  for (int e = 0; e < E; ++e) s2g[size_t(e)] = us(rng), s2u[size_t(e)] = us(rng), s2d[size_t(e)] = us(rng) * 0.5f;
+  DeviceMatrix dg(g), du(u), dd(dn), dsg(sg), dsu(su), dsd(sdn);
+  DeviceBuffer<float> d_s2g(s2g), d_s2u(s2u), d_s2d(s2d);
+  DeviceLayer L;
+  L.nv_exp_gate = {dg.codes.get(), dg.scales.get(), d_s2g.get(), s2g};
+  L.nv_exp_up = {du.codes.get(), du.scales.get(), d_s2u.get(), s2u};
+  L.nv_exp_down = {dd.codes.get(), dd.scales.get(), d_s2d.get(), s2d};
+  const float sh2[3] = {0.009f, 0.013f, 0.004f};
+  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
+  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
+  const auto fd = scaled_floats(dn, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const auto fsg = scaled_floats(sg, Is, H, {sh2[0]}, int64_t(Is) * H);
+  const auto fsu = scaled_floats(su, Is, H, {sh2[1]}, int64_t(Is) * H);
+  const auto fsd = scaled_floats(sdn, H, Is, {sh2[2]}, int64_t(H) * Is);
+  LtGemm lt;
+  for (bool whole : {true, false}) {
+    for (bool shared : {true, false}) {
+      SCOPED_TRACE(std::string(whole ? "whole stacks" : "per expert") + (shared ? ", NVFP4 shared" : ", no shared"));
+      auto shared_linear = [&](const DeviceMatrix& m, float s2) {
+        return shared ? Nvfp4Linear{m.codes.get(), m.scales.get(), RowScale2::uniform(s2)} : Nvfp4Linear{};
+      };
+      L.nv_sh_gate = shared_linear(dsg, sh2[0]);
+      L.nv_sh_up = shared_linear(dsu, sh2[1]);
+      L.nv_sh_down = shared_linear(dsd, sh2[2]);
+      auto x = random_bf16(rng, size_t(T) * H);
+      std::vector<int32_t> ids;
+      std::vector<float> tw;
+      std::uniform_real_distribution<float> uw(0.1f, 1.f);
+      for (int t = 0; t < T; ++t) {
+        std::set<int32_t> chosen;
+        while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
+        for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
+      }
+      auto h = random_bf16(rng, size_t(T) * H);
+      std::vector<bf16> h_ref = h;
+      moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&fg, &fu, &fd, shared ? &fsg : nullptr, &fsu, &fsd}, ids, tw, K,
+                    h_ref);
+      DeviceBuffer<bf16> d_x(x), d_h(h), xs(size_t(slots) * H), gs(size_t(slots) * I), ups(size_t(slots) * I),
+          as(size_t(slots) * I), ys(size_t(slots) * H), shg(size_t(T) * Is), shu(size_t(T) * Is),
+          sha(size_t(T) * Is), sho(size_t(T) * H);
+      for (auto* buf : {&xs, &gs, &ups, &as, &ys, &shg, &shu, &sha, &sho}) buf->poison();
+      DeviceBuffer<int32_t> d_ids(ids), d_sort(size_t(2) * slots);
+      DeviceBuffer<float> d_tw(tw);
+      std::vector<int32_t> ids_host(static_cast<size_t>(slots)), sort_host(size_t(2) * slots);
+      MoePrefillBuffers b;
+      b.x = d_x.get(), b.h = d_h.get(), b.topk_ids = d_ids.get(), b.topk_w = d_tw.get();
+      b.xs_sorted = xs.get(), b.g_sorted = gs.get(), b.u_sorted = ups.get(), b.a_sorted = as.get();
+      b.y_sorted = ys.get(), b.d_sort = d_sort.get(), b.ids_host = ids_host.data(), b.sort_host = sort_host.data();
+      b.sh_gate = shg.get(), b.sh_up = shu.get(), b.sh_act = sha.get(), b.sh_out = sho.get();
+      DeviceBuffer<bf16> scratch(size_t(H) * 24), stack(size_t(E) * I * H);  // 24 rows: chunked per expert
+      nvfp4_moe_prefill(lt, L, c, T, b, {scratch.get(), int64_t(H) * 24},
+                        whole ? Nvfp4Scratch{stack.get(), int64_t(E) * I * H} : Nvfp4Scratch{}, nullptr);
+      const auto cmp = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(cmp.ok()) << cmp.describe();
+    }
+  }
+}
+
+TEST(CudaNvfp4, RandomFillHasTheRequestedStatistics) {
+  const int64_t rows = 300;
+  const int in = 2048;
+  const float target = 0.02f;
+  const auto pick = nvfp4::random_weight_scale(target);
+  DeviceBuffer<uint8_t> codes(size_t(rows) * in / 2), scales(size_t(rows) * in / 16);
+  nvfp4_fill_random(codes.get(), scales.get(), rows, in, 1234, pick.scale_lo, pick.scale_hi, nullptr);
+  const Nvfp4HostMatrix m{codes.download(), scales.download()};
+  const auto w = nvfp4_dequantize_ref(m, rows, in);
+  double sum = 0, sq = 0;
+  std::set<int> scale_bytes;
+  for (float v : w) sum += double(v) * pick.scale2, sq += double(v) * pick.scale2 * double(v) * pick.scale2;
+  for (uint8_t s : m.scales) scale_bytes.insert(s);
+  const double mean = sum / double(w.size()), std = std::sqrt(sq / double(w.size()) - mean * mean);
+  EXPECT_NEAR(std, target, 0.02 * target) << "std of random NVFP4 weights";
+  EXPECT_LT(std::fabs(mean), 0.01 * target);
+  EXPECT_EQ(int(scale_bytes.size()), pick.scale_hi - pick.scale_lo + 1) << "every scale byte of the range appears";
+  EXPECT_EQ(*scale_bytes.begin(), pick.scale_lo);
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing
