@@ -361,6 +361,16 @@ TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
   expect_backend_matches_reference(hm.model, hm.model);
 }
 
+// head_dim 128 with 8 query heads per KV head (Flint's attention shape): uncaptured steps with a
+// run of >= 16 tokens take the tensor-core prefill attention (the 37-token chunk; the 18-token
+// chunk beside a decode, which goes to the decode kernel through a query-id list).
+TEST(CudaBackend, ForwardMatchesHostReferenceWithPrefillAttentionShape) {
+  FlintConfig c = small_config();
+  c.head_dim = 128;
+  HostModel hm = make_host_model(c);
+  expect_backend_matches_reference(hm.model, hm.model);
+}
+
 // Quantises hm's linear weights to NVFP4 in memory (model/nvfp4's ggml quantiser, then the split
 // layout the loader produces) and returns that model. scale2 is a power of two per tensor,
 // varied by tensor and expert (q, k and v differ), so E2M1·E4M3·scale2 is exactly a bf16 value:

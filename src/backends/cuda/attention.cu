@@ -31,12 +31,14 @@ template <int D, int G, int U>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, int chunk, int num_splits, float* __restrict__ partials) {
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
+    float* __restrict__ partials) {
   pdl_grid_start();  // see launch.cuh
   constexpr int LPK = D / 8;        // lanes per key
   constexpr int KPW = 32 / LPK;     // keys per warp per step
   constexpr int KEYS_PER_STEP = kWarps * KPW * U;
-  const int split = blockIdx.x, kvh = blockIdx.y, qi = blockIdx.z;
+  const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
+  const int qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane / LPK, sub = lane % LPK;
   const int nh = nkv * G;
@@ -145,7 +147,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     }
   }
   __syncthreads();
-  float* rec = partials + ((int64_t(qi) * nkv + kvh) * num_splits + split) * (G * (D + 2));
+  float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (G * (D + 2));
   for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
     const int h = idx / D, c = idx % D;
     float mn = kNegInf;
@@ -196,10 +198,12 @@ template <int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, int chunk, int num_splits, float* __restrict__ partials) {
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
+    float* __restrict__ partials) {
   pdl_grid_start();  // see launch.cuh
   constexpr int D = 128, G = 8;
-  const int split = blockIdx.x, kvh = blockIdx.y, qi = blockIdx.z;
+  const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
+  const int qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, c = lane & 3;  // mma group (query head / key / dim chunk) and thread in group
   const int p = positions[qi];
@@ -303,7 +307,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     sm_l[warp][g] = l;
   }
   __syncthreads();
-  float* rec = partials + ((int64_t(qi) * nkv + kvh) * num_splits + split) * (G * (D + 2));
+  float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (G * (D + 2));
   for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
     const int h = idx / D, col = idx % D;
     float mn = kNegInf;
@@ -329,14 +333,18 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
 template <int D, int G>
 __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __restrict__ partials,
                                                                 const float* __restrict__ sinks, int nkv,
-                                                                int num_splits, bf16_t* __restrict__ out) {
+                                                                int num_splits,
+                                                                const int32_t* __restrict__ query_ids,
+                                                                bool records_by_id, bf16_t* __restrict__ out) {
   pdl_grid_start();  // see launch.cuh
   constexpr int E = D / 32, R = G * (D + 2);
   const int nh = nkv * G;
-  const int qi = blockIdx.x / nh, h = blockIdx.x % nh;
+  const int z = blockIdx.x / nh, h = blockIdx.x % nh;
+  const int qi = query_ids ? query_ids[z] : z;
   const int kvh = h / G, hh = h % G;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const float* recs = partials + (int64_t(qi) * nkv + kvh) * num_splits * R;
+  // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
+  const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
   const float sink = sinks ? sinks[h] * kLog2e : kNegInf;
   __shared__ float red_m[4], red_l[4], red_a[4][D];
   float mx = kNegInf;
@@ -393,11 +401,11 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     else if (unroll == 1) kernel = attention_mma_kernel<3>;
   launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
                                            reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size,
-                                           s.window, qs.positions, qs.table_offset, qs.block_tables, chunk, splits,
-                                           scratch.data);
+                                           s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids,
+                                           chunk, splits, scratch.data);
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream, 
-      scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));
+      scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
@@ -406,6 +414,17 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
 int64_t attention_partial_floats(const AttentionShape& s) {
   const int G = s.n_kv_heads > 0 ? s.n_heads / s.n_kv_heads : 0;
   return int64_t(G) * (s.head_dim + 2);
+}
+
+void attention_combine_splits(const float* partials, const float* sinks, const AttentionShape& s, int num_queries,
+                              const int32_t* query_ids, int num_splits, bf16* out, cudaStream_t stream) {
+  if (s.head_dim != 128 || s.n_heads != 8 * s.n_kv_heads)
+    throw Error("attention_combine_splits: only head_dim 128 with 8 query heads per KV head is built (got " +
+                std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
+  if (num_queries <= 0) return;
+  launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
+             sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
+  STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,

@@ -29,6 +29,10 @@ constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are str
 // Steps up to this many tokens may replay captured graphs (use_graphs): nothing in a step reads
 // device data back on the host, so only the launch shapes (T, rows, key buckets) key a graph.
 constexpr int kGraphMaxTokens = 256;
+// Sequences with at least this many queries in a step take the tensor-core prefill attention
+// (one tile of 16 queries reads each key once); shorter ones, decodes above all, keep the
+// split-KV decode kernel, which spreads one query's long context over many CTAs.
+constexpr int kPrefillMinRun = kPrefillTileTokens;
 
 // One device allocation, freed with the workspace.
 struct DeviceArena {
@@ -89,6 +93,11 @@ struct CudaBackend::Workspace {
 struct CudaBackend::StepPlan {
   int T = 0, rows = 0;
   int max_keys_full = 0, max_keys_sliding = 0;
+  // Prefill attention: tiles of the sequences with >= kPrefillMinRun queries, and the indices of
+  // the other queries with their key bounds. Used only when use_prefill (set by forward()).
+  int num_prefill_tiles = 0, num_tiled = 0, num_rest = 0, max_keys_full_rest = 0, max_keys_sliding_rest = 0;
+  bool use_prefill = false;
+  const int32_t *prefill_tiles = nullptr, *tiled_queries = nullptr, *rest_queries = nullptr;
   size_t bytes = 0;          // metadata bytes used from offset 0
   size_t sliding_bytes = 0;  // and from sliding_base
   const int32_t *tokens = nullptr, *positions = nullptr, *off_full = nullptr, *off_sliding = nullptr,
@@ -138,8 +147,11 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.scratch.data = w.arena.get<float>(w.scratch.max_partials * attention_partial_floats(shape));
   // [per-token arrays | logit rows | full tables] packed from 0; sliding tables at a fixed base,
   // so every device pointer depends only on (T, rows) and a captured graph can be replayed.
+  // The prefill tiles (at most T pairs), tiled and other query lists (T in all) follow the full
+  // tables: their sizes depend on the batch, but they are only used in steps never captured.
   w.sliding_base = align16(size_t(Tm) * 4) * 4 + align16(size_t(Tm) * 8) * 2 +
-                   align16(size_t(options_.max_logit_rows) * 4) + align16(size_t(options_.max_table_entries) * 4);
+                   align16(size_t(options_.max_logit_rows) * 4) + align16(size_t(options_.max_table_entries) * 4) +
+                   align16(size_t(Tm) * 8) + align16(size_t(Tm) * 4) * 2;
   w.meta_bytes = w.sliding_base + align16(size_t(options_.max_table_entries) * 4);
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.meta_host), w.meta_bytes));
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
@@ -238,7 +250,7 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   if (k_cache_.empty()) throw Error("CUDA backend: forward() called before allocate_kv_cache()");
   const bool has_full = c.num_full_layers() > 0, has_sliding = c.num_sliding_layers() > 0;
   const int64_t W = c.sliding_window;
-  std::vector<int32_t> tokens, positions, off_full, off_sliding, tables_full, tables_sliding, rows;
+  std::vector<int32_t> tokens, positions, off_full, off_sliding, tables_full, tables_sliding, rows, tiles, tiled, rest;
   std::vector<int64_t> slots_full, slots_sliding;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceChunk& seq = batch.seqs[s];
@@ -277,6 +289,14 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
     if (has_sliding)
       tables_sliding.insert(tables_sliding.end(), seq.sliding_block_table.begin(),
                             seq.sliding_block_table.begin() + last_block + 1);
+    if (n >= kPrefillMinRun) {
+      append_prefill_tiles(int(tokens.size()), int(n), tiles);
+      for (int64_t i = 0; i < n; ++i) tiled.push_back(int32_t(tokens.size() + size_t(i)));
+    } else {
+      for (int64_t i = 0; i < n; ++i) rest.push_back(int32_t(tokens.size() + size_t(i)));
+      p.max_keys_full_rest = std::max<int>(p.max_keys_full_rest, int(last + 1));
+      p.max_keys_sliding_rest = std::max<int>(p.max_keys_sliding_rest, int(std::min<int64_t>(last + 1, W)));
+    }
     for (int64_t i = 0; i < n; ++i) {
       const int32_t tok = seq.tokens[size_t(i)];
       if (tok < 0 || tok >= c.vocab_size)
@@ -323,6 +343,12 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   put(slots_full, p.slots_full);
   put(slots_sliding, p.slots_sliding);
   put(tables_full, p.tables_full);
+  put(tiles, p.prefill_tiles);
+  put(tiled, p.tiled_queries);
+  put(rest, p.rest_queries);
+  p.num_prefill_tiles = int(tiles.size() / 2);
+  p.num_tiled = int(tiled.size());
+  p.num_rest = int(rest.size());
   p.bytes = off;
   off = ws_->sliding_base;
   put(tables_sliding, p.tables_sliding);
@@ -446,8 +472,22 @@ void CudaBackend::run_layers(const StepPlan& p) {
     const AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                                    sliding ? p.tables_sliding : p.tables_full, T,
                                    sliding ? p.max_keys_sliding : p.max_keys_full};
-    paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                    stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);                                                        // o = softmax with sinks · v
+    if (p.use_prefill) {                                                             // o = softmax with sinks · v
+      prefill_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries,
+                        PrefillTiles{p.prefill_tiles, p.num_prefill_tiles, p.tiled_queries, p.num_tiled}, w.scratch,
+                        w.attn, stream_);
+      if (p.num_rest > 0) {  // the step's short runs (decodes): split-KV decode kernel
+        AttentionQueries rest = queries;
+        rest.num_queries = p.num_rest;
+        rest.max_keys = sliding ? p.max_keys_sliding_rest : p.max_keys_full_rest;
+        rest.query_ids = p.rest_queries;
+        paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, rest, w.scratch, w.attn,
+                        stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
+      }
+    } else {
+      paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
+                      stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
+    }
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
     rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)
@@ -519,6 +559,11 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
   const bool host_sync_moe = p.T > kGemvMaxTokens && ws_->ids_host != nullptr;
   const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T) &&
                      !host_sync_moe;
+  // Captured steps keep the decode kernel for every query: it handles any mix of sequences with
+  // launch shapes that depend only on (T, rows, key buckets), which the graph key covers.
+  const FlintConfig& c = model_.config;
+  p.use_prefill = !graph && p.num_prefill_tiles > 0 && c.head_dim == 128 &&
+                  c.num_attention_heads == 8 * c.num_key_value_heads;
   if (graph) {
     p.max_keys_full = key_bucket(p.max_keys_full);
     p.max_keys_sliding = key_bucket(p.max_keys_sliding);
