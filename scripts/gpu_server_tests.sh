@@ -19,6 +19,8 @@ SUITES=${STRIKER_SERVER_SUITES:-tests/python/test_server_api.py tests/python/tes
 # shellcheck disable=SC2086
 timeout 420 python3 -m pytest -q -p no:cacheprovider $SUITES >"$LOGS/server_tests.log" 2>&1
 rc=$?
+# The servers' own logs (server_fixture.py writes /tmp/striker-serve-PORT.log) explain failures.
+[ "$rc" = 0 ] || cp /tmp/striker-serve-*.log "$LOGS/" 2>/dev/null
 echo "server tests on cuda (rc=$rc): $(tail -1 "$LOGS/server_tests.log")"
 grep -E "^(FAILED|ERROR)" "$LOGS/server_tests.log" | head -20
 exit $rc

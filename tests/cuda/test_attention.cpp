@@ -140,6 +140,16 @@ TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
   run_attention_case({{32, 4, 128}, 0, {20000}, -1, true}, rng);
 }
 
+// Models with 1, 2 or 4 query heads per KV head (e.g. the toolcall fixture: 4 heads, 1 KV head,
+// head_dim 32) take the CUDA-core kernel.
+TEST(CudaAttention, OtherGroupSizes) {
+  std::mt19937 rng(37);
+  run_attention_case({{4, 1, 32}, 33, {5, 33, 34, 200}, -1, true}, rng);
+  run_attention_case({{4, 1, 32}, 0, {70}, 20, true}, rng);
+  run_attention_case({{4, 2, 64}, 0, {1, 300}, -1, true}, rng);
+  run_attention_case({{3, 3, 128}, 17, {40}, 10, false}, rng);
+}
+
 TEST(CudaAttention, RejectsUnbuiltGroupSize) {
   const AttentionShape shape{12, 4, 128, 16, 0};
   AttentionQueries qs{};

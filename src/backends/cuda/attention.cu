@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
@@ -440,12 +441,22 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
     throw Error("paged_attention: bad head shape " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
                 " or block size " + std::to_string(s.block_size));
   const int G = s.n_heads / s.n_kv_heads;
-  if (G != 8)
-    throw Error("paged_attention: only 8 query heads per KV head are built (got " + std::to_string(G) + ")");
+  // The query heads of a KV head live in registers together: G is a template parameter.
+  auto by_group = [&](auto d_tag) {
+    constexpr int D = decltype(d_tag)::value;
+    switch (G) {
+      case 1: return launch<D, 1>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 2: return launch<D, 2>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 4: return launch<D, 4>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 8: return launch<D, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      default:
+        throw Error("paged_attention: " + std::to_string(G) + " query heads per KV head (1, 2, 4 or 8 are built)");
+    }
+  };
   switch (s.head_dim) {
-    case 32: launch<32, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream); break;
-    case 64: launch<64, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream); break;
-    case 128: launch<128, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream); break;
+    case 32: by_group(std::integral_constant<int, 32>{}); break;
+    case 64: by_group(std::integral_constant<int, 64>{}); break;
+    case 128: by_group(std::integral_constant<int, 128>{}); break;
     default: throw Error("paged_attention: head_dim " + std::to_string(s.head_dim) + " is not 32, 64 or 128");
   }
 }

@@ -110,6 +110,13 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   const FlintConfig& c = model_.config;
   if (!c.use_qk_norm) throw Error("CUDA backend: use_qk_norm=false is not supported");
   if (c.num_experts_per_tok > 8) throw Error("CUDA backend: num_experts_per_tok above 8 is not supported");
+  // Shapes the attention kernels are built for: refuse at load rather than fail every request.
+  const int64_t group = c.num_key_value_heads > 0 ? c.num_attention_heads / c.num_key_value_heads : 0;
+  if (group != 1 && group != 2 && group != 4 && group != 8)
+    throw Error("CUDA backend: " + std::to_string(c.num_attention_heads) + " attention heads over " +
+                std::to_string(c.num_key_value_heads) + " KV heads (1, 2, 4 or 8 query heads per KV head are built)");
+  if (c.head_dim != 32 && c.head_dim != 64 && c.head_dim != 128)
+    throw Error("CUDA backend: head_dim " + std::to_string(c.head_dim) + " is not 32, 64 or 128");
   STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_start_));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_end_));
