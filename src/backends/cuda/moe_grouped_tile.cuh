@@ -115,8 +115,10 @@ struct Nvfp4ExpertWeights {
     for (int j = 0; j < NB; ++j) {
       if (st.ok) {
         const int64_t grow = int64_t(e) * n + row;  // row of the stacked [E·n, kdim] matrix
-        st.q[j] = load_stream(codes[j] + grow * (kdim / 2) + k / 2);
-        st.s[j] = __ldcs(reinterpret_cast<const unsigned short*>(scales[j] + grow * (kdim / 16) + k / 16));
+        // Cached in L2 only (as the BF16 policy's cp.async.cg): the other row tiles of this
+        // expert read the same weight tile, so it must not be marked evict-first.
+        st.q[j] = __ldcg(reinterpret_cast<const uint4*>(codes[j] + grow * (kdim / 2) + k / 2));
+        st.s[j] = __ldcg(reinterpret_cast<const unsigned short*>(scales[j] + grow * (kdim / 16) + k / 16));
       } else {
         st.q[j] = make_uint4(0u, 0u, 0u, 0u);  // rows past the edge: zeros (code 0 = +0)
         st.s[j] = 0u;
