@@ -6,7 +6,8 @@
 //    composed CPU references (nvfp4_ref.cpp dequantisation + moe_grouped_ref.cpp) and, after the
 //    combine, against the per-token reference moe_float_ref;
 // at T = 9..2100, idle experts, every row on a few experts, both tile heights, output widths that
-// are not multiples of the 64-wide tiles, NaN-poisoned outputs.
+// are not multiples of the 64-wide tiles, NaN-poisoned outputs; one captured graph replayed on a
+// new routing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -233,6 +234,56 @@ TEST(CudaMoeGroupedNvfp4, OutputWidthsOffTheTileGrid) {
       EXPECT_TRUE(c.ok()) << "tile_rows=" << tm << " down hidden=264: " << c.describe();
     }
   }
+}
+
+// The NVFP4 path captured once in a CUDA graph computes another routing's result when replayed
+// (launch shapes depend only on T; scale2 is read on the device).
+TEST(CudaMoeGroupedNvfp4, CapturedGraphReplaysOnANewRouting) {
+  std::mt19937 rng(205);
+  const int E = 16, H = 192, I = 128, K = 6, T = 37;
+  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  const auto d = random_nvfp4(rng, int64_t(E) * H, I);
+  const auto s2g = mixed_scale2(E, 0.008f), s2u = mixed_scale2(E, 0.012f), s2d = mixed_scale2(E, 0.005f);
+  DeviceStack ng(g, s2g), nu(u, s2u), nd(d, s2d);
+  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
+  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
+  const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const auto x = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
+  const auto ids_a = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+  DeviceBuffer<float> d_tw(tw);
+  DeviceRouting r(ids_a, T, K, E, moe_tile_rows_for(int64_t(T) * K, E));
+  cudaStream_t stream = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  moe_route_sort(r.ids.get(), T, K, r.r, stream);
+  moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), stream);
+  moe_grouped_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), stream);
+  moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
+  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const auto* ids : {&ids_a, &ids_b}) {
+    r.ids.upload(*ids);
+    d_h.upload(h0);
+    d_act.poison();
+    d_y.poison();
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());  // the copies above ran on the legacy stream, the graph does not
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<bf16> h_ref = h0;
+    moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
+    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
+                        << c.describe();
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
