@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <numeric>
@@ -537,6 +538,103 @@ void bench_nvfp4_moe(std::mt19937& rng) {
   row("nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe), double(K + 1) * 3 * nvfp4_bytes(I, H));
 }
 
+// Full-size NVFP4 expert stacks (E 256, H 2048, I 512), filled on the device once for every T.
+struct Nvfp4ExpertStacks {
+  static constexpr int E = 256, H = 2048, I = 512;
+  DeviceBuffer<uint8_t> codes[3], scales[3];  // gate, up [E·I, H]; down [E·H, I]
+  std::vector<float> s2[3];
+  DeviceBuffer<float> d_s2[3];
+  Nvfp4ExpertStacks() {
+    for (int m = 0; m < 3; ++m) {
+      const int64_t rows = int64_t(E) * (m < 2 ? I : H);
+      const int in = m < 2 ? H : I;
+      codes[m] = DeviceBuffer<uint8_t>(size_t(rows) * size_t(in / 2));
+      scales[m] = DeviceBuffer<uint8_t>(size_t(rows) * size_t(in / 16));
+      nvfp4_fill_random(codes[m].get(), scales[m].get(), rows, in, 31 + uint64_t(m), 0x30, 0x3F, nullptr);
+      for (int e = 0; e < E; ++e) s2[m].push_back(e % 2 ? 0.0021f * (1 + e % 5) : std::ldexp(1.f, -8 - e % 3));
+      d_s2[m] = DeviceBuffer<float>(s2[m]);
+    }
+  }
+  Nvfp4Stack stack(int m) const { return {{codes[m].get(), scales[m].get()}, d_s2[m].get()}; }
+  // Host copy of matrix m of the listed experts, as floats with scale2 applied (moe_float_ref input).
+  std::vector<float> host_floats(int m, const std::vector<int32_t>& experts) const {
+    const int64_t rows = m < 2 ? I : H, in = m < 2 ? H : I;
+    std::vector<float> out;
+    for (int32_t e : experts) {
+      Nvfp4HostMatrix hm;
+      hm.codes.resize(size_t(rows * in / 2));
+      hm.scales.resize(size_t(rows * in / 16));
+      STRIKER_CUDA_CHECK(cudaMemcpy(hm.codes.data(), codes[m].get() + e * rows * in / 2, hm.codes.size(),
+                                    cudaMemcpyDeviceToHost));
+      STRIKER_CUDA_CHECK(cudaMemcpy(hm.scales.data(), scales[m].get() + e * rows * in / 16, hm.scales.size(),
+                                    cudaMemcpyDeviceToHost));
+      for (float v : nvfp4_dequantize_ref(hm, rows, int(in))) out.push_back(v * s2[m][size_t(e)]);
+    }
+    return out;
+  }
+};
+
+// The grouped MoE with NVFP4 experts (moe_grouped.h): as bench_moe_grouped, GB/s counting the
+// NVFP4 bytes (codes + scales) of the experts the routing touches; the check compares h of the
+// first 4 tokens with moe_float_ref on those tokens' experts.
+void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T) {
+  constexpr int E = Nvfp4ExpertStacks::E, H = Nvfp4ExpertStacks::H, I = Nvfp4ExpertStacks::I;
+  const int K = 6, S = T * K;
+  const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+  const auto x = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  const int tm = moe_tile_rows_for(S, E);
+  DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
+  DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, tm)));
+  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, tm};
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H);
+  DeviceBuffer<float> d_tw(tw);
+  d_act.poison();
+  d_y.poison();
+  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, nullptr); };
+  auto gate_up = [&](int) {
+    moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), nullptr);
+  };
+  auto down = [&](int) { moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), nullptr); };
+  auto all = [&](int i) {
+    sort(i);
+    gate_up(i);
+    down(i);
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+  };
+  all(0);
+  const int Tc = std::min(T, 4);
+  std::vector<int32_t> experts, idc;  // the first tokens' experts, renumbered 0..
+  for (int s = 0; s < Tc * K; ++s) {
+    auto it = std::find(experts.begin(), experts.end(), ids[size_t(s)]);
+    if (it == experts.end()) it = experts.insert(experts.end(), ids[size_t(s)]);
+    idc.push_back(int32_t(it - experts.begin()));
+  }
+  const auto fg = w.host_floats(0, experts), fu = w.host_floats(1, experts), fd = w.host_floats(2, experts);
+  std::vector<bf16> xc(x.begin(), x.begin() + size_t(Tc) * H), hc(h0.begin(), h0.begin() + size_t(Tc) * H);
+  std::vector<float> twc(tw.begin(), tw.begin() + size_t(Tc) * K);
+  moe_float_ref(xc, Tc, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, idc, twc, K, hc);
+  auto got = d_h.download();
+  got.resize(hc.size());
+  const auto c = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
+  std::vector<bool> used(size_t(E), false);
+  for (int32_t e : ids) used[size_t(e)] = true;
+  const double active = double(std::count(used.begin(), used.end(), true));
+  const double mat = nvfp4_bytes(I, H);
+  auto tflops = [&](double f, double us) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.0f TFLOP/s", f / (us * 1e-6) / 1e12);
+    return std::string(b);
+  };
+  const std::string tag = "nvfp4 moe grouped T=" + std::to_string(T) + " ";
+  const double gu = time_us(gate_up), dn = time_us(down);
+  row(tag + "gate/up+SwiGLU", nullptr, gu, active * 2 * mat, tflops(2.0 * S * 2 * I * H, gu));
+  row(tag + "down", nullptr, dn, active * mat, tflops(2.0 * S * I * H, dn));
+  const double us_all = time_us(all);
+  row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
+}
+
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
 void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out) {
   auto x = random_bf16(rng, size_t(T) * in);
@@ -588,6 +686,10 @@ int main() {
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
     for (int T : {16, 64, 256, 8192}) bench_moe_grouped(rng, lt, T);
+    {
+      const Nvfp4ExpertStacks stacks;
+      for (int T : {16, 64, 256, 8192}) bench_nvfp4_moe_grouped(rng, stacks, T);
+    }
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);

@@ -300,21 +300,22 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
 
 // Steps of 64 and 16 tokens go through the grouped MoE kernels (device-side routing sort):
 // 16 sequences prefill 4 tokens each in one step, then decode together twice (the second
-// decode step replays the graph captured by the first when graphs are on).
-TEST(CudaBackend, BatchedStepsOf64And16TokensMatchHostReference) {
-  const FlintConfig c = small_config();
-  HostModel hm = make_host_model(c);
+// decode step replays the graph captured by the first when graphs are on). `device_model`
+// runs on the GPU, `ref_model` (the same weights, BF16) feeds the host reference.
+void expect_batched_steps_match_reference(const LoadedModel& device_model, const LoadedModel& ref_model,
+                                          const char* label) {
+  const FlintConfig& c = device_model.config;
   const int B = 16, S = 16, L = 6;
   std::mt19937 rng(9);
   std::vector<std::vector<int32_t>> toks(S, std::vector<int32_t>(L));
   std::vector<std::vector<float>> refs;
   for (auto& t : toks) {
     for (auto& v : t) v = int32_t(rng() % c.vocab_size);
-    refs.push_back(reference_logits(hm.model, t));
+    refs.push_back(reference_logits(ref_model, t));
   }
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "CUDA graph replay" : "stream launches");
-    auto backend = make_cuda_backend(hm.model, CudaBackendOptions{256, 128, 1 << 16, graphs});
+    auto backend = make_cuda_backend(device_model, CudaBackendOptions{256, 128, 1 << 16, graphs});
     backend->allocate_kv_cache(KvCacheSpec{B, S, S});  // sequence s owns full block s and sliding block s
     std::vector<RowDiff> diffs;
     auto step = [&](int start, int len) {
@@ -347,13 +348,18 @@ TEST(CudaBackend, BatchedStepsOf64And16TokensMatchHostReference) {
       agree += dr.same_argmax;
     }
     std::sort(md.begin(), md.end());
-    std::printf("backend vs reference, batched T=64/16 (%s): %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax "
-                "agree %d/%zu\n",
-                graphs ? "graphs" : "stream", md.size(), md[md.size() / 2], md.back(), agree, diffs.size());
+    std::printf("backend vs reference, %s batched T=64/16 (%s): %zu rows, median max|dlogprob| %.4f, worst %.4f, "
+                "argmax agree %d/%zu\n",
+                label, graphs ? "graphs" : "stream", md.size(), md[md.size() / 2], md.back(), agree, diffs.size());
     EXPECT_LT(md[md.size() / 2], 0.05);
     EXPECT_LT(md.back(), 0.5);
     EXPECT_GE(agree, int(diffs.size() * 9 / 10));
   }
+}
+
+TEST(CudaBackend, BatchedStepsOf64And16TokensMatchHostReference) {
+  HostModel hm = make_host_model(small_config());
+  expect_batched_steps_match_reference(hm.model, hm.model, "bf16");
 }
 
 TEST(CudaBackend, ForwardMatchesHostReferenceAcrossPrefillDecodeAndBatching) {
@@ -445,6 +451,17 @@ TEST(CudaBackend, Nvfp4ForwardMatchesHostReference) {
   }
 }
 
+// NVFP4 routed experts in steps of 64 and 16 tokens: the grouped kernels with NVFP4 weight
+// tiles (no host sync, so graphs capture them), shared experts NVFP4 or BF16.
+TEST(CudaBackend, Nvfp4BatchedStepsOf64And16TokensMatchHostReference) {
+  for (bool mixed : {false, true}) {
+    SCOPED_TRACE(mixed ? "NVFP4 with BF16 LM head, dense down and shared experts" : "all linear weights NVFP4");
+    HostModel hm = make_host_model(small_config());
+    const LoadedModel q = quantize_in_memory(hm, mixed);
+    expect_batched_steps_match_reference(q, hm.model, mixed ? "nvfp4 mixed" : "nvfp4");
+  }
+}
+
 TEST(CudaBackend, Nvfp4RejectsMixedQkvFormats) {
   HostModel hm = make_host_model(small_config());
   LoadedModel q = quantize_in_memory(hm, false);
@@ -526,7 +543,7 @@ TEST(CudaBackend, Nvfp4GgufMatchesCpuBackend) {
     for (size_t r = 0; r < lg.size() / size_t(c.vocab_size); ++r)
       diffs.push_back(diff_row(&lg[r * size_t(c.vocab_size)], &lc[r * size_t(c.vocab_size)], c.vocab_size));
   };
-  step(0, 33, true);                           // prefill: dequantise + cuBLASLt, NVFP4 MoE prefill
+  step(0, 33, true);                           // prefill: dequantise + cuBLASLt, grouped NVFP4 MoE
   for (int p = 33; p < N; ++p) step(p, 1, false);  // decode: NVFP4 GEMV kernels
   std::vector<double> md;
   int agree = 0;

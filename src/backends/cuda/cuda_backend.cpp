@@ -69,23 +69,15 @@ struct CudaBackend::Workspace {
   std::byte* meta_host = nullptr;
   std::byte* meta_dev = nullptr;
   float* logits_host = nullptr;  // pinned
-  // Routed experts of steps above 8 tokens (moe_grouped.h): the routing sorted by expert on the
-  // device (tile_rows is chosen per step), SwiGLU activations and expert outputs in sorted order.
+  // Routed experts of steps above 8 tokens (moe_grouped.h), BF16 or NVFP4: the routing sorted by
+  // expert on the device (tile_rows is chosen per step), SwiGLU activations and expert outputs
+  // in sorted order.
   MoeRouting routing;
   bf16 *a_sorted = nullptr, *y_sorted = nullptr;
-  // NVFP4 routed experts of steps above 8 tokens still take the host-sorted path of
-  // nvfp4_prefill.h (buffers allocated only for such models).
-  bf16 *xs_sorted = nullptr, *g_sorted = nullptr, *u_sorted = nullptr, *nv_a_sorted = nullptr, *nv_y_sorted = nullptr;
-  int32_t* d_sort = nullptr;      // [sorted token of each row | sorted row of each slot]
-  int32_t* ids_host = nullptr;    // pinned [Tm*K]
-  int32_t* sort_host = nullptr;   // pinned [2*Tm*K]
-  Nvfp4Scratch nv_scratch;        // dequantised NVFP4 weights of prefill chunks (none without NVFP4)
-  Nvfp4Scratch nv_stack_scratch;  // one dequantised [E, I, H] expert stack (NVFP4 experts only)
+  Nvfp4Scratch nv_scratch;  // dequantised NVFP4 dense/shared weights of prefill chunks (none without NVFP4)
   ~Workspace() {
     if (meta_host) cudaFreeHost(meta_host);
     if (logits_host) cudaFreeHost(logits_host);
-    if (ids_host) cudaFreeHost(ids_host);
-    if (sort_host) cudaFreeHost(sort_host);
   }
 };
 
@@ -177,20 +169,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);
-    if (nvfp4_stack_scratch_elems(model_) > 0) {  // NVFP4 experts: host-sorted prefill path
-      w.xs_sorted = w.arena.get<bf16>(slots * H);
-      w.g_sorted = w.arena.get<bf16>(slots * I);
-      w.u_sorted = w.arena.get<bf16>(slots * I);
-      w.nv_a_sorted = w.arena.get<bf16>(slots * I);
-      w.nv_y_sorted = w.arena.get<bf16>(slots * H);
-      w.d_sort = w.arena.get<int32_t>(2 * slots);
-      STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.ids_host), size_t(slots) * 4));
-      STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.sort_host), size_t(slots) * 8));
-    }
     w.nv_scratch.elems = nvfp4_scratch_elems(model_);
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
-    w.nv_stack_scratch.elems = nvfp4_stack_scratch_elems(model_);
-    if (w.nv_stack_scratch.elems > 0) w.nv_stack_scratch.data = w.arena.get<bf16>(w.nv_stack_scratch.elems);
   }
 }
 
@@ -393,29 +373,14 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
   }
 }
 
-// NVFP4 routed experts. Decode: the selected-experts kernels, with an NVFP4 shared expert fused
-// into them, or a BF16 one run first by the BF16 GEMV kernels and added as a bf16 vector.
-// Prefill: nvfp4_moe_prefill (dequantise + cuBLASLt per selected expert).
+// NVFP4 routed experts of a decode step (T <= 8): the selected-experts kernels, with an NVFP4
+// shared expert fused into them, or a BF16 one run first by the BF16 GEMV kernels and added as a
+// bf16 vector. (Larger steps take moe_batched, as BF16 experts do.)
 void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
             K = int(c.num_experts_per_tok);
-  if (T > kGemvMaxTokens) {
-    MoePrefillBuffers b;
-    b.x = w.x;
-    b.h = w.h;
-    b.topk_ids = w.topk_ids;
-    b.topk_w = w.topk_w;
-    b.xs_sorted = w.xs_sorted, b.g_sorted = w.g_sorted, b.u_sorted = w.u_sorted, b.a_sorted = w.nv_a_sorted;
-    b.y_sorted = w.nv_y_sorted;
-    b.d_sort = w.d_sort;
-    b.ids_host = w.ids_host;
-    b.sort_host = w.sort_host;
-    b.sh_gate = w.gate, b.sh_up = w.up, b.sh_act = w.act, b.sh_out = w.tmp;
-    nvfp4_moe_prefill(w.lt, L, c, T, b, w.nv_scratch, w.nv_stack_scratch, stream_);
-    return;
-  }
   const bool shared_nv = L.nv_sh_gate.present();
   const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
                        L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
@@ -433,8 +398,9 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
 // routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
-// SwiGLU, down) stream each routed expert's weights once per tile of rows. No host sync, so
-// the step can be graph-captured.
+// SwiGLU, down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (the
+// NVFP4 kernels decode the weight tiles in shared memory and apply the expert's scale2). No host
+// sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
@@ -443,15 +409,23 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   MoeRouting r = w.routing;
   r.tile_rows = moe_tile_rows_for(int64_t(T) * K, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
-  moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
-  moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
-  if (L.sh_gate) {  // shared expert: plain SwiGLU over the chunk, output in w.tmp
-    w.lt.gemm_bf16(w.x, T, H, L.sh_gate, Is, w.gate, stream_);
-    w.lt.gemm_bf16(w.x, T, H, L.sh_up, Is, w.up, stream_);
-    swiglu_act(w.gate, w.up, w.act, int64_t(T) * Is, stream_);
-    w.lt.gemm_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
+  if (L.nv_exp_gate.present()) {
+    moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_);
+    moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
+  } else {
+    moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
+    moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   }
-  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, L.sh_gate ? w.tmp : nullptr, T, K, H, w.h, stream_);
+  // Shared expert, in its own format (NVFP4: dequantise + cuBLASLt with alpha = scale2; BF16:
+  // cuBLASLt): plain SwiGLU over the chunk, output in w.tmp.
+  const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
+  if (shared) {
+    linear(w.x, T, H, L.sh_gate, L.nv_sh_gate, Is, w.gate);
+    linear(w.x, T, H, L.sh_up, L.nv_sh_up, Is, w.up);
+    swiglu_act(w.gate, w.up, w.act, int64_t(T) * Is, stream_);
+    linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
+  }
+  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_);
 }
 
 void CudaBackend::run_layers(const StepPlan& p) {
@@ -512,15 +486,15 @@ void CudaBackend::run_layers(const StepPlan& p) {
     } else {                                                                         // routed top-K + shared
       router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
                   stream_);
-      if (L.nv_exp_gate.present()) {
+      if (T > kGemvMaxTokens) {
+        moe_batched(L, T);                                                           // h = bf16(h + y)
+      } else if (L.nv_exp_gate.present()) {
         moe_nvfp4(L, T);                                                             // h = bf16(h + y)
-      } else if (T <= kGemvMaxTokens) {  // decode: read only the selected experts' rows
+      } else {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                     L.sh_gate ? w.shared_act : nullptr, stream_);
         moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
                          L.sh_down, Is, w.h, stream_);                               // h = bf16(h + y)
-      } else {
-        moe_batched(L, T);                                                           // h = bf16(h + y)
       }
     }
   }
@@ -561,11 +535,7 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
   const int64_t V = model_.config.vocab_size;
   // Decode batches (one logits row per token) up to 256 tokens; prefill chunks of other shapes
   // would each capture a graph of their own for little gain.
-  // NVFP4 routed experts above the decode sizes still read the routing back on the host
-  // (nvfp4_prefill.h), which a graph cannot capture.
-  const bool host_sync_moe = p.T > kGemvMaxTokens && ws_->ids_host != nullptr;
-  const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T) &&
-                     !host_sync_moe;
+  const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T);
   // Captured steps keep the decode kernel for every query: it handles any mix of sequences with
   // launch shapes that depend only on (T, rows, key buckets), which the graph key covers.
   const FlintConfig& c = model_.config;

@@ -164,7 +164,9 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
     if (args.sorted_slot) src = args.sorted_slot[src] / args.slots_per_token;
     a_src[i] = args.a + int64_t(src) * args.kdim;
   }
-  auto issue_stage = [&](int stage, int kt) {
+  // Issues stage `stage`'s loads for k tile kt: A by cp.async, the weights by the policy's fetch
+  // (its commit, which may have to wait for them, is left to the caller).
+  auto issue_stage = [&](typename WeightTile::Staged& staged, int stage, int kt) {
     const int k = kt * kBK + chunk * 8;
     const bool k_ok = k < args.kdim;
     bf16_t* dst = sa + stage * TM * kBK;
@@ -172,7 +174,7 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
     for (int i = 0; i < kARows; ++i) {
       cp_async16(dst + swizzled(stage_row(tid, i), chunk), a_ok[i] && k_ok ? a_src[i] + k : args.a, a_ok[i] && k_ok);
     }
-    weights.template load_tile<NB>(sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
+    weights.template fetch<NB>(staged, sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
   };
 
   float acc[TM / 16][NB][2][4];
@@ -187,17 +189,25 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
   const int k_tiles = (args.kdim + kBK - 1) / kBK;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) issue_stage(s, s);
+    if (s < k_tiles) {
+      typename WeightTile::Staged staged;
+      issue_stage(staged, s, s);
+      weights.template commit<NB>(staged, sb + s * NB * kBN * kBK);
+    }
     cp_async_commit();
   }
   for (int kt = 0; kt < k_tiles; ++kt) {
     cp_async_wait<kStages - 2>();  // stage kt has landed (for this thread) ...
     __syncthreads();               // ... for every thread, and stage kt-1 is no longer read
     const int next = kt + kStages - 1;
-    if (next < k_tiles) issue_stage(next % kStages, next);
+    typename WeightTile::Staged staged;
+    if (next < k_tiles) issue_stage(staged, next % kStages, next);
     cp_async_commit();
     const int stage = kt % kStages;
     warp_tile_mma<TM, NB>(sa + stage * TM * kBK, sb + stage * NB * kBN * kBK, warp * 16, lane, acc);
+    // Stage next % kStages (= the one of kt-1, kStages >= 2) is read by no warp until the
+    // __syncthreads of iteration `next`, so the policy's plain stores may land there now.
+    if (next < k_tiles) weights.template commit<NB>(staged, sb + (next % kStages) * NB * kBN * kBK);
   }
   cp_async_wait<0>();
 
@@ -243,21 +253,34 @@ void check_grouped(const char* what, int T, int K, int kdim, int n, const MoeRou
   if ((n + kBN - 1) / kBN > 65535) fail("output width " + std::to_string(n) + " needs too many column blocks");
 }
 
-template <int TM, int NB>
-void launch_grouped(const GroupedArgs& args, const Bf16ExpertWeights& w, int T, int K, const MoeRouting& r,
+template <int TM, int NB, class WeightTile>
+void launch_grouped(const GroupedArgs& args, const WeightTile& w, int T, int K, const MoeRouting& r,
                     cudaStream_t stream) {
-  auto kernel = grouped_gemm_kernel<TM, NB, Bf16ExpertWeights>;
+  auto kernel = grouped_gemm_kernel<TM, NB, WeightTile>;
   constexpr int smem = grouped_smem_bytes(TM, NB);
   static_assert(smem <= 48 * 1024, "above 48 KiB a launch needs the opt-in attribute");
   const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM)), unsigned((args.n + kBN - 1) / kBN));
   launch_pdl(kernel, grid, dim3(kGroupedThreads), smem, stream, args, w);
 }
 
-template <int NB>
-void launch_grouped_any(const GroupedArgs& args, const Bf16ExpertWeights& w, int T, int K, const MoeRouting& r,
+template <int NB, class WeightTile>
+void launch_grouped_any(const GroupedArgs& args, const WeightTile& w, int T, int K, const MoeRouting& r,
                         cudaStream_t stream) {
   if (r.tile_rows == 16) launch_grouped<16, NB>(args, w, T, K, r, stream);
   else launch_grouped<64, NB>(args, w, T, K, r, stream);
+}
+
+bool misaligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
+
+// NVFP4 stacks: the reduction width must be whole 64-weight blocks (FLINT.md §3) and the code
+// rows 16-byte aligned (one vector load per 32 weights).
+void check_nvfp4_stack(const char* what, const char* name, const Nvfp4Stack& s, int kdim) {
+  if (kdim % 64 != 0)
+    throw Error(std::string(what) + ": NVFP4 reduction width " + std::to_string(kdim) + " is not a multiple of 64");
+  if (!s.m.codes || !s.m.scales || !s.scale2)
+    throw Error(std::string(what) + ": NVFP4 " + name + " stack has a null codes, scales or scale2 pointer");
+  if (misaligned(s.m.codes, 16) || misaligned(s.m.scales, 4))
+    throw Error(std::string(what) + ": NVFP4 " + name + " codes must be 16-byte and scales 4-byte aligned");
 }
 
 }  // namespace
@@ -297,6 +320,31 @@ void moe_grouped_down(const bf16* act_sorted, int T, int K, int inter, const bf1
   const Bf16ExpertWeights w{{reinterpret_cast<const bf16_t*>(w_down), nullptr}};
   launch_grouped_any<1>(args, w, T, K, r, stream);
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down");
+}
+
+void moe_grouped_gate_up_nvfp4(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate, const Nvfp4Stack& up,
+                               int inter, const MoeRouting& r, bf16* act_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_grouped("moe_grouped_gate_up_nvfp4", T, K, hidden, inter, r);
+  check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "gate", gate, hidden);
+  check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "up", up, hidden);
+  const GroupedArgs args{reinterpret_cast<const bf16_t*>(x), r.sorted_slot, K, hidden, inter, r.tiles, r.num_tiles,
+                         reinterpret_cast<bf16_t*>(act_sorted)};
+  const Nvfp4ExpertWeights w{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}, {gate.scale2, up.scale2}};
+  launch_grouped_any<2>(args, w, T, K, r, stream);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_gate_up_nvfp4");
+}
+
+void moe_grouped_down_nvfp4(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
+                            const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_grouped("moe_grouped_down_nvfp4", T, K, inter, hidden, r);
+  check_nvfp4_stack("moe_grouped_down_nvfp4", "down", down, inter);
+  const GroupedArgs args{reinterpret_cast<const bf16_t*>(act_sorted), nullptr, K, inter, hidden, r.tiles, r.num_tiles,
+                         reinterpret_cast<bf16_t*>(y_sorted)};
+  const Nvfp4ExpertWeights w{{down.m.codes, nullptr}, {down.m.scales, nullptr}, {down.scale2, nullptr}};
+  launch_grouped_any<1>(args, w, T, K, r, stream);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down_nvfp4");
 }
 
 }  // namespace striker::cuda

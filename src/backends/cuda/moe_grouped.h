@@ -11,6 +11,9 @@
 //   3. moe_grouped_down: per tile, y = bf16(mm(act, Wd)) into the expert-sorted row order.
 //   4. moe_combine_sorted (moe.h) weights the K rows of each token, adds the shared expert and
 //      the residual.
+// Steps 2 and 3 exist for BF16 and for NVFP4 (W4A16) expert stacks: the NVFP4 kernels decode each
+// weight tile (exactly) into the same bf16 shared-memory tile and apply the expert's scale2 to
+// the fp32 accumulator before the bf16 rounding.
 // Each expert's weights stream once per tile of up to tile_rows rows: with 16-row tiles a decode
 // batch (a few rows per expert) reads each selected expert once; 64-row tiles serve prefill.
 #pragma once
@@ -20,6 +23,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cuda/nvfp4_linear.h"
+#include "backends/cuda/nvfp4_moe.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -68,6 +73,14 @@ void moe_grouped_gate_up(const bf16* x, int T, int K, int hidden, const bf16* w_
 void moe_grouped_down(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
                       const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
 
+// The same two steps for NVFP4 expert stacks (nvfp4_moe.h: codes [E·rows, in/2], scales
+// [E·rows, in/16], scale2 [E]); g = bf16(scale2_g[e]·mm), u likewise, y = bf16(scale2_d[e]·mm)
+// (FLINT.md §4). The reduction width (hidden for gate/up, inter for down) must be a multiple of 64.
+void moe_grouped_gate_up_nvfp4(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate, const Nvfp4Stack& up,
+                               int inter, const MoeRouting& routing, bf16* act_sorted, cudaStream_t stream);
+void moe_grouped_down_nvfp4(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
+                            const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
+
 // CPU references (moe_grouped_ref.cpp). The sort reference is exact: the device sort must
 // produce the same permutation and the same tiles.
 void moe_route_sort_ref(const std::vector<int32_t>& topk_ids, int T, int K, int experts, int tile_rows,
@@ -79,6 +92,16 @@ void moe_grouped_gate_up_ref(const std::vector<bf16>& x, int K, int hidden, cons
                              const std::vector<MoeTile>& tiles, std::vector<bf16>& act_sorted);
 void moe_grouped_down_ref(const std::vector<bf16>& act_sorted, int inter, const std::vector<bf16>& w_down, int hidden,
                           const std::vector<MoeTile>& tiles, std::vector<bf16>& y_sorted);
+// NVFP4 twins: the stacks are dequantised by nvfp4_dequantize_ref (the scalar codec) and the
+// products scaled by the expert's scale2 in double before the FLINT.md §4 roundings.
+void moe_grouped_gate_up_nvfp4_ref(const std::vector<bf16>& x, int K, int hidden, const Nvfp4HostMatrix& w_gate,
+                                   const std::vector<float>& scale2_gate, const Nvfp4HostMatrix& w_up,
+                                   const std::vector<float>& scale2_up, int inter,
+                                   const std::vector<int32_t>& sorted_slot, const std::vector<MoeTile>& tiles,
+                                   std::vector<bf16>& act_sorted);
+void moe_grouped_down_nvfp4_ref(const std::vector<bf16>& act_sorted, int inter, const Nvfp4HostMatrix& w_down,
+                                const std::vector<float>& scale2_down, int hidden, const std::vector<MoeTile>& tiles,
+                                std::vector<bf16>& y_sorted);
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[slot_row[t·K+k]]) + y_shared[t])), y_shared may be empty.
 void moe_combine_sorted_ref(const std::vector<bf16>& y_sorted, const std::vector<int32_t>& slot_row,
                             const std::vector<float>& topk_w, const std::vector<bf16>& y_shared, int T, int K,

@@ -27,6 +27,13 @@ STRIKER_HOST_DEVICE constexpr int swizzled(int row, int chunk) { return row * kB
 STRIKER_HOST_DEVICE constexpr int stage_row(int tid, int pass) { return (tid >> 3) + pass * (kGroupedThreads / 8); }
 STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid & 7; }
 
+// NVFP4 weight tiles (Nvfp4ExpertWeights): thread tid decodes k half nvfp4_tile_half(tid)
+// (32 weights = 16 code bytes, 16-byte chunks 4·half..4·half+3) of tile row nvfp4_tile_row(tid);
+// the kGroupedThreads = 2·kBN threads cover the kBN × kBK tile exactly once.
+STRIKER_HOST_DEVICE constexpr int nvfp4_tile_row(int tid) { return tid >> 1; }
+STRIKER_HOST_DEVICE constexpr int nvfp4_tile_half(int tid) { return tid & 1; }
+static_assert(kGroupedThreads == 2 * kBN && kBK == 64, "NVFP4 tiles: one thread per (row, 32-weight half)");
+
 // ldmatrix.x4 row address supplied by `lane`. A (rows m-major, k contiguous): matrices
 // (rows 0-7 | 8-15) × (k 0-7 | 8-15) of m tile m, k step ks = fragment registers a0..a3.
 STRIKER_HOST_DEVICE constexpr int a_ldm_row(int lane, int m) { return m * 16 + (lane & 15); }
