@@ -228,7 +228,6 @@ int run_throughput(ThroughputOptions o) {
   std::filesystem::path cfg_path = o.config;
   if (o.model.empty() && std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
   const FlintConfig c = o.model.empty() ? load_flint_config(cfg_path) : load_model_config(o.model, lo);
-  const LinearFormat format = o.load_format == "dummy" ? dummy_weight_format(lo) : LinearFormat::bf16;
   const int64_t max_model_len = int64_t(o.input_len) + o.output_len;
   if (max_model_len > c.max_position_embeddings)
     throw Error("bench throughput: --input-len + --output-len = " + std::to_string(max_model_len) +
@@ -248,6 +247,11 @@ int run_throughput(ThroughputOptions o) {
   const auto t_setup = std::chrono::steady_clock::now();
   BuiltBackend built = build_backend(o, c, lo, max_model_len, ec);
   ec.kv_cache_bytes = built.kv_budget;
+  // The roofline counts the linear weights in the format they are held in: a loaded checkpoint
+  // says so itself (an NVFP4 GGUF's attention weights are NVFP4).
+  LinearFormat format = dummy_weight_format(lo);
+  if (o.load_format != "dummy" && built.host_model)
+    format = built.host_model->weights.layers.at(0).q_proj.dtype == DType::NVFP4 ? LinearFormat::nvfp4 : LinearFormat::bf16;
   auto recorder_owned = std::make_unique<StepRecorder>(std::move(built.backend), c, o.input_len);
   StepRecorder* recorder = recorder_owned.get();
   auto engine = make_engine(ec, c, std::move(recorder_owned), *tokenizer);

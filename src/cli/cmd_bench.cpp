@@ -48,12 +48,12 @@ struct PrefillOptions {
 
 constexpr double kCopyBandwidth = 4.1e12;  // bytes/s, measured on the H200 (docs/performance.md)
 
+#ifdef STRIKER_HAVE_CUDA
 // --quantization of the benchmarks: only the dummy weights' format (no checkpoint is read).
 LinearFormat bench_format(const std::string& quantization) {
   return parse_quantization(quantization).value_or(LinearFormat::bf16);
 }
 
-#ifdef STRIKER_HAVE_CUDA
 cuda::WeightFormat device_format(LinearFormat f) {
   return f == LinearFormat::nvfp4 ? cuda::WeightFormat::nvfp4 : cuda::WeightFormat::bf16;
 }

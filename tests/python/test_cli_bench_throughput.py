@@ -68,3 +68,16 @@ def test_bad_flags(striker_bin, config_only, args, message):
     r = bench(striker_bin, config_only, *args)
     assert r.returncode != 0
     assert message in r.stderr, r.stderr
+
+
+def test_real_checkpoint_on_cpu(striker_bin, shared_dir, tmp_path):
+    ck = tmp_path / "ck"
+    subprocess.run([str(striker_bin), "make-model", "--config", str(shared_dir / "fixtures/flint-config/config.tiny.json"),
+                    "--tokenizer", str(shared_dir / "fixtures/flint-tokenizer"), "--out", str(ck), "--seed", "2"],
+                   check=True, capture_output=True)
+    r = bench(striker_bin, ck, "--load-format", "auto", "--num-prompts", 3, "--input-len", 20, "--output-len", 5,
+              "--json")
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["weights"].startswith("loaded from") and j["weight_format"] == "BF16"
+    assert j["output_tokens"] == 15 and j["prompt_tokens"] == 60
