@@ -393,7 +393,7 @@ int run_throughput(ThroughputOptions o) {
               double(o.num_prompts) / elapsed, double(output_tokens) / elapsed,
               double(prompt_tokens + output_tokens) / elapsed);
   std::printf("  time to first token: median %.1f ms\n", median(ttft));
-  std::printf("  %lld decode steps: mean %.3f ms/step, mean batch %.1f (%.1f s); %lld prefill/mixed steps (%.1f s); "
+  std::printf("  %lld decode steps: mean %.3f ms/step (backend forward), mean batch %.1f (%.1f s); %lld prefill/mixed steps (%.1f s); "
               "%lld preemptions\n",
               (long long)decode_steps, mean_step_ms, decode_steps ? double(decode_seqs) / double(decode_steps) : 0.0,
               decode_s, (long long)other_steps, other_s, (long long)(after.num_preemptions - before.num_preemptions));
