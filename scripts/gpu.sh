@@ -56,7 +56,7 @@ if [ -x "$BIN/striker" ]; then
   if [ -n "${STRIKER_LATENCY_RUNS:-}" ]; then
     IFS=';' read -ra RUNS <<<"$STRIKER_LATENCY_RUNS"
   else
-    RUNS=("--context=100000" "--context=100000 --graphs" "--context=8192")
+    RUNS=("--context=100000" "--context=100000 --graphs" "--context=8192" "--quantization nvfp4 --context=100000")
   fi
   for args in "${RUNS[@]}"; do
     echo "== striker bench latency $args" | tee -a "$LOGS/latency.log"
@@ -64,12 +64,20 @@ if [ -x "$BIN/striker" ]; then
     "$BIN/striker" bench latency --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
   done
   # STRIKER_PREFILL_RUNS: ';'-separated argument lists for `striker bench prefill`.
-  IFS=';' read -ra PRE <<<"${STRIKER_PREFILL_RUNS:---tokens=2048 --repeats=1;--tokens=8192 --repeats=1}"
+  IFS=';' read -ra PRE <<<"${STRIKER_PREFILL_RUNS:---tokens=2048 --repeats=1;--tokens=8192 --repeats=1;--tokens=8192 --repeats=1 --quantization nvfp4}"
   for args in "${PRE[@]}"; do
     echo "== striker bench prefill $args" | tee -a "$LOGS/latency.log"
     # shellcheck disable=SC2086
     timeout 200 "$BIN/striker" bench prefill --config "$CONFIG" $args >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
   done
+  # Offline throughput through the engine (dummy weights on the GPU), like `vllm bench throughput`.
+  TOKENIZER=${STRIKER_GPU_TOKENIZER:-$BIN/flint-tokenizer}  # scripts/ship_gpu.sh puts it there
+  [ -f "$TOKENIZER/tokenizer.json" ] || TOKENIZER=../shared/fixtures/flint-tokenizer
+  THR=${STRIKER_THROUGHPUT_ARGS:---num-prompts 64 --input-len 1024 --output-len 128}
+  echo "== striker bench throughput $THR" | tee -a "$LOGS/latency.log"
+  # shellcheck disable=SC2086
+  timeout 240 "$BIN/striker" bench throughput --config "$CONFIG" --tokenizer "$TOKENIZER" $THR \
+    >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
 fi
 
 # GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule) and the server's end-to-end suites on

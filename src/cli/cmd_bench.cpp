@@ -14,7 +14,10 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "cli/bench_throughput.h"
+#include "loaders/model_loader.h"
 #include "model/config.h"
+#include "model/weight_bytes.h"
 
 #ifdef STRIKER_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -32,6 +35,7 @@ struct LatencyOptions {
   int warmup = 3;
   uint64_t seed = 0;
   bool graphs = false;
+  std::string quantization;
 };
 
 struct PrefillOptions {
@@ -39,35 +43,21 @@ struct PrefillOptions {
   int64_t tokens = 8192;
   int repeats = 2;
   uint64_t seed = 0;
+  std::string quantization;
 };
 
 constexpr double kCopyBandwidth = 4.1e12;  // bytes/s, measured on the H200 (docs/performance.md)
 
-// Bytes a batch-1 BF16 decode step must read at least once: the active weights and the KV
-// the token attends to.
-struct StepBytes {
-  double weights = 0, kv = 0;
-};
-StepBytes decode_bytes(const FlintConfig& c, int64_t context) {
-  const double H = double(c.hidden_size), d = double(c.head_dim), nh = double(c.num_attention_heads),
-               nkv = double(c.num_key_value_heads);
-  StepBytes b;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    b.weights += ((nh + 2 * nkv) * d * H + H * nh * d) * 2;  // qkv + o
-    if (c.is_dense_layer(l)) {
-      b.weights += 3.0 * double(c.intermediate_size) * H * 2;
-    } else {
-      b.weights += double(c.n_routed_experts) * H * 2;  // router
-      b.weights += 3.0 * H * double(c.moe_intermediate_size * c.num_experts_per_tok) * 2;
-      b.weights += 3.0 * H * double(c.shared_expert_intermediate_size * c.n_shared_experts) * 2;
-    }
-    const double keys = c.is_sliding_layer(l) ? double(std::min<int64_t>(context + 1, c.sliding_window))
-                                              : double(context + 1);
-    b.kv += keys * nkv * d * 2 * 2;
-  }
-  b.weights += double(c.vocab_size) * H * 2 + H * 2;  // lm_head + one embedding row
-  return b;
+#ifdef STRIKER_HAVE_CUDA
+// --quantization of the benchmarks: only the dummy weights' format (no checkpoint is read).
+LinearFormat bench_format(const std::string& quantization) {
+  return parse_quantization(quantization).value_or(LinearFormat::bf16);
 }
+
+cuda::WeightFormat device_format(LinearFormat f) {
+  return f == LinearFormat::nvfp4 ? cuda::WeightFormat::nvfp4 : cuda::WeightFormat::bf16;
+}
+#endif
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -79,6 +69,7 @@ int run_latency(const LatencyOptions& o) {
   if (o.load_format != "dummy")
     throw Error("bench latency: only --load-format dummy is supported (got '" + o.load_format + "')");
   if (o.context < 0 || o.steps <= 0 || o.warmup < 0) throw Error("bench latency: --context/--steps/--warmup out of range");
+  const LinearFormat format = bench_format(o.quantization);
   if (cuda::device_count() == 0) throw Error("bench latency needs a GPU: " + cuda::device_summary());
   std::filesystem::path cfg_path = o.config;
   if (std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
@@ -89,7 +80,7 @@ int run_latency(const LatencyOptions& o) {
                 std::to_string(c.max_position_embeddings));
   std::printf("device: %s\n", cuda::device_summary().c_str());
   const auto t0 = std::chrono::steady_clock::now();
-  cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed);
+  cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, device_format(format));
   const double weight_gb = double(model.bytes) / 1e9;
   cuda::CudaBackend backend(std::move(model), cuda::CudaBackendOptions{8, 8, int64_t(1) << 20, o.graphs});
   const int B = 16;
@@ -98,11 +89,11 @@ int run_latency(const LatencyOptions& o) {
   backend.allocate_kv_cache(KvCacheSpec{B, full_blocks, ring});
   backend.fill_kv_random(o.seed + 1);
   const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("model: %s, %lld layers (%lld full, %lld sliding), %lld experts top-%lld; %.1f GB of random BF16 "
+  std::printf("model: %s, %lld layers (%lld full, %lld sliding), %lld experts top-%lld; %.1f GB of random %s "
               "weights on the GPU (setup %.1f s)\n",
               cfg_path.string().c_str(), (long long)c.num_hidden_layers, (long long)c.num_full_layers(),
               (long long)c.num_sliding_layers(), (long long)c.n_routed_experts, (long long)c.num_experts_per_tok,
-              weight_gb, setup_s);
+              weight_gb, linear_format_name(format).c_str(), setup_s);
 
   // Physical full blocks in a shuffled order, as an engine's free list would hand them out.
   std::vector<int32_t> full_table(static_cast<size_t>(full_blocks));
@@ -132,16 +123,17 @@ int run_latency(const LatencyOptions& o) {
       device_ms.push_back(backend.last_forward_device_ms());
     }
   }
-  const StepBytes bytes = decode_bytes(c, o.context);
-  const double total = bytes.weights + bytes.kv;
+  const double weight_bytes = decode_weight_bytes(c, format);
+  const double kv_bytes = decode_kv_bytes(c, o.context);
+  const double total = weight_bytes + kv_bytes;
   const double floor_ms = total / kCopyBandwidth * 1e3;
   const double med_wall = median(wall_ms), med_dev = median(device_ms);
   std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s\n", (long long)o.context, o.steps,
               o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)");
   std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
               *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
-  std::printf("  bytes/step: %.3f GB weights + %.3f GB KV = %.3f GB; floor at 4.1 TB/s %.3f ms\n", bytes.weights / 1e9,
-              bytes.kv / 1e9, total / 1e9, floor_ms);
+  std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.1 TB/s %.3f ms\n", weight_bytes / 1e9,
+              linear_format_name(format).c_str(), kv_bytes / 1e9, total / 1e9, floor_ms);
   std::printf("  achieved %.2f TB/s = %.1f%% of the 4.1 TB/s copy roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
               100.0 * floor_ms / med_dev);
   return 0;
@@ -158,7 +150,8 @@ int run_prefill(const PrefillOptions& o) {
   const FlintConfig c = load_flint_config(cfg_path);
   if (o.tokens > c.max_position_embeddings) throw Error("bench prefill: --tokens exceeds max_position_embeddings");
   std::printf("device: %s\n", cuda::device_summary().c_str());
-  cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed),
+  const LinearFormat format = bench_format(o.quantization);
+  cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed, device_format(format)),
                             cuda::CudaBackendOptions{int(o.tokens), 8, int64_t(1) << 20, false});
   const int B = 16;
   const int64_t blocks = (o.tokens + B - 1) / B;
@@ -179,18 +172,19 @@ int run_prefill(const PrefillOptions& o) {
     backend.forward(batch, logits);
     if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
   }
-  // FLOPs: 2 per active weight per token (as decode_bytes counts weights) + causal attention.
-  const StepBytes w = decode_bytes(c, 0);
+  // FLOPs: 2 per active linear weight and router weight per token + causal attention. The
+  // lm_head counts for the last token only (logits of the last token).
+  const ActiveWeights w = active_weights(c, double(c.num_experts_per_tok));
   double attn = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const double n = double(o.tokens);
     const double keys = c.is_sliding_layer(l) ? std::min<double>(n, double(c.sliding_window)) * n : n * (n + 1) / 2;
     attn += 4.0 * keys * double(c.num_attention_heads * c.head_dim);
   }
-  const double flops = (w.weights - double(c.vocab_size) * double(c.hidden_size) * 2) / 2 * 2 * double(o.tokens) + attn;
+  const double flops = (w.linear() - w.lm_head + w.router) * 2 * double(o.tokens) + w.lm_head * 2 + attn;
   const double med = median(ms);
-  std::printf("prefill of %lld tokens (one chunk, batch 1): median %.1f ms over %d runs, %.0f tokens/s\n",
-              (long long)o.tokens, med, o.repeats, double(o.tokens) / med * 1e3);
+  std::printf("prefill of %lld tokens (one chunk, batch 1, %s weights): median %.1f ms over %d runs, %.0f tokens/s\n",
+              (long long)o.tokens, linear_format_name(format).c_str(), med, o.repeats, double(o.tokens) / med * 1e3);
   std::printf("  %.1f TFLOP (active weights + causal attention) -> %.1f TFLOP/s = %.1f%% of 774 TFLOP/s\n", flops / 1e12,
               flops / (med * 1e-3) / 1e12, 100.0 * flops / (med * 1e-3) / 774e12);
   return 0;
@@ -207,7 +201,7 @@ int run_latency(const LatencyOptions&) {
 }  // namespace
 
 void register_bench(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("bench", "Benchmarks (GPU)");
+  auto* cmd = app.add_subcommand("bench", "Benchmarks: latency / prefill (GPU), throughput (GPU or CPU)");
   cmd->require_subcommand(1);
   auto opts = std::make_shared<LatencyOptions>();
   auto* lat = cmd->add_subcommand("latency", "batch-1 decode ms/step at a given context, random weights on the GPU");
@@ -219,6 +213,7 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--warmup", opts->warmup, "untimed steps first")->capture_default_str();
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
+  lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
 
   auto popts = std::make_shared<PrefillOptions>();
@@ -227,7 +222,10 @@ void register_bench(CLI::App& app, int& exit_code) {
   pre->add_option("--tokens", popts->tokens, "prompt length")->capture_default_str();
   pre->add_option("--repeats", popts->repeats, "timed runs after one warm-up")->capture_default_str();
   pre->add_option("--seed", popts->seed, "seed of the random weights")->capture_default_str();
+  pre->add_option("--quantization", popts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
   pre->callback([popts, &exit_code] { exit_code = run_prefill(*popts); });
+
+  register_bench_throughput(*cmd, exit_code);
 }
 
 }  // namespace striker::cli

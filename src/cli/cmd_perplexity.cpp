@@ -37,6 +37,8 @@ struct PerplexityArgs {
   int top = 0;
   std::string hf_config_path;
   std::string load_format = "auto";
+  std::string quantization;
+  uint64_t seed = 0;
   std::string tokenizer;
 };
 
@@ -142,7 +144,17 @@ void run(const PerplexityArgs& args) {
   LoadOptions load;
   load.load_format = args.load_format;
   load.hf_config_path = args.hf_config_path;
-  LoadedModel model = load_model(args.model, load);
+  load.quantization = args.quantization;
+  load.seed = args.seed;
+  parse_quantization(args.quantization);
+  // Dummy weights for the GPU are made on the GPU from the config alone (no host copy).
+  const bool dummy_on_gpu = args.load_format == "dummy" && args.device == "cuda";
+  LoadedModel model;
+  if (dummy_on_gpu) {
+    model.config = load_model_config(args.model, load);
+  } else {
+    model = load_model(args.model, load);
+  }
   // A GGUF file has no tokenizer beside it: it comes from --tokenizer or the config source.
   const std::string& tokenizer_source = !args.tokenizer.empty()        ? args.tokenizer
                                         : !args.hf_config_path.empty() ? args.hf_config_path
@@ -162,7 +174,13 @@ void run(const PerplexityArgs& args) {
     cuda::CudaBackendOptions options;
     options.max_tokens = int(std::max<int64_t>(options.max_tokens, args.chunk_size));
     options.max_logit_rows = int(std::max<int64_t>(options.max_logit_rows, args.chunk_size));
-    backend = cuda::make_cuda_backend(model, options);
+    if (dummy_on_gpu) {
+      const bool nvfp4 = dummy_weight_format(load) == LinearFormat::nvfp4;
+      backend = cuda::make_cuda_backend_dummy(model.config, args.seed,
+                                              nvfp4 ? cuda::WeightFormat::nvfp4 : cuda::WeightFormat::bf16, options);
+    } else {
+      backend = cuda::make_cuda_backend(model, options);
+    }
 #endif
   }
   const Scores s = score(*backend, model.config, ids, args.chunk_size, args.top);
@@ -199,7 +217,10 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--hf-config-path", args->hf_config_path, "config.json source for a GGUF model (directory or repo id)");
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer directory or repo id for --text-file");
-  cmd->add_option("--load-format", args->load_format, "auto, safetensors or gguf")->capture_default_str();
+  cmd->add_option("--load-format", args->load_format, "auto, safetensors, gguf or dummy (random weights from config.json)")
+      ->capture_default_str();
+  cmd->add_option("--quantization", args->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");
+  cmd->add_option("--seed", args->seed, "seed of --load-format dummy weights")->capture_default_str();
   cmd->callback([args, &exit_code] {
     run(*args);
     exit_code = 0;

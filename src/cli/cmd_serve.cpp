@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "loaders/dummy_model.h"
 #include "loaders/model_loader.h"
 #include "server/choice_parser.h"
 #include "server/openai_server.h"
@@ -42,6 +43,7 @@ struct ServeArgs {
   double gpu_memory_utilization = 0.9;
   std::string api_key;
   std::string load_format = "auto";
+  std::string quantization;
   uint64_t seed = 0;
   std::string kv_cache_dtype = "auto";
   bool enable_prefix_caching = false;
@@ -93,6 +95,9 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (!a.reasoning_parser.empty() && !server::reasoning_parser_available(a.reasoning_parser)) {
     throw Error("--reasoning-parser '" + a.reasoning_parser + "' is not available (this build has: glm47, glm45)");
   }
+  parse_quantization(a.quantization);
+  if (a.load_format == "dummy" && a.quantization == "gguf")
+    std::fprintf(stderr, "striker serve: --quantization gguf with --load-format dummy: random NVFP4 weights, as Flint's GGUF holds\n");
   if (a.max_num_seqs < 1) throw Error("--max-num-seqs must be at least 1");
   if (a.max_num_batched_tokens < 1) throw Error("--max-num-batched-tokens must be at least 1");
   if (a.max_model_len < 0) throw Error("--max-model-len must be positive");
@@ -190,10 +195,22 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   LoadOptions lo;
   lo.load_format = a.load_format;
   lo.hf_config_path = a.hf_config_path;
+  lo.quantization = a.quantization;
+  lo.seed = a.seed;
   ProgressBar bar;
   lo.on_progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
-  std::fprintf(stderr, "striker serve: loading %s (device %s)\n", model_path.c_str(), a.device.c_str());
-  LoadedModel model = load_model(model_path, lo);
+  const bool dummy = a.load_format == "dummy";
+  // Dummy weights on the GPU are made there from the config alone; everything else goes through
+  // load_model (dummy on the CPU makes them in host memory).
+  LoadedModel model;
+  if (dummy && a.device == "cuda") {
+    model.config = load_model_config(model_path, lo);
+    model.source = a.model;
+  } else {
+    std::fprintf(stderr, "striker serve: %s %s (device %s)\n", dummy ? "making random weights for" : "loading",
+                 model_path.c_str(), a.device.c_str());
+    model = load_model(model_path, lo);
+  }
   const FlintConfig& cfg = model.config;
   const int64_t max_model_len = a.max_model_len > 0 ? a.max_model_len : cfg.max_position_embeddings;
   if (max_model_len > cfg.max_position_embeddings) {
@@ -234,11 +251,27 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
     co.max_logit_rows = std::max(512, a.max_num_seqs + 256);  // prompt_logprobs chunks are capped at 256
     const int64_t blocks_per_seq = (max_model_len + ec.block_size - 1) / ec.block_size + 1;
     co.max_table_entries = std::max<int64_t>(co.max_table_entries, int64_t(a.max_num_seqs) * blocks_per_seq);
-    std::fprintf(stderr, "striker serve: uploading weights to %s\n", cuda::device_summary().c_str());
-    backend = cuda::make_cuda_backend(model, co);
+    if (dummy) {
+      const LinearFormat format = dummy_weight_format(lo);
+      std::fprintf(stderr, "striker serve: making random %s weights (--load-format dummy, seed %llu) on %s\n",
+                   linear_format_name(format).c_str(), (unsigned long long)a.seed, cuda::device_summary().c_str());
+      backend = cuda::make_cuda_backend_dummy(cfg, a.seed,
+                                              format == LinearFormat::nvfp4 ? cuda::WeightFormat::nvfp4
+                                                                            : cuda::WeightFormat::bf16,
+                                              co);
+      const auto* cb = dynamic_cast<const cuda::CudaBackend*>(backend.get());
+      if (cb) std::fprintf(stderr, "striker serve: %.2f GB of random weights on the GPU\n", double(cb->model().bytes) / 1e9);
+    } else {
+      std::fprintf(stderr, "striker serve: uploading weights to %s\n", cuda::device_summary().c_str());
+      backend = cuda::make_cuda_backend(model, co);
+    }
     ec.kv_cache_bytes = gpu_kv_budget(a);
 #endif
   } else {
+    if (dummy)
+      std::fprintf(stderr, "striker serve: %.2f GB of random %s weights in host memory (--load-format dummy, seed %llu)\n",
+                   double(dummy_host_bytes(cfg, dummy_weight_format(lo))) / 1e9,
+                   linear_format_name(dummy_weight_format(lo)).c_str(), (unsigned long long)a.seed);
     backend = make_cpu_backend(model, a.cpu_threads);
     ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
   }
@@ -294,7 +327,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "fraction of GPU memory (cuda only)");
   cmd->add_option("--api-key", a->api_key, "require this Bearer key (default: env VLLM_API_KEY)");
   cmd->add_option("--load-format", a->load_format, "auto | safetensors | gguf | dummy");
-  cmd->add_option("--seed", a->seed, "base seed for requests without one");
+  cmd->add_option("--seed", a->seed, "base seed for requests without one, and of --load-format dummy weights");
+  cmd->add_option("--quantization", a->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (bfloat16)");
   cmd->add_flag("--enable-prefix-caching", a->enable_prefix_caching, "not implemented yet (startup error)");
   cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");

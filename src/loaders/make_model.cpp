@@ -123,7 +123,7 @@ void fill_shard(const Shard& shard, uint64_t seed, std::vector<std::byte>& buffe
     for (size_t c; (c = next.fetch_add(1)) < chunks.size();) {
       const auto& ch = chunks[c];
       const TensorSpec& s = *ch.t->spec;
-      fill_range(s, stream_key(seed, s.name), init_for(s), ch.first, ch.last, buffer.data() + ch.t->offset);
+      fill_random_tensor(s, seed, ch.first, ch.last, buffer.data() + ch.t->offset);
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
@@ -182,6 +182,10 @@ void remove_old_checkpoint(const fs::path& out_dir) {
 }
 
 }  // namespace
+
+void fill_random_tensor(const TensorSpec& spec, uint64_t seed, uint64_t first, uint64_t last, std::byte* out) {
+  fill_range(spec, stream_key(seed, spec.name), init_for(spec), first, last, out);
+}
 
 void make_random_checkpoint(const MakeModelOptions& o) {
   if (o.max_shard_bytes <= 0) throw Error("make-model: shard size must be positive");

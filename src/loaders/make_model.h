@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "loaders/flint_tensors.h"
+
 namespace striker {
 
 struct MakeModelOptions {
@@ -16,5 +18,10 @@ struct MakeModelOptions {
 };
 
 void make_random_checkpoint(const MakeModelOptions& options);
+
+// The random values make-model writes for elements [first, last) of `spec` (first even), in
+// spec.dtypes.front(), stored at `out` (which points at element 0). Value i depends only on
+// (seed, tensor name, i), so --load-format dummy on the host gets exactly make-model's weights.
+void fill_random_tensor(const TensorSpec& spec, uint64_t seed, uint64_t first, uint64_t last, std::byte* out);
 
 }  // namespace striker

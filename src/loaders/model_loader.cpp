@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "loaders/dummy_model.h"
 #include "loaders/flint_tensors.h"
 #include "loaders/gguf_model.h"
 #include "loaders/safetensors_checkpoint.h"
@@ -115,14 +116,59 @@ std::string gguf_file_in(const std::string& path, const std::string& format) {
 
 }  // namespace
 
+std::optional<LinearFormat> parse_quantization(const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  if (value == "nvfp4" || value == "modelopt_fp4" || value == "gguf") return LinearFormat::nvfp4;
+  throw Error("--quantization " + quote(value) +
+              " is not supported (striker serves Flint's BF16 checkpoint without --quantization, and its NVFP4 "
+              "checkpoint with gguf, nvfp4 or modelopt_fp4)");
+}
+
+LinearFormat dummy_weight_format(const LoadOptions& options) {
+  return parse_quantization(options.quantization).value_or(LinearFormat::bf16);
+}
+
+FlintConfig load_model_config(const std::string& model, const LoadOptions& options) {
+  if (!options.hf_config_path.empty()) return load_flint_config(config_path_for({}, options.hf_config_path));
+  const std::string path = resolve_model_path(model);
+  const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
+  if (!fs::exists(dir / "config.json"))
+    throw Error(path + ": no config.json beside the model; give one with --hf-config-path");
+  return load_flint_config(dir / "config.json");
+}
+
+namespace {
+
+// --quantization against what the checkpoint holds: NVFP4 needs a GGUF with NVFP4 linear weights.
+void check_quantization(const std::string& source, const std::string& quantization, const LoadedModel* loaded) {
+  if (!parse_quantization(quantization)) return;
+  if (!loaded)
+    throw Error(source + ": --quantization " + quantization +
+                " but this is a BF16 safetensors checkpoint (NVFP4 comes as a .gguf file); drop --quantization");
+  const FlintWeights& w = loaded->weights;
+  bool any_nvfp4 = w.lm_head.dtype == DType::NVFP4;
+  for (const auto& l : w.layers) any_nvfp4 = any_nvfp4 || l.q_proj.dtype == DType::NVFP4 || l.shared.up.dtype == DType::NVFP4 ||
+                                             (!l.experts.empty() && l.experts[0].up.dtype == DType::NVFP4);
+  if (!any_nvfp4 && quantization != "gguf")
+    throw Error(source + ": --quantization " + quantization + " but the file holds no NVFP4 weights; drop --quantization");
+}
+
+}  // namespace
+
 LoadedModel load_model(const std::string& model, const LoadOptions& options) {
   const std::string& format = options.load_format;
   if (format != "auto" && format != "safetensors" && format != "gguf" && format != "dummy")
     throw Error("--load-format " + quote(format) + " is not one of auto, safetensors, gguf, dummy");
-  if (format == "dummy") throw Error("--load-format dummy (random weights) is not available yet in this build");
+  if (format == "dummy") {
+    LoadedModel out = make_dummy_model(load_model_config(model, options), options.seed, dummy_weight_format(options));
+    out.source = model;
+    return out;
+  }
+  parse_quantization(options.quantization);  // an unknown value fails before any file is read
 
   const std::string path = resolve_model_path(model);
   const std::string gguf = gguf_file_in(path, format);
+  if (gguf.empty() && parse_quantization(options.quantization)) check_quantization(path, options.quantization, nullptr);
   if (!gguf.empty()) {
     if (options.hf_config_path.empty() && !fs::exists(fs::path(gguf).parent_path() / "config.json"))
       throw Error(gguf + ": a GGUF checkpoint needs --hf-config-path (the BF16 repo or a directory with config.json)");
@@ -130,6 +176,7 @@ LoadedModel load_model(const std::string& model, const LoadOptions& options) {
                                                   : config_path_for(path, options.hf_config_path);
     LoadedModel out = load_gguf_model(gguf, load_flint_config(cfg), options.on_progress);
     out.source = model;
+    check_quantization(gguf, options.quantization, &out);
     return out;
   }
   if (!fs::is_directory(path))

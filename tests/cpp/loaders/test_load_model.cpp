@@ -329,9 +329,11 @@ TEST(LoadModel, NotACheckpointDirectoryAndFormats) {
   EXPECT_ERROR_HAS(error_of([&] { load_model((dir.path() / "m.gguf").string()); }), "m.gguf: file is 4 bytes, too short");
   EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string()); }), "m.gguf: file is 4 bytes, too short");
   fs::remove(dir.path() / "m.gguf");
-  LoadOptions dummy;
-  dummy.load_format = "dummy";
-  EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string(), dummy); }), "dummy");
+  LoadOptions nvfp4;
+  nvfp4.quantization = "nvfp4";  // a directory without .gguf is BF16 safetensors: refused before reading
+  EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string(), nvfp4); }), "BF16 safetensors checkpoint");
+  nvfp4.quantization = "q4_k";
+  EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string(), nvfp4); }), "--quantization 'q4_k' is not supported");
   LoadOptions bad;
   bad.load_format = "pickle";
   EXPECT_ERROR_HAS(error_of([&] { load_model(dir.path().string(), bad); }), "not one of auto, safetensors, gguf, dummy");
