@@ -73,11 +73,14 @@ if [ -x "$BIN/striker" ]; then
   # Offline throughput through the engine (dummy weights on the GPU), like `vllm bench throughput`.
   TOKENIZER=${STRIKER_GPU_TOKENIZER:-$BIN/flint-tokenizer}  # scripts/ship_gpu.sh puts it there
   [ -f "$TOKENIZER/tokenizer.json" ] || TOKENIZER=../shared/fixtures/flint-tokenizer
-  THR=${STRIKER_THROUGHPUT_ARGS:---num-prompts 64 --input-len 1024 --output-len 128}
-  echo "== striker bench throughput $THR" | tee -a "$LOGS/latency.log"
-  # shellcheck disable=SC2086
-  timeout 240 "$BIN/striker" bench throughput --config "$CONFIG" --tokenizer "$TOKENIZER" $THR \
-    >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
+  # STRIKER_THROUGHPUT_RUNS: ';'-separated argument lists, one `striker bench throughput` each.
+  IFS=';' read -ra THR <<<"${STRIKER_THROUGHPUT_RUNS:---num-prompts 64 --input-len 1024 --output-len 128;--num-prompts 64 --input-len 1024 --output-len 128 --quantization nvfp4}"
+  for args in "${THR[@]}"; do
+    echo "== striker bench throughput $args" | tee -a "$LOGS/latency.log"
+    # shellcheck disable=SC2086
+    timeout 240 "$BIN/striker" bench throughput --config "$CONFIG" --tokenizer "$TOKENIZER" $args \
+      >>"$LOGS/latency.log" 2>&1 || latency_rc=$?
+  done
 fi
 
 # GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule) and the server's end-to-end suites on
