@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #if defined(__CUDACC__)
 #define STRIKER_HD __host__ __device__ __forceinline__
@@ -145,7 +146,7 @@ STRIKER_HD float min_p_floor(float m, float temperature, float log_min_p) {
 // repetition penalty (token seen in prompt or output), then frequency/presence over outputs.
 STRIKER_HD float process_logit(float v, bool suppressed, float bias, bool repeated, float repetition_penalty,
                                int32_t output_count, float frequency_penalty, float presence_penalty) {
-  if (suppressed) v = -__builtin_huge_valf();
+  if (suppressed) v = -std::numeric_limits<float>::infinity();
   v = fadd(v, bias);
   if (repeated && repetition_penalty != 1.0f)
     v = v > 0 ? fdiv(v, repetition_penalty) : fmul(v, repetition_penalty);
