@@ -46,6 +46,7 @@ T pick(std::mt19937& rng, std::initializer_list<T> options) {
 }
 
 std::vector<int32_t> unique_ids(std::mt19937& rng, int64_t V, int n) {
+  n = int(std::min<int64_t>(n, V / 2));  // a small vocabulary cannot hold n distinct ids
   std::set<int32_t> s;
   while (int(s.size()) < n) s.insert(int32_t(rng() % uint64_t(V)));
   return {s.begin(), s.end()};

@@ -30,9 +30,14 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
   float* logits = logits_device();
   float* pinned = logits_pinned();
   // Raw rows for logprobs leave before the edits below change the logits in place.
-  for (size_t j = 0; j < ds.return_rows.size(); ++j)
-    STRIKER_CUDA_CHECK(cudaMemcpyAsync(pinned + int64_t(j) * V, logits + int64_t(ds.return_rows[j]) * V, size_t(V) * 4,
-                                       cudaMemcpyDeviceToHost, stream_));
+  // Consecutive rows (a prompt-logprobs chunk) go in one copy.
+  for (size_t j = 0; j < ds.return_rows.size();) {
+    size_t k = j + 1;
+    while (k < ds.return_rows.size() && ds.return_rows[k] == ds.return_rows[k - 1] + 1) ++k;
+    STRIKER_CUDA_CHECK(cudaMemcpyAsync(pinned + int64_t(j) * V, logits + int64_t(ds.return_rows[j]) * V,
+                                       (k - j) * size_t(V) * 4, cudaMemcpyDeviceToHost, stream_));
+    j = k;
+  }
   const int n = int(sb.params.size());
   if (n > 0) {
     std::copy(sb.params.begin(), sb.params.end(), sb.params_host());
