@@ -216,6 +216,60 @@ TEST(CudaSampling, GreedyIsArgmaxWithLowestIdAndSkipsNaN) {
         << "row " << r;
 }
 
+// Not a check: the device time of one sample_rows launch at Flint's vocabulary, printed for
+// docs/performance.md (the edits kernel is not included: a few thousand threads).
+TEST(CudaSampling, PrintsTimingAtFlintSize) {
+  const int64_t V = 151552;
+  std::mt19937 rng(4);
+  std::vector<float> logits;
+  for (int r = 0; r < 256; ++r) {
+    const auto row = make_row(rng, V, 0);
+    logits.insert(logits.end(), row.begin(), row.end());
+  }
+  DeviceBuffer<float> d_logits(logits);
+  struct Config {
+    const char* name;
+    float t, top_p;
+    int32_t top_k;
+  };
+  for (const Config& cfg : {Config{"greedy", 0.f, 1.f, 0}, Config{"T=1", 1.f, 1.f, 0}, Config{"top_k=50", 1.f, 1.f, 50},
+                            Config{"top_p=0.9", 1.f, 0.9f, 0}, Config{"top_k=50 top_p=0.9", 0.7f, 0.9f, 50}}) {
+    for (int rows : {1, 64, 256}) {
+      std::vector<SampleRequest> reqs(static_cast<size_t>(rows));
+      for (int r = 0; r < rows; ++r) {
+        reqs[size_t(r)].row = r;
+        reqs[size_t(r)].temperature = cfg.t;
+        reqs[size_t(r)].top_p = cfg.top_p;
+        reqs[size_t(r)].top_k = cfg.top_k;
+        reqs[size_t(r)].seed = uint64_t(r);
+      }
+      std::vector<SampleRowParams> params;
+      std::vector<LogitEdit> edits;
+      pack_samples(reqs, rows, V, params, edits);
+      SamplingBuffers sb(rows, 1);
+      std::copy(params.begin(), params.end(), sb.params_host());
+      sb.counts_host()[0] = rows;
+      sb.counts_host()[1] = 0;
+      sb.upload(rows, 0, nullptr);
+      cudaEvent_t a, b;
+      STRIKER_CUDA_CHECK(cudaEventCreate(&a));
+      STRIKER_CUDA_CHECK(cudaEventCreate(&b));
+      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);  // warm-up
+      STRIKER_CUDA_CHECK(cudaEventRecord(a));
+      for (int it = 0; it < 10; ++it)
+        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);
+      STRIKER_CUDA_CHECK(cudaEventRecord(b));
+      STRIKER_CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      STRIKER_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+      std::printf("sampling timing: %-20s rows %3d vocab %lld: %8.1f us per launch\n", cfg.name, rows, (long long)V,
+                  double(ms) * 100.0);
+    }
+  }
+}
+
 TEST(CudaSampling, PackRejectsBadRowsAndIds) {
   std::vector<SampleRowParams> params;
   std::vector<LogitEdit> edits;
