@@ -130,9 +130,13 @@ constexpr float kMaxRaceNoise = 17.0f;
 // a pure function of (token, its logit, the key), so the winner does not depend on the order
 // in which tokens are visited, on the batch, or on how the vocabulary is split over threads.
 // Ties in score go to the lower id.
+// `a` is the tempered logit, `u` the token's race_uniform.
+STRIKER_HD float race_score_from(float a, float u) {
+  const float exp1 = -det_log(u);  // > 0: u < 1
+  return fsub(a, det_log(exp1));
+}
 STRIKER_HD float race_score(float x, float m, float inv_t, uint64_t key, int32_t id) {
-  const float exp1 = -det_log(race_uniform(key, id));  // > 0: u < 1
-  return fsub(tempered(x, m, inv_t), det_log(exp1));
+  return race_score_from(tempered(x, m, inv_t), race_uniform(key, id));
 }
 
 // min_p keeps p_i >= min_p * p_max, i.e. x_i >= m + T * ln(min_p) (ln(min_p) computed once

@@ -3,6 +3,7 @@
 #include "backends/sample_math.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -201,14 +202,33 @@ int32_t sample_processed(std::span<const float> x, const RaceParams& p, SampleDi
     }
     cand.resize(std::max<size_t>(keep, 1));
   }
-  // The race: argmax of tempered logit + Gumbel noise, ties to the lower id. Tokens that
-  // cannot beat the best so far even with the largest possible noise are skipped unhashed.
+  // The race: argmax of tempered logit + Gumbel noise, ties to the lower id. Only the winner
+  // matters, so tokens that provably cannot beat the best score so far skip the logs: one
+  // whose tempered logit trails by more than any noise can make up is skipped unhashed, and
+  // one that trails by `gap` needs noise -log(-log(u)) >= gap, i.e. u >= exp(-exp(-gap)); a
+  // few precomputed thresholds (a hair low, for det_log's 1e-7 error) reject most by u alone.
+  constexpr int kGaps = 4;
+  static const float gap_at[kGaps] = {1.f, 2.f, 4.f, 8.f};
+  static const auto u_below = [] {
+    std::array<float, kGaps> u{};
+    for (int j = 0; j < kGaps; ++j)
+      u[size_t(j)] = std::nextafter(float(std::exp(-std::exp(-(double(gap_at[j]) - 0.01)))), 0.0f);
+    return u;
+  }();
   int32_t best = -1;
   float best_s = kNegInf;
   auto visit = [&](int32_t id) {
     const float a = sm::tempered(x[size_t(id)], m, inv_t);
-    if (best >= 0 && a + sm::kMaxRaceNoise < best_s) return;
-    const float s = sm::race_score(x[size_t(id)], m, inv_t, p.key, id);
+    const float gap = best_s - a;
+    if (best >= 0 && gap > sm::kMaxRaceNoise) return;
+    const float u = sm::race_uniform(p.key, id);
+    if (best >= 0)
+      for (int j = kGaps - 1; j >= 0; --j)
+        if (gap >= gap_at[j]) {
+          if (u < u_below[size_t(j)]) return;
+          break;
+        }
+    const float s = sm::race_score_from(a, u);
     if (best < 0 || s > best_s || (s == best_s && id < best)) {
       best = id;
       best_s = s;
