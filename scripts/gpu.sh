@@ -33,7 +33,7 @@ fi
 echo "== kernel tests"
 "$BIN/test_cuda_kernels" --gtest_brief=1 >"$LOGS/tests.log" 2>&1
 tests_rc=$?
-grep -E "^\[  (FAILED|PASSED) |Failure|error|expected|max_ratio|backend vs reference" "$LOGS/tests.log" | head -40
+grep -E "^\[  (FAILED|PASSED) |Failure|error|expected|max_ratio|backend vs reference|top_p-boundary|MISMATCH|sampling timing" "$LOGS/tests.log" | head -60
 
 if [ "${STRIKER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer memcheck on the kernel tests"

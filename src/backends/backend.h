@@ -4,8 +4,10 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "model/weights.h"
 
 namespace striker {
@@ -35,6 +37,38 @@ struct ForwardBatch {
   std::vector<SequenceChunk> seqs;
 };
 
+// One token to draw on the device, with everything the CPU sampler would use (engine/sampler.h
+// is the reference: the device must pick the same token from the same logits).
+struct SampleRequest {
+  int32_t row = 0;  // the step's logits row (batch order, as forward() would return them)
+  float temperature = 1.0f;  // < 1e-5: greedy
+  int32_t top_k = 0;         // <= 0: off
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  uint64_t seed = 0;
+  int32_t choice = 0;
+  int64_t step = 0;  // index of the output token being sampled
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::vector<std::pair<int32_t, int32_t>> output_counts;  // token -> times generated so far
+  std::vector<int32_t> prompt_tokens;  // for the repetition penalty only (empty when it is 1)
+  std::vector<int32_t> suppressed;     // ids masked to -inf (stop ids while below min_tokens)
+};
+
+struct DeviceSampling {
+  std::vector<SampleRequest> samples;
+  // Rows whose raw logits (before any penalty) come back to the host: prompt logprobs and
+  // sampled tokens that asked for logprobs.
+  std::vector<int32_t> return_rows;
+};
+
+struct SampledStep {
+  std::vector<int32_t> tokens;  // one per DeviceSampling::samples, same order
+  std::vector<float> logits;    // [return_rows.size(), vocab], in return_rows order
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -48,6 +82,12 @@ class Backend {
   // Runs one step. `logits` receives float rows [rows, vocab] in batch order: for each
   // sequence, tokens.size() rows when all_logits, else 1 row.
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  // Device sampling: the engine calls forward_sampled instead of forward when this is true, so
+  // only the sampled ids (and the rows in return_rows) cross to the host.
+  virtual bool samples_on_device() const { return false; }
+  virtual void forward_sampled(const ForwardBatch& /*batch*/, const DeviceSampling& /*sampling*/, SampledStep& /*out*/) {
+    throw Error("backend " + name() + " cannot sample on the device (samples_on_device() is false)");
+  }
 };
 
 }  // namespace striker

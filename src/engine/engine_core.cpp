@@ -222,15 +222,58 @@ void EngineCore::step() {
     all_logits.push_back(sc.all_logits);
     batch.seqs.push_back(std::move(sc));
   }
+  if (backend_.samples_on_device()) return step_sampled_on_device(plan, batch, all_logits, rows);
   backend_.forward(batch, logits_);
   if (int64_t(logits_.size()) != rows * limits_.vocab_size)
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(logits_.size()) +
                              " logits, expected " + std::to_string(rows) + " rows of " + std::to_string(limits_.vocab_size));
   scheduler_->mark_computed(plan);
-  update(plan, logits_, all_logits);
+  update(plan, StepRows{&logits_, nullptr, nullptr}, all_logits);
 }
 
-void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits) {
+// The backend draws the tokens; only rows needed for logprobs come back. The draw is the same
+// function of (logits, params, seed, choice, step) as on the host, so outputs do not change.
+void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch,
+                                        const std::vector<bool>& all_logits, int64_t rows) {
+  DeviceSampling ds;
+  int32_t row = 0;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ScheduledChunk& c = plan.chunks[i];
+    const int32_t nrows = all_logits[i] ? int32_t(c.count) : 1;
+    if (all_logits[i])
+      for (int32_t k = 0; k < nrows; ++k) ds.return_rows.push_back(row + k);
+    if (c.samples()) {
+      const Choice& ch = *static_cast<Choice*>(c.seq->owner);
+      SampleRequest& sr = ds.samples.emplace_back(make_sample_request(sample_context(ch)));
+      sr.row = row + nrows - 1;
+      if (ch.request->req.params.logprobs && !all_logits[i]) ds.return_rows.push_back(sr.row);
+    }
+    row += nrows;
+  }
+  backend_.forward_sampled(batch, ds, sampled_);
+  const int64_t V = limits_.vocab_size;
+  if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V)
+    throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(sampled_.tokens.size()) +
+                             " tokens and " + std::to_string(sampled_.logits.size()) + " logits, expected " +
+                             std::to_string(ds.samples.size()) + " and " + std::to_string(ds.return_rows.size()) +
+                             " rows of " + std::to_string(V));
+  for (int32_t t : sampled_.tokens)
+    if (t < 0 || t >= V)
+      throw std::runtime_error("backend " + backend_.name() + " sampled token id " + std::to_string(t) +
+                               " outside the vocabulary");
+  row_pos_.assign(size_t(rows), -1);
+  for (size_t j = 0; j < ds.return_rows.size(); ++j) row_pos_[size_t(ds.return_rows[j])] = int64_t(j);
+  scheduler_->mark_computed(plan);
+  update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens}, all_logits);
+}
+
+std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {
+  const int64_t at = pos ? (*pos)[r] : int64_t(r);
+  if (at < 0) throw std::logic_error("engine: logits row " + std::to_string(r) + " was not returned by the backend");
+  return {logits->data() + size_t(at) * V, V};
+}
+
+void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::vector<bool>& all_logits) {
   const size_t V = size_t(limits_.vocab_size);
   std::vector<Draw> draws;
   size_t row = 0;
@@ -244,15 +287,24 @@ void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, 
       for (size_t k = 0; k < nrows; ++k) {
         const int64_t pos = c.start + int64_t(k) + 1;
         if (pos >= ch.seq.prompt_len) break;
-        r.prompt_logprobs[size_t(pos)] = token_logprob({logits.data() + (row + k) * V, V}, r.req.prompt[size_t(pos)],
-                                                       *r.req.params.prompt_logprobs);
+        r.prompt_logprobs[size_t(pos)] =
+            token_logprob(rows.row(row + k, V), r.req.prompt[size_t(pos)], *r.req.params.prompt_logprobs);
       }
       if (c.start + c.count >= ch.seq.prompt_len - 1) {
         r.prompt_logprobs_complete = true;
         for (auto& other : r.choices) other->seq.max_chunk = 0;
       }
     }
-    if (c.samples()) draws.push_back({&ch, {logits.data() + (row + nrows - 1) * V, V}, 0, std::nullopt});
+    if (c.samples()) {
+      Draw& d = draws.emplace_back(Draw{&ch, {}, 0, std::nullopt, false});
+      if (rows.tokens) {
+        d.token = (*rows.tokens)[draws.size() - 1];
+        d.sampled = true;
+        if (r.req.params.logprobs) d.row = rows.row(row + nrows - 1, V);
+      } else {
+        d.row = rows.row(row + nrows - 1, V);
+      }
+    }
     row += nrows;
   }
   draw_tokens(draws);
@@ -279,23 +331,28 @@ void EngineCore::update(const StepPlan& plan, const std::vector<float>& logits, 
   for (const auto& id : failed) abort_request(id);
 }
 
+SampleContext EngineCore::sample_context(const Choice& ch) const {
+  const Request& r = *ch.request;
+  const SamplingParams& p = r.req.params;
+  const int64_t step = ch.seq.num_output();
+  SampleContext ctx;
+  ctx.params = &p;
+  ctx.penalties = &ch.penalties;
+  if (step < p.min_tokens) ctx.suppressed = r.suppressed;
+  ctx.seed = r.seed;
+  ctx.choice = ch.seq.choice;
+  ctx.step = step;
+  return ctx;
+}
+
 void EngineCore::draw_tokens(std::vector<Draw>& draws) {
   // Sampling reads only its own row and choice state, so rows are drawn in parallel; the
   // result cannot depend on the split (each draw is a pure function of row, params, seed, step).
   auto draw_range = [&](int64_t begin, int64_t end, std::vector<float>& scratch) {
     for (int64_t i = begin; i < end; ++i) {
       Draw& d = draws[size_t(i)];
-      const Request& r = *d.choice->request;
-      const SamplingParams& p = r.req.params;
-      const int64_t step = d.choice->seq.num_output();
-      SampleContext ctx;
-      ctx.params = &p;
-      ctx.penalties = &d.choice->penalties;
-      if (step < p.min_tokens) ctx.suppressed = r.suppressed;
-      ctx.seed = r.seed;
-      ctx.choice = d.choice->seq.choice;
-      ctx.step = step;
-      d.token = sample_token(d.row, ctx, scratch);
+      const SamplingParams& p = d.choice->request->req.params;
+      if (!d.sampled) d.token = sample_token(d.row, sample_context(*d.choice), scratch);
       if (p.logprobs) d.logprob = token_logprob(d.row, d.token, *p.logprobs);
     }
   };

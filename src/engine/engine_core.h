@@ -58,13 +58,26 @@ class EngineCore {
  private:
   struct Request;
   struct Choice;
-  void update(const StepPlan& plan, const std::vector<float>& logits, const std::vector<bool>& all_logits);
+  // A step's logits rows as update() reads them: all rows (pos null) or, after device
+  // sampling, only the returned ones (pos maps a step row to its index, -1 = not returned),
+  // with the tokens the device drew (one per sampling chunk, batch order).
+  struct StepRows {
+    const std::vector<float>* logits;
+    const std::vector<int64_t>* pos;
+    const std::vector<int32_t>* tokens;
+    std::span<const float> row(size_t r, size_t vocab) const;
+  };
+  void update(const StepPlan& plan, const StepRows& rows, const std::vector<bool>& all_logits);
+  void step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch, const std::vector<bool>& all_logits,
+                              int64_t rows);
+  SampleContext sample_context(const Choice& ch) const;
   // One token to draw: filled in parallel, then committed in batch order.
   struct Draw {
     Choice* choice;
-    std::span<const float> row;
+    std::span<const float> row;  // empty when the device sampled and no logprobs are wanted
     int32_t token;
     std::optional<TokenLogprob> logprob;
+    bool sampled;  // token already drawn by the backend
   };
   void draw_tokens(std::vector<Draw>& draws);
   void commit_token(Draw& d, RequestOutput& out);
@@ -81,6 +94,8 @@ class EngineCore {
   std::vector<std::string> finished_;
   StepPlan last_plan_;
   std::vector<float> logits_;
+  SampledStep sampled_;          // device sampling: tokens and returned rows of the last step
+  std::vector<int64_t> row_pos_;  // step row -> index in sampled_.logits (-1 = not returned)
   std::unique_ptr<ThreadPool> pool_;        // parallel sampling; null with one thread
   std::vector<std::vector<float>> scratch_;  // one logits buffer per sampling thread
   int64_t next_seq_id_ = 0;

@@ -1,6 +1,9 @@
 #include "engine/sampler.h"
 
+#include "backends/sample_math.h"
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -9,14 +12,8 @@ namespace striker {
 
 namespace {
 
+namespace sm = sample_math;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 bool in_vocab(int32_t id, size_t vocab) { return id >= 0 && size_t(id) < vocab; }
 
@@ -26,7 +23,7 @@ void apply_penalties(std::vector<float>& x, const SamplingParams& p, const Penal
     // vLLM: every token seen in prompt or output once; positive logits shrink, negative grow.
     auto penalize = [&](int32_t id) {
       if (!in_vocab(id, V)) return;
-      x[size_t(id)] = x[size_t(id)] > 0 ? x[size_t(id)] / p.repetition_penalty : x[size_t(id)] * p.repetition_penalty;
+      x[size_t(id)] = sm::process_logit(x[size_t(id)], false, 0.0f, true, p.repetition_penalty, 0, 0, 0);
     };
     for (int32_t id : st.prompt_tokens()) penalize(id);
     for (const auto& [id, n] : st.output_counts())
@@ -35,20 +32,26 @@ void apply_penalties(std::vector<float>& x, const SamplingParams& p, const Penal
   if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
     for (const auto& [id, n] : st.output_counts()) {
       if (!in_vocab(id, V)) continue;
-      x[size_t(id)] -= p.frequency_penalty * float(n) + p.presence_penalty;
+      x[size_t(id)] = sm::process_logit(x[size_t(id)], false, 0.0f, false, 1.0f, n, p.frequency_penalty,
+                                        p.presence_penalty);
     }
   }
 }
 
+// First index of the largest non-NaN value (0 when every value is NaN): the greedy rule the
+// GPU's argmax reduction follows too.
 int32_t argmax(std::span<const float> x) {
-  size_t best = 0;
-  float best_v = x[0];
-  for (size_t i = 1; i < x.size(); ++i)
-    if (x[i] > best_v) {
-      best = i;
-      best_v = x[i];
+  int32_t best = -1;
+  float best_v = kNegInf;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    if (v != v) continue;
+    if (best < 0 || v > best_v) {
+      best = int32_t(i);
+      best_v = v;
     }
-  return int32_t(best);
+  }
+  return best < 0 ? 0 : best;
 }
 
 float max_value(std::span<const float> x) {
@@ -56,6 +59,9 @@ float max_value(std::span<const float> x) {
   for (float v : x) m = v > m ? v : m;
   return m;
 }
+
+// Unnormalised probability of a kept token, in double so top_p's sums carry ~1e-16 error.
+double weight(float x, float m, float inv_t) { return std::exp(double(sm::tempered(x, m, inv_t))); }
 
 // The k best ids with x >= floor, best first (higher value, then lower id): one pass with a
 // small heap whose front is the worst kept, so most ids cost a single comparison.
@@ -104,6 +110,7 @@ std::vector<int32_t> best_ids(std::span<const float> x, size_t k, float floor) {
 // exact cut made by the caller falls inside the sorted list.
 std::vector<int32_t> nucleus_superset(std::span<const float> x, float m, float inv_t, float floor, double top_p,
                                       double& total) {
+  // d >= 0 since m is the maximum; NaN never passes the floor test.
   constexpr int kBins = 1024;
   constexpr float kRange = 40.0f;  // exp(-40) is below anything that matters in a float sum
   const size_t V = x.size();
@@ -115,10 +122,10 @@ std::vector<int32_t> nucleus_superset(std::span<const float> x, float m, float i
       bin_of[i] = kBins;  // filtered out
       continue;
     }
-    const float d = (m - x[i]) * inv_t;
+    const float d = -sm::tempered(x[i], m, inv_t);
     const int b = std::min(kBins - 1, int(d * (kBins / kRange)));
     bin_of[i] = uint16_t(b);
-    const double w = std::exp(-double(d));
+    const double w = weight(x[i], m, inv_t);
     mass[size_t(b)] += w;
     total += w;
   }
@@ -148,12 +155,96 @@ PenaltyState::PenaltyState(const SamplingParams& params, std::span<const int32_t
 
 void PenaltyState::add_output(int32_t token) { ++output_counts_[token]; }
 
-uint64_t mix_seed(uint64_t a, uint64_t b) { return splitmix(splitmix(a) ^ (b + 0x632BE59BD9B4E019ull)); }
+uint64_t mix_seed(uint64_t a, uint64_t b) { return sm::mix(a, b); }
 
-double counter_uniform(uint64_t seed, uint64_t choice, uint64_t step) {
-  const uint64_t x = splitmix(mix_seed(mix_seed(seed, choice), step));
-  return double(x >> 11) * 0x1.0p-53;
+namespace {
+
+// The scalar part of a draw, shared by both entry points below.
+struct RaceParams {
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  float min_p;
+  uint64_t key;
+};
+
+// Draws from processed logits x (see sample_token for the order of the cuts).
+int32_t sample_processed(std::span<const float> x, const RaceParams& p, SampleDiagnostics* diag) {
+  if (diag) diag->top_p_margin = std::numeric_limits<double>::infinity();
+  const size_t V = x.size();
+  if (p.temperature < 1e-5f) return argmax(x);
+  const float m = max_value(x);
+  if (!std::isfinite(m)) return argmax(x);  // everything masked (or +inf): nothing to draw from
+  const float inv_t = 1.0f / p.temperature;
+  const float floor_x =
+      p.min_p > 0 ? sm::min_p_floor(m, p.temperature, sm::min_p_log(p.min_p)) : -std::numeric_limits<float>::max();
+  std::vector<int32_t> cand;
+  bool sorted = false;
+  double nucleus_base = -1;  // top_p's reference mass when cand is only part of the survivors
+  if (p.top_k > 0 && size_t(p.top_k) < V) {
+    cand = best_ids(x, size_t(p.top_k), floor_x);
+    sorted = true;
+  } else if (p.top_p < 1.0f) {
+    cand = nucleus_superset(x, m, inv_t, floor_x, double(p.top_p), nucleus_base);
+    sorted = true;
+  }
+  if (p.top_p < 1.0f && sorted) {
+    // Keep tokens while the mass ranked above them is below top_p of the (filtered) total.
+    std::vector<double> w(cand.size());
+    double total = 0;
+    for (size_t j = 0; j < cand.size(); ++j) total += w[j] = weight(x[size_t(cand[j])], m, inv_t);
+    const double target = double(p.top_p) * (nucleus_base >= 0 ? nucleus_base : total);
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < cand.size() && cum < target) {
+      cum += w[keep++];
+      if (diag) diag->top_p_margin = std::min(diag->top_p_margin, std::abs(cum - target) / target);
+    }
+    cand.resize(std::max<size_t>(keep, 1));
+  }
+  // The race: argmax of tempered logit + Gumbel noise, ties to the lower id. Only the winner
+  // matters, so tokens that provably cannot beat the best score so far skip the logs: one
+  // whose tempered logit trails by more than any noise can make up is skipped unhashed, and
+  // one that trails by `gap` needs noise -log(-log(u)) >= gap, i.e. u >= exp(-exp(-gap)); a
+  // few precomputed thresholds (a hair low, for det_log's 1e-7 error) reject most by u alone.
+  constexpr int kGaps = 4;
+  static const float gap_at[kGaps] = {1.f, 2.f, 4.f, 8.f};
+  static const auto u_below = [] {
+    std::array<float, kGaps> u{};
+    for (int j = 0; j < kGaps; ++j)
+      u[size_t(j)] = std::nextafter(float(std::exp(-std::exp(-(double(gap_at[j]) - 0.01)))), 0.0f);
+    return u;
+  }();
+  int32_t best = -1;
+  float best_s = kNegInf;
+  auto visit = [&](int32_t id) {
+    const float a = sm::tempered(x[size_t(id)], m, inv_t);
+    const float gap = best_s - a;
+    if (best >= 0 && gap > sm::kMaxRaceNoise) return;
+    const float u = sm::race_uniform(p.key, id);
+    if (best >= 0)
+      for (int j = kGaps - 1; j >= 0; --j)
+        if (gap >= gap_at[j]) {
+          if (u < u_below[size_t(j)]) return;
+          break;
+        }
+    const float s = sm::race_score_from(a, u);
+    if (best < 0 || s > best_s || (s == best_s && id < best)) {
+      best = id;
+      best_s = s;
+    }
+  };
+  if (sorted) {
+    for (int32_t id : cand) visit(id);
+  } else {
+    visit(argmax(x));  // a strong first score lets most of the vocabulary skip the hash
+    for (size_t i = 0; i < V; ++i)
+      if (x[i] >= floor_x) visit(int32_t(i));
+  }
+  return best;
 }
+
+}  // namespace
 
 void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
   const SamplingParams& p = *ctx.params;
@@ -162,7 +253,7 @@ void process_logits(std::span<const float> logits, const SampleContext& ctx, std
   for (int32_t id : ctx.suppressed)
     if (in_vocab(id, V)) x[size_t(id)] = kNegInf;
   for (const auto& [id, bias] : p.logit_bias)
-    if (in_vocab(id, V)) x[size_t(id)] += bias;
+    if (in_vocab(id, V)) x[size_t(id)] = sm::process_logit(x[size_t(id)], false, bias, false, 1.0f, 0, 0, 0);
   if (ctx.penalties) apply_penalties(x, p, *ctx.penalties);
 }
 
@@ -177,55 +268,69 @@ bool logits_untouched(const SampleContext& ctx) {
 
 int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch) {
   const SamplingParams& p = *ctx.params;
-  const size_t V = logits.size();
   std::span<const float> x = logits;
   if (!logits_untouched(ctx)) {
     process_logits(logits, ctx, scratch);
     x = scratch;
   }
-  if (p.temperature < 1e-5f) return argmax(x);
+  const RaceParams rp{p.temperature, p.top_k, p.top_p, p.min_p,
+                      sm::race_key(ctx.seed, uint64_t(ctx.choice), uint64_t(ctx.step))};
+  return sample_processed(x, rp, nullptr);
+}
 
-  const float m = max_value(x);
-  if (!std::isfinite(m)) return argmax(x);  // everything masked: nothing to draw from
-  const float inv_t = 1.0f / p.temperature;
-  // min_p keeps p_i >= min_p * p_max, i.e. (x_i - m) / T >= ln(min_p): a cut on the logits.
-  const float floor_x = p.min_p > 0 ? m + p.temperature * std::log(p.min_p) : -std::numeric_limits<float>::max();
-  std::vector<int32_t> cand;
-  bool sorted = false;
-  double nucleus_base = -1;  // top_p's reference mass when cand is only part of the survivors
-  if (p.top_k > 0 && size_t(p.top_k) < V) {
-    cand = best_ids(x, size_t(p.top_k), floor_x);
-    sorted = true;
-  } else if (p.top_p < 1.0f) {
-    cand = nucleus_superset(x, m, inv_t, floor_x, double(p.top_p), nucleus_base);
-    sorted = true;
-  } else {
-    cand.reserve(V);
-    for (size_t i = 0; i < V; ++i)
-      if (x[i] >= floor_x) cand.push_back(int32_t(i));
+SampleRequest make_sample_request(const SampleContext& ctx) {
+  const SamplingParams& p = *ctx.params;
+  SampleRequest r;
+  r.temperature = p.temperature;
+  r.top_k = p.top_k;
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  r.presence_penalty = p.presence_penalty;
+  r.frequency_penalty = p.frequency_penalty;
+  r.repetition_penalty = p.repetition_penalty;
+  r.seed = ctx.seed;
+  r.choice = ctx.choice;
+  r.step = ctx.step;
+  r.logit_bias.assign(p.logit_bias.begin(), p.logit_bias.end());
+  if (ctx.penalties) {
+    r.output_counts.assign(ctx.penalties->output_counts().begin(), ctx.penalties->output_counts().end());
+    std::sort(r.output_counts.begin(), r.output_counts.end());
+    r.prompt_tokens.assign(ctx.penalties->prompt_tokens().begin(), ctx.penalties->prompt_tokens().end());
+    std::sort(r.prompt_tokens.begin(), r.prompt_tokens.end());
   }
-  std::vector<double> w(cand.size());
-  double total = 0;
-  for (size_t j = 0; j < cand.size(); ++j) total += w[j] = std::exp((x[size_t(cand[j])] - m) * inv_t);
-  if (p.top_p < 1.0f && sorted) {
-    // Keep tokens while the mass ranked above them is below top_p of the (filtered) total.
-    const double target = double(p.top_p) * (nucleus_base >= 0 ? nucleus_base : total);
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < cand.size() && cum < target) cum += w[keep++];
-    cand.resize(std::max<size_t>(keep, 1));
-    w.resize(cand.size());
-    total = 0;
-    for (double v : w) total += v;
-  }
+  r.suppressed.assign(ctx.suppressed.begin(), ctx.suppressed.end());
+  return r;
+}
 
-  const double target = counter_uniform(ctx.seed, uint64_t(ctx.choice), uint64_t(ctx.step)) * total;
-  double acc = 0;
-  for (size_t j = 0; j < cand.size(); ++j) {
-    acc += w[j];
-    if (acc > target) return cand[j];
+void process_logits(std::span<const float> logits, const SampleRequest& r, std::vector<float>& x) {
+  const size_t V = logits.size();
+  x.assign(logits.begin(), logits.end());
+  for (int32_t id : r.suppressed)
+    if (in_vocab(id, V)) x[size_t(id)] = kNegInf;
+  for (const auto& [id, bias] : r.logit_bias)
+    if (in_vocab(id, V)) x[size_t(id)] = sm::process_logit(x[size_t(id)], false, bias, false, 1.0f, 0, 0, 0);
+  if (r.repetition_penalty != 1.0f) {
+    std::vector<int32_t> seen(r.prompt_tokens);
+    for (const auto& [id, n] : r.output_counts) seen.push_back(id);
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int32_t id : seen)
+      if (in_vocab(id, V))
+        x[size_t(id)] = sm::process_logit(x[size_t(id)], false, 0.0f, true, r.repetition_penalty, 0, 0, 0);
   }
-  return cand.back();
+  if (r.frequency_penalty != 0.0f || r.presence_penalty != 0.0f)
+    for (const auto& [id, n] : r.output_counts)
+      if (in_vocab(id, V))
+        x[size_t(id)] = sm::process_logit(x[size_t(id)], false, 0.0f, false, 1.0f, n, r.frequency_penalty,
+                                          r.presence_penalty);
+}
+
+int32_t sample_request(std::span<const float> logits, const SampleRequest& r, std::vector<float>& scratch,
+                       SampleDiagnostics* diag) {
+  process_logits(logits, r, scratch);
+  const RaceParams rp{r.temperature, r.top_k, r.top_p, r.min_p,
+                      sm::race_key(r.seed, uint64_t(r.choice), uint64_t(r.step))};
+  return sample_processed(scratch, rp, diag);
 }
 
 TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n) {

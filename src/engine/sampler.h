@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backends/backend.h"
 #include "engine/engine.h"
 #include "engine/sampling_params.h"
 
@@ -26,9 +27,6 @@ class PenaltyState {
   std::unordered_set<int32_t> prompt_tokens_;  // only filled when repetition_penalty != 1
 };
 
-// A uniform double in [0, 1) that depends only on (seed, choice, step): a counter-based
-// generator, so a choice draws the same numbers whatever else shares its batch.
-double counter_uniform(uint64_t seed, uint64_t choice, uint64_t step);
 // Mixes two words into a well-spread 64-bit value (used to derive per-request seeds).
 uint64_t mix_seed(uint64_t a, uint64_t b);
 
@@ -45,10 +43,25 @@ struct SampleContext {
 void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& out);
 
 // Picks the next token. Order as vLLM: suppress, logit_bias, penalties (repetition over
-// prompt+output, presence/frequency over output), then greedy argmax when temperature is 0,
-// else temperature, min_p, top_k, top_p and one draw of counter_uniform.
+// prompt+output, presence/frequency over output), then greedy argmax (lowest id on ties) when
+// temperature is 0, else temperature, min_p, top_k, top_p (cuts rank by higher logit, then
+// lower id) and the exponential race of sample_math.h over the kept tokens, whose random
+// numbers depend only on (seed, choice, step, token id).
 // `scratch` avoids a vocab-sized allocation per call.
 int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch);
+
+// The same draw described as a device SampleRequest: the reference the GPU sampler is tested
+// against, and what a backend that "samples on the device" on the CPU calls.
+SampleRequest make_sample_request(const SampleContext& ctx);
+void process_logits(std::span<const float> logits, const SampleRequest& req, std::vector<float>& out);
+// How close the top_p walk came to its cut: min over the cumulative masses compared with the
+// target of |cum - target| / target (infinity when no top_p cut ran). GPU sums differ from the
+// CPU's in the last bits, so a cut this close may legitimately fall one token apart.
+struct SampleDiagnostics {
+  double top_p_margin = 0;
+};
+int32_t sample_request(std::span<const float> logits, const SampleRequest& req, std::vector<float>& scratch,
+                       SampleDiagnostics* diag = nullptr);
 
 // log-softmax of the raw logits: the token's logprob and the top_n best (ties: lower id first).
 TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n);

@@ -156,6 +156,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.logits_host),
                                     size_t(options_.max_logit_rows) * size_t(c.vocab_size) * 4));
+  if (options_.device_sampling)
+    sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
   if (Tm > kGemvMaxTokens) {
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
     const int E = int(c.n_routed_experts);
@@ -177,6 +179,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
 CudaBackend::~CudaBackend() {
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   ws_.reset();
+  sampling_.reset();
   for (void* p : kv_allocations_) cudaFree(p);
   if (ev_start_) cudaEventDestroy(ev_start_);
   if (ev_end_) cudaEventDestroy(ev_end_);
@@ -529,10 +532,9 @@ int key_bucket(int keys) {
 }
 }  // namespace
 
-void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+int CudaBackend::launch_forward(const ForwardBatch& batch) {
   StepPlan p;
   plan(batch, p);
-  const int64_t V = model_.config.vocab_size;
   // Decode batches (one logits row per token) up to 256 tokens; prefill chunks of other shapes
   // would each capture a graph of their own for little gain.
   const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T);
@@ -578,12 +580,21 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
   } else {
     run_layers(p);
   }
-  STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->logits_host, ws_->logits, size_t(p.rows) * size_t(V) * 4,
+  return p.rows;
+}
+
+float* CudaBackend::logits_device() const { return ws_->logits; }
+float* CudaBackend::logits_pinned() const { return ws_->logits_host; }
+
+void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+  const int rows = launch_forward(batch);
+  const int64_t V = model_.config.vocab_size;
+  STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->logits_host, ws_->logits, size_t(rows) * size_t(V) * 4,
                                      cudaMemcpyDeviceToHost, stream_));
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
-  logits.assign(ws_->logits_host, ws_->logits_host + size_t(p.rows) * size_t(V));
+  logits.assign(ws_->logits_host, ws_->logits_host + size_t(rows) * size_t(V));
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options) {

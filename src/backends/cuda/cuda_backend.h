@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/device_model.h"
+#include "backends/cuda/sampling.h"
 
 namespace striker::cuda {
 
@@ -22,6 +23,9 @@ struct CudaBackendOptions {
   // Replay steps of up to 256 tokens (decode batches) from captured CUDA graphs. Off by default:
   // at batch 1 with PDL launches both measured within a few per cent (docs/performance.md).
   bool use_graphs = false;
+  // Draw tokens on the GPU (forward_sampled): only sampled ids and logprob rows come back.
+  bool device_sampling = true;
+  int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
 };
 
 class CudaBackend : public Backend {
@@ -34,6 +38,8 @@ class CudaBackend : public Backend {
   int64_t sliding_block_bytes(int32_t block_size) const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return options_.device_sampling; }
+  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
 
   // Benchmarks: random KV contents (a long context without running its prefill), and the
   // device time of the last forward() measured with CUDA events.
@@ -44,6 +50,11 @@ class CudaBackend : public Backend {
  private:
   struct Workspace;
   struct StepPlan;
+  // Plans the batch, uploads its metadata and enqueues the layers (no sync); returns the
+  // number of logits rows, left in logits_device() as fp32 [rows, vocab].
+  int launch_forward(const ForwardBatch& batch);
+  float* logits_device() const;
+  float* logits_pinned() const;  // pinned host buffer of max_logit_rows rows
   void plan(const ForwardBatch& batch, StepPlan& plan) const;
   void run_layers(const StepPlan& plan);
   void moe_batched(const DeviceLayer& layer, int T);
@@ -59,6 +70,7 @@ class CudaBackend : public Backend {
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<SamplingBuffers> sampling_;  // null unless options.device_sampling
   KvCacheSpec kv_spec_;
   std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
   std::vector<void*> kv_allocations_;

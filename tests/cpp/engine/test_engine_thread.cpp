@@ -145,7 +145,9 @@ TEST(EngineThread, AbortFromTheCallbackEndsTheRequestAtTheNextStep) {
 
 TEST(EngineThread, RejectionsThrowOnTheCallersThread) {
   std::atomic<int> calls{0};
-  auto engine = start(calls);
+  // 1 ms per step: "dup" stays active for ~40 ms, so the second add surely meets it (without
+  // a delay the engine thread could finish all 40 steps before the caller's next line).
+  auto engine = start(calls, 1ms);
   Results res;
   EXPECT_THROW(engine->add_request({"x", std::vector<int32_t>(60, 1), params(1, 10)}, res.callback()), Error);
   engine->add_request({"dup", {1}, params(1, 40)}, res.callback());

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <cstring>
+#include <random>
 #include <set>
 
+#include "backends/sample_math.h"
 #include "engine/sampler.h"
 
 using namespace striker;
@@ -140,21 +143,41 @@ TEST(Sampler, TopPOnALargeVocabStaysInTheNucleus) {
   EXPECT_GT(seen.size(), 20u);
 }
 
-TEST(Sampler, CounterUniformDependsOnEveryInputOnly) {
-  EXPECT_EQ(counter_uniform(1, 2, 3), counter_uniform(1, 2, 3));
-  EXPECT_NE(counter_uniform(1, 2, 3), counter_uniform(2, 2, 3));
-  EXPECT_NE(counter_uniform(1, 2, 3), counter_uniform(1, 3, 3));
-  EXPECT_NE(counter_uniform(1, 2, 3), counter_uniform(1, 2, 4));
+TEST(Sampler, RaceUniformDependsOnEveryInputOnly) {
+  namespace sm = sample_math;
+  const float u = sm::race_uniform(sm::race_key(1, 2, 3), 4);
+  EXPECT_EQ(u, sm::race_uniform(sm::race_key(1, 2, 3), 4));
+  EXPECT_NE(u, sm::race_uniform(sm::race_key(2, 2, 3), 4));
+  EXPECT_NE(u, sm::race_uniform(sm::race_key(1, 3, 3), 4));
+  EXPECT_NE(u, sm::race_uniform(sm::race_key(1, 2, 4), 4));
+  EXPECT_NE(u, sm::race_uniform(sm::race_key(1, 2, 3), 5));
   double lo = 1, hi = 0, sum = 0;
-  for (int i = 0; i < 10000; ++i) {
-    double u = counter_uniform(77, 0, uint64_t(i));
-    lo = std::min(lo, u);
-    hi = std::max(hi, u);
-    sum += u;
+  for (int i = 0; i < 100000; ++i) {
+    const double v = sm::race_uniform(sm::race_key(77, 0, 9), i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
   }
-  EXPECT_GE(lo, 0.0);
+  EXPECT_GT(lo, 0.0);
   EXPECT_LT(hi, 1.0);
-  EXPECT_NEAR(sum / 10000, 0.5, 0.01);
+  EXPECT_NEAR(sum / 100000, 0.5, 0.005);
+}
+
+TEST(Sampler, DeterministicLogMatchesLibm) {
+  namespace sm = sample_math;
+  double worst = 0;
+  for (float x = 1e-7f; x < 40.0f; x *= 1.0007f)
+    worst = std::max(worst, std::abs(double(sm::det_log(x)) - std::log(double(x))) / std::max(1.0, std::abs(std::log(double(x)))));
+  EXPECT_LT(worst, 4e-7);
+}
+
+TEST(Sampler, OrderKeyOrdersFloatsAndMergesSignedZeros) {
+  namespace sm = sample_math;
+  const std::vector<float> v = {-std::numeric_limits<float>::infinity(), -3e38f, -1.5f, -1e-30f, 0.0f, 1e-30f, 2.0f,
+                                std::numeric_limits<float>::infinity()};
+  for (size_t i = 0; i + 1 < v.size(); ++i) EXPECT_LT(sm::order_key(v[i]), sm::order_key(v[i + 1])) << i;
+  EXPECT_EQ(sm::order_key(-0.0f), sm::order_key(0.0f));
+  for (float f : v) EXPECT_EQ(sm::key_float(sm::order_key(f)), f);
 }
 
 TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
@@ -184,4 +207,119 @@ TEST(Sampler, TopPWithoutTopKMeasuresTheWholeVocabulary) {
   EXPECT_NEAR(h[2], 3.0 / 9, 0.015);
   EXPECT_NEAR(h[3], 4.0 / 9, 0.015);
   for (const auto& [tok, f] : h) EXPECT_LT(tok, 4);
+}
+
+namespace {
+
+// Brute-force kept set with its normalised probabilities: sort by (logit desc, id asc), then
+// min_p, top_k and the top_p walk exactly as documented in sampler.h.
+std::map<int32_t, double> kept_distribution(const std::vector<float>& x, const SamplingParams& p) {
+  std::vector<int32_t> order(x.size());
+  for (size_t i = 0; i < x.size(); ++i) order[i] = int32_t(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b;
+  });
+  const double m = x[size_t(order[0])];
+  std::vector<std::pair<int32_t, double>> kept;
+  for (int32_t id : order) {
+    const double w = std::exp((double(x[size_t(id)]) - m) / p.temperature);
+    if (p.min_p > 0 && w < p.min_p * (1 - 1e-6)) break;
+    kept.emplace_back(id, w);
+  }
+  if (p.top_k > 0 && size_t(p.top_k) < kept.size()) kept.resize(size_t(p.top_k));
+  if (p.top_p < 1) {
+    double total = 0;
+    for (auto& [id, w] : kept) total += w;
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < kept.size() && cum < p.top_p * total) cum += kept[keep++].second;
+    kept.resize(std::max<size_t>(keep, 1));
+  }
+  double total = 0;
+  for (auto& [id, w] : kept) total += w;
+  std::map<int32_t, double> dist;
+  for (auto& [id, w] : kept) dist[id] = w / total;
+  return dist;
+}
+
+float bf16_round(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+TEST(Sampler, RaceFrequenciesMatchTheKeptSetOnBf16Ties) {
+  // bf16-rounded logits in a narrow range: many exact ties, some falling on the cuts.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 0.6f);
+  std::vector<float> x(40);
+  for (auto& v : x) v = bf16_round(nd(rng));
+  x[7] = x[11] = x[12] = x[30] = bf16_round(1.5f);  // a tied group at the top
+  struct Case {
+    float t, top_p, min_p;
+    int32_t top_k;
+  };
+  const Case cases[] = {{1.f, 1.f, 0.f, 0}, {0.7f, 1.f, 0.f, 3}, {1.f, 1.f, 0.f, 6},  {1.3f, 0.6f, 0.f, 0},
+                        {1.f, 0.3f, 0.f, 10}, {0.9f, 1.f, 0.2f, 0}, {1.f, 0.8f, 0.1f, 5}};
+  const int n = 30000;
+  for (const Case& c : cases) {
+    SamplingParams p;
+    p.temperature = c.t;
+    p.top_p = c.top_p;
+    p.min_p = c.min_p;
+    p.top_k = c.top_k;
+    const auto expect = kept_distribution(x, p);
+    const auto got = histogram(x, p, n);
+    const std::string what = "T=" + std::to_string(c.t) + " top_k=" + std::to_string(c.top_k) +
+                             " top_p=" + std::to_string(c.top_p) + " min_p=" + std::to_string(c.min_p);
+    for (const auto& [tok, f] : got) EXPECT_TRUE(expect.count(tok)) << what << ": token " << tok << " is outside the kept set";
+    for (const auto& [tok, q] : expect) {
+      const double f = got.count(tok) ? got.at(tok) : 0.0;
+      EXPECT_NEAR(f, q, 4.5 * std::sqrt(q * (1 - q) / n) + 1e-3) << what << ": token " << tok;
+    }
+  }
+}
+
+TEST(Sampler, CutsBreakTiesByLowerId) {
+  SamplingParams k2;
+  k2.top_k = 2;  // 1 and 2 tie with 3: the two lower ids stay
+  auto h = histogram({0.f, 2.f, 2.f, 2.f, 1.f}, k2, 4000);
+  EXPECT_EQ(h.count(3), 0u);
+  EXPECT_NEAR(h[1], 0.5, 0.04);
+  EXPECT_NEAR(h[2], 0.5, 0.04);
+  SamplingParams p50;
+  p50.top_p = 0.5f;  // four equal tokens: 0 (mass above 0), 1 (0.25) stay; 2 (0.5) does not
+  h = histogram({3.f, 3.f, 3.f, 3.f}, p50, 4000);
+  EXPECT_EQ(h.count(2) + h.count(3), 0u);
+  EXPECT_NEAR(h[0], 0.5, 0.04);
+}
+
+TEST(Sampler, RequestFormDrawsTheSameTokenAsTheContextForm) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> logits(3000);
+  for (auto& v : logits) v = bf16_round(nd(rng));
+  std::vector<float> s1, s2;
+  for (int trial = 0; trial < 200; ++trial) {
+    SamplingParams p;
+    p.temperature = trial % 5 == 0 ? 0.f : 0.3f + float(trial % 7) * 0.2f;
+    p.top_k = trial % 3 == 0 ? int32_t(1 + trial % 50) : 0;
+    p.top_p = trial % 4 == 0 ? 0.5f + float(trial % 9) * 0.05f : 1.f;
+    p.min_p = trial % 6 == 0 ? 0.05f : 0.f;
+    p.repetition_penalty = trial % 2 ? 1.3f : 1.f;
+    p.frequency_penalty = trial % 3 == 1 ? 0.5f : 0.f;
+    p.presence_penalty = trial % 5 == 2 ? -0.7f : 0.f;
+    if (trial % 4 == 1) p.logit_bias = {{5, 3.f}, {17, -2.f}};
+    std::vector<int32_t> prompt = {3, 5, 9, 2999, 5};
+    PenaltyState st(p, prompt);
+    for (int32_t t : {9, 9, 42, 17}) st.add_output(t);
+    std::vector<int32_t> suppressed = {1, 2};
+    SampleContext c = ctx_for(p, uint64_t(trial), trial, &st);
+    if (trial % 2 == 0) c.suppressed = suppressed;
+    EXPECT_EQ(sample_token(logits, c, s1), sample_request(logits, make_sample_request(c), s2)) << trial;
+  }
 }

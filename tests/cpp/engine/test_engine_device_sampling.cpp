@@ -1,0 +1,141 @@
+// The engine's device-sampling path, driven by a fake backend that "samples on the device" by
+// calling the CPU reference sampler on its own logits: every output (tokens, text, logprobs,
+// prompt logprobs, finish reasons) must equal the host-sampling path's, and only the rows that
+// logprobs need may come back.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "engine/engine_core.h"
+#include "engine/sampler.h"
+#include "fakes.h"
+
+using namespace striker;
+using namespace striker::testing;
+
+namespace {
+
+constexpr int64_t kVocab = 32;
+constexpr int64_t kWindow = 8;
+constexpr int32_t kEos = 31;
+
+class DeviceSamplingFake : public FakeBackend {
+ public:
+  DeviceSamplingFake() : FakeBackend(kVocab, kWindow) {}
+  bool samples_on_device() const override { return true; }
+  void forward(const ForwardBatch&, std::vector<float>&) override {
+    throw std::logic_error("device-sampling fake: the engine called forward() instead of forward_sampled()");
+  }
+  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
+    std::vector<float> all;
+    FakeBackend::forward(batch, all);
+    const size_t rows = all.size() / size_t(kVocab);
+    auto row = [&](int32_t r) {
+      if (r < 0 || size_t(r) >= rows) throw std::logic_error("device-sampling fake: row " + std::to_string(r) + " out of range");
+      return std::span<const float>(all.data() + size_t(r) * kVocab, size_t(kVocab));
+    };
+    out.tokens.clear();
+    out.logits.clear();
+    for (const SampleRequest& sr : ds.samples) out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
+    for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
+    samples_ += int64_t(ds.samples.size());
+    returned_ += int64_t(ds.return_rows.size());
+  }
+  int64_t samples_ = 0, returned_ = 0;
+
+ private:
+  std::vector<float> scratch_;
+};
+
+struct Outputs {
+  std::map<std::string, std::map<int32_t, std::vector<int32_t>>> tokens;
+  std::map<std::string, std::map<int32_t, std::string>> text;
+  std::map<std::string, std::map<int32_t, int>> finish;
+  std::map<std::string, std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>>>> logprobs;
+  std::map<std::string, std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>>>> prompt_logprobs;
+  bool operator==(const Outputs&) const = default;
+};
+
+// A fixed random workload (prompts, every sampling parameter, staggered arrivals, a pool small
+// enough to preempt) run to completion on `backend`.
+Outputs run_workload(Backend& backend, uint64_t seed) {
+  EngineConfig cfg;
+  cfg.max_model_len = 32;
+  cfg.max_num_seqs = 4;
+  cfg.max_num_batched_tokens = 16;
+  cfg.block_size = 4;
+  cfg.kv_cache_bytes = 400 * 24;
+  cfg.eos_token_ids = {kEos};
+  cfg.sampler_threads = 1;
+  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(std::vector<std::string>(kVocab, "ab")));
+  Outputs out;
+  auto record = [&out](const RequestOutput& o) {
+    for (const auto& d : o.choices) {
+      auto& t = out.tokens[o.request_id][d.index];
+      t.insert(t.end(), d.new_tokens.begin(), d.new_tokens.end());
+      out.text[o.request_id][d.index] += d.new_text;
+      if (d.finish) out.finish[o.request_id][d.index] = int(*d.finish);
+      for (const auto& l : d.logprobs) out.logprobs[o.request_id].emplace_back(l.token, l.logprob, l.top);
+    }
+    for (const auto& l : o.prompt_logprobs)
+      out.prompt_logprobs[o.request_id].emplace_back(l ? l->token : -1, l ? l->logprob : 0.f,
+                                                     l ? l->top : std::vector<std::pair<int32_t, float>>{});
+  };
+  std::mt19937 rng{uint32_t(seed)};
+  int added = 0;
+  for (int step = 0; step < 5000 && (added < 40 || core.has_work()); ++step) {
+    if (added < 40 && rng() % 2 == 0) {
+      SamplingParams p;
+      p.seed = rng();
+      p.max_tokens = 1 + int32_t(rng() % 14);
+      p.min_tokens = int32_t(rng() % uint32_t(p.max_tokens + 1));
+      p.temperature = (rng() % 4 == 0) ? 0.f : 0.4f + float(rng() % 10) * 0.1f;
+      p.top_k = int32_t(rng() % 8);
+      p.top_p = (rng() % 2) ? 1.f : 0.7f;
+      p.min_p = (rng() % 3 == 0) ? 0.1f : 0.f;
+      p.n = 1 + int32_t(rng() % 3);
+      p.repetition_penalty = (rng() % 3 == 0) ? 1.3f : 1.f;
+      p.frequency_penalty = (rng() % 3 == 0) ? 0.6f : 0.f;
+      p.presence_penalty = (rng() % 3 == 0) ? -0.4f : 0.f;
+      if (rng() % 3 == 0) p.logit_bias = {{int32_t(rng() % kVocab), 2.5f}, {kEos, -1.f}};
+      if (rng() % 4 == 0) p.logprobs = int32_t(rng() % 3);
+      if (rng() % 5 == 0) p.prompt_logprobs = 1;
+      const int len = 1 + int(rng() % uint32_t(32 - p.max_tokens));
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 30));
+      core.add_request({"q" + std::to_string(added++), prompt, p}, record);
+    }
+    if (core.has_work()) core.step();
+  }
+  EXPECT_FALSE(core.has_work());
+  return out;
+}
+
+}  // namespace
+
+TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    FakeBackend host(kVocab, kWindow);
+    DeviceSamplingFake device;
+    const Outputs a = run_workload(host, seed);
+    const Outputs b = run_workload(device, seed);
+    EXPECT_EQ(a.tokens.size(), 40u);
+    EXPECT_TRUE(a == b) << "seed " << seed << ": device-sampled outputs differ from host-sampled ones";
+    EXPECT_EQ(a.tokens, b.tokens) << seed;
+    EXPECT_GT(device.samples_, 100);
+    // Only rows for logprobs come back: far fewer than the sampled rows.
+    EXPECT_LT(device.returned_, device.samples_) << seed;
+  }
+}
+
+TEST(EngineDeviceSampling, BackendWithoutDeviceSamplingSaysSo) {
+  FakeBackend host(kVocab, kWindow);
+  SampledStep out;
+  try {
+    host.forward_sampled(ForwardBatch{}, DeviceSampling{}, out);
+    FAIL() << "forward_sampled on a host-only backend did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot sample on the device"), std::string::npos) << e.what();
+  }
+}

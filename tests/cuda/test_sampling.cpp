@@ -1,0 +1,367 @@
+// GPU sampling (backends/cuda/sampling.cu) against the CPU sampler of the engine, token for
+// token: random bf16-rounded logits full of ties, every parameter combination, different
+// seeds and steps, batches of rows with different parameters. The one tolerated difference is
+// a top_p cut whose cumulative mass lies within 1e-5 (relative) of the target: GPU and CPU sum
+// the same doubles in different orders. Such cases are counted and printed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/sampling.h"
+#include "cuda_test_util.h"
+#include "engine/sampler.h"
+
+namespace striker::cuda::testing {
+namespace {
+
+float bf16r(float f) { return bf16_to_float(float_to_bf16(f)); }
+
+// Kinds of rows: 0 plain, 1 coarse (steps of 0.25: ties everywhere, also on every cut),
+// 2 peaked (a tied group well above the rest), 3 with -inf and NaN entries.
+std::vector<float> make_row(std::mt19937& rng, int64_t V, int kind) {
+  std::normal_distribution<float> nd(0.f, kind == 2 ? 1.f : 3.f);
+  std::vector<float> x(static_cast<size_t>(V));
+  for (auto& v : x) v = bf16r(kind == 1 ? std::round(nd(rng) * 4.f) / 4.f : nd(rng));
+  if (kind == 2) {
+    const float top = bf16r(12.f + float(rng() % 4));
+    for (int j = 0; j < 5; ++j) x[rng() % size_t(V)] = top;
+    for (int j = 0; j < 20; ++j) x[rng() % size_t(V)] = bf16r(top - 1.f - float(rng() % 3));
+  }
+  if (kind == 3) {
+    for (int j = 0; j < 50; ++j) x[rng() % size_t(V)] = -std::numeric_limits<float>::infinity();
+    x[rng() % size_t(V)] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return x;
+}
+
+template <typename T>
+T pick(std::mt19937& rng, std::initializer_list<T> options) {
+  return *(options.begin() + rng() % options.size());
+}
+
+std::vector<int32_t> unique_ids(std::mt19937& rng, int64_t V, int n) {
+  n = int(std::min<int64_t>(n, V / 2));  // a small vocabulary cannot hold n distinct ids
+  std::set<int32_t> s;
+  while (int(s.size()) < n) s.insert(int32_t(rng() % uint64_t(V)));
+  return {s.begin(), s.end()};
+}
+
+SampleRequest random_request(std::mt19937& rng, int64_t V, int32_t row) {
+  SampleRequest r;
+  r.row = row;
+  r.temperature = pick(rng, {0.f, 0.3f, 0.7f, 1.f, 1.f, 1.5f});
+  r.top_k = pick<int32_t>(rng, {0, 0, 1, 2, 7, 50, 600, int32_t(V) + 5});
+  r.top_p = pick(rng, {1.f, 1.f, 0.95f, 0.8f, 0.5f, 0.2f, 0.01f});
+  r.min_p = pick(rng, {0.f, 0.f, 0.02f, 0.2f});
+  r.repetition_penalty = pick(rng, {1.f, 1.f, 1.2f, 0.8f});
+  r.frequency_penalty = pick(rng, {0.f, 0.5f, -0.3f});
+  r.presence_penalty = pick(rng, {0.f, 0.4f});
+  r.seed = rng();
+  r.choice = int32_t(rng() % 4);
+  r.step = int64_t(rng() % 1000);
+  for (int32_t id : unique_ids(rng, V, int(rng() % 6)))
+    r.logit_bias.emplace_back(id, float(int(rng() % 21) - 10) * 0.5f);
+  for (int32_t id : unique_ids(rng, V, int(rng() % 20))) r.output_counts.emplace_back(id, int32_t(1 + rng() % 4));
+  if (r.repetition_penalty != 1.f) r.prompt_tokens = unique_ids(rng, V, int(rng() % 50));
+  r.suppressed = unique_ids(rng, V, int(rng() % 4));
+  return r;
+}
+
+std::string describe(const SampleRequest& r, int kind) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "kind %d T=%g top_k=%d top_p=%g min_p=%g rep=%g freq=%g pres=%g step=%lld", kind,
+                r.temperature, r.top_k, r.top_p, r.min_p, r.repetition_penalty, r.frequency_penalty, r.presence_penalty,
+                (long long)r.step);
+  return buf;
+}
+
+struct Tally {
+  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0;
+};
+
+// One launch: `rows` rows of vocabulary V, each with its own random parameters.
+void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t) {
+  std::vector<float> logits;
+  std::vector<int> kinds;
+  std::vector<SampleRequest> reqs;
+  for (int r = 0; r < rows; ++r) {
+    kinds.push_back(int(rng() % 4));
+    const auto row = make_row(rng, V, kinds.back());
+    logits.insert(logits.end(), row.begin(), row.end());
+    reqs.push_back(random_request(rng, V, r));
+  }
+  std::shuffle(reqs.begin(), reqs.end(), rng);  // samples need not be in row order
+  std::vector<SampleRowParams> params;
+  std::vector<LogitEdit> edits;
+  pack_samples(reqs, rows, V, params, edits);
+  SamplingBuffers sb(rows, std::max<int64_t>(int64_t(edits.size()), 1));
+  std::copy(params.begin(), params.end(), sb.params_host());
+  std::copy(edits.begin(), edits.end(), sb.edits_host());
+  sb.counts_host()[0] = int32_t(params.size());
+  sb.counts_host()[1] = int32_t(edits.size());
+  DeviceBuffer<float> d_logits(logits);
+  STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, size_t(rows) * 4));  // -1: unwritten shows
+  sb.upload(int(params.size()), int64_t(edits.size()), nullptr);
+  apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.tokens_dev(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<int32_t> got(static_cast<size_t>(rows));
+  STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), size_t(rows) * 4, cudaMemcpyDeviceToHost));
+  const std::vector<float> edited = d_logits.download();
+
+  std::vector<float> scratch, processed;
+  for (size_t s = 0; s < reqs.size(); ++s) {
+    const SampleRequest& r = reqs[s];
+    const std::span<const float> row(logits.data() + size_t(r.row) * size_t(V), size_t(V));
+    // The edit kernel must reproduce the CPU's logit processing bit for bit.
+    process_logits(row, r, processed);
+    for (int64_t i = 0; i < V; ++i) {
+      const float a = edited[size_t(r.row) * size_t(V) + size_t(i)], b = processed[size_t(i)];
+      if (!(a == b || (a != a && b != b))) {
+        if (t.edit_bad++ < 5)
+          std::printf("EDIT MISMATCH row %d id %lld: gpu %.9g cpu %.9g (%s)\n", r.row, (long long)i, a, b,
+                      describe(r, kinds[size_t(r.row)]).c_str());
+        break;
+      }
+    }
+    SampleDiagnostics diag;
+    const int32_t want = sample_request(row, r, scratch, &diag);
+    ++t.rows;
+    if (got[s] == want) {
+      ++t.exact;
+    } else if (diag.top_p_margin < 1e-5) {
+      ++t.boundary;
+      std::printf("top_p boundary (margin %.2e): row %d gpu %d cpu %d (%s)\n", diag.top_p_margin, r.row, got[s], want,
+                  describe(r, kinds[size_t(r.row)]).c_str());
+    } else {
+      if (t.bad++ < 10)
+        std::printf("TOKEN MISMATCH row %d: gpu %d cpu %d, top_p margin %.2e (%s)\n", r.row, got[s], want,
+                    diag.top_p_margin, describe(r, kinds[size_t(r.row)]).c_str());
+    }
+  }
+}
+
+void expect_tally(const Tally& t, const char* what) {
+  std::printf("%s: %d rows, %d exact, %d top_p-boundary, %d mismatched, %d edit mismatches\n", what, t.rows, t.exact,
+              t.boundary, t.bad, t.edit_bad);
+  EXPECT_EQ(t.bad, 0) << what << ": GPU tokens differ from the CPU sampler away from any top_p boundary";
+  EXPECT_EQ(t.edit_bad, 0) << what << ": GPU logit edits differ from the CPU's process_logits";
+  EXPECT_LE(t.boundary * 100, t.rows) << what << ": too many top_p boundary cases to be rounding";
+}
+
+TEST(CudaSampling, MatchesCpuSamplerOnFlintVocabulary) {
+  std::mt19937 rng(101);
+  Tally t;
+  for (int batch = 0; batch < 3; ++batch) run_batch(rng, 151552, 64, t);
+  expect_tally(t, "vocab 151552");
+}
+
+TEST(CudaSampling, MatchesCpuSamplerOnManyRowsOfAnOddVocabulary) {
+  std::mt19937 rng(202);
+  Tally t;
+  for (int batch = 0; batch < 4; ++batch) run_batch(rng, 4099, 256, t);
+  expect_tally(t, "vocab 4099");
+}
+
+// Small enough for compute-sanitizer racecheck/memcheck (--gtest_filter=CudaSampling.Small*).
+TEST(CudaSampling, SmallVocabulariesForSanitizers) {
+  std::mt19937 rng(303);
+  Tally t;
+  run_batch(rng, 37, 200, t);  // fewer tokens than threads, top_k above the vocabulary
+  run_batch(rng, 1500, 24, t);
+  expect_tally(t, "vocab 37 / 1500");
+}
+
+TEST(CudaSampling, GreedyIsArgmaxWithLowestIdAndSkipsNaN) {
+  const int64_t V = 100003;
+  std::mt19937 rng(7);
+  std::vector<float> logits;
+  for (int r = 0; r < 3; ++r) {
+    auto row = make_row(rng, V, 0);
+    row[size_t(900 + r)] = row[size_t(5 + r)] = row[size_t(70000 + r)] = 50.f;
+    row[0] = std::numeric_limits<float>::quiet_NaN();
+    logits.insert(logits.end(), row.begin(), row.end());
+  }
+  std::vector<float> all_nan(static_cast<size_t>(V), std::numeric_limits<float>::quiet_NaN());
+  logits.insert(logits.end(), all_nan.begin(), all_nan.end());
+  std::vector<SampleRequest> reqs(4);
+  for (int r = 0; r < 4; ++r) {
+    reqs[size_t(r)].row = r;
+    reqs[size_t(r)].temperature = 0.f;
+  }
+  reqs[1].top_k = 3;  // cuts do not matter when greedy
+  reqs[2].logit_bias = {{5 + 2, -1.f}};  // the biased tie loses: next lowest id wins
+  std::vector<SampleRowParams> params;
+  std::vector<LogitEdit> edits;
+  pack_samples(reqs, 4, V, params, edits);
+  SamplingBuffers sb(4, 8);
+  std::copy(params.begin(), params.end(), sb.params_host());
+  std::copy(edits.begin(), edits.end(), sb.edits_host());
+  sb.counts_host()[0] = 4;
+  sb.counts_host()[1] = int32_t(edits.size());
+  DeviceBuffer<float> d_logits(logits);
+  STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, 16));
+  sb.upload(4, int64_t(edits.size()), nullptr);
+  apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), 4, sb.tokens_dev(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<int32_t> got(4);
+  STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), 16, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got[0], 5) << "greedy must take the lowest id of the tied maximum";
+  EXPECT_EQ(got[1], 6) << "greedy with top_k must still be the plain argmax";
+  EXPECT_EQ(got[2], 902) << "a logit_bias on the lowest tied id must hand the tie to the next";
+  EXPECT_EQ(got[3], 0) << "an all-NaN row must give token 0 as the CPU sampler does";
+  std::vector<float> scratch;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(got[size_t(r)],
+              sample_request({logits.data() + size_t(r) * size_t(V), size_t(V)}, reqs[size_t(r)], scratch))
+        << "row " << r;
+}
+
+// Not a check: the device time of one sample_rows launch at Flint's vocabulary, printed for
+// docs/performance.md (the edits kernel is not included: a few thousand threads).
+TEST(CudaSampling, PrintsTimingAtFlintSize) {
+  const int64_t V = 151552;
+  std::mt19937 rng(4);
+  std::vector<float> logits;
+  for (int r = 0; r < 256; ++r) {
+    const auto row = make_row(rng, V, 0);
+    logits.insert(logits.end(), row.begin(), row.end());
+  }
+  DeviceBuffer<float> d_logits(logits);
+  struct Config {
+    const char* name;
+    float t, top_p;
+    int32_t top_k;
+  };
+  for (const Config& cfg : {Config{"greedy", 0.f, 1.f, 0}, Config{"T=1", 1.f, 1.f, 0}, Config{"top_k=50", 1.f, 1.f, 50},
+                            Config{"top_p=0.9", 1.f, 0.9f, 0}, Config{"top_k=50 top_p=0.9", 0.7f, 0.9f, 50}}) {
+    for (int rows : {1, 64, 256}) {
+      std::vector<SampleRequest> reqs(static_cast<size_t>(rows));
+      for (int r = 0; r < rows; ++r) {
+        reqs[size_t(r)].row = r;
+        reqs[size_t(r)].temperature = cfg.t;
+        reqs[size_t(r)].top_p = cfg.top_p;
+        reqs[size_t(r)].top_k = cfg.top_k;
+        reqs[size_t(r)].seed = uint64_t(r);
+      }
+      std::vector<SampleRowParams> params;
+      std::vector<LogitEdit> edits;
+      pack_samples(reqs, rows, V, params, edits);
+      SamplingBuffers sb(rows, 1);
+      std::copy(params.begin(), params.end(), sb.params_host());
+      sb.counts_host()[0] = rows;
+      sb.counts_host()[1] = 0;
+      sb.upload(rows, 0, nullptr);
+      cudaEvent_t a, b;
+      STRIKER_CUDA_CHECK(cudaEventCreate(&a));
+      STRIKER_CUDA_CHECK(cudaEventCreate(&b));
+      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);  // warm-up
+      STRIKER_CUDA_CHECK(cudaEventRecord(a));
+      for (int it = 0; it < 10; ++it)
+        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);
+      STRIKER_CUDA_CHECK(cudaEventRecord(b));
+      STRIKER_CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      STRIKER_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+      std::printf("sampling timing: %-20s rows %3d vocab %lld: %8.1f us per launch\n", cfg.name, rows, (long long)V,
+                  double(ms) * 100.0);
+    }
+  }
+}
+
+TEST(CudaSampling, PackRejectsBadRowsAndIds) {
+  std::vector<SampleRowParams> params;
+  std::vector<LogitEdit> edits;
+  std::vector<SampleRequest> reqs(1);
+  reqs[0].row = 3;
+  EXPECT_THROW(pack_samples(reqs, 3, 100, params, edits), Error);  // row outside the step
+  reqs[0].row = 0;
+  reqs[0].logit_bias = {{100, 1.f}};
+  EXPECT_THROW(pack_samples(reqs, 3, 100, params, edits), Error);  // id outside the vocabulary
+  reqs[0].logit_bias.clear();
+  reqs.push_back(reqs[0]);
+  EXPECT_THROW(pack_samples(reqs, 3, 100, params, edits), Error);  // one row sampled twice
+}
+
+// The backend end to end: forward_sampled on a small random model returns the CPU sampler's
+// tokens for the very logits rows it returns (all rows asked back here).
+TEST(CudaSampling, BackendForwardSampledMatchesCpuOnItsOwnLogits) {
+  FlintConfig c;
+  c.vocab_size = 4099;
+  c.hidden_size = 256;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 1;
+  c.head_dim = 32;
+  c.intermediate_size = 512;
+  c.moe_intermediate_size = 64;
+  c.shared_expert_intermediate_size = 64;
+  c.n_routed_experts = 16;
+  c.n_shared_experts = 1;
+  c.num_experts_per_tok = 6;
+  c.first_k_dense_replace = 1;
+  c.norm_topk_prob = true;
+  c.routed_scaling_factor = 2.5f;
+  c.sliding_window = 17;
+  c.layer_types = {LayerType::Sliding, LayerType::Full};
+  c.rope_theta = 10000.f;
+  c.rms_norm_eps = 1e-6f;
+  c.max_position_embeddings = 4096;
+  auto backend = make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
+  ASSERT_TRUE(backend->samples_on_device());
+  backend->allocate_kv_cache(KvCacheSpec{16, 16, 16});
+  std::mt19937 rng(9);
+  ForwardBatch batch;
+  for (int s = 0; s < 3; ++s) {
+    SequenceChunk ch;
+    for (int i = 0; i < 20; ++i) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
+    ch.full_block_table = {s * 2, s * 2 + 1};
+    ch.sliding_block_table = {s * 2, s * 2 + 1};
+    ch.all_logits = s == 1;  // 20 rows for this one
+    batch.seqs.push_back(ch);
+  }
+  const int rows = 1 + 20 + 1;
+  DeviceSampling ds;
+  for (int32_t r : {0, 20, 21}) ds.samples.push_back(random_request(rng, c.vocab_size, r));
+  ds.samples.push_back(random_request(rng, c.vocab_size, 7));
+  for (int32_t r = 0; r < rows; ++r) ds.return_rows.push_back(r);
+  SampledStep out;
+  backend->forward_sampled(batch, ds, out);
+  ASSERT_EQ(out.tokens.size(), ds.samples.size());
+  ASSERT_EQ(out.logits.size(), size_t(rows) * size_t(c.vocab_size));
+  std::vector<float> scratch;
+  int boundary = 0;
+  for (size_t s = 0; s < ds.samples.size(); ++s) {
+    const SampleRequest& r = ds.samples[s];
+    SampleDiagnostics diag;
+    const int32_t want =
+        sample_request({out.logits.data() + size_t(r.row) * size_t(c.vocab_size), size_t(c.vocab_size)}, r, scratch, &diag);
+    if (out.tokens[s] != want && diag.top_p_margin < 1e-5) {
+      ++boundary;
+      continue;
+    }
+    EXPECT_EQ(out.tokens[s], want) << "sample " << s << " (row " << r.row << ")";
+  }
+  EXPECT_LE(boundary, 1);
+  // Only the rows asked for come back, and the returned rows are the raw ones: forward() agrees.
+  std::vector<float> logits;
+  backend->forward(batch, logits);
+  ASSERT_EQ(logits.size(), out.logits.size());
+  ds.return_rows = {21};
+  backend->forward_sampled(batch, ds, out);
+  ASSERT_EQ(out.logits.size(), size_t(c.vocab_size));
+  const auto cmp = compare(out.logits, std::vector<float>(logits.end() - c.vocab_size, logits.end()), 1e-3, 1e-3);
+  EXPECT_TRUE(cmp.ok()) << "returned row differs from forward()'s: " << cmp.describe();
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing
