@@ -87,7 +87,7 @@ class ThreadedEngine : public Engine {
         if (core_.has_work()) core_.step();
       } catch (const std::exception& e) {
         std::fprintf(stderr, "engine: step failed, aborting every request: %s\n", e.what());
-        core_.abort_all();
+        core_.abort_all(std::string("engine step failed: ") + e.what());
       }
       publish();
     }

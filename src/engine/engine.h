@@ -51,6 +51,9 @@ struct RequestOutput {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;        // so far, all choices
   std::vector<std::optional<TokenLogprob>> prompt_logprobs;  // first output only, when asked
+  // Non-empty when the request was ended by an engine failure (a backend error, an undecodable
+  // output) rather than by its client: the server answers 500 with this message.
+  std::string error;
 };
 
 struct GenerationRequest {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <thread>
 #include <utility>
@@ -171,11 +172,12 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
   requests_.emplace(id, std::move(rq));
 }
 
-void EngineCore::abort_request(const std::string& request_id) {
+void EngineCore::abort_request(const std::string& request_id, const std::string& error) {
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return;
   Request& r = *it->second;
   RequestOutput out;
+  out.error = error;
   for (auto& ch : r.choices) {
     if (ch->output->finished()) continue;
     scheduler_->remove(&ch->seq);
@@ -188,10 +190,10 @@ void EngineCore::abort_request(const std::string& request_id) {
   emit(r, out);
 }
 
-void EngineCore::abort_all() {
+void EngineCore::abort_all(const std::string& error) {
   std::vector<std::string> ids;
   for (const auto& [id, r] : requests_) ids.push_back(id);
-  for (const auto& id : ids) abort_request(id);
+  for (const auto& id : ids) abort_request(id, error);
 }
 
 bool EngineCore::has_work() const { return !requests_.empty(); }
@@ -315,7 +317,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
       if (req == r) return out;
     return outs.emplace_back(r, RequestOutput{}).second;
   };
-  std::set<std::string> failed;
+  std::map<std::string, std::string> failed;  // request id -> why
   for (Draw& d : draws) {
     Request& r = *d.choice->request;
     if (failed.count(r.req.request_id)) continue;
@@ -324,11 +326,11 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
     } catch (const std::exception& e) {
       // One request's failure (e.g. its text cannot be decoded) ends that request only.
       std::fprintf(stderr, "engine: request %s failed, aborting it: %s\n", r.req.request_id.c_str(), e.what());
-      failed.insert(r.req.request_id);
+      failed.emplace(r.req.request_id, e.what());
     }
   }
   for (auto& [r, out] : outs) emit(*r, out);
-  for (const auto& id : failed) abort_request(id);
+  for (const auto& [id, why] : failed) abort_request(id, why);
 }
 
 SampleContext EngineCore::sample_context(const Choice& ch) const {

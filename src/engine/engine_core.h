@@ -41,8 +41,9 @@ class EngineCore {
   // Queues a validated request (validate_request is called again here).
   void add_request(GenerationRequest req, OutputCallback on_output);
   // Finishes every unfinished choice with Abort and frees its blocks; unknown ids are ignored.
-  void abort_request(const std::string& request_id);
-  void abort_all();
+  // `error` non-empty: the request ends because of an engine failure (RequestOutput::error).
+  void abort_request(const std::string& request_id, const std::string& error = {});
+  void abort_all(const std::string& error = {});
   bool has_work() const;
   void step();
   EngineStats stats() const;

@@ -44,6 +44,7 @@ std::optional<RequestOutput> Generation::next(std::chrono::milliseconds timeout)
   if (it == index_of_.end()) return std::nullopt;  // not ours; cannot happen with unique ids
   Sub& sub = prompts_[it->second];
   if (out->finished) sub.finished = true;
+  if (!out->error.empty() && engine_error_.empty()) engine_error_ = out->error;
   const int32_t offset = int32_t(it->second) * n_;
   for (auto& c : out->choices) c.index += offset;
   return out;
@@ -77,6 +78,11 @@ bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::
     }
     auto out = gen.next(std::chrono::milliseconds(50));
     if (!out) continue;
+    if (!gen.engine_error().empty()) {
+      // Not the client's doing: 500 (in-band for a stream), as vLLM does for an engine failure.
+      gen.abort_all();
+      throw ApiError(500, "InternalServerError", gen.engine_error());
+    }
     if (!on_output(*out)) {
       gen.abort_all();
       return false;

@@ -59,6 +59,8 @@ class Generation {
   bool all_finished() const;
 
   const std::string& id() const { return base_id_; }
+  // Why the engine ended one of the prompts (RequestOutput::error); empty when none failed.
+  const std::string& engine_error() const { return engine_error_; }
   int32_t num_choices() const { return int32_t(prompts_.size()) * n_; }
   int64_t prompt_tokens() const;
   Clock::time_point arrival() const { return arrival_; }
@@ -76,6 +78,7 @@ class Generation {
   std::shared_ptr<OutputChannel> channel_;
   std::vector<Sub> prompts_;
   std::map<std::string, size_t> index_of_;
+  std::string engine_error_;
 };
 
 // Random lowercase hex, as vLLM's random_uuid() (16 hex digits).
@@ -103,7 +106,7 @@ void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, h
 
 // Shared by both generation routes: runs until every choice finished or the client left.
 // `on_output` returns false when writing to the client failed. Returns false if the client left
-// (everything was aborted).
+// (everything was aborted); throws ApiError(500) when the engine ended a prompt by a failure.
 bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output);
 

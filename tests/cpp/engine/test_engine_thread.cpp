@@ -38,11 +38,28 @@ class CountingBackend : public FakeBackend {
   std::chrono::milliseconds delay_;
 };
 
+// Fails the forward calls whose number is in `fail_on` (1-based), like a backend error would.
+class FailingBackend : public FakeBackend {
+ public:
+  explicit FailingBackend(std::vector<int> fail_on) : FakeBackend(kVocab, kWindow), fail_on_(std::move(fail_on)) {}
+  void forward(const ForwardBatch& b, std::vector<float>& logits) override {
+    ++calls_;
+    for (int n : fail_on_)
+      if (n == calls_) throw std::runtime_error("device fault in step " + std::to_string(calls_));
+    FakeBackend::forward(b, logits);
+  }
+
+ private:
+  std::vector<int> fail_on_;
+  int calls_ = 0;
+};
+
 struct Results {
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, std::vector<int32_t>> tokens;
   std::map<std::string, FinishReason> finish;
+  std::map<std::string, std::string> error;
   int finished = 0;
 
   OutputCallback callback() {
@@ -53,6 +70,7 @@ struct Results {
         t.insert(t.end(), d.new_tokens.begin(), d.new_tokens.end());
         if (d.finish) finish[o.request_id] = *d.finish;
       }
+      if (!o.error.empty()) error[o.request_id] = o.error;
       if (o.finished) ++finished;
       cv.notify_all();
     };
@@ -183,4 +201,20 @@ TEST(EngineThread, ShutdownAnswersRequestsStillInTheInbox) {
   ASSERT_TRUE(res.wait_for(2));
   EXPECT_EQ(res.finish["running"], FinishReason::Abort);
   EXPECT_EQ(res.finish["queued"], FinishReason::Abort);
+}
+
+// A failed step ends the requests in it with the failure in RequestOutput::error (the server turns
+// it into a 500), and the engine keeps serving the next request.
+TEST(EngineThread, AFailedStepEndsItsRequestsWithTheErrorAndTheEngineGoesOn) {
+  auto engine = make_engine_with_text(config(), tiny_model(kVocab, kWindow, 256),
+                                      std::make_unique<FailingBackend>(std::vector<int>{2}), piece_text({}));
+  Results res;
+  engine->add_request({"hit", {1, 2}, params(1, 5)}, res.callback());
+  ASSERT_TRUE(res.wait_for(1));
+  EXPECT_EQ(res.finish["hit"], FinishReason::Abort);
+  EXPECT_NE(res.error["hit"].find("device fault in step 2"), std::string::npos) << res.error["hit"];
+  engine->add_request({"after", {3, 4}, params(2, 4)}, res.callback());
+  ASSERT_TRUE(res.wait_for(2));
+  EXPECT_EQ(res.tokens["after"].size(), 4u);
+  EXPECT_EQ(res.error.count("after"), 0u);
 }
