@@ -150,3 +150,28 @@ def test_peak_concurrency_counts_overlaps():
           R(1, True, start_time=2.0, latency=1.0), R(1, True, start_time=5.0, latency=1.0)]
     # [0,2) [1,3) [2,3) [5,6): at most two at once (an end and a start at 2.0 do not overlap)
     assert serve_metrics.peak_concurrency(rs) == 2
+
+
+def test_gpu_script_rehearsed_on_cpu(striker_bin, shared_dir, tmp_path):
+    """scripts/gpu_serve_bench.sh end to end with the CPU backend and tiny shapes: it starts the
+    server on dummy weights, runs both benchmarks, prints the table and stops the server cleanly."""
+    from server_fixture import free_port
+    import os
+    bin_dir = pathlib.Path(striker_bin).parent
+    env = {**os.environ, "OUT": str(tmp_path), "STRIKER_SERVE_BENCH_DEVICE": "cpu",
+           "STRIKER_GPU_CONFIG": str(shared_dir / "fixtures/flint-config/config.tiny.json"),
+           "STRIKER_GPU_TOKENIZER": str(shared_dir / "fixtures/flint-tokenizer"),
+           "STRIKER_SERVE_BENCH_FORMATS": "bf16", "STRIKER_SERVE_BENCH_LONG": "200 6",
+           "STRIKER_SERVE_BENCH_CONC": "6 3 30 5", "STRIKER_SERVE_BENCH_PORT": str(free_port()),
+           "STRIKER_SERVE_BENCH_SERVE_ARGS": "--max-model-len 512"}
+    r = subprocess.run(["bash", str(ROOT / "scripts/gpu_serve_bench.sh"), str(bin_dir)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "serve bench rc=0" in r.stdout
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| long |") or line.startswith("| c3 |")]
+    assert len(rows) == 2, r.stdout[-2000:]
+    assert "| 1 × 200→6 | 1 | 1/0 |" in rows[0] and "| 6 × 30→5 | 3 | 6/0 |" in rows[1]
+    long_run = json.loads((tmp_path / "serve_bench/long_bf16.json").read_text())
+    assert (long_run["total_input_tokens"], long_run["total_output_tokens"]) == (200, 6)
+    assert (long_run["run"], long_run["weights"], long_run["num_warmups"]) == ("long", "bf16", 1)
+    assert "shutting down" in (tmp_path / "serve_bench/serve_bf16.log").read_text()
