@@ -13,7 +13,7 @@
 # STRIKER_SERVE_BENCH_DEVICE=cpu and the shapes STRIKER_SERVE_BENCH_LONG="100000 256" (input output)
 # and STRIKER_SERVE_BENCH_CONC="128 64 1024 128" (prompts, concurrency, input, output).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BIN=${1:?usage: gpu_serve_bench.sh BIN_DIR}
 LOGS=${OUT:-/tmp/striker-gpu}/serve_bench
 mkdir -p "$LOGS"
@@ -109,5 +109,7 @@ done
 echo
 echo "== end-to-end serving (bench/serve_bench.py against striker serve --device $DEVICE, $(basename "$CONFIG"), dummy weights)"
 [ "${#RESULTS[@]}" -gt 0 ] && python3 bench/serve_summary.py "${RESULTS[@]}"
+echo "project target: decode a single request at 100K faster than vLLM on a GB200 —" \
+  "TPOT 2.34 ms BF16 / 1.78 ms NVFP4, ~485 tok/s end to end"
 echo "serve bench rc=$rc"
 exit $rc
