@@ -175,3 +175,75 @@ def test_gpu_script_rehearsed_on_cpu(striker_bin, shared_dir, tmp_path):
     assert (long_run["total_input_tokens"], long_run["total_output_tokens"]) == (200, 6)
     assert (long_run["run"], long_run["weights"], long_run["num_warmups"]) == ("long", "bf16", 1)
     assert "shutting down" in (tmp_path / "serve_bench/serve_bf16.log").read_text()
+
+
+def test_gpu_script_reports_a_server_that_cannot_start(striker_bin, shared_dir, tmp_path):
+    from server_fixture import free_port
+    import os
+    env = {**os.environ, "OUT": str(tmp_path), "STRIKER_SERVE_BENCH_DEVICE": "cpu",
+           "STRIKER_GPU_CONFIG": str(shared_dir / "fixtures/flint-config/config.tiny.json"),
+           "STRIKER_GPU_TOKENIZER": str(shared_dir / "fixtures/flint-tokenizer"),
+           "STRIKER_SERVE_BENCH_FORMATS": "bf16", "STRIKER_SERVE_BENCH_PORT": str(free_port()),
+           "STRIKER_SERVE_BENCH_SERVE_ARGS": "--max-model-len 99999999"}
+    r = subprocess.run(["bash", str(ROOT / "scripts/gpu_serve_bench.sh"), str(pathlib.Path(striker_bin).parent)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "serve bench rc=1" in r.stdout
+    assert "exited with 1 before ready" in r.stdout and "max_position_embeddings" in r.stdout
+
+
+class FakeSse:
+    """A one-route HTTP server that answers every POST with the given status and SSE body."""
+
+    def __init__(self, status, events):
+        import http.server
+        import threading
+        body = "".join(f"data: {e}\n\n" for e in events).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def chunk(text):
+    return json.dumps({"choices": [{"index": 0, "text": text, "finish_reason": None}]})
+
+
+@pytest.mark.parametrize("status, events, error, tokens", [
+    (200, [chunk("a"), chunk("b"), chunk("c"), json.dumps({"choices": [], "usage": {"completion_tokens": 5}}),
+           "[DONE]"], "", 5),                                  # usage wins over the chunk count
+    (200, [chunk("a"), chunk("b"), "[DONE]"], "", 2),          # no usage: one token per chunk
+    (200, [chunk("a"), chunk("b")], "stream ended without [DONE]", 0),
+    (200, [chunk("a"), json.dumps({"error": {"message": "boom", "code": 500}}), "[DONE]"],
+     "in-stream error: boom", 0),
+    (200, ["[DONE]"], "stream carried no output chunk", 0),
+    (200, ["{not json"], "JSONDecodeError", 0),
+    (503, ["x"], "HTTP 503", 0),
+])
+def test_client_classifies_streams(status, events, error, tokens):
+    import serve_client
+    fake = FakeSse(status, events)
+    try:
+        r = serve_client.stream_completion(serve_client.Endpoint(fake.url, "/v1/completions", timeout=10),
+                                           {"prompt": [1, 2]}, 2)
+    finally:
+        fake.close()
+    assert r.success == (error == ""), r.error
+    assert error in r.error
+    if r.success:
+        assert r.output_tokens == tokens and r.generated_text == "".join("abc"[:len(r.chunk_times)])
+        assert 0 < r.ttft <= r.latency and len(r.itl) == len(r.chunk_times) - 1
