@@ -61,6 +61,8 @@ def parse_args(argv):
     p.add_argument("--num-warmups", type=int, default=0, help="unmeasured requests (of the first prompt) first")
     p.add_argument("--percentile-metrics", default="ttft,tpot,itl", help="comma list of ttft,tpot,itl,e2el")
     p.add_argument("--metric-percentiles", default="99", help="comma list, e.g. 50,90,99")
+    p.add_argument("--goodput", nargs="+", default=None,
+                   help="SLOs as KEY:MS (ttft, tpot, e2el); adds request goodput (completed requests/s meeting all)")
     p.add_argument("--save-result", action="store_true")
     p.add_argument("--save-detailed", action="store_true", help="also per-request lists in the JSON")
     p.add_argument("--result-dir", default=None)
@@ -108,6 +110,15 @@ def check_args(p, a):
         p.error(f"--extra-body is not JSON: {e}")
     if not isinstance(a.extra, dict):
         p.error("--extra-body must be a JSON object")
+    a.slos = {}
+    for item in a.goodput or []:
+        key, _, ms = item.partition(":")
+        try:
+            a.slos[key] = float(ms)
+        except ValueError:
+            p.error(f"--goodput wants KEY:MILLISECONDS, got {item!r}")
+        if key not in ("ttft", "tpot", "e2el") or not a.slos[key] >= 0:
+            p.error(f"--goodput: {item!r}: KEY is ttft, tpot or e2el and MILLISECONDS >= 0")
     for kv in a.metadata:
         if "=" not in kv:
             p.error(f"--metadata wants KEY=VALUE, got {kv!r}")
@@ -240,7 +251,7 @@ def main(argv=None):
         if failed:
             raise SystemExit(f"error: warmup request failed: {failed[0]}")
     results, duration = run_requests(ep, a, model, reqs, "benchmark")
-    m = serve_metrics.calculate(results, duration, a.selected, a.percentiles)
+    m = serve_metrics.calculate(results, duration, a.selected, a.percentiles, a.slos)
     print(serve_metrics.report(m, a.selected, a.percentiles, a.max_concurrency, a.request_rate), flush=True)
     errors = [r.error for r in results if not r.success]
     for e in sorted(set(errors))[:5]:

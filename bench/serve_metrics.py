@@ -82,7 +82,14 @@ def peak_concurrency(results):
     return peak
 
 
-def calculate(results, duration, selected, percentiles):
+def meets_slos(r, slos):
+    """goodput: a completed request counts only if each given SLO (ms) holds (DistServe's definition)."""
+    values = {"ttft": r.ttft, "e2el": r.latency,
+              "tpot": (r.latency - r.ttft) / (r.output_tokens - 1) if r.output_tokens > 1 else 0.0}
+    return all(values[k] * 1000.0 <= limit for k, limit in slos.items())
+
+
+def calculate(results, duration, selected, percentiles, slos=None):
     """Aggregates RequestResults into vLLM's BenchmarkMetrics fields (times in ms)."""
     ok = [r for r in results if r.success]
     ttfts = [r.ttft for r in ok]
@@ -98,6 +105,8 @@ def calculate(results, duration, selected, percentiles):
         "total_input_tokens": total_in,
         "total_output_tokens": total_out,
         "request_throughput": len(ok) / duration if duration > 0 else 0.0,
+        "request_goodput": (sum(meets_slos(r, slos) for r in ok) / duration if duration > 0 else 0.0)
+        if slos else None,
         "output_throughput": total_out / duration if duration > 0 else 0.0,
         "total_token_throughput": (total_in + total_out) / duration if duration > 0 else 0.0,
         "max_output_tokens_per_s": peak_output_rate(results),
@@ -143,6 +152,8 @@ def report(m, selected, percentiles, max_concurrency, request_rate):
     row("Total input tokens:", m["total_input_tokens"], "{:<10}")
     row("Total generated tokens:", m["total_output_tokens"], "{:<10}")
     row("Request throughput (req/s):", m["request_throughput"])
+    if m.get("request_goodput") is not None:
+        row("Request goodput (req/s):", m["request_goodput"])
     row("Output token throughput (tok/s):", m["output_throughput"])
     row("Peak output token throughput (tok/s):", m["max_output_tokens_per_s"])
     row("Peak concurrent requests:", m["max_concurrent_requests"], "{:<10}")

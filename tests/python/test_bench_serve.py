@@ -44,7 +44,8 @@ def test_random_run_adds_up(server, tmp_path):
     before = server.metrics()
     r, j = bench(server, tmp_path, "--model", "tiny", "--num-prompts", n, "--random-input-len", inp,
                  "--random-output-len", out, "--max-concurrency", conc, "--ignore-eos", "--seed", 5,
-                 "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99")
+                 "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+                 "--goodput", "ttft:600000", "e2el:600000")
     assert r.returncode == 0, r.stderr
     after = server.metrics()
     # The printout has vLLM's layout and the same counts as the JSON.
@@ -63,6 +64,7 @@ def test_random_run_adds_up(server, tmp_path):
     d = j["duration"]
     assert d >= max(j["e2els"]) > 0
     assert j["request_throughput"] == pytest.approx(n / d, rel=1e-12)
+    assert j["request_goodput"] == j["request_throughput"]  # SLOs of 10 minutes: every request meets them
     assert j["output_throughput"] == pytest.approx(n * out / d, rel=1e-12)
     assert j["total_token_throughput"] == pytest.approx(n * (inp + out) / d, rel=1e-12)
     assert 1 <= j["max_concurrent_requests"] <= conc
@@ -121,6 +123,8 @@ def test_rejected_requests_are_failures_not_numbers(server, tmp_path):
     (["--percentile-metrics", "ttft,bogus"], "unknown ['bogus']"),
     (["--metric-percentiles", "0"], "must be in (0, 100]"),
     (["--random-range-ratio", "1.5"], "[0, 1)"),
+    (["--goodput", "ttft:abc"], "KEY:MILLISECONDS"),
+    (["--goodput", "itl:5"], "KEY is ttft, tpot or e2el"),
 ])
 def test_bad_flags_are_refused(args, message):
     r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
@@ -247,3 +251,18 @@ def test_client_classifies_streams(status, events, error, tokens):
     if r.success:
         assert r.output_tokens == tokens and r.generated_text == "".join("abc"[:len(r.chunk_times)])
         assert 0 < r.ttft <= r.latency and len(r.itl) == len(r.chunk_times) - 1
+
+
+def test_goodput_counts_requests_meeting_every_slo():
+    R = serve_metrics.RequestResult
+    # ttft 0.1 s, e2el 1.0 s, 10 tokens -> tpot 0.1 s; and a slow one: ttft 0.5 s, tpot 0.3 s
+    rs = [R(4, True, ttft=0.1, latency=1.0, output_tokens=10, start_time=1.0),
+          R(4, True, ttft=0.5, latency=3.2, output_tokens=10, start_time=1.0),
+          R(4, False, error="HTTP 500")]
+    m = serve_metrics.calculate(rs, 2.0, ["ttft"], [99], {"ttft": 200.0, "tpot": 100.0 + 1e-9})
+    assert m["request_goodput"] == pytest.approx(0.5)  # one of two completed, over 2 s
+    assert m["request_throughput"] == pytest.approx(1.0) and m["failed"] == 1
+    m = serve_metrics.calculate(rs, 2.0, ["ttft"], [99], {"e2el": 5000.0})
+    assert m["request_goodput"] == pytest.approx(1.0)
+    assert serve_metrics.calculate(rs, 2.0, ["ttft"], [99])["request_goodput"] is None
+    assert "Request goodput (req/s):" in serve_metrics.report(m, ["ttft"], [99], None, float("inf"))
