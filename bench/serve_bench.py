@@ -15,6 +15,7 @@ request would double the run), and ids are drawn from [0, --random-max-token-id)
 import argparse
 import concurrent.futures
 import datetime
+import http.client
 import json
 import math
 import os
@@ -28,6 +29,7 @@ import serve_client  # noqa: E402
 import serve_metrics  # noqa: E402
 
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2el")
+MAX_THREADS = 1024  # one client thread per in-flight request
 
 
 def parse_args(argv):
@@ -90,8 +92,8 @@ def check_args(p, a):
         p.error("--random-range-ratio must be in [0, 1)")
     if a.random_prefix_len < 0 or a.random_max_token_id < 1 or a.num_warmups < 0:
         p.error("--random-prefix-len and --num-warmups must be >= 0, --random-max-token-id >= 1")
-    if a.max_concurrency is not None and a.max_concurrency < 1:
-        p.error("--max-concurrency must be at least 1")
+    if a.max_concurrency is not None and not 1 <= a.max_concurrency <= MAX_THREADS:
+        p.error(f"--max-concurrency must be in [1, {MAX_THREADS}]")
     if not a.request_rate > 0 or not a.burstiness > 0:
         p.error("--request-rate and --burstiness must be positive")
     a.selected = [m.strip() for m in a.percentile_metrics.split(",") if m.strip()]
@@ -161,15 +163,18 @@ def wait_ready(ep, timeout):
             if status == 200:
                 return
             last = f"HTTP {status}"
-        except OSError as e:
-            last = str(e)
+        except (OSError, http.client.HTTPException) as e:
+            last = f"{type(e).__name__}: {e}"
         if time.time() >= deadline:
             raise SystemExit(f"error: server at {ep.host}:{ep.port} not ready after {timeout:.0f} s ({last})")
         time.sleep(0.5)
 
 
 def served_model(ep):
-    status, body = ep.get_json("/v1/models")
+    try:
+        status, body = ep.get_json("/v1/models")
+    except (OSError, http.client.HTTPException) as e:
+        raise SystemExit(f"error: GET /v1/models failed ({type(e).__name__}: {e}); pass --model")
     if status != 200 or not isinstance(body, dict) or not body.get("data"):
         raise SystemExit(f"error: GET /v1/models answered HTTP {status}; pass --model")
     return body["data"][0]["id"]
@@ -192,8 +197,11 @@ def run_requests(ep, a, model, reqs, label):
             if not a.disable_tqdm and (done[0] % step == 0 or done[0] == len(reqs)):
                 print(f"{label}: {done[0]}/{len(reqs)} requests done", file=sys.stderr, flush=True)
 
+    if workers > MAX_THREADS:
+        print(f"note: at most {MAX_THREADS} requests in flight (one thread each); pass --max-concurrency",
+              file=sys.stderr)
     start = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, 1024)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, MAX_THREADS)) as pool:
         futures = []
         next_at = start
         for i in range(len(reqs)):
