@@ -83,8 +83,9 @@ if [ -x "$BIN/striker" ]; then
   done
 fi
 
-# GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule) and the server's end-to-end suites on
-# --device cuda; STRIKER_GPU_SKIP="conformance server" leaves either out (reported as not run).
+# GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule), the server's end-to-end suites on
+# --device cuda and the serving benchmark (`vllm bench serve`-style, full config, dummy weights);
+# STRIKER_GPU_SKIP="conformance server serve_bench" leaves any out (reported as not run).
 SKIP=" ${STRIKER_GPU_SKIP:-} "
 conformance_rc="not run"
 if [[ "$SKIP" != *" conformance "* ]] && [ -x "$BIN/striker" ]; then
@@ -99,11 +100,20 @@ if [[ "$SKIP" != *" server "* ]] && [ -x "$BIN/striker" ]; then
   server_rc=$?
 fi
 
+serve_bench_rc="not run"
+if [[ "$SKIP" != *" serve_bench "* ]] && [ -x "$BIN/striker" ]; then
+  echo "== end-to-end serving benchmark (scripts/gpu_serve_bench.sh; full output in serve_bench/)"
+  bash scripts/gpu_serve_bench.sh "$BIN" >"$LOGS/serve_bench.log" 2>&1
+  serve_bench_rc=$?
+fi
+
 echo
 [ -s "$LOGS/latency.log" ] && cat "$LOGS/latency.log"
 grep -vE "^\|" "$LOGS/bench.log" | tail -5
 grep -E "^\|" "$LOGS/bench.log"
 [ -s "$LOGS/conformance.log" ] && grep -E "^\||PASS|FAIL|ERROR" "$LOGS/conformance.log" | tail -30
 [ -s "$LOGS/server_summary.log" ] && cat "$LOGS/server_summary.log"
-echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc"
+# The serving table, the servers' startup lines and any failure (not the per-run result blocks).
+[ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|striker serve:|  KV cache|  ready in|ready after|project target)|[Ee]rror" "$LOGS/serve_bench.log"
+echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, serve bench rc=$serve_bench_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
