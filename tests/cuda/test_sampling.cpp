@@ -23,7 +23,9 @@ namespace {
 float bf16r(float f) { return bf16_to_float(float_to_bf16(f)); }
 
 // Kinds of rows: 0 plain, 1 coarse (steps of 0.25: ties everywhere, also on every cut),
-// 2 peaked (a tied group well above the rest), 3 with -inf and NaN entries.
+// 2 peaked (a tied group well above the rest), 3 with -inf and NaN entries, 4 a tied group of
+// 300 tokens spread over the row near the top (top_k cuts inside it, across slices), 5 only a
+// dozen finite logits (top_k above the number of candidates), the rest -inf and a NaN.
 std::vector<float> make_row(std::mt19937& rng, int64_t V, int kind) {
   std::normal_distribution<float> nd(0.f, kind == 2 ? 1.f : 3.f);
   std::vector<float> x(static_cast<size_t>(V));
@@ -35,6 +37,16 @@ std::vector<float> make_row(std::mt19937& rng, int64_t V, int kind) {
   }
   if (kind == 3) {
     for (int j = 0; j < 50; ++j) x[rng() % size_t(V)] = -std::numeric_limits<float>::infinity();
+    x[rng() % size_t(V)] = std::numeric_limits<float>::quiet_NaN();
+  }
+  if (kind == 4) {
+    const float tied = bf16r(9.f + float(rng() % 3));
+    for (int j = 0; j < 300; ++j) x[rng() % size_t(V)] = tied;
+    for (int j = 0; j < 3; ++j) x[rng() % size_t(V)] = bf16r(tied + 1.f + float(j));
+  }
+  if (kind == 5) {
+    for (auto& v : x) v = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < 12; ++j) x[rng() % size_t(V)] = bf16r(nd(rng));
     x[rng() % size_t(V)] = std::numeric_limits<float>::quiet_NaN();
   }
   return x;
@@ -56,7 +68,7 @@ SampleRequest random_request(std::mt19937& rng, int64_t V, int32_t row) {
   SampleRequest r;
   r.row = row;
   r.temperature = pick(rng, {0.f, 0.3f, 0.7f, 1.f, 1.f, 1.5f});
-  r.top_k = pick<int32_t>(rng, {0, 0, 1, 2, 7, 50, 600, int32_t(V) + 5});
+  r.top_k = pick<int32_t>(rng, {0, 0, 1, 2, 7, 20, 20, 50, 128, 129, 256, 600, int32_t(V) + 5});
   r.top_p = pick(rng, {1.f, 1.f, 0.95f, 0.8f, 0.5f, 0.2f, 0.01f});
   r.min_p = pick(rng, {0.f, 0.f, 0.02f, 0.2f});
   r.repetition_penalty = pick(rng, {1.f, 1.f, 1.2f, 0.8f});
@@ -109,7 +121,7 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t) {
   STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, size_t(rows) * 4));  // -1: unwritten shows
   sb.upload(int(params.size()), int64_t(edits.size()), nullptr);
   apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
-  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.tokens_dev(), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.scratch(), sb.tokens_dev(), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<int32_t> got(static_cast<size_t>(rows));
   STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), size_t(rows) * 4, cudaMemcpyDeviceToHost));
@@ -209,7 +221,7 @@ TEST(CudaSampling, GreedyIsArgmaxWithLowestIdAndSkipsNaN) {
   STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, 16));
   sb.upload(4, int64_t(edits.size()), nullptr);
   apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
-  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), 4, sb.tokens_dev(), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), 4, sb.scratch(), sb.tokens_dev(), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<int32_t> got(4);
   STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), 16, cudaMemcpyDeviceToHost));
@@ -262,10 +274,10 @@ TEST(CudaSampling, PrintsTimingAtFlintSize) {
       cudaEvent_t a, b;
       STRIKER_CUDA_CHECK(cudaEventCreate(&a));
       STRIKER_CUDA_CHECK(cudaEventCreate(&b));
-      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);  // warm-up
+      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr);  // warm-up
       STRIKER_CUDA_CHECK(cudaEventRecord(a));
       for (int it = 0; it < 10; ++it)
-        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);
+        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr);
       STRIKER_CUDA_CHECK(cudaEventRecord(b));
       STRIKER_CUDA_CHECK(cudaEventSynchronize(b));
       float ms = 0;
