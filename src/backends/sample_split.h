@@ -19,6 +19,7 @@ constexpr int kMaxSlice = 8192;       // tokens per slice (one CTA's shared memo
 constexpr int kTargetSlice = 2048;    // fewer, larger slices when the vocabulary is small
 constexpr int kMaxSplitsWanted = 32;  // ~ a quarter of the H200's SMs for one row
 constexpr int kMaxCap = 256;          // largest candidate count per slice (finish arrays)
+constexpr int kSliceThreads = 512;    // threads of a slice's CTA; thread t reads t, t+512, ...
 
 struct SplitPlan {
   int32_t splits = 0;  // 0: no candidate path (every row takes the one-CTA path)

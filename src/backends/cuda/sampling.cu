@@ -17,7 +17,7 @@ namespace {
 namespace sm = sample_math;
 using namespace sampling_detail;
 constexpr int kThreads = 1024;  // one CTA per sampled row (the one-CTA path and the finish)
-constexpr int kSliceThreads = 512;  // one CTA per slice of a candidate-path row
+constexpr int kSliceThreads = sample_split::kSliceThreads;  // one CTA per slice of a candidate-path row
 
 // A cut of the ranking (higher value first, then lower id): a token passes when its key is
 // above `key`, or equal with an id at most `id_limit`.
@@ -86,21 +86,34 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
   const SampleRowParams p = params[sample];
   if (!sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) return;  // block-uniform
   __shared__ uint32_t keys[sample_split::kMaxSlice];
+  __shared__ uint32_t thread_max[kSliceThreads];
   __shared__ Shared sh;
   const float* x = logits + int64_t(p.row) * V;
   const int32_t begin = min(V, slice * plan.slice);
   const int n = min(V - begin, plan.slice);
   float m = -std::numeric_limits<float>::infinity();
   int32_t am = INT_MAX;
+  uint32_t tmax = 0;
   for (int i = threadIdx.x; i < n; i += kSliceThreads) {
     const float v = x[begin + i];
     if (v == v && better(v, begin + i, m, am)) m = v, am = begin + i;
-    keys[i] = v >= -FLT_MAX ? sm::order_key(v) : 0u;  // 0: not a candidate
+    const uint32_t key = v >= -FLT_MAX ? sm::order_key(v) : 0u;  // 0: not a candidate
+    keys[i] = key;
+    tmax = max(tmax, key);
   }
+  thread_max[threadIdx.x] = tmax;
   __syncthreads();
   block_argmax<kSliceThreads>(m, am, sh);
   const int64_t slot = int64_t(sample) * sample_split::kMaxSplits + slice;
   if (threadIdx.x == 0) scratch.slice_max_v[slot] = m, scratch.slice_max_id[slot] = am;
+  // A cheap lower bound of the slice's k-th key: the k-th best of the threads' maxima (k
+  // distinct tokens reach it). Keys below it cannot be in the top_k; dropping them first
+  // leaves the radix select below a few hundred keys instead of the whole slice.
+  const uint32_t bound = select_top<kSliceThreads>(thread_max, kSliceThreads, p.top_k, p.top_k, sh).lo;
+  if (bound > 0)
+    for (int i = threadIdx.x; i < n; i += kSliceThreads)
+      if (keys[i] < bound) keys[i] = 0;
+  __syncthreads();
   const TopRule rule = select_top<kSliceThreads>(keys, n, p.top_k, plan.cap, sh);
   const int64_t out_base = int64_t(sample) * sample_split::kMaxCandidates + int64_t(slice) * plan.cap;
   const int32_t kept = gather_kept<kSliceThreads>(keys, n, rule, sh, [&](int i, int32_t pos) {

@@ -137,6 +137,39 @@ __device__ void clear_hist(Shared& sh, bool mass) {
   __syncthreads();
 }
 
+// Warp 0 (all 32 lanes): the highest bin b where the count of bins >= b reaches `need` (>= 1)
+// -> sh.sel_bin (-1 when the whole histogram holds fewer), sh.sel_count = cnt[b], sh.nth =
+// how many of bin b are needed. Lane l owns bins 255-8l down to 248-8l; a scan over lanes
+// replaces a 256-step serial walk.
+__device__ __forceinline__ void select_bin(Shared& sh, int32_t need) {
+  const int lane = int(threadIdx.x & 31);
+  int32_t c[8];
+  int32_t sum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) sum += c[j] = int32_t(sh.cnt[kBins - 1 - 8 * lane - j]);
+  int32_t incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int32_t up = __shfl_up_sync(kFull, incl, o);
+    if (lane >= o) incl += up;
+  }
+  const unsigned hit = __ballot_sync(kFull, incl >= need);
+  if (hit == 0) {
+    if (lane == 0) sh.sel_bin = -1;
+    return;
+  }
+  if (lane != __ffs(hit) - 1) return;
+  int32_t acc = incl - sum;  // counts of the higher lanes' bins
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if (acc + c[j] >= need) {
+      sh.sel_bin = kBins - 1 - 8 * lane - j, sh.sel_count = c[j], sh.nth = need - acc;
+      return;
+    }
+    acc += c[j];
+  }
+}
+
 // Which keys of a shared array a top-k selection keeps: key != 0 (0 marks "no candidate"),
 // key >= lo, and, for key == tie, only the first r of them in array order.
 struct TopRule {
@@ -167,15 +200,7 @@ __device__ TopRule select_top(const uint32_t* keys, int n, int k, int cap, Share
       hist_add<false>(sh, bin, 0.0);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {  // highest bins first: the bin where the count reaches `need`
-      int32_t acc = 0;
-      sh.sel_bin = -1;
-      for (int b = kBins - 1; b >= 0 && sh.sel_bin < 0; --b) {
-        const int32_t c = int32_t(sh.cnt[b]);
-        if (acc + c >= need) sh.sel_bin = b, sh.sel_count = c, sh.nth = need - acc;
-        else acc += c;
-      }
-    }
+    if (threadIdx.x < 32) select_bin(sh, need);
     __syncthreads();
     const int32_t sel = sh.sel_bin, sel_count = sh.sel_count, nth = sh.nth;
     __syncthreads();  // sh.sel_* are rewritten by the next pass

@@ -86,6 +86,11 @@ int mirror_candidates(const float* x, int V, const SampleRowParams& p, const sam
     for (int i = 0; i < n; ++i) { float v = x[begin + i]; if (v == v && (v > sm_ || (v == sm_ && begin + i < sam))) sm_ = v, sam = begin + i;
       keys[size_t(i)] = v >= -FLT_MAX ? sm::order_key(v) : 0u; }
     if (sm_ > m || (sm_ == m && sam < am)) m = sm_, am = sam;
+    // The lower bound from the threads' maxima (thread t reads t, t + kSliceThreads, ...).
+    std::vector<uint32_t> thread_max(sample_split::kSliceThreads, 0u);
+    for (int i = 0; i < n; ++i) { uint32_t& t = thread_max[size_t(i % sample_split::kSliceThreads)]; t = std::max(t, keys[size_t(i)]); }
+    const uint32_t bound = select_top(thread_max, p.top_k, p.top_k).lo;
+    for (auto& k : keys) if (k < bound) k = 0;
     const std::vector<int> kept = gather_kept(keys, select_top(keys, p.top_k, plan.cap));
     if (int(kept.size()) > plan.cap) ADD_FAILURE() << "slice " << s << " keeps " << kept.size() << " > cap " << plan.cap;
     *max_candidates_seen = std::max(*max_candidates_seen, int(kept.size()));
