@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <functional>
 #include <set>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/sampling.h"
+#include "backends/sample_split.h"
 #include "cuda_test_util.h"
 #include "engine/sampler.h"
 
@@ -23,7 +25,9 @@ namespace {
 float bf16r(float f) { return bf16_to_float(float_to_bf16(f)); }
 
 // Kinds of rows: 0 plain, 1 coarse (steps of 0.25: ties everywhere, also on every cut),
-// 2 peaked (a tied group well above the rest), 3 with -inf and NaN entries.
+// 2 peaked (a tied group well above the rest), 3 with -inf and NaN entries, 4 a tied group of
+// 300 tokens spread over the row near the top (top_k cuts inside it, across slices), 5 only a
+// dozen finite logits (top_k above the number of candidates), the rest -inf and a NaN.
 std::vector<float> make_row(std::mt19937& rng, int64_t V, int kind) {
   std::normal_distribution<float> nd(0.f, kind == 2 ? 1.f : 3.f);
   std::vector<float> x(static_cast<size_t>(V));
@@ -35,6 +39,16 @@ std::vector<float> make_row(std::mt19937& rng, int64_t V, int kind) {
   }
   if (kind == 3) {
     for (int j = 0; j < 50; ++j) x[rng() % size_t(V)] = -std::numeric_limits<float>::infinity();
+    x[rng() % size_t(V)] = std::numeric_limits<float>::quiet_NaN();
+  }
+  if (kind == 4) {
+    const float tied = bf16r(9.f + float(rng() % 3));
+    for (int j = 0; j < 300; ++j) x[rng() % size_t(V)] = tied;
+    for (int j = 0; j < 3; ++j) x[rng() % size_t(V)] = bf16r(tied + 1.f + float(j));
+  }
+  if (kind == 5) {
+    for (auto& v : x) v = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < 12; ++j) x[rng() % size_t(V)] = bf16r(nd(rng));
     x[rng() % size_t(V)] = std::numeric_limits<float>::quiet_NaN();
   }
   return x;
@@ -56,7 +70,7 @@ SampleRequest random_request(std::mt19937& rng, int64_t V, int32_t row) {
   SampleRequest r;
   r.row = row;
   r.temperature = pick(rng, {0.f, 0.3f, 0.7f, 1.f, 1.f, 1.5f});
-  r.top_k = pick<int32_t>(rng, {0, 0, 1, 2, 7, 50, 600, int32_t(V) + 5});
+  r.top_k = pick<int32_t>(rng, {0, 0, 1, 2, 7, 20, 20, 50, 128, 129, 256, 600, int32_t(V) + 5});
   r.top_p = pick(rng, {1.f, 1.f, 0.95f, 0.8f, 0.5f, 0.2f, 0.01f});
   r.min_p = pick(rng, {0.f, 0.f, 0.02f, 0.2f});
   r.repetition_penalty = pick(rng, {1.f, 1.f, 1.2f, 0.8f});
@@ -82,19 +96,25 @@ std::string describe(const SampleRequest& r, int kind) {
 }
 
 struct Tally {
-  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0;
+  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0, candidate_rows = 0;
 };
 
-// One launch: `rows` rows of vocabulary V, each with its own random parameters.
-void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t) {
+// One launch: `rows` rows of vocabulary V, each with its own random parameters (`shape`, when
+// given, overrides some of them: e.g. the server's generation_config).
+void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
+               const std::function<void(SampleRequest&, int)>& shape = nullptr) {
   std::vector<float> logits;
   std::vector<int> kinds;
   std::vector<SampleRequest> reqs;
   for (int r = 0; r < rows; ++r) {
-    kinds.push_back(int(rng() % 4));
+    kinds.push_back(int(rng() % 6));
     const auto row = make_row(rng, V, kinds.back());
     logits.insert(logits.end(), row.begin(), row.end());
     reqs.push_back(random_request(rng, V, r));
+    if (shape) shape(reqs.back(), r);
+    const sample_split::SplitPlan plan = sample_split::split_plan(V);
+    const int32_t packed_k = reqs.back().top_k > 0 && reqs.back().top_k < V ? reqs.back().top_k : 0;
+    t.candidate_rows += sample_split::uses_candidates(plan, reqs.back().temperature < 1e-5f, packed_k);
   }
   std::shuffle(reqs.begin(), reqs.end(), rng);  // samples need not be in row order
   std::vector<SampleRowParams> params;
@@ -107,9 +127,16 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t) {
   sb.counts_host()[1] = int32_t(edits.size());
   DeviceBuffer<float> d_logits(logits);
   STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, size_t(rows) * 4));  // -1: unwritten shows
+  // Poisoned candidate scratch: a slice the first kernel failed to write shows as huge counts
+  // and NaN-keyed (0xFFFFFFFF sorts above +inf) garbage candidates.
+  const SampleScratch& sc = sb.scratch();
+  STRIKER_CUDA_CHECK(cudaMemset(sc.cand_key, 0xFF, size_t(rows) * sample_split::kMaxCandidates * 4));
+  STRIKER_CUDA_CHECK(cudaMemset(sc.cand_id, 0xFF, size_t(rows) * sample_split::kMaxCandidates * 4));
+  STRIKER_CUDA_CHECK(cudaMemset(sc.cand_n, 0x7F, size_t(rows) * sample_split::kMaxSplits * 4));
+  STRIKER_CUDA_CHECK(cudaMemset(sc.slice_max_v, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
   sb.upload(int(params.size()), int64_t(edits.size()), nullptr);
   apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
-  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.tokens_dev(), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.scratch(), sb.tokens_dev(), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<int32_t> got(static_cast<size_t>(rows));
   STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), size_t(rows) * 4, cudaMemcpyDeviceToHost));
@@ -148,8 +175,8 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t) {
 }
 
 void expect_tally(const Tally& t, const char* what) {
-  std::printf("%s: %d rows, %d exact, %d top_p-boundary, %d mismatched, %d edit mismatches\n", what, t.rows, t.exact,
-              t.boundary, t.bad, t.edit_bad);
+  std::printf("%s: %d rows (%d on the candidate path), %d exact, %d top_p-boundary, %d mismatched, %d edit mismatches\n",
+              what, t.rows, t.candidate_rows, t.exact, t.boundary, t.bad, t.edit_bad);
   EXPECT_EQ(t.bad, 0) << what << ": GPU tokens differ from the CPU sampler away from any top_p boundary";
   EXPECT_EQ(t.edit_bad, 0) << what << ": GPU logit edits differ from the CPU's process_logits";
   EXPECT_LE(t.boundary * 100, t.rows) << what << ": too many top_p boundary cases to be rounding";
@@ -160,6 +187,26 @@ TEST(CudaSampling, MatchesCpuSamplerOnFlintVocabulary) {
   Tally t;
   for (int batch = 0; batch < 3; ++batch) run_batch(rng, 151552, 64, t);
   expect_tally(t, "vocab 151552");
+}
+
+// Flint's generation_config (T 1, top_k 20, top_p 0.95: the server's default) on every kind of
+// row, with and without min_p and penalties, in launches that mix it with rows of the other
+// path (no top_k, a top_k above the candidate path's cap, greedy).
+TEST(CudaSampling, GenerationConfigMatchesCpuSamplerInMixedLaunches) {
+  std::mt19937 rng(505);
+  Tally t;
+  const auto shape = [](SampleRequest& r, int i) {
+    if (i % 8 == 7) return;  // keep the random parameters: the one-CTA path alongside
+    r.temperature = 1.f;
+    r.top_k = 20;
+    r.top_p = 0.95f;
+    if (i % 3 == 0) r.min_p = 0.f;
+    if (i % 5 == 0) r.top_k = 129;  // one above the candidate path's cap at this vocabulary
+  };
+  for (int batch = 0; batch < 2; ++batch) run_batch(rng, 151552, 96, t, shape);
+  run_batch(rng, 151552, 1, t, shape);
+  expect_tally(t, "generation_config, vocab 151552");
+  EXPECT_GT(t.candidate_rows * 2, t.rows) << "most rows should have taken the candidate path";
 }
 
 TEST(CudaSampling, MatchesCpuSamplerOnManyRowsOfAnOddVocabulary) {
@@ -209,7 +256,7 @@ TEST(CudaSampling, GreedyIsArgmaxWithLowestIdAndSkipsNaN) {
   STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, 16));
   sb.upload(4, int64_t(edits.size()), nullptr);
   apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
-  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), 4, sb.tokens_dev(), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), 4, sb.scratch(), sb.tokens_dev(), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<int32_t> got(4);
   STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), 16, cudaMemcpyDeviceToHost));
@@ -241,7 +288,9 @@ TEST(CudaSampling, PrintsTimingAtFlintSize) {
     int32_t top_k;
   };
   for (const Config& cfg : {Config{"greedy", 0.f, 1.f, 0}, Config{"T=1", 1.f, 1.f, 0}, Config{"top_k=50", 1.f, 1.f, 50},
-                            Config{"top_p=0.9", 1.f, 0.9f, 0}, Config{"top_k=50 top_p=0.9", 0.7f, 0.9f, 50}}) {
+                            Config{"top_p=0.9", 1.f, 0.9f, 0}, Config{"top_k=50 top_p=0.9", 0.7f, 0.9f, 50},
+                            Config{"top_k=20 top_p=0.95", 1.f, 0.95f, 20}, Config{"top_k=128 top_p=0.95", 1.f, 0.95f, 128},
+                            Config{"top_k=129 top_p=0.95", 1.f, 0.95f, 129}}) {
     for (int rows : {1, 64, 256}) {
       std::vector<SampleRequest> reqs(static_cast<size_t>(rows));
       for (int r = 0; r < rows; ++r) {
@@ -262,10 +311,10 @@ TEST(CudaSampling, PrintsTimingAtFlintSize) {
       cudaEvent_t a, b;
       STRIKER_CUDA_CHECK(cudaEventCreate(&a));
       STRIKER_CUDA_CHECK(cudaEventCreate(&b));
-      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);  // warm-up
+      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr);  // warm-up
       STRIKER_CUDA_CHECK(cudaEventRecord(a));
       for (int it = 0; it < 10; ++it)
-        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.tokens_dev(), nullptr);
+        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr);
       STRIKER_CUDA_CHECK(cudaEventRecord(b));
       STRIKER_CUDA_CHECK(cudaEventSynchronize(b));
       float ms = 0;

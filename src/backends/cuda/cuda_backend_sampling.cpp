@@ -55,7 +55,7 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
       apply_logit_edits(logits, V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), chunk, stream_);
       done += chunk;
     } while (done < total);
-    sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.tokens_dev(), stream_);
+    sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_);
     STRIKER_CUDA_CHECK(cudaMemcpyAsync(sb.tokens_host(), sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
   }
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));

@@ -7,16 +7,17 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/sampling_block.cuh"
 #include "backends/sample_math.h"
+#include "backends/sample_split.h"
 
 namespace striker::cuda {
 namespace {
 
 namespace sm = sample_math;
-constexpr int kThreads = 1024;  // one CTA per sampled row
-constexpr int kWarps = kThreads / 32;
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kBins = 256;  // radix digits of 8 bits, 4 passes over a 32-bit key
+using namespace sampling_detail;
+constexpr int kThreads = 1024;  // one CTA per sampled row (the one-CTA path and the finish)
+constexpr int kSliceThreads = sample_split::kSliceThreads;  // one CTA per slice of a candidate-path row
 
 // A cut of the ranking (higher value first, then lower id): a token passes when its key is
 // above `key`, or equal with an id at most `id_limit`.
@@ -27,116 +28,6 @@ struct Cut {
 };
 __device__ __forceinline__ bool passes(const Cut& c, uint32_t key, int32_t i) {
   return !c.on || key > c.key || (key == c.key && i <= c.id_limit);
-}
-
-struct Shared {
-  unsigned cnt[kBins];
-  double mass[kBins];
-  float red_v[kWarps];
-  int32_t red_i[kWarps];
-  int32_t scan[kWarps];
-  // Results broadcast by one thread to the block.
-  int32_t sel_bin, sel_count, total, nth;
-  float best_v;
-  int32_t best_i;
-  double sel_above, target;
-};
-
-__device__ __forceinline__ bool better(float v, int32_t i, float bv, int32_t bi) {
-  return v > bv || (v == bv && i < bi);
-}
-
-// Block-wide (value desc, id asc) argmax; every thread gets the result.
-__device__ void block_argmax(float& v, int32_t& i, Shared& sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(kFull, v, o);
-    const int32_t oi = __shfl_xor_sync(kFull, i, o);
-    if (better(ov, oi, v, i)) v = ov, i = oi;
-  }
-  if (lane == 0) sh.red_v[warp] = v, sh.red_i[warp] = i;
-  __syncthreads();
-  if (warp == 0) {
-    v = sh.red_v[lane];
-    i = sh.red_i[lane];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(kFull, v, o);
-      const int32_t oi = __shfl_xor_sync(kFull, i, o);
-      if (better(ov, oi, v, i)) v = ov, i = oi;
-    }
-    if (lane == 0) sh.best_v = v, sh.best_i = i;
-  }
-  __syncthreads();
-  v = sh.best_v;
-  i = sh.best_i;
-  __syncthreads();  // sh.best_* may be rewritten by the next call
-}
-
-// Exclusive prefix sum of c over the block in thread order.
-__device__ int32_t block_exclusive_scan(int32_t c, Shared& sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int32_t incl = c;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int32_t up = __shfl_up_sync(kFull, incl, o);
-    if (lane >= o) incl += up;
-  }
-  if (lane == 31) sh.scan[warp] = incl;
-  __syncthreads();
-  if (warp == 0) {
-    int32_t t = sh.scan[lane];
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int32_t up = __shfl_up_sync(kFull, t, o);
-      if (lane >= o) t += up;
-    }
-    sh.scan[lane] = t;  // inclusive over warps
-  }
-  __syncthreads();
-  const int32_t before_warp = warp > 0 ? sh.scan[warp - 1] : 0;
-  const int32_t result = before_warp + incl - c;
-  __syncthreads();  // sh.scan may be rewritten by the next call
-  return result;
-}
-
-// Histogram add for one element per lane (bin < 0: none). Lanes of a warp that hit the same
-// bin are combined first: logits cluster in a few top-byte bins, and thousands of shared
-// atomics on one address would serialise. All 32 lanes must call it together.
-template <bool kMass>
-__device__ void hist_add(Shared& sh, int bin, double w) {
-  const unsigned lane = threadIdx.x & 31;
-  unsigned pending = __ballot_sync(kFull, bin >= 0);
-  for (int round = 0; pending; ++round) {
-    if (round == 4) {  // many distinct bins in this warp: contention is low, add one by one
-      if ((pending >> lane) & 1u) {
-        atomicAdd(&sh.cnt[bin], 1u);
-        if (kMass) atomicAdd(&sh.mass[bin], w);
-      }
-      break;
-    }
-    const int leader = __ffs(pending) - 1;
-    const int b = __shfl_sync(kFull, bin, leader);
-    const bool mine = ((pending >> lane) & 1u) && bin == b;
-    const unsigned group = __ballot_sync(kFull, mine);
-    if (kMass) {
-      double s = mine ? w : 0.0;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
-      if (int(lane) == leader) atomicAdd(&sh.mass[b], s);
-    }
-    if (int(lane) == leader) atomicAdd(&sh.cnt[b], unsigned(__popc(group)));
-    pending &= ~group;
-  }
-}
-
-__device__ void clear_hist(Shared& sh, bool mass) {
-  for (int b = threadIdx.x; b < kBins; b += kThreads) {
-    sh.cnt[b] = 0;
-    if (mass) sh.mass[b] = 0.0;
-  }
-  __syncthreads();
 }
 
 // The id of the n-th (1-based) lowest-id token with key `key` that passes `floor` and `cut`.
@@ -153,7 +44,7 @@ __device__ int32_t nth_tied_id(const float* x, int32_t V, float floor, const Cut
   int32_t c = 0;
   for (int32_t i = begin; i < end; ++i) c += match(i);
   if (threadIdx.x == 0) sh.nth = INT_MAX;
-  const int32_t before = block_exclusive_scan(c, sh);  // its barriers also publish sh.nth
+  const int32_t before = block_exclusive_scan<kThreads>(c, sh);  // its barriers also publish sh.nth
   if (before < n && before + c >= n) {
     int32_t need = n - before;
     for (int32_t i = begin; i < end; ++i)
@@ -181,8 +72,154 @@ __global__ void __launch_bounds__(256) edit_kernel(float* logits, int64_t vocab,
   }
 }
 
+// Candidate path, first kernel: grid (samples, splits). The CTA of (sample, slice) keeps a
+// superset of its slice's top_k (at most plan.cap tokens, by sample_split's rule) and the
+// slice's greedy argmax (NaN skipped, lowest id on ties) in the scratch. -inf and NaN are
+// never candidates: the CPU's top_k keeps only tokens >= -FLT_MAX.
+__global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* logits, int32_t V,
+                                                                   const SampleRowParams* params,
+                                                                   const int32_t* counts, sample_split::SplitPlan plan,
+                                                                   SampleScratch scratch) {
+  pdl_grid_start();
+  const int sample = int(blockIdx.x), slice = int(blockIdx.y);
+  if (sample >= counts[0]) return;
+  const SampleRowParams p = params[sample];
+  if (!sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) return;  // block-uniform
+  __shared__ uint32_t keys[sample_split::kMaxSlice];
+  __shared__ uint32_t thread_max[kSliceThreads];
+  __shared__ Shared sh;
+  const float* x = logits + int64_t(p.row) * V;
+  const int32_t begin = min(V, slice * plan.slice);
+  const int n = min(V - begin, plan.slice);
+  float m = -std::numeric_limits<float>::infinity();
+  int32_t am = INT_MAX;
+  uint32_t tmax = 0;
+  for (int i = threadIdx.x; i < n; i += kSliceThreads) {
+    const float v = x[begin + i];
+    if (v == v && better(v, begin + i, m, am)) m = v, am = begin + i;
+    const uint32_t key = v >= -FLT_MAX ? sm::order_key(v) : 0u;  // 0: not a candidate
+    keys[i] = key;
+    tmax = max(tmax, key);
+  }
+  thread_max[threadIdx.x] = tmax;
+  __syncthreads();
+  block_argmax<kSliceThreads>(m, am, sh);
+  const int64_t slot = int64_t(sample) * sample_split::kMaxSplits + slice;
+  if (threadIdx.x == 0) scratch.slice_max_v[slot] = m, scratch.slice_max_id[slot] = am;
+  // A cheap lower bound of the slice's k-th key: the k-th best of the threads' maxima (k
+  // distinct tokens reach it). Keys below it cannot be in the top_k; dropping them first
+  // leaves the radix select below a few hundred keys instead of the whole slice.
+  const uint32_t bound = select_top<kSliceThreads>(thread_max, kSliceThreads, p.top_k, p.top_k, sh).lo;
+  if (bound > 0)
+    for (int i = threadIdx.x; i < n; i += kSliceThreads)
+      if (keys[i] < bound) keys[i] = 0;
+  __syncthreads();
+  const TopRule rule = select_top<kSliceThreads>(keys, n, p.top_k, plan.cap, sh);
+  const int64_t out_base = int64_t(sample) * sample_split::kMaxCandidates + int64_t(slice) * plan.cap;
+  const int32_t kept = gather_kept<kSliceThreads>(keys, n, rule, sh, [&](int i, int32_t pos) {
+    scratch.cand_key[out_base + pos] = keys[i];
+    scratch.cand_id[out_base + pos] = begin + i;
+  });
+  if (threadIdx.x == 0) scratch.cand_n[slot] = kept;
+}
+
+// Shared memory of the candidate finish (kept apart from Shared: the one-CTA path needs none).
+struct FinishShared {
+  uint32_t key[sample_split::kMaxCandidates];  // 0: empty slot or below the min_p floor
+  int32_t id[sample_split::kMaxCandidates];
+  int32_t kept_id[sample_split::kMaxCap];  // the row's top_k, in id order
+  float kept_v[sample_split::kMaxCap];
+  int32_t sorted_id[sample_split::kMaxCap];  // the same, best first (value desc, id asc)
+  float sorted_v[sample_split::kMaxCap];
+  double w[sample_split::kMaxCap];
+  int32_t keep;
+};
+
+// Candidate path, finish (one CTA per row, in sample_kernel): the row max from the slices'
+// maxima, the min_p floor, the exact top_k of the union of the slices' candidates, then the
+// CPU sampler's own steps on at most top_k tokens: sort, top_p walk in double in rank order,
+// and the race.
+__device__ void finish_from_candidates(const float* x, const SampleRowParams& p, int sample,
+                                       const sample_split::SplitPlan& plan, const SampleScratch& scratch,
+                                       int32_t* out, Shared& sh, FinishShared& fs) {
+  const int tid = threadIdx.x;
+  const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
+  float m = -std::numeric_limits<float>::infinity();
+  int32_t am = INT_MAX;
+  for (int j = tid; j < plan.splits; j += kThreads) {
+    const float v = scratch.slice_max_v[slot0 + j];
+    const int32_t id = scratch.slice_max_id[slot0 + j];
+    if (better(v, id, m, am)) m = v, am = id;
+  }
+  block_argmax<kThreads>(m, am, sh);
+  if (!isfinite(m)) {  // block-uniform; the CPU's argmax fallback
+    if (tid == 0) out[sample] = am == INT_MAX ? 0 : am;
+    return;
+  }
+  const float floor = p.has_min_p ? sm::min_p_floor(m, p.temperature, p.log_min_p) : -FLT_MAX;
+  const uint32_t floor_key = sm::order_key(floor);  // v >= floor <=> order_key(v) >= floor_key
+  const float inv_t = p.inv_t;
+  const int n = plan.splits * plan.cap;
+  const int64_t cand0 = int64_t(sample) * sample_split::kMaxCandidates;
+  for (int s = tid; s < n; s += kThreads) {
+    const int slice = s / plan.cap, j = s - slice * plan.cap;
+    uint32_t key = 0;
+    int32_t id = INT_MAX;
+    if (j < scratch.cand_n[slot0 + slice]) {
+      key = scratch.cand_key[cand0 + s];
+      id = scratch.cand_id[cand0 + s];
+      if (key < floor_key) key = 0;
+    }
+    fs.key[s] = key;
+    fs.id[s] = id;
+  }
+  __syncthreads();
+  // Slots run slice by slice, each slice in id order: array order is id order, as the tie
+  // split of top_k needs.
+  const TopRule rule = select_top<kThreads>(fs.key, n, p.top_k, p.top_k, sh);
+  const int32_t nk = gather_kept<kThreads>(fs.key, n, rule, sh, [&](int s, int32_t pos) { fs.kept_id[pos] = fs.id[s]; });
+  __syncthreads();
+  if (tid < nk) fs.kept_v[tid] = x[fs.kept_id[tid]];
+  __syncthreads();
+  if (tid < nk) {  // rank by counting: nk <= kMaxCap
+    const float v = fs.kept_v[tid];
+    const int32_t id = fs.kept_id[tid];
+    int rank = 0;
+    for (int u = 0; u < nk; ++u) rank += better(fs.kept_v[u], fs.kept_id[u], v, id);
+    fs.sorted_id[rank] = id;
+    fs.sorted_v[rank] = v;
+  }
+  __syncthreads();
+  if (p.top_p < 1.0f) {
+    if (tid < nk) fs.w[tid] = exp(double(sm::tempered(fs.sorted_v[tid], m, inv_t)));
+    __syncthreads();
+    if (tid == 0) {  // the CPU's walk, in its order: at most kMaxCap dependent adds
+      double total = 0;
+      for (int j = 0; j < nk; ++j) total += fs.w[j];
+      const double target = double(p.top_p) * total;
+      double cum = 0;
+      int keep = 0;
+      while (keep < nk && cum < target) cum += fs.w[keep++];
+      fs.keep = max(keep, 1);
+    }
+  } else if (tid == 0) {
+    fs.keep = nk;
+  }
+  __syncthreads();
+  const int keep = min(fs.keep, nk);
+  float best = -std::numeric_limits<float>::infinity();
+  int32_t best_id = INT_MAX;
+  if (tid < keep) {
+    best_id = fs.sorted_id[tid];
+    best = sm::race_score(fs.sorted_v[tid], m, inv_t, p.key, best_id);
+  }
+  block_argmax<kThreads>(best, best_id, sh);
+  if (tid == 0) out[sample] = best_id == INT_MAX ? am : best_id;
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int32_t V,
                                                           const SampleRowParams* params, const int32_t* counts,
+                                                          sample_split::SplitPlan plan, SampleScratch scratch,
                                                           int32_t* out) {
   pdl_grid_start();
   if (int(blockIdx.x) >= counts[0]) return;
@@ -191,6 +228,11 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   const float* x = logits + int64_t(p.row) * V;
   const int tid = threadIdx.x;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) {
+    __shared__ FinishShared fs;
+    finish_from_candidates(x, p, int(blockIdx.x), plan, scratch, out, sh, fs);
+    return;
+  }
 
   // 1. max and greedy argmax (NaN never counts; lowest id on ties).
   float m = kNegInf;
@@ -199,7 +241,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     const float v = x[i];
     if (v == v && better(v, i, m, am)) m = v, am = i;
   }
-  block_argmax(m, am, sh);
+  block_argmax<kThreads>(m, am, sh);
   if (p.greedy || !isfinite(m)) {  // block-uniform
     if (tid == 0) out[blockIdx.x] = am == INT_MAX ? 0 : am;
     return;
@@ -215,7 +257,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     bool cut = true;
     for (int pass = 0; pass < 4; ++pass) {
       const int shift = 24 - 8 * pass;
-      clear_hist(sh, false);
+      clear_hist<kThreads>(sh, false);
       for (int32_t base = 0; base < V; base += kThreads) {
         const int32_t i = base + tid;
         int bin = -1;
@@ -265,7 +307,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     int32_t tie_count = 0;
     for (int pass = 0; pass < 4; ++pass) {
       const int shift = 24 - 8 * pass;
-      clear_hist(sh, true);
+      clear_hist<kThreads>(sh, true);
       for (int32_t base = 0; base < V; base += kThreads) {
         const int32_t i = base + tid;
         int bin = -1;
@@ -334,8 +376,14 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     const float s = sm::race_score(v, m, inv_t, p.key, i);
     if (better(s, i, best, best_id)) best = s, best_id = i;
   }
-  block_argmax(best, best_id, sh);
+  block_argmax<kThreads>(best, best_id, sh);
   if (tid == 0) out[blockIdx.x] = best_id == INT_MAX ? am : best_id;
+}
+
+// The split in use: none when the caller gave no scratch (every row then takes the one-CTA path).
+sample_split::SplitPlan split_plan(int64_t vocab, const SampleScratch& scratch) {
+  if (!scratch.cand_key) return {};
+  return sample_split::split_plan(vocab);
 }
 
 }  // namespace
@@ -349,11 +397,17 @@ void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* para
 }
 
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
-                 int max_samples, int32_t* out_tokens, cudaStream_t stream) {
+                 int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream) {
   if (max_samples <= 0) return;
   if (vocab <= 0 || vocab > INT_MAX) throw Error("sample_rows: vocabulary size " + std::to_string(vocab) + " out of range");
+  const sample_split::SplitPlan plan = split_plan(vocab, scratch);
+  if (plan.splits > 0) {
+    candidates_kernel<<<dim3(unsigned(max_samples), unsigned(plan.splits)), dim3(kSliceThreads), 0, stream>>>(
+        logits, int32_t(vocab), params, counts, plan, scratch);
+    STRIKER_CUDA_CHECK_LAUNCH("sample_rows (candidates)");
+  }
   sample_kernel<<<dim3(unsigned(max_samples)), dim3(kThreads), 0, stream>>>(logits, int32_t(vocab), params, counts,
-                                                                            out_tokens);
+                                                                            plan, scratch, out_tokens);
   STRIKER_CUDA_CHECK_LAUNCH("sample_rows");
 }
 

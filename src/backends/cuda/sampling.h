@@ -1,8 +1,11 @@
 // Token sampling on the GPU: the same draw as the CPU sampler (src/engine/sampler.cpp, the
 // reference), so a step returns token ids instead of [rows, vocab] float logits.
 //
-// Per sampled row one CTA: logit edits (penalties, bias, suppression) are applied in place by
-// a small kernel first; then the row's max/argmax, the top_k threshold by radix select over
+// Logit edits (penalties, bias, suppression) are applied in place by a small kernel first.
+// Rows with a small top_k (the server default, top_k 20) take the candidate path: several CTAs
+// per row each keep a superset of their slice's top_k, and one CTA finishes the draw on that
+// union with the CPU sampler's own steps (sort, top_p walk, race; sampling.cu). Every other
+// row: one CTA per row: the row's max/argmax, the top_k threshold by radix select over
 // the float keys (4 passes of 8 bits), the top_p threshold by a mass-weighted radix select,
 // ties at either cut resolved by lower id with a block scan, and the exponential race as an
 // argmax reduction (backends/sample_math.h). No sort, no allocation, no host sync: every
@@ -46,6 +49,18 @@ struct LogitEdit {
   int32_t repeated = 0;  // seen in the prompt or the output (repetition penalty)
 };
 
+// Device scratch of the candidate path (top_k rows split over several CTAs, see
+// backends/sample_split.h), indexed by sample: per slice its candidate count and greedy
+// argmax ([samples, kMaxSplits]), and the candidates themselves ([samples, kMaxCandidates],
+// slice s at s * cap). All null: every row takes the one-CTA path.
+struct SampleScratch {
+  uint32_t* cand_key = nullptr;  // sample_math::order_key of the logit
+  int32_t* cand_id = nullptr;
+  int32_t* cand_n = nullptr;
+  float* slice_max_v = nullptr;
+  int32_t* slice_max_id = nullptr;
+};
+
 // Host: SampleRequests -> packed params and edits. Throws striker::Error naming the sample
 // and field when a row or token id is outside [0, rows) / [0, vocab).
 void pack_samples(const std::vector<SampleRequest>& samples, int32_t rows, int64_t vocab,
@@ -70,6 +85,7 @@ class SamplingBuffers {
   const LogitEdit* edits_dev() const { return reinterpret_cast<const LogitEdit*>(dev_ + edits_offset_); }
   int32_t* tokens_dev() const { return tokens_dev_; }
   int32_t* tokens_host() const { return tokens_host_; }
+  const SampleScratch& scratch() const { return scratch_; }
   // Enqueues host -> device copies of the counts, the first `samples` params and `edits` edits.
   void upload(int samples, int64_t edits, cudaStream_t stream) const;
 
@@ -86,6 +102,8 @@ class SamplingBuffers {
   std::byte* dev_ = nullptr;
   int32_t* tokens_dev_ = nullptr;
   int32_t* tokens_host_ = nullptr;
+  std::byte* scratch_dev_ = nullptr;
+  SampleScratch scratch_;
 };
 
 // counts[0] = number of samples, counts[1] = number of edits (device memory, so a captured
@@ -93,7 +111,10 @@ class SamplingBuffers {
 // Launches over `max_edits` / `max_samples` slots; slots past the counts do nothing.
 void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* params, const LogitEdit* edits,
                        const int32_t* counts, int64_t max_edits, cudaStream_t stream);
+// Rows with 0 < top_k <= sample_split::split_plan(vocab).cap (and not greedy) take the
+// candidate path (two kernels, several CTAs per row); the others one CTA per row. `scratch`
+// must hold max_samples samples (SamplingBuffers::scratch()).
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
-                 int max_samples, int32_t* out_tokens, cudaStream_t stream);
+                 int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream);
 
 }  // namespace striker::cuda

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/sampling.h"
 #include "backends/sample_math.h"
+#include "backends/sample_split.h"
 
 namespace striker::cuda {
 
@@ -92,6 +93,17 @@ SamplingBuffers::SamplingBuffers(int max_samples, int64_t max_edits) : max_sampl
   if (err != cudaSuccess) fail("device token buffer", err);
   err = cudaMallocHost(reinterpret_cast<void**>(&tokens_host_), size_t(max_samples) * 4);
   if (err != cudaSuccess) fail("pinned token buffer", err);
+  // Candidate-path scratch: 8 bytes per candidate slot, 12 per slice.
+  namespace ss = sample_split;
+  const size_t slots = size_t(max_samples) * ss::kMaxCandidates, slices = size_t(max_samples) * ss::kMaxSplits;
+  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), slots * 8 + slices * 12);
+  if (err != cudaSuccess) fail("device sampling scratch", err);
+  std::byte* at = scratch_dev_;
+  scratch_.cand_key = reinterpret_cast<uint32_t*>(at);
+  scratch_.cand_id = reinterpret_cast<int32_t*>(at += slots * 4);
+  scratch_.cand_n = reinterpret_cast<int32_t*>(at += slots * 4);
+  scratch_.slice_max_v = reinterpret_cast<float*>(at += slices * 4);
+  scratch_.slice_max_id = reinterpret_cast<int32_t*>(at += slices * 4);
 }
 
 SamplingBuffers::~SamplingBuffers() { release(); }
@@ -101,6 +113,9 @@ void SamplingBuffers::release() {
   if (dev_) cudaFree(dev_);
   if (tokens_dev_) cudaFree(tokens_dev_);
   if (tokens_host_) cudaFreeHost(tokens_host_);
+  if (scratch_dev_) cudaFree(scratch_dev_);
+  scratch_dev_ = nullptr;
+  scratch_ = SampleScratch{};
   host_ = dev_ = nullptr;
   tokens_dev_ = tokens_host_ = nullptr;
 }

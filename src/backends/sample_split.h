@@ -1,0 +1,47 @@
+// How the GPU sampler splits one vocabulary row over several CTAs for top_k rows (the
+// "candidate" path of src/backends/cuda/sampling.cu). Header-only and host-usable so the CPU
+// mirror test (tests/cpp/engine/test_sampler_gpu_mirror.cpp) replays the very same split.
+//
+// Why a split: one CTA per row reads 151552 floats several times; with top_k set, each of
+// `splits` CTAs keeps a superset of its slice's top_k (at most `cap` tokens), and the union of
+// those holds the row's top_k, so one CTA finishes the draw on at most splits * cap tokens.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/sample_math.h"  // STRIKER_HD
+
+namespace striker::sample_split {
+
+constexpr int kMaxCandidates = 4096;  // splits * cap: candidate slots per row (shared memory)
+constexpr int kMaxSplits = 64;        // scratch is sized for this many slices per row
+constexpr int kMaxSlice = 8192;       // tokens per slice (one CTA's shared memory of keys)
+constexpr int kTargetSlice = 2048;    // fewer, larger slices when the vocabulary is small
+constexpr int kMaxSplitsWanted = 32;  // ~ a quarter of the H200's SMs for one row
+constexpr int kMaxCap = 256;          // largest candidate count per slice (finish arrays)
+constexpr int kSliceThreads = 512;    // threads of a slice's CTA; thread t reads t, t+512, ...
+
+struct SplitPlan {
+  int32_t splits = 0;  // 0: no candidate path (every row takes the one-CTA path)
+  int32_t slice = 0;   // tokens per slice; the last one may be shorter (or empty)
+  int32_t cap = 0;     // candidate slots per slice = the largest top_k on this path
+};
+
+inline SplitPlan split_plan(int64_t vocab) {
+  if (vocab <= 0) return {};
+  int64_t s = std::clamp<int64_t>((vocab + kTargetSlice - 1) / kTargetSlice, 1, kMaxSplitsWanted);
+  if ((vocab + s - 1) / s > kMaxSlice) s = (vocab + kMaxSlice - 1) / kMaxSlice;
+  if (s > kMaxSplits) return {};
+  SplitPlan p;
+  p.splits = int32_t(s);
+  p.slice = int32_t((vocab + s - 1) / s);
+  p.cap = int32_t(std::min<int64_t>(kMaxCap, kMaxCandidates / s));
+  return p;
+}
+
+// Whether a packed row (the kernels and the mirror test use this one predicate) (greedy flag, top_k with 0 = off) takes the candidate path.
+STRIKER_HD bool uses_candidates(const SplitPlan& plan, bool greedy, int32_t top_k) {
+  return plan.splits > 0 && !greedy && top_k > 0 && top_k <= plan.cap;
+}
+
+}  // namespace striker::sample_split
