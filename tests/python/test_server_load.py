@@ -81,8 +81,9 @@ def test_64_streams_and_200_disconnects_then_idle(server):
 def test_non_streaming_client_timeouts_abort(server):
     def timed_out(i):
         try:
-            requests.post(server.url + "/v1/completions", timeout=0.5,
-                          json={"model": MODEL, "prompt": f"slow {i}", "max_tokens": 400, "ignore_eos": True})
+            # 480 tokens outlast a 0.1 s client timeout even on the GPU (~0.5–1 ms per step).
+            requests.post(server.url + "/v1/completions", timeout=0.1,
+                          json={"model": MODEL, "prompt": f"slow {i}", "max_tokens": 480, "ignore_eos": True})
         except requests.exceptions.Timeout:
             return True
         return False
