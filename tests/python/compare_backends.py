@@ -4,18 +4,37 @@ positions, every disagreement a near-tie (< 0.5 nats) in the reference.
 
     python3 compare_backends.py REFERENCE.json TESTED.json [label]
 
-A disagreement whose token is not in the reference's top-N counts as a failed near-tie."""
+A disagreement whose token is not in the reference's top-N counts as a failed near-tie.
+Runs made with `--decode-batch N` hold one entry per sequence ("sequences"); the two runs are
+then compared sequence by sequence, row for row, and the rule applies to all rows together."""
 import json
 import sys
 
 import numpy as np
 
 
+def rows(run: dict) -> dict:
+    """The scored rows of a run, sequences concatenated in order (one sequence: itself)."""
+    seqs = run["sequences"] if "sequences" in run else [run]
+    out = {"ids": [], "logprobs": [], "argmax": [], "top_logprobs": []}
+    for s in seqs:
+        assert len(s["logprobs"]) == len(s["ids"]) - 1 == len(s["argmax"]), "a sequence's rows do not match its ids"
+        out["ids"].append(s["ids"])
+        out["logprobs"] += s["logprobs"]
+        out["argmax"] += s["argmax"]
+        out["top_logprobs"] += s.get("top_logprobs", [])
+    return out
+
+
 def compare(ref: dict, test: dict) -> dict:
+    assert ("sequences" in ref) == ("sequences" in test), "one run is --decode-batch, the other is not"
+    ref, test = rows(ref), rows(test)
     assert ref["ids"] == test["ids"], "the two runs scored different ids"
     d = np.abs(np.asarray(ref["logprobs"]) - np.asarray(test["logprobs"]))
     ra, ta = np.asarray(ref["argmax"]), np.asarray(test["argmax"])
     agree = ra == ta
+    if (~agree).any():
+        assert len(ref["top_logprobs"]) == len(ref["argmax"]), "the reference run needs --top N"
     worst = 0.0
     for i in np.nonzero(~agree)[0]:
         top = dict((int(t), lp) for t, lp in ref["top_logprobs"][i])
