@@ -47,10 +47,32 @@ def compare(ref: dict, test: dict) -> dict:
     return r
 
 
+def table_row(config: str, mode: str, r: dict | None, error: str = "") -> str:
+    """One markdown row: config, mode, median, p95, argmax, worst gap, verdict (ERROR: no result)."""
+    if r is None:
+        return f"| {config} | {mode} | - | - | - | - | ERROR: {error} |"
+    return (f"| {config} | {mode} | {r['median']:.4f} | {r['p95']:.4f} | {r['argmax_agreement']:.1%} | "
+            f"{r['worst_disagreement_gap']:.3f} | {'PASS' if r['passed'] else 'FAIL'} ({r['positions']} rows) |")
+
+
+TABLE_HEADER = "| config | mode | median \\|Δ\\| | p95 | argmax | worst gap | rule |\n|---|---|---:|---:|---:|---:|---|"
+
+
 if __name__ == "__main__":
-    ref, test = (json.load(open(p)) for p in sys.argv[1:3])
-    label = sys.argv[3] if len(sys.argv) > 3 else sys.argv[2]
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("reference")
+    ap.add_argument("tested")
+    ap.add_argument("label", nargs="?", help="name printed in the one-line summary")
+    ap.add_argument("--table", nargs=2, metavar=("CONFIG", "MODE"), help="print one markdown table row instead")
+    args = ap.parse_args()
+    ref, test = (json.load(open(p)) for p in (args.reference, args.tested))
     r = compare(ref, test)
-    print(f"{label}: median {r['median']:.4f} p95 {r['p95']:.4f} argmax {r['argmax_agreement']:.1%} "
-          f"worst-gap {r['worst_disagreement_gap']:.3f} over {r['positions']} -> {'PASS' if r['passed'] else 'FAIL'}")
+    if args.table:
+        print(table_row(*args.table, r))
+    else:
+        label = args.label or args.tested
+        print(f"{label}: median {r['median']:.4f} p95 {r['p95']:.4f} argmax {r['argmax_agreement']:.1%} "
+              f"worst-gap {r['worst_disagreement_gap']:.3f} over {r['positions']} -> {'PASS' if r['passed'] else 'FAIL'}")
     sys.exit(0 if r["passed"] else 1)
