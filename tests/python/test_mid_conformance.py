@@ -28,7 +28,7 @@ def mid_config(tiny: dict) -> dict:
                 + ["full_attention"] + ["sliding_attention", "full_attention"])
 
 
-@pytest.mark.parametrize("seed", [21])
+@pytest.mark.parametrize("seed", [int(s) for s in os.environ.get("STRIKER_MID_SEEDS", "21").split(",")])
 def test_cpu_backend_conforms_on_mid_size_64_experts(striker_bin, shared_dir, tmp_path, seed):
     tiny = json.loads((shared_dir / "fixtures/flint-config/config.tiny.json").read_text())
     cfg = tmp_path / "mid.json"
