@@ -106,5 +106,5 @@ for size in $SIZES; do
     case_row "$size" "nvfp4 decode 4x560" "$gguf" decode4 "$LOGS/$size.cpu.nvfp4.decode4.json" --decode-batch 4 "${nv[@]}"
   fi
 done
-echo "table: $TABLE"
+echo "table: $TABLE (whole script ${SECONDS} s)"
 exit $status
