@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "cli/commands.h"
+#include "cli/perplexity_scoring.h"
 #include "core/error.h"
 #include "loaders/model_loader.h"
 #include "tokenizer/tokenizer.h"
@@ -40,6 +41,8 @@ struct PerplexityArgs {
   std::string quantization;
   uint64_t seed = 0;
   std::string tokenizer;
+  int64_t decode_batch = 0;    // 0: one sequence in prefill chunks
+  int64_t decode_prefill = 8;  // with --decode-batch: tokens prefilled per sequence before decoding
 };
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -74,66 +77,49 @@ std::vector<int32_t> read_text_ids(const std::string& model, const std::string& 
   return Tokenizer::from_dir(dir)->encode(buf.str(), false);
 }
 
-struct Scores {
-  std::vector<double> logprobs;
-  std::vector<int32_t> argmax;
-  // With --top N: the N most likely tokens after each position, (id, logprob), best first,
-  // so two backends can be compared under FLINT.md §4's near-tie rule without full logits.
-  std::vector<std::vector<std::pair<int32_t, double>>> top;
-};
+double perplexity_of(const std::vector<double>& logprobs) {
+  double total = 0.0;
+  for (double lp : logprobs) total += lp;
+  return std::exp(-total / double(logprobs.size()));
+}
 
-// Feeds the ids through the backend in chunks (each attends to the cached prefix) and scores
-// every next token.
-Scores score(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids, int64_t chunk_size,
-             int top_n) {
-  const int32_t block = 16;
-  const int64_t n = int64_t(ids.size());
-  const int64_t blocks = (n + block - 1) / block;
-  backend.allocate_kv_cache({block, blocks, blocks});
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
-  for (int64_t i = 0; i < blocks; ++i) table[size_t(i)] = int32_t(i);
+nlohmann::json scores_json(const std::vector<int32_t>& ids, const Scores& s, int top) {
+  nlohmann::json j;
+  j["ids"] = ids;
+  j["logprobs"] = s.logprobs;
+  j["argmax"] = s.argmax;
+  if (top > 0) j["top_logprobs"] = s.top;  // [[[id, logprob], ...], ...]
+  return j;
+}
 
-  Scores out;
-  std::vector<float> logits;
-  const int64_t V = config.vocab_size;
-  for (int64_t start = 0; start < n - 1; start += chunk_size) {
-    const int64_t end = std::min(n - 1, start + chunk_size);  // the last id is only a target
-    ForwardBatch batch;
-    SequenceChunk chunk;
-    chunk.tokens.assign(ids.begin() + start, ids.begin() + end);
-    chunk.start_pos = start;
-    chunk.full_block_table = table;
-    chunk.sliding_block_table = table;
-    chunk.all_logits = true;
-    batch.seqs.push_back(std::move(chunk));
-    backend.forward(batch, logits);
-    for (int64_t r = 0; r < end - start; ++r) {
-      const float* row = logits.data() + r * V;
-      const int64_t best = std::max_element(row, row + V) - row;  // first maximum: lowest id
-      double sum = 0.0;
-      for (int64_t v = 0; v < V; ++v) sum += std::exp(double(row[v]) - double(row[best]));
-      const double logz = double(row[best]) + std::log(sum);
-      out.logprobs.push_back(double(row[ids[size_t(start + r + 1)]]) - logz);
-      out.argmax.push_back(int32_t(best));
-      if (top_n > 0) {
-        std::vector<int32_t> order(static_cast<size_t>(V));
-        for (int64_t v = 0; v < V; ++v) order[size_t(v)] = int32_t(v);
-        const int64_t k = std::min<int64_t>(top_n, V);
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
-          return row[a] > row[b] || (row[a] == row[b] && a < b);
-        });
-        std::vector<std::pair<int32_t, double>> top;
-        for (int64_t i = 0; i < k; ++i) top.emplace_back(order[size_t(i)], double(row[order[size_t(i)]]) - logz);
-        out.top.push_back(std::move(top));
-      }
-    }
+// Decode mode: one entry per sequence (its ids and scores, as the prefill mode prints them),
+// so two backends' runs can be compared row for row.
+void print_decode_batch(const PerplexityArgs& args, const std::vector<std::vector<int32_t>>& sequences,
+                        const std::vector<Scores>& scores) {
+  std::vector<double> all;
+  for (const auto& s : scores) all.insert(all.end(), s.logprobs.begin(), s.logprobs.end());
+  if (!args.json) {
+    std::printf("sequences: %zu\ntokens scored: %zu\nperplexity: %.6f\n", sequences.size(), all.size(),
+                perplexity_of(all));
+    return;
   }
-  return out;
+  nlohmann::json j;
+  j["decode_batch"] = args.decode_batch;
+  j["decode_prefill"] = args.decode_prefill;
+  j["sequences"] = nlohmann::json::array();
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    nlohmann::json seq = scores_json(sequences[i], scores[i], args.top);
+    seq["perplexity"] = perplexity_of(scores[i].logprobs);
+    j["sequences"].push_back(std::move(seq));
+  }
+  j["perplexity"] = perplexity_of(all);
+  std::printf("%s\n", j.dump().c_str());
 }
 
 void run(const PerplexityArgs& args) {
   if (args.ids.empty() == args.text_file.empty()) throw Error("give exactly one of --ids and --text-file");
   if (args.chunk_size < 1) throw Error("--chunk-size must be at least 1");
+  if (args.decode_prefill < 1) throw Error("--decode-prefill must be at least 1");
   if (args.device != "cpu" && args.device != "cuda")
     throw Error("--device must be cpu or cuda, not '" + args.device + "'");
 #ifndef STRIKER_PERPLEXITY_CUDA
@@ -166,14 +152,27 @@ void run(const PerplexityArgs& args) {
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (vocab_size " +
                   std::to_string(model.config.vocab_size) + ")");
 
+  // Decode mode: the sequences are checked before a backend sizes its buffers for them.
+  std::vector<std::vector<int32_t>> sequences;
+  if (args.decode_batch > 0) {
+    sequences = split_sequences(ids, args.decode_batch);
+    for (const auto& seq : sequences)
+      if (int64_t(seq.size()) < args.decode_prefill + 1)
+        throw Error("--decode-batch " + std::to_string(args.decode_batch) + " splits " + std::to_string(ids.size()) +
+                    " ids into sequences of " + std::to_string(seq.size()) + ", fewer than --decode-prefill + 1 (" +
+                    std::to_string(args.decode_prefill + 1) + ")");
+  }
+
   std::unique_ptr<Backend> backend;
   if (args.device == "cpu") {
     backend = make_cpu_backend(model, args.threads);
   } else {
 #ifdef STRIKER_PERPLEXITY_CUDA
     cuda::CudaBackendOptions options;
-    options.max_tokens = int(std::max<int64_t>(options.max_tokens, args.chunk_size));
-    options.max_logit_rows = int(std::max<int64_t>(options.max_logit_rows, args.chunk_size));
+    // The decode mode's first step prefills every sequence at once, logits for each token.
+    const int64_t step_tokens = std::max(args.chunk_size, args.decode_batch * args.decode_prefill);
+    options.max_tokens = int(std::max<int64_t>(options.max_tokens, step_tokens));
+    options.max_logit_rows = int(std::max<int64_t>(options.max_logit_rows, step_tokens));
     if (dummy_on_gpu) {
       const bool nvfp4 = dummy_weight_format(load) == LinearFormat::nvfp4;
       backend = cuda::make_cuda_backend_dummy(model.config, args.seed,
@@ -183,21 +182,19 @@ void run(const PerplexityArgs& args) {
     }
 #endif
   }
-  const Scores s = score(*backend, model.config, ids, args.chunk_size, args.top);
-  double total = 0.0;
-  for (double lp : s.logprobs) total += lp;
-  const double perplexity = std::exp(-total / double(s.logprobs.size()));
-
+  if (args.decode_batch > 0) {
+    const std::vector<Scores> scores =
+        score_decode_batch(*backend, model.config, sequences, args.decode_prefill, args.top);
+    print_decode_batch(args, sequences, scores);
+    return;
+  }
+  const Scores s = score_prefill(*backend, model.config, ids, args.chunk_size, args.top);
   if (args.json) {
-    nlohmann::json j;
-    j["ids"] = ids;
-    j["logprobs"] = s.logprobs;
-    j["argmax"] = s.argmax;
-    j["perplexity"] = perplexity;
-    if (args.top > 0) j["top_logprobs"] = s.top;  // [[[id, logprob], ...], ...]
+    nlohmann::json j = scores_json(ids, s, args.top);
+    j["perplexity"] = perplexity_of(s.logprobs);
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("tokens scored: %zu\nperplexity: %.6f\n", s.logprobs.size(), perplexity);
+    std::printf("tokens scored: %zu\nperplexity: %.6f\n", s.logprobs.size(), perplexity_of(s.logprobs));
   }
 }
 
@@ -214,6 +211,11 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_option("--top", args->top, "with --json: also the N most likely tokens per position (top_logprobs)")
       ->check(CLI::Range(0, 100));
   cmd->add_option("--chunk-size", args->chunk_size, "tokens per prefill chunk")->capture_default_str();
+  cmd->add_option("--decode-batch", args->decode_batch,
+                  "split the ids into N sequences and decode them together, one token of each per step")
+      ->check(CLI::Range(int64_t(1), int64_t(4096)));
+  cmd->add_option("--decode-prefill", args->decode_prefill, "with --decode-batch: tokens prefilled per sequence")
+      ->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--hf-config-path", args->hf_config_path, "config.json source for a GGUF model (directory or repo id)");
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer directory or repo id for --text-file");

@@ -40,13 +40,13 @@ std::vector<TensorSpec> flint_tensor_specs(const FlintConfig& c, FlintWeights* b
     b.add(p + ".self_attn.v_proj.weight", {c.kv_dim(), H}, TensorRole::InputProjection, L ? &L->v_proj : nullptr);
     b.add(p + ".self_attn.o_proj.weight", {H, c.q_dim()}, TensorRole::ResidualProjection, L ? &L->o_proj : nullptr);
     if (c.use_qk_norm) {
-      b.add(p + ".self_attn.q_norm.weight", {d}, TensorRole::Norm, L ? &L->q_norm : nullptr);
-      b.add(p + ".self_attn.k_norm.weight", {d}, TensorRole::Norm, L ? &L->k_norm : nullptr);
+      b.add(p + ".self_attn.q_norm.weight", {d}, TensorRole::QkNorm, L ? &L->q_norm : nullptr);
+      b.add(p + ".self_attn.k_norm.weight", {d}, TensorRole::QkNorm, L ? &L->k_norm : nullptr);
     }
     if (c.attention_sinks)
       b.add(p + ".self_attn.sinks", {c.num_attention_heads}, TensorRole::Sinks, L ? &L->sinks : nullptr,
             {DType::BF16, DType::F32});
-    b.add(p + ".post_attention_layernorm.weight", {H}, TensorRole::Norm, L ? &L->post_attn_norm : nullptr);
+    b.add(p + ".post_attention_layernorm.weight", {H}, TensorRole::MlpNorm, L ? &L->post_attn_norm : nullptr);
     if (c.is_dense_layer(l)) {
       b.mlp(p + ".mlp", H, c.intermediate_size, L ? &L->dense : nullptr);
       continue;

@@ -16,7 +16,9 @@ enum class TensorRole : uint8_t {
   Embedding,           // embed_tokens
   InputProjection,     // q/k/v, gate/up, lm_head: read the residual stream
   ResidualProjection,  // o_proj and every down_proj: write into the residual stream
-  Norm,                // RMSNorm weights, q_norm, k_norm
+  Norm,                // input_layernorm and the final norm
+  MlpNorm,             // post_attention_layernorm: its scale sets the MLP/MoE branch's strength
+  QkNorm,              // q_norm, k_norm: their scale sets how sharp attention is
   Sinks,               // attention sink logits
   Router,              // mlp.gate.weight
   RouterBias,          // e_score_correction_bias

@@ -147,7 +147,7 @@ def test_make_model_checkpoint_is_realistic(runs, checkpoints, seed):
         assert share.max() < 3.0 / n_exp, f"layer {l}: one expert takes {share.max():.0%} of the routing"
     report(f"seed {seed}: experts used per MoE layer: " + ", ".join(used))
     # The residual stream stays finite and grows gently through the layers (embeddings are
-    # N(0, 1), so it starts near 1).
+    # N(0, 0.5^2), so it starts near 0.5).
     rms = runs[seed]["stats"]["hidden_rms"]
     assert all(np.isfinite(rms)), rms
     assert max(rms) < 10.0, f"residual stream RMS per layer {rms}"

@@ -117,7 +117,7 @@ def test_bad_arguments_fail_with_one_line(striker_bin, shared_dir, tmp_path):
 
 def test_random_model_is_numerically_tame(tiny):
     """A float64 forward pass (FLINT.md §4 without the bf16 rounding) over 48 random tokens: the
-    residual stream must stay near unit RMS, and every MoE router must spread tokens over all
+    residual stream must stay near its starting RMS (0.5), and every MoE router must spread tokens over all
     experts, so the conformance tests of the backends see a realistic network."""
     cfg = json.loads((tiny / "config.json").read_text())
     wm = json.loads((tiny / "model.safetensors.index.json").read_text())["weight_map"]
@@ -192,6 +192,7 @@ def test_random_model_is_numerically_tame(tiny):
                     y[t] += we * mlp(x[t:t + 1], p + f"mlp.experts.{e}")[0]
         h = h + y
         h_rms = np.sqrt((h * h).mean())
-        assert np.isfinite(h).all() and 0.8 < h_rms < 1.5, f"layer {l}: residual RMS {h_rms:.3f}"
+        # Embeddings are N(0, 0.5^2): the stream starts near RMS 0.5 and grows gently.
+        assert np.isfinite(h).all() and 0.4 < h_rms < 0.8, f"layer {l}: residual RMS {h_rms:.3f}"
     logits = rms(h, get("model.norm.weight")) @ get("lm_head.weight").T
     assert np.isfinite(logits).all() and 0.5 < logits.std() < 2.0

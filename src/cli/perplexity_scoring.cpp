@@ -1,0 +1,151 @@
+#include "cli/perplexity_scoring.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+
+namespace striker::cli {
+
+namespace {
+
+constexpr int32_t kBlockSize = 16;
+
+// Log-softmax of one logits row in double; records the target's logprob, the argmax and the top_n.
+void score_row(const float* row, int64_t vocab, int32_t target, int top_n, Scores& out) {
+  const int64_t best = std::max_element(row, row + vocab) - row;  // first maximum: lowest id
+  double sum = 0.0;
+  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(row[v]) - double(row[best]));
+  const double logz = double(row[best]) + std::log(sum);
+  out.logprobs.push_back(double(row[target]) - logz);
+  out.argmax.push_back(int32_t(best));
+  if (top_n <= 0) return;
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t k = std::min<int64_t>(top_n, vocab);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [row](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  });
+  std::vector<std::pair<int32_t, double>> top;
+  for (int64_t i = 0; i < k; ++i) top.emplace_back(order[size_t(i)], double(row[order[size_t(i)]]) - logz);
+  out.top.push_back(std::move(top));
+}
+
+int64_t blocks_for(int64_t tokens) { return (tokens + kBlockSize - 1) / kBlockSize; }
+
+// Block ids first .. first+count-1: each sequence owns a disjoint range of both pools.
+std::vector<int32_t> block_range(int64_t first, int64_t count) {
+  std::vector<int32_t> table(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) table[size_t(i)] = int32_t(first + i);
+  return table;
+}
+
+}  // namespace
+
+Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids,
+                     int64_t chunk_size, int top_n) {
+  const int64_t n = int64_t(ids.size());
+  const int64_t blocks = blocks_for(n);
+  backend.allocate_kv_cache({kBlockSize, blocks, blocks});
+  const std::vector<int32_t> table = block_range(0, blocks);
+
+  Scores out;
+  std::vector<float> logits;
+  const int64_t V = config.vocab_size;
+  for (int64_t start = 0; start < n - 1; start += chunk_size) {
+    const int64_t end = std::min(n - 1, start + chunk_size);  // the last id is only a target
+    ForwardBatch batch;
+    SequenceChunk chunk;
+    chunk.tokens.assign(ids.begin() + start, ids.begin() + end);
+    chunk.start_pos = start;
+    chunk.full_block_table = table;
+    chunk.sliding_block_table = table;
+    chunk.all_logits = true;
+    batch.seqs.push_back(std::move(chunk));
+    backend.forward(batch, logits);
+    for (int64_t r = 0; r < end - start; ++r) score_row(logits.data() + r * V, V, ids[size_t(start + r + 1)], top_n, out);
+  }
+  return out;
+}
+
+std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& config,
+                                       const std::vector<std::vector<int32_t>>& sequences, int64_t prefill,
+                                       int top_n) {
+  if (prefill < 1) throw Error("--decode-prefill must be at least 1");
+  const size_t n = sequences.size();
+  std::vector<int64_t> first_block(n);
+  int64_t blocks = 0;
+  for (size_t s = 0; s < n; ++s) {
+    if (int64_t(sequences[s].size()) < prefill + 1)
+      throw Error("--decode-batch: sequence " + std::to_string(s) + " has " + std::to_string(sequences[s].size()) +
+                  " tokens, fewer than --decode-prefill + 1 (" + std::to_string(prefill + 1) + ")");
+    first_block[s] = blocks;
+    blocks += blocks_for(int64_t(sequences[s].size()));
+  }
+  backend.allocate_kv_cache({kBlockSize, blocks, blocks});
+  std::vector<std::vector<int32_t>> tables(n);
+  for (size_t s = 0; s < n; ++s) tables[s] = block_range(first_block[s], blocks_for(int64_t(sequences[s].size())));
+
+  std::vector<Scores> out(n);
+  std::vector<float> logits;
+  const int64_t V = config.vocab_size;
+  // Step 0: every sequence's first `prefill` tokens, one chunk each, logits for every token.
+  {
+    ForwardBatch batch;
+    for (size_t s = 0; s < n; ++s) {
+      SequenceChunk chunk;
+      chunk.tokens.assign(sequences[s].begin(), sequences[s].begin() + prefill);
+      chunk.start_pos = 0;
+      chunk.full_block_table = tables[s];
+      chunk.sliding_block_table = tables[s];
+      chunk.all_logits = true;
+      batch.seqs.push_back(std::move(chunk));
+    }
+    backend.forward(batch, logits);
+    for (size_t s = 0; s < n; ++s)
+      for (int64_t r = 0; r < prefill; ++r)
+        score_row(logits.data() + (int64_t(s) * prefill + r) * V, V, sequences[s][size_t(r + 1)], top_n, out[s]);
+  }
+  // Decode steps: the token at position p of every sequence that still has a target at p+1.
+  // Sequences that finish drop out, so the batch shrinks at the end when lengths differ.
+  for (int64_t pos = prefill;; ++pos) {
+    ForwardBatch batch;
+    std::vector<size_t> members;
+    for (size_t s = 0; s < n; ++s) {
+      if (pos + 1 >= int64_t(sequences[s].size())) continue;
+      SequenceChunk chunk;
+      chunk.tokens = {sequences[s][size_t(pos)]};
+      chunk.start_pos = pos;
+      chunk.full_block_table = tables[s];
+      chunk.sliding_block_table = tables[s];
+      chunk.all_logits = false;  // one row: the last (only) token, as a serving decode step
+      batch.seqs.push_back(std::move(chunk));
+      members.push_back(s);
+    }
+    if (members.empty()) break;
+    backend.forward(batch, logits);
+    for (size_t m = 0; m < members.size(); ++m) {
+      const auto& seq = sequences[members[m]];
+      score_row(logits.data() + int64_t(m) * V, V, seq[size_t(pos + 1)], top_n, out[members[m]]);
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> split_sequences(const std::vector<int32_t>& ids, int64_t n) {
+  if (n < 1) throw Error("--decode-batch must be at least 1");
+  std::vector<std::vector<int32_t>> out;
+  const int64_t total = int64_t(ids.size());
+  const int64_t base = total / n, extra = total % n;
+  int64_t at = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t len = base + (s < extra ? 1 : 0);
+    out.emplace_back(ids.begin() + at, ids.begin() + at + len);
+    at += len;
+  }
+  return out;
+}
+
+}  // namespace striker::cli

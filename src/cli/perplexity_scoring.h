@@ -1,0 +1,39 @@
+// Teacher-forced scoring for `striker perplexity`: feeds known token sequences through a
+// backend and records log P(next token) at every position. Two ways to feed them, so the
+// backend's prefill path and its decode path can both be checked against FLINT.md §4:
+//   score_prefill       one sequence in prefill chunks (each chunk attends to the cached prefix);
+//   score_decode_batch  several sequences at once: one short prefill each, then every step one
+//                       token of every unfinished sequence in a single ForwardBatch (the shape
+//                       of a serving decode step).
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "backends/backend.h"
+#include "model/config.h"
+
+namespace striker::cli {
+
+struct Scores {
+  std::vector<double> logprobs;  // logprobs[i] = log P(ids[i+1] | ids[0..i])
+  std::vector<int32_t> argmax;   // most likely token after position i (lowest id on ties)
+  // With top_n > 0: the top_n most likely tokens after each position, (id, logprob), best
+  // first, so two backends can be compared under the near-tie rule without full logits.
+  std::vector<std::vector<std::pair<int32_t, double>>> top;
+};
+
+Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids,
+                     int64_t chunk_size, int top_n);
+
+// Each sequence needs at least prefill + 1 tokens; prefill >= 1. Returns one Scores per sequence,
+// in the order given.
+std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& config,
+                                       const std::vector<std::vector<int32_t>>& sequences, int64_t prefill,
+                                       int top_n);
+
+// Splits ids into n contiguous sequences whose lengths differ by at most one (the first ones
+// take the remainder), so n decoded sequences together cover the given ids.
+std::vector<std::vector<int32_t>> split_sequences(const std::vector<int32_t>& ids, int64_t n);
+
+}  // namespace striker::cli
