@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include "backends/cuda/device_math.cuh"
+#include "backends/cuda/nvfp4_bits.h"
 
 namespace striker::cuda {
 
@@ -29,17 +30,31 @@ __device__ __forceinline__ float2 e2m1_pair_x2m14(uint32_t byte) {
   return __half22float2(__half2(raw));
 }
 
-// 16 weights (two code words) -> floats · 2^-14.
+// half2 bit pattern (see nvfp4_bits.h) -> two floats.
+__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
+  __half2_raw raw;
+  raw.x = static_cast<unsigned short>(h & 0xFFFFu);
+  raw.y = static_cast<unsigned short>(h >> 16);
+  return __half22float2(__half2(raw));
+}
+
+// 8 weights of one code word -> f[0..7] = E2M1 · 2^-14 (weight j of the word in f[j]).
+__device__ __forceinline__ void decode8(uint32_t w, float* f) {
+  const float2 p0 = half2_bits_to_float2(e2m1_word_pair_bits<0>(w));
+  const float2 p1 = half2_bits_to_float2(e2m1_word_pair_bits<1>(w));
+  const float2 p2 = half2_bits_to_float2(e2m1_word_pair_bits<2>(w));
+  const float2 p3 = half2_bits_to_float2(e2m1_word_pair_bits<3>(w));
+  f[0] = p0.x, f[4] = p0.y;
+  f[1] = p1.x, f[5] = p1.y;
+  f[2] = p2.x, f[6] = p2.y;
+  f[3] = p3.x, f[7] = p3.y;
+}
+
+// 16 weights (two code words) -> floats · 2^-14, in weight order (the same values, bit for bit,
+// as e2m1_pair_x2m14 byte by byte; the word form just takes fewer instructions).
 __device__ __forceinline__ void decode16(uint32_t w0, uint32_t w1, float (&f)[16]) {
-#pragma unroll
-  for (int b = 0; b < 4; ++b) {
-    const float2 p = e2m1_pair_x2m14((w0 >> (8 * b)) & 0xFFu);
-    const float2 q = e2m1_pair_x2m14((w1 >> (8 * b)) & 0xFFu);
-    f[2 * b] = p.x;
-    f[2 * b + 1] = p.y;
-    f[8 + 2 * b] = q.x;
-    f[8 + 2 * b + 1] = q.y;
-  }
+  decode8(w0, f);
+  decode8(w1, f + 8);
 }
 
 // Σ over one 16-weight group of x·E2M1·E4M3: code words w0|w1 (8 bytes), its scale byte `sb`,
