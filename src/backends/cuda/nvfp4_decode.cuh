@@ -70,13 +70,14 @@ __device__ __forceinline__ float group_dot(uint32_t w0, uint32_t w1, uint32_t sb
   return ue4m3_x2p14(sb & 0xFFu) * p;
 }
 
-// One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against activation
-// rows x[r] (token t at x[r] + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
+// One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against one shared
+// activation row x (token t at x + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
 // code chunks (32 weights, 2 scale bytes) part·32+lane, stepping 32·parts (split-K over warps).
+// A group's 16 activations are loaded and widened once per token and used by all R rows.
 // Returns the warp-reduced Σ x·E2M1·E4M3 WITHOUT scale2 in every lane.
 template <int R, int NT>
 __device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R], const uint8_t* const (&scales)[R],
-                                               const bf16_t* const (&x)[R], int64_t x_stride, int nt, int in,
+                                               const bf16_t* x, int64_t x_stride, int nt, int in,
                                                float (&acc)[R][NT], int part = 0, int parts = 1) {
   const int lane = threadIdx.x & 31;
   const int chunks = in / 32;
@@ -105,13 +106,12 @@ __device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R],
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         if (t < nt) {
+          const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
+          float xf[16];
+          unpack8(load_cached(xp), xf);
+          unpack8(load_cached(xp + 8), xf + 8);
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            // Rows of one call usually share x (same pointer): the cached loads then hit L1.
-            const bf16_t* xp = x[r] + t * x_stride + int64_t(c) * 32 + g * 16;
-            float xf[16];
-            unpack8(load_cached(xp), xf);
-            unpack8(load_cached(xp + 8), xf + 8);
             float p = 0.f;
 #pragma unroll
             for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);

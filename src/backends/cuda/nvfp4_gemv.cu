@@ -36,16 +36,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int nt = min(NT, T - t0);
   const uint8_t* cr[R];
   const uint8_t* sr[R];
-  const bf16_t* xr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const int64_t row = min(o0 + r, out_dim - 1);  // clamped rows are computed, never stored
     cr[r] = codes + row * (in / 2);
     sr[r] = scales + row * (in / 16);
-    xr[r] = x + int64_t(t0) * in;
   }
   float acc[R][NT];
-  if (o0 < out_dim) warp_dot_nvfp4<R, NT>(cr, sr, xr, in, nt, in, acc, part, S);
+  if (o0 < out_dim) warp_dot_nvfp4<R, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -108,10 +106,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t cb = in / 2, sb = in / 16;
   const uint8_t* cr[4] = {wg.codes + oa * cb, wu.codes + oa * cb, wg.codes + ob * cb, wu.codes + ob * cb};
   const uint8_t* sr[4] = {wg.scales + oa * sb, wu.scales + oa * sb, wg.scales + ob * sb, wu.scales + ob * sb};
-  const bf16_t* xb = x + int64_t(t0) * in;
-  const bf16_t* xr[4] = {xb, xb, xb, xb};
   float acc[4][NT];
-  warp_dot_nvfp4<4, NT>(cr, sr, xr, in, nt, in, acc);
+  warp_dot_nvfp4<4, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll

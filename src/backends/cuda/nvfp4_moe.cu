@@ -63,10 +63,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
   }
-  const bf16_t* xt = x + int64_t(t) * hidden;
-  const bf16_t* xr[4] = {xt, xt, xt, xt};
   float acc[4][1];
-  warp_dot_nvfp4<4, 1>(cr, sr, xr, 0, 1, hidden, acc);
+  warp_dot_nvfp4<4, 1>(cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -141,10 +139,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int64_t cb = sh.inter / 2, sb = sh.inter / 16;
     const uint8_t* cr[2] = {sh.down.codes + o0 * cb, sh.down.codes + o1 * cb};
     const uint8_t* sr[2] = {sh.down.scales + o0 * sb, sh.down.scales + o1 * sb};
-    const bf16_t* xs = shared_act + int64_t(t) * sh.inter;
-    const bf16_t* xr[2] = {xs, xs};
     float sacc[2][1];
-    warp_dot_nvfp4<2, 1>(cr, sr, xr, 0, 1, sh.inter, sacc);
+    warp_dot_nvfp4<2, 1>(cr, sr, shared_act + int64_t(t) * sh.inter, 0, 1, sh.inter, sacc);
     y0 = round_bf16(y0 + round_bf16(sacc[0][0] * sh.s2_down));
     y1 = round_bf16(y1 + round_bf16(sacc[1][0] * sh.s2_down));
   } else if (y_shared != nullptr) {
