@@ -62,6 +62,8 @@ struct CudaBackend::Workspace {
   bf16 *h, *x, *qkv, *q, *attn, *tmp, *gate, *up, *act, *moe_act, *shared_act, *logit_x, *logits_bf16;
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
+  unsigned* router_done;  // router_topk's block counter for its one-launch decode path (kept at 0 between launches)
+  unsigned* norm_done;    // NormAfter's block counter (o_proj + post-attention norm in one launch), 0 between launches
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;
@@ -133,6 +135,10 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.router_logits = w.arena.get<float>(Tm * c.n_routed_experts);
   w.topk_w = w.arena.get<float>(Tm * K);
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
+  w.router_done = w.arena.get<unsigned>(1);
+  STRIKER_CUDA_CHECK(cudaMemset(w.router_done, 0, sizeof(unsigned)));
+  w.norm_done = w.arena.get<unsigned>(1);
+  STRIKER_CUDA_CHECK(cudaMemset(w.norm_done, 0, sizeof(unsigned)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));
@@ -350,13 +356,15 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, b
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
 
-void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h) {
+bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h,
+                                  const NormAfter* after) {
   if (T <= kGemvMaxTokens) {
-    gemv_residual(x, T, in, W, out, h, stream_);
-  } else {
-    ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
-    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+    gemv_residual(x, T, in, W, out, h, stream_, after ? *after : NormAfter{});
+    return after != nullptr && after->weight != nullptr;  // no weight: nothing was fused
   }
+  ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
+  residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+  return false;
 }
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
@@ -365,21 +373,22 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
 
-void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
-                                  bf16* h) {
-  if (!q.present()) return linear_residual(x, T, in, W, out, h);
+bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
+                                  bf16* h, const NormAfter* after) {
+  if (!q.present()) return linear_residual(x, T, in, W, out, h, after);
   if (T <= kGemvMaxTokens) {
-    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
-  } else {
-    nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
-    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_, after ? *after : NormAfter{});
+    return after != nullptr && after->weight != nullptr;  // no weight: nothing was fused
   }
+  nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
+  residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+  return false;
 }
 
 // NVFP4 routed experts of a decode step (T <= 8): the selected-experts kernels, with an NVFP4
 // shared expert fused into them, or a BF16 one run first by the BF16 GEMV kernels and added as a
 // bf16 vector. (Larger steps take moe_batched, as BF16 experts do.)
-void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
+bool CudaBackend::moe_nvfp4(const DeviceLayer& L, int T, const NormAfter* after) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -396,7 +405,9 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_,  // h = bf16(h + y)
+                         after ? *after : NormAfter{});
+  return after != nullptr && after->weight != nullptr;
 }
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
@@ -443,10 +454,15 @@ void CudaBackend::run_layers(const StepPlan& p) {
   const RouterShape rs{H, int(c.n_routed_experts), K, c.norm_topk_prob, c.routed_scaling_factor};
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
+  bool x_normed = false;  // the previous layer's MoE down launch already wrote x = rmsnorm(h) (decode)
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
+    if (!x_normed) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)
+    x_normed = false;
+    // Decode MoE layers hand the next layer's input norm to their down launch (none after the last).
+    const bool has_next = l + 1 < c.num_hidden_layers;
+    const NormAfter next_in{has_next ? model_.layers[size_t(l + 1)].input_norm : nullptr, w.x, eps, w.norm_done};
     linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
@@ -472,8 +488,9 @@ void CudaBackend::run_layers(const StepPlan& p) {
       paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
                       stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
     }
-    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
-    rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
+    const NormAfter post{L.post_norm, w.x, eps, w.norm_done};                        // decode: the o_proj launch
+    if (!linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h, &post))           // also writes x (last block)
+      rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                            // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)
       if (T <= kGemvMaxTokens && L.gate && L.up) {
         gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
@@ -488,16 +505,17 @@ void CudaBackend::run_layers(const StepPlan& p) {
       linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);                      // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
       router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
-                  stream_);
+                  stream_, w.router_done);
       if (T > kGemvMaxTokens) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {
-        moe_nvfp4(L, T);                                                             // h = bf16(h + y)
+        x_normed = moe_nvfp4(L, T, &next_in);                                        // h = bf16(h + y)
       } else {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                     L.sh_gate ? w.shared_act : nullptr, stream_);
         moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
-                         L.sh_down, Is, w.h, stream_);                               // h = bf16(h + y)
+                         L.sh_down, Is, w.h, stream_, next_in);                      // h = bf16(h + y)
+        x_normed = next_in.weight != nullptr;
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include "backends/cuda/device_math.cuh"
+#include "backends/cuda/nvfp4_bits.h"
 
 namespace striker::cuda {
 
@@ -29,17 +30,31 @@ __device__ __forceinline__ float2 e2m1_pair_x2m14(uint32_t byte) {
   return __half22float2(__half2(raw));
 }
 
-// 16 weights (two code words) -> floats · 2^-14.
+// half2 bit pattern (see nvfp4_bits.h) -> two floats.
+__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
+  __half2_raw raw;
+  raw.x = static_cast<unsigned short>(h & 0xFFFFu);
+  raw.y = static_cast<unsigned short>(h >> 16);
+  return __half22float2(__half2(raw));
+}
+
+// 8 weights of one code word -> f[0..7] = E2M1 · 2^-14 (weight j of the word in f[j]).
+__device__ __forceinline__ void decode8(uint32_t w, float* f) {
+  const float2 p0 = half2_bits_to_float2(e2m1_word_pair_bits<0>(w));
+  const float2 p1 = half2_bits_to_float2(e2m1_word_pair_bits<1>(w));
+  const float2 p2 = half2_bits_to_float2(e2m1_word_pair_bits<2>(w));
+  const float2 p3 = half2_bits_to_float2(e2m1_word_pair_bits<3>(w));
+  f[0] = p0.x, f[4] = p0.y;
+  f[1] = p1.x, f[5] = p1.y;
+  f[2] = p2.x, f[6] = p2.y;
+  f[3] = p3.x, f[7] = p3.y;
+}
+
+// 16 weights (two code words) -> floats · 2^-14, in weight order (the same values, bit for bit,
+// as e2m1_pair_x2m14 byte by byte; the word form just takes fewer instructions).
 __device__ __forceinline__ void decode16(uint32_t w0, uint32_t w1, float (&f)[16]) {
-#pragma unroll
-  for (int b = 0; b < 4; ++b) {
-    const float2 p = e2m1_pair_x2m14((w0 >> (8 * b)) & 0xFFu);
-    const float2 q = e2m1_pair_x2m14((w1 >> (8 * b)) & 0xFFu);
-    f[2 * b] = p.x;
-    f[2 * b + 1] = p.y;
-    f[8 + 2 * b] = q.x;
-    f[8 + 2 * b + 1] = q.y;
-  }
+  decode8(w0, f);
+  decode8(w1, f + 8);
 }
 
 // Σ over one 16-weight group of x·E2M1·E4M3: code words w0|w1 (8 bytes), its scale byte `sb`,
@@ -55,13 +70,14 @@ __device__ __forceinline__ float group_dot(uint32_t w0, uint32_t w1, uint32_t sb
   return ue4m3_x2p14(sb & 0xFFu) * p;
 }
 
-// One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against activation
-// rows x[r] (token t at x[r] + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
+// One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against one shared
+// activation row x (token t at x + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
 // code chunks (32 weights, 2 scale bytes) part·32+lane, stepping 32·parts (split-K over warps).
+// A group's 16 activations are loaded and widened once per token and used by all R rows.
 // Returns the warp-reduced Σ x·E2M1·E4M3 WITHOUT scale2 in every lane.
 template <int R, int NT>
 __device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R], const uint8_t* const (&scales)[R],
-                                               const bf16_t* const (&x)[R], int64_t x_stride, int nt, int in,
+                                               const bf16_t* x, int64_t x_stride, int nt, int in,
                                                float (&acc)[R][NT], int part = 0, int parts = 1) {
   const int lane = threadIdx.x & 31;
   const int chunks = in / 32;
@@ -90,13 +106,12 @@ __device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R],
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         if (t < nt) {
+          const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
+          float xf[16];
+          unpack8(load_cached(xp), xf);
+          unpack8(load_cached(xp + 8), xf + 8);
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            // Rows of one call usually share x (same pointer): the cached loads then hit L1.
-            const bf16_t* xp = x[r] + t * x_stride + int64_t(c) * 32 + g * 16;
-            float xf[16];
-            unpack8(load_cached(xp), xf);
-            unpack8(load_cached(xp + 8), xf + 8);
             float p = 0.f;
 #pragma unroll
             for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);

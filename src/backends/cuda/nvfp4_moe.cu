@@ -3,6 +3,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/norm_tail.cuh"
 #include "backends/cuda/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4_moe.h"
 #include "backends/cuda/warp_dot.cuh"
@@ -26,12 +27,21 @@ __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
                              bf16_t* __restrict__ shared_act) {
-  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? sh.inter : inter;
+  pdl_launch_dependents();  // see launch.cuh
   if (o0 >= rows) return;
+  if (shared) {  // the shared expert's rows are step-invariant: start them on their way to L2
+    const int64_t n = min(2, rows - o0), cb = hidden / 2, sb = hidden / 16;
+    const int lane = threadIdx.x & 31;
+    prefetch_l2(sh.gate.codes + o0 * cb, n * cb, lane, 32);
+    prefetch_l2(sh.up.codes + o0 * cb, n * cb, lane, 32);
+    prefetch_l2(sh.gate.scales + o0 * sb, n * sb, lane, 32);
+    prefetch_l2(sh.up.scales + o0 * sb, n * sb, lane, 32);
+  }
+  pdl_wait();  // x and the routed experts' ids come from earlier kernels
   const int t = shared ? slot - T * K : slot / K;
   const int o1 = min(o0 + 1, rows - 1);
   const uint8_t* cr[4];
@@ -54,10 +64,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
   }
-  const bf16_t* xt = x + int64_t(t) * hidden;
-  const bf16_t* xr[4] = {xt, xt, xt, xt};
   float acc[4][1];
-  warp_dot_nvfp4<4, 1>(cr, sr, xr, 0, 1, hidden, acc);
+  warp_dot_nvfp4<4, 1>(cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -74,72 +82,81 @@ __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                           const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
-                          bf16_t* __restrict__ h) {
-  pdl_grid_start();  // see launch.cuh
+                          bf16_t* __restrict__ h, NormTail norm) {
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  if (o0 >= hidden) return;
-  const int t = blockIdx.y;
-  const int o1 = min(o0 + 1, hidden - 1);
   const int lane = threadIdx.x & 31;
-  const uint8_t *c0[kMaxTopK], *c1[kMaxTopK], *s0[kMaxTopK], *s1[kMaxTopK];
-  const bf16_t* xa[kMaxTopK];
-  float acc0[kMaxTopK], acc1[kMaxTopK];
-#pragma unroll
-  for (int k = 0; k < kMaxTopK; ++k) {
-    const int slot = t * K + min(k, K - 1);  // k >= K: valid pointers, never loaded
-    const int64_t e = ids[slot];
-    stack_row(wd.m, e, hidden, o0, inter, c0[k], s0[k]);
-    stack_row(wd.m, e, hidden, o1, inter, c1[k], s1[k]);
-    xa[k] = act + int64_t(slot) * inter;
-    acc0[k] = acc1[k] = 0.f;
+  pdl_launch_dependents();  // see launch.cuh
+  if (o0 < hidden && shared_act != nullptr) {  // the shared expert's down rows are step-invariant
+    const int64_t n = min(2, hidden - o0), cb = sh.inter / 2, sb = sh.inter / 16;
+    prefetch_l2(sh.down.codes + o0 * cb, n * cb, lane, 32);
+    prefetch_l2(sh.down.scales + o0 * sb, n * sb, lane, 32);
   }
-  for (int c = lane; c < inter / 32; c += 32) {  // 16-byte chunks: 32 weights, 2 scale bytes
-    uint4 q0[kMaxTopK], q1[kMaxTopK];
-    uint32_t sc0[kMaxTopK], sc1[kMaxTopK];
+  pdl_wait();  // act, the ids/weights and h come from earlier kernels
+  // The rows, in a lambda: warps past the last row leave it early, and every thread still
+  // reaches the norm tail below.
+  [&] {
+    if (o0 >= hidden) return;
+    const int t = blockIdx.y;
+    const int o1 = min(o0 + 1, hidden - 1);
+    const uint8_t *c0[kMaxTopK], *c1[kMaxTopK], *s0[kMaxTopK], *s1[kMaxTopK];
+    const bf16_t* xa[kMaxTopK];
+    float acc0[kMaxTopK], acc1[kMaxTopK];
 #pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K) {
-        q0[k] = load_stream(c0[k] + int64_t(c) * 16);
-        q1[k] = load_stream(c1[k] + int64_t(c) * 16);
-        sc0[k] = __ldcs(reinterpret_cast<const unsigned short*>(s0[k] + int64_t(c) * 2));
-        sc1[k] = __ldcs(reinterpret_cast<const unsigned short*>(s1[k] + int64_t(c) * 2));
-      }
-#pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K) {
-        const bf16_t* xp = xa[k] + int64_t(c) * 32;
-        acc0[k] += group_dot(q0[k].x, q0[k].y, sc0[k], xp) + group_dot(q0[k].z, q0[k].w, sc0[k] >> 8, xp + 16);
-        acc1[k] += group_dot(q1[k].x, q1[k].y, sc1[k], xp) + group_dot(q1[k].z, q1[k].w, sc1[k] >> 8, xp + 16);
-      }
-  }
-  float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-  for (int k = 0; k < kMaxTopK; ++k)
-    if (k < K) {
-      const int slot = t * K + k;
-      const float wk = topk_w[slot], s2 = wd.scale2[ids[slot]];
-      sum0 = fmaf(wk, round_bf16(warp_sum(acc0[k]) * s2), sum0);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
-      sum1 = fmaf(wk, round_bf16(warp_sum(acc1[k]) * s2), sum1);
+    for (int k = 0; k < kMaxTopK; ++k) {
+      const int slot = t * K + min(k, K - 1);  // k >= K: valid pointers, never loaded
+      const int64_t e = ids[slot];
+      stack_row(wd.m, e, hidden, o0, inter, c0[k], s0[k]);
+      stack_row(wd.m, e, hidden, o1, inter, c1[k], s1[k]);
+      xa[k] = act + int64_t(slot) * inter;
+      acc0[k] = acc1[k] = 0.f;
     }
-  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
-  if (shared_act != nullptr) {
-    const int64_t cb = sh.inter / 2, sb = sh.inter / 16;
-    const uint8_t* cr[2] = {sh.down.codes + o0 * cb, sh.down.codes + o1 * cb};
-    const uint8_t* sr[2] = {sh.down.scales + o0 * sb, sh.down.scales + o1 * sb};
-    const bf16_t* xs = shared_act + int64_t(t) * sh.inter;
-    const bf16_t* xr[2] = {xs, xs};
-    float sacc[2][1];
-    warp_dot_nvfp4<2, 1>(cr, sr, xr, 0, 1, sh.inter, sacc);
-    y0 = round_bf16(y0 + round_bf16(sacc[0][0] * sh.s2_down));
-    y1 = round_bf16(y1 + round_bf16(sacc[1][0] * sh.s2_down));
-  } else if (y_shared != nullptr) {
-    y0 = round_bf16(y0 + __bfloat162float(y_shared[int64_t(t) * hidden + o0]));
-    y1 = round_bf16(y1 + __bfloat162float(y_shared[int64_t(t) * hidden + o1]));
-  }
-  if (lane < 2 && o0 + lane < hidden) {
-    const int64_t idx = int64_t(t) * hidden + o0 + lane;
-    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
-  }
+    for (int c = lane; c < inter / 32; c += 32) {  // 16-byte chunks: 32 weights, 2 scale bytes
+      uint4 q0[kMaxTopK], q1[kMaxTopK];
+      uint32_t sc0[kMaxTopK], sc1[kMaxTopK];
+#pragma unroll
+      for (int k = 0; k < kMaxTopK; ++k)
+        if (k < K) {
+          q0[k] = load_stream(c0[k] + int64_t(c) * 16);
+          q1[k] = load_stream(c1[k] + int64_t(c) * 16);
+          sc0[k] = __ldcs(reinterpret_cast<const unsigned short*>(s0[k] + int64_t(c) * 2));
+          sc1[k] = __ldcs(reinterpret_cast<const unsigned short*>(s1[k] + int64_t(c) * 2));
+        }
+#pragma unroll
+      for (int k = 0; k < kMaxTopK; ++k)
+        if (k < K) {
+          const bf16_t* xp = xa[k] + int64_t(c) * 32;
+          acc0[k] += group_dot(q0[k].x, q0[k].y, sc0[k], xp) + group_dot(q0[k].z, q0[k].w, sc0[k] >> 8, xp + 16);
+          acc1[k] += group_dot(q1[k].x, q1[k].y, sc1[k], xp) + group_dot(q1[k].z, q1[k].w, sc1[k] >> 8, xp + 16);
+        }
+    }
+    float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        const int slot = t * K + k;
+        const float wk = topk_w[slot], s2 = wd.scale2[ids[slot]];
+        sum0 = fmaf(wk, round_bf16(warp_sum(acc0[k]) * s2), sum0);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
+        sum1 = fmaf(wk, round_bf16(warp_sum(acc1[k]) * s2), sum1);
+      }
+    float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+    if (shared_act != nullptr) {
+      const int64_t cb = sh.inter / 2, sb = sh.inter / 16;
+      const uint8_t* cr[2] = {sh.down.codes + o0 * cb, sh.down.codes + o1 * cb};
+      const uint8_t* sr[2] = {sh.down.scales + o0 * sb, sh.down.scales + o1 * sb};
+      float sacc[2][1];
+      warp_dot_nvfp4<2, 1>(cr, sr, shared_act + int64_t(t) * sh.inter, 0, 1, sh.inter, sacc);
+      y0 = round_bf16(y0 + round_bf16(sacc[0][0] * sh.s2_down));
+      y1 = round_bf16(y1 + round_bf16(sacc[1][0] * sh.s2_down));
+    } else if (y_shared != nullptr) {
+      y0 = round_bf16(y0 + __bfloat162float(y_shared[int64_t(t) * hidden + o0]));
+      y1 = round_bf16(y1 + __bfloat162float(y_shared[int64_t(t) * hidden + o1]));
+    }
+    if (lane < 2 && o0 + lane < hidden) {
+      const int64_t idx = int64_t(t) * hidden + o0 + lane;
+      h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
+    }
+  }();
+  last_block_rmsnorm<kWarps * 32>(h, int(gridDim.y), hidden, norm);  // decode: next layer's input norm
 }
 
 void check_width(const char* what, int width) {
@@ -169,7 +186,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
+                            const NormAfter& after) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -180,7 +198,8 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   launch_pdl(nvfp4_moe_down_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down,
              inter, hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
+             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h),
+             norm_tail("nvfp4_moe_down_combine", after, T, /*decode steps*/ 8));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
 }
 

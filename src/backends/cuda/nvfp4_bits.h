@@ -1,0 +1,37 @@
+// Integer half of the device-side E2M1 decode, host-callable so a host test can check it on
+// every nibble pattern (tests/cuda/host/test_nvfp4_bits.cpp).
+//
+// An E2M1 nibble s|e1 e0|m becomes an fp16 bit pattern with the sign at bit 15, e1 e0 in the
+// exponent's low bits 10–11 and m in the top mantissa bit 9. fp16's bias of 15 then gives
+// 2^(e-15)·(1+m/2) = E2M1·2^-14 for e > 0 and the subnormal m·2^-15 = E2M1·2^-14 for e = 0,
+// so the value is exact and needs no special case.
+#pragma once
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define STRIKER_NVFP4_BITS_FN __host__ __device__ __forceinline__
+#else
+#define STRIKER_NVFP4_BITS_FN inline
+#endif
+
+namespace striker::cuda {
+
+// A code word holds 8 weights, weight j in nibble j (bits 4j..4j+3: byte b's low nibble is
+// weight 2b, its high nibble weight 2b+1). Pair K (0..3) returns a half2 bit pattern with weight
+// K in the low half and weight K+4 in the high half. Pairing nibbles 16 bits apart lets one
+// shift move both into place at once: 2 shifts + 2 logic ops per two weights, no byte extraction.
+template <int K>
+STRIKER_NVFP4_BITS_FN uint32_t e2m1_word_pair_bits(uint32_t w) {
+  static_assert(K >= 0 && K < 4, "a code word has 4 nibble pairs");
+  const uint32_t sign = (w << (12 - 4 * K)) & 0x80008000u;  // nibble bit 4K+3 -> bit 15 (and +16 -> 31)
+  // nibble bits 4K..4K+2 -> bits 9..11 (and 25..27): a left shift by 9-4K, i.e. right by 3 for K = 3.
+  const uint32_t mag = (K < 3 ? (w << ((9 - 4 * K) & 31)) : (w >> 3)) & 0x0E000E00u;
+  return sign | mag;
+}
+
+// The same fp16 pattern for one nibble (the definition the word form is tested against).
+STRIKER_NVFP4_BITS_FN uint16_t e2m1_nibble_bits(uint32_t nibble) {
+  return uint16_t(((nibble & 0x8u) << 12) | ((nibble & 0x7u) << 9));
+}
+
+}  // namespace striker::cuda
