@@ -513,34 +513,6 @@ void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int ou
   row(name, &c, time_us(launch), nvfp4_bytes(out, in));
 }
 
-// o_proj with the residual add, then the post-attention norm: two launches (residual GEMV,
-// rmsnorm) against one (NormAfter: the GEMV's last block writes the norm). Timing only: the
-// results are bit-identical by construction (tests/cuda/test_norm_after.cpp checks them).
-void bench_nvfp4_oproj_norm(std::mt19937& rng) {
-  const int T = 1, in = 4096, out = 2048;
-  const int nc = copies_for(nvfp4_bytes(out, in));
-  const auto W = random_nvfp4(rng, out, in);
-  const RowScale2 s2 = RowScale2::uniform(0.01f);
-  std::vector<DeviceBuffer<uint8_t>> codes, scales;
-  for (int i = 0; i < nc; ++i) codes.emplace_back(W.codes), scales.emplace_back(W.scales);
-  DeviceBuffer<bf16> d_x(random_bf16(rng, size_t(T) * in)), d_h(random_bf16(rng, size_t(T) * out)),
-      d_y(size_t(T) * out);
-  DeviceBuffer<float> d_w(random_f32(rng, size_t(out), 1.f, 0.1f));
-  DeviceBuffer<unsigned> d_done(std::vector<unsigned>{0u});
-  auto two = [&](int i) {
-    const Nvfp4Matrix m{codes[size_t(i % nc)].get(), scales[size_t(i % nc)].get()};
-    nvfp4_gemv_residual(d_x.get(), T, in, m, s2, out, d_h.get(), nullptr);
-    rmsnorm(d_h.get(), d_w.get(), d_y.get(), T, out, 1e-6f, nullptr);
-  };
-  auto one = [&](int i) {
-    const Nvfp4Matrix m{codes[size_t(i % nc)].get(), scales[size_t(i % nc)].get()};
-    nvfp4_gemv_residual(d_x.get(), T, in, m, s2, out, d_h.get(), nullptr,
-                        NormAfter{d_w.get(), d_y.get(), 1e-6f, d_done.get()});
-  };
-  row("nvfp4 o_proj+res, rmsnorm (2 launches)", nullptr, time_us(two), nvfp4_bytes(out, in));
-  row("nvfp4 o_proj+res+rmsnorm (1 launch)", nullptr, time_us(one), nvfp4_bytes(out, in));
-}
-
 // Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
 // routing rotated over 16 expert sets so the weights are not L2 hits.
 void bench_nvfp4_moe(std::mt19937& rng) {
@@ -733,7 +705,6 @@ int main() {
     bench_nvfp4_gemv(rng, "nvfp4 gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=1", 1, 2048, 151552, true);
-    bench_nvfp4_oproj_norm(rng);
     bench_nvfp4_moe(rng);
     bench_nvfp4_gemm(rng, lt, "nvfp4 gemm qkv T=8192 (deq+Lt)", 8192, 2048, 5120);
     std::printf("kernel checks failed: %d\n", g_failures);
