@@ -388,7 +388,7 @@ bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
 // NVFP4 routed experts of a decode step (T <= 8): the selected-experts kernels, with an NVFP4
 // shared expert fused into them, or a BF16 one run first by the BF16 GEMV kernels and added as a
 // bf16 vector. (Larger steps take moe_batched, as BF16 experts do.)
-bool CudaBackend::moe_nvfp4(const DeviceLayer& L, int T, const NormAfter* after) {
+void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -405,9 +405,7 @@ bool CudaBackend::moe_nvfp4(const DeviceLayer& L, int T, const NormAfter* after)
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_,  // h = bf16(h + y)
-                         after ? *after : NormAfter{});
-  return after != nullptr && after->weight != nullptr;
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
 }
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
@@ -454,15 +452,10 @@ void CudaBackend::run_layers(const StepPlan& p) {
   const RouterShape rs{H, int(c.n_routed_experts), K, c.norm_topk_prob, c.routed_scaling_factor};
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
-  bool x_normed = false;  // the previous layer's MoE down launch already wrote x = rmsnorm(h) (decode)
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    if (!x_normed) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)
-    x_normed = false;
-    // Decode MoE layers hand the next layer's input norm to their down launch (none after the last).
-    const bool has_next = l + 1 < c.num_hidden_layers;
-    const NormAfter next_in{has_next ? model_.layers[size_t(l + 1)].input_norm : nullptr, w.x, eps, w.norm_done};
+    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
     linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
@@ -509,13 +502,12 @@ void CudaBackend::run_layers(const StepPlan& p) {
       if (T > kGemvMaxTokens) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {
-        x_normed = moe_nvfp4(L, T, &next_in);                                        // h = bf16(h + y)
+        moe_nvfp4(L, T);                                                             // h = bf16(h + y)
       } else {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                     L.sh_gate ? w.shared_act : nullptr, stream_);
         moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
-                         L.sh_down, Is, w.h, stream_, next_in);                      // h = bf16(h + y)
-        x_normed = next_in.weight != nullptr;
+                         L.sh_down, Is, w.h, stream_);                               // h = bf16(h + y)
       }
     }
   }

@@ -68,8 +68,7 @@ class CudaBackend : public Backend {
   bool linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h,
                        const NormAfter* after = nullptr);
   // Routed + shared experts of a layer whose routed experts are NVFP4 (h = bf16(h + y)).
-  // With `after` (T <= 8): the down launch also writes the next layer's input norm; returns whether it did.
-  bool moe_nvfp4(const DeviceLayer& layer, int T, const NormAfter* after = nullptr);
+  void moe_nvfp4(const DeviceLayer& layer, int T);
 
   DeviceModel model_;
   CudaBackendOptions options_;

@@ -5,7 +5,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/norm_tail.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -58,79 +57,74 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
 __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
-    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, NormTail norm) {
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();  // see launch.cuh
-  if (o0 < hidden && shared_act != nullptr)  // the shared expert's down rows are step-invariant
+  if (o0 >= hidden) return;
+  if (shared_act != nullptr)  // the shared expert's down rows are step-invariant (the pointer is an argument)
     prefetch_l2(wd_shared + int64_t(o0) * shared_inter, int64_t(min(2, hidden - o0)) * shared_inter * 2, lane, 32);
   pdl_wait();  // act, the ids/weights and h come from earlier kernels
-  // The rows, in a lambda: warps past the last row leave it early, and every thread still
-  // reaches the norm tail below.
-  [&] {
-    if (o0 >= hidden) return;
-    const int t = blockIdx.y;
-    const int o1 = min(o0 + 1, hidden - 1);
-    const bf16_t* w0[kMaxTopK];
-    const bf16_t* w1[kMaxTopK];
-    const bf16_t* xa[kMaxTopK];
-    float acc[kMaxTopK][2];
+  const int t = blockIdx.y;
+  const int o1 = min(o0 + 1, hidden - 1);
+  const bf16_t* w0[kMaxTopK];
+  const bf16_t* w1[kMaxTopK];
+  const bf16_t* xa[kMaxTopK];
+  float acc[kMaxTopK][2];
 #pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k) {
-      const int slot = t * K + min(k, K - 1);
-      const int64_t base = int64_t(ids[slot]) * hidden;
-      w0[k] = wd + (base + o0) * inter;
-      w1[k] = wd + (base + o1) * inter;
-      xa[k] = act + int64_t(slot) * inter;
-      acc[k][0] = acc[k][1] = 0.f;
-    }
-    for (int c = lane; c < inter / 8; c += 32) {
-      uint4 q0[kMaxTopK], q1[kMaxTopK], qx[kMaxTopK];
-#pragma unroll
-      for (int k = 0; k < kMaxTopK; ++k)
-        if (k < K) {
-          q0[k] = load_stream(w0[k] + c * 8);
-          q1[k] = load_stream(w1[k] + c * 8);
-          qx[k] = load_cached(xa[k] + c * 8);
-        }
-#pragma unroll
-      for (int k = 0; k < kMaxTopK; ++k)
-        if (k < K) {
-          float f0[8], f1[8], fx[8];
-          unpack8(q0[k], f0);
-          unpack8(q1[k], f1);
-          unpack8(qx[k], fx);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            acc[k][0] = fmaf(f0[i], fx[i], acc[k][0]);
-            acc[k][1] = fmaf(f1[i], fx[i], acc[k][1]);
-          }
-        }
-    }
-    float sum0 = 0.f, sum1 = 0.f;
+  for (int k = 0; k < kMaxTopK; ++k) {
+    const int slot = t * K + min(k, K - 1);
+    const int64_t base = int64_t(ids[slot]) * hidden;
+    w0[k] = wd + (base + o0) * inter;
+    w1[k] = wd + (base + o1) * inter;
+    xa[k] = act + int64_t(slot) * inter;
+    acc[k][0] = acc[k][1] = 0.f;
+  }
+  for (int c = lane; c < inter / 8; c += 32) {
+    uint4 q0[kMaxTopK], q1[kMaxTopK], qx[kMaxTopK];
 #pragma unroll
     for (int k = 0; k < kMaxTopK; ++k)
       if (k < K) {
-        const float wk = topk_w[t * K + k];
-        sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
-        sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
+        q0[k] = load_stream(w0[k] + c * 8);
+        q1[k] = load_stream(w1[k] + c * 8);
+        qx[k] = load_cached(xa[k] + c * 8);
       }
-    float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
-    if (shared_act != nullptr) {
-      const bf16_t* w[2] = {wd_shared + int64_t(o0) * shared_inter, wd_shared + int64_t(o1) * shared_inter};
-      const bf16_t* xs = shared_act + int64_t(t) * shared_inter;
-      const bf16_t* xr[2] = {xs, xs};
-      float sacc[2][1];
-      warp_dot<2, 1>(w, xr, 0, 1, shared_inter, sacc);
-      y0 = round_bf16(y0 + round_bf16(sacc[0][0]));
-      y1 = round_bf16(y1 + round_bf16(sacc[1][0]));
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        float f0[8], f1[8], fx[8];
+        unpack8(q0[k], f0);
+        unpack8(q1[k], f1);
+        unpack8(qx[k], fx);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          acc[k][0] = fmaf(f0[i], fx[i], acc[k][0]);
+          acc[k][1] = fmaf(f1[i], fx[i], acc[k][1]);
+        }
+      }
+  }
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int k = 0; k < kMaxTopK; ++k)
+    if (k < K) {
+      const float wk = topk_w[t * K + k];
+      sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
+      sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
     }
-    if (lane < 2 && o0 + lane < hidden) {
-      const int64_t idx = int64_t(t) * hidden + o0 + lane;
-      h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
-    }
-  }();
-  last_block_rmsnorm<kWarps * 32>(h, int(gridDim.y), hidden, norm);  // decode: next layer's input norm
+  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+  if (shared_act != nullptr) {
+    const bf16_t* w[2] = {wd_shared + int64_t(o0) * shared_inter, wd_shared + int64_t(o1) * shared_inter};
+    const bf16_t* xs = shared_act + int64_t(t) * shared_inter;
+    const bf16_t* xr[2] = {xs, xs};
+    float sacc[2][1];
+    warp_dot<2, 1>(w, xr, 0, 1, shared_inter, sacc);
+    y0 = round_bf16(y0 + round_bf16(sacc[0][0]));
+    y1 = round_bf16(y1 + round_bf16(sacc[1][0]));
+  }
+  if (lane < 2 && o0 + lane < hidden) {
+    const int64_t idx = int64_t(t) * hidden + o0 + lane;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
+  }
 }
 
 __global__ void moe_combine_sorted_kernel(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
@@ -177,8 +171,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      const NormAfter& after) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
@@ -187,7 +180,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
-      reinterpret_cast<bf16_t*>(h), norm_tail("moe_down_combine", after, T, /*decode steps*/ 8));
+      reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
 }
 

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/rmsnorm.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -23,8 +22,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 // K <= 8.
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      const NormAfter& after = {});  // after: rmsnorm.h NormAfter (T <= 8)
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream);
 
 // Prefill path, after the routed experts ran as grouped GEMMs over rows sorted by expert:
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[inv[t·K+k]]) + y_shared[t])), where y_sorted

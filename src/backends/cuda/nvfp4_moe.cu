@@ -3,7 +3,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/norm_tail.cuh"
 #include "backends/cuda/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4_moe.h"
 #include "backends/cuda/warp_dot.cuh"
@@ -82,81 +81,76 @@ __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                           const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
-                          bf16_t* __restrict__ h, NormTail norm) {
+                          bf16_t* __restrict__ h) {
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();  // see launch.cuh
-  if (o0 < hidden && shared_act != nullptr) {  // the shared expert's down rows are step-invariant
+  if (o0 >= hidden) return;
+  if (shared_act != nullptr) {  // the shared expert's down rows are step-invariant (the pointer is an argument)
     const int64_t n = min(2, hidden - o0), cb = sh.inter / 2, sb = sh.inter / 16;
     prefetch_l2(sh.down.codes + o0 * cb, n * cb, lane, 32);
     prefetch_l2(sh.down.scales + o0 * sb, n * sb, lane, 32);
   }
   pdl_wait();  // act, the ids/weights and h come from earlier kernels
-  // The rows, in a lambda: warps past the last row leave it early, and every thread still
-  // reaches the norm tail below.
-  [&] {
-    if (o0 >= hidden) return;
-    const int t = blockIdx.y;
-    const int o1 = min(o0 + 1, hidden - 1);
-    const uint8_t *c0[kMaxTopK], *c1[kMaxTopK], *s0[kMaxTopK], *s1[kMaxTopK];
-    const bf16_t* xa[kMaxTopK];
-    float acc0[kMaxTopK], acc1[kMaxTopK];
+  const int t = blockIdx.y;
+  const int o1 = min(o0 + 1, hidden - 1);
+  const uint8_t *c0[kMaxTopK], *c1[kMaxTopK], *s0[kMaxTopK], *s1[kMaxTopK];
+  const bf16_t* xa[kMaxTopK];
+  float acc0[kMaxTopK], acc1[kMaxTopK];
 #pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k) {
-      const int slot = t * K + min(k, K - 1);  // k >= K: valid pointers, never loaded
-      const int64_t e = ids[slot];
-      stack_row(wd.m, e, hidden, o0, inter, c0[k], s0[k]);
-      stack_row(wd.m, e, hidden, o1, inter, c1[k], s1[k]);
-      xa[k] = act + int64_t(slot) * inter;
-      acc0[k] = acc1[k] = 0.f;
-    }
-    for (int c = lane; c < inter / 32; c += 32) {  // 16-byte chunks: 32 weights, 2 scale bytes
-      uint4 q0[kMaxTopK], q1[kMaxTopK];
-      uint32_t sc0[kMaxTopK], sc1[kMaxTopK];
-#pragma unroll
-      for (int k = 0; k < kMaxTopK; ++k)
-        if (k < K) {
-          q0[k] = load_stream(c0[k] + int64_t(c) * 16);
-          q1[k] = load_stream(c1[k] + int64_t(c) * 16);
-          sc0[k] = __ldcs(reinterpret_cast<const unsigned short*>(s0[k] + int64_t(c) * 2));
-          sc1[k] = __ldcs(reinterpret_cast<const unsigned short*>(s1[k] + int64_t(c) * 2));
-        }
-#pragma unroll
-      for (int k = 0; k < kMaxTopK; ++k)
-        if (k < K) {
-          const bf16_t* xp = xa[k] + int64_t(c) * 32;
-          acc0[k] += group_dot(q0[k].x, q0[k].y, sc0[k], xp) + group_dot(q0[k].z, q0[k].w, sc0[k] >> 8, xp + 16);
-          acc1[k] += group_dot(q1[k].x, q1[k].y, sc1[k], xp) + group_dot(q1[k].z, q1[k].w, sc1[k] >> 8, xp + 16);
-        }
-    }
-    float sum0 = 0.f, sum1 = 0.f;
+  for (int k = 0; k < kMaxTopK; ++k) {
+    const int slot = t * K + min(k, K - 1);  // k >= K: valid pointers, never loaded
+    const int64_t e = ids[slot];
+    stack_row(wd.m, e, hidden, o0, inter, c0[k], s0[k]);
+    stack_row(wd.m, e, hidden, o1, inter, c1[k], s1[k]);
+    xa[k] = act + int64_t(slot) * inter;
+    acc0[k] = acc1[k] = 0.f;
+  }
+  for (int c = lane; c < inter / 32; c += 32) {  // 16-byte chunks: 32 weights, 2 scale bytes
+    uint4 q0[kMaxTopK], q1[kMaxTopK];
+    uint32_t sc0[kMaxTopK], sc1[kMaxTopK];
 #pragma unroll
     for (int k = 0; k < kMaxTopK; ++k)
       if (k < K) {
-        const int slot = t * K + k;
-        const float wk = topk_w[slot], s2 = wd.scale2[ids[slot]];
-        sum0 = fmaf(wk, round_bf16(warp_sum(acc0[k]) * s2), sum0);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
-        sum1 = fmaf(wk, round_bf16(warp_sum(acc1[k]) * s2), sum1);
+        q0[k] = load_stream(c0[k] + int64_t(c) * 16);
+        q1[k] = load_stream(c1[k] + int64_t(c) * 16);
+        sc0[k] = __ldcs(reinterpret_cast<const unsigned short*>(s0[k] + int64_t(c) * 2));
+        sc1[k] = __ldcs(reinterpret_cast<const unsigned short*>(s1[k] + int64_t(c) * 2));
       }
-    float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
-    if (shared_act != nullptr) {
-      const int64_t cb = sh.inter / 2, sb = sh.inter / 16;
-      const uint8_t* cr[2] = {sh.down.codes + o0 * cb, sh.down.codes + o1 * cb};
-      const uint8_t* sr[2] = {sh.down.scales + o0 * sb, sh.down.scales + o1 * sb};
-      float sacc[2][1];
-      warp_dot_nvfp4<2, 1>(cr, sr, shared_act + int64_t(t) * sh.inter, 0, 1, sh.inter, sacc);
-      y0 = round_bf16(y0 + round_bf16(sacc[0][0] * sh.s2_down));
-      y1 = round_bf16(y1 + round_bf16(sacc[1][0] * sh.s2_down));
-    } else if (y_shared != nullptr) {
-      y0 = round_bf16(y0 + __bfloat162float(y_shared[int64_t(t) * hidden + o0]));
-      y1 = round_bf16(y1 + __bfloat162float(y_shared[int64_t(t) * hidden + o1]));
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        const bf16_t* xp = xa[k] + int64_t(c) * 32;
+        acc0[k] += group_dot(q0[k].x, q0[k].y, sc0[k], xp) + group_dot(q0[k].z, q0[k].w, sc0[k] >> 8, xp + 16);
+        acc1[k] += group_dot(q1[k].x, q1[k].y, sc1[k], xp) + group_dot(q1[k].z, q1[k].w, sc1[k] >> 8, xp + 16);
+      }
+  }
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int k = 0; k < kMaxTopK; ++k)
+    if (k < K) {
+      const int slot = t * K + k;
+      const float wk = topk_w[slot], s2 = wd.scale2[ids[slot]];
+      sum0 = fmaf(wk, round_bf16(warp_sum(acc0[k]) * s2), sum0);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
+      sum1 = fmaf(wk, round_bf16(warp_sum(acc1[k]) * s2), sum1);
     }
-    if (lane < 2 && o0 + lane < hidden) {
-      const int64_t idx = int64_t(t) * hidden + o0 + lane;
-      h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
-    }
-  }();
-  last_block_rmsnorm<kWarps * 32>(h, int(gridDim.y), hidden, norm);  // decode: next layer's input norm
+  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+  if (shared_act != nullptr) {
+    const int64_t cb = sh.inter / 2, sb = sh.inter / 16;
+    const uint8_t* cr[2] = {sh.down.codes + o0 * cb, sh.down.codes + o1 * cb};
+    const uint8_t* sr[2] = {sh.down.scales + o0 * sb, sh.down.scales + o1 * sb};
+    float sacc[2][1];
+    warp_dot_nvfp4<2, 1>(cr, sr, shared_act + int64_t(t) * sh.inter, 0, 1, sh.inter, sacc);
+    y0 = round_bf16(y0 + round_bf16(sacc[0][0] * sh.s2_down));
+    y1 = round_bf16(y1 + round_bf16(sacc[1][0] * sh.s2_down));
+  } else if (y_shared != nullptr) {
+    y0 = round_bf16(y0 + __bfloat162float(y_shared[int64_t(t) * hidden + o0]));
+    y1 = round_bf16(y1 + __bfloat162float(y_shared[int64_t(t) * hidden + o1]));
+  }
+  if (lane < 2 && o0 + lane < hidden) {
+    const int64_t idx = int64_t(t) * hidden + o0 + lane;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
+  }
 }
 
 void check_width(const char* what, int width) {
@@ -186,8 +180,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            const NormAfter& after) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -198,8 +191,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   launch_pdl(nvfp4_moe_down_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down,
              inter, hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h),
-             norm_tail("nvfp4_moe_down_combine", after, T, /*decode steps*/ 8));
+             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
 }
 
