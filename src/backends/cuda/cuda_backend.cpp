@@ -360,7 +360,7 @@ bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, i
                                   const NormAfter* after) {
   if (T <= kGemvMaxTokens) {
     gemv_residual(x, T, in, W, out, h, stream_, after ? *after : NormAfter{});
-    return after != nullptr && after->weight != nullptr;  // no weight: nothing was fused
+    return after != nullptr;
   }
   ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
   residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
@@ -378,7 +378,7 @@ bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
   if (!q.present()) return linear_residual(x, T, in, W, out, h, after);
   if (T <= kGemvMaxTokens) {
     nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_, after ? *after : NormAfter{});
-    return after != nullptr && after->weight != nullptr;  // no weight: nothing was fused
+    return after != nullptr;
   }
   nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
   residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
