@@ -63,7 +63,6 @@ struct CudaBackend::Workspace {
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
   unsigned* router_done;  // router_topk's block counter for its one-launch decode path (kept at 0 between launches)
-  unsigned* norm_done;    // NormAfter's block counter (o_proj + post-attention norm in one launch), 0 between launches
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;
@@ -137,8 +136,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
   w.router_done = w.arena.get<unsigned>(1);
   STRIKER_CUDA_CHECK(cudaMemset(w.router_done, 0, sizeof(unsigned)));
-  w.norm_done = w.arena.get<unsigned>(1);
-  STRIKER_CUDA_CHECK(cudaMemset(w.norm_done, 0, sizeof(unsigned)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));
@@ -356,15 +353,13 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, b
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
 
-bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h,
-                                  const NormAfter* after) {
+void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h) {
   if (T <= kGemvMaxTokens) {
-    gemv_residual(x, T, in, W, out, h, stream_, after ? *after : NormAfter{});
-    return after != nullptr;
+    gemv_residual(x, T, in, W, out, h, stream_);
+  } else {
+    ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
+    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
   }
-  ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
-  residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
-  return false;
 }
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
@@ -373,16 +368,15 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
 
-bool CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
-                                  bf16* h, const NormAfter* after) {
-  if (!q.present()) return linear_residual(x, T, in, W, out, h, after);
+void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
+                                  bf16* h) {
+  if (!q.present()) return linear_residual(x, T, in, W, out, h);
   if (T <= kGemvMaxTokens) {
-    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_, after ? *after : NormAfter{});
-    return after != nullptr;
+    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
+  } else {
+    nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
+    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
   }
-  nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
-  residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
-  return false;
 }
 
 // NVFP4 routed experts of a decode step (T <= 8): the selected-experts kernels, with an NVFP4
@@ -481,9 +475,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
       paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
                       stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
     }
-    const NormAfter post{L.post_norm, w.x, eps, w.norm_done};                        // decode: the o_proj launch
-    if (!linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h, &post))           // also writes x (last block)
-      rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                            // x = rmsnorm(h)
+    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
+    rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)
       if (T <= kGemvMaxTokens && L.gate && L.up) {
         gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);

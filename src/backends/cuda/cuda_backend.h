@@ -12,7 +12,6 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/device_model.h"
-#include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/sampling.h"
 
 namespace striker::cuda {
@@ -60,13 +59,10 @@ class CudaBackend : public Backend {
   void run_layers(const StepPlan& plan);
   void moe_batched(const DeviceLayer& layer, int T);
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
-  // With `after` and a GEMV-sized step: the norm of the updated h is fused in; returns whether it was.
-  bool linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h,
-                       const NormAfter* after = nullptr);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
   // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
   void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
-  bool linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h,
-                       const NormAfter* after = nullptr);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
   // Routed + shared experts of a layer whose routed experts are NVFP4 (h = bf16(h + y)).
   void moe_nvfp4(const DeviceLayer& layer, int T);
 

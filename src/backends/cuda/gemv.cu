@@ -4,7 +4,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/norm_tail.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -18,8 +17,16 @@ enum class Mode { Store, Residual, Logits };
 // A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
 // over S warps (split-K) so short matrices still put enough loads in flight.
 template <int R, int NT, int S, Mode M>
-__device__ __forceinline__ void gemv_rows(const bf16_t* __restrict__ x, int T, int in, const bf16_t* __restrict__ W,
-                                          int out_dim, void* out, int o0, int warp, int lane, int part) {
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
+                                                           const bf16_t* __restrict__ W, int out_dim, void* out) {
+  constexpr int kGroups = kWarps / S;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const int o0 = (blockIdx.x * kGroups + group) * R;
+  pdl_launch_dependents();  // see launch.cuh
+  if (o0 < out_dim)         // the group's weight rows (step-invariant) start on their way to L2
+    prefetch_l2(W + int64_t(o0) * in, int64_t(min(R, out_dim - o0)) * in * 2, part * 32 + lane, 32 * S);
+  pdl_wait();  // x is written by the previous kernel
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const bf16_t* w[R];
@@ -69,24 +76,6 @@ __device__ __forceinline__ void gemv_rows(const bf16_t* __restrict__ x, int T, i
         }
       }
     }
-}
-
-// The kernel: weight prefetch, wait, the rows (gemv_rows may return early per warp), then for
-// Residual an optional norm of the updated h by the last block (every thread gets there).
-template <int R, int NT, int S, Mode M>
-__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
-                                                           const bf16_t* __restrict__ W, int out_dim, void* out,
-                                                           NormTail norm) {
-  constexpr int kGroups = kWarps / S;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int group = warp / S, part = warp % S;
-  const int o0 = (blockIdx.x * kGroups + group) * R;
-  pdl_launch_dependents();  // see launch.cuh
-  if (o0 < out_dim)         // the group's weight rows (step-invariant) start on their way to L2
-    prefetch_l2(W + int64_t(o0) * in, int64_t(min(R, out_dim - o0)) * in * 2, part * 32 + lane, 32 * S);
-  pdl_wait();  // x is written by the previous kernel
-  gemv_rows<R, NT, S, M>(x, T, in, W, out_dim, out, o0, warp, lane, part);
-  if constexpr (M == Mode::Residual) last_block_rmsnorm<kWarps * 32>(static_cast<const bf16_t*>(out), T, out_dim, norm);
 }
 
 // Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
@@ -156,10 +145,9 @@ void check_shapes(const char* what, const void* x, int in, const void* W, const 
 
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, int out_dim, void* out,
-                 cudaStream_t stream, const NormAfter& after = {}) {
+                 cudaStream_t stream) {
   check_shapes(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
-  const NormTail norm = norm_tail(what, after, T, kNT);
   // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
@@ -171,16 +159,16 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
     if (split)
-      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, norm);
+      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else if (in < 1024)
-      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, norm);
+      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else
-      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, norm);
+      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   } else {
     if (split)
-      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, norm);
+      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else
-      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, norm);
+      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -191,9 +179,8 @@ void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* o
   launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream);
 }
 
-void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream,
-                   const NormAfter& after) {
-  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream, after);
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream);
 }
 
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {

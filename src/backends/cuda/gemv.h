@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/rmsnorm.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -16,9 +15,7 @@ namespace striker::cuda {
 // out[t,o] = bf16(mm(x[t], W)[o]).  x [T, in], out [T, out_dim].
 void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream);
 // h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj and dense down_proj with the residual add fused).
-// With `after` (T <= 8): also after.out = rmsnorm(h, after.weight) of the updated h (rmsnorm.h NormAfter).
-void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream,
-                   const NormAfter& after = {});
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head; sampling reads fp32).
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream);
 // SwiGLU front half: g = bf16(mm(x,Wg)); u = bf16(mm(x,Wu)); act = bf16(bf16(g·sigmoid(g))·u).

@@ -5,7 +5,6 @@
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/norm_tail.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -19,10 +18,20 @@ enum class Mode { Store, Residual, Logits };
 // Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
 // input split over S warps; the dot product is scaled by the row's scale2 before rounding.
 template <int R, int NT, int S, Mode M>
-__device__ __forceinline__ void nvfp4_gemv_rows(const bf16_t* __restrict__ x, int T, int in,
-                                                const uint8_t* __restrict__ codes, const uint8_t* __restrict__ scales,
-                                                const RowScale2& s2, int out_dim, void* out, int o0, int warp,
-                                                int lane, int part) {
+__global__ void __launch_bounds__(kWarps * 32)
+    nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
+                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
+  constexpr int kGroups = kWarps / S;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const int o0 = (blockIdx.x * kGroups + group) * R;
+  pdl_launch_dependents();  // see launch.cuh
+  if (o0 < out_dim) {       // the group's weight rows (step-invariant) start on their way to L2
+    const int64_t rows = min(R, out_dim - o0);
+    prefetch_l2(codes + o0 * int64_t(in / 2), rows * (in / 2), part * 32 + lane, 32 * S);
+    prefetch_l2(scales + o0 * int64_t(in / 16), rows * (in / 16), part * 32 + lane, 32 * S);
+  }
+  pdl_wait();  // x is written by the previous kernel
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const uint8_t* cr[R];
@@ -72,27 +81,6 @@ __device__ __forceinline__ void nvfp4_gemv_rows(const bf16_t* __restrict__ x, in
         }
       }
     }
-}
-
-// The kernel: weight prefetch, wait, the rows (nvfp4_gemv_rows may return early per warp), then
-// for Residual an optional norm of the updated h by the last block (every thread gets there).
-template <int R, int NT, int S, Mode M>
-__global__ void __launch_bounds__(kWarps * 32)
-    nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
-                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out, NormTail norm) {
-  constexpr int kGroups = kWarps / S;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int group = warp / S, part = warp % S;
-  const int o0 = (blockIdx.x * kGroups + group) * R;
-  pdl_launch_dependents();  // see launch.cuh
-  if (o0 < out_dim) {       // the group's weight rows (step-invariant) start on their way to L2
-    const int64_t rows = min(R, out_dim - o0);
-    prefetch_l2(codes + o0 * int64_t(in / 2), rows * (in / 2), part * 32 + lane, 32 * S);
-    prefetch_l2(scales + o0 * int64_t(in / 16), rows * (in / 16), part * 32 + lane, 32 * S);
-  }
-  pdl_wait();  // x is written by the previous kernel
-  nvfp4_gemv_rows<R, NT, S, M>(x, T, in, codes, scales, s2, out_dim, out, o0, warp, lane, part);
-  if constexpr (M == Mode::Residual) last_block_rmsnorm<kWarps * 32>(static_cast<const bf16_t*>(out), T, out_dim, norm);
 }
 
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
@@ -185,10 +173,9 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream, const NormAfter& after = {}) {
+                 cudaStream_t stream) {
   check_nvfp4(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
-  const NormTail norm = norm_tail(what, after, T, kNT);
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
@@ -199,17 +186,17 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   if (T == 1) {
     if (split)
       launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0, stream, xd,
-                 T, in, W.codes, W.scales, s2, out_dim, out, norm);
+                 T, in, W.codes, W.scales, s2, out_dim, out);
     else
       launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream, xd, T,
-                 in, W.codes, W.scales, s2, out_dim, out, norm);
+                 in, W.codes, W.scales, s2, out_dim, out);
   } else {
     if (split)
       launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0, stream,
-                 xd, T, in, W.codes, W.scales, s2, out_dim, out, norm);
+                 xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
       launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0, stream, xd,
-                 T, in, W.codes, W.scales, s2, out_dim, out, norm);
+                 T, in, W.codes, W.scales, s2, out_dim, out);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -226,8 +213,8 @@ void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, i
 }
 
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream, const NormAfter& after) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream, after);
+                         cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
 }
 
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,

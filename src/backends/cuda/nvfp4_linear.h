@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/rmsnorm.h"
 #include "core/bf16.h"
 
 #ifdef __CUDACC__
@@ -51,9 +50,8 @@ struct RowScale2 {
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream);
 // h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj / dense down with the residual add fused).
-// With `after` (T <= 8): also after.out = rmsnorm(h, after.weight) of the updated h (rmsnorm.h NormAfter).
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream, const NormAfter& after = {});
+                         cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head).
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
                        cudaStream_t stream);

@@ -17,17 +17,6 @@ void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, flo
 void add_rmsnorm(bf16* h, const bf16* delta, const float* w, bf16* out, int rows, int hidden, float eps,
                  cudaStream_t stream);
 
-// Decode-step fusion of the norm that follows a residual update (T <= 8): the kernel that writes
-// h also writes out = rmsnorm(h, weight) for its T rows — the last of its blocks to finish does it,
-// with rmsnorm()'s arithmetic (bit-identical). done: one zero-initialised device counter, back at 0
-// after every launch; launches sharing it must be ordered on one stream. weight == nullptr: no norm.
-struct NormAfter {
-  const float* weight = nullptr;
-  bf16* out = nullptr;
-  float eps = 0.f;
-  unsigned* done = nullptr;
-};
-
 // CPU references (same contracts; delta may be empty for the plain norm).
 void rmsnorm_ref(const std::vector<bf16>& x, const std::vector<float>& w, std::vector<bf16>& out, int rows,
                  int hidden, float eps);
