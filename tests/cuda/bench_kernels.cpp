@@ -169,16 +169,6 @@ void bench_router_moe(std::mt19937& rng) {
   Comparison c = compare(d_tw.download(), ref_w, 1e-5, 1e-6);
   if (ids != ref_ids) c.nan_count += 1;  // a different expert set fails the row
   row("router E=256 K=6", &c, time_us(route), double(E) * H * 2);
-  DeviceBuffer<unsigned> d_done(std::vector<unsigned>{0u});
-  auto route_fused = [&](int) {
-    router_topk(d_x.get(), T, rs, d_wr.get(), nullptr, d_bias.get(), d_logits.get(), d_ids.get(), d_tw.get(),
-                nullptr, d_done.get());
-  };
-  d_ids.poison();
-  route_fused(0);
-  Comparison cf = compare(d_tw.download(), ref_w, 1e-5, 1e-6);
-  if (d_ids.download() != ref_ids) cf.nan_count += 1;
-  row("router E=256 K=6 (1 launch)", &cf, time_us(route_fused), double(E) * H * 2);
 
   // The routed experts: all 256 experts of one layer live on the device; only 6 are read.
   const size_t expert_elems = size_t(E) * I * H;

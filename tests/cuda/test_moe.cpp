@@ -43,41 +43,6 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
   }
 }
 
-// The one-launch decode path (T <= 8 with a block counter): same ids and weights as the reference
-// on several back-to-back launches with new inputs (the counter must return to 0 after each), and
-// T = 11 with a counter given still takes the two-kernel path.
-TEST(CudaRouter, FusedDecodeSelectMatchesReferenceAndResetsCounter) {
-  std::mt19937 rng(43);
-  for (bool f32 : {false, true}) {
-    const RouterShape rs{2048, 256, 6, true, 2.5f};
-    auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
-    auto wf = f32 ? random_f32(rng, wb.size(), 0.f, 0.03f) : to_float(wb);
-    auto bias = random_f32(rng, size_t(rs.n_experts), 0.f, 0.05f);
-    DeviceBuffer<bf16> d_wb(wb);
-    DeviceBuffer<float> d_wf(wf), d_bias(bias);
-    DeviceBuffer<unsigned> d_done(std::vector<unsigned>{0u});
-    for (int T : {1, 5, 8, 11, 3}) {
-      SCOPED_TRACE(std::string(f32 ? "f32" : "bf16") + " weights, T=" + std::to_string(T));
-      auto x = random_bf16(rng, size_t(T) * rs.hidden);
-      std::vector<int32_t> ref_ids;
-      std::vector<float> ref_w;
-      router_topk_ref(x, T, rs, wf, &bias, ref_ids, ref_w);
-      DeviceBuffer<bf16> d_x(x);
-      DeviceBuffer<float> d_w(size_t(T) * rs.top_k), d_logits(size_t(T) * rs.n_experts);
-      DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
-      d_w.poison();
-      d_ids.poison();
-      d_logits.poison();
-      router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(),
-                  d_logits.get(), d_ids.get(), d_w.get(), nullptr, d_done.get());
-      EXPECT_EQ(d_ids.download(), ref_ids) << "fused router picked other experts than the reference";
-      const auto c = compare(d_w.download(), ref_w, 1e-5, 1e-6);
-      EXPECT_TRUE(c.ok()) << "fused router weights: " << c.describe();
-      EXPECT_EQ(d_done.download(), std::vector<unsigned>{0u}) << "the block counter was not reset to 0";
-    }
-  }
-}
-
 TEST(CudaRouter, TiesGoToTheLowerExpert) {
   const RouterShape rs{64, 32, 4, true, 1.f};
   std::vector<bf16> x(64, float_to_bf16(1.f));

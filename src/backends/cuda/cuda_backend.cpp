@@ -62,7 +62,6 @@ struct CudaBackend::Workspace {
   bf16 *h, *x, *qkv, *q, *attn, *tmp, *gate, *up, *act, *moe_act, *shared_act, *logit_x, *logits_bf16;
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
-  unsigned* router_done;  // router_topk's block counter for its one-launch decode path (kept at 0 between launches)
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;
@@ -134,8 +133,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.router_logits = w.arena.get<float>(Tm * c.n_routed_experts);
   w.topk_w = w.arena.get<float>(Tm * K);
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
-  w.router_done = w.arena.get<unsigned>(1);
-  STRIKER_CUDA_CHECK(cudaMemset(w.router_done, 0, sizeof(unsigned)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));
@@ -491,7 +488,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
       linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);                      // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
       router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
-                  stream_, w.router_done);
+                  stream_);
       if (T > kGemvMaxTokens) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {

@@ -14,11 +14,23 @@ constexpr int kMaxExperts = 1024;
 constexpr int kMaxTopK = 8;
 constexpr int kTokensPerPass = 8;
 
-// Σ_i float(x_i)·float(Wr[e,i]) of expert e for tokens t0 .. t0+nt-1 (nt <= 8), written by lane 0.
-__device__ __forceinline__ void router_row_logits(const bf16_t* __restrict__ x, int hidden, int E, int e, int t0,
-                                                  int nt, const bf16_t* __restrict__ w_bf16,
-                                                  const float* __restrict__ w_f32, float* __restrict__ logits) {
+// Logits: one warp per expert, up to 8 tokens per pass over the expert's row, spread over
+// E/8 blocks so the router matrix streams at full bandwidth.
+__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
+                                                                    int E, const bf16_t* __restrict__ w_bf16,
+                                                                    const float* __restrict__ w_f32,
+                                                                    float* __restrict__ logits) {
+  const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
+  pdl_launch_dependents();  // see launch.cuh
+  if (e >= E) return;
+  if (w_f32 != nullptr)  // the expert's router row is step-invariant: start it on its way to L2
+    prefetch_l2(w_f32 + int64_t(e) * hidden, int64_t(hidden) * 4, lane, 32);
+  else
+    prefetch_l2(w_bf16 + int64_t(e) * hidden, int64_t(hidden) * 2, lane, 32);
+  pdl_wait();  // x is written by the previous kernel
+  const int t0 = blockIdx.y * kTokensPerPass;
+  const int nt = min(kTokensPerPass, T - t0);
   float acc[kTokensPerPass];
 #pragma unroll
   for (int t = 0; t < kTokensPerPass; ++t) acc[t] = 0.f;
@@ -61,38 +73,17 @@ __device__ __forceinline__ void router_row_logits(const bf16_t* __restrict__ x, 
   }
 }
 
-// The expert's router row is step-invariant: it may be sent to L2 before griddepcontrol.wait.
-__device__ __forceinline__ void prefetch_router_row(int hidden, int e, const bf16_t* w_bf16, const float* w_f32) {
-  const int lane = threadIdx.x & 31;
-  if (w_f32 != nullptr) prefetch_l2(w_f32 + int64_t(e) * hidden, int64_t(hidden) * 4, lane, 32);
-  else prefetch_l2(w_bf16 + int64_t(e) * hidden, int64_t(hidden) * 2, lane, 32);
-}
-
-// Logits: one warp per expert, up to 8 tokens per pass over the expert's row, spread over
-// E/8 blocks so the router matrix streams at full bandwidth.
-__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
-                                                                    int E, const bf16_t* __restrict__ w_bf16,
-                                                                    const float* __restrict__ w_f32,
-                                                                    float* __restrict__ logits) {
-  const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  pdl_launch_dependents();  // see launch.cuh
-  if (e >= E) return;
-  prefetch_router_row(hidden, e, w_bf16, w_f32);
-  pdl_wait();  // x is written by the previous kernel
-  const int t0 = blockIdx.y * kTokensPerPass;
-  router_row_logits(x, hidden, E, e, t0, min(kTokensPerPass, T - t0), w_bf16, w_f32, logits);
-}
-
-// One warp picks token t's top K of sigmoid(logit) + bias in K rounds of a warp-wide argmax
-// (ties go to the lower index, as the spec requires). score/sel: this warp's E floats each of
-// shared memory. Logits are read through L2 (__ldcg): in the fused kernel other blocks wrote them.
-__device__ __forceinline__ void router_select_token(const float* __restrict__ logits_t, int E, int K,
-                                                    const float* __restrict__ bias, bool norm, float rsf,
-                                                    float* score, float* sel, int32_t* __restrict__ ids_t,
-                                                    float* __restrict__ weights_t) {
-  const int lane = threadIdx.x & 31;
+// Selection: one warp per token picks the top K of sigmoid(logit) + bias in K rounds of a
+// warp-wide argmax (ties go to the lower index, as the spec requires).
+__global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
+                                                           const float* __restrict__ bias, bool norm, float rsf,
+                                                           int32_t* __restrict__ ids, float* __restrict__ weights) {
+  pdl_grid_start();  // see launch.cuh
+  __shared__ float score[kMaxExperts];
+  __shared__ float sel[kMaxExperts];
+  const int t = blockIdx.x, lane = threadIdx.x;
   for (int e = lane; e < E; e += 32) {
-    const float s = 1.0f / (1.0f + expf(-__ldcg(logits_t + e)));
+    const float s = 1.0f / (1.0f + expf(-logits[int64_t(t) * E + e]));
     score[e] = s;
     sel[e] = s + (bias ? bias[e] : 0.f);
   }
@@ -126,57 +117,15 @@ __device__ __forceinline__ void router_select_token(const float* __restrict__ lo
   }
   if (lane < K) {
     const float s = score[mine];
-    ids_t[lane] = mine;
-    weights_t[lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
+    ids[t * K + lane] = mine;
+    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
   }
-}
-
-__global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
-                                                           const float* __restrict__ bias, bool norm, float rsf,
-                                                           int32_t* __restrict__ ids, float* __restrict__ weights) {
-  pdl_grid_start();  // see launch.cuh
-  __shared__ float score[kMaxExperts];
-  __shared__ float sel[kMaxExperts];
-  const int t = blockIdx.x;
-  router_select_token(logits + int64_t(t) * E, E, K, bias, norm, rsf, score, sel, ids + t * K, weights + t * K);
-}
-
-// Decode steps (T <= 8): logits and selection in one launch. Every block computes its experts'
-// logits, makes them visible (fence) and counts itself done; the block that counts last sees all
-// logits and runs the selection, one warp per token, then puts the counter back to 0 for the next
-// launch (the next router launch starts counting only after its griddepcontrol.wait, i.e. after
-// this grid has finished).
-__global__ void __launch_bounds__(kWarps * 32)
-    router_fused_kernel(const bf16_t* __restrict__ x, int T, int hidden, int E, const bf16_t* __restrict__ w_bf16,
-                        const float* __restrict__ w_f32, float* __restrict__ logits, int K,
-                        const float* __restrict__ bias, bool norm, float rsf, int32_t* __restrict__ ids,
-                        float* __restrict__ weights, unsigned* __restrict__ done) {
-  __shared__ float score[kWarps][kMaxExperts];
-  __shared__ float sel[kWarps][kMaxExperts];
-  __shared__ bool last;
-  const int warp = threadIdx.x >> 5;
-  const int e = blockIdx.x * kWarps + warp;
-  pdl_launch_dependents();  // see launch.cuh
-  if (e < E) prefetch_router_row(hidden, e, w_bf16, w_f32);
-  pdl_wait();  // x is written by the previous kernel
-  if (e < E) router_row_logits(x, hidden, E, e, 0, T, w_bf16, w_f32, logits);
-  __threadfence();  // this block's logits are visible device-wide before it counts itself done
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();  // every other block fenced its logits before counting
-  for (int t = warp; t < T; t += kWarps)
-    router_select_token(logits + int64_t(t) * E, E, K, bias, norm, rsf, score[warp], sel[warp], ids + t * K,
-                        weights + t * K);
-  if (threadIdx.x == 0) *done = 0u;
 }
 
 }  // namespace
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
-                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream,
-                 unsigned* done_counter) {
+                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
   if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kMaxExperts || rs.top_k <= 0 || rs.top_k > kMaxTopK ||
       rs.top_k > rs.n_experts)
@@ -186,14 +135,6 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
     throw Error("router_topk: exactly one of the bf16 / fp32 router weights must be given");
   if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
-  if (done_counter != nullptr && T <= kTokensPerPass) {
-    launch_pdl(router_fused_kernel, dim3(unsigned((rs.n_experts + kWarps - 1) / kWarps)), dim3(kWarps * 32), 0, stream,
-               reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts,
-               reinterpret_cast<const bf16_t*>(weight_bf16), weight_f32, logits_scratch, rs.top_k, bias,
-               rs.norm_topk_prob, rs.routed_scaling_factor, topk_ids, topk_w, done_counter);
-    STRIKER_CUDA_CHECK_LAUNCH("router_topk (fused)");
-    return;
-  }
   const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps), unsigned((T + kTokensPerPass - 1) / kTokensPerPass));
   launch_pdl(router_logits_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, rs.hidden,
                                                          rs.n_experts, reinterpret_cast<const bf16_t*>(weight_bf16),

@@ -20,12 +20,8 @@ struct RouterShape {
 
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
-// done_counter: one zero-initialised device unsigned owned by the stream's caller; when given and
-// T <= 8, logits and selection run as one launch (the last block to finish selects and resets the
-// counter to 0). Calls sharing a counter must be ordered on one stream.
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
-                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream,
-                 unsigned* done_counter = nullptr);
+                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream);
 
 // CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
 void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,
