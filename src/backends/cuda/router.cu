@@ -20,15 +20,10 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t
                                                                     int E, const bf16_t* __restrict__ w_bf16,
                                                                     const float* __restrict__ w_f32,
                                                                     float* __restrict__ logits) {
+  pdl_grid_start();  // see launch.cuh
   const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
-  pdl_launch_dependents();  // see launch.cuh
   if (e >= E) return;
-  if (w_f32 != nullptr)  // the expert's router row is step-invariant: start it on its way to L2
-    prefetch_l2(w_f32 + int64_t(e) * hidden, int64_t(hidden) * 4, lane, 32);
-  else
-    prefetch_l2(w_bf16 + int64_t(e) * hidden, int64_t(hidden) * 2, lane, 32);
-  pdl_wait();  // x is written by the previous kernel
+  const int lane = threadIdx.x & 31;
   const int t0 = blockIdx.y * kTokensPerPass;
   const int nt = min(kTokensPerPass, T - t0);
   float acc[kTokensPerPass];
