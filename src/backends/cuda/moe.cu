@@ -20,18 +20,12 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? shared_inter : inter;
-  pdl_launch_dependents();  // see launch.cuh
   if (o0 >= rows) return;
-  if (shared) {  // the shared expert's rows are step-invariant: start them on their way to L2
-    const int64_t bytes = int64_t(min(2, rows - o0)) * hidden * 2;
-    prefetch_l2(sg + int64_t(o0) * hidden, bytes, threadIdx.x & 31, 32);
-    prefetch_l2(su + int64_t(o0) * hidden, bytes, threadIdx.x & 31, 32);
-  }
-  pdl_wait();  // x and the routed experts' ids come from earlier kernels
   const int t = shared ? slot - T * K : slot / K;
   const int o1 = min(o0 + 1, rows - 1);
   const bf16_t* g = shared ? sg : wg + int64_t(ids[slot]) * inter * hidden;
@@ -58,15 +52,12 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  const int lane = threadIdx.x & 31;
-  pdl_launch_dependents();  // see launch.cuh
   if (o0 >= hidden) return;
-  if (shared_act != nullptr)  // the shared expert's down rows are step-invariant (the pointer is an argument)
-    prefetch_l2(wd_shared + int64_t(o0) * shared_inter, int64_t(min(2, hidden - o0)) * shared_inter * 2, lane, 32);
-  pdl_wait();  // act, the ids/weights and h come from earlier kernels
   const int t = blockIdx.y;
   const int o1 = min(o0 + 1, hidden - 1);
+  const int lane = threadIdx.x & 31;
   const bf16_t* w0[kMaxTopK];
   const bf16_t* w1[kMaxTopK];
   const bf16_t* xa[kMaxTopK];

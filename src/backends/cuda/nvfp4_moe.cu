@@ -26,21 +26,12 @@ __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
                              bf16_t* __restrict__ shared_act) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? sh.inter : inter;
-  pdl_launch_dependents();  // see launch.cuh
   if (o0 >= rows) return;
-  if (shared) {  // the shared expert's rows are step-invariant: start them on their way to L2
-    const int64_t n = min(2, rows - o0), cb = hidden / 2, sb = hidden / 16;
-    const int lane = threadIdx.x & 31;
-    prefetch_l2(sh.gate.codes + o0 * cb, n * cb, lane, 32);
-    prefetch_l2(sh.up.codes + o0 * cb, n * cb, lane, 32);
-    prefetch_l2(sh.gate.scales + o0 * sb, n * sb, lane, 32);
-    prefetch_l2(sh.up.scales + o0 * sb, n * sb, lane, 32);
-  }
-  pdl_wait();  // x and the routed experts' ids come from earlier kernels
   const int t = shared ? slot - T * K : slot / K;
   const int o1 = min(o0 + 1, rows - 1);
   const uint8_t* cr[4];
@@ -82,18 +73,12 @@ __global__ void __launch_bounds__(kWarps * 32)
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                           const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
                           bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  const int lane = threadIdx.x & 31;
-  pdl_launch_dependents();  // see launch.cuh
   if (o0 >= hidden) return;
-  if (shared_act != nullptr) {  // the shared expert's down rows are step-invariant (the pointer is an argument)
-    const int64_t n = min(2, hidden - o0), cb = sh.inter / 2, sb = sh.inter / 16;
-    prefetch_l2(sh.down.codes + o0 * cb, n * cb, lane, 32);
-    prefetch_l2(sh.down.scales + o0 * sb, n * sb, lane, 32);
-  }
-  pdl_wait();  // act, the ids/weights and h come from earlier kernels
   const int t = blockIdx.y;
   const int o1 = min(o0 + 1, hidden - 1);
+  const int lane = threadIdx.x & 31;
   const uint8_t *c0[kMaxTopK], *c1[kMaxTopK], *s0[kMaxTopK], *s1[kMaxTopK];
   const bf16_t* xa[kMaxTopK];
   float acc0[kMaxTopK], acc1[kMaxTopK];
