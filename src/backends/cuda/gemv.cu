@@ -19,14 +19,11 @@ enum class Mode { Store, Residual, Logits };
 template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                            const bf16_t* __restrict__ W, int out_dim, void* out) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
   const int o0 = (blockIdx.x * kGroups + group) * R;
-  pdl_launch_dependents();  // see launch.cuh
-  if (o0 < out_dim)         // the group's weight rows (step-invariant) start on their way to L2
-    prefetch_l2(W + int64_t(o0) * in, int64_t(min(R, out_dim - o0)) * in * 2, part * 32 + lane, 32 * S);
-  pdl_wait();  // x is written by the previous kernel
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const bf16_t* w[R];
@@ -85,17 +82,11 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
                                                               const bf16_t* __restrict__ Wg,
                                                               const bf16_t* __restrict__ Wu, int inter,
                                                               bf16_t* __restrict__ act) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
   const int o0 = (blockIdx.x * kGroups + group) * 2;
-  pdl_launch_dependents();  // see launch.cuh
-  if (o0 < inter) {         // the group's gate and up rows (step-invariant) start on their way to L2
-    const int64_t bytes = int64_t(min(2, inter - o0)) * in * 2;
-    prefetch_l2(Wg + int64_t(o0) * in, bytes, part * 32 + lane, 32 * S);
-    prefetch_l2(Wu + int64_t(o0) * in, bytes, part * 32 + lane, 32 * S);
-  }
-  pdl_wait();  // x is written by the previous kernel
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const int oa = min(o0, inter - 1), ob = min(o0 + 1, inter - 1);

@@ -21,17 +21,11 @@ template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
   const int o0 = (blockIdx.x * kGroups + group) * R;
-  pdl_launch_dependents();  // see launch.cuh
-  if (o0 < out_dim) {       // the group's weight rows (step-invariant) start on their way to L2
-    const int64_t rows = min(R, out_dim - o0);
-    prefetch_l2(codes + o0 * int64_t(in / 2), rows * (in / 2), part * 32 + lane, 32 * S);
-    prefetch_l2(scales + o0 * int64_t(in / 16), rows * (in / 16), part * 32 + lane, 32 * S);
-  }
-  pdl_wait();  // x is written by the previous kernel
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const uint8_t* cr[R];
@@ -88,18 +82,10 @@ template <int NT>
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
                          float s2u, int inter, bf16_t* __restrict__ act) {
+  pdl_grid_start();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blockIdx.x * kWarps + warp) * 2;
-  pdl_launch_dependents();  // see launch.cuh
   if (o0 >= inter) return;
-  {  // the warp's gate and up rows (step-invariant) start on their way to L2
-    const int64_t rows = min(2, inter - o0);
-    prefetch_l2(wg.codes + o0 * int64_t(in / 2), rows * (in / 2), lane, 32);
-    prefetch_l2(wu.codes + o0 * int64_t(in / 2), rows * (in / 2), lane, 32);
-    prefetch_l2(wg.scales + o0 * int64_t(in / 16), rows * (in / 16), lane, 32);
-    prefetch_l2(wu.scales + o0 * int64_t(in / 16), rows * (in / 16), lane, 32);
-  }
-  pdl_wait();  // x is written by the previous kernel
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const int64_t oa = o0, ob = min(o0 + 1, inter - 1);
