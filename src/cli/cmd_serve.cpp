@@ -46,6 +46,8 @@ struct ServeArgs {
   std::string quantization;
   uint64_t seed = 0;
   std::string kv_cache_dtype = "auto";
+  bool enforce_eager = false;  // vLLM: no CUDA graphs (striker's default; see --cuda-graphs)
+  bool cuda_graphs = false;
   bool enable_prefix_caching = false;
   std::string generation_config = "auto";
   std::string default_chat_template_kwargs;
@@ -84,6 +86,8 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.kv_cache_dtype != "auto" && a.kv_cache_dtype != "bfloat16") {
     throw Error("--kv-cache-dtype " + a.kv_cache_dtype + " is not supported yet (only auto = bfloat16)");
   }
+  if (a.enforce_eager && a.cuda_graphs) throw Error("--enforce-eager and --cuda-graphs contradict each other");
+  if (a.cuda_graphs && a.device == "cpu") throw Error("--cuda-graphs applies to --device cuda");
   if (a.enable_prefix_caching) throw Error("--enable-prefix-caching is not implemented yet in striker");
   if (a.port < 0 || a.port > 65535) throw Error("--port must be in 0..65535");
   if (a.enable_auto_tool_choice && a.tool_call_parser.empty()) {
@@ -251,6 +255,9 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
     co.max_logit_rows = std::max(512, a.max_num_seqs + 256);  // prompt_logprobs chunks are capped at 256
     const int64_t blocks_per_seq = (max_model_len + ec.block_size - 1) / ec.block_size + 1;
     co.max_table_entries = std::max<int64_t>(co.max_table_entries, int64_t(a.max_num_seqs) * blocks_per_seq);
+    // Graph replay measured within noise of PDL stream launches (docs/performance.md) and captures one
+    // graph per step shape, so it is opt-in; --enforce-eager (vLLM's flag) is accepted and is the default.
+    co.use_graphs = a.cuda_graphs;
     if (dummy) {
       const LinearFormat format = dummy_weight_format(lo);
       std::fprintf(stderr, "striker serve: making random %s weights (--load-format dummy, seed %llu) on %s\n",
@@ -330,6 +337,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "base seed for requests without one, and of --load-format dummy weights");
   cmd->add_option("--quantization", a->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (bfloat16)");
+  cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs (the default; accepted for vLLM compatibility)");
+  cmd->add_flag("--cuda-graphs", a->cuda_graphs, "replay decode steps (up to 256 tokens) from captured CUDA graphs");
   cmd->add_flag("--enable-prefix-caching", a->enable_prefix_caching, "not implemented yet (startup error)");
   cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs, "JSON object, e.g. '{\"enable_thinking\": false}'");

@@ -21,6 +21,8 @@ from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
     (["--kv-cache-memory", "lots"], "--kv-cache-memory"),
     (["--max-model-len", "999999"], "exceeds the model's max_position_embeddings"),
     (["--generation-config", "/nonexistent"], "generation_config.json does not exist"),
+    (["--enforce-eager", "--cuda-graphs"], "--enforce-eager and --cuda-graphs contradict"),
+    (["--cuda-graphs"], "--cuda-graphs applies to --device cuda"),
 ])
 def test_bad_flags_fail_at_startup(striker_bin, tiny_model, flags, needle):
     device = [] if "--device" in flags else ["--device", "cpu"]
