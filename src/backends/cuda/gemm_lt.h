@@ -30,6 +30,7 @@ class LtGemm {
 
  private:
   struct Plan;
+  std::unique_ptr<Plan> make_plan(int T, int in, int out_dim, int ld_out, bool align16);
   Plan& plan_for(int T, int in, int out_dim);
   Plan& scaled_plan_for(int T, int in, int out_dim, int ld_out);
   void* handle_ = nullptr;
