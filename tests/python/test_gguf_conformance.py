@@ -1,8 +1,10 @@
 """NVFP4 GGUF checkpoints made by `striker quantize` (a tiny and a mid-size config): the CPU
 backend's teacher-forced log-probabilities on the GGUF match the independent numpy reference
 running on the dequantised GGUF weights (read through llama.cpp's gguf-py), under FLINT.md §4's
-rule. W4A16: activations stay BF16, scale2 multiplies the fp32 accumulator."""
+rule. W4A16: activations stay BF16, scale2 multiplies the fp32 accumulator.
+STRIKER_CONFORMANCE_DEVICE=cuda runs the same check on the CUDA backend (scripts/gpu_server_tests.sh)."""
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -45,12 +47,13 @@ def test_nvfp4_gguf_conforms_to_reference(striker_bin, shared_dir, tmp_path, siz
     model, gguf_path = make_gguf(striker_bin, shared_dir, tmp_path, config, seed=11)
     ids = np.random.default_rng(77).integers(0, 151000, length).tolist()
     proc = subprocess.run([str(striker_bin), "perplexity", str(gguf_path), "--hf-config-path", str(model),
-                           "--ids", ",".join(map(str, ids)), "--json", "--chunk-size", "128"],
+                           "--ids", ",".join(map(str, ids)), "--json", "--chunk-size", "128",
+                           "--device", os.environ.get("STRIKER_CONFORMANCE_DEVICE", "cpu")],
                           check=True, capture_output=True, text=True)
     got = json.loads(proc.stdout)
     ref = FlintReference(model, checkpoint=GgufCheckpoint(gguf_path, model))
     _, _, lsm = teacher_forced(ref.logits(ids), ids)
     result = conformance(got["logprobs"], got["argmax"], lsm, ids)
-    print(f"\nNVFP4 {size}: median |dlogprob| {result['median']:.4f}, p95 {result['p95']:.4f}, "
+    print(f"\nNVFP4 {size} ({os.environ.get('STRIKER_CONFORMANCE_DEVICE', 'cpu')}): median |dlogprob| {result['median']:.4f}, p95 {result['p95']:.4f}, "
           f"argmax agreement {result['argmax_agreement']:.1%} over {result['positions']} positions")
     assert result["passed"], result
