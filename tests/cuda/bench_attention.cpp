@@ -1,0 +1,158 @@
+// Attention benchmarks: q/k norm + RoPE + KV write, split-KV decode attention (variants), and the
+// tensor-core prefill attention beside the decode kernel over the same queries.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench_kernels.h"
+#include "bench_util.h"
+#include "backends/cuda/attention.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/qk_rope_kv.h"
+#include "cuda_test_util.h"
+
+namespace striker::cuda::testing {
+
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target) {
+  const int nh = 32, nkv = 4, d = 128, B = 16;
+  const int blocks = (ctx + B - 1) / B;
+  const int keys = window > 0 ? std::min(ctx, window) : ctx;
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  const size_t elems = size_t(blocks) * nkv * B * d;
+  auto kc = random_bf16(rng, elems), vc = random_bf16(rng, elems);
+  auto q = random_bf16(rng, size_t(nh) * d, 0.3f);
+  auto sinks = random_f32(rng, size_t(nh), 0.f, 2.f);
+  const AttentionShape shape{nh, nkv, d, B, window};
+  std::vector<int32_t> pos = {ctx - 1}, off = {0};
+  std::vector<bf16> ref;
+  paged_attention_ref(q, kc, vc, &sinks, shape, pos, off, table, ref);
+  // Rotate over several caches when the window is small enough to sit in L2.
+  const double kv_bytes = double(keys) * nkv * d * 2 * 2;
+  const int nc = window > 0 ? copies_for(double(elems) * 4) : 1;
+  std::vector<DeviceBuffer<bf16>> ks, vs;
+  for (int i = 0; i < nc; ++i) {
+    ks.emplace_back(kc);
+    vs.emplace_back(vc);
+  }
+  DeviceBuffer<bf16> d_q(q), d_out(ref.size());
+  DeviceBuffer<float> d_sinks(sinks);
+  DeviceBuffer<int32_t> d_pos(pos), d_off(off), d_tab(table);
+  const int64_t records = nkv * 2048;
+  DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
+  auto launch = [&](int i) {
+    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), nullptr, unroll);
+  };
+  d_out.poison();
+  launch(0);
+  const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+  row(name + (unroll <= 1 ? " mma" + std::to_string(unroll + 2) : " simt") + " t" + std::to_string(target), &c,
+      time_us(launch), kv_bytes);
+}
+
+// Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
+// heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
+// same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
+// last ones included) and new against old on every output. TFLOP/s counts the causal FLOPs
+// (4·d per visible key, query head); GB/s counts the K/V cache once.
+void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms) {
+  const int nh = 32, nkv = 4, d = 128, B = 16;
+  const int blocks = (T + B - 1) / B;
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  const size_t elems = size_t(blocks) * nkv * B * d;
+  auto kc = random_bf16(rng, elems), vc = random_bf16(rng, elems);
+  auto q = random_bf16(rng, size_t(T) * nh * d, 0.3f);
+  auto sinks = random_f32(rng, size_t(nh), 0.f, 2.f);
+  const AttentionShape shape{nh, nkv, d, B, window};
+  std::vector<int32_t> pos(static_cast<size_t>(T)), off(static_cast<size_t>(T), 0), tiles;
+  std::iota(pos.begin(), pos.end(), 0);
+  append_prefill_tiles(0, T, tiles);
+  double flops = 0;
+  for (int p = 0; p < T; ++p) flops += double(window > 0 ? std::min(p + 1, window) : p + 1) * nh * d * 4;
+  const int keys = window > 0 ? std::min(T, window) : T;
+  // Reference on sampled queries.
+  std::vector<int32_t> sample_pos, sample_off;
+  std::vector<bf16> sample_q;
+  for (int i = 0; i < 48; ++i) {
+    const int p = i < 16 ? T - 1 - i : int(int64_t(T) * (i - 16) / 32);
+    sample_pos.push_back(p);
+    sample_off.push_back(0);
+    sample_q.insert(sample_q.end(), q.begin() + int64_t(p) * nh * d, q.begin() + int64_t(p + 1) * nh * d);
+  }
+  std::vector<bf16> ref;
+  paged_attention_ref(sample_q, kc, vc, &sinks, shape, sample_pos, sample_off, table, ref);
+  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_new(size_t(T) * nh * d), d_old(size_t(T) * nh * d);
+  DeviceBuffer<float> d_sinks(sinks);
+  DeviceBuffer<int32_t> d_pos(pos), d_off(off), d_tab(table), d_tiles(tiles);
+  const int64_t records = int64_t(T) * nkv * 2;
+  DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
+  const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), T, keys};
+  const AttentionScratch scratch{d_scr.get(), records, int64_t(3) * sms};  // as CudaBackend sets it
+  auto run_new = [&](int) {
+    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
+                      PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), nullptr);
+  };
+  auto run_old = [&](int) {
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), nullptr, 1);
+  };
+  auto sampled = [&](const std::vector<bf16>& out) {
+    std::vector<bf16> s;
+    for (int p : sample_pos) s.insert(s.end(), out.begin() + int64_t(p) * nh * d, out.begin() + int64_t(p + 1) * nh * d);
+    return s;
+  };
+  d_new.poison();
+  d_old.poison();
+  run_new(0);
+  run_old(0);
+  const auto got_new = d_new.download(), got_old = d_old.download();
+  const auto c_new = compare(sampled(got_new), ref, kBf16Rtol, kBf16Atol);
+  const auto c_old = compare(sampled(got_old), ref, kBf16Rtol, kBf16Atol);
+  const auto c_pair = compare(got_new, got_old, 2 * kBf16Rtol, 2 * kBf16Atol);
+  const double kv_bytes = double(elems) * 2 * 2;
+  char extra[96];
+  const double us_new = time_us(run_new), us_old = time_us(run_old);
+  std::snprintf(extra, sizeof extra, "%.1f TFLOP/s causal; new vs old on all rows: %s %.3f",
+                flops / (us_new * 1e-6) / 1e12, c_pair.ok() ? "PASS" : "FAIL", c_pair.max_ratio);
+  if (!c_pair.ok()) count_kernel_check_failure();
+  row(name + " (prefill kernel)", &c_new, us_new, kv_bytes, extra);
+  std::snprintf(extra, sizeof extra, "%.1f TFLOP/s causal", flops / (us_old * 1e-6) / 1e12);
+  row(name + " (decode kernel)", &c_old, us_old, kv_bytes, extra);
+}
+
+void bench_qk_rope(std::mt19937& rng) {
+  const HeadShape hs{32, 4, 128};
+  const int T = 1, B = 16;
+  auto qkv = random_bf16(rng, size_t(T) * 40 * 128);
+  auto qw = random_f32(rng, 128, 1.f, 0.2f), kw = random_f32(rng, 128, 1.f, 0.2f);
+  const auto inv = rope_inv_freq(10000.f, 128);
+  std::vector<int32_t> pos = {99999};
+  std::vector<int64_t> slots = {99999};
+  const size_t cache = size_t(100000 / B + 1) * 4 * B * 128;
+  DeviceBuffer<bf16> d_qkv(qkv), d_k(cache), d_v(cache), d_q(size_t(T) * 32 * 128);
+  DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv);
+  DeviceBuffer<int32_t> d_pos(pos);
+  DeviceBuffer<int64_t> d_slots(slots);
+  d_q.poison();
+  auto launch = [&](int) {
+    qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), d_inv.get(), d_slots.get(),
+                          B, d_k.get(), d_v.get(), d_q.get(), nullptr);
+  };
+  launch(0);
+  std::vector<bf16> rk(cache), rv(cache), rq;
+  qk_norm_rope_kv_write_ref(qkv, T, hs, qw, kw, 1e-6f, pos, &inv, slots, B, rk, rv, rq);
+  const auto c = compare(d_q.download(), rq, 2 * kBf16Rtol, kBf16Atol);
+  row("qk norm+rope+kv write T=1 p=99999", &c, time_us(launch), double(qkv.size()) * 2 * 2);
+}
+
+}  // namespace striker::cuda::testing

@@ -1,0 +1,178 @@
+// NVFP4 (W4A16) benchmarks: GEMV, selected-experts MoE, grouped MoE and the dequantise + cuBLASLt GEMM.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench_kernels.h"
+#include "bench_util.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/gemm_lt.h"
+#include "backends/cuda/moe.h"
+#include "backends/cuda/moe_grouped.h"
+#include "backends/cuda/nvfp4_linear.h"
+#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/nvfp4_prefill.h"
+#include "cuda_test_util.h"
+#include "moe_routing_util.h"
+
+namespace striker::cuda::testing {
+
+namespace {
+
+// NVFP4 (W4A16): weight bytes are codes (in/2) + scale bytes (in/16) per row.
+double nvfp4_bytes(double rows, double in) { return rows * in * (0.5 + 1.0 / 16); }
+
+Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in) {
+  Nvfp4HostMatrix m;
+  m.codes.resize(size_t(rows) * size_t(in / 2));
+  m.scales.resize(size_t(rows) * size_t(in / 16));
+  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
+  for (auto& s : m.scales) s = uint8_t(0x30 + rng() % 16);
+  return m;
+}
+
+}  // namespace
+
+void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits) {
+  const int nc = copies_for(nvfp4_bytes(out, in));
+  auto x = random_bf16(rng, size_t(T) * in);
+  const auto W = random_nvfp4(rng, out, in);
+  const RowScale2 s2 = RowScale2::uniform(0.01f);
+  std::vector<DeviceBuffer<uint8_t>> codes, scales;
+  for (int i = 0; i < nc; ++i) codes.emplace_back(W.codes), scales.emplace_back(W.scales);
+  DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out);
+  DeviceBuffer<float> d_l(size_t(T) * out);
+  auto launch = [&](int i) {
+    const Nvfp4Matrix m{codes[size_t(i % nc)].get(), scales[size_t(i % nc)].get()};
+    if (logits) nvfp4_gemv_logits(d_x.get(), T, in, m, s2, out, d_l.get(), nullptr);
+    else nvfp4_gemv(d_x.get(), T, in, m, s2, out, d_y.get(), nullptr);
+  };
+  d_y.poison();
+  d_l.poison();
+  launch(0);
+  std::vector<float> dot;
+  nvfp4_gemv_ref(x, T, in, W, s2, out, dot);
+  const auto got = logits ? d_l.download() : to_float(d_y.download());
+  const auto c = compare(got, rounded(dot), kBf16Rtol, 1e-3);
+  row(name, &c, time_us(launch), nvfp4_bytes(out, in));
+}
+
+// Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
+// routing rotated over 16 expert sets so the weights are not L2 hits.
+void bench_nvfp4_moe(std::mt19937& rng) {
+  const int H = 2048, I = 512, Is = 512, E = 256, K = 6, T = 1;
+  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  const auto dn = random_nvfp4(rng, int64_t(E) * H, I);
+  const auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sd = random_nvfp4(rng, H, Is);
+  DeviceBuffer<uint8_t> gc(g.codes), gs(g.scales), uc(u.codes), us(u.scales), dc(dn.codes), ds(dn.scales);
+  DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
+  const std::vector<float> s2(size_t(E), 0.01f);
+  DeviceBuffer<float> d_s2(s2);
+  const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()},
+                       0.01f, 0.01f, 0.01f, Is};
+  const Nvfp4Stack gst{{gc.get(), gs.get()}, d_s2.get()}, ust{{uc.get(), us.get()}, d_s2.get()},
+      dst{{dc.get(), ds.get()}, d_s2.get()};
+  auto x = random_bf16(rng, size_t(H), 1.f);
+  DeviceBuffer<bf16> d_x(x), d_h(static_cast<size_t>(H)), d_act(size_t(K) * I), d_sact(static_cast<size_t>(Is));
+  const std::vector<float> tw(size_t(K), 0.4f);
+  DeviceBuffer<float> d_tw(tw);
+  std::vector<DeviceBuffer<int32_t>> routings;
+  for (int r = 0; r < 16; ++r) {
+    std::vector<int32_t> ids_r(static_cast<size_t>(K));
+    for (int k = 0; k < K; ++k) ids_r[size_t(k)] = (r * K + k) * 5 % E;
+    routings.emplace_back(ids_r);
+  }
+  auto moe = [&](int i) {
+    const int32_t* idp = routings[size_t(i % 16)].get();
+    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), nullptr);
+    nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
+                           nullptr);
+  };
+  STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(H) * 2));
+  row("nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe), double(K + 1) * 3 * nvfp4_bytes(I, H));
+}
+
+// The grouped MoE with NVFP4 experts (moe_grouped.h): as bench_moe_grouped, GB/s counting the
+// NVFP4 bytes (codes + scales) of the experts the routing touches; the check compares h of the
+// first 4 tokens with moe_float_ref on those tokens' experts.
+void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T) {
+  constexpr int E = Nvfp4ExpertStacks::E, H = Nvfp4ExpertStacks::H, I = Nvfp4ExpertStacks::I;
+  const int K = 6, S = T * K;
+  const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+  const auto x = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  const int tm = moe_tile_rows_for(S, E);
+  DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
+  DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, tm)));
+  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, tm};
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H);
+  DeviceBuffer<float> d_tw(tw);
+  d_act.poison();
+  d_y.poison();
+  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, nullptr); };
+  auto gate_up = [&](int) {
+    moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), nullptr);
+  };
+  auto down = [&](int) { moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), nullptr); };
+  auto all = [&](int i) {
+    sort(i);
+    gate_up(i);
+    down(i);
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+  };
+  all(0);
+  const int Tc = std::min(T, 4);
+  std::vector<int32_t> experts, idc;  // the first tokens' experts, renumbered 0..
+  for (int s = 0; s < Tc * K; ++s) {
+    auto it = std::find(experts.begin(), experts.end(), ids[size_t(s)]);
+    if (it == experts.end()) it = experts.insert(experts.end(), ids[size_t(s)]);
+    idc.push_back(int32_t(it - experts.begin()));
+  }
+  const auto fg = w.host_floats(0, experts), fu = w.host_floats(1, experts), fd = w.host_floats(2, experts);
+  std::vector<bf16> xc(x.begin(), x.begin() + size_t(Tc) * H), hc(h0.begin(), h0.begin() + size_t(Tc) * H);
+  std::vector<float> twc(tw.begin(), tw.begin() + size_t(Tc) * K);
+  moe_float_ref(xc, Tc, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, idc, twc, K, hc);
+  auto got = d_h.download();
+  got.resize(hc.size());
+  const auto c = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
+  std::vector<bool> used(size_t(E), false);
+  for (int32_t e : ids) used[size_t(e)] = true;
+  const double active = double(std::count(used.begin(), used.end(), true));
+  const double mat = nvfp4_bytes(I, H);
+  auto tflops = [&](double f, double us) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.0f TFLOP/s", f / (us * 1e-6) / 1e12);
+    return std::string(b);
+  };
+  const std::string tag = "nvfp4 moe grouped T=" + std::to_string(T) + " ";
+  const double gu = time_us(gate_up), dn = time_us(down);
+  row(tag + "gate/up+SwiGLU", nullptr, gu, active * 2 * mat, tflops(2.0 * S * 2 * I * H, gu));
+  row(tag + "down", nullptr, dn, active * mat, tflops(2.0 * S * I * H, dn));
+  const double us_all = time_us(all);
+  row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
+}
+
+// Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
+void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out) {
+  auto x = random_bf16(rng, size_t(T) * in);
+  const auto W = random_nvfp4(rng, out, in);
+  DeviceBuffer<uint8_t> c(W.codes), sc(W.scales);
+  DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out), d_scratch(size_t(out) * in);
+  auto launch = [&](int) {
+    nvfp4_gemm(lt, d_x.get(), T, in, {c.get(), sc.get()}, RowScale2::uniform(0.01f), out, d_y.get(), out,
+               {d_scratch.get(), int64_t(out) * in}, nullptr);
+  };
+  const double us = time_us(launch);
+  char extra[64];
+  std::snprintf(extra, sizeof extra, "%.0f TFLOP/s", 2.0 * T * in * out / (us * 1e-6) / 1e12);
+  row(name, nullptr, us, nvfp4_bytes(out, in) + double(out) * in * 4 + double(T) * (in + out) * 2, extra);
+}
+
+}  // namespace striker::cuda::testing
