@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/sampling.h"
 #include "backends/sample_split.h"
+#include "backend_reference.h"
 #include "cuda_test_util.h"
 #include "engine/sampler.h"
 
@@ -344,27 +345,10 @@ TEST(CudaSampling, PackRejectsBadRowsAndIds) {
 // The backend end to end: forward_sampled on a small random model returns the CPU sampler's
 // tokens for the very logits rows it returns (all rows asked back here).
 TEST(CudaSampling, BackendForwardSampledMatchesCpuOnItsOwnLogits) {
-  FlintConfig c;
-  c.vocab_size = 4099;
-  c.hidden_size = 256;
+  FlintConfig c = small_config();  // backend_reference.h, cut to two layers
   c.num_hidden_layers = 2;
-  c.num_attention_heads = 8;
-  c.num_key_value_heads = 1;
-  c.head_dim = 32;
-  c.intermediate_size = 512;
-  c.moe_intermediate_size = 64;
-  c.shared_expert_intermediate_size = 64;
-  c.n_routed_experts = 16;
-  c.n_shared_experts = 1;
-  c.num_experts_per_tok = 6;
   c.first_k_dense_replace = 1;
-  c.norm_topk_prob = true;
-  c.routed_scaling_factor = 2.5f;
-  c.sliding_window = 17;
   c.layer_types = {LayerType::Sliding, LayerType::Full};
-  c.rope_theta = 10000.f;
-  c.rms_norm_eps = 1e-6f;
-  c.max_position_embeddings = 4096;
   auto backend = make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
   ASSERT_TRUE(backend->samples_on_device());
   backend->allocate_kv_cache(KvCacheSpec{16, 16, 16});
