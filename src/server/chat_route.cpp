@@ -224,23 +224,10 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   job->gen = std::make_unique<Generation>(ctx.engine, job->id, n);
   job->gen->submit(job->prompt.tokens, job->sampling.params);
 
-  auto watch = std::make_shared<ConnectionWatch>(req.remote_addr, req.remote_port, req.local_port);
-  if (!job->sampling.stream) {
-    respond_non_streaming(*job, *watch, res);
-    return;
-  }
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(kSseContentType, [job, watch](size_t, httplib::DataSink& sink) {
-    try {
-      stream_chat(*job, *watch, sink);
-    } catch (const std::exception& e) {
-      // Headers are gone already: report in-band as vLLM does, then end the stream.
-      job->gen->abort_all();
-      send_stream_error(sink, e.what());
-    }
-    return true;
-  });
+  respond_or_stream(
+      job->sampling.stream, *job->gen, req, res,
+      [&](const ConnectionWatch& watch, httplib::Response& r) { respond_non_streaming(*job, watch, r); },
+      [job](const ConnectionWatch& watch, httplib::DataSink& sink) { stream_chat(*job, watch, sink); });
 }
 
 }  // namespace striker::server

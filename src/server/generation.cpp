@@ -192,6 +192,29 @@ nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std:
   return out;
 }
 
+void respond_or_stream(bool stream, Generation& gen, const httplib::Request& req, httplib::Response& res,
+                       const std::function<void(const ConnectionWatch&, httplib::Response&)>& respond,
+                       std::function<void(const ConnectionWatch&, httplib::DataSink&)> stream_body) {
+  auto watch = std::make_shared<ConnectionWatch>(req.remote_addr, req.remote_port, req.local_port);
+  if (!stream) {
+    respond(*watch, res);
+    return;
+  }
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  Generation* g = &gen;
+  res.set_chunked_content_provider(
+      kSseContentType, [g, watch, body = std::move(stream_body)](size_t, httplib::DataSink& sink) {
+        try {
+          body(*watch, sink);
+        } catch (const std::exception& e) {
+          g->abort_all();
+          send_stream_error(sink, e.what());
+        }
+        return true;
+      });
+}
+
 void send_stream_error(httplib::DataSink& sink, const std::string& message) {
   const std::string data = "data: " + dump_json(error_body(500, "InternalServerError", message)) + "\n\ndata: [DONE]\n\n";
   sink.write(data.data(), data.size());

@@ -117,6 +117,14 @@ std::string token_text(const Tokenizer& tok, int32_t id);
 // An error after an SSE stream has started: `data: {"error": ...}` then `data: [DONE]`.
 void send_stream_error(httplib::DataSink& sink, const std::string& message);
 
+// The end of both generation routes: a non-streaming request is answered now by `respond`; a
+// streaming one gets SSE headers and `stream_body` runs in httplib's content provider, where a
+// failure aborts `gen` and is reported in-band (the headers are gone), as vLLM does.
+// `stream_body` must keep the job that owns `gen` alive.
+void respond_or_stream(bool stream, Generation& gen, const httplib::Request& req, httplib::Response& res,
+                       const std::function<void(const ConnectionWatch&, httplib::Response&)>& respond,
+                       std::function<void(const ConnectionWatch&, httplib::DataSink&)> stream_body);
+
 // SSE responses name their charset (as vLLM does): without it, HTTP clients such as
 // Python requests decode the UTF-8 stream as ISO-8859-1.
 inline constexpr const char* kSseContentType = "text/event-stream; charset=utf-8";
