@@ -7,6 +7,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/tensor_core.cuh"
 #include "backends/cuda/device_math.cuh"
 
 namespace striker::cuda {
@@ -185,12 +186,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a2
       : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
-  const uint32_t h = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
-  return l | (h << 16);
-}
-
 __device__ __forceinline__ uint32_t word(const uint4& q, int i) {
   return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
@@ -278,7 +273,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     for (int i = 0; i < 4; ++i) pr[i] = sc[i] == kNegInf ? 0.f : exp2f(sc[i] - mx);
     l = l * scale + (pr[0] + pr[1] + pr[2] + pr[3]);
     m = mx;
-    const uint32_t pa0 = pack_bf16(pr[0], pr[1]), pa2 = pack_bf16(pr[2], pr[3]);
+    const uint32_t pa0 = pack_bf16x2(pr[0], pr[1]), pa2 = pack_bf16x2(pr[2], pr[3]);
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       o[j][0] *= scale;

@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_math.cuh"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/tensor_core.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -28,46 +29,6 @@ constexpr int kDefaultTargetCtas = 1024;
 // 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
 __device__ __forceinline__ float rescale(float m_old, float m_new) {
   return m_old == kNegInf ? 0.f : exp2f(m_old - m_new);
-}
-
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
-  const uint32_t h = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
-  return l | (h << 16);
-}
-
-// 16-byte global -> shared copy; when !full the destination is zero-filled and nothing is read
-// (keys past the range must be zeros, not stale data: P = 0 times a NaN would still be NaN).
-__device__ __forceinline__ void cp_async_16(bf16_t* smem, const bf16_t* gmem, bool full) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16_t* smem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16_t* smem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 struct PrefillArgs {
@@ -127,8 +88,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
       int64_t off = 0;
       if (ok) off = ((int64_t(table[key / a.block_size]) * a.nkv + kvh) * a.block_size + key % a.block_size) * kHeadDim;
       off += chunk * 8;
-      cp_async_16(k_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.kc + off, ok);
-      cp_async_16(v_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.vc + off, ok);
+      cp_async16(k_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.kc + off, ok);
+      cp_async16(v_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.vc + off, ok);
     }
   };
 
@@ -140,12 +101,12 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
   const bool warp_has_rows = tok[0] < n;
   if (num_kt > 0) stage(0, range.begin);
-  cp_async_commit_group();
+  cp_async_commit();
   for (int it = 0; it < num_kt; ++it) {
     const int buf = it & 1;
     if (it + 1 < num_kt) stage(buf ^ 1, range.begin + (it + 1) * kKeyTile);
-    cp_async_commit_group();
-    cp_async_wait_group<1>();  // this thread's copies of tile `it` have landed ...
+    cp_async_commit();
+    cp_async_wait<1>();  // this thread's copies of tile `it` have landed ...
     __syncthreads();           // ... and everyone's
     const int kb = range.begin + it * kKeyTile;
     if (warp_has_rows && warp_tile_needed(kb, pos[0], pos[1], a.window)) {
@@ -159,9 +120,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
 #pragma unroll
         for (int np = 0; np < kKeyTile / 16; ++np) {
           uint32_t b[4];
-          ldsm_x4(b, kt_s + kv_swizzled(k_ldm_key(lane, np), k_ldm_chunk(lane, ks)));
-          mma_16816(s[2 * np], qa[ks], b[0], b[1]);
-          mma_16816(s[2 * np + 1], qa[ks], b[2], b[3]);
+          ldmatrix_x4(b, kt_s + kv_swizzled(k_ldm_key(lane, np), k_ldm_chunk(lane, ks)));
+          mma_m16n8k16(s[2 * np], qa[ks], b[0], b[1]);
+          mma_m16n8k16(s[2 * np + 1], qa[ks], b[2], b[3]);
         }
       float mx[2] = {m[0], m[1]};
 #pragma unroll
@@ -206,15 +167,15 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
 #pragma unroll
         for (int dp = 0; dp < kHeadDim / 16; ++dp) {
           uint32_t b[4];
-          ldsm_x4_trans(b, vt_s + kv_swizzled(v_ldm_key(lane, kt), v_ldm_chunk(lane, dp)));
-          mma_16816(o[2 * dp], pa, b[0], b[1]);
-          mma_16816(o[2 * dp + 1], pa, b[2], b[3]);
+          ldmatrix_x4_trans(b, vt_s + kv_swizzled(v_ldm_key(lane, kt), v_ldm_chunk(lane, dp)));
+          mma_m16n8k16(o[2 * dp], pa, b[0], b[1]);
+          mma_m16n8k16(o[2 * dp + 1], pa, b[2], b[3]);
         }
       }
     }
     __syncthreads();  // the next iteration refills this buffer
   }
-  cp_async_wait_group<0>();
+  cp_async_wait<0>();
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {

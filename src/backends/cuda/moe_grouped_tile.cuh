@@ -12,6 +12,7 @@
 #include "backends/cuda/device_math.cuh"
 #include "backends/cuda/moe_grouped_layout.h"
 #include "backends/cuda/nvfp4_decode.cuh"
+#include "backends/cuda/tensor_core.cuh"
 
 namespace striker::cuda {
 
@@ -21,34 +22,6 @@ namespace striker::cuda {
 // CUDA graph is being captured; the 2-stage kernels (gate/up) run 4-6 CTAs per SM instead.
 constexpr int grouped_stages(int tm, int nb) { return (tm + nb * kBN) * kBK * 2 * 3 <= 48 * 1024 ? 3 : 2; }
 constexpr int grouped_smem_bytes(int tm, int nb) { return grouped_stages(tm, nb) * (tm + nb * kBN) * kBK * 2; }
-
-// 16-byte global -> shared copy; when !full the destination is zero-filled and nothing is read.
-__device__ __forceinline__ void cp_async16(bf16_t* smem, const bf16_t* gmem, bool full) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16_t* smem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-
-// d += a·b for one m16n8k16 tile (bf16 inputs, fp32 accumulators).
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Weight-tile loader policies. A policy fills, for each of NB matrices (gate and up, or down),
 // the swizzled [kBN rows][kBK] bf16 tile of expert e at rows n0.., columns k0.. (zeros past the
