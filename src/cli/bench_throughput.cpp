@@ -169,14 +169,10 @@ BuiltBackend build_backend(const ThroughputOptions& o, const FlintConfig& c, con
   char line[256];
   if (o.device == "cuda") {
 #ifdef STRIKER_HAVE_CUDA
-    cuda::CudaBackendOptions co;
-    co.max_tokens = std::max(o.max_num_batched_tokens, 8);
-    co.max_logit_rows = std::max(512, o.max_num_seqs + 256);
-    const int64_t blocks_per_seq = (max_model_len + ec.block_size - 1) / ec.block_size + 1;
-    co.max_table_entries = std::max<int64_t>(co.max_table_entries, int64_t(o.max_num_seqs) * blocks_per_seq);
+    const cuda::CudaBackendOptions co =
+        cuda::CudaBackendOptions::for_engine(o.max_num_batched_tokens, o.max_num_seqs, max_model_len, ec.block_size);
     if (dummy) {
-      b.backend = cuda::make_cuda_backend_dummy(
-          c, o.seed, format == LinearFormat::nvfp4 ? cuda::WeightFormat::nvfp4 : cuda::WeightFormat::bf16, co);
+      b.backend = cuda::make_cuda_backend_dummy(c, o.seed, format, co);
     } else {
       b.host_model = std::make_shared<LoadedModel>(load_model(o.model, lo));
       b.backend = cuda::make_cuda_backend(*b.host_model, co);

@@ -54,9 +54,6 @@ LinearFormat bench_format(const std::string& quantization) {
   return parse_quantization(quantization).value_or(LinearFormat::bf16);
 }
 
-cuda::WeightFormat device_format(LinearFormat f) {
-  return f == LinearFormat::nvfp4 ? cuda::WeightFormat::nvfp4 : cuda::WeightFormat::bf16;
-}
 #endif
 
 double median(std::vector<double> v) {
@@ -80,7 +77,7 @@ int run_latency(const LatencyOptions& o) {
                 std::to_string(c.max_position_embeddings));
   std::printf("device: %s\n", cuda::device_summary().c_str());
   const auto t0 = std::chrono::steady_clock::now();
-  cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, device_format(format));
+  cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, format);
   const double weight_gb = double(model.bytes) / 1e9;
   cuda::CudaBackend backend(std::move(model), cuda::CudaBackendOptions{8, 8, int64_t(1) << 20, o.graphs});
   const int B = 16;
@@ -151,7 +148,7 @@ int run_prefill(const PrefillOptions& o) {
   if (o.tokens > c.max_position_embeddings) throw Error("bench prefill: --tokens exceeds max_position_embeddings");
   std::printf("device: %s\n", cuda::device_summary().c_str());
   const LinearFormat format = bench_format(o.quantization);
-  cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed, device_format(format)),
+  cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed, format),
                             cuda::CudaBackendOptions{int(o.tokens), 8, int64_t(1) << 20, false});
   const int B = 16;
   const int64_t blocks = (o.tokens + B - 1) / B;

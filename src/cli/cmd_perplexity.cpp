@@ -174,9 +174,7 @@ void run(const PerplexityArgs& args) {
     options.max_tokens = int(std::max<int64_t>(options.max_tokens, step_tokens));
     options.max_logit_rows = int(std::max<int64_t>(options.max_logit_rows, step_tokens));
     if (dummy_on_gpu) {
-      const bool nvfp4 = dummy_weight_format(load) == LinearFormat::nvfp4;
-      backend = cuda::make_cuda_backend_dummy(model.config, args.seed,
-                                              nvfp4 ? cuda::WeightFormat::nvfp4 : cuda::WeightFormat::bf16, options);
+      backend = cuda::make_cuda_backend_dummy(model.config, args.seed, dummy_weight_format(load), options);
     } else {
       backend = cuda::make_cuda_backend(model, options);
     }

@@ -250,11 +250,8 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   std::unique_ptr<Backend> backend;
   if (a.device == "cuda") {
 #ifdef STRIKER_HAVE_CUDA
-    cuda::CudaBackendOptions co;
-    co.max_tokens = std::max(a.max_num_batched_tokens, 8);
-    co.max_logit_rows = std::max(512, a.max_num_seqs + 256);  // prompt_logprobs chunks are capped at 256
-    const int64_t blocks_per_seq = (max_model_len + ec.block_size - 1) / ec.block_size + 1;
-    co.max_table_entries = std::max<int64_t>(co.max_table_entries, int64_t(a.max_num_seqs) * blocks_per_seq);
+    cuda::CudaBackendOptions co =
+        cuda::CudaBackendOptions::for_engine(a.max_num_batched_tokens, a.max_num_seqs, max_model_len, ec.block_size);
     // Graph replay measured within noise of PDL stream launches (docs/performance.md) and captures one
     // graph per step shape, so it is opt-in; --enforce-eager (vLLM's flag) is accepted and is the default.
     co.use_graphs = a.cuda_graphs;
@@ -262,10 +259,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
       const LinearFormat format = dummy_weight_format(lo);
       std::fprintf(stderr, "striker serve: making random %s weights (--load-format dummy, seed %llu) on %s\n",
                    linear_format_name(format).c_str(), (unsigned long long)a.seed, cuda::device_summary().c_str());
-      backend = cuda::make_cuda_backend_dummy(cfg, a.seed,
-                                              format == LinearFormat::nvfp4 ? cuda::WeightFormat::nvfp4
-                                                                            : cuda::WeightFormat::bf16,
-                                              co);
+      backend = cuda::make_cuda_backend_dummy(cfg, a.seed, format, co);
       const auto* cb = dynamic_cast<const cuda::CudaBackend*>(backend.get());
       if (cb) std::fprintf(stderr, "striker serve: %.2f GB of random weights on the GPU\n", double(cb->model().bytes) / 1e9);
     } else {

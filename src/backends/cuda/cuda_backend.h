@@ -26,6 +26,20 @@ struct CudaBackendOptions {
   // Draw tokens on the GPU (forward_sampled): only sampled ids and logprob rows come back.
   bool device_sampling = true;
   int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
+
+  // Buffer sizes for an engine with these limits (serve, bench throughput): a step's token budget,
+  // a logits row per sequence plus a prompt_logprobs chunk (capped at 256 tokens), and a full block
+  // table for every sequence.
+  static CudaBackendOptions for_engine(int max_num_batched_tokens, int max_num_seqs, int64_t max_model_len,
+                                       int block_size) {
+    CudaBackendOptions o;
+    o.max_tokens = max_num_batched_tokens > 8 ? max_num_batched_tokens : 8;
+    o.max_logit_rows = max_num_seqs + 256 > 512 ? max_num_seqs + 256 : 512;
+    const int64_t blocks_per_seq = (max_model_len + block_size - 1) / block_size + 1;
+    const int64_t entries = int64_t(max_num_seqs) * blocks_per_seq;
+    if (entries > o.max_table_entries) o.max_table_entries = entries;
+    return o;
+  }
 };
 
 class CudaBackend : public Backend {

@@ -16,12 +16,14 @@
 #include "backends/cuda/nvfp4_moe.h"
 #include "core/bf16.h"
 #include "model/config.h"
+#include "model/weight_bytes.h"
 #include "model/weights.h"
 
 namespace striker::cuda {
 
-// How the linear weights are stored on the device (FLINT.md §2 BF16, §3 NVFP4 W4A16).
-enum class WeightFormat { bf16, nvfp4 };
+// How the linear weights are stored on the device (FLINT.md §2 BF16, §3 NVFP4 W4A16): the
+// model's own LinearFormat (model/weight_bytes.h).
+using WeightFormat = LinearFormat;
 
 // An NVFP4 linear weight on the device; present() when the weight is NVFP4.
 struct Nvfp4Linear {
