@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "backends/backend.h"
+#include "backends/cuda/decode_tweaks.h"
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/sampling.h"
 
@@ -26,6 +27,7 @@ struct CudaBackendOptions {
   // Draw tokens on the GPU (forward_sampled): only sampled ids and logprob rows come back.
   bool device_sampling = true;
   int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
+  DecodeTweaks tweaks;  // decode-kernel variants under measurement (decode_tweaks.h)
 
   // Buffer sizes for an engine with these limits (serve, bench throughput): a step's token budget,
   // a logits row per sequence plus a prompt_logprobs chunk (capped at 256 tokens), and a full block
