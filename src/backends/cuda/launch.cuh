@@ -11,9 +11,18 @@
 
 namespace striker::cuda {
 
-__device__ __forceinline__ void pdl_grid_start() {
+__device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// Blocks until the previous grid of the stream has completed and its writes are visible. Loads of
+// data no earlier kernel writes (weights, norm gammas) may be issued before it; nothing the
+// previous kernels write (activations, routing, KV cache) may be read before it.
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+__device__ __forceinline__ void pdl_grid_start() {
+  pdl_launch_dependents();
+  pdl_wait();
 }
 
 template <typename... KernelArgs, typename... Args>
