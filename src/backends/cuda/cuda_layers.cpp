@@ -124,7 +124,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
                           sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
-                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_,
+                          options_.tweaks.rope_before_wait);
     const AttentionShape shape{nh, nkv, d, B, sliding ? int(c.sliding_window) : 0};
     const AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                                    sliding ? p.tables_sliding : p.tables_full, T,

@@ -13,6 +13,7 @@ namespace striker::cuda {
 
 struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
+  bool rope_before_wait = true;  // qk_rope_kv.cu: gammas + RoPE cos/sin before the PDL wait
 };
 
 struct DecodeTweakEntry {
@@ -23,6 +24,7 @@ struct DecodeTweakEntry {
 
 // Name → switch. Helpers add one row per variant.
 inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
+    {"rope_before_wait", &DecodeTweaks::rope_before_wait, "qk-norm/RoPE/KV-write: cos/sin before the PDL wait"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
