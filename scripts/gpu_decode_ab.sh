@@ -4,7 +4,7 @@
 # --disable-tweak NAME`), for BF16 and NVFP4 dummy weights, and prints one table:
 #   weights | context | tweaks off | ms/step (wall) | device ms | fraction of the 4.1 TB/s roofline
 # so each variant's effect on the whole step is measured alone (docs/performance.md).
-# Knobs: STRIKER_AB_FORMATS ("bf16 nvfp4"), STRIKER_AB_CONTEXTS ("100000"), STRIKER_AB_STEPS (20).
+# Knobs: STRIKER_AB_FORMATS ("bf16 nvfp4"), STRIKER_AB_CONTEXTS ("100000 8192"), STRIKER_AB_STEPS (50).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BIN=${1:?usage: gpu_decode_ab.sh BIN_DIR}
@@ -26,9 +26,9 @@ printf '| weights | context | tweaks off | ms/step | device ms | of roofline |\n
 for fmt in ${STRIKER_AB_FORMATS:-bf16 nvfp4}; do
   qargs=""
   [ "$fmt" = nvfp4 ] && qargs="--quantization nvfp4"
-  for ctx in ${STRIKER_AB_CONTEXTS:-100000}; do
+  for ctx in ${STRIKER_AB_CONTEXTS:-100000 8192}; do
     for off in "${VARIANTS[@]}"; do
-      args="--context=$ctx --steps=${STRIKER_AB_STEPS:-20} $qargs"
+      args="--context=$ctx --steps=${STRIKER_AB_STEPS:-50} $qargs"
       [ -n "$off" ] && args="$args --disable-tweak $off"
       echo "== striker bench latency $args" >>"$LOG"
       # shellcheck disable=SC2086
