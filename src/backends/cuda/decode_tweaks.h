@@ -13,6 +13,7 @@ namespace striker::cuda {
 
 struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
+  bool attention_pipeline = true;  // decode attention: cp.async-pipelined tensor-core kernel (attention_pipe.cu)
 };
 
 struct DecodeTweakEntry {
@@ -23,6 +24,8 @@ struct DecodeTweakEntry {
 
 // Name → switch. Helpers add one row per variant.
 inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
+    {"attention_pipeline", &DecodeTweaks::attention_pipeline,
+     "split-KV decode attention stages K/V through a 3-stage cp.async ring per warp (off: register loads)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
