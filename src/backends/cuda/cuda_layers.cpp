@@ -114,6 +114,9 @@ void CudaBackend::run_layers(const StepPlan& p) {
   const float eps = c.rms_norm_eps;
   const HeadShape hs{nh, nkv, d};
   const RouterShape rs{H, int(c.n_routed_experts), K, c.norm_topk_prob, c.routed_scaling_factor};
+  // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
+  // register-load tensor-core kernel sized for 3 CTAs per SM.
+  const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -140,11 +143,11 @@ void CudaBackend::run_layers(const StepPlan& p) {
         rest.max_keys = sliding ? p.max_keys_sliding_rest : p.max_keys_full_rest;
         rest.query_ids = p.rest_queries;
         paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, rest, w.scratch, w.attn,
-                        stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
+                        stream_, decode_attention_variant);
       }
     } else {
       paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                      stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
+                      stream_, decode_attention_variant);
     }
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
     rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)

@@ -14,6 +14,7 @@ namespace striker::cuda {
 struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
   bool rope_before_wait = true;  // qk_rope_kv.cu: gammas + RoPE cos/sin before the PDL wait
+  bool attention_pipeline = true;  // decode attention: cp.async-pipelined tensor-core kernel (attention_pipe.cu)
 };
 
 struct DecodeTweakEntry {
@@ -25,6 +26,8 @@ struct DecodeTweakEntry {
 // Name → switch. Helpers add one row per variant.
 inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
     {"rope_before_wait", &DecodeTweaks::rope_before_wait, "qk-norm/RoPE/KV-write: cos/sin before the PDL wait"},
+    {"attention_pipeline", &DecodeTweaks::attention_pipeline,
+     "split-KV decode attention stages K/V through a 3-stage cp.async ring per warp (off: register loads)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
