@@ -15,6 +15,7 @@
 
 #include "backends/cuda/attention_decode_layout.h"
 #include "backends/cuda/device_math.cuh"
+#include "backends/cuda/launch.cuh"
 #include "backends/cuda/tensor_core.cuh"
 
 namespace striker::cuda::decode {
@@ -159,13 +160,206 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
   }
 }
 
+// Per-query lookups of a decode CTA (split `split` of query record z): its query index, key range
+// [kbeg, kend) and block table. These read only step metadata (positions, table offsets, block
+// tables, query ids), which the step's host→device memcpy writes before the step's first kernel
+// starts, so they may run before pdl_wait() (see MetaOrder).
+struct SplitKeys {
+  int qi, kbeg, kend;
+  const int32_t* table;
+};
+__device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const int32_t* table_offset,
+                                                const int32_t* block_tables, const int32_t* query_ids, int z,
+                                                int split, int chunk, int window) {
+  SplitKeys sk;
+  sk.qi = query_ids ? query_ids[z] : z;  // z indexes the split records
+  const int p = positions[sk.qi];
+  const int lo = window > 0 ? max(0, p - window + 1) : 0;
+  sk.kbeg = lo + split * chunk;
+  sk.kend = min(sk.kbeg + chunk, p + 1);
+  sk.table = block_tables + table_offset[sk.qi];
+  return sk;
+}
+
+// Where a decode attention kernel waits for the previous grid (PDL), relative to its metadata
+// lookups. Why early is safe: positions, table offsets, block tables and query ids are written
+// only by the step's metadata cudaMemcpyAsync, which is stream-ordered before the step's first
+// kernel (PDL relaxes only kernel→kernel edges: a kernel after a memcpy starts after the copy has
+// completed), and every kernel of a step starts after the step's first kernel started; the next
+// step's memcpy waits for this step's last kernel, which completes only after every earlier kernel
+// (each one's pdl_wait returns only when its predecessor has completed). So the metadata is
+// constant for the whole lifetime of every attention CTA. q and the KV cache row of the current
+// token are written by the qk-norm/RoPE/KV-write kernel just before: they are read after the wait.
+// The split partials of the combine kernel are written by the split kernel: after the wait too.
+struct MetaOrder {
+  bool before_wait;  // true: lookups, then pdl_wait(); false: pdl_wait(), then lookups
+  __device__ __forceinline__ void start() const {
+    pdl_launch_dependents();
+    if (!before_wait) pdl_wait();
+  }
+  __device__ __forceinline__ void lookups_done() const {
+    if (before_wait) pdl_wait();
+  }
+};
+
+// The pipelined split computation of one CTA (attention_pipe_kernel, attention_cluster_kernel):
+// every warp streams its tiles (keys kbeg + 16·warp + 64·i) through its kStages-deep cp.async ring
+// (ring = this warp's warp_ring_bytes(kStages) bytes of shared memory at smem + warp·that), folds
+// them in with tile_update, and the CTA's warps are merged into the split record at rec (global
+// or shared memory; G·2 + G·D floats). Calls order.start() / lookups_done() itself: the block ids
+// of the first kStages tiles are looked up before the wait when order.before_wait.
+// No early return: every thread reaches the final __syncthreads (the cluster kernel relies on it).
+template <int kStages>
+__device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc,
+                                                  const bf16_t* __restrict__ vc, int nkv, int block_size, int window,
+                                                  const int32_t* __restrict__ positions,
+                                                  const int32_t* __restrict__ table_offset,
+                                                  const int32_t* __restrict__ block_tables,
+                                                  const int32_t* __restrict__ query_ids, int split, int kvh, int z,
+                                                  int chunk, MetaOrder order, unsigned char* smem,
+                                                  float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
+                                                  float* rec) {
+  static_assert(kStages >= 2, "a ring of one stage would not overlap loads with math");
+  static_assert(warp_ring_bytes(kStages) >= kGroup * kHeadDim * 4, "the warp's ring holds its accumulators at the end");
+  constexpr int D = kHeadDim;
+  order.start();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const SplitKeys sk = split_keys(positions, table_offset, block_tables, query_ids, z, split, chunk, window);
+  const int kbeg = sk.kbeg, kend = sk.kend;
+  const int32_t* table = sk.table;
+  const float score_scale = kLog2e / sqrtf(float(D));
+  bf16_t* ring = reinterpret_cast<bf16_t*>(smem + warp * warp_ring_bytes(kStages));
+  const int first = kbeg + kTileKeys * warp;  // this warp's tile i: keys first + 64·i .. +15
+  const int ntiles = warp_tiles(kbeg, kend, warp);
+
+  // Physical cache blocks of tile i (its first block, and the next one if the tile reaches it).
+  // Loaded one tile before the copies that use them, so the table lookup is off the critical path.
+  auto fetch_blocks = [&](int i, int32_t& b0, int32_t& b1) {
+    if (i < ntiles) {
+      const TileBlocks tb = tile_blocks(first + kStepKeys * i, block_size, kend);
+      b0 = table[tb.first_block];
+      b1 = tb.second_needed ? table[tb.first_block + 1] : b0;
+    }
+  };
+  // cp.async of tile i into its stage; rows past kend are zero-filled without a read. Always
+  // commits a group (empty past the last tile) so wait_group counts tiles.
+  auto issue = [&](int i, int32_t b0, int32_t b1) {
+    if (i < ntiles) {
+      const int base = first + kStepKeys * i;
+      const TileBlocks tb = tile_blocks(base, block_size, kend);
+      bf16_t* ks = ring + (i % kStages) * 2 * kTileElems;
+      bf16_t* vs = ks + kTileElems;
+      const int ch = stage_chunk(lane);
+#pragma unroll
+      for (int j = 0; j < kStagePasses; ++j) {
+        const int r = stage_row(lane, j);
+        const bool ok = base + r < kend;
+        const int64_t blk = row_in_second(tb, r, block_size) ? b1 : b0;
+        const int64_t off = ((blk * nkv + kvh) * block_size + row_slot(tb, r, block_size)) * D + ch * 8;
+        cp_async16(ks + k_swizzled(r, ch), ok ? kc + off : kc, ok);
+        cp_async16(vs + v_swizzled(r, ch), ok ? vc + off : vc, ok);
+      }
+    }
+    cp_async_commit();
+  };
+
+  // Block ids of the first kStages tiles together (one latency; metadata only), then the wait,
+  // then the copies of the first kStages-1 tiles (the KV cache is written by the previous kernel).
+  int32_t pb0[kStages - 1] = {}, pb1[kStages - 1] = {};
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) fetch_blocks(i, pb0[i], pb1[i]);
+  int32_t nb0 = 0, nb1 = 0;  // block ids of the next tile to issue
+  fetch_blocks(kStages - 1, nb0, nb1);
+  order.lookups_done();
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) issue(i, pb0[i], pb1[i]);
+
+  uint32_t qa[8][2];
+  load_q_fragments(q, sk.qi, nkv, kvh, lane, qa);
+  WarpState st;
+  init_state(st);
+
+  for (int i = 0; i < ntiles; ++i) {
+    __syncwarp();  // every lane has read stage (i-1) % kStages, which tile i+kStages-1 refills
+    issue(i + kStages - 1, nb0, nb1);
+    fetch_blocks(i + kStages, nb0, nb1);
+    cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
+    __syncwarp();                  // ... and every other lane's
+    const bf16_t* ks = ring + (i % kStages) * 2 * kTileElems;
+    const bf16_t* vs = ks + kTileElems;
+    uint4 kq[2][4], vq[4][2];
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int pp = 0; pp < 4; ++pp)
+        kq[t][pp] = *reinterpret_cast<const uint4*>(ks + k_swizzled(k_frag_row(lane, t), k_frag_chunk(lane, pp)));
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        vq[r][h] = *reinterpret_cast<const uint4*>(vs + v_swizzled(v_frag_row(lane, r), v_frag_chunk(lane, h)));
+    tile_update(st, qa, kq, vq, first + kStepKeys * i, kend, score_scale, lane);
+  }
+  cp_async_wait<0>();  // only empty groups can remain; the ring is reused below
+  __syncwarp();
+  write_split_record(st, reinterpret_cast<float*>(smem), warp_ring_bytes(kStages) / 4, sm_m, sm_l, rec, lane, warp);
+}
+
+// Merges num_splits records of one query head (head hh of its KV head's group) and adds the sink
+// (log2 domain; -inf = none), whose logit enters the denominator once with no value; writes the
+// D outputs at out_row. record(s) gives split s's record (global memory for the combine kernel,
+// another CTA's shared memory for the cluster kernel): both call this one function, so their
+// outputs are bit-identical. Block of 128 threads (4 warps take every 4th split, each lane D/32
+// dims); every multiply-add is an explicit fma so the compiler cannot contract differently in
+// the two kernels. Ends with __syncthreads: the caller may call it again for another head.
+template <int D, int G, class RecordAt>
+__device__ __forceinline__ void combine_head(RecordAt record, int num_splits, int hh, float sink,
+                                             bf16_t* __restrict__ out_row) {
+  constexpr int E = D / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __shared__ float red_m[4], red_l[4], red_a[4][D];
+  float mx = kNegInf;
+  for (int s = threadIdx.x; s < num_splits; s += 128) mx = fmaxf(mx, record(s)[2 * hh]);
+  mx = warp_max(mx);
+  if (lane == 0) red_m[warp] = mx;
+  __syncthreads();
+  mx = fmaxf(fmaxf(fmaxf(red_m[0], red_m[1]), fmaxf(red_m[2], red_m[3])), sink);
+  float a[E], den = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) a[e] = 0.f;
+#pragma unroll 4
+  for (int s = warp; s < num_splits; s += 4) {
+    const float* rec = record(s);
+    const float sc = rescale(rec[2 * hh], mx);
+    den = __fmaf_rn(rec[2 * hh + 1], sc, den);
+#pragma unroll
+    for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(rec[G * 2 + hh * D + lane * E + e], sc, a[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) red_a[warp][lane * E + e] = a[e];
+  if (lane == 0) red_l[warp] = den;
+  __syncthreads();
+  if (threadIdx.x < D) {
+    const float total = red_a[0][threadIdx.x] + red_a[1][threadIdx.x] + red_a[2][threadIdx.x] + red_a[3][threadIdx.x];
+    const float denom = rescale(sink, mx) + red_l[0] + red_l[1] + red_l[2] + red_l[3];
+    // denom > 0: the query's own key is always in range.
+    out_row[threadIdx.x] = __float2bfloat16_rn(total / denom);
+  }
+  __syncthreads();  // red_m / red_a / red_l are reused by the next call
+}
+
+// Sink logit of query head h in the log2 domain (an explicit rounded multiply: see combine_head).
+__device__ __forceinline__ float sink_log2(const float* sinks, int h) {
+  return sinks ? __fmul_rn(sinks[h], kLog2e) : kNegInf;
+}
+
 // attention_pipe.cu: launches attention_pipe_kernel (kStages-deep ring, kMinBlocks CTAs per SM)
 // over the grid (splits, KV heads, queries) with the given chunk; writes split records only (the
 // caller launches the combine). variant: kDecodePipe3Stage or kDecodePipe2Stage (attention.h).
 void launch_attention_pipe(int variant, dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int chunk, int num_splits,
-                           float* partials, cudaStream_t stream);
+                           float* partials, bool meta_before_wait, cudaStream_t stream);
 // CTAs per SM the variant is built for (sizes its split plan: one wave).
 int attention_pipe_ctas_per_sm(int variant);
 

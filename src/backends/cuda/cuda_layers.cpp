@@ -117,6 +117,20 @@ void CudaBackend::run_layers(const StepPlan& p) {
   // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
   // register-load tensor-core kernel sized for 3 CTAs per SM.
   const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
+  // Decode queries whose keys fit 8 splits of <= 128 keys (every sliding layer; full layers up to
+  // 1024 keys) run split and combine in one cluster launch (tweak sliding_cluster; the cluster
+  // kernel is built on the pipelined one, so it follows attention_pipeline off too).
+  const bool meta_early = options_.tweaks.attention_meta_early;
+  auto decode_attention = [&](int64_t l, const AttentionShape& shape, const AttentionQueries& queries) {
+    const DeviceLayer& L = model_.layers[size_t(l)];
+    if (options_.tweaks.sliding_cluster && options_.tweaks.attention_pipeline &&
+        cluster_attention_fits(shape, queries, w.scratch))
+      paged_attention_cluster(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch,
+                              w.attn, stream_, meta_early);
+    else
+      paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
+                      stream_, decode_attention_variant, meta_early);
+  };
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -142,12 +156,10 @@ void CudaBackend::run_layers(const StepPlan& p) {
         rest.num_queries = p.num_rest;
         rest.max_keys = sliding ? p.max_keys_sliding_rest : p.max_keys_full_rest;
         rest.query_ids = p.rest_queries;
-        paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, rest, w.scratch, w.attn,
-                        stream_, decode_attention_variant);
+        decode_attention(l, shape, rest);
       }
     } else {
-      paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                      stream_, decode_attention_variant);
+      decode_attention(l, shape, queries);
     }
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
     rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)

@@ -15,6 +15,8 @@ struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
   bool rope_before_wait = true;  // qk_rope_kv.cu: gammas + RoPE cos/sin before the PDL wait
   bool attention_pipeline = true;  // decode attention: cp.async-pipelined tensor-core kernel (attention_pipe.cu)
+  bool sliding_cluster = true;     // decode attention of <= 1024 keys: one cluster launch (attention_cluster.cu)
+  bool attention_meta_early = true;  // decode attention: metadata lookups before the PDL wait
 };
 
 struct DecodeTweakEntry {
@@ -28,6 +30,10 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
     {"rope_before_wait", &DecodeTweaks::rope_before_wait, "qk-norm/RoPE/KV-write: cos/sin before the PDL wait"},
     {"attention_pipeline", &DecodeTweaks::attention_pipeline,
      "split-KV decode attention stages K/V through a 3-stage cp.async ring per warp (off: register loads)"},
+    {"sliding_cluster", &DecodeTweaks::sliding_cluster,
+     "decode attention with <= 1024 keys (sliding layers): split + combine in one thread-block-cluster launch"},
+    {"attention_meta_early", &DecodeTweaks::attention_meta_early,
+     "decode attention: positions, block tables and first block ids read before the PDL wait"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
