@@ -13,6 +13,7 @@
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "backends/cuda/attention.h"
+#include "backends/cuda/attention_decode_layout.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/qk_rope_kv.h"
 #include "cuda_test_util.h"
@@ -76,6 +77,89 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
                            : unroll <= 1                 ? " mma" + std::to_string(unroll + 2)
                                                          : " simt";
   row(name + kind + " t" + std::to_string(target), &c, time_us(launch), kv_bytes, extra);
+}
+
+// One decode query (Flint's shape, block 16, scratch target 3·SMs as CudaBackend sets it): the
+// two-launch pipelined path (split kernel + combine kernel) with the metadata read after / before
+// the PDL wait, and the single-launch cluster kernel (attention_cluster.cu) with chunks of up to
+// max_chunk keys, after / before. The cluster rows are checked bit-identical against the
+// two-launch path run with the cluster's split plan (the target that reproduces it is searched).
+void bench_attention_cluster(std::mt19937& rng, const std::string& name, int ctx, int window, int max_chunk, int sms) {
+  const int nh = 32, nkv = 4, d = 128, B = 16;
+  const int blocks = (ctx + B - 1) / B;
+  const int keys = window > 0 ? std::min(ctx, window) : ctx;
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  const size_t elems = size_t(blocks) * nkv * B * d;
+  auto kc = random_bf16(rng, elems), vc = random_bf16(rng, elems);
+  auto q = random_bf16(rng, size_t(nh) * d, 0.3f);
+  auto sinks = random_f32(rng, size_t(nh), 0.f, 2.f);
+  const AttentionShape shape{nh, nkv, d, B, window};
+  std::vector<int32_t> pos = {ctx - 1}, off = {0};
+  std::vector<bf16> ref;
+  paged_attention_ref(q, kc, vc, &sinks, shape, pos, off, table, ref);
+  const double kv_bytes = double(keys) * nkv * d * 2 * 2;
+  const int nc = copies_for(double(elems) * 4);  // rotate caches so the K/V come from DRAM
+  std::vector<DeviceBuffer<bf16>> ks, vs;
+  for (int i = 0; i < nc; ++i) {
+    ks.emplace_back(kc);
+    vs.emplace_back(vc);
+  }
+  DeviceBuffer<bf16> d_q(q), d_out(ref.size());
+  DeviceBuffer<float> d_sinks(sinks);
+  DeviceBuffer<int32_t> d_pos(pos), d_off(off), d_tab(table);
+  const int64_t records = nkv * 2048;
+  DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
+  const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
+  const AttentionScratch scratch{d_scr.get(), records, int64_t(3) * sms};
+  auto two_launch = [&](int i, bool early, const AttentionScratch& sc) {
+    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs, sc,
+                    d_out.get(), nullptr, kDecodePipe3Stage, early);
+  };
+  auto cluster = [&](int i, bool early) {
+    paged_attention_cluster(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
+                            scratch, d_out.get(), nullptr, early, max_chunk);
+  };
+  auto checked = [&](const std::function<void()>& run) {
+    d_out.poison();
+    run();
+    return d_out.download();
+  };
+  for (bool early : {false, true}) {
+    const auto got = checked([&] { two_launch(0, early, scratch); });
+    const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
+    row(name + " 2-launch" + (early ? " early" : ""), &c, time_us([&](int i) { two_launch(i, early, scratch); }),
+        kv_bytes);
+  }
+  if (!cluster_attention_fits(shape, qs, scratch, max_chunk)) {
+    std::printf("| %-34s | does not fit the cluster kernel with %d-key chunks\n", name.c_str(), max_chunk);
+    count_kernel_check_failure();
+    return;
+  }
+  // The two-launch target whose plan is the cluster's (both scale the target by 2/3).
+  const auto plan = decode::plan_cluster_splits(keys, nkv, std::max<int64_t>(1, int64_t(3) * sms * 2 / 3), max_chunk);
+  int64_t same = -1;
+  for (int64_t t = 1; t <= 8192 && same < 0; ++t) {
+    const auto p2 = decode::plan_decode_splits(keys, nkv, std::max<int64_t>(1, t * 2 / 3), records);
+    if (p2.splits == plan.splits && p2.chunk == plan.chunk) same = t;
+  }
+  const auto old = same > 0 ? checked([&] { two_launch(0, false, AttentionScratch{d_scr.get(), records, same}); })
+                            : std::vector<bf16>{};
+  for (bool early : {false, true}) {
+    const auto got = checked([&] { cluster(0, early); });
+    const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
+    size_t diff = got.size();
+    if (old.size() == got.size()) {
+      diff = 0;
+      for (size_t i = 0; i < got.size(); ++i) diff += got[i].bits != old[i].bits;
+    }
+    const std::string extra = std::to_string(plan.splits) + "x" + std::to_string(plan.chunk) + " keys; " +
+                              (diff == 0 ? "bit-identical to 2-launch" : "DIFFERS from 2-launch in " +
+                                                                             std::to_string(diff) + " outputs");
+    if (diff != 0) count_kernel_check_failure();
+    row(name + " cluster" + (early ? " early" : ""), &c, time_us([&](int i) { cluster(i, early); }), kv_bytes, extra);
+  }
 }
 
 // Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV

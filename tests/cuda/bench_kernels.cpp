@@ -60,6 +60,9 @@ int main() {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, u, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, u, t);
     }
+    bench_attention_cluster(rng, "attn sliding W=513", 100000, 513, 128, sms);
+    bench_attention_cluster(rng, "attn full ctx=2000", 2000, 0, 256, sms);
+    bench_attention_cluster(rng, "attn full ctx=1000", 1000, 0, 128, sms);
     bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
     bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
     LtGemm lt;

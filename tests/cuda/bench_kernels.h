@@ -22,6 +22,9 @@ void bench_embedding(std::mt19937& rng);
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target);
+// One decode query: two-launch pipelined path vs the single-launch cluster kernel (chunks of up to
+// max_chunk keys), each with the metadata read after and before the PDL wait.
+void bench_attention_cluster(std::mt19937& rng, const std::string& name, int ctx, int window, int max_chunk, int sms);
 // Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
 // heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
 // same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
