@@ -76,9 +76,11 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
 // scratch.target_records (scaled as for kDecodePipe3Stage); scratch memory is not used.
 //
 // cluster_attention_fits: built for this shape (head_dim 128, 8 query heads per KV head, block
-// size >= 16) and the plan's chunk is at most max_chunk keys. The default (128 keys = 2 tiles per
-// warp) covers sliding layers (W = 513) and any query with up to 1024 keys; longer ranges take
-// more serial tiles per CTA than the saved launch is worth (docs/performance.md).
+// size >= 16) and the plan's chunk is at most max_chunk keys, i.e. queries.max_keys <= 8 ·
+// max_chunk. The default (128 keys = 2 tiles per warp, both in flight from the ring's prologue)
+// covers sliding layers (W = 513) and any query with up to 1024 keys; longer ranges would put
+// more serial tiles on each of at most 8 CTAs per (query, KV head) than the saved launch is worth
+// (bench rows "attn full ctx=2000 … cluster" with 256-key chunks measure that).
 constexpr int kClusterDefaultMaxChunk = 128;
 bool cluster_attention_fits(const AttentionShape& shape, const AttentionQueries& queries,
                             const AttentionScratch& scratch, int max_chunk = kClusterDefaultMaxChunk);
