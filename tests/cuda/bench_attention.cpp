@@ -138,7 +138,8 @@ void bench_attention_cluster(std::mt19937& rng, const std::string& name, int ctx
     return;
   }
   // The two-launch target whose plan is the cluster's (both scale the target by 2/3).
-  const auto plan = decode::plan_cluster_splits(keys, nkv, std::max<int64_t>(1, int64_t(3) * sms * 2 / 3), max_chunk);
+  decode::DecodeSplitPlan plan{};
+  decode::plan_cluster_splits(keys, nkv, std::max<int64_t>(1, int64_t(3) * sms * 2 / 3), max_chunk, plan);
   int64_t same = -1;
   for (int64_t t = 1; t <= 8192 && same < 0; ++t) {
     const auto p2 = decode::plan_decode_splits(keys, nkv, std::max<int64_t>(1, t * 2 / 3), records);

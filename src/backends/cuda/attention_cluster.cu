@@ -57,21 +57,18 @@ __global__ void __launch_bounds__(kWarps * 32, 1) attention_cluster_kernel(
   cluster.sync();  // no CTA exits (freeing its record) while another may still read it
 }
 
-struct ClusterPlanFor {
-  bool built;        // shape supported by the kernel
-  DecodeSplitPlan plan;
-};
-
-ClusterPlanFor plan_for(const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch,
-                        int max_chunk) {
+// The launch plan; false when the shape is not built or the keys do not fit (plan_cluster_splits).
+bool plan_for(const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, int max_chunk,
+              DecodeSplitPlan& plan) {
+  plan = {1, 1};
   const bool built = s.head_dim == kHeadDim && s.n_kv_heads > 0 && s.n_heads == kGroup * s.n_kv_heads &&
                      s.block_size >= kMinBlockSize && qs.num_queries > 0 && qs.num_queries <= 65535;
-  if (!built) return {false, {1, 1}};
+  if (!built) return false;
   const int64_t heads_total = int64_t(qs.num_queries) * s.n_kv_heads;
   // The same target as paged_attention(kDecodePipe3Stage): its records come from the same code.
   const int64_t target3 = scratch.target_records > 0 ? scratch.target_records : 1024;
   const int64_t target = std::max<int64_t>(1, target3 * attention_pipe_ctas_per_sm(kDecodePipe3Stage) / 3);
-  return {true, plan_cluster_splits(qs.max_keys, heads_total, target, max_chunk)};
+  return plan_cluster_splits(qs.max_keys, heads_total, target, max_chunk, plan);
 }
 
 }  // namespace
@@ -81,21 +78,21 @@ namespace striker::cuda {
 
 bool cluster_attention_fits(const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch,
                             int max_chunk) {
-  const decode::ClusterPlanFor p = decode::plan_for(s, qs, scratch, max_chunk);
-  return p.built && p.plan.splits <= decode::kClusterMaxSplits && p.plan.chunk <= max_chunk;
+  decode::DecodeSplitPlan plan;
+  return decode::plan_for(s, qs, scratch, max_chunk, plan);
 }
 
 void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                              const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch,
                              bf16* out, cudaStream_t stream, bool meta_before_wait, int max_chunk) {
   using namespace decode;
-  const ClusterPlanFor p = plan_for(s, qs, scratch, max_chunk);
-  if (!p.built || p.plan.splits > kClusterMaxSplits || p.plan.chunk > max_chunk)
+  DecodeSplitPlan plan;
+  if (!plan_for(s, qs, scratch, max_chunk, plan))
     throw Error("paged_attention_cluster: not built for head_dim " + std::to_string(s.head_dim) + ", heads " +
                 std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ", block size " +
                 std::to_string(s.block_size) + ", " + std::to_string(qs.num_queries) + " queries of up to " +
-                std::to_string(qs.max_keys) + " keys (chunk " + std::to_string(p.plan.chunk) + " > " +
-                std::to_string(max_chunk) + " or more than 8 splits); check cluster_attention_fits first");
+                std::to_string(qs.max_keys) + " keys (chunk " + std::to_string(plan.chunk) + " > " +
+                std::to_string(max_chunk) + "); check cluster_attention_fits first");
   auto* kernel = attention_cluster_kernel;
   constexpr int smem = cta_ring_bytes(kClusterStages);
   static const bool configured = [&] {  // function attributes, set once (see attention_pipe.cu)
@@ -106,7 +103,7 @@ void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_c
   }();
   (void)configured;
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(p.plan.splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
+  cfg.gridDim = dim3(unsigned(plan.splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
   cfg.blockDim = dim3(kWarps * 32);
   cfg.dynamicSmemBytes = size_t(smem);
   cfg.stream = stream;
@@ -114,7 +111,7 @@ void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_c
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL, as launch_pdl
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = unsigned(p.plan.splits);
+  attr[1].val.clusterDim.x = unsigned(plan.splits);
   attr[1].val.clusterDim.y = 1;
   attr[1].val.clusterDim.z = 1;
   cfg.attrs = attr;
@@ -122,8 +119,8 @@ void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_c
   STRIKER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, reinterpret_cast<const bf16_t*>(q),
                                         reinterpret_cast<const bf16_t*>(k_cache),
                                         reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size, s.window,
-                                        qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, p.plan.chunk,
-                                        p.plan.splits, sinks, meta_before_wait, reinterpret_cast<bf16_t*>(out)));
+                                        qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, plan.chunk,
+                                        plan.splits, sinks, meta_before_wait, reinterpret_cast<bf16_t*>(out)));
   STRIKER_CUDA_CHECK_LAUNCH("attention_cluster_kernel");
 }
 

@@ -119,32 +119,32 @@ inline DecodeSplitPlan plan_decode_splits(int keys, int64_t heads_total, int64_t
   return {splits, chunk};
 }
 
-// Split plan of the single-launch cluster kernel (attention_cluster.cu), chunks of at most
-// max_chunk keys where the keys allow it (the caller checks chunk <= max_chunk):
-//  - the two-launch plan when it has at most kClusterMaxSplits splits of at most max_chunk keys
-//    (so the output is bit-identical to the two-launch path run with the same scratch);
-//  - else, when the two-launch plan wanted more splits (few queries: spread over the GPU), the
-//    fewest splits of whole 64-key steps: chunk ceil(keys / 8) rounded up, at least max_chunk's
-//    worth only if the two-launch plan's chunks were that big;
-//  - else (many queries: the two-launch plan wanted longer chunks than max_chunk, the GPU is full
-//    anyway) chunks of max_chunk keys.
+// Split plan of the single-launch cluster kernel (attention_cluster.cu); false when it does not
+// fit (then the caller takes the two-launch path):
+//  - the two-launch plan whenever it has at most kClusterMaxSplits splits (many queries, or few
+//    keys): the same CTAs doing the same work, so the output is bit-identical to the two-launch
+//    path run with the same scratch, minus the combine launch and the scratch round trip;
+//  - else (few queries: the two-launch plan spreads each key range over more than 8 CTAs to fill
+//    the GPU) the fewest splits of whole 64-key steps, chunk ceil(keys / 8) rounded up, which
+//    fits only if that chunk is at most max_chunk keys (more serial tiles per CTA than that cost
+//    more than the saved launch; attention.h).
 //
-// Why not more, smaller splits: 8 is the portable cluster-size limit, and a sliding layer's 513
-// keys would need 9 splits of 64 anyway (8·64 + 1). 5 splits of 128 keys are as fast as 9 of 64
-// in latency: with the 3-stage ring a warp issues both of its tiles in the prologue, so a CTA
-// pays the same single DRAM round trip for its K/V; the second tile adds only ~0.2 µs of math,
-// while fewer CTAs mean fewer records to merge through distributed shared memory and a cluster
-// that is easier to place in one GPC.
+// Why 5 splits of 128 rather than more, smaller ones for a sliding layer's 513 keys: 8 is the
+// portable cluster-size limit, and 513 = 8·64 + 1 would need 9 splits of 64 anyway (the 9th
+// holding one key). With the 3-stage ring a warp issues both of its tiles in the prologue, so a
+// 128-key CTA pays the same single DRAM round trip for its K/V as a 64-key one; the second tile
+// adds only ~0.2 µs of math, while fewer CTAs mean fewer records to merge through distributed
+// shared memory and a cluster that is easier to place in one GPC.
 constexpr int kClusterMaxSplits = 8;
-inline DecodeSplitPlan plan_cluster_splits(int keys, int64_t heads_total, int64_t target_records, int max_chunk) {
-  const DecodeSplitPlan two_launch = plan_decode_splits(keys, heads_total, target_records, heads_total * 1024);
-  if (two_launch.splits <= kClusterMaxSplits && two_launch.chunk <= max_chunk) return two_launch;
+inline bool plan_cluster_splits(int keys, int64_t heads_total, int64_t target_records, int max_chunk,
+                                DecodeSplitPlan& plan) {
+  plan = plan_decode_splits(keys, heads_total, target_records, heads_total * 1024);
+  if (plan.splits <= kClusterMaxSplits) return true;
   keys = keys > 1 ? keys : 1;
   int chunk = (keys + kClusterMaxSplits - 1) / kClusterMaxSplits;
   chunk = (chunk + kStepKeys - 1) / kStepKeys * kStepKeys;
-  const int wanted = two_launch.chunk < max_chunk ? two_launch.chunk : max_chunk;
-  chunk = chunk > wanted ? chunk : wanted;
-  return {(keys + chunk - 1) / chunk, chunk};
+  plan = {(keys + chunk - 1) / chunk, chunk};
+  return chunk <= max_chunk;
 }
 
 }  // namespace striker::cuda::decode

@@ -232,45 +232,53 @@ namespace striker::cuda::decode {
 namespace {
 
 // The cluster plan: at most 8 splits covering the keys; the two-launch plan whenever that has at
-// most 8 splits (bit-identical outputs with the same scratch); chunks of at most 128 keys for any
-// query of up to 1024 keys (so every sliding layer of Flint takes the cluster kernel).
+// most 8 splits (bit-identical outputs with the same scratch); fits every query of up to
+// 8 · max_chunk keys (so every sliding layer of Flint takes the cluster kernel).
 TEST(DecodeAttentionLayout, ClusterPlanHasAtMostEightSplits) {
   for (int keys : {0, 1, 17, 63, 64, 100, 129, 513, 514, 1000, 1024, 1025, 2000, 8192, 100000})
     for (int64_t heads : {4, 8, 32, 200, 1024})
       for (int64_t target : {1, 8, 176, 264, 1024})
         for (int max_chunk : {128, 256}) {
-        SCOPED_TRACE("max_chunk " + std::to_string(max_chunk) + " " + "keys " + std::to_string(keys) + " heads " + std::to_string(heads) + " target " +
-                     std::to_string(target));
-        const DecodeSplitPlan pl = plan_cluster_splits(keys, heads, target, max_chunk);
-        const int k = keys > 1 ? keys : 1;
-        EXPECT_GE(pl.splits, 1);
-        EXPECT_LE(pl.splits, kClusterMaxSplits);
-        EXPECT_GE(int64_t(pl.splits) * pl.chunk, k);
-        EXPECT_LT(int64_t(pl.splits - 1) * pl.chunk, k);
-        if (pl.splits > 1) EXPECT_EQ(pl.chunk % kStepKeys, 0);
-        if (k <= 8 * max_chunk) EXPECT_LE(pl.chunk, max_chunk);
-        const DecodeSplitPlan two = plan_decode_splits(keys, heads, target, heads * 1024);
-        if (two.splits <= kClusterMaxSplits && two.chunk <= max_chunk) {
-          EXPECT_EQ(pl.splits, two.splits);
-          EXPECT_EQ(pl.chunk, two.chunk);
+          SCOPED_TRACE("max_chunk " + std::to_string(max_chunk) + " keys " + std::to_string(keys) + " heads " +
+                       std::to_string(heads) + " target " + std::to_string(target));
+          DecodeSplitPlan pl{};
+          const bool fits = plan_cluster_splits(keys, heads, target, max_chunk, pl);
+          const int k = keys > 1 ? keys : 1;
+          EXPECT_GE(pl.splits, 1);
+          EXPECT_LE(pl.splits, kClusterMaxSplits);
+          EXPECT_GE(int64_t(pl.splits) * pl.chunk, k);
+          EXPECT_LT(int64_t(pl.splits - 1) * pl.chunk, k);
+          if (pl.splits > 1) EXPECT_EQ(pl.chunk % kStepKeys, 0);
+          if (k <= 8 * max_chunk) EXPECT_TRUE(fits);
+          const DecodeSplitPlan two = plan_decode_splits(keys, heads, target, heads * 1024);
+          if (two.splits <= kClusterMaxSplits) {
+            EXPECT_TRUE(fits);
+            EXPECT_EQ(pl.splits, two.splits);
+            EXPECT_EQ(pl.chunk, two.chunk);
+          } else {
+            EXPECT_EQ(fits, pl.chunk <= max_chunk);
+          }
         }
-      }
   // Flint's sliding layers at batch 1 (4 KV heads, 264 = the 3-stage target on 132 SMs): the
   // two-launch plan is 9 splits of 64 keys; the cluster takes 5 of 128.
   const DecodeSplitPlan two = plan_decode_splits(513, 4, 264, 4096);
   EXPECT_EQ(two.splits, 9);
   EXPECT_EQ(two.chunk, 64);
-  const DecodeSplitPlan sliding = plan_cluster_splits(513, 4, 264, 128);
-  EXPECT_EQ(sliding.splits, 5);
-  EXPECT_EQ(sliding.chunk, 128);
-  // Batch 64 (256 KV-head records): the two-launch plan is one split of 576; the cluster 5 of 128.
-  const DecodeSplitPlan batch = plan_cluster_splits(513, 256, 264, 128);
-  EXPECT_EQ(batch.splits, 5);
-  EXPECT_EQ(batch.chunk, 128);
-  // Full attention at 2000 keys with 256-key chunks allowed: 8 splits of 256.
-  const DecodeSplitPlan full = plan_cluster_splits(2000, 4, 264, 256);
-  EXPECT_EQ(full.splits, 8);
-  EXPECT_EQ(full.chunk, 256);
+  DecodeSplitPlan pl{};
+  EXPECT_TRUE(plan_cluster_splits(513, 4, 264, 128, pl));
+  EXPECT_EQ(pl.splits, 5);
+  EXPECT_EQ(pl.chunk, 128);
+  // Batch 64 (256 KV-head records, GPU full): the two-launch plan, one split of 576 keys.
+  EXPECT_TRUE(plan_cluster_splits(513, 256, 264, 128, pl));
+  EXPECT_EQ(pl.splits, 1);
+  EXPECT_EQ(pl.chunk, 576);
+  // Full attention at 2000 keys, batch 1: 8 splits of 256, only with 256-key chunks allowed.
+  EXPECT_FALSE(plan_cluster_splits(2000, 4, 264, 128, pl));
+  EXPECT_TRUE(plan_cluster_splits(2000, 4, 264, 256, pl));
+  EXPECT_EQ(pl.splits, 8);
+  EXPECT_EQ(pl.chunk, 256);
+  // Full attention at 100K, batch 1: the two launches stay.
+  EXPECT_FALSE(plan_cluster_splits(100000, 4, 264, 128, pl));
 }
 
 TEST(DecodeAttentionLayout, ClusterAndMetaTweaksAreOnByDefaultAndNamed) {
