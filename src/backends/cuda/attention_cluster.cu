@@ -25,8 +25,9 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-// The ring depth of kDecodePipe3Stage, whose records this kernel reproduces bit for bit: with
-// chunks of up to 128 keys every warp has at most 2 tiles, all issued in the prologue.
+// The ring depth of kDecodePipe3Stage, whose records this kernel reproduces bit for bit. With
+// the clamped 8-way plan's chunks of up to 128 keys every warp has at most 2 tiles, all issued in
+// the prologue; the two-launch plans of many-query launches wrap the ring as that kernel does.
 constexpr int kClusterStages = 3;
 constexpr int kRecordFloats = kGroup * (kHeadDim + 2);
 
