@@ -17,6 +17,14 @@
 #include "backends/cuda/router.h"
 
 namespace striker::cuda {
+namespace {
+
+// The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
+Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
+  return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_persistent_lm_head};
+}
+
+}  // namespace
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y) {
   if (T <= kGemvMaxTokens) gemv_bf16(x, T, in, W, out, y, stream_);
@@ -34,7 +42,7 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, i
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
   if (!q.present()) return linear(x, T, in, W, out, y);
-  if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_);
+  if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_, nvfp4_variant(options_.tweaks));
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
 
@@ -42,7 +50,7 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
                                   bf16* h) {
   if (!q.present()) return linear_residual(x, T, in, W, out, h);
   if (T <= kGemvMaxTokens) {
-    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
+    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_, nvfp4_variant(options_.tweaks));
   } else {
     nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
     residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
@@ -67,7 +75,8 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
     y_shared = w.tmp;
   }
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
-                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_,
+                    nvfp4_variant(options_.tweaks));
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
 }
@@ -152,7 +161,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
         gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
       } else if (T <= kGemvMaxTokens && L.nv_gate.present() && L.nv_up.present()) {
         nvfp4_gemv_gate_up(w.x, T, H, L.nv_gate.matrix(), L.nv_gate.scale2.s[0], L.nv_up.matrix(),
-                           L.nv_up.scale2.s[0], Id, w.act, stream_);
+                           L.nv_up.scale2.s[0], Id, w.act, stream_, nvfp4_variant(options_.tweaks));
       } else {  // prefill, or gate and up in different formats
         linear(w.x, T, H, L.gate, L.nv_gate, Id, w.gate);
         linear(w.x, T, H, L.up, L.nv_up, Id, w.up);
@@ -180,7 +189,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
   if (model_.nv_lm_head.present()) {
     const Nvfp4Linear& q = model_.nv_lm_head;
     if (p.rows <= kGemvMaxTokens) {
-      nvfp4_gemv_logits(w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits, stream_);
+      nvfp4_gemv_logits(w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits, stream_,
+                        nvfp4_variant(options_.tweaks));
     } else {
       nvfp4_gemm(w.lt, w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits_bf16,
                  int(c.vocab_size), w.nv_scratch, stream_);

@@ -13,6 +13,8 @@ namespace striker::cuda {
 
 struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
+  bool nvfp4_early_weights = true;       // Nvfp4DecodeVariant::early_weights (nvfp4_linear.h)
+  bool nvfp4_persistent_lm_head = true;  // Nvfp4DecodeVariant::persistent_lm_head
 };
 
 struct DecodeTweakEntry {
@@ -23,6 +25,10 @@ struct DecodeTweakEntry {
 
 // Name → switch. Helpers add one row per variant.
 inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
+    {"nvfp4_early_weights", &DecodeTweaks::nvfp4_early_weights,
+     "NVFP4 GEMV / gate-up / shared-expert warps load their first weight chunks before griddepcontrol.wait"},
+    {"nvfp4_persistent_lm_head", &DecodeTweaks::nvfp4_persistent_lm_head,
+     "NVFP4 LM head at T=1: one wave of CTAs striding over row tiles, next tile's weights loaded ahead"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 

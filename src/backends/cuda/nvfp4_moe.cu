@@ -22,11 +22,15 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 }
 
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
+// kEarly (Nvfp4DecodeVariant::early_weights): the shared expert's warps load their first two
+// chunks before pdl_wait; a routed slot's rows depend on the router's ids, read after it.
+template <bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
                              bf16_t* __restrict__ shared_act) {
-  pdl_grid_start();  // see launch.cuh
+  if constexpr (kEarly) pdl_launch_dependents();
+  else pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
@@ -36,7 +40,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int o1 = min(o0 + 1, rows - 1);
   const uint8_t* cr[4];
   const uint8_t* sr[4];
-  float s2g, s2u;
+  float s2g = 0.f, s2u = 0.f;
   if (shared) {
     const int64_t cb = hidden / 2, sb = hidden / 16;
     cr[0] = sh.gate.codes + o0 * cb, sr[0] = sh.gate.scales + o0 * sb;
@@ -45,7 +49,13 @@ __global__ void __launch_bounds__(kWarps * 32)
     cr[3] = sh.up.codes + o1 * cb, sr[3] = sh.up.scales + o1 * sb;
     s2g = sh.s2_gate;
     s2u = sh.s2_up;
-  } else {
+  }
+  Nvfp4Prologue<4> pr;
+  if constexpr (kEarly) {
+    if (shared) warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
+    pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
+  }
+  if (!shared) {
     const int64_t e = ids[slot];
     stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
     stack_row(wu.m, e, inter, o0, hidden, cr[1], sr[1]);
@@ -53,9 +63,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
+    if constexpr (kEarly) warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
   }
   float acc[4][1];
-  warp_dot_nvfp4<4, 1>(cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
+  if constexpr (kEarly) warp_dot_nvfp4_early<4, 1>(pr, cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
+  else warp_dot_nvfp4<4, 1>(cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -147,7 +159,7 @@ void check_width(const char* what, int width) {
 
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, Nvfp4DecodeVariant variant) {
   if (T <= 0) return;
   check_width("nvfp4_moe_gate_up", hidden);
   const bool has_shared = shared != nullptr && shared_act != nullptr;
@@ -157,7 +169,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+  launch_pdl(variant.early_weights ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
              reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
