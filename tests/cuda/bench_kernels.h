@@ -40,10 +40,12 @@ void bench_router_moe(std::mt19937& rng);
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 
 // bench_nvfp4.cpp
-void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits);
+// variant: the decode-kernel variants (nvfp4_linear.h); rows named "... (plain)" turn them off.
+void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits,
+                      Nvfp4DecodeVariant variant = {});
 // Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
 // routing rotated over 16 expert sets so the weights are not L2 hits.
-void bench_nvfp4_moe(std::mt19937& rng);
+void bench_nvfp4_moe(std::mt19937& rng, Nvfp4DecodeVariant variant = {}, const char* name = nullptr);
 
 // Full-size NVFP4 expert stacks (E 256, H 2048, I 512), filled on the device once for every T.
 struct Nvfp4ExpertStacks {
