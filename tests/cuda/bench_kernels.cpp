@@ -75,7 +75,7 @@ int main() {
     bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=1", 1, 2048, 151552, true);
     bench_nvfp4_moe(rng);
     // The same shapes with the NVFP4 decode variants off (DecodeTweaks nvfp4_*), side by side.
-    const Nvfp4DecodeVariant plain{false, false}, early_only{true, false};
+    const Nvfp4DecodeVariant plain{false, false, false}, early_only{true, false, false};
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1 (plain)", 1, 2048, 5120, false, plain);
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=2", 2, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=2 (plain)", 2, 2048, 5120, false, plain);
@@ -87,6 +87,8 @@ int main() {
     bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=8", 8, 2048, 151552, true);
     bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=8 (plain)", 8, 2048, 151552, true, plain);
     bench_nvfp4_moe(rng, plain, "nvfp4 moe T=1 (6 routed + shared) (plain)");
+    bench_nvfp4_moe(rng, early_only, "nvfp4 moe T=1 (6 routed + shared) (early only)");
+    bench_nvfp4_moe(rng, Nvfp4DecodeVariant{false, false, true}, "nvfp4 moe T=1 (6 routed + shared) (half warp only)");
     bench_nvfp4_gemm(rng, lt, "nvfp4 gemm qkv T=8192 (deq+Lt)", 8192, 2048, 5120);
     const int g_failures = kernel_check_failures();
     std::printf("kernel checks failed: %d\n", g_failures);

@@ -132,8 +132,8 @@ size_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
 // out >= 16384, row counts that are not multiples of the tile), split and unsplit grids.
 TEST(CudaNvfp4, DecodeVariantsAreBitIdenticalToPlainKernels) {
   std::mt19937 rng(66);
-  const Nvfp4DecodeVariant plain{false, false};
-  const Nvfp4DecodeVariant variants[] = {{true, false}, {false, true}, {true, true}};
+  const Nvfp4DecodeVariant plain{false, false, false};
+  const Nvfp4DecodeVariant variants[] = {{true, false, false}, {false, true, false}, {true, true, true}};
   std::vector<Shape> shapes = {Shape{1, 2048, 16385}, Shape{1, 1024, 20001}, Shape{1, 576, 16384},
                                Shape{1, 2048, 5120},  Shape{1, 4096, 2050},  Shape{1, 8192, 33},
                                Shape{1, 64, 300}};
@@ -203,7 +203,7 @@ TEST(CudaNvfp4, GateUpEarlyWeightsIsBitIdenticalToPlainKernel) {
     auto run = [&](bool early) {
       d_a.poison();
       nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr,
-                         Nvfp4DecodeVariant{early, false});
+                         Nvfp4DecodeVariant{early, false, false});
       return d_a.download();
     };
     const auto base = run(false), got = run(true);
@@ -262,10 +262,17 @@ std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in,
 
 TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   std::mt19937 rng(64);
-  const int E = 16, H = 320, I = 192, Is = 128, K = 6;
+  const int E = 16, H = 320, K = 6;
+  struct Dims {
+    int I, Is;
+  };
+  // I = 512 (16 chunks) is the widest the half-warp MoE down takes; I = 576 falls back to the plain one.
+  for (Dims dims : {Dims{192, 128}, Dims{512, 512}, Dims{576, 128}})
   for (int T : {1, 3, 8}) {
+    const int I = dims.I, Is = dims.Is;
     for (int shared_mode : {0, 1, 2}) {  // 0: NVFP4 shared fused, 1: precomputed bf16 y_shared, 2: none
-      SCOPED_TRACE("T=" + std::to_string(T) + " shared_mode=" + std::to_string(shared_mode));
+      SCOPED_TRACE("I=" + std::to_string(I) + " Is=" + std::to_string(Is) + " T=" + std::to_string(T) +
+                   " shared_mode=" + std::to_string(shared_mode));
       auto x = random_bf16(rng, size_t(T) * H);
       auto g = random_matrix(rng, int64_t(E) * I, H), u = random_matrix(rng, int64_t(E) * I, H);
       auto d = random_matrix(rng, int64_t(E) * H, I);
@@ -326,12 +333,19 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
                                shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
         return d_h.download();
       };
-      const auto plain = run(Nvfp4DecodeVariant{false, false});
-      const auto got = run(Nvfp4DecodeVariant{});
-      const auto c = compare(got, h_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << c.describe();
-      const size_t i = first_difference(got, plain);
-      EXPECT_EQ(i, got.size()) << "early weights differ from the plain kernel at " << i;
+      const auto plain = run(Nvfp4DecodeVariant{false, false, false});
+      auto c = compare(plain, h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "plain kernels: " << c.describe();
+      for (Nvfp4DecodeVariant v : {Nvfp4DecodeVariant{true, false, false}, Nvfp4DecodeVariant{false, false, true},
+                                   Nvfp4DecodeVariant{true, true, true}}) {
+        const std::string what = std::string("early_weights=") + (v.early_weights ? "1" : "0") +
+                                 " moe_down_half_warp=" + (v.moe_down_half_warp ? "1" : "0");
+        const auto got = run(v);
+        c = compare(got, h_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(c.ok()) << what << ": " << c.describe();
+        const size_t i = first_difference(got, plain);
+        EXPECT_EQ(i, got.size()) << what << ": differs from the plain kernels at " << i;
+      }
     }
   }
 }

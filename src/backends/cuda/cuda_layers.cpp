@@ -21,7 +21,7 @@ namespace {
 
 // The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
 Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
-  return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_persistent_lm_head};
+  return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_persistent_lm_head, t.nvfp4_moe_down_half_warp};
 }
 
 }  // namespace
@@ -78,7 +78,8 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_,
                     nvfp4_variant(options_.tweaks));
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_,
+                         nvfp4_variant(options_.tweaks));  // h = bf16(h + y)
 }
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the

@@ -15,6 +15,7 @@ struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
   bool nvfp4_early_weights = true;       // Nvfp4DecodeVariant::early_weights (nvfp4_linear.h)
   bool nvfp4_persistent_lm_head = true;  // Nvfp4DecodeVariant::persistent_lm_head
+  bool nvfp4_moe_down_half_warp = true;  // Nvfp4DecodeVariant::moe_down_half_warp
 };
 
 struct DecodeTweakEntry {
@@ -29,6 +30,8 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
      "NVFP4 GEMV / gate-up / shared-expert warps load their first weight chunks before griddepcontrol.wait"},
     {"nvfp4_persistent_lm_head", &DecodeTweaks::nvfp4_persistent_lm_head,
      "NVFP4 LM head at T=1: one wave of CTAs striding over row tiles, next tile's weights loaded ahead"},
+    {"nvfp4_moe_down_half_warp", &DecodeTweaks::nvfp4_moe_down_half_warp,
+     "NVFP4 MoE down (inter <= 512): one output row per half warp instead of two rows on 16 lanes"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 

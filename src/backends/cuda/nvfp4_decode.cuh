@@ -95,9 +95,33 @@ __device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], con
 // acc[r][t] += chunk c of row r · token t's activations (x + t·x_stride), group by group: each
 // 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc). Every caller
 // goes through this one function, so all variants add the same products in the same order.
-template <int R, int NT>
+// kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
+// instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their
+// register bounds. Same operations per row, so the same sums.
+template <int R, int NT, bool kRowByRow = false>
 __device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const bf16_t* x, int64_t x_stride, int nt,
                                                  int c, float (&acc)[R][NT]) {
+  static_assert(!kRowByRow || NT == 1, "row-by-row order is for one token");
+  if constexpr (kRowByRow) {
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
+      uint4 xq[2] = {load_cached(x + int64_t(c) * 32 + g * 16), load_cached(x + int64_t(c) * 32 + g * 16 + 8)};
+      float xf[16];
+      unpack8(xq[0], xf);
+      unpack8(xq[1], xf + 8);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float wf[16];
+        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf);
+        const float s = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+        float p = 0.f;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+        acc[r][0] = fmaf(s, p, acc[r][0]);
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
     float wf[R][16];
@@ -207,10 +231,10 @@ __device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   for (int c = part * 32 + lane; c < chunks; c += 2 * step) {
-    accumulate_chunk<R, NT>(pr.a, x, x_stride, nt, c, acc);  // chunk c
+    accumulate_chunk<R, NT, NT == 1>(pr.a, x, x_stride, nt, c, acc);  // chunk c
     if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
     if (c + step < chunks) {
-      accumulate_chunk<R, NT>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
+      accumulate_chunk<R, NT, NT == 1>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
       if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
     }
   }

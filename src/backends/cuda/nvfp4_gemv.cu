@@ -31,10 +31,11 @@ __device__ __forceinline__ void store_out(void* out, int64_t idx, float y) {
 }
 
 // kEarly: Nvfp4DecodeVariant::early_weights (the first two chunks of weights before pdl_wait).
-// It is held to the CTAs per SM the plain form reaches (T = 1: 3 at 72 registers, so qkv's 320
-// CTAs stay one wave on 132 SMs; T > 1: 2 at 96) — ptxas would otherwise take 97 / 135 registers.
+// Both forms are held to the CTAs per SM the kernel had before the variants (T = 1: 3 at 72
+// registers, so qkv's 320 CTAs stay one wave on 132 SMs; T > 1: 2 at 96) — ptxas would otherwise
+// take 96–97 / 103–135 registers.
 template <int R, int NT, int S, Mode M, bool kEarly>
-__global__ void __launch_bounds__(kWarps * 32, kEarly ? (NT == 1 ? 3 : 2) : 1)
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
   if constexpr (kEarly) pdl_launch_dependents();
@@ -157,8 +158,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2)  // 2 CTAs (16 warps) per SM: 
 }
 
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
+// kEarly: as nvfp4_gemv_kernel's; its T = 1 form is held to 2 CTAs per SM (the plain form takes
+// ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
 template <int NT, bool kEarly>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, kEarly && NT == 1 ? 2 : 1)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
                          float s2u, int inter, bf16_t* __restrict__ act) {
   if constexpr (kEarly) pdl_launch_dependents();
