@@ -15,8 +15,6 @@ constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
 enum class Mode { Store, Residual, Logits };
 
-// Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
-// input split over S warps; the dot product is scaled by the row's scale2 before rounding.
 // One output value y (already scale2'd and rounded to bf16 precision) stored per Mode.
 template <Mode M>
 __device__ __forceinline__ void store_out(void* out, int64_t idx, float y) {
@@ -30,6 +28,8 @@ __device__ __forceinline__ void store_out(void* out, int64_t idx, float y) {
   }
 }
 
+// Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
+// input split over S warps; the dot product is scaled by the row's scale2 before rounding.
 // kEarly: Nvfp4DecodeVariant::early_weights (the first two chunks of weights before pdl_wait).
 // Both forms are held to the CTAs per SM the kernel had before the variants (T = 1: 3 at 72
 // registers, so qkv's 320 CTAs stay one wave on 132 SMs; T > 1: 2 at 96) — ptxas would otherwise
@@ -99,10 +99,10 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
 // nvfp4_gemv_kernel<2, 1, 1>, so every row's sum is the same bit for bit); the next tile's chunks
 // are loaded before the current tile is computed, and the lane's activations (2 × 32 bf16) are
 // loaded once per warp and kept packed in registers.
-constexpr int kPersistR = 2, kPersistJ = 2;
+constexpr int kPersistR = 2, kPersistJ = 2, kPersistCtasPerSm = 2;
 
 template <Mode M, bool kEarly>
-__global__ void __launch_bounds__(kWarps * 32, 2)  // 2 CTAs (16 warps) per SM: ≤ 128 registers
+__global__ void __launch_bounds__(kWarps * 32, kPersistCtasPerSm)  // 16 warps per SM: <= 128 registers
     nvfp4_gemv_persistent_kernel(const bf16_t* __restrict__ x, int in, const uint8_t* __restrict__ codes,
                                  const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
   constexpr int R = kPersistR, J = kPersistJ;
@@ -247,16 +247,15 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
     throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
 }
 
-// One wave of nvfp4_gemv_persistent_kernel: as many CTAs as fit on the device at once.
-template <Mode M, bool kEarly>
+// One wave of nvfp4_gemv_persistent_kernel: kPersistCtasPerSm per SM (its __launch_bounds__ keeps
+// it at <= 128 registers and it uses no shared memory, so that many always fit). Only an
+// attribute query, no occupancy calculation: this also runs while a CUDA graph is captured.
 unsigned persistent_blocks(int tiles) {
-  int device = 0, sms = 0, per_sm = 0;
+  int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  STRIKER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nvfp4_gemv_persistent_kernel<M, kEarly>,
-                                                                   kWarps * 32, 0));
   const int64_t needed = (int64_t(tiles) + kWarps - 1) / kWarps;
-  return unsigned(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(sms) * std::max(per_sm, 1))));
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(std::max(sms, 1)) * kPersistCtasPerSm)));
 }
 
 template <Mode M, bool kEarly>
@@ -266,7 +265,7 @@ void launch_gemv_variant(const bf16_t* xd, int T, int in, Nvfp4Matrix W, RowScal
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (persistent && T == 1 && in <= 32 * 32 * kPersistJ && out_dim >= 16384) {
     const int tiles = (out_dim + kPersistR - 1) / kPersistR;
-    launch_pdl(nvfp4_gemv_persistent_kernel<M, kEarly>, dim3(persistent_blocks<M, kEarly>(tiles)),
+    launch_pdl(nvfp4_gemv_persistent_kernel<M, kEarly>, dim3(persistent_blocks(tiles)),
                dim3(kWarps * 32), 0, stream, xd, in, W.codes, W.scales, s2, out_dim, out);
     return;
   }

@@ -24,7 +24,7 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
 // kEarly (Nvfp4DecodeVariant::early_weights): the shared expert's warps load their first two
 // chunks before pdl_wait; a routed slot's rows depend on the router's ids, read after it. It is
-// also held to 2 CTAs per SM (≤ 128 registers; the plain form takes 154, 1 CTA per SM), so the
+// also held to 2 CTAs per SM (≤ 128 registers; the plain form takes ~160, 1 CTA per SM), so the
 // decode grid of 32 × 7 = 224 CTAs runs in one wave on 132 SMs instead of two.
 template <bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32, kEarly ? 2 : 1)
