@@ -13,6 +13,8 @@ namespace striker::cuda {
 
 struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
+  bool early_weights = true;  // BF16 decode kernels load their first weights before the PDL wait
+  bool fused_norm = true;     // no rmsnorm launch before the BF16 qkv GEMV and the router (decode)
 };
 
 struct DecodeTweakEntry {
@@ -23,6 +25,11 @@ struct DecodeTweakEntry {
 
 // Name → switch. Helpers add one row per variant.
 inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
+    {"early_weights", &DecodeTweaks::early_weights,
+     "BF16 GEMV / gate-up / router / shared-expert / rmsnorm kernels issue their first weight loads between "
+     "launch_dependents and the PDL wait"},
+    {"fused_norm", &DecodeTweaks::fused_norm,
+     "decode steps compute rmsnorm inside the BF16 qkv GEMV and the router logits kernel (which also writes x)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
