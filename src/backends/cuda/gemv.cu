@@ -18,6 +18,10 @@ enum class Mode { Store, Residual, Logits };
 // Chunks per lane loaded before pdl_wait with early weights (all of a split-K qkv row's share).
 template <int NT>
 constexpr int kHeadChunks = NT == 1 ? 2 : 1;
+// Left alone, ptxas gives the early 8-token kernels ~95 registers (the old ones 58-64): 2 blocks
+// per SM instead of 4. Asking for 4 keeps the old occupancy (<= 64 registers, no spills: ptxas -v).
+template <int NT, bool kEarly>
+constexpr int kMinBlocks = NT > 1 && kEarly ? 4 : 0;
 
 // A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
 // over S warps (split-K) so short matrices still put enough loads in flight.
@@ -26,7 +30,7 @@ constexpr int kHeadChunks = NT == 1 ? 2 : 1;
 // x = rmsnorm(h, gamma) into shared memory itself (norm_prologue.cuh, bit-identical to rmsnorm()),
 // while the early weight loads are in flight. Same fmaf chain per lane in every variant.
 template <int R, int NT, int S, Mode M, bool kEarly, bool kNorm>
-__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NT, kEarly>) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                            const bf16_t* __restrict__ W, int out_dim, void* out,
                                                            const float* __restrict__ gamma, float eps) {
   constexpr int kGroups = kWarps / S;

@@ -25,7 +25,9 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16
 #pragma unroll
     for (int p = 0; p < kGammaHead; ++p) {
       const int i = threadIdx.x + p * kThreads;
-      w_head[p] = i < hidden ? __ldg(w + i) : 0.f;
+      // ld.global.cs, not __ldg: ptxas sinks ld.global.nc loads below griddepcontrol.wait (seen in
+      // the SASS), which would undo the point of loading them early.
+      w_head[p] = i < hidden ? __ldcs(w + i) : 0.f;
     }
     pdl_wait();
   } else {
