@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "backends/cuda/attention.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/gemm_lt.h"
 #include "bench_kernels.h"
@@ -55,7 +56,8 @@ int main() {
     bench_decode_tweaks_moe(rng);
     int sms = 0;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    for (auto [u, t] : {std::pair{1, 3 * sms}, {1, 0}, {0, 2 * sms}, {4, 0}}) {
+    for (auto [u, t] : {std::pair{1, 3 * sms}, {kDecodePipe3Stage, 3 * sms}, {kDecodePipe2Stage, 3 * sms}, {1, 0},
+                      {0, 2 * sms}, {4, 0}}) {
       bench_attention(rng, "attn full ctx=8192", 8192, 0, u, t);
       bench_attention(rng, "attn full ctx=100000", 100000, 0, u, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, u, t);

@@ -114,6 +114,9 @@ void CudaBackend::run_layers(const StepPlan& p) {
   const float eps = c.rms_norm_eps;
   const HeadShape hs{nh, nkv, d};
   const RouterShape rs{H, int(c.n_routed_experts), K, c.norm_topk_prob, c.routed_scaling_factor};
+  // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
+  // register-load tensor-core kernel sized for 3 CTAs per SM.
+  const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
   const DecodeTweaks& tw = options_.tweaks;
   const bool decode = T <= kGemvMaxTokens;
 
@@ -131,7 +134,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
                           sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
-                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_,
+                          options_.tweaks.rope_before_wait);
     const AttentionShape shape{nh, nkv, d, B, sliding ? int(c.sliding_window) : 0};
     const AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                                    sliding ? p.tables_sliding : p.tables_full, T,
@@ -146,11 +150,11 @@ void CudaBackend::run_layers(const StepPlan& p) {
         rest.max_keys = sliding ? p.max_keys_sliding_rest : p.max_keys_full_rest;
         rest.query_ids = p.rest_queries;
         paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, rest, w.scratch, w.attn,
-                        stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
+                        stream_, decode_attention_variant);
       }
     } else {
       paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                      stream_, /*variant: tensor cores, 3 CTAs per SM*/ 1);
+                      stream_, decode_attention_variant);
     }
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
     // Fused post-norm (decode MoE layers): the router logits kernel computes x = rmsnorm(h) and
