@@ -52,6 +52,8 @@ int main() {
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
     bench_router_moe(rng);
+    bench_decode_tweaks_dense(rng);
+    bench_decode_tweaks_moe(rng);
     int sms = 0;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     for (auto [u, t] : {std::pair{1, 3 * sms}, {kDecodePipe3Stage, 3 * sms}, {kDecodePipe2Stage, 3 * sms}, {1, 0},

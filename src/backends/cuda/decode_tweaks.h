@@ -15,6 +15,8 @@ struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
   bool rope_before_wait = true;  // qk_rope_kv.cu: gammas + RoPE cos/sin before the PDL wait
   bool attention_pipeline = true;  // decode attention: cp.async-pipelined tensor-core kernel (attention_pipe.cu)
+  bool early_weights = true;  // BF16 decode kernels load their first weights before the PDL wait
+  bool fused_norm = true;     // no rmsnorm launch before the BF16 qkv GEMV and the router (decode)
 };
 
 struct DecodeTweakEntry {
@@ -28,6 +30,11 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
     {"rope_before_wait", &DecodeTweaks::rope_before_wait, "qk-norm/RoPE/KV-write: cos/sin before the PDL wait"},
     {"attention_pipeline", &DecodeTweaks::attention_pipeline,
      "split-KV decode attention stages K/V through a 3-stage cp.async ring per warp (off: register loads)"},
+    {"early_weights", &DecodeTweaks::early_weights,
+     "BF16 GEMV / gate-up / router / shared-expert / rmsnorm kernels issue their first weight loads between "
+     "launch_dependents and the PDL wait"},
+    {"fused_norm", &DecodeTweaks::fused_norm,
+     "decode steps compute rmsnorm inside the BF16 qkv GEMV and the router logits kernel (which also writes x)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
