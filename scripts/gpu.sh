@@ -85,7 +85,8 @@ fi
 
 # GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule), the server's end-to-end suites on
 # --device cuda and the serving benchmark (`vllm bench serve`-style, full config, dummy weights);
-# STRIKER_GPU_SKIP="conformance server serve_bench" leaves any out (reported as not run).
+# the decode step with each variant under measurement off (scripts/gpu_decode_ab.sh);
+# STRIKER_GPU_SKIP="conformance server decode_ab serve_bench" leaves any out (reported as not run).
 SKIP=" ${STRIKER_GPU_SKIP:-} "
 conformance_rc="not run"
 if [[ "$SKIP" != *" conformance "* ]] && [ -x "$BIN/striker" ]; then
@@ -98,6 +99,13 @@ if [[ "$SKIP" != *" server "* ]] && [ -x "$BIN/striker" ]; then
   echo "== server end-to-end tests on cuda (scripts/gpu_server_tests.sh)"
   bash scripts/gpu_server_tests.sh "$BIN" >"$LOGS/server_summary.log" 2>&1
   server_rc=$?
+fi
+
+decode_ab_rc="not run"
+if [[ "$SKIP" != *" decode_ab "* ]] && [ -x "$BIN/striker" ]; then
+  echo "== decode step with each decode-kernel variant off alone (scripts/gpu_decode_ab.sh)"
+  bash scripts/gpu_decode_ab.sh "$BIN" >"$LOGS/decode_ab_summary.log" 2>&1
+  decode_ab_rc=$?
 fi
 
 serve_bench_rc="not run"
@@ -113,7 +121,8 @@ grep -vE "^\|" "$LOGS/bench.log" | tail -5
 grep -E "^\|" "$LOGS/bench.log"
 [ -s "$LOGS/conformance.log" ] && grep -E "^\||PASS|FAIL|ERROR" "$LOGS/conformance.log" | tail -30
 [ -s "$LOGS/server_summary.log" ] && cat "$LOGS/server_summary.log"
+[ -s "$LOGS/decode_ab_summary.log" ] && cat "$LOGS/decode_ab_summary.log"
 # The serving table, the servers' startup lines and any failure (not the per-run result blocks).
 [ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|striker serve:|  KV cache|  ready in|ready after|project target)|[Ee]rror" "$LOGS/serve_bench.log"
-echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, serve bench rc=$serve_bench_rc"
+echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, decode A/B rc=$decode_ab_rc, serve bench rc=$serve_bench_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

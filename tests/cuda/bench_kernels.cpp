@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "backends/cuda/attention.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/gemm_lt.h"
 #include "bench_kernels.h"
@@ -51,9 +52,12 @@ int main() {
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
     bench_router_moe(rng);
+    bench_decode_tweaks_dense(rng);
+    bench_decode_tweaks_moe(rng);
     int sms = 0;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    for (auto [u, t] : {std::pair{1, 3 * sms}, {1, 0}, {0, 2 * sms}, {4, 0}}) {
+    for (auto [u, t] : {std::pair{1, 3 * sms}, {kDecodePipe3Stage, 3 * sms}, {kDecodePipe2Stage, 3 * sms}, {1, 0},
+                      {0, 2 * sms}, {4, 0}}) {
       bench_attention(rng, "attn full ctx=8192", 8192, 0, u, t);
       bench_attention(rng, "attn full ctx=100000", 100000, 0, u, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, u, t);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <tuple>
 
 #include "backends/cuda/attention.h"
 #include "backends/cuda/qk_rope_kv.h"
@@ -59,11 +60,20 @@ struct AttnCase {
   std::vector<int> seq_lens;   // one decode query per sequence at p = len-1
   int prefill_from = -1;       // if >= 0: sequence 0 also gets queries at positions prefill_from..len-1
   bool sinks;
+  int block = 16;              // tokens per cache block
 };
+
+// Index of the first output whose bits differ (size if none; NaN == NaN only with equal bits).
+size_t first_bit_difference(const std::vector<bf16>& a, const std::vector<bf16>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].bits != b[i].bits) return i;
+  return a.size();
+}
 
 void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   const auto& g = ac.g;
-  const int B = 16;
+  const int B = ac.block;
   std::vector<int32_t> tables, offsets, positions;
   std::vector<int32_t> seq_table_offset;
   int total_blocks = 0;
@@ -101,13 +111,32 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   d_out.poison();
   d_scratch.poison();
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
-  // (variant, target split records): every kernel variant, and few vs many splits.
-  for (auto [unroll, target] : {std::pair{0, 0}, {1, 0}, {1, 8}, {2, 0}, {4, 0}, {4, 8}}) {
+  auto run = [&](int unroll, int64_t target) {
     d_out.poison();
+    d_scratch.poison();
     paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
                     AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr, unroll);
-    const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+    return d_out.download();
+  };
+  // (variant, target split records): every kernel variant, and few vs many splits.
+  for (auto [unroll, target] : {std::pair{0, 0}, {1, 0}, {1, 8}, {2, 0}, {4, 0}, {4, 8}, {kDecodePipe3Stage, 0},
+                                {kDecodePipe3Stage, 12}, {kDecodePipe3Stage, 3}, {kDecodePipe2Stage, 0},
+                                {kDecodePipe2Stage, 9}}) {
+    const auto c = compare(run(unroll, target), ref, kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << "variant " << unroll << " target " << target << " " << c.describe();
+  }
+  // The pipelined kernels do the register kernel's arithmetic in the same order: bit-identical
+  // outputs under the same split plan (they scale the target by their CTAs per SM / 3).
+  if (g.d == 128 && g.nh == 8 * g.nkv && B >= 16) {
+    for (auto [pipe, target, mma_target] : {std::tuple{kDecodePipe3Stage, 0, 682}, {kDecodePipe3Stage, 12, 8},
+                                            {kDecodePipe2Stage, 0, 1024}, {kDecodePipe2Stage, 9, 9}}) {
+      const auto got = run(pipe, target), old = run(1, mma_target);
+      const size_t at = first_bit_difference(got, old);
+      EXPECT_EQ(at, got.size()) << "variant " << pipe << " target " << target << " differs from variant 1 target "
+                                << mma_target << " at output " << at << " ("
+                                << (at < got.size() ? bf16_to_float(got[at]) : 0.f) << " vs "
+                                << (at < old.size() ? bf16_to_float(old[at]) : 0.f) << ")";
+    }
   }
 }
 
@@ -138,6 +167,68 @@ TEST(CudaAttention, PrefillChunkOverCachedPrefix) {
 TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
   std::mt19937 rng(36);
   run_attention_case({{32, 4, 128}, 0, {20000}, -1, true}, rng);
+}
+
+// The pipelined kernels at longer contexts (many tiles per warp, so the cp.async ring wraps many
+// times), several sequences per launch, lengths off the tile and block grid, and block sizes
+// where 16-key tiles straddle two cache blocks (24, 40) or fall back to variant 1 (8).
+TEST(CudaAttention, PipelinedLongContextsAndBlockSizes) {
+  std::mt19937 rng(38);
+  run_attention_case({{32, 4, 128}, 0, {20011, 5000, 77, 1}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 513, {30001, 514, 1000}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 0, {3001, 700}, -1, true, 24}, rng);
+  run_attention_case({{32, 4, 128}, 513, {2999, 530}, -1, false, 40}, rng);
+  run_attention_case({{32, 4, 128}, 0, {1001, 33}, -1, true, 8}, rng);
+  run_attention_case({{16, 2, 128}, 0, {90}, 40, true, 32}, rng);
+}
+
+// Only the listed queries are computed; the others' outputs stay untouched (NaN poison).
+TEST(CudaAttention, PipelinedQueryIdsSubset) {
+  std::mt19937 rng(39);
+  const Geometry g{32, 4, 128};
+  const int B = 16, NQ = 3;
+  const std::vector<int> lens = {4100, 900, 1500};
+  std::vector<int32_t> tables, offsets, positions;
+  for (int len : lens) {
+    offsets.push_back(int32_t(tables.size()));
+    for (int b = 0; b < (len + B - 1) / B; ++b) tables.push_back(int32_t(tables.size()));
+    positions.push_back(len - 1);
+  }
+  std::shuffle(tables.begin(), tables.end(), rng);
+  const size_t cache_elems = tables.size() * g.nkv * B * g.d;
+  auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+  auto q = random_bf16(rng, size_t(NQ) * g.nh * g.d, 0.3f);
+  auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+  const AttentionShape shape{g.nh, g.nkv, g.d, B, 0};
+  std::vector<bf16> ref;
+  paged_attention_ref(q, kc, vc, &sinks, shape, positions, offsets, tables, ref);
+  const std::vector<int32_t> ids = {2, 0};
+  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
+  DeviceBuffer<float> d_sinks(sinks);
+  DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables), d_ids(ids);
+  const int64_t records = int64_t(ids.size()) * g.nkv * 300;
+  DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), int(ids.size()), 4100, d_ids.get()};
+  for (int variant : {kDecodePipe3Stage, kDecodePipe2Stage}) {
+    d_out.poison();
+    d_scratch.poison();
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, AttentionScratch{d_scratch.get(), records, 0},
+                    d_out.get(), nullptr, variant);
+    const auto got = d_out.download();
+    const size_t row = size_t(g.nh) * g.d;
+    for (int qi = 0; qi < NQ; ++qi) {
+      const std::vector<bf16> got_q(got.begin() + qi * row, got.begin() + (qi + 1) * row);
+      const std::vector<bf16> ref_q(ref.begin() + qi * row, ref.begin() + (qi + 1) * row);
+      if (qi == 1) {  // not listed: must still be the poison
+        size_t touched = 0;
+        for (bf16 v : got_q) touched += v.bits != 0xFFFF;
+        EXPECT_EQ(touched, 0u) << "variant " << variant << " wrote " << touched << " outputs of unlisted query 1";
+      } else {
+        const auto c = compare(got_q, ref_q, kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(c.ok()) << "variant " << variant << " query " << qi << " " << c.describe();
+      }
+    }
+  }
 }
 
 // Models with 1, 2 or 4 query heads per KV head (e.g. the toolcall fixture: 4 heads, 1 KV head,

@@ -1,4 +1,5 @@
 #include "backends/cuda/attention.h"
+#include "backends/cuda/attention_decode.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -13,17 +14,11 @@
 namespace striker::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+using decode::kLog2e;
+using decode::kNegInf;
+using decode::kWarps;
+using decode::rescale;
 constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
-constexpr float kNegInf = -__builtin_huge_valf();
-
-constexpr float kLog2e = 1.4426950408889634f;
-
-// Scores live in the log2 domain (s·log2(e)) so every exponential is one exp2.
-// 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
-__device__ __forceinline__ float rescale(float m_old, float m_new) {
-  return m_old == kNegInf ? 0.f : exp2f(m_old - m_new);
-}
 
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
@@ -172,24 +167,9 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core variant for head_dim 128 and 8 query heads per KV head (Flint's shape). Each warp
-// takes 16-key tiles: S = Q·Kᵀ with mma.sync m16n8k16 (the 8 query heads are rows 0-7 of A,
-// rows 8-15 are zero), online softmax on the S fragments, then O += P·V with P reused from the
-// S fragments as the A operand. The dot-product order over head dims is permuted (same
-// permutation for Q and K) so every thread reads whole 16-byte chunks; V is read in 16-byte
-// chunks too and paired across keys with byte permutes.
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t word(const uint4& q, int i) {
-  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
-}
-
+// takes 16-key tiles (keys kbeg + 16·warp + 64·i), loads its K and V pieces straight into
+// registers and folds them in with decode::tile_update (attention_decode.cuh, the math shared
+// with the pipelined kernel of attention_pipe.cu).
 template <int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
@@ -201,7 +181,6 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   const int qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, c = lane & 3;  // mma group (query head / key / dim chunk) and thread in group
   const int p = positions[qi];
   const int lo = window > 0 ? max(0, p - window + 1) : 0;
   const int kbeg = lo + split * chunk;
@@ -213,115 +192,36 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     return cache + ((blk * nkv + kvh) * block_size + key % block_size) * D + dim;
   };
 
-  // A fragments of Q (head g), dims 32p + 8c .. +7 for k-steps 2p and 2p+1.
   uint32_t qa[8][2];
-  const bf16_t* qh = q + (int64_t(qi) * nkv * G + kvh * G + g) * D;
-#pragma unroll
-  for (int pp = 0; pp < 4; ++pp) {
-    const uint4 v = load_cached(qh + 32 * pp + 8 * c);
-    qa[2 * pp][0] = v.x;
-    qa[2 * pp][1] = v.y;
-    qa[2 * pp + 1][0] = v.z;
-    qa[2 * pp + 1][1] = v.w;
-  }
-  float o[16][4];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m = kNegInf, l = 0.f;  // for head g (identical across the 4 threads of a group, l partial)
+  decode::load_q_fragments(q, qi, nkv, kvh, lane, qa);
+  decode::WarpState st;
+  decode::init_state(st);
 
   for (int base = kbeg + warp * 16; base < kend; base += kWarps * 16) {
-    // K rows base+g and base+8+g (4 chunks each); V rows base+2c, +1, +8, +9 (chunks g, g+8).
     uint4 kq[2][4], vq[4][2];
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-      const int key = base + 8 * t + g;
+      const int key = base + decode::k_frag_row(lane, t);
       const bool ok = key < kend;
 #pragma unroll
-      for (int pp = 0; pp < 4; ++pp) kq[t][pp] = ok ? load_stream(row(kc, key, 32 * pp + 8 * c)) : make_uint4(0, 0, 0, 0);
+      for (int pp = 0; pp < 4; ++pp)
+        kq[t][pp] = ok ? load_stream(row(kc, key, 8 * decode::k_frag_chunk(lane, pp))) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int key = base + 2 * c + (r & 1) + 8 * (r >> 1);
+      const int key = base + decode::v_frag_row(lane, r);
       const bool ok = key < kend;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) vq[r][h] = ok ? load_stream(row(vc, key, 64 * h + 8 * g)) : make_uint4(0, 0, 0, 0);
+      for (int h = 0; h < 2; ++h)
+        vq[r][h] = ok ? load_stream(row(vc, key, 8 * decode::v_frag_chunk(lane, h))) : make_uint4(0, 0, 0, 0);
     }
-    float s[2][4];
-#pragma unroll
-    for (int t = 0; t < 2; ++t) {
-      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
-#pragma unroll
-      for (int pp = 0; pp < 4; ++pp) {
-        mma_bf16(s[t], qa[2 * pp][0], qa[2 * pp][1], kq[t][pp].x, kq[t][pp].y);
-        mma_bf16(s[t], qa[2 * pp + 1][0], qa[2 * pp + 1][1], kq[t][pp].z, kq[t][pp].w);
-      }
-    }
-    // s[t][0..1]: head g, keys base + 8t + 2c + {0,1}.
-    float sc[4];
-    float mx = m;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int key = base + 8 * (i >> 1) + 2 * c + (i & 1);
-      sc[i] = key < kend ? s[i >> 1][i & 1] * score_scale : kNegInf;
-      mx = fmaxf(mx, sc[i]);
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float scale = rescale(m, mx);
-    float pr[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) pr[i] = sc[i] == kNegInf ? 0.f : exp2f(sc[i] - mx);
-    l = l * scale + (pr[0] + pr[1] + pr[2] + pr[3]);
-    m = mx;
-    const uint32_t pa0 = pack_bf16x2(pr[0], pr[1]), pa2 = pack_bf16x2(pr[2], pr[3]);
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      o[j][0] *= scale;
-      o[j][1] *= scale;
-      // n-tile j: dim 8n + j (j < 8) or 64 + 8n + (j-8), n = g for this thread's B fragment.
-      const int h = j >> 3, e = j & 7;
-      const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
-      const uint32_t b0 = __byte_perm(word(vq[0][h], e >> 1), word(vq[1][h], e >> 1), sel);
-      const uint32_t b1 = __byte_perm(word(vq[2][h], e >> 1), word(vq[3][h], e >> 1), sel);
-      mma_bf16(o[j], pa0, pa2, b0, b1);
-    }
+    decode::tile_update(st, qa, kq, vq, base, kend, score_scale, lane);
   }
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
 
-  // Merge the warps through shared memory; o[j][0..1] = O[head g][dims of columns 2c, 2c+1].
   __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
   __shared__ float sm_acc[kWarps][G][D];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int h = j >> 3, e = j & 7;
-    sm_acc[warp][g][64 * h + 8 * (2 * c) + e] = o[j][0];
-    sm_acc[warp][g][64 * h + 8 * (2 * c + 1) + e] = o[j][1];
-  }
-  if (c == 0) {
-    sm_m[warp][g] = m;
-    sm_l[warp][g] = l;
-  }
-  __syncthreads();
   float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (G * (D + 2));
-  for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
-    const int h = idx / D, col = idx % D;
-    float mn = kNegInf;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mn = fmaxf(mn, sm_m[w][h]);
-    float a = 0.f, lt = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float sc = rescale(sm_m[w][h], mn);
-      a += sm_acc[w][h][col] * sc;
-      lt += sm_l[w][h] * sc;
-    }
-    rec[G * 2 + idx] = a;
-    if (col == 0) {
-      rec[2 * h] = mn;
-      rec[2 * h + 1] = lt;
-    }
-  }
+  decode::write_split_record(st, &sm_acc[0][0][0], G * D, sm_m, sm_l, rec, lane, warp);
 }
 
 // One block of 4 warps per (query, head): merges the splits (warps take every 4th split, each
@@ -379,26 +279,27 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   if (scratch.max_partials < heads_total)
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
                 std::to_string(heads_total));
-  const int keys = std::max(1, qs.max_keys);
-  const int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
-  const int64_t wanted = std::clamp<int64_t>(target / heads_total, 1, scratch.max_partials / heads_total);
+  const bool pipelined = D == 128 && G == 8 && (unroll == kDecodePipe3Stage || unroll == kDecodePipe2Stage);
+  int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
+  if (pipelined) target = std::max<int64_t>(1, target * decode::attention_pipe_ctas_per_sm(unroll) / 3);
   // Chunks are whole 64-key steps (4 warps x 16-key tiles).
-  int chunk = std::max<int>(64, int((keys + wanted - 1) / wanted));
-  chunk = (chunk + 63) / 64 * 64;
-  int splits = (keys + chunk - 1) / chunk;
-  if (heads_total * splits > scratch.max_partials) {  // only reachable when wanted was clamped to 1-ish sizes
-    chunk = keys;
-    splits = 1;
-  }
+  const decode::DecodeSplitPlan plan = decode::plan_decode_splits(qs.max_keys, heads_total, target, scratch.max_partials);
+  const int chunk = plan.chunk, splits = plan.splits;
   const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
-  auto* kernel = unroll == 2 ? attention_split_kernel<D, G, 2> : attention_split_kernel<D, G, 4>;
-  if constexpr (D == 128 && G == 8)
-    if (unroll == 0) kernel = attention_mma_kernel<2>;
-    else if (unroll == 1) kernel = attention_mma_kernel<3>;
-  launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
-                                           reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size,
-                                           s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids,
-                                           chunk, splits, scratch.data);
+  const auto* qb = reinterpret_cast<const bf16_t*>(q);
+  const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
+  const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
+  if (pipelined) {
+    decode::launch_attention_pipe(unroll, grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, qs.positions,
+                                  qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data, stream);
+  } else {
+    auto* kernel = unroll == 2 ? attention_split_kernel<D, G, 2> : attention_split_kernel<D, G, 4>;
+    if constexpr (D == 128 && G == 8)
+      if (unroll == 0) kernel = attention_mma_kernel<2>;
+      else if (unroll == 1) kernel = attention_mma_kernel<3>;
+    launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads, s.block_size, s.window,
+               qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream, 
       scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
@@ -426,9 +327,12 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
                      cudaStream_t stream, int unroll) {
-  if (unroll < 0 || unroll > 4 || unroll == 3)
-    throw Error("paged_attention: variant must be 0/1 (tensor cores where built), 2 or 4, got " + std::to_string(unroll));
-  if (unroll <= 1 && !(s.head_dim == 128 && s.n_heads == 8 * s.n_kv_heads)) unroll = 4;
+  if (unroll < 0 || unroll > kDecodePipe2Stage || unroll == 3)
+    throw Error("paged_attention: variant must be 0/1/5/6 (tensor cores where built), 2 or 4, got " +
+                std::to_string(unroll));
+  const bool tensor_core_shape = s.head_dim == 128 && s.n_heads == 8 * s.n_kv_heads;
+  if (unroll >= kDecodePipe3Stage && s.block_size < decode::kMinBlockSize) unroll = 1;  // documented in attention.h
+  if ((unroll <= 1 || unroll >= kDecodePipe3Stage) && !tensor_core_shape) unroll = 4;
   if (qs.num_queries <= 0) return;
   if (qs.num_queries > 65535)
     throw Error("paged_attention: " + std::to_string(qs.num_queries) + " queries exceed one launch (65535)");

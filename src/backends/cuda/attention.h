@@ -51,7 +51,13 @@ int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 // Throws striker::Error for an unsupported shape or a scratch too small for NQ·n_kv_heads records.
 // variant: 0 / 1 = tensor-core kernel sized for 2 / 3 CTAs per SM (head_dim 128, 8 query heads per
 // KV head; other shapes fall back to 4), 2 or 4 = CUDA-core kernel with that many keys per lane
-// group in flight. All variants compute the same function.
+// group in flight, kDecodePipe3Stage / kDecodePipe2Stage = the tensor-core kernel with K and V
+// staged through a 3- / 2-stage cp.async ring per warp (2 / 3 CTAs per SM; bit-identical to 0/1;
+// block sizes below 16 fall back to 1, other shapes to 4). All variants compute the same function.
+// scratch.target_records is the split-record target of the 3-CTAs-per-SM kernels (one wave);
+// the pipelined kernels scale it by their CTAs per SM / 3 (kDecodePipe3Stage: 2/3).
+constexpr int kDecodePipe3Stage = 5;
+constexpr int kDecodePipe2Stage = 6;
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
                      bf16* out, cudaStream_t stream, int unroll = 0);

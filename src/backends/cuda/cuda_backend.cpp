@@ -100,7 +100,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
 }
 
 CudaBackend::~CudaBackend() {
-  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  for (auto& [key, step] : graphs_) cudaGraphExecDestroy(step.exec);
   ws_.reset();
   sampling_.reset();
   for (void* p : kv_allocations_) cudaFree(p);
@@ -123,7 +123,7 @@ void CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   if (spec.block_size <= 0 || spec.num_full_blocks < 0 || spec.num_sliding_blocks < 0)
     throw Error("CUDA backend: bad KV cache spec (block size " + std::to_string(spec.block_size) + ")");
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  for (auto& [key, step] : graphs_) cudaGraphExecDestroy(step.exec);
   graphs_.clear();  // captured graphs hold the old cache pointers
   for (void* p : kv_allocations_) cudaFree(p);
   kv_allocations_.clear();
@@ -210,9 +210,18 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
       const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
       cudaGraphDestroy(g);
       STRIKER_CUDA_CHECK(err);
-      it = graphs_.emplace(key, exec).first;
+      if (!graphs_.empty() && graphs_.size() >= size_t(std::max(1, options_.max_captured_graphs))) {
+        // A replay still in flight is not cut short: CUDA frees a destroyed graph after it completes.
+        auto lru = std::min_element(graphs_.begin(), graphs_.end(), [](const auto& a, const auto& b) {
+          return a.second.last_use < b.second.last_use;
+        });
+        cudaGraphExecDestroy(lru->second.exec);
+        graphs_.erase(lru);
+      }
+      it = graphs_.emplace(key, CapturedStep{exec, 0}).first;
     }
-    STRIKER_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    it->second.last_use = ++graph_uses_;
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
   } else {
     run_layers(p);
   }

@@ -28,6 +28,8 @@ struct CudaBackendOptions {
   bool device_sampling = true;
   int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
   DecodeTweaks tweaks;  // decode-kernel variants under measurement (decode_tweaks.h)
+  // Captured graphs kept at once (use_graphs); the least recently replayed is destroyed first.
+  int max_captured_graphs = 64;
 
   // Buffer sizes for an engine with these limits (serve, bench throughput): a step's token budget,
   // a logits row per sequence plus a prompt_logprobs chunk (capped at 256 tokens), and a full block
@@ -90,7 +92,14 @@ class CudaBackend : public Backend {
   KvCacheSpec kv_spec_;
   std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
   std::vector<void*> kv_allocations_;
-  std::map<std::tuple<int, int, int, int>, cudaGraphExec_t> graphs_;  // (T, rows, key buckets) -> graph
+  struct CapturedStep {
+    cudaGraphExec_t exec = nullptr;
+    uint64_t last_use = 0;  // graph_uses_ at the last replay (least recently used goes first)
+  };
+  // (T, rows, key buckets) -> graph; at most options_.max_captured_graphs (every decode batch size
+  // and context bucket would otherwise keep its own graph for the life of the server).
+  std::map<std::tuple<int, int, int, int>, CapturedStep> graphs_;
+  uint64_t graph_uses_ = 0;
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
   float last_device_ms_ = 0.f;
 };

@@ -14,50 +14,71 @@ constexpr int kWarps = 4;
 
 // One warp per (token, head) over q heads, then k heads, then v heads. Lane l holds elements
 // [l*E, l*E+E) of the head, so the RoPE partner i + d/2 always sits in lane l ^ 16.
-template <int E>
+// kEarly: the norm gammas and the RoPE cos/sin (a double-precision sincos per element, the slowest
+// part of the kernel) are computed before griddepcontrol.wait, while the QKV GEMV in front still runs;
+// they depend only on weights and on the step's positions, which the step's metadata copy wrote
+// before its first kernel started. Only qkv is read after the wait. Same arithmetic either way.
+template <int E, bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
     const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
     const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
     const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
     bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
-  pdl_grid_start();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
+  if constexpr (!kEarly) pdl_wait();
   constexpr int d = 32 * E;
   const int heads = nh + 2 * nkv;
   const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  if (item >= int64_t(T) * heads) return;
+  if (item >= int64_t(T) * heads) {
+    if constexpr (kEarly) pdl_wait();  // no early exit past the wait (keeps the PDL contract simple)
+    return;
+  }
   const int t = int(item / heads), head = int(item % heads);
   const int lane = threadIdx.x & 31;
+  const bool is_v = head >= nh + nkv;
+  const bool rope = !is_v && inv_freq != nullptr;
+  float gamma[E], cs[E], sn[E];
+  if (!is_v) {
+    const float* w = head < nh ? q_norm_w : k_norm_w;
+#pragma unroll
+    for (int e = 0; e < E; ++e) gamma[e] = w[lane * E + e];
+  }
+  if (rope) {
+    const float p = float(positions[t]);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int i = (lane & 15) * E + e;  // frequency index < d/2
+      const float phi = __fmul_rn(p, inv_freq[i]);
+      double sd, cd;
+      sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
+      cs[e] = round_bf16(float(cd));
+      sn[e] = round_bf16(float(sd));
+    }
+  }
+  if constexpr (kEarly) pdl_wait();
+
   const bf16_t* src = qkv + (int64_t(t) * heads + head) * d + lane * E;
   float x[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) x[e] = __bfloat162float(src[e]);
 
-  const bool is_v = head >= nh + nkv;
   if (!is_v) {
-    const float* w = head < nh ? q_norm_w : k_norm_w;
     float ss = 0.f;
 #pragma unroll
     for (int e = 0; e < E; ++e) ss += x[e] * x[e];
     ss = warp_sum(ss);
     const float r = 1.0f / sqrtf(ss / float(d) + eps);
 #pragma unroll
-    for (int e = 0; e < E; ++e) x[e] = round_bf16(round_bf16(x[e] * r) * w[lane * E + e]);
-    if (inv_freq != nullptr) {
-      const float p = float(positions[t]);
+    for (int e = 0; e < E; ++e) x[e] = round_bf16(round_bf16(x[e] * r) * gamma[e]);
+    if (rope) {
       const bool low = lane < 16;
       float partner[E];
 #pragma unroll
       for (int e = 0; e < E; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], 16);
 #pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const int i = (lane & 15) * E + e;  // frequency index < d/2
-        const float phi = __fmul_rn(p, inv_freq[i]);
-        double sd, cd;
-        sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
-        const float c = round_bf16(float(cd)), s = round_bf16(float(sd));
-        x[e] = low ? round_bf16(round_bf16(x[e] * c) - round_bf16(partner[e] * s))
-                   : round_bf16(round_bf16(x[e] * c) + round_bf16(partner[e] * s));
-      }
+      for (int e = 0; e < E; ++e)
+        x[e] = low ? round_bf16(round_bf16(x[e] * cs[e]) - round_bf16(partner[e] * sn[e]))
+                   : round_bf16(round_bf16(x[e] * cs[e]) + round_bf16(partner[e] * sn[e]));
     }
   }
   bf16_t* dst;
@@ -85,7 +106,7 @@ std::vector<float> rope_inv_freq(float theta, int head_dim) {
 void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const float* q_norm_w,
                            const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
                            const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, bool early) {
   if (T <= 0) return;
   const int64_t items = int64_t(T) * (hs.n_heads + 2 * hs.n_kv_heads);
   const unsigned grid = unsigned((items + kWarps - 1) / kWarps);
@@ -93,9 +114,10 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
-#define STRIKER_QKR(E)                                                                                           \
-  launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in, T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, \
-                                                         positions, inv_freq, slots, block_size, kc, vc, qo)
+#define STRIKER_QKR(E)                                                                                             \
+  launch_pdl(early ? qk_rope_kv_kernel<E, true> : qk_rope_kv_kernel<E, false>, dim3(grid), dim3(kWarps * 32), 0,    \
+             stream, in, T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots,       \
+             block_size, kc, vc, qo)
   switch (hs.head_dim) {
     case 32: STRIKER_QKR(1); break;
     case 64: STRIKER_QKR(2); break;
