@@ -28,12 +28,17 @@ cp "$SHARED/fixtures/flint-config/config.json" "$DEST/gpubin/config.json"
 cp "$SHARED/fixtures/flint-config/config.tiny.json" "$DEST/gpubin/config.tiny.json"
 cp -r "$SHARED/fixtures/flint-tokenizer" "$DEST/gpubin/flint-tokenizer"
 # The server's pytest suites (scripts/gpu_server_tests.sh) read fixtures from ./shared there.
+# STRIKER_SHIP_SERVER=0 leaves the server suites' payload out (the toolcall model and the wheels,
+# ~55 MB of the 64 MiB transfer) for runs of kernel tests and benchmarks only.
+SERVER=${STRIKER_SHIP_SERVER:-1}
 mkdir -p "$DEST/shared/fixtures"
-for f in flint-config flint-tokenizer toolcall-model; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; done
+FIXTURES="flint-config flint-tokenizer"
+[ "$SERVER" = 1 ] && FIXTURES="$FIXTURES toolcall-model"
+for f in $FIXTURES; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; done
 # Wheels for those suites (openai, pytest, requests and their dependencies for Python 3.12), fetched once
 # with `pip download --only-binary=:all: --python-version 3.12 -d $STRIKER_GPU_WHEELS openai pytest requests`.
 WHEELS=${STRIKER_GPU_WHEELS:-/work/gpuwheels}
-if [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
+if [ "$SERVER" = 1 ] && [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
 du -sh "$DEST"
 rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
 tar -C "$DEST" -cf - . | xz -T2 -4 >"$OUTDIR/payload.tar.xz"

@@ -19,6 +19,8 @@ void bench_gemv(std::mt19937& rng, const char* name, int T, int in, int out, boo
 void bench_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out);
 void bench_rmsnorm(std::mt19937& rng, int rows, int H);
 void bench_embedding(std::mt19937& rng);
+// DecodeTweaks early_weights / fused_norm: PDL floor, rmsnorm, qkv (separate vs fused norm), o_proj, gate/up.
+void bench_decode_tweaks_dense(std::mt19937& rng);
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target);
@@ -35,6 +37,8 @@ void bench_qk_rope(std::mt19937& rng);
 
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);
+// DecodeTweaks early_weights / fused_norm: router (old, early, fused norm) and the selected-experts MoE.
+void bench_decode_tweaks_moe(std::mt19937& rng);
 // Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared
 // expert): the device-side grouped path (sort, gate/up + SwiGLU, down, combine) kernel by
 // kernel and in all, then the path it replaced (routing read back, host counting sort, three
@@ -43,10 +47,12 @@ void bench_router_moe(std::mt19937& rng);
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 
 // bench_nvfp4.cpp
-void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits);
+// variant: the decode-kernel variants (nvfp4_linear.h); rows named "... (plain)" turn them off.
+void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits,
+                      Nvfp4DecodeVariant variant = {});
 // Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
 // routing rotated over 16 expert sets so the weights are not L2 hits.
-void bench_nvfp4_moe(std::mt19937& rng);
+void bench_nvfp4_moe(std::mt19937& rng, Nvfp4DecodeVariant variant = {}, const char* name = nullptr);
 
 // Full-size NVFP4 expert stacks (E 256, H 2048, I 512), filled on the device once for every T.
 struct Nvfp4ExpertStacks {

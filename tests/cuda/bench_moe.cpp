@@ -194,3 +194,99 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
 }
 
 }  // namespace striker::cuda::testing
+
+namespace striker::cuda::testing {
+
+// DecodeTweaks rows (docs/performance.md, "Early weights and fused norm"), T = 1 at full size: the
+// router (logits + select) alone and behind its rmsnorm, without and with early weights, then
+// with the norm fused into the logits kernel (which also writes x); the selected-experts MoE
+// without and with early weights. Router weights rotate over copies (they are DRAM reads in a
+// real step); every new variant is checked bit-exact against the old one.
+void bench_decode_tweaks_moe(std::mt19937& rng) {
+  const int H = 2048, E = 256, I = 512, K = 6, Is = 512, T = 1;
+  const float eps = 1e-6f;
+  const RouterShape rs{H, E, K, true, 2.5f};
+  const double rbytes = double(E) * H * 2;
+  const int nc = copies_for(rbytes);
+  const auto wr = random_bf16(rng, size_t(E) * H, 0.03f);
+  std::vector<DeviceBuffer<bf16>> wrs;
+  for (int i = 0; i < nc; ++i) wrs.emplace_back(wr);
+  auto bias = random_f32(rng, size_t(E), 0.f, 0.05f), gamma = random_f32(rng, size_t(H), 1.f, 0.2f);
+  auto h = random_bf16(rng, size_t(T) * H, 3.f);
+  DeviceBuffer<bf16> d_h(h), d_x(h.size()), d_xo(h.size());
+  DeviceBuffer<float> d_bias(bias), d_gamma(gamma), d_tw(size_t(T) * K), d_logits(size_t(T) * E);
+  DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+  const FusedRmsNorm fused_norm{d_gamma.get(), eps, d_xo.get()};
+  auto route = [&](int i, bool early, bool norm_first, bool fused) {
+    if (norm_first) rmsnorm(d_h.get(), d_gamma.get(), d_x.get(), T, H, eps, nullptr, early);
+    router_topk(fused ? d_h.get() : d_x.get(), T, rs, wrs[size_t(i % nc)].get(), nullptr, d_bias.get(), d_logits.get(),
+                d_ids.get(), d_tw.get(), nullptr, early, fused ? &fused_norm : nullptr);
+  };
+  d_x.poison();
+  route(0, false, true, false);
+  const auto x_want = d_x.download();
+  const auto ids_want = d_ids.download();
+  const auto tw_want = d_tw.download();
+  auto check = [&](bool fused) {
+    Comparison c = compare(d_tw.download(), tw_want, 0.0, 0.0);
+    if (d_ids.download() != ids_want) c.nan_count += 1;
+    if (fused) {
+      const auto cx = compare(d_xo.download(), x_want, 0.0, 0.0);
+      if (!cx.ok()) c.nan_count += 1;
+    }
+    return c;
+  };
+  struct Variant {
+    const char* name;
+    bool early, norm_first, fused;
+  };
+  for (const Variant& v : {Variant{"router E=256 (old)", false, false, false}, Variant{"router E=256 early", true, false, false},
+                           Variant{"rmsnorm+router (old)", false, true, false},
+                           Variant{"rmsnorm+router early", true, true, false},
+                           Variant{"router fused norm", false, false, true},
+                           Variant{"router fused norm+early", true, false, true}}) {
+    d_ids.poison();
+    d_tw.poison();
+    d_xo.poison();
+    route(0, v.early, v.norm_first, v.fused);
+    const Comparison c = check(v.fused);
+    row(v.name, &c, time_us([&](int i) { route(i, v.early, v.norm_first, v.fused); }), rbytes);
+  }
+
+  // Selected experts + shared expert, the routing rotated over 16 expert sets (as bench_router_moe).
+  const size_t expert_elems = size_t(E) * I * H;
+  DeviceBuffer<bf16> d_wg(expert_elems), d_wu(expert_elems), d_wd(expert_elems);
+  fill_random_bf16(d_wg.get(), int64_t(expert_elems), 21, 0.f, 0.03f, nullptr);
+  fill_random_bf16(d_wu.get(), int64_t(expert_elems), 22, 0.f, 0.03f, nullptr);
+  fill_random_bf16(d_wd.get(), int64_t(expert_elems), 23, 0.f, 0.03f, nullptr);
+  auto sg = random_bf16(rng, size_t(Is) * H, 0.03f), su = random_bf16(rng, sg.size(), 0.03f);
+  auto sd = random_bf16(rng, sg.size(), 0.03f);
+  DeviceBuffer<bf16> d_sg(sg), d_su(su), d_sd(sd), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  DeviceBuffer<bf16> d_hm(h0);
+  std::vector<DeviceBuffer<int32_t>> routings;
+  for (int r = 0; r < 16; ++r) {
+    std::vector<int32_t> ids_r(static_cast<size_t>(K));
+    for (int k = 0; k < K; ++k) ids_r[size_t(k)] = (r * K + k) * 5 % E;
+    routings.emplace_back(ids_r);
+  }
+  auto moe = [&](int i, bool early) {
+    const int32_t* idp = routings[size_t(i % 16)].get();
+    moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, idp, K, d_act.get(), d_sg.get(), d_su.get(), Is,
+                d_sact.get(), nullptr, early);
+    moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, idp, d_tw.get(), d_sact.get(), d_sd.get(), Is, d_hm.get(),
+                     nullptr, early);
+  };
+  moe(0, false);
+  const auto hm_want = d_hm.download();
+  d_hm.upload(h0);
+  d_act.poison();
+  d_sact.poison();
+  moe(0, true);
+  const auto cm = compare(d_hm.download(), hm_want, 0.0, 0.0);
+  const double mbytes = double(K + 1) * 3 * I * H * 2;
+  row("moe T=1 6+shared (old)", nullptr, time_us([&](int i) { moe(i, false); }), mbytes);
+  row("moe T=1 6+shared early", &cm, time_us([&](int i) { moe(i, true); }), mbytes);
+}
+
+}  // namespace striker::cuda::testing

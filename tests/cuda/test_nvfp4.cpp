@@ -118,6 +118,102 @@ TEST(CudaNvfp4, GateUpSwigluMatchesReference) {
   }
 }
 
+// Index of the first element whose bytes differ (a.size() when none); sizes must match.
+template <typename T>
+size_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return i;
+  return a.size();
+}
+
+// The decode-kernel variants (early weight loads, persistent LM head) add the same products in
+// the same order as the plain kernels: every output must match the reference AND be bit-identical
+// to the plain kernels' output. Shapes cover T = 1..8, the persistent path (T = 1, in <= 2048,
+// out >= 16384, row counts that are not multiples of the tile), split and unsplit grids.
+TEST(CudaNvfp4, DecodeVariantsAreBitIdenticalToPlainKernels) {
+  std::mt19937 rng(66);
+  const Nvfp4DecodeVariant plain{false, false, false};
+  const Nvfp4DecodeVariant variants[] = {{true, false, false}, {false, true, false}, {true, true, true}};
+  std::vector<Shape> shapes = {Shape{1, 2048, 16385}, Shape{1, 1024, 20001}, Shape{1, 576, 16384},
+                               Shape{1, 2048, 5120},  Shape{1, 4096, 2050},  Shape{1, 8192, 33},
+                               Shape{1, 64, 300}};
+  for (int T = 2; T <= 8; ++T) shapes.push_back(Shape{T, T % 2 ? 2048 : 4096, 1000 + 37 * T});
+  for (Shape s : shapes) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto W = random_matrix(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
+    RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
+    std::vector<float> dot;
+    nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
+    const auto ref = rounded(dot);
+    const auto h0 = random_bf16(rng, size_t(s.T) * s.out);
+    std::vector<float> h_ref(h0.size());
+    for (size_t i = 0; i < h0.size(); ++i) h_ref[i] = round_bf16(bf16_to_float(h0[i]) + ref[i]);
+    DeviceMatrix dW(W);
+    DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.out), d_h(h0);
+    DeviceBuffer<float> d_l(size_t(s.T) * s.out);
+    struct Outputs {
+      std::vector<bf16> y, h;
+      std::vector<float> logits;
+    };
+    auto run = [&](Nvfp4DecodeVariant v) {
+      d_y.poison();
+      d_l.poison();
+      STRIKER_CUDA_CHECK(cudaMemcpy(d_h.get(), h0.data(), h0.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+      nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr, v);
+      nvfp4_gemv_logits(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_l.get(), nullptr, v);
+      nvfp4_gemv_residual(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_h.get(), nullptr, v);
+      return Outputs{d_y.download(), d_h.download(), d_l.download()};
+    };
+    const Outputs base = run(plain);
+    for (Nvfp4DecodeVariant v : variants) {
+      SCOPED_TRACE(std::string("early_weights=") + (v.early_weights ? "1" : "0") +
+                   " persistent_lm_head=" + (v.persistent_lm_head ? "1" : "0"));
+      const Outputs got = run(v);
+      auto c = compare(to_float(got.y), ref, kBf16Rtol, 1e-3);
+      EXPECT_TRUE(c.ok()) << "store vs reference: " << c.describe();
+      c = compare(got.logits, ref, kBf16Rtol, 1e-3);
+      EXPECT_TRUE(c.ok()) << "logits vs reference: " << c.describe();
+      c = compare(to_float(got.h), h_ref, kBf16Rtol, 1e-3);
+      EXPECT_TRUE(c.ok()) << "residual vs reference: " << c.describe();
+      size_t i = first_difference(got.y, base.y);
+      EXPECT_EQ(i, got.y.size()) << "store differs from the plain kernel at " << i;
+      i = first_difference(got.logits, base.logits);
+      EXPECT_EQ(i, got.logits.size()) << "logits differ from the plain kernel at " << i << ": "
+                                       << (i < got.logits.size() ? got.logits[i] : 0.f) << " vs "
+                                       << (i < got.logits.size() ? base.logits[i] : 0.f);
+      i = first_difference(got.h, base.h);
+      EXPECT_EQ(i, got.h.size()) << "residual differs from the plain kernel at " << i;
+    }
+  }
+}
+
+TEST(CudaNvfp4, GateUpEarlyWeightsIsBitIdenticalToPlainKernel) {
+  std::mt19937 rng(67);
+  for (Shape s : {Shape{1, 2048, 512}, Shape{1, 2048, 6144}, Shape{3, 1024, 77}, Shape{8, 2048, 100},
+                  Shape{5, 64, 33}}) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " inter=" + std::to_string(s.out));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto Wg = random_matrix(rng, s.out, s.in), Wu = random_matrix(rng, s.out, s.in);
+    const float s2g = 0.011f, s2u = 0.0047f;
+    std::vector<bf16> ref;
+    nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, s.out, ref);
+    DeviceMatrix dg(Wg), du(Wu);
+    DeviceBuffer<bf16> d_x(x), d_a(ref.size());
+    auto run = [&](bool early) {
+      d_a.poison();
+      nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr,
+                         Nvfp4DecodeVariant{early, false, false});
+      return d_a.download();
+    };
+    const auto base = run(false), got = run(true);
+    const auto c = compare(got, ref, 2 * kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "early weights vs reference: " << c.describe();
+    const size_t i = first_difference(got, base);
+    EXPECT_EQ(i, got.size()) << "early weights differ from the plain kernel at " << i;
+  }
+}
+
 // Prefill projection: dequantise + cuBLASLt with alpha = scale2, in row chunks of a small
 // scratch (chunks end at the scale2 boundaries too), writing a column block of a wider output.
 TEST(CudaNvfp4, PrefillGemmMatchesReference) {
@@ -166,10 +262,17 @@ std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in,
 
 TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   std::mt19937 rng(64);
-  const int E = 16, H = 320, I = 192, Is = 128, K = 6;
-  for (int T : {1, 3}) {
+  const int E = 16, H = 320, K = 6;
+  struct Dims {
+    int I, Is;
+  };
+  // I = 512 (16 chunks) is the widest the half-warp MoE down takes; I = 576 falls back to the plain one.
+  for (Dims dims : {Dims{192, 128}, Dims{512, 512}, Dims{576, 128}})
+  for (int T : {1, 3, 8}) {
+    const int I = dims.I, Is = dims.Is;
     for (int shared_mode : {0, 1, 2}) {  // 0: NVFP4 shared fused, 1: precomputed bf16 y_shared, 2: none
-      SCOPED_TRACE("T=" + std::to_string(T) + " shared_mode=" + std::to_string(shared_mode));
+      SCOPED_TRACE("I=" + std::to_string(I) + " Is=" + std::to_string(Is) + " T=" + std::to_string(T) +
+                   " shared_mode=" + std::to_string(shared_mode));
       auto x = random_bf16(rng, size_t(T) * H);
       auto g = random_matrix(rng, int64_t(E) * I, H), u = random_matrix(rng, int64_t(E) * I, H);
       auto d = random_matrix(rng, int64_t(E) * H, I);
@@ -217,13 +320,32 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
                       hz);  // K = 0: h = bf16(0 + bf16(0 + shared)) = shared output
         d_ysh = DeviceBuffer<bf16>(hz);
       }
-      nvfp4_moe_gate_up(d_x.get(), T, H, sg_stack, su_stack, I, d_ids.get(), K, d_act.get(),
-                        shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr);
-      nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
-                             shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
-                             shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
-      const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << c.describe();
+      // Default variant (early weight loads for the shared expert) against the reference, and bit
+      // for bit against the plain kernel (Nvfp4DecodeVariant::early_weights off).
+      auto run = [&](Nvfp4DecodeVariant v) {
+        d_act.poison();
+        d_sact.poison();
+        STRIKER_CUDA_CHECK(cudaMemcpy(d_h.get(), h.data(), h.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+        nvfp4_moe_gate_up(d_x.get(), T, H, sg_stack, su_stack, I, d_ids.get(), K, d_act.get(),
+                          shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr, v);
+        nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
+                               shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
+                               shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
+        return d_h.download();
+      };
+      const auto plain = run(Nvfp4DecodeVariant{false, false, false});
+      auto c = compare(plain, h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "plain kernels: " << c.describe();
+      for (Nvfp4DecodeVariant v : {Nvfp4DecodeVariant{true, false, false}, Nvfp4DecodeVariant{false, false, true},
+                                   Nvfp4DecodeVariant{true, true, true}}) {
+        const std::string what = std::string("early_weights=") + (v.early_weights ? "1" : "0") +
+                                 " moe_down_half_warp=" + (v.moe_down_half_warp ? "1" : "0");
+        const auto got = run(v);
+        c = compare(got, h_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(c.ok()) << what << ": " << c.describe();
+        const size_t i = first_difference(got, plain);
+        EXPECT_EQ(i, got.size()) << what << ": differs from the plain kernels at " << i;
+      }
     }
   }
 }

@@ -30,12 +30,15 @@ __device__ __forceinline__ float2 e2m1_pair_x2m14(uint32_t byte) {
   return __half22float2(__half2(raw));
 }
 
-// half2 bit pattern (see nvfp4_bits.h) -> two floats.
+// half2 bit pattern (see nvfp4_bits.h) -> two floats. Converted straight from the register's two
+// halves (HADD2.F32 with .H0_H0 / .H1_H1): going through __half2_raw made ptxas split the word and
+// pack it again (SHF + PRMT per pair, ~16 % of the LM head's inner loop). Same values.
 __device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
-  __half2_raw raw;
-  raw.x = static_cast<unsigned short>(h & 0xFFFFu);
-  raw.y = static_cast<unsigned short>(h >> 16);
-  return __half22float2(__half2(raw));
+  float2 f;
+  asm("{\n\t.reg .f16 lo, hi;\n\tmov.b32 {lo, hi}, %2;\n\tcvt.f32.f16 %0, lo;\n\tcvt.f32.f16 %1, hi;\n\t}"
+      : "=f"(f.x), "=f"(f.y)
+      : "r"(h));
+  return f;
 }
 
 // 8 weights of one code word -> f[0..7] = E2M1 · 2^-14 (weight j of the word in f[j]).
@@ -70,6 +73,106 @@ __device__ __forceinline__ float group_dot(uint32_t w0, uint32_t w1, uint32_t sb
   return ue4m3_x2p14(sb & 0xFFu) * p;
 }
 
+// One 16-byte code chunk (32 weights) and its 2 scale bytes for each of R rows.
+template <int R>
+struct Nvfp4Chunk {
+  uint4 q[R];
+  uint32_t sc[R];
+};
+
+// Loads chunk c of every row (codes[r], scales[r]: the row's first byte). Weights only: may run
+// before pdl_wait (launch.cuh).
+template <int R>
+__device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], const uint8_t* const (&scales)[R], int c,
+                                           Nvfp4Chunk<R>& k) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    k.q[r] = load_stream(codes[r] + int64_t(c) * 16);
+    k.sc[r] = __ldcs(reinterpret_cast<const unsigned short*>(scales[r] + int64_t(c) * 2));
+  }
+}
+
+// acc[r][t] += chunk c of row r · token t's activations (x + t·x_stride), group by group: each
+// 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc). warp_dot_nvfp4
+// and its early form both go through this function (accumulate_chunk_x repeats the same steps for
+// activations held in registers), so all variants add the same products in the same order.
+// kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
+// instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their
+// register bounds. Same operations per row, so the same sums.
+template <int R, int NT, bool kRowByRow = false>
+__device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const bf16_t* x, int64_t x_stride, int nt,
+                                                 int c, float (&acc)[R][NT]) {
+  static_assert(!kRowByRow || NT == 1, "row-by-row order is for one token");
+  if constexpr (kRowByRow) {
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
+      uint4 xq[2] = {load_cached(x + int64_t(c) * 32 + g * 16), load_cached(x + int64_t(c) * 32 + g * 16 + 8)};
+      float xf[16];
+      unpack8(xq[0], xf);
+      unpack8(xq[1], xf + 8);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float wf[16];
+        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf);
+        const float s = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+        float p = 0.f;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+        acc[r][0] = fmaf(s, p, acc[r][0]);
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
+    float wf[R][16];
+    float s[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf[r]);
+      s[r] = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (t < nt) {
+        const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
+        float xf[16];
+        unpack8(load_cached(xp), xf);
+        unpack8(load_cached(xp + 8), xf + 8);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          float p = 0.f;
+#pragma unroll
+          for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
+          acc[r][t] = fmaf(s[r], p, acc[r][t]);
+        }
+      }
+    }
+  }
+}
+
+// accumulate_chunk for one token whose chunk of activations is already in registers (xq: the
+// chunk's 32 bf16 values); the same operations in the same order.
+template <int R>
+__device__ __forceinline__ void accumulate_chunk_x(const Nvfp4Chunk<R>& k, const uint4 (&xq)[4], float (&acc)[R]) {
+#pragma unroll
+  for (int g = 0; g < 2; ++g) {
+    float xf[16];
+    unpack8(xq[2 * g], xf);
+    unpack8(xq[2 * g + 1], xf + 8);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float wf[16];
+      decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf);
+      const float s = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+      float p = 0.f;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+      acc[r] = fmaf(s, p, acc[r]);
+    }
+  }
+}
+
 // One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against one shared
 // activation row x (token t at x + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
 // code chunks (32 weights, 2 scale bytes) part·32+lane, stepping 32·parts (split-K over warps).
@@ -87,38 +190,53 @@ __device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R],
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 #pragma unroll(NT == 1 ? 2 : 1)
   for (int c = part * 32 + lane; c < chunks; c += 32 * parts) {
-    uint4 q[R];
-    uint32_t sc[R];
+    Nvfp4Chunk<R> k;
+    load_chunk<R>(codes, scales, c, k);
+    accumulate_chunk<R, NT>(k, x, x_stride, nt, c, acc);
+  }
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      q[r] = load_stream(codes[r] + int64_t(c) * 16);
-      sc[r] = __ldcs(reinterpret_cast<const unsigned short*>(scales[r] + int64_t(c) * 2));
-    }
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
-      float wf[R][16];
-      float s[R];
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+// The early-weights form of warp_dot_nvfp4 (same sums, bit for bit): a lane's first two chunks
+// (c0 = part·32+lane and c0 + 32·parts) are loaded by warp_dot_nvfp4_prologue, which a kernel
+// calls between pdl_launch_dependents and pdl_wait, so their DRAM latency overlaps the previous
+// kernel's tail; warp_dot_nvfp4_early then keeps two chunks in flight (a chunk's registers are
+// refilled with the chunk two steps ahead right after it is consumed).
+template <int R>
+struct Nvfp4Prologue {
+  Nvfp4Chunk<R> a, b;
+};
+
+template <int R>
+__device__ __forceinline__ void warp_dot_nvfp4_prologue(const uint8_t* const (&codes)[R],
+                                                        const uint8_t* const (&scales)[R], int in, Nvfp4Prologue<R>& pr,
+                                                        int part = 0, int parts = 1) {
+  const int chunks = in / 32, step = 32 * parts;
+  const int c0 = part * 32 + (threadIdx.x & 31);
+  if (c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
+  if (c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
+}
+
+template <int R, int NT>
+__device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
+                                                     const uint8_t* const (&scales)[R], const bf16_t* x,
+                                                     int64_t x_stride, int nt, int in, float (&acc)[R][NT],
+                                                     int part = 0, int parts = 1) {
+  const int lane = threadIdx.x & 31;
+  const int chunks = in / 32, step = 32 * parts;
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        decode16(g == 0 ? q[r].x : q[r].z, g == 0 ? q[r].y : q[r].w, wf[r]);
-        s[r] = ue4m3_x2p14((sc[r] >> (8 * g)) & 0xFFu);
-      }
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < nt) {
-          const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
-          float xf[16];
-          unpack8(load_cached(xp), xf);
-          unpack8(load_cached(xp + 8), xf + 8);
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            float p = 0.f;
-#pragma unroll
-            for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
-            acc[r][t] = fmaf(s[r], p, acc[r][t]);
-          }
-        }
-      }
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  for (int c = part * 32 + lane; c < chunks; c += 2 * step) {
+    accumulate_chunk<R, NT, NT == 1>(pr.a, x, x_stride, nt, c, acc);  // chunk c
+    if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
+    if (c + step < chunks) {
+      accumulate_chunk<R, NT, NT == 1>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
+      if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
     }
   }
 #pragma unroll

@@ -15,13 +15,31 @@ constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
 enum class Mode { Store, Residual, Logits };
 
+// One output value y (already scale2'd and rounded to bf16 precision) stored per Mode.
+template <Mode M>
+__device__ __forceinline__ void store_out(void* out, int64_t idx, float y) {
+  if constexpr (M == Mode::Store) {
+    static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(y);
+  } else if constexpr (M == Mode::Residual) {
+    bf16_t* h = static_cast<bf16_t*>(out);
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+  } else {
+    static_cast<float*>(out)[idx] = y;
+  }
+}
+
 // Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
 // input split over S warps; the dot product is scaled by the row's scale2 before rounding.
-template <int R, int NT, int S, Mode M>
-__global__ void __launch_bounds__(kWarps * 32)
+// kEarly: Nvfp4DecodeVariant::early_weights (the first two chunks of weights before pdl_wait).
+// Both forms are held to the CTAs per SM the kernel had before the variants (T = 1: 3 at 72
+// registers, so qkv's 320 CTAs stay one wave on 132 SMs; T > 1: 2 at 96) — ptxas would otherwise
+// take 96–97 / 103–135 registers.
+template <int R, int NT, int S, Mode M, bool kEarly>
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
-  pdl_grid_start();  // see launch.cuh
+  if constexpr (kEarly) pdl_launch_dependents();
+  else pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
@@ -37,7 +55,14 @@ __global__ void __launch_bounds__(kWarps * 32)
     sr[r] = scales + row * (in / 16);
   }
   float acc[R][NT];
-  if (o0 < out_dim) warp_dot_nvfp4<R, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  if constexpr (kEarly) {
+    Nvfp4Prologue<R> pr;
+    if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
+    pdl_wait();  // x and h (Residual) are written by earlier kernels
+    if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  } else {
+    if (o0 < out_dim) warp_dot_nvfp4<R, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  }
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -64,25 +89,83 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int t = 0; t < NT; ++t) {
       if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
         const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-        const float y = round_bf16(acc[r][t] * s2.at(o0 + r));  // scale2 before the rounding (FLINT.md §4)
-        if constexpr (M == Mode::Store) {
-          static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(y);
-        } else if constexpr (M == Mode::Residual) {
-          bf16_t* h = static_cast<bf16_t*>(out);
-          h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
-        } else {
-          static_cast<float*>(out)[idx] = y;
-        }
+        store_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
       }
     }
 }
 
+// Nvfp4DecodeVariant::persistent_lm_head: T = 1, in <= 32·32·kJ. One wave of CTAs; warp w takes
+// the 2-row tiles w, w + warps, ... . A lane's chunks of a row are lane and lane + 32 (as
+// nvfp4_gemv_kernel<2, 1, 1>, so every row's sum is the same bit for bit); the next tile's chunks
+// are loaded before the current tile is computed, and the lane's activations (2 × 32 bf16) are
+// loaded once per warp and kept packed in registers.
+constexpr int kPersistR = 2, kPersistJ = 2, kPersistCtasPerSm = 2;
+
+template <Mode M, bool kEarly>
+__global__ void __launch_bounds__(kWarps * 32, kPersistCtasPerSm)  // 16 warps per SM: <= 128 registers
+    nvfp4_gemv_persistent_kernel(const bf16_t* __restrict__ x, int in, const uint8_t* __restrict__ codes,
+                                 const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
+  constexpr int R = kPersistR, J = kPersistJ;
+  if constexpr (kEarly) pdl_launch_dependents();
+  else pdl_grid_start();  // see launch.cuh
+  const int lane = threadIdx.x & 31;
+  const int chunks = in / 32;
+  const int tiles = (out_dim + R - 1) / R;
+  const int warps = int(gridDim.x) * kWarps;
+  auto load_tile = [&](int tile, Nvfp4Chunk<R>(&k)[J]) {
+    const uint8_t* cr[R];
+    const uint8_t* sr[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = min(tile * R + r, out_dim - 1);  // clamped rows are computed, never stored
+      cr[r] = codes + row * (in / 2);
+      sr[r] = scales + row * (in / 16);
+    }
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < chunks) load_chunk<R>(cr, sr, lane + 32 * j, k[j]);
+  };
+  int tile = int(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  Nvfp4Chunk<R> cur[J], next[J];
+  if (tile < tiles) load_tile(tile, cur);
+  if constexpr (kEarly) pdl_wait();  // x and h (Residual) are written by earlier kernels
+  if (tile >= tiles) return;
+  uint4 xq[J][4];
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+    if (lane + 32 * j < chunks)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xq[j][i] = load_cached(x + int64_t(lane + 32 * j) * 32 + i * 8);
+  for (; tile < tiles; tile += warps) {
+    const bool more = tile + warps < tiles;
+    if (more) load_tile(tile + warps, next);
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      if (lane + 32 * j < chunks) accumulate_chunk_x<R>(cur[j], xq[j], acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      acc[r] = warp_sum(acc[r]);
+      const int o = tile * R + r;
+      if (lane == r && o < out_dim) store_out<M>(out, o, round_bf16(acc[r] * s2.at(o)));
+    }
+    if (more)
+#pragma unroll
+      for (int j = 0; j < J; ++j) cur[j] = next[j];
+  }
+}
+
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
-template <int NT>
-__global__ void __launch_bounds__(kWarps * 32)
+// kEarly: as nvfp4_gemv_kernel's; its T = 1 form is held to 2 CTAs per SM (the plain form takes
+// ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
+template <int NT, bool kEarly>
+__global__ void __launch_bounds__(kWarps * 32, kEarly && NT == 1 ? 2 : 1)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
                          float s2u, int inter, bf16_t* __restrict__ act) {
-  pdl_grid_start();  // see launch.cuh
+  if constexpr (kEarly) pdl_launch_dependents();
+  else pdl_grid_start();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blockIdx.x * kWarps + warp) * 2;
   if (o0 >= inter) return;
@@ -93,7 +176,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   const uint8_t* cr[4] = {wg.codes + oa * cb, wu.codes + oa * cb, wg.codes + ob * cb, wu.codes + ob * cb};
   const uint8_t* sr[4] = {wg.scales + oa * sb, wu.scales + oa * sb, wg.scales + ob * sb, wu.scales + ob * sb};
   float acc[4][NT];
-  warp_dot_nvfp4<4, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+  if constexpr (kEarly) {
+    Nvfp4Prologue<4> pr;
+    warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
+    pdl_wait();  // x is written by the previous kernel
+    warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+  } else {
+    warp_dot_nvfp4<4, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+  }
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -157,33 +247,59 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
     throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
 }
 
-template <Mode M>
-void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream) {
-  check_nvfp4(what, x, in, W, out);
-  if (T <= 0 || out_dim <= 0) return;
-  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+// One wave of nvfp4_gemv_persistent_kernel: kPersistCtasPerSm per SM (its __launch_bounds__ keeps
+// it at <= 128 registers and it uses no shared memory, so that many always fit). Only an
+// attribute query, no occupancy calculation: this also runs while a CUDA graph is captured.
+unsigned persistent_blocks(int tiles) {
+  int device = 0, sms = 0;
+  STRIKER_CUDA_CHECK(cudaGetDevice(&device));
+  STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t needed = (int64_t(tiles) + kWarps - 1) / kWarps;
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(std::max(sms, 1)) * kPersistCtasPerSm)));
+}
+
+template <Mode M, bool kEarly>
+void launch_gemv_variant(const bf16_t* xd, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
+                         bool persistent, cudaStream_t stream) {
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
+  if (persistent && T == 1 && in <= 32 * 32 * kPersistJ && out_dim >= 16384) {
+    const int tiles = (out_dim + kPersistR - 1) / kPersistR;
+    launch_pdl(nvfp4_gemv_persistent_kernel<M, kEarly>, dim3(persistent_blocks(tiles)),
+               dim3(kWarps * 32), 0, stream, xd, in, W.codes, W.scales, s2, out_dim, out);
+    return;
+  }
   // A row is in/32 chunks of 16 bytes. Long rows of short matrices (o_proj, dense down) split
   // each row over 4 warps so enough loads are in flight; the LM head has warps to spare.
   const bool split = out_dim < 8192 && in / 32 >= 128;
   constexpr int S = 4;
   if (T == 1) {
     if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0, stream, xd,
-                 T, in, W.codes, W.scales, s2, out_dim, out);
+      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M, kEarly>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
-      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream, xd, T,
-                 in, W.codes, W.scales, s2, out_dim, out);
+      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M, kEarly>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
+                 xd, T, in, W.codes, W.scales, s2, out_dim, out);
   } else {
     if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0, stream,
-                 xd, T, in, W.codes, W.scales, s2, out_dim, out);
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M, kEarly>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0, stream, xd,
-                 T, in, W.codes, W.scales, s2, out_dim, out);
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M, kEarly>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
   }
+}
+
+template <Mode M>
+void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
+                 Nvfp4DecodeVariant variant, cudaStream_t stream) {
+  check_nvfp4(what, x, in, W, out);
+  if (T <= 0 || out_dim <= 0) return;
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  if (variant.early_weights)
+    launch_gemv_variant<M, true>(xd, T, in, W, s2, out_dim, out, variant.persistent_lm_head, stream);
+  else
+    launch_gemv_variant<M, false>(xd, T, in, W, s2, out_dim, out, variant.persistent_lm_head, stream);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
@@ -194,34 +310,31 @@ unsigned grid_for(int64_t n, int threads) {
 }  // namespace
 
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
+                cudaStream_t stream, Nvfp4DecodeVariant variant) {
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, variant, stream);
 }
 
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
+                         cudaStream_t stream, Nvfp4DecodeVariant variant) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, variant, stream);
 }
 
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
+                       cudaStream_t stream, Nvfp4DecodeVariant variant) {
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, variant, stream);
 }
 
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream) {
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream, Nvfp4DecodeVariant variant) {
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
   const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), unsigned((T + kNT - 1) / kNT));
-  if (T == 1)
-    launch_pdl(nvfp4_gate_up_kernel<1>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u,
-               inter, a);
-  else
-    launch_pdl(nvfp4_gate_up_kernel<kNT>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u,
-               inter, a);
+  auto kernel = T == 1 ? (variant.early_weights ? nvfp4_gate_up_kernel<1, true> : nvfp4_gate_up_kernel<1, false>)
+                       : (variant.early_weights ? nvfp4_gate_up_kernel<kNT, true> : nvfp4_gate_up_kernel<kNT, false>);
+  launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }
 

@@ -46,18 +46,39 @@ struct RowScale2 {
   int next_boundary(int row) const { return row < end0 ? end0 : row < end1 ? end1 : INT_MAX; }
 };
 
+// Decode-kernel variants under measurement (DecodeTweaks nvfp4_early_weights,
+// nvfp4_persistent_lm_head and nvfp4_moe_down_half_warp, decode_tweaks.h). Each variant adds the
+// same products in the same order as the kernel it replaces, so outputs are bit-identical with it
+// on or off.
+struct Nvfp4DecodeVariant {
+  // Each warp loads its first two code/scale chunks between griddepcontrol.launch_dependents and
+  // .wait (weights only; activations, h and routing ids after the wait), then keeps two chunks in
+  // flight. GEMVs, dense gate/up, and the MoE gate/up's shared-expert slots.
+  bool early_weights = true;
+  // T = 1, in <= 2048, out_dim >= 16384 (the LM head): a grid of one wave of CTAs whose warps
+  // stride over 2-row tiles, loading the next tile's chunks while computing the current one, with
+  // the lane's activations held in registers — instead of 9472 short CTAs that each wait a full
+  // DRAM round trip before their first FMA.
+  bool persistent_lm_head = true;
+  // MoE down + combine with inter <= 512 (and a fused shared expert's inter <= 512): lanes 0–15
+  // take one output row and lanes 16–31 the other, one chunk per expert each (the plain kernel
+  // leaves lanes 16–31 idle and has each lane decode both rows). With early_weights, the shared
+  // expert's down chunk is loaded before griddepcontrol.wait.
+  bool moe_down_half_warp = true;
+};
+
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream);
+                cudaStream_t stream, Nvfp4DecodeVariant variant = {});
 // h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj / dense down with the residual add fused).
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream);
+                         cudaStream_t stream, Nvfp4DecodeVariant variant = {});
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head).
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream);
+                       cudaStream_t stream, Nvfp4DecodeVariant variant = {});
 // act = bf16(bf16(g·sigmoid(g))·u) with g = bf16(mm(x,Wg)), u = bf16(mm(x,Wu)); Wg, Wu [inter, in].
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream);
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream, Nvfp4DecodeVariant variant = {});
 
 // out[r, i] = bf16(E2M1(code)·E4M3(scale)) for `rows` rows of `in` weights (no scale2: the
 // caller applies it to the GEMM accumulator). Exact, see nvfp4_gemv.cu.
