@@ -83,7 +83,7 @@ void check_cluster_attention(const AttnCase& ac, const AttentionShape& shape, co
                              const bf16* v, const float* sinks, DeviceBuffer<bf16>& out, int64_t records) {
   const bool built = shape.head_dim == 128 && shape.n_heads == 8 * shape.n_kv_heads && shape.block_size >= 16;
   const AttentionScratch no_scratch{nullptr, 0, 0};  // the cluster kernel only reads target_records
-  if (qs.max_keys <= 1024)
+  if (decode::plan_keys(qs.max_keys, shape.window) <= 1024)
     EXPECT_EQ(cluster_attention_fits(shape, qs, no_scratch, 128), built)
         << "max_keys " << qs.max_keys << " block " << shape.block_size;
   if (!built) {
@@ -107,11 +107,11 @@ void check_cluster_attention(const AttnCase& ac, const AttentionShape& shape, co
         // The cluster's plan (attention_cluster.cu: the kDecodePipe3Stage target, 2/3 of the 3-CTA one).
         const int64_t t3 = target > 0 ? target : 1024;
         decode::DecodeSplitPlan plan{};
-        ASSERT_TRUE(decode::plan_cluster_splits(qs.max_keys, heads, std::max<int64_t>(1, t3 * 2 / 3), max_chunk, plan))
-            << what;
+        const int keys = decode::plan_keys(qs.max_keys, shape.window);
+        ASSERT_TRUE(decode::plan_cluster_splits(keys, heads, std::max<int64_t>(1, t3 * 2 / 3), max_chunk, plan)) << what;
         int64_t same = -1;
         for (int64_t t = 1; t <= 8192 && same < 0; ++t) {
-          const auto p2 = decode::plan_decode_splits(qs.max_keys, heads, std::max<int64_t>(1, t * 2 / 3), records);
+          const auto p2 = decode::plan_decode_splits(keys, heads, std::max<int64_t>(1, t * 2 / 3), records);
           if (p2.splits == plan.splits && p2.chunk == plan.chunk) same = t;
         }
         ASSERT_GE(same, 0) << what << ": no two-launch target gives the plan " << plan.splits << " x " << plan.chunk;
@@ -339,7 +339,8 @@ TEST(CudaAttention, ClusterQueryIdsSubset) {
   DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
   DeviceBuffer<float> d_sinks(sinks);
   DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables), d_ids(ids);
-  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), int(ids.size()), W, d_ids.get()};
+  // max_keys 4096: a captured graph's bucket (key_bucket in cuda_backend.cpp); the plan clamps it to W.
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), int(ids.size()), 4096, d_ids.get()};
   for (bool early : {false, true}) {
     d_out.poison();
     ASSERT_TRUE(cluster_attention_fits(shape, qs, AttentionScratch{}));

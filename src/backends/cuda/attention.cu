@@ -260,7 +260,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
   if (pipelined) target = std::max<int64_t>(1, target * decode::attention_pipe_ctas_per_sm(unroll) / 3);
   // Chunks are whole 64-key steps (4 warps x 16-key tiles).
-  const decode::DecodeSplitPlan plan = decode::plan_decode_splits(qs.max_keys, heads_total, target, scratch.max_partials);
+  const decode::DecodeSplitPlan plan =
+      decode::plan_decode_splits(decode::plan_keys(qs.max_keys, s.window), heads_total, target, scratch.max_partials);
   const int chunk = plan.chunk, splits = plan.splits;
   const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
   const auto* qb = reinterpret_cast<const bf16_t*>(q);

@@ -78,11 +78,11 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
 // cluster_attention_fits: built for this shape (head_dim 128, 8 query heads per KV head, block
 // size >= 16) and decode::plan_cluster_splits fits: either the two-launch plan already has at
 // most 8 splits (many queries or few keys: same CTAs, minus the combine launch), or the keys fit
-// 8 chunks of at most max_chunk keys (queries.max_keys <= 8 · max_chunk). The default (128 keys
-// = 2 tiles per warp, both in flight from the ring's prologue) covers every sliding layer
-// (W = 513) and any query with up to 1024 keys; a longer range on few queries would put more
-// serial tiles on each of at most 8 CTAs than the saved launch is worth (the bench rows
-// "attn full ctx=2000 … cluster", with 256-key chunks, measure that).
+// 8 chunks of at most max_chunk keys (queries.max_keys, clamped to the window, <= 8 · max_chunk).
+// The default (128 keys = 2 tiles per warp, both in flight from the ring's prologue) covers
+// every sliding layer (W = 513) and any query with up to 1024 keys; a longer range on few
+// queries would put more serial tiles on each of at most 8 CTAs than the saved launch is worth
+// (the bench rows "attn full ctx=2000 … cluster", with 256-key chunks, measure that).
 constexpr int kClusterDefaultMaxChunk = 128;
 bool cluster_attention_fits(const AttentionShape& shape, const AttentionQueries& queries,
                             const AttentionScratch& scratch, int max_chunk = kClusterDefaultMaxChunk);

@@ -69,7 +69,7 @@ bool plan_for(const AttentionShape& s, const AttentionQueries& qs, const Attenti
   // The same target as paged_attention(kDecodePipe3Stage): its records come from the same code.
   const int64_t target3 = scratch.target_records > 0 ? scratch.target_records : 1024;
   const int64_t target = std::max<int64_t>(1, target3 * attention_pipe_ctas_per_sm(kDecodePipe3Stage) / 3);
-  return plan_cluster_splits(qs.max_keys, heads_total, target, max_chunk, plan);
+  return plan_cluster_splits(plan_keys(qs.max_keys, s.window), heads_total, target, max_chunk, plan);
 }
 
 }  // namespace

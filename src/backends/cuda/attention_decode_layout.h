@@ -95,6 +95,14 @@ STRIKER_HOST_DEVICE constexpr int warp_tiles(int kbeg, int kend, int warp) {
   return first < kend ? (kend - first + kStepKeys - 1) / kStepKeys : 0;
 }
 
+// Keys to plan the splits for: no query of a sliding layer sees more than `window` keys, however
+// large the caller's bound (captured decode graphs round max_keys up to a power of two >= 1024,
+// which would give W = 513 16 splits of 64 keys, 7 of them empty, or an 8-CTA cluster for 4
+// CTAs' work).
+STRIKER_HOST_DEVICE constexpr int plan_keys(int max_keys, int window) {
+  return window > 0 && window < max_keys ? window : max_keys;
+}
+
 // Host-side split of every (query, KV head)'s key range into `splits` chunks of `chunk` keys (a
 // multiple of kStepKeys), aiming at target_records CTAs in all (one wave), within the scratch's
 // max_partials records. The same plan as the register kernel's, so both can share a scratch.

@@ -277,6 +277,10 @@ TEST(DecodeAttentionLayout, ClusterPlanHasAtMostEightSplits) {
   EXPECT_TRUE(plan_cluster_splits(2000, 4, 264, 256, pl));
   EXPECT_EQ(pl.splits, 8);
   EXPECT_EQ(pl.chunk, 256);
+  // A captured graph's key bucket (1024) on a sliding layer plans for W = 513 keys.
+  EXPECT_EQ(plan_keys(1024, 513), 513);
+  EXPECT_EQ(plan_keys(300, 513), 300);
+  EXPECT_EQ(plan_keys(1024, 0), 1024);
   // Full attention at 100K, batch 1: the two launches stay.
   EXPECT_FALSE(plan_cluster_splits(100000, 4, 264, 128, pl));
 }
