@@ -103,25 +103,11 @@ void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_c
     return true;
   }();
   (void)configured;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(plan.splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
-  cfg.blockDim = dim3(kWarps * 32);
-  cfg.dynamicSmemBytes = size_t(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // PDL, as launch_pdl
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = unsigned(plan.splits);
-  attr[1].val.clusterDim.y = 1;
-  attr[1].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 2;
-  STRIKER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, reinterpret_cast<const bf16_t*>(q),
-                                        reinterpret_cast<const bf16_t*>(k_cache),
-                                        reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads, s.block_size, s.window,
-                                        qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, plan.chunk,
-                                        plan.splits, sinks, meta_before_wait, reinterpret_cast<bf16_t*>(out)));
+  launch_pdl_cluster(kernel, dim3(unsigned(plan.splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries)),
+                     dim3(kWarps * 32), size_t(smem), plan.splits, stream, reinterpret_cast<const bf16_t*>(q),
+                     reinterpret_cast<const bf16_t*>(k_cache), reinterpret_cast<const bf16_t*>(v_cache), s.n_kv_heads,
+                     s.block_size, s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, plan.chunk,
+                     plan.splits, sinks, meta_before_wait, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_cluster_kernel");
 }
 
