@@ -15,6 +15,7 @@
 #include "backends/cuda/embedding.h"
 #include "backends/cuda/gemm_lt.h"
 #include "backends/cuda/gemv.h"
+#include "backends/cuda/pdl_probe.h"
 #include "backends/cuda/rmsnorm.h"
 #include "cuda_test_util.h"
 
@@ -93,110 +94,12 @@ void bench_embedding(std::mt19937& rng) {
   row("embedding T=1", &c, time_us(launch), double(H) * 2 * 2);
 }
 
-}  // namespace striker::cuda::testing
-
-namespace striker::cuda::testing {
-
-namespace {
-
-// Times `launch(i, early)` with early weights off and on; the check of the "early" row is
-// bit-identity with the old output (`out` read back after one launch of each, `reset` before
-// each: NaN poison, or the starting residual for kernels that update it).
-template <typename Out>
-void rows_old_vs_early(const std::string& name, const std::function<void(int, bool)>& launch, DeviceBuffer<Out>& out,
-                       double bytes, const std::function<void()>& reset = {}) {
-  auto fresh = [&] {
-    if (reset) reset();
-    else out.poison();
-  };
-  fresh();
-  launch(0, false);
-  const auto want = out.download();
-  fresh();
-  launch(0, true);
-  const auto c = compare(out.download(), want, 0.0, 0.0);
-  row(name + " (old)", nullptr, time_us([&](int i) { launch(i, false); }), bytes);
-  row(name + " early", &c, time_us([&](int i) { launch(i, true); }), bytes);
-}
-
-}  // namespace
-
-// DecodeTweaks rows (docs/performance.md, "Early weights and fused norm"): the PDL floor, then each
-// BF16 decode kernel without and with early weights, and the qkv projection as rmsnorm + GEMV
-// (two launches) against the fused norm. Every new variant is checked bit-exact against the old.
-void bench_decode_tweaks_dense(std::mt19937& rng) {
+// The per-launch floor the decode kernels' rows are read against: an empty kernel launched
+// back to back as dependent (PDL) launches, with 1 block and with one block per H200 SM.
+void bench_pdl_chain_floor() {
   for (int blocks : {1, 132})
     row("pdl chain floor, " + std::to_string(blocks) + " block(s)", nullptr,
         time_us([&](int) { launch_empty_pdl(blocks, nullptr); }), 0);
-
-  const int H = 2048, Q = 5120, O = 4096, Id = 8192;
-  const float eps = 1e-6f;
-  auto gamma = random_f32(rng, size_t(H), 1.f, 0.2f);
-  DeviceBuffer<float> d_gamma(gamma);
-  auto copies = [&](int rows, int in) {
-    const int nc = copies_for(double(rows) * in * 2);
-    auto W = random_bf16(rng, size_t(rows) * in, 0.05f);
-    std::vector<DeviceBuffer<bf16>> ws;
-    for (int i = 0; i < nc; ++i) ws.emplace_back(W);
-    return ws;
-  };
-  {
-    auto h = random_bf16(rng, size_t(H), 3.f);
-    DeviceBuffer<bf16> d_h(h), d_y(static_cast<size_t>(H));
-    rows_old_vs_early<bf16>("rmsnorm T=1", [&](int, bool e) { rmsnorm(d_h.get(), d_gamma.get(), d_y.get(), 1, H, eps, nullptr, e); },
-                            d_y, 2.0 * H * 2);
-  }
-  {
-    const auto ws = copies(Q, H);
-    const auto nc = ws.size();
-    const double wbytes = double(Q) * H * 2;
-    for (int T : {1, 8}) {
-      const std::string tag = "qkv 5120x2048 T=" + std::to_string(T);
-      auto h = random_bf16(rng, size_t(T) * H, 3.f);
-      DeviceBuffer<bf16> d_h(h), d_x(h.size()), d_y(size_t(T) * Q);
-      auto gemv = [&](int i, bool e) { gemv_bf16(d_x.get(), T, H, ws[size_t(i) % nc].get(), Q, d_y.get(), nullptr, e); };
-      rmsnorm(d_h.get(), d_gamma.get(), d_x.get(), T, H, eps, nullptr);
-      rows_old_vs_early<bf16>(tag + " gemv", gemv, d_y, wbytes);
-      auto separate = [&](int i, bool e) {
-        rmsnorm(d_h.get(), d_gamma.get(), d_x.get(), T, H, eps, nullptr, e);
-        gemv(i, e);
-      };
-      rows_old_vs_early<bf16>(tag + " rmsnorm+gemv", separate, d_y, wbytes);
-      d_y.poison();
-      separate(0, false);
-      const auto want = d_y.download();
-      for (bool e : {false, true}) {
-        auto fused = [&](int i) {
-          gemv_rmsnorm_bf16(d_h.get(), FusedRmsNorm{d_gamma.get(), eps, nullptr}, T, H, ws[size_t(i) % nc].get(), Q,
-                            d_y.get(), nullptr, e);
-        };
-        d_y.poison();
-        fused(0);
-        const auto c = compare(d_y.download(), want, 0.0, 0.0);
-        row(tag + (e ? " fused norm+early" : " fused norm"), &c, time_us(fused), wbytes);
-      }
-    }
-  }
-  {
-    const auto ws = copies(H, O);
-    auto x = random_bf16(rng, size_t(O));
-    const auto h0 = random_bf16(rng, size_t(H));
-    DeviceBuffer<bf16> d_x(x), d_h(h0);
-    rows_old_vs_early<bf16>("o_proj+residual 2048x4096 T=1",
-                            [&](int i, bool e) { gemv_residual(d_x.get(), 1, O, ws[size_t(i) % ws.size()].get(), H, d_h.get(), nullptr, e); },
-                            d_h, double(H) * O * 2, [&] { d_h.upload(h0); });
-  }
-  {
-    const auto wg = copies(Id, H), wu = copies(Id, H);
-    auto x = random_bf16(rng, size_t(H));
-    DeviceBuffer<bf16> d_x(x), d_a(static_cast<size_t>(Id));
-    rows_old_vs_early<bf16>("dense gate/up 2x8192x2048 T=1",
-                            [&](int i, bool e) {
-                              gemv_gate_up(d_x.get(), 1, H, wg[size_t(i) % wg.size()].get(), wu[size_t(i) % wu.size()].get(),
-                                           Id, d_a.get(), nullptr, e);
-                            },
-                            d_a, 2.0 * Id * H * 2);
-  }
 }
 
 }  // namespace striker::cuda::testing

@@ -19,8 +19,8 @@ void bench_gemv(std::mt19937& rng, const char* name, int T, int in, int out, boo
 void bench_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out);
 void bench_rmsnorm(std::mt19937& rng, int rows, int H);
 void bench_embedding(std::mt19937& rng);
-// DecodeTweaks early_weights / fused_norm: PDL floor, rmsnorm, qkv (separate vs fused norm), o_proj, gate/up.
-void bench_decode_tweaks_dense(std::mt19937& rng);
+// Per-launch floor of a chain of dependent PDL launches of an empty kernel (pdl_probe.h), 1 and 132 blocks.
+void bench_pdl_chain_floor();
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target);
@@ -37,8 +37,6 @@ void bench_qk_rope(std::mt19937& rng);
 
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);
-// DecodeTweaks early_weights / fused_norm: router (old, early, fused norm) and the selected-experts MoE.
-void bench_decode_tweaks_moe(std::mt19937& rng);
 // Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared
 // expert): the device-side grouped path (sort, gate/up + SwiGLU, down, combine) kernel by
 // kernel and in all, then the path it replaced (routing read back, host counting sort, three

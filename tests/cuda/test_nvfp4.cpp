@@ -126,14 +126,14 @@ size_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size();
 }
 
-// The decode-kernel variants (early weight loads, persistent LM head) add the same products in
-// the same order as the plain kernels: every output must match the reference AND be bit-identical
-// to the plain kernels' output. Shapes cover T = 1..8, the persistent path (T = 1, in <= 2048,
-// out >= 16384, row counts that are not multiples of the tile), split and unsplit grids.
+// The early-weights variant adds the same products in the same order as the plain kernels:
+// every output must match the reference AND be bit-identical to the plain kernels' output.
+// Shapes cover T = 1..8, LM-head-like row counts (out >= 16384, not multiples of the tile), split
+// and unsplit grids.
 TEST(CudaNvfp4, DecodeVariantsAreBitIdenticalToPlainKernels) {
   std::mt19937 rng(66);
-  const Nvfp4DecodeVariant plain{false, false, false};
-  const Nvfp4DecodeVariant variants[] = {{true, false, false}, {false, true, false}, {true, true, true}};
+  const Nvfp4DecodeVariant plain{false, false};
+  const Nvfp4DecodeVariant variants[] = {{true, false}, {true, true}};  // moe_down_half_warp: no effect here
   std::vector<Shape> shapes = {Shape{1, 2048, 16385}, Shape{1, 1024, 20001}, Shape{1, 576, 16384},
                                Shape{1, 2048, 5120},  Shape{1, 4096, 2050},  Shape{1, 8192, 33},
                                Shape{1, 64, 300}};
@@ -167,8 +167,8 @@ TEST(CudaNvfp4, DecodeVariantsAreBitIdenticalToPlainKernels) {
     };
     const Outputs base = run(plain);
     for (Nvfp4DecodeVariant v : variants) {
-      SCOPED_TRACE(std::string("early_weights=") + (v.early_weights ? "1" : "0") +
-                   " persistent_lm_head=" + (v.persistent_lm_head ? "1" : "0"));
+      SCOPED_TRACE(std::string("nvfp4_early_weights=") + (v.nvfp4_early_weights ? "1" : "0") +
+                   " moe_down_half_warp=" + (v.moe_down_half_warp ? "1" : "0"));
       const Outputs got = run(v);
       auto c = compare(to_float(got.y), ref, kBf16Rtol, 1e-3);
       EXPECT_TRUE(c.ok()) << "store vs reference: " << c.describe();
@@ -203,7 +203,7 @@ TEST(CudaNvfp4, GateUpEarlyWeightsIsBitIdenticalToPlainKernel) {
     auto run = [&](bool early) {
       d_a.poison();
       nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr,
-                         Nvfp4DecodeVariant{early, false, false});
+                         Nvfp4DecodeVariant{early, false});
       return d_a.download();
     };
     const auto base = run(false), got = run(true);
@@ -321,7 +321,7 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
         d_ysh = DeviceBuffer<bf16>(hz);
       }
       // Default variant (early weight loads for the shared expert) against the reference, and bit
-      // for bit against the plain kernel (Nvfp4DecodeVariant::early_weights off).
+      // for bit against the plain kernel (Nvfp4DecodeVariant::nvfp4_early_weights off).
       auto run = [&](Nvfp4DecodeVariant v) {
         d_act.poison();
         d_sact.poison();
@@ -333,12 +333,12 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
                                shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
         return d_h.download();
       };
-      const auto plain = run(Nvfp4DecodeVariant{false, false, false});
+      const auto plain = run(Nvfp4DecodeVariant{false, false});
       auto c = compare(plain, h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(c.ok()) << "plain kernels: " << c.describe();
-      for (Nvfp4DecodeVariant v : {Nvfp4DecodeVariant{true, false, false}, Nvfp4DecodeVariant{false, false, true},
-                                   Nvfp4DecodeVariant{true, true, true}}) {
-        const std::string what = std::string("early_weights=") + (v.early_weights ? "1" : "0") +
+      for (Nvfp4DecodeVariant v : {Nvfp4DecodeVariant{true, false}, Nvfp4DecodeVariant{false, true},
+                                   Nvfp4DecodeVariant{true, true}}) {
+        const std::string what = std::string("nvfp4_early_weights=") + (v.nvfp4_early_weights ? "1" : "0") +
                                  " moe_down_half_warp=" + (v.moe_down_half_warp ? "1" : "0");
         const auto got = run(v);
         c = compare(got, h_ref, 2 * kBf16Rtol, kBf16Atol);

@@ -21,19 +21,19 @@ namespace {
 
 // The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
 Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
-  return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_persistent_lm_head, t.nvfp4_moe_down_half_warp};
+  return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_moe_down_half_warp};
 }
 
 }  // namespace
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y) {
-  if (T <= kGemvMaxTokens) gemv_bf16(x, T, in, W, out, y, stream_, options_.tweaks.early_weights);
+  if (T <= kGemvMaxTokens) gemv_bf16(x, T, in, W, out, y, stream_);
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
 
 void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h) {
   if (T <= kGemvMaxTokens) {
-    gemv_residual(x, T, in, W, out, h, stream_, options_.tweaks.early_weights);
+    gemv_residual(x, T, in, W, out, h, stream_);
   } else {
     ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
     residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
@@ -70,8 +70,8 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
                        L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
   const bf16* y_shared = nullptr;
   if (L.sh_gate) {  // BF16 shared expert: y_shared = bf16(mm(act, Wd_shared)) into w.tmp
-    gemv_gate_up(w.x, T, H, L.sh_gate, L.sh_up, Is, w.act, stream_, options_.tweaks.early_weights);
-    gemv_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_, options_.tweaks.early_weights);
+    gemv_gate_up(w.x, T, H, L.sh_gate, L.sh_up, Is, w.act, stream_);
+    gemv_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
     y_shared = w.tmp;
   }
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
@@ -127,8 +127,6 @@ void CudaBackend::run_layers(const StepPlan& p) {
   // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
   // register-load tensor-core kernel sized for 3 CTAs per SM.
   const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
-  const DecodeTweaks& tw = options_.tweaks;
-  const bool decode = T <= kGemvMaxTokens;
   // Decode launches the cluster kernel fits (every sliding layer; full layers up to 1024 keys, or
   // whenever the two-launch plan has <= 8 splits anyway) run split and combine in one cluster
   // launch (tweak sliding_cluster; built on the pipelined kernel, so attention_pipeline off turns
@@ -149,13 +147,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    if (tw.fused_norm && decode && L.wqkv != nullptr && !L.nv_qkv.present()) {     // q|k|v = bf16(mm(rmsnorm(h), Wqkv))
-      gemv_rmsnorm_bf16(w.h, FusedRmsNorm{L.input_norm, eps, nullptr}, T, H, L.wqkv, qkv_dim, w.qkv, stream_,
-                        tw.early_weights);                                           // (w.x not written)
-    } else {
-      rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_, tw.early_weights);        // x = rmsnorm(h)
-      linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                           // q|k|v = bf16(mm(x, Wqkv))
-    }
+    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
+    linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
                           sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
@@ -180,14 +173,10 @@ void CudaBackend::run_layers(const StepPlan& p) {
       decode_attention(l, shape, queries);
     }
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                        // h = bf16(h + bf16(mm(o, Wo)))
-    // Fused post-norm (decode MoE layers): the router logits kernel computes x = rmsnorm(h) and
-    // writes it to w.x for the expert kernels after it (router.h).
-    const bool router_norm = tw.fused_norm && decode && !c.is_dense_layer(l);
-    const FusedRmsNorm post{L.post_norm, eps, w.x};
-    if (!router_norm) rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_, tw.early_weights);  // x = rmsnorm(h)
+    rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                              // x = rmsnorm(h)
     if (c.is_dense_layer(l)) {                                                       // y = swiglu_dense(x)
       if (T <= kGemvMaxTokens && L.gate && L.up) {
-        gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_, tw.early_weights);
+        gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
       } else if (T <= kGemvMaxTokens && L.nv_gate.present() && L.nv_up.present()) {
         nvfp4_gemv_gate_up(w.x, T, H, L.nv_gate.matrix(), L.nv_gate.scale2.s[0], L.nv_up.matrix(),
                            L.nv_up.scale2.s[0], Id, w.act, stream_, nvfp4_variant(options_.tweaks));
@@ -198,23 +187,23 @@ void CudaBackend::run_layers(const StepPlan& p) {
       }
       linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);                      // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
-      router_topk(router_norm ? w.h : w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
-                  w.topk_ids, w.topk_w, stream_, tw.early_weights, router_norm ? &post : nullptr);
+      router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
+                  stream_);
       if (T > kGemvMaxTokens) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {
         moe_nvfp4(L, T);                                                             // h = bf16(h + y)
       } else {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
-                    L.sh_gate ? w.shared_act : nullptr, stream_, tw.early_weights);
+                    L.sh_gate ? w.shared_act : nullptr, stream_);
         moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
-                         L.sh_down, Is, w.h, stream_, tw.early_weights);             // h = bf16(h + y)
+                         L.sh_down, Is, w.h, stream_);                               // h = bf16(h + y)
       }
     }
   }
   // logits = bf16(mm(rmsnorm(h), lm_head)) for the requested rows only.
   embedding_gather(w.h, T, H, p.logit_rows, p.rows, w.logit_x, stream_);
-  rmsnorm(w.logit_x, model_.final_norm, w.logit_x, p.rows, H, eps, stream_, options_.tweaks.early_weights);
+  rmsnorm(w.logit_x, model_.final_norm, w.logit_x, p.rows, H, eps, stream_);
   if (model_.nv_lm_head.present()) {
     const Nvfp4Linear& q = model_.nv_lm_head;
     if (p.rows <= kGemvMaxTokens) {
@@ -226,8 +215,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
       bf16_to_f32(w.logits_bf16, w.logits, int64_t(p.rows) * c.vocab_size, stream_);
     }
   } else if (p.rows <= kGemvMaxTokens) {
-    gemv_logits(w.logit_x, p.rows, H, model_.lm_head, int(c.vocab_size), w.logits, stream_,
-                options_.tweaks.early_weights);
+    gemv_logits(w.logit_x, p.rows, H, model_.lm_head, int(c.vocab_size), w.logits, stream_);
   } else {
     w.lt.gemm_bf16(w.logit_x, p.rows, H, model_.lm_head, int(c.vocab_size), w.logits_bf16, stream_);
     bf16_to_f32(w.logits_bf16, w.logits, int64_t(p.rows) * c.vocab_size, stream_);

@@ -15,10 +15,7 @@ struct DecodeTweaks {
   // One bool per variant, each listed in kDecodeTweaks below.
   bool rope_before_wait = true;  // qk_rope_kv.cu: gammas + RoPE cos/sin before the PDL wait
   bool attention_pipeline = true;  // decode attention: cp.async-pipelined tensor-core kernel (attention_pipe.cu)
-  bool early_weights = true;  // BF16 decode kernels load their first weights before the PDL wait
-  bool fused_norm = true;     // no rmsnorm launch before the BF16 qkv GEMV and the router (decode)
-  bool nvfp4_early_weights = true;       // Nvfp4DecodeVariant::early_weights (nvfp4_linear.h)
-  bool nvfp4_persistent_lm_head = true;  // Nvfp4DecodeVariant::persistent_lm_head
+  bool nvfp4_early_weights = true;       // Nvfp4DecodeVariant::nvfp4_early_weights (nvfp4_linear.h)
   bool nvfp4_moe_down_half_warp = true;  // Nvfp4DecodeVariant::moe_down_half_warp
   bool sliding_cluster = true;     // decode attention of <= 1024 keys: one cluster launch (attention_cluster.cu)
   bool attention_meta_early = true;  // decode attention: metadata lookups before the PDL wait
@@ -35,15 +32,8 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
     {"rope_before_wait", &DecodeTweaks::rope_before_wait, "qk-norm/RoPE/KV-write: cos/sin before the PDL wait"},
     {"attention_pipeline", &DecodeTweaks::attention_pipeline,
      "split-KV decode attention stages K/V through a 3-stage cp.async ring per warp (off: register loads)"},
-    {"early_weights", &DecodeTweaks::early_weights,
-     "BF16 GEMV / gate-up / router / shared-expert / rmsnorm kernels issue their first weight loads between "
-     "launch_dependents and the PDL wait"},
-    {"fused_norm", &DecodeTweaks::fused_norm,
-     "decode steps compute rmsnorm inside the BF16 qkv GEMV and the router logits kernel (which also writes x)"},
     {"nvfp4_early_weights", &DecodeTweaks::nvfp4_early_weights,
      "NVFP4 GEMV / gate-up / shared-expert warps load their first weight chunks before griddepcontrol.wait"},
-    {"nvfp4_persistent_lm_head", &DecodeTweaks::nvfp4_persistent_lm_head,
-     "NVFP4 LM head at T=1: one wave of CTAs striding over row tiles, next tile's weights loaded ahead"},
     {"nvfp4_moe_down_half_warp", &DecodeTweaks::nvfp4_moe_down_half_warp,
      "NVFP4 MoE down (inter <= 512): one output row per half warp instead of two rows on 16 lanes"},
     {"sliding_cluster", &DecodeTweaks::sliding_cluster,

@@ -4,7 +4,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/norm_prologue.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -15,58 +14,27 @@ constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
 enum class Mode { Store, Residual, Logits };
 
-// Chunks per lane loaded before pdl_wait with early weights (all of a split-K qkv row's share).
-template <int NT>
-constexpr int kHeadChunks = NT == 1 ? 2 : 1;
-// Left alone, ptxas gives the early 8-token kernels ~95 registers (the old ones 58-64): 2 blocks
-// per SM instead of 4. Asking for 4 keeps the old occupancy (<= 64 registers, no spills: ptxas -v).
-template <int NT, bool kEarly>
-constexpr int kMinBlocks = NT > 1 && kEarly ? 4 : 0;
-
 // A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
 // over S warps (split-K) so short matrices still put enough loads in flight.
-// kEarly (DecodeTweaks::early_weights): each lane's first weight chunks are loaded between
-// launch_dependents and wait. kNorm (DecodeTweaks::fused_norm): x is h, and the block computes
-// x = rmsnorm(h, gamma) into shared memory itself (norm_prologue.cuh, bit-identical to rmsnorm()),
-// while the early weight loads are in flight. Same fmaf chain per lane in every variant.
-template <int R, int NT, int S, Mode M, bool kEarly, bool kNorm>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NT, kEarly>) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
-                                                           const bf16_t* __restrict__ W, int out_dim, void* out,
-                                                           const float* __restrict__ gamma, float eps) {
+template <int R, int NT, int S, Mode M>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
+                                                           const bf16_t* __restrict__ W, int out_dim, void* out) {
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
-  constexpr int kHead = kHeadChunks<NT>;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
   const int o0 = (blockIdx.x * kGroups + group) * R;
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
   const bf16_t* w[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) w[r] = W + int64_t(min(o0 + r, out_dim - 1)) * in;  // clamped rows are computed, never stored
-  WeightHead<R, kHead> head;
-  if constexpr (kEarly) {
-    pdl_launch_dependents();
-    if (o0 < out_dim) load_weight_head(w, in, head, part, S);
-    pdl_wait();  // x / h is written by the previous kernel: read only after this
-  } else {
-    pdl_grid_start();  // see launch.cuh
-  }
-  const bf16_t* xsrc = x + int64_t(t0) * in;
-  if constexpr (kNorm) {
-    extern __shared__ uint4 norm_smem[];  // [nt, in] bf16
-    __shared__ float partial[kRmsVirtualWarps];
-    bf16_t* xs = reinterpret_cast<bf16_t*>(norm_smem);
-    rms_norm_rows<kWarps * 32>(xsrc, gamma, eps, nt, in, xs, nullptr, partial);
-    xsrc = xs;
-  }
   const bf16_t* xr[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) xr[r] = xsrc;
-  float acc[R][NT];
-  if (o0 < out_dim) {
-    if constexpr (kEarly) warp_dot_primed<R, NT, kHead, kNorm>(w, xr, in, nt, in, acc, head, part, S);
-    else warp_dot<R, NT, kNorm>(w, xr, in, nt, in, acc, part, S);
+  for (int r = 0; r < R; ++r) {
+    w[r] = W + int64_t(min(o0 + r, out_dim - 1)) * in;  // clamped rows are computed, never stored
+    xr[r] = x + int64_t(t0) * in;
   }
+  float acc[R][NT];
+  if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -109,12 +77,12 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NT, kEarly>) gemv_kern
 
 // Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
 // the input width split over S warps as in gemv_kernel.
-template <int NT, int S, bool kEarly>
+template <int NT, int S>
 __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                               const bf16_t* __restrict__ Wg,
                                                               const bf16_t* __restrict__ Wu, int inter,
                                                               bf16_t* __restrict__ act) {
-  constexpr int kHead = kHeadChunks<NT>;
+  pdl_grid_start();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
@@ -123,21 +91,10 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
   const int nt = min(NT, T - t0);
   const int oa = min(o0, inter - 1), ob = min(o0 + 1, inter - 1);
   const bf16_t* w[4] = {Wg + int64_t(oa) * in, Wu + int64_t(oa) * in, Wg + int64_t(ob) * in, Wu + int64_t(ob) * in};
-  WeightHead<4, kHead> head;
-  if constexpr (kEarly) {  // as gemv_kernel
-    pdl_launch_dependents();
-    if (o0 < inter) load_weight_head(w, in, head, part, S);
-    pdl_wait();
-  } else {
-    pdl_grid_start();  // see launch.cuh
-  }
   const bf16_t* xb = x + int64_t(t0) * in;
   const bf16_t* xr[4] = {xb, xb, xb, xb};
   float acc[4][NT];
-  if (o0 < inter) {
-    if constexpr (kEarly) warp_dot_primed<4, NT, kHead>(w, xr, in, nt, in, acc, head, part, S);
-    else warp_dot<4, NT>(w, xr, in, nt, in, acc, part, S);
-  }
+  if (o0 < inter) warp_dot<4, NT>(w, xr, in, nt, in, acc, part, S);
   if constexpr (S > 1) {
     __shared__ float red[kWarps][4 * NT];
     if (lane == 0)
@@ -177,92 +134,52 @@ void check_shapes(const char* what, const void* x, int in, const void* W, const 
     throw Error(std::string(what) + ": activation/weight pointers must be 16-byte aligned");
 }
 
-__global__ void __launch_bounds__(32) empty_pdl_kernel() { pdl_grid_start(); }
-
-struct GemvArgs {
-  const bf16_t* x;
-  int T, in;
-  const bf16_t* W;
-  int out_dim;
-  void* out;
-  const float* gamma;  // fused norm only
-  float eps;
-};
-
-template <Mode M, bool kEarly, bool kNorm>
-void launch_gemv_variant(const GemvArgs& a, cudaStream_t stream) {
-  const unsigned gy = unsigned((a.T + kNT - 1) / kNT);
-  // Enough warps already (LM head: 75K of them) -> one warp per 2 rows. Otherwise split each
-  // row over 8 warps when it is long enough (>= 256 chunks of 16 bytes). Short rows (in < 1024)
-  // take 4 rows per warp so each lane still has several loads in flight.
-  const bool many_rows = a.out_dim >= 32768;
-  const bool split = !many_rows && a.in / 8 >= 256;
-  auto blocks = [&](int rows_per_block) { return unsigned((a.out_dim + rows_per_block - 1) / rows_per_block); };
-  auto go = [&](auto kernel, unsigned bx, unsigned by, int tokens_per_block) {
-    // Fused norm: the block's tokens' x rows live in shared memory.
-    const size_t smem = kNorm ? size_t(std::min(a.T, tokens_per_block)) * size_t(a.in) * sizeof(bf16_t) : 0;
-    if (smem > 227 * 1024)
-      throw Error("gemv_rmsnorm_bf16: " + std::to_string(a.in) + "-wide rows of " + std::to_string(a.T) +
-                  " tokens do not fit in shared memory");
-    if (smem > 48 * 1024)
-      STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    launch_pdl(kernel, dim3(bx, by), dim3(kWarps * 32), smem, stream, a.x, a.T, a.in, a.W, a.out_dim, a.out, a.gamma,
-               a.eps);
-  };
-  if (a.T == 1) {
-    if (split) go(gemv_kernel<4, 1, 8, M, kEarly, kNorm>, blocks(4), 1, 1);
-    else if (a.in < 1024) go(gemv_kernel<4, 1, 1, M, kEarly, kNorm>, blocks(4 * kWarps), 1, 1);
-    else go(gemv_kernel<2, 1, 1, M, kEarly, kNorm>, blocks(2 * kWarps), 1, 1);
-  } else {
-    if (split) go(gemv_kernel<2, kNT, 8, M, kEarly, kNorm>, blocks(2), gy, kNT);
-    else go(gemv_kernel<2, kNT, 1, M, kEarly, kNorm>, blocks(2 * kWarps), gy, kNT);
-  }
-}
-
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, int out_dim, void* out,
-                 bool early_weights, cudaStream_t stream) {
+                 cudaStream_t stream) {
   check_shapes(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
-  const GemvArgs a{reinterpret_cast<const bf16_t*>(x), T, in, reinterpret_cast<const bf16_t*>(W), out_dim, out,
-                   nullptr, 0.f};
-  if (early_weights) launch_gemv_variant<M, true, false>(a, stream);
-  else launch_gemv_variant<M, false, false>(a, stream);
+  // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  const auto* Wd = reinterpret_cast<const bf16_t*>(W);
+  const unsigned gy = unsigned((T + kNT - 1) / kNT);
+  // Enough warps already (LM head: 75K of them) -> one warp per 2 rows. Otherwise split each
+  // row over 8 warps when it is long enough (>= 256 chunks of 16 bytes).
+  const bool many_rows = out_dim >= 32768;
+  const bool split = !many_rows && in / 8 >= 256;
+  auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
+  if (T == 1) {
+    if (split)
+      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+    else if (in < 1024)
+      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+    else
+      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+  } else {
+    if (split)
+      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+    else
+      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+  }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
 }  // namespace
 
-void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream,
-               bool early_weights) {
-  launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, early_weights, stream);
+void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream) {
+  launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream);
 }
 
-void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream,
-                   bool early_weights) {
-  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, early_weights, stream);
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream);
 }
 
-void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream,
-                 bool early_weights) {
-  launch_gemv<Mode::Logits>("gemv_logits", x, T, in, W, out_dim, logits, early_weights, stream);
-}
-
-void gemv_rmsnorm_bf16(const bf16* h, const FusedRmsNorm& norm, int T, int in, const bf16* W, int out_dim, bf16* out,
-                       cudaStream_t stream, bool early_weights) {
-  check_shapes("gemv_rmsnorm_bf16", h, in, W, out);
-  if (norm.gamma == nullptr || norm.x_out != nullptr)
-    throw Error("gemv_rmsnorm_bf16: needs the norm weights and does not write x (x_out must be null)");
-  if (T <= 0 || out_dim <= 0) return;
-  const GemvArgs a{reinterpret_cast<const bf16_t*>(h), T, in, reinterpret_cast<const bf16_t*>(W), out_dim, out,
-                   norm.gamma, norm.eps};
-  if (early_weights) launch_gemv_variant<Mode::Store, true, true>(a, stream);
-  else launch_gemv_variant<Mode::Store, false, true>(a, stream);
-  STRIKER_CUDA_CHECK_LAUNCH("gemv_rmsnorm_bf16");
+void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("gemv_logits", x, T, in, W, out_dim, logits, stream);
 }
 
 void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter, bf16* act,
-                  cudaStream_t stream, bool early_weights) {
+                  cudaStream_t stream) {
   check_shapes("gemv_gate_up", x, in, Wg, act);
   check_shapes("gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
@@ -273,23 +190,14 @@ void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, 
   const bool split = inter < 4096 && in / 8 >= 256;  // few rows (shared expert): split each over 8 warps
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((inter + rows_per_block - 1) / rows_per_block); };
-  auto go = [&](auto kernel, unsigned bx, unsigned by) {
-    launch_pdl(kernel, dim3(bx, by), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
-  };
   if (T == 1) {
-    if (split) early_weights ? go(gate_up_kernel<1, 8, true>, blocks(2), 1) : go(gate_up_kernel<1, 8, false>, blocks(2), 1);
-    else early_weights ? go(gate_up_kernel<1, 1, true>, blocks(2 * kWarps), 1) : go(gate_up_kernel<1, 1, false>, blocks(2 * kWarps), 1);
-  } else {  // no early variant: the 8-token kernels' 4x8 accumulators leave no registers for the head
-            // (ptxas: the non-split one would spill 12 bytes, the split one spills already)
-    if (split) go(gate_up_kernel<kNT, 8, false>, blocks(2), gy);
-    else go(gate_up_kernel<kNT, 1, false>, blocks(2 * kWarps), gy);
+    if (split) launch_pdl(gate_up_kernel<1, 8>, dim3(dim3(blocks(2), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
+    else launch_pdl(gate_up_kernel<1, 1>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
+  } else {
+    if (split) launch_pdl(gate_up_kernel<kNT, 8>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
+    else launch_pdl(gate_up_kernel<kNT, 1>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
   }
   STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
-}
-
-void launch_empty_pdl(int blocks, cudaStream_t stream) {
-  launch_pdl(empty_pdl_kernel, dim3(unsigned(blocks)), dim3(32), 0, stream);
-  STRIKER_CUDA_CHECK_LAUNCH("empty_pdl_kernel");
 }
 
 }  // namespace striker::cuda

@@ -14,37 +14,20 @@ constexpr int kWarps = 8;
 
 constexpr int kMaxTopK = 8;
 
-constexpr int kGateUpHead = 2;  // chunks per lane of the shared expert's rows loaded before pdl_wait
-constexpr int kDownHead = 1;    // (down: held in registers across the routed loop, so only one)
-
 // grid (row pairs, T*K [+ T]): each warp computes gate and up of two rows of one slot. Slots
 // t*K+k are routed experts; slots T*K+t (when a shared expert is given) are token t's shared expert.
-// kEarly (DecodeTweaks::early_weights): the shared expert's rows, which do not depend on the
-// routing, start loading before pdl_wait; the routed experts' rows need ids, written by the router.
-template <bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? shared_inter : inter;
-  const int o1 = min(o0 + 1, rows - 1);
-  WeightHead<4, kGateUpHead> head;
-  if constexpr (kEarly) {
-    pdl_launch_dependents();
-    if (shared && o0 < rows) {
-      const bf16_t* w[4] = {sg + int64_t(o0) * hidden, su + int64_t(o0) * hidden, sg + int64_t(o1) * hidden,
-                            su + int64_t(o1) * hidden};
-      load_weight_head(w, hidden, head);
-    }
-    pdl_wait();  // ids and x are written by the previous kernels
-  } else {
-    pdl_grid_start();  // see launch.cuh
-  }
   if (o0 >= rows) return;
   const int t = shared ? slot - T * K : slot / K;
+  const int o1 = min(o0 + 1, rows - 1);
   const bf16_t* g = shared ? sg : wg + int64_t(ids[slot]) * inter * hidden;
   const bf16_t* u = shared ? su : wu + int64_t(ids[slot]) * inter * hidden;
   const bf16_t* w[4] = {g + int64_t(o0) * hidden, u + int64_t(o0) * hidden, g + int64_t(o1) * hidden,
@@ -52,8 +35,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   const bf16_t* xt = x + int64_t(t) * hidden;
   const bf16_t* xr[4] = {xt, xt, xt, xt};
   float acc[4][1];
-  if (kEarly && shared) warp_dot_primed<4, 1, kGateUpHead>(w, xr, 0, 1, hidden, acc, head);
-  else warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
+  warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16(lane == 0 ? acc[0][0] : acc[2][0]);
@@ -66,25 +48,15 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
 // grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
 // rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
 // fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
-// kEarly: the head of the shared expert's two down rows is loaded before pdl_wait (as gate/up).
-template <bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  const int o1 = min(o0 + 1, hidden - 1);
-  const bf16_t* ws[2] = {wd_shared + int64_t(o0) * shared_inter, wd_shared + int64_t(o1) * shared_inter};
-  WeightHead<2, kDownHead> shead;
-  if constexpr (kEarly) {
-    pdl_launch_dependents();
-    if (shared_act != nullptr && o0 < hidden) load_weight_head(ws, shared_inter, shead);
-    pdl_wait();  // act, ids, weights and h are written by the previous kernels
-  } else {
-    pdl_grid_start();  // see launch.cuh
-  }
   if (o0 >= hidden) return;
   const int t = blockIdx.y;
+  const int o1 = min(o0 + 1, hidden - 1);
   const int lane = threadIdx.x & 31;
   const bf16_t* w0[kMaxTopK];
   const bf16_t* w1[kMaxTopK];
@@ -132,11 +104,11 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     }
   float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
   if (shared_act != nullptr) {
+    const bf16_t* w[2] = {wd_shared + int64_t(o0) * shared_inter, wd_shared + int64_t(o1) * shared_inter};
     const bf16_t* xs = shared_act + int64_t(t) * shared_inter;
     const bf16_t* xr[2] = {xs, xs};
     float sacc[2][1];
-    if constexpr (kEarly) warp_dot_primed<2, 1, kDownHead>(ws, xr, 0, 1, shared_inter, sacc, shead);
-    else warp_dot<2, 1>(ws, xr, 0, 1, shared_inter, sacc);
+    warp_dot<2, 1>(w, xr, 0, 1, shared_inter, sacc);
     y0 = round_bf16(y0 + round_bf16(sacc[0][0]));
     y1 = round_bf16(y1 + round_bf16(sacc[1][0]));
   }
@@ -171,7 +143,7 @@ void check_width(const char* what, int width) {
 
 void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
                  const int32_t* topk_ids, int K, bf16* act, const bf16* shared_gate, const bf16* shared_up,
-                 int shared_inter, bf16* shared_act, cudaStream_t stream, bool early_weights) {
+                 int shared_inter, bf16* shared_act, cudaStream_t stream) {
   if (T <= 0) return;
   check_width("moe_gate_up", hidden);
   const bool has_shared = shared_act != nullptr;
@@ -180,7 +152,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(early_weights ? moe_gate_up_kernel<true> : moe_gate_up_kernel<false>, dim3(grid), dim3(kWarps * 32), 0, stream,
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
       reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
       reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up), shared_inter,
@@ -190,14 +162,13 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      bool early_weights) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  launch_pdl(early_weights ? moe_down_kernel<true> : moe_down_kernel<false>, dim3(grid), dim3(kWarps * 32), 0, stream,
+  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h));

@@ -15,24 +15,20 @@ namespace striker::cuda {
 // shared_gate/shared_up [shared_inter, H]; pass shared_act = nullptr when there is none.
 void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
                  const int32_t* topk_ids, int K, bf16* act, const bf16* shared_gate, const bf16* shared_up,
-                 int shared_inter, bf16* shared_act, cudaStream_t stream, bool early_weights = false);
+                 int shared_inter, bf16* shared_act, cudaStream_t stream);
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + bf16(shared_act·Wd_shared) );  h = bf16(h + y).
 // shared_act [T, shared_inter] and w_down_shared [H, shared_inter] may be null (no shared expert).
 // K <= 8.
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      bool early_weights = false);
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream);
 
 // Prefill path, after the routed experts ran as grouped GEMMs over rows sorted by expert:
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[inv[t·K+k]]) + y_shared[t])), where y_sorted
 // [T·K, H] holds bf16 expert outputs and inv maps slot t·K+k to its sorted row. y_shared may be null.
 void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,
                         int K, int hidden, bf16* h, cudaStream_t stream);
-
-// early_weights (DecodeTweaks::early_weights; moe_gate_up, moe_down_combine): the shared expert's weight rows
-// start loading before the PDL wait. Bit-identical results.
 
 // CPU reference of the whole routed + shared block given the routing (ids/weights) and the
 // shared expert's weights; updates h like the device path.

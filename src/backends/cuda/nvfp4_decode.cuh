@@ -94,8 +94,8 @@ __device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], con
 
 // acc[r][t] += chunk c of row r · token t's activations (x + t·x_stride), group by group: each
 // 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc). warp_dot_nvfp4
-// and its early form both go through this function (accumulate_chunk_x repeats the same steps for
-// activations held in registers), so all variants add the same products in the same order.
+// and its early form both go through this function, so all variants add the same products in
+// the same order.
 // kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
 // instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their
 // register bounds. Same operations per row, so the same sums.
@@ -121,54 +121,32 @@ __device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const b
         acc[r][0] = fmaf(s, p, acc[r][0]);
       }
     }
-    return;
-  }
+  } else {  // (else, not return: nvcc warns of an unreachable loop in the row-by-row form)
 #pragma unroll
-  for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
-    float wf[R][16];
-    float s[R];
+    for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
+      float wf[R][16];
+      float s[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf[r]);
-      s[r] = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
-    }
+      for (int r = 0; r < R; ++r) {
+        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf[r]);
+        s[r] = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+      }
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      if (t < nt) {
-        const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
-        float xf[16];
-        unpack8(load_cached(xp), xf);
-        unpack8(load_cached(xp + 8), xf + 8);
+      for (int t = 0; t < NT; ++t) {
+        if (t < nt) {
+          const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
+          float xf[16];
+          unpack8(load_cached(xp), xf);
+          unpack8(load_cached(xp + 8), xf + 8);
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          float p = 0.f;
+          for (int r = 0; r < R; ++r) {
+            float p = 0.f;
 #pragma unroll
-          for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
-          acc[r][t] = fmaf(s[r], p, acc[r][t]);
+            for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
+            acc[r][t] = fmaf(s[r], p, acc[r][t]);
+          }
         }
       }
-    }
-  }
-}
-
-// accumulate_chunk for one token whose chunk of activations is already in registers (xq: the
-// chunk's 32 bf16 values); the same operations in the same order.
-template <int R>
-__device__ __forceinline__ void accumulate_chunk_x(const Nvfp4Chunk<R>& k, const uint4 (&xq)[4], float (&acc)[R]) {
-#pragma unroll
-  for (int g = 0; g < 2; ++g) {
-    float xf[16];
-    unpack8(xq[2 * g], xf);
-    unpack8(xq[2 * g + 1], xf + 8);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float wf[16];
-      decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf);
-      const float s = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
-      float p = 0.f;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
-      acc[r] = fmaf(s, p, acc[r]);
     }
   }
 }

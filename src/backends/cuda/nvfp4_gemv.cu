@@ -30,7 +30,7 @@ __device__ __forceinline__ void store_out(void* out, int64_t idx, float y) {
 
 // Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
 // input split over S warps; the dot product is scaled by the row's scale2 before rounding.
-// kEarly: Nvfp4DecodeVariant::early_weights (the first two chunks of weights before pdl_wait).
+// kEarly: Nvfp4DecodeVariant::nvfp4_early_weights (the first two chunks of weights before pdl_wait).
 // Both forms are held to the CTAs per SM the kernel had before the variants (T = 1: 3 at 72
 // registers, so qkv's 320 CTAs stay one wave on 132 SMs; T > 1: 2 at 96) — ptxas would otherwise
 // take 96–97 / 103–135 registers.
@@ -92,69 +92,6 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
         store_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
       }
     }
-}
-
-// Nvfp4DecodeVariant::persistent_lm_head: T = 1, in <= 32·32·kJ. One wave of CTAs; warp w takes
-// the 2-row tiles w, w + warps, ... . A lane's chunks of a row are lane and lane + 32 (as
-// nvfp4_gemv_kernel<2, 1, 1>, so every row's sum is the same bit for bit); the next tile's chunks
-// are loaded before the current tile is computed, and the lane's activations (2 × 32 bf16) are
-// loaded once per warp and kept packed in registers.
-constexpr int kPersistR = 2, kPersistJ = 2, kPersistCtasPerSm = 2;
-
-template <Mode M, bool kEarly>
-__global__ void __launch_bounds__(kWarps * 32, kPersistCtasPerSm)  // 16 warps per SM: <= 128 registers
-    nvfp4_gemv_persistent_kernel(const bf16_t* __restrict__ x, int in, const uint8_t* __restrict__ codes,
-                                 const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
-  constexpr int R = kPersistR, J = kPersistJ;
-  if constexpr (kEarly) pdl_launch_dependents();
-  else pdl_grid_start();  // see launch.cuh
-  const int lane = threadIdx.x & 31;
-  const int chunks = in / 32;
-  const int tiles = (out_dim + R - 1) / R;
-  const int warps = int(gridDim.x) * kWarps;
-  auto load_tile = [&](int tile, Nvfp4Chunk<R>(&k)[J]) {
-    const uint8_t* cr[R];
-    const uint8_t* sr[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int64_t row = min(tile * R + r, out_dim - 1);  // clamped rows are computed, never stored
-      cr[r] = codes + row * (in / 2);
-      sr[r] = scales + row * (in / 16);
-    }
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-      if (lane + 32 * j < chunks) load_chunk<R>(cr, sr, lane + 32 * j, k[j]);
-  };
-  int tile = int(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  Nvfp4Chunk<R> cur[J], next[J];
-  if (tile < tiles) load_tile(tile, cur);
-  if constexpr (kEarly) pdl_wait();  // x and h (Residual) are written by earlier kernels
-  if (tile >= tiles) return;
-  uint4 xq[J][4];
-#pragma unroll
-  for (int j = 0; j < J; ++j)
-    if (lane + 32 * j < chunks)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) xq[j][i] = load_cached(x + int64_t(lane + 32 * j) * 32 + i * 8);
-  for (; tile < tiles; tile += warps) {
-    const bool more = tile + warps < tiles;
-    if (more) load_tile(tile + warps, next);
-    float acc[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = 0.f;
-#pragma unroll
-    for (int j = 0; j < J; ++j)
-      if (lane + 32 * j < chunks) accumulate_chunk_x<R>(cur[j], xq[j], acc);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      acc[r] = warp_sum(acc[r]);
-      const int o = tile * R + r;
-      if (lane == r && o < out_dim) store_out<M>(out, o, round_bf16(acc[r] * s2.at(o)));
-    }
-    if (more)
-#pragma unroll
-      for (int j = 0; j < J; ++j) cur[j] = next[j];
-  }
 }
 
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
@@ -247,28 +184,11 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
     throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
 }
 
-// One wave of nvfp4_gemv_persistent_kernel: kPersistCtasPerSm per SM (its __launch_bounds__ keeps
-// it at <= 128 registers and it uses no shared memory, so that many always fit). Only an
-// attribute query, no occupancy calculation: this also runs while a CUDA graph is captured.
-unsigned persistent_blocks(int tiles) {
-  int device = 0, sms = 0;
-  STRIKER_CUDA_CHECK(cudaGetDevice(&device));
-  STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t needed = (int64_t(tiles) + kWarps - 1) / kWarps;
-  return unsigned(std::max<int64_t>(1, std::min<int64_t>(needed, int64_t(std::max(sms, 1)) * kPersistCtasPerSm)));
-}
-
 template <Mode M, bool kEarly>
 void launch_gemv_variant(const bf16_t* xd, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                         bool persistent, cudaStream_t stream) {
+                         cudaStream_t stream) {
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
-  if (persistent && T == 1 && in <= 32 * 32 * kPersistJ && out_dim >= 16384) {
-    const int tiles = (out_dim + kPersistR - 1) / kPersistR;
-    launch_pdl(nvfp4_gemv_persistent_kernel<M, kEarly>, dim3(persistent_blocks(tiles)),
-               dim3(kWarps * 32), 0, stream, xd, in, W.codes, W.scales, s2, out_dim, out);
-    return;
-  }
   // A row is in/32 chunks of 16 bytes. Long rows of short matrices (o_proj, dense down) split
   // each row over 4 warps so enough loads are in flight; the LM head has warps to spare.
   const bool split = out_dim < 8192 && in / 32 >= 128;
@@ -296,10 +216,10 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   check_nvfp4(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
-  if (variant.early_weights)
-    launch_gemv_variant<M, true>(xd, T, in, W, s2, out_dim, out, variant.persistent_lm_head, stream);
+  if (variant.nvfp4_early_weights)
+    launch_gemv_variant<M, true>(xd, T, in, W, s2, out_dim, out, stream);
   else
-    launch_gemv_variant<M, false>(xd, T, in, W, s2, out_dim, out, variant.persistent_lm_head, stream);
+    launch_gemv_variant<M, false>(xd, T, in, W, s2, out_dim, out, stream);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
@@ -332,8 +252,8 @@ void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scal
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
   const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), unsigned((T + kNT - 1) / kNT));
-  auto kernel = T == 1 ? (variant.early_weights ? nvfp4_gate_up_kernel<1, true> : nvfp4_gate_up_kernel<1, false>)
-                       : (variant.early_weights ? nvfp4_gate_up_kernel<kNT, true> : nvfp4_gate_up_kernel<kNT, false>);
+  auto kernel = T == 1 ? (variant.nvfp4_early_weights ? nvfp4_gate_up_kernel<1, true> : nvfp4_gate_up_kernel<1, false>)
+                       : (variant.nvfp4_early_weights ? nvfp4_gate_up_kernel<kNT, true> : nvfp4_gate_up_kernel<kNT, false>);
   launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }

@@ -46,23 +46,18 @@ struct RowScale2 {
   int next_boundary(int row) const { return row < end0 ? end0 : row < end1 ? end1 : INT_MAX; }
 };
 
-// Decode-kernel variants under measurement (DecodeTweaks nvfp4_early_weights,
-// nvfp4_persistent_lm_head and nvfp4_moe_down_half_warp, decode_tweaks.h). Each variant adds the
+// Decode-kernel variants under measurement (DecodeTweaks nvfp4_early_weights and
+// nvfp4_moe_down_half_warp, decode_tweaks.h). Each variant adds the
 // same products in the same order as the kernel it replaces, so outputs are bit-identical with it
 // on or off.
 struct Nvfp4DecodeVariant {
   // Each warp loads its first two code/scale chunks between griddepcontrol.launch_dependents and
   // .wait (weights only; activations, h and routing ids after the wait), then keeps two chunks in
   // flight. GEMVs, dense gate/up, and the MoE gate/up's shared-expert slots.
-  bool early_weights = true;
-  // T = 1, in <= 2048, out_dim >= 16384 (the LM head): a grid of one wave of CTAs whose warps
-  // stride over 2-row tiles, loading the next tile's chunks while computing the current one, with
-  // the lane's activations held in registers — instead of 9472 short CTAs that each wait a full
-  // DRAM round trip before their first FMA.
-  bool persistent_lm_head = true;
+  bool nvfp4_early_weights = true;
   // MoE down + combine with inter <= 512 (and a fused shared expert's inter <= 512): lanes 0–15
   // take one output row and lanes 16–31 the other, one chunk per expert each (the plain kernel
-  // leaves lanes 16–31 idle and has each lane decode both rows). With early_weights, the shared
+  // leaves lanes 16–31 idle and has each lane decode both rows). With nvfp4_early_weights, the shared
   // expert's down chunk is loaded before griddepcontrol.wait.
   bool moe_down_half_warp = true;
 };

@@ -22,7 +22,7 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 }
 
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
-// kEarly (Nvfp4DecodeVariant::early_weights): the shared expert's warps load their first two
+// kEarly (Nvfp4DecodeVariant::nvfp4_early_weights): the shared expert's warps load their first two
 // chunks before pdl_wait; a routed slot's rows depend on the router's ids, read after it. It is
 // also held to 2 CTAs per SM (≤ 128 registers; the plain form takes ~160, 1 CTA per SM), so the
 // decode grid of 32 × 7 = 224 CTAs runs in one wave on 132 SMs instead of two.
@@ -246,7 +246,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(variant.early_weights ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+  launch_pdl(variant.nvfp4_early_weights ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
              reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
@@ -265,7 +265,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   const Nvfp4Shared sh = fused_shared ? *shared : Nvfp4Shared{};
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   if (variant.moe_down_half_warp && inter <= 512 && (!fused_shared || sh.inter <= 512)) {
-    launch_pdl(variant.early_weights ? nvfp4_moe_down_half_warp_kernel<true> : nvfp4_moe_down_half_warp_kernel<false>,
+    launch_pdl(variant.nvfp4_early_weights ? nvfp4_moe_down_half_warp_kernel<true> : nvfp4_moe_down_half_warp_kernel<false>,
                grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden,
                topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
                reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));

@@ -10,23 +10,12 @@
 namespace striker::cuda {
 
 // x, out: [rows, hidden] bf16; w: [hidden] fp32 (norm weights are kept in fp32 on the device so
-// an F32 checkpoint weight is used exactly). x and out may alias. early_weights: the DecodeTweaks
-// variant that loads gamma before the PDL wait (same arithmetic, bit-identical output).
-void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream,
-             bool early_weights = false);
+// an F32 checkpoint weight is used exactly). x and out may alias.
+void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream);
 
 // Residual add fused in front: h = bf16(h + delta); out = rmsnorm(h, w). h is updated in place.
 void add_rmsnorm(bf16* h, const bf16* delta, const float* w, bf16* out, int rows, int hidden, float eps,
-                 cudaStream_t stream, bool early_weights = false);
-
-// A norm fused into the kernel that consumes its output (DecodeTweaks::fused_norm): the kernel is
-// given h and computes x = rmsnorm(h, gamma) itself, bit-identical to rmsnorm() (norm_prologue.cuh);
-// x_out, when not null, receives x for later kernels.
-struct FusedRmsNorm {
-  const float* gamma = nullptr;  // [hidden] fp32
-  float eps = 0.f;
-  bf16* x_out = nullptr;
-};
+                 cudaStream_t stream);
 
 // CPU references (same contracts; delta may be empty for the plain norm).
 void rmsnorm_ref(const std::vector<bf16>& x, const std::vector<float>& w, std::vector<bf16>& out, int rows,

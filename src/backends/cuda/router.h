@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/rmsnorm.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -21,13 +20,8 @@ struct RouterShape {
 
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
-// early_weights (DecodeTweaks::early_weights): the logits kernel loads the head of its router rows
-// before the PDL wait (bit-identical results). norm (DecodeTweaks::fused_norm), when not null: `x`
-// is h, the logits kernel computes x = rmsnorm(h, norm->gamma) itself (bit-identical to rmsnorm())
-// and writes it to norm->x_out for the kernels after the router (no separate norm launch).
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
-                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream,
-                 bool early_weights = false, const FusedRmsNorm* norm = nullptr);
+                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream);
 
 // CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
 void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,

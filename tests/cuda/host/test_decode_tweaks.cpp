@@ -10,37 +10,29 @@
 namespace striker::cuda {
 namespace {
 
-TEST(DecodeTweaks, EarlyWeightsAndFusedNormAreOnByDefaultAndSwitchByName) {
+TEST(DecodeTweaks, NamesMatchWholeNamesOnly) {
   DecodeTweaks t;
-  EXPECT_TRUE(t.early_weights);
-  EXPECT_TRUE(t.fused_norm);
-  EXPECT_TRUE(set_decode_tweak(t, "early_weights", false));
-  EXPECT_FALSE(t.early_weights);
-  EXPECT_TRUE(t.fused_norm);
-  EXPECT_TRUE(set_decode_tweak(t, "fused_norm", false));
-  EXPECT_FALSE(t.fused_norm);
-  EXPECT_TRUE(set_decode_tweak(t, "early_weights", true));
-  EXPECT_TRUE(t.early_weights);
-  EXPECT_FALSE(set_decode_tweak(t, "early_weight", false));  // no prefix matches
-  EXPECT_TRUE(t.early_weights);
+  EXPECT_FALSE(set_decode_tweak(t, "nvfp4_early_weight", false));  // no prefix matches
+  EXPECT_TRUE(t.nvfp4_early_weights);
+  EXPECT_FALSE(set_decode_tweak(t, "", false));
 }
 
 TEST(DecodeTweaks, NamesAreUniqueAndEveryEntryIsDescribed) {
   std::set<std::string> seen;
   for (const std::string& n : decode_tweak_names()) EXPECT_TRUE(seen.insert(n).second) << "duplicate " << n;
-  EXPECT_TRUE(seen.count("early_weights"));
-  EXPECT_TRUE(seen.count("fused_norm"));
   for (const DecodeTweakEntry& e : kDecodeTweaks)
     if (e.name != nullptr) EXPECT_TRUE(e.what != nullptr && std::string(e.what).size() > 10) << e.name;
 }
 
 TEST(DecodeTweaks, Nvfp4VariantsAreOnByDefaultAndSwitchByName) {
   DecodeTweaks t;
-  EXPECT_TRUE(t.nvfp4_early_weights && t.nvfp4_persistent_lm_head && t.nvfp4_moe_down_half_warp);
-  for (const char* name : {"nvfp4_early_weights", "nvfp4_persistent_lm_head", "nvfp4_moe_down_half_warp"})
+  EXPECT_TRUE(t.nvfp4_early_weights && t.nvfp4_moe_down_half_warp);
+  for (const char* name : {"nvfp4_early_weights", "nvfp4_moe_down_half_warp"})
     EXPECT_TRUE(set_decode_tweak(t, name, false)) << name;
-  EXPECT_FALSE(t.nvfp4_early_weights || t.nvfp4_persistent_lm_head || t.nvfp4_moe_down_half_warp);
-  EXPECT_TRUE(t.early_weights) << "the BF16 switch is separate";
+  EXPECT_FALSE(t.nvfp4_early_weights || t.nvfp4_moe_down_half_warp);
+  EXPECT_TRUE(t.rope_before_wait) << "the other switches are separate";
+  EXPECT_TRUE(set_decode_tweak(t, "nvfp4_early_weights", true));
+  EXPECT_TRUE(t.nvfp4_early_weights && !t.nvfp4_moe_down_half_warp);
 }
 
 }  // namespace
