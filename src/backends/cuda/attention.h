@@ -67,7 +67,7 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
 
 // ---------------------------------------------------------------------------------------------
 // Single-launch decode attention for short key ranges (attention_cluster.cu): the splits of one
-// (query, KV head) run as one thread-block cluster of up to 8 CTAs; each computes its split
+// (query, KV head) run as one thread-block cluster of up to 16 CTAs; each computes its split
 // record into its own shared memory (the kDecodePipe3Stage kernel's code), and after a cluster
 // barrier CTA r merges query heads r, r + splits, ... by reading the other CTAs' records through
 // distributed shared memory (the combine kernel's code). Outputs are bit-identical to
@@ -77,11 +77,11 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
 //
 // cluster_attention_fits: built for this shape (head_dim 128, 8 query heads per KV head, block
 // size >= 16) and decode::plan_cluster_splits fits: either the two-launch plan already has at
-// most 8 splits (many queries or few keys: same CTAs, minus the combine launch), or the keys fit
-// 8 chunks of at most max_chunk keys (queries.max_keys, clamped to the window, <= 8 · max_chunk).
+// most 16 splits (many queries or few keys: same CTAs, minus the combine launch), or the keys fit
+// 16 chunks of at most max_chunk keys (queries.max_keys, clamped to the window, <= 16 · max_chunk).
 // The default (128 keys = 2 tiles per warp, both in flight from the ring's prologue) covers
-// every sliding layer (W = 513) and any query with up to 1024 keys; a longer range on few
-// queries would put more serial tiles on each of at most 8 CTAs than the saved launch is worth
+// every sliding layer (W = 513: the two-launch plan's 9 splits of 64) and any query with up to
+// 2048 keys; a longer range on few queries would put more serial tiles on each of at most 16 CTAs than the saved launch is worth
 // (the bench rows "attn full ctx=2000 … cluster", with 256-key chunks, measure that).
 constexpr int kClusterDefaultMaxChunk = 128;
 bool cluster_attention_fits(const AttentionShape& shape, const AttentionQueries& queries,

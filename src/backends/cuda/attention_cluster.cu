@@ -26,7 +26,7 @@ namespace {
 namespace cg = cooperative_groups;
 
 // The ring depth of kDecodePipe3Stage, whose records this kernel reproduces bit for bit. With
-// the clamped 8-way plan's chunks of up to 128 keys every warp has at most 2 tiles, all issued in
+// the clamped 16-way plan's chunks of up to 128 keys every warp has at most 2 tiles, all issued in
 // the prologue; the two-launch plans of many-query launches wrap the ring as that kernel does.
 constexpr int kClusterStages = 3;
 constexpr int kRecordFloats = kGroup * (kHeadDim + 2);
@@ -100,6 +100,7 @@ void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_c
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     STRIKER_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));  // up to 16
     return true;
   }();
   (void)configured;

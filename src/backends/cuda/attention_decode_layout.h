@@ -132,18 +132,17 @@ inline DecodeSplitPlan plan_decode_splits(int keys, int64_t heads_total, int64_t
 //  - the two-launch plan whenever it has at most kClusterMaxSplits splits (many queries, or few
 //    keys): the same CTAs doing the same work, so the output is bit-identical to the two-launch
 //    path run with the same scratch, minus the combine launch and the scratch round trip;
-//  - else (few queries: the two-launch plan spreads each key range over more than 8 CTAs to fill
-//    the GPU) the fewest splits of whole 64-key steps, chunk ceil(keys / 8) rounded up, which
+//  - else (few queries: the two-launch plan spreads each key range over more than 16 CTAs to fill
+//    the GPU) the fewest splits of whole 64-key steps, chunk ceil(keys / 16) rounded up, which
 //    fits only if that chunk is at most max_chunk keys (more serial tiles per CTA than that cost
 //    more than the saved launch; attention.h).
 //
-// Why 5 splits of 128 rather than more, smaller ones for a sliding layer's 513 keys: 8 is the
-// portable cluster-size limit, and 513 = 8·64 + 1 would need 9 splits of 64 anyway (the 9th
-// holding one key). With the 3-stage ring a warp issues both of its tiles in the prologue, so a
-// 128-key CTA pays the same single DRAM round trip for its K/V as a 64-key one; the second tile
-// adds only ~0.2 µs of math, while fewer CTAs mean fewer records to merge through distributed
-// shared memory and a cluster that is easier to place in one GPC.
-constexpr int kClusterMaxSplits = 8;
+// Up to 16 CTAs per cluster (the H100/H200 non-portable limit; the kernel opts in with
+// cudaFuncAttributeNonPortableClusterSizeAllowed), so a sliding layer's 513 keys at batch 1 keep the
+// two-launch plan's 9 splits of 64 keys: one 16-key tile per warp. (A first version capped clusters
+// at the portable 8 and ran 5 splits of 128 keys — two dependent tiles per warp — and measured
+// slower than the two launches on the H200: docs/performance.md.)
+constexpr int kClusterMaxSplits = 16;
 inline bool plan_cluster_splits(int keys, int64_t heads_total, int64_t target_records, int max_chunk,
                                 DecodeSplitPlan& plan) {
   plan = plan_decode_splits(keys, heads_total, target_records, heads_total * 1024);

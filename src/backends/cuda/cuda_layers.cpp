@@ -127,8 +127,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
   // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
   // register-load tensor-core kernel sized for 3 CTAs per SM.
   const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
-  // Decode launches the cluster kernel fits (every sliding layer; full layers up to 1024 keys, or
-  // whenever the two-launch plan has <= 8 splits anyway) run split and combine in one cluster
+  // Decode launches the cluster kernel fits (every sliding layer; full layers up to 2048 keys, or
+  // whenever the two-launch plan has <= 16 splits anyway) run split and combine in one cluster
   // launch (tweak sliding_cluster; built on the pipelined kernel, so attention_pipeline off turns
   // it off too). attention_meta_early: metadata lookups before the PDL wait (attention_decode.cuh).
   const bool meta_early = options_.tweaks.attention_meta_early;

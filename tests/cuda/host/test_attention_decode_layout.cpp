@@ -260,22 +260,25 @@ TEST(DecodeAttentionLayout, ClusterPlanHasAtMostEightSplits) {
           }
         }
   // Flint's sliding layers at batch 1 (4 KV heads, 264 = the 3-stage target on 132 SMs): the
-  // two-launch plan is 9 splits of 64 keys; the cluster takes 5 of 128.
+  // two-launch plan is 9 splits of 64 keys, and the cluster takes the same plan (9 <= 16).
   const DecodeSplitPlan two = plan_decode_splits(513, 4, 264, 4096);
   EXPECT_EQ(two.splits, 9);
   EXPECT_EQ(two.chunk, 64);
   DecodeSplitPlan pl{};
   EXPECT_TRUE(plan_cluster_splits(513, 4, 264, 128, pl));
-  EXPECT_EQ(pl.splits, 5);
-  EXPECT_EQ(pl.chunk, 128);
+  EXPECT_EQ(pl.splits, 9);
+  EXPECT_EQ(pl.chunk, 64);
   // Batch 64 (256 KV-head records, GPU full): the two-launch plan, one split of 576 keys.
   EXPECT_TRUE(plan_cluster_splits(513, 256, 264, 128, pl));
   EXPECT_EQ(pl.splits, 1);
   EXPECT_EQ(pl.chunk, 576);
-  // Full attention at 2000 keys, batch 1: 8 splits of 256, only with 256-key chunks allowed.
-  EXPECT_FALSE(plan_cluster_splits(2000, 4, 264, 128, pl));
-  EXPECT_TRUE(plan_cluster_splits(2000, 4, 264, 256, pl));
-  EXPECT_EQ(pl.splits, 8);
+  // Full attention at 2000 keys, batch 1: 16 splits of 128; at 4000 keys only with 256-key chunks.
+  EXPECT_TRUE(plan_cluster_splits(2000, 4, 264, 128, pl));
+  EXPECT_EQ(pl.splits, 16);
+  EXPECT_EQ(pl.chunk, 128);
+  EXPECT_FALSE(plan_cluster_splits(4000, 4, 264, 128, pl));
+  EXPECT_TRUE(plan_cluster_splits(4000, 4, 264, 256, pl));
+  EXPECT_EQ(pl.splits, 16);
   EXPECT_EQ(pl.chunk, 256);
   // A captured graph's key bucket (1024) on a sliding layer plans for W = 513 keys.
   EXPECT_EQ(plan_keys(1024, 513), 513);
