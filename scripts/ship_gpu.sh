@@ -26,7 +26,8 @@ SHARED=${STRIKER_SHARED_DIR:-../shared}
 cp "$SHARED/fixtures/flint-config/config.json" "$DEST/gpubin/config.json"
 # ... and what scripts/gpu_conformance.sh needs to make random checkpoints there.
 cp "$SHARED/fixtures/flint-config/config.tiny.json" "$DEST/gpubin/config.tiny.json"
-cp -r "$SHARED/fixtures/flint-tokenizer" "$DEST/gpubin/flint-tokenizer"
+# (a link to the copy under shared/ below: the tokenizer travels once)
+ln -s ../shared/fixtures/flint-tokenizer "$DEST/gpubin/flint-tokenizer"
 # The server's pytest suites (scripts/gpu_server_tests.sh) read fixtures from ./shared there.
 # STRIKER_SHIP_SERVER=0 leaves the server suites' payload out (the toolcall model and the wheels,
 # ~55 MB of the 64 MiB transfer) for runs of kernel tests and benchmarks only.
