@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   pdl_launch_dependents();
   // Relaxed arrive now, wait before the first DSMEM store: no CTA writes into CTA 0's shared
   // memory before CTA 0 has started (CUDA requires every CTA of the cluster to be running).
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
   __shared__ float all_logits[kMaxExperts];  // used in rank 0 only: every CTA stores into rank 0's
   __shared__ float score[kMaxExperts];
   __shared__ float sel[kMaxExperts];
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   for (size_t off = size_t(threadIdx.x) * kL2Line; off < slice_bytes; off += size_t(blockDim.x) * kL2Line)
     prefetch_l2(slice + off);
   pdl_wait();  // x is the previous kernel's output
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait;" ::: "memory");
   float* rank0_logits = cluster.map_shared_rank(&all_logits[0], 0u);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
   for (int e = e_begin + warp; e < e_end; e += kClusterWarps) {
