@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 #include <numeric>
@@ -24,7 +25,64 @@
 
 namespace striker::cuda::testing {
 
+namespace {
+
+// DecodeTweaks::router_cluster: the two-launch router vs the one-launch cluster router at Flint's
+// shape, both weight formats, T = 1 and 8, over rotated weight copies (HBM, not L2). The check is
+// bit equality of the cluster path's ids and weights with the two-launch path's.
+void bench_router_cluster(std::mt19937& rng) {
+  const int H = 2048, E = 256, K = 6;
+  const RouterShape rs{H, E, K, true, 2.5f};
+  auto bias = random_f32(rng, size_t(E), 0.f, 0.05f);
+  DeviceBuffer<float> d_bias(bias);
+  for (bool f32 : {false, true}) {
+    const double wbytes = double(E) * H * (f32 ? 4 : 2);
+    const int nc = copies_for(wbytes);
+    auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
+    auto wf = random_f32(rng, wb.size(), 0.f, 0.03f);
+    std::vector<DeviceBuffer<bf16>> wbs;
+    std::vector<DeviceBuffer<float>> wfs;
+    for (int i = 0; i < nc; ++i) {
+      if (f32)
+        wfs.emplace_back(wf);
+      else
+        wbs.emplace_back(wb);
+    }
+    for (int T : {1, 8}) {
+      auto x = random_bf16(rng, size_t(T) * H);
+      DeviceBuffer<bf16> d_x(x);
+      DeviceBuffer<float> d_logits(size_t(T) * E), d_w1(size_t(T) * K), d_w2(size_t(T) * K);
+      DeviceBuffer<int32_t> d_ids1(size_t(T) * K), d_ids2(size_t(T) * K);
+      auto route = [&](int i, bool one_launch, float* w_out, int32_t* ids_out) {
+        const size_t c = size_t(i % nc);
+        router_topk(d_x.get(), T, rs, f32 ? nullptr : wbs[c].get(), f32 ? wfs[c].get() : nullptr, d_bias.get(),
+                    d_logits.get(), ids_out, w_out, nullptr, one_launch);
+      };
+      d_w1.poison();
+      d_w2.poison();
+      d_ids1.poison();
+      d_ids2.poison();
+      route(0, false, d_w1.get(), d_ids1.get());
+      route(0, true, d_w2.get(), d_ids2.get());
+      const auto w1 = d_w1.download(), w2 = d_w2.download();
+      Comparison c = compare(w2, w1, 0.0, 0.0);
+      if (d_ids1.download() != d_ids2.download() || std::memcmp(w1.data(), w2.data(), w1.size() * sizeof(float)) != 0)
+        c.nan_count += 1;  // not bit-identical: fail the row
+      for (float v : w1)
+        if (std::isnan(v)) c.nan_count += 1;  // both unwritten (poison) must not pass as equal
+      const std::string name = std::string("router ") + (f32 ? "fp32" : "bf16") + " T=" + std::to_string(T);
+      row(name + " two launches", nullptr,
+          time_us([&](int i) { route(i, false, d_w1.get(), d_ids1.get()); }), wbytes);
+      row(name + " cluster (router_cluster)", &c, time_us([&](int i) { route(i, true, d_w2.get(), d_ids2.get()); }),
+          wbytes);
+    }
+  }
+}
+
+}  // namespace
+
 void bench_router_moe(std::mt19937& rng) {
+  bench_router_cluster(rng);
   const int H = 2048, E = 256, I = 512, K = 6, Is = 512, T = 1;
   const RouterShape rs{H, E, K, true, 2.5f};
   auto x = random_bf16(rng, size_t(T) * H);

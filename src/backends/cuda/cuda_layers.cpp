@@ -188,7 +188,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
       linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);                      // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
       router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
-                  stream_);
+                  stream_, options_.tweaks.router_cluster);
       if (T > kGemvMaxTokens) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {

@@ -19,6 +19,7 @@ struct DecodeTweaks {
   bool nvfp4_moe_down_half_warp = true;  // Nvfp4DecodeVariant::moe_down_half_warp
   bool sliding_cluster = true;     // decode attention of <= 1024 keys: one cluster launch (attention_cluster.cu)
   bool attention_meta_early = true;  // decode attention: metadata lookups before the PDL wait
+  bool router_cluster = true;  // router logits + top-K in one cluster launch for T <= 8 (router.cu)
 };
 
 struct DecodeTweakEntry {
@@ -40,6 +41,8 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
      "decode attention with <= 1024 keys (sliding layers): split + combine in one thread-block-cluster launch"},
     {"attention_meta_early", &DecodeTweaks::attention_meta_early,
      "decode attention: positions, block tables and first block ids read before the PDL wait"},
+    {"router_cluster", &DecodeTweaks::router_cluster,
+     "MoE router (T <= 8): logits and top-K selection in one launch, an 8-CTA cluster per token (off: two launches)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
