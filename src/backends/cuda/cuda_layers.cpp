@@ -19,6 +19,9 @@
 namespace striker::cuda {
 namespace {
 
+// CTAs per (token, expert slot) of the decode MoE cluster launch (moe_cluster): the portable maximum.
+constexpr int kMoeClusterSize = 8;
+
 // The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
 Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
   return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_moe_down_half_warp};
@@ -143,11 +146,23 @@ void CudaBackend::run_layers(const StepPlan& p) {
                       stream_, decode_attention_variant, meta_early);
   };
 
+  // Decode MoE as one cluster launch per layer (tweak moe_cluster; BF16 experts, T <= 8): it leaves
+  // the expert outputs in w.y_slots, and their combine + residual add (h = bf16(h + y)) is folded into
+  // the next kernel: the next layer's input norm, or after the last layer a standalone combine.
+  bool moe_combine_pending = false, moe_pending_shared = false;
+  auto input_norm = [&](const float* gamma) {  // x = rmsnorm(h), after any pending h = bf16(h + y)
+    if (moe_combine_pending)
+      moe_combine_rmsnorm(w.h, w.y_slots, w.topk_w, T, K, moe_pending_shared, gamma, w.x, H, eps, stream_);
+    else
+      rmsnorm(w.h, gamma, w.x, T, H, eps, stream_);
+    moe_combine_pending = false;
+  };
+
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
+    input_norm(L.input_norm);                                                        // x = rmsnorm(h)
     linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
                           sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
@@ -193,6 +208,11 @@ void CudaBackend::run_layers(const StepPlan& p) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {
         moe_nvfp4(L, T);                                                             // h = bf16(h + y)
+      } else if (options_.tweaks.moe_cluster && T <= kMaxClusterTokens) {  // decode, one launch:
+        moe_cluster(w.x, T, H, L.exp_gate, L.exp_up, L.exp_down, I, w.topk_ids, K, L.sh_gate, L.sh_up,  // y_slots =
+                    L.sh_down, Is, w.y_slots, kMoeClusterSize, stream_);             // expert outputs
+        moe_combine_pending = true;                                                  // h = bf16(h + y) in the
+        moe_pending_shared = L.sh_gate != nullptr;                                   // next kernel
       } else {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                     L.sh_gate ? w.shared_act : nullptr, stream_);
@@ -201,6 +221,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
       }
     }
   }
+  if (moe_combine_pending) moe_combine(w.h, w.y_slots, w.topk_w, T, K, moe_pending_shared, H, stream_);
   // logits = bf16(mm(rmsnorm(h), lm_head)) for the requested rows only.
   embedding_gather(w.h, T, H, p.logit_rows, p.rows, w.logit_x, stream_);
   rmsnorm(w.logit_x, model_.final_norm, w.logit_x, p.rows, H, eps, stream_);

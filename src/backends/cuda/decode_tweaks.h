@@ -20,6 +20,7 @@ struct DecodeTweaks {
   bool sliding_cluster = true;     // decode attention of <= 1024 keys: one cluster launch (attention_cluster.cu)
   bool attention_meta_early = true;  // decode attention: metadata lookups before the PDL wait
   bool router_cluster = true;  // router logits + top-K in one cluster launch for T <= 8 (router.cu)
+  bool moe_cluster = true;  // BF16 decode MoE: gate/up + down in one cluster launch (moe_cluster.cu)
 };
 
 struct DecodeTweakEntry {
@@ -43,6 +44,8 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
      "decode attention: positions, block tables and first block ids read before the PDL wait"},
     {"router_cluster", &DecodeTweaks::router_cluster,
      "MoE router (T <= 8): logits and top-K selection in one launch, an 8-CTA cluster per token (off: two launches)"},
+    {"moe_cluster", &DecodeTweaks::moe_cluster,
+     "BF16 decode MoE: gate/up + down in one thread-block-cluster launch, combine + residual in the next norm"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 
