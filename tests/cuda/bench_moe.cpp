@@ -10,6 +10,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_kernels.h"
@@ -88,8 +89,9 @@ struct MoeBenchWeights {
 // Decode MoE of one layer followed by the next layer's input norm, at Flint shapes (E 256, top-6 +
 // shared, H 2048, I 512): the two-launch path (moe_gate_up, moe_down_combine, rmsnorm: 3 kernels)
 // against the cluster launch + combine-in-the-norm (moe_cluster, moe_combine_rmsnorm: 2 kernels)
-// with clusters of 8 and 16 CTAs. h and x must be bit-identical to the old path's. Routings
-// rotate over 16 expert sets so the 42 MB of expert weights per call come from HBM, not L2.
+// with clusters of 8 and 16 CTAs, each without and with the L2 prefetch of the down rows. h and x
+// must be bit-identical to the old path's. Routings rotate over 16 expert sets so the 42 MB of
+// expert weights per call come from HBM, not L2.
 void bench_moe_cluster(int T, const MoeBenchWeights& w, std::mt19937& rng) {
   const int H = 2048, E = 256, I = 512, K = 6, Is = 512;
   const float eps = 1e-6f;
@@ -113,12 +115,12 @@ void bench_moe_cluster(int T, const MoeBenchWeights& w, std::mt19937& rng) {
                      nullptr);
     rmsnorm(d_h.get(), d_gamma.get(), d_out.get(), T, H, eps, nullptr);
   };
-  auto cluster_only = [&](int i, int C) {
+  auto cluster_only = [&](int i, int C, bool prefetch) {
     moe_cluster(d_x.get(), T, H, w.gate, w.up, w.down, I, routings[size_t(i % 16)].get(), K, w.shared_gate,
-                w.shared_up, w.shared_down, Is, d_y.get(), C, nullptr);
+                w.shared_up, w.shared_down, Is, d_y.get(), C, prefetch, nullptr);
   };
-  auto new_path = [&](int i, int C) {
-    cluster_only(i, C);
+  auto new_path = [&](int i, int C, bool prefetch) {
+    cluster_only(i, C, prefetch);
     moe_combine_rmsnorm(d_h.get(), d_y.get(), d_tw.get(), T, K, true, d_gamma.get(), d_out.get(), H, eps, nullptr);
   };
   // Bit check on routing 0 from the same h.
@@ -128,20 +130,20 @@ void bench_moe_cluster(int T, const MoeBenchWeights& w, std::mt19937& rng) {
   const double bytes = double(T * K + 1) * 3 * I * H * 2;  // upper bound: distinct experts (+ the shared one)
   const std::string tag = "moe T=" + std::to_string(T) + " ";
   row(tag + "old: gate/up + down + rmsnorm (3 kern)", nullptr, time_us(old_path), bytes);
-  for (int C : {8, 16}) {
+  for (auto [C, prefetch] : {std::pair{8, false}, {8, true}, {16, false}, {16, true}}) {
     d_h.upload(h0);
     d_y.poison();
     d_out.poison();
-    new_path(0, C);
+    new_path(0, C, prefetch);
     const auto h_new = d_h.download(), x_new = d_out.download();
     Comparison c = compare(x_new, x_old, 0.0, 0.0);
     const bool same = std::memcmp(h_new.data(), h_old.data(), h_new.size() * sizeof(bf16)) == 0 &&
                       std::memcmp(x_new.data(), x_old.data(), x_new.size() * sizeof(bf16)) == 0;
     if (!same) c.nan_count += 1;  // any bit difference fails the row
-    const std::string cs = "C=" + std::to_string(C);
-    row(tag + "cluster " + cs + " + combine-rmsnorm (2 kern)", &c, time_us([&](int i) { new_path(i, C); }), bytes,
-        same ? "bit-identical to old" : "DIFFERS from old");
-    row(tag + "cluster " + cs + " alone", nullptr, time_us([&](int i) { cluster_only(i, C); }), bytes);
+    const std::string cs = "C=" + std::to_string(C) + (prefetch ? " +L2 prefetch" : "");
+    row(tag + "cluster " + cs + " + combine-rmsnorm (2 kern)", &c,
+        time_us([&](int i) { new_path(i, C, prefetch); }), bytes, same ? "bit-identical to old" : "DIFFERS from old");
+    row(tag + "cluster " + cs + " alone", nullptr, time_us([&](int i) { cluster_only(i, C, prefetch); }), bytes);
   }
 }
 

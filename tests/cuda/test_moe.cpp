@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <utility>
 #include <string>
 
 #include "backends/cuda/gemv.h"
@@ -161,8 +162,9 @@ size_t count_nan(const std::vector<bf16>& v) {
 // The one-launch cluster MoE (moe_cluster) + its deferred combine (moe_combine_rmsnorm, or
 // moe_combine after the last layer) against the two-launch path (moe_gate_up + moe_down_combine,
 // then rmsnorm): h and the normed x must agree bit for bit, for T = 1..8, with and without the
-// shared expert, for cluster sizes 8 (the one the layer loop uses), 16 (non-portable) and 3 (rows
-// not a multiple of anything; with 16, ranks with no activation rows). Shapes are not multiples of
+// shared expert, for cluster sizes 8 (the one the layer loop uses; with and without the L2 prefetch
+// of the down rows), 16 (non-portable; ranks with no activation rows) and 3 (rows not a multiple
+// of anything). Shapes are not multiples of
 // the kernels' tiles (264 hidden rows, 72 or 520 activation rows, 40 shared). The CPU reference
 // checks the two-launch result within the bf16 tolerance.
 TEST(CudaMoe, ClusterLaunchMatchesTwoLaunchPathBitForBit) {
@@ -217,11 +219,11 @@ TEST(CudaMoe, ClusterLaunchMatchesTwoLaunchPathBitForBit) {
           const auto c = compare(h_old, h_ref, 2 * kBf16Rtol, kBf16Atol);
           EXPECT_TRUE(c.ok()) << what << ": two-launch path vs CPU reference " << c.describe();
         }
-        for (int C : {8, 16, 3}) {
-          const std::string at = what + " cluster " + std::to_string(C);
+        for (auto [C, prefetch] : {std::pair{8, true}, {8, false}, {16, true}, {3, false}}) {
+          const std::string at = what + " cluster " + std::to_string(C) + (prefetch ? " +L2 prefetch" : "");
           d_y.poison();
           moe_cluster(d_x.get(), T, H, d_wg.get(), d_wu.get(), d_wd.get(), I, d_ids.get(), K,
-                      shared ? d_sg.get() : nullptr, d_su.get(), d_sd.get(), Is, d_y.get(), C, nullptr);
+                      shared ? d_sg.get() : nullptr, d_su.get(), d_sd.get(), Is, d_y.get(), C, prefetch, nullptr);
           // Deferred combine fused into the norm.
           d_h.upload(h);
           d_out.poison();

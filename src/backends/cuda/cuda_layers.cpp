@@ -20,7 +20,9 @@ namespace striker::cuda {
 namespace {
 
 // CTAs per (token, expert slot) of the decode MoE cluster launch (moe_cluster): the portable maximum.
+// Both are benched side by side (bench_cuda_kernels rows "moe T=… cluster C=… [+L2 prefetch]").
 constexpr int kMoeClusterSize = 8;
+constexpr bool kMoeClusterPrefetchDown = true;  // down rows requested into L2 before the gate/up phase
 
 // The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
 Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
@@ -210,7 +212,8 @@ void CudaBackend::run_layers(const StepPlan& p) {
         moe_nvfp4(L, T);                                                             // h = bf16(h + y)
       } else if (options_.tweaks.moe_cluster && T <= kMaxClusterTokens) {  // decode, one launch:
         moe_cluster(w.x, T, H, L.exp_gate, L.exp_up, L.exp_down, I, w.topk_ids, K, L.sh_gate, L.sh_up,  // y_slots =
-                    L.sh_down, Is, w.y_slots, kMoeClusterSize, stream_);             // expert outputs
+                    L.sh_down, Is, w.y_slots, kMoeClusterSize, kMoeClusterPrefetchDown,  // expert
+                    stream_);                                                        // outputs
         moe_combine_pending = true;                                                  // h = bf16(h + y) in the
         moe_pending_shared = L.sh_gate != nullptr;                                   // next kernel
       } else {  // decode: read only the selected experts' rows

@@ -30,10 +30,13 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
 // [T, K+1, hidden]), bit-identical to what moe_gate_up + moe_down_combine compute inside. The
 // weighted combine and residual add (h = bf16(h + bf16(bf16(Σ_k w_k·y_k) + y_K))) are left to
 // moe_combine_rmsnorm / moe_combine (rmsnorm.h). shared_gate = nullptr: no shared expert.
+// prefetch_down: each CTA first asks L2 for its block of down rows (prefetch.global.L2), so DRAM
+// stays busy across the gate/up -> down seam; the arithmetic is the same either way.
 constexpr int kMaxClusterTokens = 8;
 void moe_cluster(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, const bf16* w_down,
                  int inter, const int32_t* topk_ids, int K, const bf16* shared_gate, const bf16* shared_up,
-                 const bf16* shared_down, int shared_inter, bf16* y_slots, int cluster_size, cudaStream_t stream);
+                 const bf16* shared_down, int shared_inter, bf16* y_slots, int cluster_size, bool prefetch_down,
+                 cudaStream_t stream);
 
 // Prefill path, after the routed experts ran as grouped GEMMs over rows sorted by expert:
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[inv[t·K+k]]) + y_shared[t])), where y_sorted

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_cluster_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     const bf16_t* __restrict__ wd, int inter, const int32_t* __restrict__ ids, int K, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, const bf16_t* __restrict__ sd, int shared_inter, int act_stride,
-    bf16_t* __restrict__ y_slots) {
+    bool prefetch_down, bf16_t* __restrict__ y_slots) {
   extern __shared__ __align__(16) unsigned char moe_smem[];
   bf16_t* act_full = reinterpret_cast<bf16_t*>(moe_smem);  // [act_stride]: the expert's whole act row
   bf16_t* act_part = act_full + act_stride;                // this rank's slice
@@ -56,6 +56,19 @@ __global__ void __launch_bounds__(kWarps * 32) moe_cluster_kernel(
   const int k = shared ? K : slot % K;
   const int64_t e = shared ? 0 : int64_t(ids[slot]);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+
+  // This rank's down rows [dlo, dhi) of the expert: one contiguous block of (dhi - dlo) x rows bf16.
+  const int hper = (hidden + C - 1) / C;
+  const int dlo = min(rank * hper, hidden), dhi = min(dlo + hper, hidden);
+  const bf16_t* d = shared ? sd : wd + e * hidden * inter;
+  if (prefetch_down) {
+    // Ask L2 for the whole block now (fire and forget, no registers): DRAM keeps streaming it
+    // while phase 1 runs and across the barrier + gather seam, where no demand loads are in flight.
+    const char* block = reinterpret_cast<const char*>(d + int64_t(dlo) * rows);
+    const int64_t bytes = int64_t(dhi - dlo) * rows * int64_t(sizeof(bf16_t));
+    for (int64_t off = int64_t(threadIdx.x) * 128; off < bytes; off += int64_t(kWarps) * 32 * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(block + off));
+  }
 
   // Phase 1: act rows [lo, hi) of this rank, exactly as moe_gate_up_kernel computes them.
   const int per = act_rows_per_rank(rows, C);
@@ -85,11 +98,8 @@ __global__ void __launch_bounds__(kWarps * 32) moe_cluster_kernel(
   }
   __syncthreads();
 
-  // Phase 2: down rows [dlo, dhi) of this expert, each with moe_down_kernel's per-expert order
+  // Phase 2: the down rows [dlo, dhi), each with moe_down_kernel's per-expert order
   // (lane's 16-byte chunks lane, lane+32, ...; fmaf over the 8 values; warp_sum; bf16).
-  const int hper = (hidden + C - 1) / C;
-  const int dlo = min(rank * hper, hidden), dhi = min(dlo + hper, hidden);
-  const bf16_t* d = shared ? sd : wd + e * hidden * inter;
   bf16_t* y = y_slots + (int64_t(t) * (K + 1) + k) * hidden;
   const int chunks = rows / 8;
   for (int o0 = dlo + warp * kDownRows; o0 < dhi; o0 += kWarps * kDownRows) {
@@ -134,7 +144,8 @@ void check_width(const char* what, int width) {
 
 void moe_cluster(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, const bf16* w_down,
                  int inter, const int32_t* topk_ids, int K, const bf16* shared_gate, const bf16* shared_up,
-                 const bf16* shared_down, int shared_inter, bf16* y_slots, int cluster_size, cudaStream_t stream) {
+                 const bf16* shared_down, int shared_inter, bf16* y_slots, int cluster_size, bool prefetch_down,
+                 cudaStream_t stream) {
   if (T <= 0) return;
   check_width("hidden", hidden);
   check_width("inter", inter);
@@ -160,7 +171,7 @@ void moe_cluster(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                      reinterpret_cast<const bf16_t*>(w_up), reinterpret_cast<const bf16_t*>(w_down), inter, topk_ids, K,
                      reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up),
                      reinterpret_cast<const bf16_t*>(shared_down), has_shared ? shared_inter : 0, act_stride,
-                     reinterpret_cast<bf16_t*>(y_slots));
+                     prefetch_down, reinterpret_cast<bf16_t*>(y_slots));
   STRIKER_CUDA_CHECK_LAUNCH("moe_cluster_kernel");
 }
 
