@@ -1,0 +1,180 @@
+// QKV projection + q/k-norm + RoPE + KV-cache write in one launch (qkv_rope_cluster.h).
+//
+// Why: at batch 1 the QKV GEMV (5120 rows of 2048) and the per-head norm/RoPE kernel behind it
+// are two dependent launches, and a dependent launch costs ~3.6-4 µs of latency on its own
+// (docs/performance.md, "pdl chain floor"). Here the 8 CTAs of a thread-block cluster own one
+// head (grid.x = heads × 8): each computes d/8 rows of the head with gemv.cu's per-row code
+// (warp_dot, the same split-K partition and reduction order, the same bf16 rounding, so every
+// qkv value is bit-identical to gemv_bf16's), stores them as bf16 in its shared memory, and after
+// a cluster barrier CTA t's warp 0 reads token t's whole head through distributed shared memory
+// and runs qk_rope_kv.cu's per-head code (qk_rope_head.cuh). A second barrier keeps every CTA's
+// shared memory alive until all remote reads are done. Every CTA reaches both barriers.
+//
+// Per-row result vs. gemv.cu: a row's value depends only on the split S (chunk c of the row goes
+// to warp part c/32 % S, lane c % 32; lane partials accumulate in chunk order; warp_sum; parts
+// summed 0..S-1 from 0.f), not on how many rows or tokens a warp carries. gemv.cu splits a row
+// over S = 8 warps exactly when in/8 >= 256 (its out_dim < 32768 here), so this kernel does too.
+#include <cooperative_groups.h>
+
+#include <string>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/launch.cuh"
+#include "backends/cuda/qk_rope_head.cuh"
+#include "backends/cuda/qkv_rope_cluster.h"
+#include "backends/cuda/warp_dot.cuh"
+
+namespace striker::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 8;                      // warps per CTA (as gemv.cu)
+constexpr int kCluster = 8;                    // CTAs per head
+constexpr int kMaxT = kQkvClusterMaxTokens;    // == kCluster: CTA t finishes token t
+static_assert(kMaxT <= kCluster, "the tail gives each token its own CTA of the cluster");
+// Flint: 40 heads × 8 = 320 CTAs on 132 SMs. At 3 CTAs per SM (<= 85 registers per thread) the
+// whole grid is resident in one wave; at 151 registers (16 rows in one pass) only one fits.
+constexpr int kMinCtasPerSm = 3;
+
+// E = d/32 (elements per lane in the tail); S: warps per row (split-K, 1 or 8); R rows per warp
+// group per pass; NT token slots per pass (1 or 8). A CTA owns RC = d/8 rows of its head.
+template <int E, int S, int R, int NT>
+__global__ void __launch_bounds__(kWarps * 32, kMinCtasPerSm) qkv_rope_cluster_kernel(
+    const bf16_t* __restrict__ x, int T, int in, const bf16_t* __restrict__ W, int nh, int nkv,
+    const float* __restrict__ q_norm_w, const float* __restrict__ k_norm_w, float eps,
+    const int32_t* __restrict__ positions, const float* __restrict__ inv_freq, const int64_t* __restrict__ slots,
+    int block_size, bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  pdl_launch_dependents();  // see launch.cuh
+  constexpr int d = 32 * E, RC = d / kCluster, G = kWarps / S;
+  __shared__ bf16_t head_vals[kMaxT][RC];  // this CTA's rows of the head, per token (bf16 as gemv stores)
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = int(cluster.block_rank());
+  const int head = int(blockIdx.x) / kCluster;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const bool finisher = warp == 0 && rank < T;  // finishes token `rank` of the head
+
+  // Gammas and cos/sin depend on weights and positions only (written before the step's first
+  // kernel, see qk_rope_kv.cu): computed while the kernel in front still runs.
+  qk_head::Prep<E> pr;
+  if (finisher) qk_head::prepare<E>(pr, rank, head, nh, nkv, q_norm_w, k_norm_w, positions, inv_freq);
+  pdl_wait();  // x is the previous kernel's output
+
+  const int64_t row_base = int64_t(head) * d + int64_t(rank) * RC;
+  for (int base = 0; base < RC; base += G * R) {
+    const int r0 = base + group * R;  // first CTA-local row of this warp group
+    const bool live = r0 < RC;
+    const bf16_t* w[R];
+    const bf16_t* xr[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      w[r] = W + (row_base + min(r0 + r, RC - 1)) * in;  // clamped rows are computed, never stored
+      xr[r] = x;
+    }
+    float acc[R][NT];
+    if (live) warp_dot<R, NT>(w, xr, in, T, in, acc, part, S);
+    if constexpr (S > 1) {
+      __shared__ float red[kWarps][R * NT];
+      if (lane == 0)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = live ? acc[r][t] : 0.f;
+      __syncthreads();
+      if (part == 0)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            float v = 0.f;
+#pragma unroll
+            for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+            acc[r][t] = v;
+          }
+      __syncthreads();  // red is reused by the next pass
+    }
+    if (live && part == 0)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+          if (lane == (r * NT + t) % 32 && t < T && r0 + r < RC)
+            head_vals[t][r0 + r] = __float2bfloat16_rn(round_bf16(acc[r][t]));
+  }
+
+  cluster.sync();  // every CTA's rows are in its shared memory, visible cluster-wide
+  if (finisher) {
+    const int t = rank;
+    float v[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int i = lane * E + e;  // element of the head; row i % RC of cluster rank i / RC
+      const bf16_t* src = cluster.map_shared_rank(&head_vals[t][i % RC], unsigned(i / RC));
+      v[e] = __bfloat162float(*src);
+    }
+    qk_head::finish<E>(v, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
+  }
+  cluster.sync();  // no CTA exits (freeing head_vals) while another may still read it
+}
+
+template <int E>
+void launch_for_head_dim(const bf16_t* x, int T, int in, const bf16_t* W, const HeadShape& hs, const float* qn,
+                         const float* kn, float eps, const int32_t* pos, const float* inv, const int64_t* slots,
+                         int B, bf16_t* kc, bf16_t* vc, bf16_t* qo, cudaStream_t stream) {
+  constexpr int RC = 32 * E / kCluster;
+  const dim3 grid(unsigned((hs.n_heads + 2 * hs.n_kv_heads) * kCluster)), block(kWarps * 32);
+  // The split decision of gemv.cu's launch_gemv (out_dim < 32768 always here): see the file comment.
+  const bool split = in / 8 >= 256;
+  if (split) {
+    constexpr int R8 = RC < 8 ? RC : 8;  // rows per pass at T = 1 (Flint: 2 passes of 8 loads in flight per lane)
+    if (T == 1)
+      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 8, R8, 1>, grid, block, 0, kCluster, stream, x, T, in, W,
+                         hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+    else
+      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 8, (RC < 2 ? RC : 2), kMaxT>, grid, block, 0, kCluster, stream, x,
+                         T, in, W, hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+  } else {
+    constexpr int R1 = RC / kWarps > 0 ? RC / kWarps : 1;  // rows per warp: the CTA's rows in one pass
+    if (T == 1)
+      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 1, R1, 1>, grid, block, 0, kCluster, stream, x, T, in, W,
+                         hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+    else
+      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 1, R1, kMaxT>, grid, block, 0, kCluster, stream, x, T, in, W,
+                         hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+  }
+}
+
+}  // namespace
+
+void qkv_rope_kv_cluster(const bf16* x, int T, int in, const bf16* Wqkv, const HeadShape& hs, const float* q_norm_w,
+                         const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
+                         const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
+                         cudaStream_t stream) {
+  if (T < 1 || T > kQkvClusterMaxTokens)
+    throw Error("qkv_rope_kv_cluster: " + std::to_string(T) + " tokens (1.." + std::to_string(kQkvClusterMaxTokens) +
+                " per launch)");
+  if (in <= 0 || in % 8 != 0)
+    throw Error("qkv_rope_kv_cluster: input width " + std::to_string(in) + " is not a positive multiple of 8");
+  auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+  if (misaligned(x) || misaligned(Wqkv))
+    throw Error("qkv_rope_kv_cluster: activation/weight pointers must be 16-byte aligned");
+  if (hs.n_heads <= 0 || hs.n_kv_heads <= 0 || int64_t(hs.n_heads + 2 * hs.n_kv_heads) * kCluster > 65535 * 1024)
+    throw Error("qkv_rope_kv_cluster: bad head counts " + std::to_string(hs.n_heads) + "/" +
+                std::to_string(hs.n_kv_heads));
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  const auto* Wd = reinterpret_cast<const bf16_t*>(Wqkv);
+  auto* kc = reinterpret_cast<bf16_t*>(k_cache);
+  auto* vc = reinterpret_cast<bf16_t*>(v_cache);
+  auto* qo = reinterpret_cast<bf16_t*>(q_out);
+  switch (hs.head_dim) {
+    case 32: launch_for_head_dim<1>(xd, T, in, Wd, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
+    case 64: launch_for_head_dim<2>(xd, T, in, Wd, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
+    case 128: launch_for_head_dim<4>(xd, T, in, Wd, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
+    default:
+      throw Error("qkv_rope_kv_cluster: head_dim " + std::to_string(hs.head_dim) + " is not 32, 64 or 128");
+  }
+  STRIKER_CUDA_CHECK_LAUNCH("qkv_rope_kv_cluster");
+}
+
+}  // namespace striker::cuda
