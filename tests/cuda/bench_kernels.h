@@ -36,7 +36,7 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
 void bench_qk_rope(std::mt19937& rng);
 
 // bench_qkv_cluster.cpp: QKV GEMV + qk-norm/RoPE/KV write, two launches vs one cluster launch (T <= 8).
-void bench_qkv_cluster(std::mt19937& rng, int T);
+void bench_qkv_cluster(std::mt19937& rng, int T, bool nvfp4);
 
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);

@@ -149,11 +149,16 @@ void CudaBackend::run_layers(const StepPlan& p) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
     rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
-    if (options_.tweaks.qkv_rope_cluster && !L.nv_qkv.present() && T <= kQkvClusterMaxTokens) {
+    if (options_.tweaks.qkv_rope_cluster && T <= kQkvClusterMaxTokens) {
       // Both steps below in one cluster launch (same bits); w.qkv is not written (nothing else reads it).
-      qkv_rope_kv_cluster(w.x, T, H, L.wqkv, hs, L.q_norm, L.k_norm, eps, p.positions,
-                          sliding ? w.inv_freq : nullptr, sliding ? p.slots_sliding : p.slots_full, B,
-                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+      const float* inv = sliding ? w.inv_freq : nullptr;
+      const int64_t* slots = sliding ? p.slots_sliding : p.slots_full;
+      if (L.nv_qkv.present())
+        qkv_rope_kv_cluster_nvfp4(w.x, T, H, L.nv_qkv.matrix(), L.nv_qkv.scale2, hs, L.q_norm, L.k_norm, eps,
+                                  p.positions, inv, slots, B, k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+      else
+        qkv_rope_kv_cluster(w.x, T, H, L.wqkv, hs, L.q_norm, L.k_norm, eps, p.positions, inv, slots, B,
+                            k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
     } else {
       linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
       qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on

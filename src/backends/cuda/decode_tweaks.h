@@ -19,7 +19,7 @@ struct DecodeTweaks {
   bool nvfp4_moe_down_half_warp = true;  // Nvfp4DecodeVariant::moe_down_half_warp
   bool sliding_cluster = true;     // decode attention of <= 1024 keys: one cluster launch (attention_cluster.cu)
   bool attention_meta_early = true;  // decode attention: metadata lookups before the PDL wait
-  bool qkv_rope_cluster = true;      // BF16 QKV GEMV + qk-norm/RoPE/KV write in one cluster launch
+  bool qkv_rope_cluster = true;      // QKV GEMV + qk-norm/RoPE/KV write in one cluster launch
 };
 
 struct DecodeTweakEntry {
@@ -42,8 +42,8 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
     {"attention_meta_early", &DecodeTweaks::attention_meta_early,
      "decode attention: positions, block tables and first block ids read before the PDL wait"},
     {"qkv_rope_cluster", &DecodeTweaks::qkv_rope_cluster,
-     "BF16 decode (T <= 8): QKV GEMV and qk-norm/RoPE/KV-cache write in one thread-block-cluster launch "
-     "(qkv_rope_cluster.cu)"},
+     "decode (T <= 8, BF16 or NVFP4 weights): QKV GEMV and qk-norm/RoPE/KV-cache write in one "
+     "thread-block-cluster launch (qkv_rope_cluster.cu)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 

@@ -20,6 +20,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/nvfp4_decode.cuh"
 #include "backends/cuda/qk_rope_head.cuh"
 #include "backends/cuda/qkv_rope_cluster.h"
 #include "backends/cuda/warp_dot.cuh"
@@ -35,13 +36,22 @@ constexpr int kMaxT = kQkvClusterMaxTokens;    // == kCluster: CTA t finishes to
 static_assert(kMaxT <= kCluster, "the tail gives each token its own CTA of the cluster");
 // Flint: 40 heads × 8 = 320 CTAs on 132 SMs. At 3 CTAs per SM (<= 85 registers per thread) the
 // whole grid is resident in one wave; at 151 registers (16 rows in one pass) only one fits.
+// (NVFP4 at T > 1: 2, as nvfp4_gemv.cu's kernels, whose two chunks in flight need ~96 registers.)
 constexpr int kMinCtasPerSm = 3;
 
 // E = d/32 (elements per lane in the tail); S: warps per row (split-K, 1 or 8); R rows per warp
 // group per pass; NT token slots per pass (1 or 8). A CTA owns RC = d/8 rows of its head.
-template <int E, int S, int R, int NT>
-__global__ void __launch_bounds__(kWarps * 32, kMinCtasPerSm) qkv_rope_cluster_kernel(
-    const bf16_t* __restrict__ x, int T, int in, const bf16_t* __restrict__ W, int nh, int nkv,
+// The weights: BF16 rows (W) or NVFP4 rows (codes, scales, scale2 by row; W unused).
+struct QkvWeights {
+  const bf16_t* W = nullptr;
+  const uint8_t* codes = nullptr;
+  const uint8_t* scales = nullptr;
+  RowScale2 s2;
+};
+
+template <int E, int S, int R, int NT, bool kNvfp4>
+__global__ void __launch_bounds__(kWarps * 32, kNvfp4 && NT > 1 ? 2 : kMinCtasPerSm) qkv_rope_cluster_kernel(
+    const bf16_t* __restrict__ x, int T, int in, QkvWeights wt, int nh, int nkv,
     const float* __restrict__ q_norm_w, const float* __restrict__ k_norm_w, float eps,
     const int32_t* __restrict__ positions, const float* __restrict__ inv_freq, const int64_t* __restrict__ slots,
     int block_size, bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
@@ -57,23 +67,52 @@ __global__ void __launch_bounds__(kWarps * 32, kMinCtasPerSm) qkv_rope_cluster_k
 
   // Gammas and cos/sin depend on weights and positions only (written before the step's first
   // kernel, see qk_rope_kv.cu): computed while the kernel in front still runs.
-  qk_head::Prep<E> pr;
-  if (finisher) qk_head::prepare<E>(pr, rank, head, nh, nkv, q_norm_w, k_norm_w, positions, inv_freq);
+  // Parked in shared memory, not held in registers through the GEMV part (register bound above).
+  __shared__ qk_head::Prep<E> prep[32];
+  if (finisher) qk_head::prepare<E>(prep[lane], rank, head, nh, nkv, q_norm_w, k_norm_w, positions, inv_freq);
+  const int64_t row_base = int64_t(head) * d + int64_t(rank) * RC;
+  // NVFP4 rows of pass `base` (clamped rows are computed, never stored).
+  auto nv_rows = [&](int r0, const uint8_t* (&cr)[R], const uint8_t* (&sr)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = row_base + min(r0 + r, RC - 1);
+      cr[r] = wt.codes + row * (in / 2);
+      sr[r] = wt.scales + row * (in / 16);
+    }
+  };
+  // NVFP4: the first pass's first two weight chunks per lane are loaded before the wait, as
+  // nvfp4_gemv.cu's early-weights kernels do (warp_dot_nvfp4_early: the same sums as the plain form).
+  [[maybe_unused]] Nvfp4Prologue<kNvfp4 ? R : 1> npr;
+  if constexpr (kNvfp4) {
+    const uint8_t* cr[R];
+    const uint8_t* sr[R];
+    nv_rows(group * R, cr, sr);
+    if (group * R < RC) warp_dot_nvfp4_prologue<R>(cr, sr, in, npr, part, S);
+  }
   pdl_wait();  // x is the previous kernel's output
 
-  const int64_t row_base = int64_t(head) * d + int64_t(rank) * RC;
   for (int base = 0; base < RC; base += G * R) {
     const int r0 = base + group * R;  // first CTA-local row of this warp group
     const bool live = r0 < RC;
-    const bf16_t* w[R];
-    const bf16_t* xr[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      w[r] = W + (row_base + min(r0 + r, RC - 1)) * in;  // clamped rows are computed, never stored
-      xr[r] = x;
-    }
     float acc[R][NT];
-    if (live) warp_dot<R, NT>(w, xr, in, T, in, acc, part, S);
+    if constexpr (kNvfp4) {
+      const uint8_t* cr[R];
+      const uint8_t* sr[R];
+      nv_rows(r0, cr, sr);
+      if (live) {
+        if (base == 0) warp_dot_nvfp4_early<R, NT>(npr, cr, sr, x, in, T, in, acc, part, S);
+        else warp_dot_nvfp4<R, NT>(cr, sr, x, in, T, in, acc, part, S);
+      }
+    } else {
+      const bf16_t* w[R];
+      const bf16_t* xr[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        w[r] = wt.W + (row_base + min(r0 + r, RC - 1)) * in;  // clamped rows are computed, never stored
+        xr[r] = x;
+      }
+      if (live) warp_dot<R, NT>(w, xr, in, T, in, acc, part, S);
+    }
     if constexpr (S > 1) {
       __shared__ float red[kWarps][R * NT];
       if (lane == 0)
@@ -99,8 +138,11 @@ __global__ void __launch_bounds__(kWarps * 32, kMinCtasPerSm) qkv_rope_cluster_k
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int t = 0; t < NT; ++t)
-          if (lane == (r * NT + t) % 32 && t < T && r0 + r < RC)
-            head_vals[t][r0 + r] = __float2bfloat16_rn(round_bf16(acc[r][t]));
+          if (lane == (r * NT + t) % 32 && t < T && r0 + r < RC) {
+            // NVFP4: scale2 on the fp32 dot product before the rounding (FLINT.md §4), as nvfp4_gemv.
+            const float y = kNvfp4 ? acc[r][t] * wt.s2.at(int(row_base) + r0 + r) : acc[r][t];
+            head_vals[t][r0 + r] = __float2bfloat16_rn(round_bf16(y));
+          }
   }
 
   cluster.sync();  // every CTA's rows are in its shared memory, visible cluster-wide
@@ -113,36 +155,80 @@ __global__ void __launch_bounds__(kWarps * 32, kMinCtasPerSm) qkv_rope_cluster_k
       const bf16_t* src = cluster.map_shared_rank(&head_vals[t][i % RC], unsigned(i / RC));
       v[e] = __bfloat162float(*src);
     }
+    const qk_head::Prep<E> pr = prep[lane];  // written by this lane before the cluster barrier
     qk_head::finish<E>(v, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
   }
   cluster.sync();  // no CTA exits (freeing head_vals) while another may still read it
 }
 
-template <int E>
-void launch_for_head_dim(const bf16_t* x, int T, int in, const bf16_t* W, const HeadShape& hs, const float* qn,
+template <int E, int S, int R, int NT, bool kNvfp4>
+void launch_one(const bf16_t* x, int T, int in, const QkvWeights& wt, const HeadShape& hs, const float* qn,
+                const float* kn, float eps, const int32_t* pos, const float* inv, const int64_t* slots, int B,
+                bf16_t* kc, bf16_t* vc, bf16_t* qo, cudaStream_t stream) {
+  const dim3 grid(unsigned((hs.n_heads + 2 * hs.n_kv_heads) * kCluster)), block(kWarps * 32);
+  launch_pdl_cluster(qkv_rope_cluster_kernel<E, S, R, NT, kNvfp4>, grid, block, 0, kCluster, stream, x, T, in, wt,
+                     hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+}
+
+// The split decisions of gemv.cu's launch_gemv (BF16; out_dim < 32768 always here) and of
+// nvfp4_gemv.cu's launch_gemv_variant (NVFP4: 4 warps per row when out_dim < 8192 and in/32 >=
+// 128): see the file comment. Rows per warp (R) only set how many loads are in flight.
+template <int E, bool kNvfp4>
+void launch_for_head_dim(const bf16_t* x, int T, int in, const QkvWeights& wt, const HeadShape& hs, const float* qn,
                          const float* kn, float eps, const int32_t* pos, const float* inv, const int64_t* slots,
                          int B, bf16_t* kc, bf16_t* vc, bf16_t* qo, cudaStream_t stream) {
   constexpr int RC = 32 * E / kCluster;
-  const dim3 grid(unsigned((hs.n_heads + 2 * hs.n_kv_heads) * kCluster)), block(kWarps * 32);
-  // The split decision of gemv.cu's launch_gemv (out_dim < 32768 always here): see the file comment.
-  const bool split = in / 8 >= 256;
+  const int qkv_dim = (hs.n_heads + 2 * hs.n_kv_heads) * 32 * E;
+  const bool split = kNvfp4 ? qkv_dim < 8192 && in / 32 >= 128 : in / 8 >= 256;
+  constexpr int kSplit = kNvfp4 ? 4 : 8;
+  constexpr int kGroupsSplit = kWarps / kSplit;
+  // T = 1: the CTA's rows in at most two passes (BF16 at 8 warps per row: 2 passes of 8 rows, 8
+  // loads in flight per lane within the 3-CTAs-per-SM register bound). T > 1: 2 rows per pass.
+  // NVFP4: 2 rows per warp as nvfp4_gemv.cu (its early form keeps two chunks of each row in flight).
+  constexpr int kRowsCap = kNvfp4 ? 2 : 8;
+  constexpr int RS1 = RC / kGroupsSplit < kRowsCap ? (RC / kGroupsSplit > 0 ? RC / kGroupsSplit : 1) : kRowsCap;
+  constexpr int R1 = RC / kWarps > 0 ? RC / kWarps : 1;  // no split: the CTA's rows in one pass (Flint: 2 per warp)
+  constexpr int R2 = RC < 2 ? RC : 2;
+  auto args = [&](auto launch) { launch(x, T, in, wt, hs, qn, kn, eps, pos, inv, slots, B, kc, vc, qo, stream); };
   if (split) {
-    constexpr int R8 = RC < 8 ? RC : 8;  // rows per pass at T = 1 (Flint: 2 passes of 8 loads in flight per lane)
-    if (T == 1)
-      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 8, R8, 1>, grid, block, 0, kCluster, stream, x, T, in, W,
-                         hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
-    else
-      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 8, (RC < 2 ? RC : 2), kMaxT>, grid, block, 0, kCluster, stream, x,
-                         T, in, W, hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+    if (T == 1) args(launch_one<E, kSplit, RS1, 1, kNvfp4>);
+    else args(launch_one<E, kSplit, R2, kMaxT, kNvfp4>);
   } else {
-    constexpr int R1 = RC / kWarps > 0 ? RC / kWarps : 1;  // rows per warp: the CTA's rows in one pass
-    if (T == 1)
-      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 1, R1, 1>, grid, block, 0, kCluster, stream, x, T, in, W,
-                         hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
-    else
-      launch_pdl_cluster(qkv_rope_cluster_kernel<E, 1, R1, kMaxT>, grid, block, 0, kCluster, stream, x, T, in, W,
-                         hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
+    if (T == 1) args(launch_one<E, 1, R1, 1, kNvfp4>);
+    else args(launch_one<E, 1, (R1 < 2 ? R1 : 2), kMaxT, kNvfp4>);
   }
+}
+
+template <bool kNvfp4>
+void launch_qkv(const char* what, const bf16* x, int T, int in, const QkvWeights& wt, const HeadShape& hs,
+                const float* q_norm_w, const float* k_norm_w, float eps, const int32_t* positions,
+                const float* inv_freq, const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache,
+                bf16* q_out, cudaStream_t stream) {
+  const std::string w(what);
+  if (T < 1 || T > kQkvClusterMaxTokens)
+    throw Error(w + ": " + std::to_string(T) + " tokens (1.." + std::to_string(kQkvClusterMaxTokens) +
+                " per launch)");
+  const int width_multiple = kNvfp4 ? 64 : 8;
+  if (in <= 0 || in % width_multiple != 0)
+    throw Error(w + ": input width " + std::to_string(in) + " is not a positive multiple of " +
+                std::to_string(width_multiple));
+  auto misaligned = [](const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % unsigned(bytes) != 0; };
+  if (misaligned(x, 16) || (kNvfp4 ? misaligned(wt.codes, 16) || misaligned(wt.scales, 4) : misaligned(wt.W, 16)))
+    throw Error(w + ": activations/weights must be 16-byte (NVFP4 scales 4-byte) aligned");
+  if (hs.n_heads <= 0 || hs.n_kv_heads <= 0 || int64_t(hs.n_heads + 2 * hs.n_kv_heads) * kCluster > 65535 * 1024)
+    throw Error(w + ": bad head counts " + std::to_string(hs.n_heads) + "/" + std::to_string(hs.n_kv_heads));
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  auto* kc = reinterpret_cast<bf16_t*>(k_cache);
+  auto* vc = reinterpret_cast<bf16_t*>(v_cache);
+  auto* qo = reinterpret_cast<bf16_t*>(q_out);
+  switch (hs.head_dim) {
+    case 32: launch_for_head_dim<1, kNvfp4>(xd, T, in, wt, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
+    case 64: launch_for_head_dim<2, kNvfp4>(xd, T, in, wt, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
+    case 128: launch_for_head_dim<4, kNvfp4>(xd, T, in, wt, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
+    default:
+      throw Error(w + ": head_dim " + std::to_string(hs.head_dim) + " is not 32, 64 or 128");
+  }
+  STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
 }  // namespace
@@ -151,30 +237,22 @@ void qkv_rope_kv_cluster(const bf16* x, int T, int in, const bf16* Wqkv, const H
                          const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
                          const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
                          cudaStream_t stream) {
-  if (T < 1 || T > kQkvClusterMaxTokens)
-    throw Error("qkv_rope_kv_cluster: " + std::to_string(T) + " tokens (1.." + std::to_string(kQkvClusterMaxTokens) +
-                " per launch)");
-  if (in <= 0 || in % 8 != 0)
-    throw Error("qkv_rope_kv_cluster: input width " + std::to_string(in) + " is not a positive multiple of 8");
-  auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
-  if (misaligned(x) || misaligned(Wqkv))
-    throw Error("qkv_rope_kv_cluster: activation/weight pointers must be 16-byte aligned");
-  if (hs.n_heads <= 0 || hs.n_kv_heads <= 0 || int64_t(hs.n_heads + 2 * hs.n_kv_heads) * kCluster > 65535 * 1024)
-    throw Error("qkv_rope_kv_cluster: bad head counts " + std::to_string(hs.n_heads) + "/" +
-                std::to_string(hs.n_kv_heads));
-  const auto* xd = reinterpret_cast<const bf16_t*>(x);
-  const auto* Wd = reinterpret_cast<const bf16_t*>(Wqkv);
-  auto* kc = reinterpret_cast<bf16_t*>(k_cache);
-  auto* vc = reinterpret_cast<bf16_t*>(v_cache);
-  auto* qo = reinterpret_cast<bf16_t*>(q_out);
-  switch (hs.head_dim) {
-    case 32: launch_for_head_dim<1>(xd, T, in, Wd, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
-    case 64: launch_for_head_dim<2>(xd, T, in, Wd, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
-    case 128: launch_for_head_dim<4>(xd, T, in, Wd, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo, stream); break;
-    default:
-      throw Error("qkv_rope_kv_cluster: head_dim " + std::to_string(hs.head_dim) + " is not 32, 64 or 128");
-  }
-  STRIKER_CUDA_CHECK_LAUNCH("qkv_rope_kv_cluster");
+  QkvWeights wt;
+  wt.W = reinterpret_cast<const bf16_t*>(Wqkv);
+  launch_qkv<false>("qkv_rope_kv_cluster", x, T, in, wt, hs, q_norm_w, k_norm_w, eps, positions, inv_freq, slots,
+                    block_size, k_cache, v_cache, q_out, stream);
+}
+
+void qkv_rope_kv_cluster_nvfp4(const bf16* x, int T, int in, Nvfp4Matrix Wqkv, RowScale2 scale2, const HeadShape& hs,
+                               const float* q_norm_w, const float* k_norm_w, float eps, const int32_t* positions,
+                               const float* inv_freq, const int64_t* slots, int block_size, bf16* k_cache,
+                               bf16* v_cache, bf16* q_out, cudaStream_t stream) {
+  QkvWeights wt;
+  wt.codes = Wqkv.codes;
+  wt.scales = Wqkv.scales;
+  wt.s2 = scale2;
+  launch_qkv<true>("qkv_rope_kv_cluster_nvfp4", x, T, in, wt, hs, q_norm_w, k_norm_w, eps, positions, inv_freq,
+                   slots, block_size, k_cache, v_cache, q_out, stream);
 }
 
 }  // namespace striker::cuda
