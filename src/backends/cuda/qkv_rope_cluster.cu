@@ -12,10 +12,14 @@
 //
 // Per-row result vs. gemv.cu: a row's value depends only on the split S (chunk c of the row goes
 // to warp part c/32 % S, lane c % 32; lane partials accumulate in chunk order; warp_sum; parts
-// summed 0..S-1 from 0.f), not on how many rows or tokens a warp carries. gemv.cu splits a row
-// over S = 8 warps exactly when in/8 >= 256 (its out_dim < 32768 here), so this kernel does too.
+// summed 0..S-1 from 0.f), not on how many rows or tokens a warp carries; this kernel makes
+// gemv.cu's split decision (launch_for_head_dim). NVFP4 weights (qkv_rope_kv_cluster_nvfp4) go the
+// same way with nvfp4_gemv.cu's row code (warp_dot_nvfp4[_early]), its split decision, and scale2
+// applied by row to the fp32 dot product before the rounding.
 #include <cooperative_groups.h>
 
+#include <climits>
+#include <cstdint>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
@@ -39,8 +43,6 @@ static_assert(kMaxT <= kCluster, "the tail gives each token its own CTA of the c
 // (NVFP4 at T > 1: 2, as nvfp4_gemv.cu's kernels, whose two chunks in flight need ~96 registers.)
 constexpr int kMinCtasPerSm = 3;
 
-// E = d/32 (elements per lane in the tail); S: warps per row (split-K, 1 or 8); R rows per warp
-// group per pass; NT token slots per pass (1 or 8). A CTA owns RC = d/8 rows of its head.
 // The weights: BF16 rows (W) or NVFP4 rows (codes, scales, scale2 by row; W unused).
 struct QkvWeights {
   const bf16_t* W = nullptr;
@@ -48,6 +50,10 @@ struct QkvWeights {
   const uint8_t* scales = nullptr;
   RowScale2 s2;
 };
+
+// E = d/32 (elements per lane in the tail); S: warps per row (split-K: BF16 1 or 8, NVFP4 1 or 4);
+// R rows per warp group per pass; NT token slots per pass (1 or 8). A CTA owns RC = d/8 rows of
+// its head. grid.x = heads × 8, cluster 8: blockIdx.x / 8 is the head, the cluster rank the slice.
 
 template <int E, int S, int R, int NT, bool kNvfp4>
 __global__ void __launch_bounds__(kWarps * 32, kNvfp4 && NT > 1 ? 2 : kMinCtasPerSm) qkv_rope_cluster_kernel(
@@ -170,7 +176,8 @@ void launch_one(const bf16_t* x, int T, int in, const QkvWeights& wt, const Head
                      hs.n_heads, hs.n_kv_heads, qn, kn, eps, pos, inv, slots, B, kc, vc, qo);
 }
 
-// The split decisions of gemv.cu's launch_gemv (BF16; out_dim < 32768 always here) and of
+// The split decisions of gemv.cu's launch_gemv (BF16: 8 warps per row when out_dim < 32768 and
+// in/8 >= 256) and of
 // nvfp4_gemv.cu's launch_gemv_variant (NVFP4: 4 warps per row when out_dim < 8192 and in/32 >=
 // 128): see the file comment. Rows per warp (R) only set how many loads are in flight.
 template <int E, bool kNvfp4>
@@ -179,7 +186,7 @@ void launch_for_head_dim(const bf16_t* x, int T, int in, const QkvWeights& wt, c
                          int B, bf16_t* kc, bf16_t* vc, bf16_t* qo, cudaStream_t stream) {
   constexpr int RC = 32 * E / kCluster;
   const int qkv_dim = (hs.n_heads + 2 * hs.n_kv_heads) * 32 * E;
-  const bool split = kNvfp4 ? qkv_dim < 8192 && in / 32 >= 128 : in / 8 >= 256;
+  const bool split = kNvfp4 ? qkv_dim < 8192 && in / 32 >= 128 : qkv_dim < 32768 && in / 8 >= 256;
   constexpr int kSplit = kNvfp4 ? 4 : 8;
   constexpr int kGroupsSplit = kWarps / kSplit;
   // T = 1: the CTA's rows in at most two passes (BF16 at 8 warps per row: 2 passes of 8 rows, 8
@@ -215,7 +222,7 @@ void launch_qkv(const char* what, const bf16* x, int T, int in, const QkvWeights
   auto misaligned = [](const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % unsigned(bytes) != 0; };
   if (misaligned(x, 16) || (kNvfp4 ? misaligned(wt.codes, 16) || misaligned(wt.scales, 4) : misaligned(wt.W, 16)))
     throw Error(w + ": activations/weights must be 16-byte (NVFP4 scales 4-byte) aligned");
-  if (hs.n_heads <= 0 || hs.n_kv_heads <= 0 || int64_t(hs.n_heads + 2 * hs.n_kv_heads) * kCluster > 65535 * 1024)
+  if (hs.n_heads <= 0 || hs.n_kv_heads <= 0 || int64_t(hs.n_heads + 2 * hs.n_kv_heads) * kCluster > INT32_MAX / 128)
     throw Error(w + ": bad head counts " + std::to_string(hs.n_heads) + "/" + std::to_string(hs.n_kv_heads));
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
