@@ -47,6 +47,8 @@ int main() {
     bench_qk_rope(rng);
     bench_gemv(rng, "gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
     bench_gemv(rng, "gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
+    for (bool nv : {false, true})
+      for (int T : {1, 2, 8}) bench_qkv_cluster(rng, T, nv);
     bench_gemv(rng, "gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_gemv(rng, "gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);

@@ -35,6 +35,9 @@ void bench_attention_cluster(std::mt19937& rng, const std::string& name, int ctx
 void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
 
+// bench_qkv_cluster.cpp: QKV GEMV + qk-norm/RoPE/KV write, two launches vs one cluster launch (T <= 8).
+void bench_qkv_cluster(std::mt19937& rng, int T, bool nvfp4);
+
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);
 // Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared

@@ -13,6 +13,7 @@
 #include "backends/cuda/nvfp4_moe.h"
 #include "backends/cuda/nvfp4_prefill.h"
 #include "backends/cuda/qk_rope_kv.h"
+#include "backends/cuda/qkv_rope_cluster.h"
 #include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
 
@@ -165,12 +166,24 @@ void CudaBackend::run_layers(const StepPlan& p) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
     input_norm(L.input_norm);                                                        // x = rmsnorm(h)
-    linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
-    qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
-                          sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
-                          sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
-                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_,
-                          options_.tweaks.rope_before_wait);
+    if (options_.tweaks.qkv_rope_cluster && T <= kQkvClusterMaxTokens) {
+      // Both steps below in one cluster launch (same bits); w.qkv is not written (nothing else reads it).
+      const float* inv = sliding ? w.inv_freq : nullptr;
+      const int64_t* slots = sliding ? p.slots_sliding : p.slots_full;
+      if (L.nv_qkv.present())
+        qkv_rope_kv_cluster_nvfp4(w.x, T, H, L.nv_qkv.matrix(), L.nv_qkv.scale2, hs, L.q_norm, L.k_norm, eps,
+                                  p.positions, inv, slots, B, k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+      else
+        qkv_rope_kv_cluster(w.x, T, H, L.wqkv, hs, L.q_norm, L.k_norm, eps, p.positions, inv, slots, B,
+                            k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+    } else {
+      linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
+      qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
+                            sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
+                            sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
+                            k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_,
+                            options_.tweaks.rope_before_wait);
+    }
     const AttentionShape shape{nh, nkv, d, B, sliding ? int(c.sliding_window) : 0};
     const AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                                    sliding ? p.tables_sliding : p.tables_full, T,

@@ -21,6 +21,7 @@ struct DecodeTweaks {
   bool attention_meta_early = true;  // decode attention: metadata lookups before the PDL wait
   bool router_cluster = true;  // router logits + top-K in one cluster launch for T <= 8 (router.cu)
   bool moe_cluster = true;  // BF16 decode MoE: gate/up + down in one cluster launch (moe_cluster.cu)
+  bool qkv_rope_cluster = true;      // QKV GEMV + qk-norm/RoPE/KV write in one cluster launch
 };
 
 struct DecodeTweakEntry {
@@ -46,6 +47,9 @@ inline constexpr DecodeTweakEntry kDecodeTweaks[] = {
      "MoE router (T <= 8): logits and top-K selection in one launch, an 8-CTA cluster per token (off: two launches)"},
     {"moe_cluster", &DecodeTweaks::moe_cluster,
      "BF16 decode MoE: gate/up + down in one thread-block-cluster launch, combine + residual in the next norm"},
+    {"qkv_rope_cluster", &DecodeTweaks::qkv_rope_cluster,
+     "decode (T <= 8, BF16 or NVFP4 weights): QKV GEMV and qk-norm/RoPE/KV-cache write in one "
+     "thread-block-cluster launch (qkv_rope_cluster.cu)"},
     {nullptr, nullptr, nullptr},  // terminator (keeps the array non-empty)
 };
 

@@ -6,14 +6,15 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/device_math.cuh"
+#include "backends/cuda/qk_rope_head.cuh"
 
 namespace striker::cuda {
 namespace {
 
 constexpr int kWarps = 4;
 
-// One warp per (token, head) over q heads, then k heads, then v heads. Lane l holds elements
-// [l*E, l*E+E) of the head, so the RoPE partner i + d/2 always sits in lane l ^ 16.
+// One warp per (token, head) over q heads, then k heads, then v heads; the per-head math is
+// qk_rope_head.cuh (shared with qkv_rope_cluster.cu).
 // kEarly: the norm gammas and the RoPE cos/sin (a double-precision sincos per element, the slowest
 // part of the kernel) are computed before griddepcontrol.wait, while the QKV GEMV in front still runs;
 // they depend only on weights and on the step's positions, which the step's metadata copy wrote
@@ -35,64 +36,15 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
   }
   const int t = int(item / heads), head = int(item % heads);
   const int lane = threadIdx.x & 31;
-  const bool is_v = head >= nh + nkv;
-  const bool rope = !is_v && inv_freq != nullptr;
-  float gamma[E], cs[E], sn[E];
-  if (!is_v) {
-    const float* w = head < nh ? q_norm_w : k_norm_w;
-#pragma unroll
-    for (int e = 0; e < E; ++e) gamma[e] = w[lane * E + e];
-  }
-  if (rope) {
-    const float p = float(positions[t]);
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const int i = (lane & 15) * E + e;  // frequency index < d/2
-      const float phi = __fmul_rn(p, inv_freq[i]);
-      double sd, cd;
-      sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
-      cs[e] = round_bf16(float(cd));
-      sn[e] = round_bf16(float(sd));
-    }
-  }
+  qk_head::Prep<E> pr;
+  qk_head::prepare<E>(pr, t, head, nh, nkv, q_norm_w, k_norm_w, positions, inv_freq);
   if constexpr (kEarly) pdl_wait();
 
   const bf16_t* src = qkv + (int64_t(t) * heads + head) * d + lane * E;
   float x[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) x[e] = __bfloat162float(src[e]);
-
-  if (!is_v) {
-    float ss = 0.f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) ss += x[e] * x[e];
-    ss = warp_sum(ss);
-    const float r = 1.0f / sqrtf(ss / float(d) + eps);
-#pragma unroll
-    for (int e = 0; e < E; ++e) x[e] = round_bf16(round_bf16(x[e] * r) * gamma[e]);
-    if (rope) {
-      const bool low = lane < 16;
-      float partner[E];
-#pragma unroll
-      for (int e = 0; e < E; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], 16);
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        x[e] = low ? round_bf16(round_bf16(x[e] * cs[e]) - round_bf16(partner[e] * sn[e]))
-                   : round_bf16(round_bf16(x[e] * cs[e]) + round_bf16(partner[e] * sn[e]));
-    }
-  }
-  bf16_t* dst;
-  if (head < nh) {
-    dst = q_out + (int64_t(t) * nh + head) * d;
-  } else {
-    const int kvh = is_v ? head - nh - nkv : head - nh;
-    const int64_t slot = slots[t];
-    const int64_t block = slot / block_size, off = slot % block_size;
-    bf16_t* cache = is_v ? v_cache : k_cache;
-    dst = cache + ((block * nkv + kvh) * block_size + off) * d;
-  }
-#pragma unroll
-  for (int e = 0; e < E; ++e) dst[lane * E + e] = __float2bfloat16_rn(x[e]);
+  qk_head::finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
 }
 
 }  // namespace
