@@ -181,11 +181,11 @@ __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const 
   return sk;
 }
 
-// Metadata before the PDL wait: every decode attention kernel (split and combine) does its metadata
-// lookups first and calls pdl_wait() only after them. Why that is safe: positions, table offsets, block tables and query ids are written
-// only by the step's metadata cudaMemcpyAsync, which is stream-ordered before the step's first
-// kernel (PDL relaxes only kernel→kernel edges: a kernel after a memcpy starts after the copy has
-// completed), and every kernel of a step starts after the step's first kernel started; the next
+// Metadata before the PDL wait: every tensor-core decode attention kernel (split and combine) does
+// its metadata lookups first and calls pdl_wait() only after them. Why that is safe: positions,
+// table offsets, block tables and query ids are written only by the step's metadata
+// cudaMemcpyAsync, which is stream-ordered before the step's first kernel (PDL relaxes only
+// kernel→kernel edges: a kernel after a memcpy starts after the copy has completed), and every kernel of a step starts after the step's first kernel started; the next
 // step's memcpy waits for this step's last kernel, which completes only after every earlier kernel
 // (each one's pdl_wait returns only when its predecessor has completed). So the metadata is
 // constant for the whole lifetime of every attention CTA. q and the KV cache row of the current
