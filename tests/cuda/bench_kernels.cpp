@@ -47,8 +47,6 @@ int main() {
     bench_qk_rope(rng);
     bench_gemv(rng, "gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
     bench_gemv(rng, "gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
-    for (bool nv : {false, true})
-      for (int T : {1, 2, 8}) bench_qkv_cluster(rng, T, nv);
     bench_gemv(rng, "gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_gemv(rng, "gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
@@ -63,9 +61,6 @@ int main() {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, u, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, u, t);
     }
-    bench_attention_cluster(rng, "attn sliding W=513", 100000, 513, 128, sms);
-    bench_attention_cluster(rng, "attn full ctx=2000", 2000, 0, 256, sms);
-    bench_attention_cluster(rng, "attn full ctx=1000", 1000, 0, 128, sms);
     bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
     bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
     LtGemm lt;

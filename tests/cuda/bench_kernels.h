@@ -24,9 +24,6 @@ void bench_pdl_chain_floor();
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target);
-// One decode query: two-launch pipelined path vs the single-launch cluster kernel (chunks of up to
-// max_chunk keys), each with the metadata read after and before the PDL wait.
-void bench_attention_cluster(std::mt19937& rng, const std::string& name, int ctx, int window, int max_chunk, int sms);
 // Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
 // heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
 // same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
@@ -34,9 +31,6 @@ void bench_attention_cluster(std::mt19937& rng, const std::string& name, int ctx
 // (4·d per visible key, query head); GB/s counts the K/V cache once.
 void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
-
-// bench_qkv_cluster.cpp: QKV GEMV + qk-norm/RoPE/KV write, two launches vs one cluster launch (T <= 8).
-void bench_qkv_cluster(std::mt19937& rng, int T, bool nvfp4);
 
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);

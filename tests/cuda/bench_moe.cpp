@@ -6,11 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <numeric>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bench_kernels.h"
@@ -21,7 +19,6 @@
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_grouped.h"
-#include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
@@ -79,71 +76,6 @@ void bench_router_cluster(std::mt19937& rng) {
       row(name + " cluster (router_cluster)", &c, time_us([&](int i) { route(i, true, d_w2.get(), d_ids2.get()); }),
           wbytes);
     }
-  }
-}
-
-struct MoeBenchWeights {
-  const bf16 *gate, *up, *down, *shared_gate, *shared_up, *shared_down;  // Flint shapes, E = 256
-};
-
-// Decode MoE of one layer followed by the next layer's input norm, at Flint shapes (E 256, top-6 +
-// shared, H 2048, I 512): the two-launch path (moe_gate_up, moe_down_combine, rmsnorm: 3 kernels)
-// against the cluster launch + combine-in-the-norm (moe_cluster, moe_combine_rmsnorm: 2 kernels)
-// with clusters of 8 and 16 CTAs, each without and with the L2 prefetch of the down rows. h and x
-// must be bit-identical to the old path's. Routings rotate over 16 expert sets so the 42 MB of
-// expert weights per call come from HBM, not L2.
-void bench_moe_cluster(int T, const MoeBenchWeights& w, std::mt19937& rng) {
-  const int H = 2048, E = 256, I = 512, K = 6, Is = 512;
-  const float eps = 1e-6f;
-  std::vector<DeviceBuffer<int32_t>> routings;
-  for (int r = 0; r < 16; ++r) {
-    std::vector<int32_t> ids(size_t(T) * K);
-    for (size_t j = 0; j < ids.size(); ++j) ids[j] = int32_t((size_t(r) * T * K + j) * 5 % E);
-    routings.emplace_back(ids);
-  }
-  const auto x = random_bf16(rng, size_t(T) * H), h0 = random_bf16(rng, size_t(T) * H);
-  const auto gamma = random_f32(rng, size_t(H), 1.f, 0.3f);
-  const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
-  DeviceBuffer<bf16> d_x(x), d_h(h0), d_out(size_t(T) * H), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
-  DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);
-  DeviceBuffer<float> d_gamma(gamma), d_tw(tw);
-  auto old_path = [&](int i) {
-    const int32_t* ids = routings[size_t(i % 16)].get();
-    moe_gate_up(d_x.get(), T, H, w.gate, w.up, I, ids, K, d_act.get(), w.shared_gate, w.shared_up, Is, d_sact.get(),
-                nullptr);
-    moe_down_combine(d_act.get(), T, K, w.down, I, H, ids, d_tw.get(), d_sact.get(), w.shared_down, Is, d_h.get(),
-                     nullptr);
-    rmsnorm(d_h.get(), d_gamma.get(), d_out.get(), T, H, eps, nullptr);
-  };
-  auto cluster_only = [&](int i, int C, bool prefetch) {
-    moe_cluster(d_x.get(), T, H, w.gate, w.up, w.down, I, routings[size_t(i % 16)].get(), K, w.shared_gate,
-                w.shared_up, w.shared_down, Is, d_y.get(), C, prefetch, nullptr);
-  };
-  auto new_path = [&](int i, int C, bool prefetch) {
-    cluster_only(i, C, prefetch);
-    moe_combine_rmsnorm(d_h.get(), d_y.get(), d_tw.get(), T, K, true, d_gamma.get(), d_out.get(), H, eps, nullptr);
-  };
-  // Bit check on routing 0 from the same h.
-  d_out.poison();
-  old_path(0);
-  const auto h_old = d_h.download(), x_old = d_out.download();
-  const double bytes = double(T * K + 1) * 3 * I * H * 2;  // upper bound: distinct experts (+ the shared one)
-  const std::string tag = "moe T=" + std::to_string(T) + " ";
-  row(tag + "old: gate/up + down + rmsnorm (3 kern)", nullptr, time_us(old_path), bytes);
-  for (auto [C, prefetch] : {std::pair{8, false}, {8, true}, {16, false}, {16, true}}) {
-    d_h.upload(h0);
-    d_y.poison();
-    d_out.poison();
-    new_path(0, C, prefetch);
-    const auto h_new = d_h.download(), x_new = d_out.download();
-    Comparison c = compare(x_new, x_old, 0.0, 0.0);
-    const bool same = std::memcmp(h_new.data(), h_old.data(), h_new.size() * sizeof(bf16)) == 0 &&
-                      std::memcmp(x_new.data(), x_old.data(), x_new.size() * sizeof(bf16)) == 0;
-    if (!same) c.nan_count += 1;  // any bit difference fails the row
-    const std::string cs = "C=" + std::to_string(C) + (prefetch ? " +L2 prefetch" : "");
-    row(tag + "cluster " + cs + " + combine-rmsnorm (2 kern)", &c,
-        time_us([&](int i) { new_path(i, C, prefetch); }), bytes, same ? "bit-identical to old" : "DIFFERS from old");
-    row(tag + "cluster " + cs + " alone", nullptr, time_us([&](int i) { cluster_only(i, C, prefetch); }), bytes);
   }
 }
 
@@ -210,8 +142,6 @@ void bench_router_moe(std::mt19937& rng) {
                      nullptr);
   };
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
-  for (int Tc : {1, 8})
-    bench_moe_cluster(Tc, MoeBenchWeights{d_wg.get(), d_wu.get(), d_wd.get(), d_sg.get(), d_su.get(), d_sd.get()}, rng);
 }
 
 // Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared

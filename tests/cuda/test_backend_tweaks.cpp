@@ -1,8 +1,8 @@
 // The DecodeTweaks variants (decode_tweaks.h) change how decode kernels are scheduled, never what
 // they compute: the same steps with every tweak off and every tweak on must give bit-identical
 // logits. Steps: a prefill chunk (> 8 tokens, unchanged path), a 5-token chunk and single-token
-// decodes (the decode kernels the tweaks switch: RoPE/KV write, split-KV and cluster decode
-// attention), then a two-sequence decode batch. The switches come from the table, so a new one is
+// decodes (the decode kernels the tweaks switch: split-KV decode attention, router, NVFP4
+// GEMV/MoE), then a two-sequence decode batch. The switches come from the table, so a new one is
 // covered without editing this test.
 #include <gtest/gtest.h>
 

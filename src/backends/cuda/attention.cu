@@ -175,17 +175,18 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
-    float* __restrict__ partials, bool meta_before_wait) {
+    float* __restrict__ partials) {
   constexpr int D = 128, G = 8;
-  const decode::MetaOrder order{meta_before_wait};
-  order.start();  // see launch.cuh; metadata lookups may precede the wait (attention_decode.cuh)
+  pdl_launch_dependents();  // see launch.cuh
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const decode::SplitKeys sk =
       decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, chunk, window);
   const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
-  order.lookups_done();
+  // Metadata only above, so it runs before the wait (attention_decode.cuh, "Metadata before the
+  // PDL wait"); q and the KV cache, written by the kernel in front, only below.
+  pdl_wait();
   const float score_scale = kLog2e / sqrtf(float(D));
   auto row = [&](const bf16_t* cache, int key, int dim) {
     const int64_t blk = table[key / block_size];
@@ -225,23 +226,23 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
 }
 
 // One block of 4 warps per (query, head): merges the splits and adds the sink
-// (decode::combine_head, shared with the cluster kernel of attention_cluster.cu).
+// (decode::combine_head).
 template <int D, int G>
 __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __restrict__ partials,
                                                                 const float* __restrict__ sinks, int nkv,
                                                                 int num_splits,
                                                                 const int32_t* __restrict__ query_ids,
-                                                                bool records_by_id, bool meta_before_wait,
-                                                                bf16_t* __restrict__ out) {
-  const decode::MetaOrder order{meta_before_wait};
-  order.start();  // see launch.cuh; query ids and sinks may be read before the wait (attention_decode.cuh)
+                                                                bool records_by_id, bf16_t* __restrict__ out) {
+  pdl_launch_dependents();  // see launch.cuh
   constexpr int R = G * (D + 2);
   const int nh = nkv * G;
   const int z = blockIdx.x / nh, h = blockIdx.x % nh;
   const int qi = query_ids ? query_ids[z] : z;
   const int kvh = h / G, hh = h % G;
   const float sink = decode::sink_log2(sinks, h);
-  order.lookups_done();
+  // Query ids (step metadata) and sinks (weights) only above, so they are read before the wait
+  // (attention_decode.cuh, "Metadata before the PDL wait"); the partials come from the split kernel.
+  pdl_wait();
   // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
   const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
   decode::combine_head<D, G>([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
@@ -250,8 +251,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
 
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
-            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, int unroll, bool meta_before_wait,
-            cudaStream_t stream) {
+            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, int unroll, cudaStream_t stream) {
   const int64_t heads_total = int64_t(qs.num_queries) * s.n_kv_heads;
   if (scratch.max_partials < heads_total)
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
@@ -269,14 +269,12 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   if (pipelined) {
     decode::launch_attention_pipe(unroll, grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, qs.positions,
-                                  qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data, meta_before_wait,
-                                  stream);
+                                  qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data, stream);
   } else if (unroll <= 1) {
     if constexpr (D == 128 && G == 8) {
       auto* kernel = unroll == 0 ? attention_mma_kernel<2> : attention_mma_kernel<3>;
       launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads, s.block_size, s.window,
-                 qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data,
-                 meta_before_wait);
+                 qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
     }
   } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first, as before
     auto* kernel = unroll == 2 ? attention_split_kernel<D, G, 2> : attention_split_kernel<D, G, 4>;
@@ -284,8 +282,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
                qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
   }
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
-  launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream, 
-      scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, meta_before_wait, reinterpret_cast<bf16_t*>(out));
+  launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
+             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
@@ -303,13 +301,13 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
                 std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
   if (num_queries <= 0) return;
   launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
-             sinks, s.n_kv_heads, num_splits, query_ids, true, false, reinterpret_cast<bf16_t*>(out));
+             sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
-                     cudaStream_t stream, int unroll, bool meta_before_wait) {
+                     cudaStream_t stream, int unroll) {
   if (unroll < 0 || unroll > kDecodePipe2Stage || unroll == 3)
     throw Error("paged_attention: variant must be 0/1/5/6 (tensor cores where built), 2 or 4, got " +
                 std::to_string(unroll));
@@ -327,10 +325,10 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   auto by_group = [&](auto d_tag) {
     constexpr int D = decltype(d_tag)::value;
     switch (G) {
-      case 1: return launch<D, 1>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, meta_before_wait, stream);
-      case 2: return launch<D, 2>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, meta_before_wait, stream);
-      case 4: return launch<D, 4>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, meta_before_wait, stream);
-      case 8: return launch<D, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, meta_before_wait, stream);
+      case 1: return launch<D, 1>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 2: return launch<D, 2>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 4: return launch<D, 4>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 8: return launch<D, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
       default:
         throw Error("paged_attention: " + std::to_string(G) + " query heads per KV head (1, 2, 4 or 8 are built)");
     }

@@ -58,39 +58,13 @@ int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 // the pipelined kernels scale it by their CTAs per SM / 3 (kDecodePipe3Stage: 2/3).
 constexpr int kDecodePipe3Stage = 5;
 constexpr int kDecodePipe2Stage = 6;
-// meta_before_wait: the tensor-core kernels (variants 0/1/5/6) and the combine read the step
-// metadata (positions, table offsets, block ids of the first tiles, query ids, sinks) before the
-// PDL wait instead of after it; same outputs (attention_decode.cuh, MetaOrder, says why it is safe).
+// The tensor-core kernels (variants 0/1/5/6) and the combine read the step metadata (positions,
+// table offsets, block ids of the first tiles, query ids, sinks) before the PDL wait: it is written
+// by the step's metadata memcpy before the step's first kernel (attention_decode.cuh says why that
+// is safe); q, the KV cache and the split partials are read only after the wait.
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
-                     bf16* out, cudaStream_t stream, int unroll = 0, bool meta_before_wait = false);
-
-// ---------------------------------------------------------------------------------------------
-// Single-launch decode attention for short key ranges (attention_cluster.cu): the splits of one
-// (query, KV head) run as one thread-block cluster of up to 16 CTAs; each computes its split
-// record into its own shared memory (the kDecodePipe3Stage kernel's code), and after a cluster
-// barrier CTA r merges query heads r, r + splits, ... by reading the other CTAs' records through
-// distributed shared memory (the combine kernel's code). Outputs are bit-identical to
-// paged_attention(kDecodePipe3Stage) under the same split plan, with no scratch and one launch
-// instead of two. The plan is decode::plan_cluster_splits (attention_decode_layout.h) with
-// scratch.target_records (scaled as for kDecodePipe3Stage); scratch memory is not used.
-//
-// cluster_attention_fits: built for this shape (head_dim 128, 8 query heads per KV head, block
-// size >= 16) and decode::plan_cluster_splits fits: either the two-launch plan already has at
-// most 16 splits (many queries or few keys: same CTAs, minus the combine launch), or the keys fit
-// 16 chunks of at most max_chunk keys (queries.max_keys, clamped to the window, <= 16 · max_chunk).
-// The default (128 keys = 2 tiles per warp, both in flight from the ring's prologue) covers
-// every sliding layer (W = 513: the two-launch plan's 9 splits of 64) and any query with up to
-// 2048 keys; a longer range on few queries would put more serial tiles on each of at most 16 CTAs than the saved launch is worth
-// (the bench rows "attn full ctx=2000 … cluster", with 256-key chunks, measure that).
-constexpr int kClusterDefaultMaxChunk = 128;
-bool cluster_attention_fits(const AttentionShape& shape, const AttentionQueries& queries,
-                            const AttentionScratch& scratch, int max_chunk = kClusterDefaultMaxChunk);
-// Throws striker::Error when !cluster_attention_fits(shape, queries, scratch, max_chunk).
-void paged_attention_cluster(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
-                             const AttentionShape& shape, const AttentionQueries& queries,
-                             const AttentionScratch& scratch, bf16* out, cudaStream_t stream, bool meta_before_wait,
-                             int max_chunk = kClusterDefaultMaxChunk);
+                     bf16* out, cudaStream_t stream, int unroll = 0);
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core prefill attention (attention_prefill.cu): a CTA takes a tile of up to 16

@@ -163,7 +163,7 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
 // Per-query lookups of a decode CTA (split `split` of query record z): its query index, key range
 // [kbeg, kend) and block table. These read only step metadata (positions, table offsets, block
 // tables, query ids), which the step's host→device memcpy writes before the step's first kernel
-// starts, so they may run before pdl_wait() (see MetaOrder).
+// starts, so they run before pdl_wait() (see "Metadata before the PDL wait" below).
 struct SplitKeys {
   int qi, kbeg, kend;
   const int32_t* table;
@@ -181,34 +181,24 @@ __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const 
   return sk;
 }
 
-// Where a decode attention kernel waits for the previous grid (PDL), relative to its metadata
-// lookups. Why early is safe: positions, table offsets, block tables and query ids are written
-// only by the step's metadata cudaMemcpyAsync, which is stream-ordered before the step's first
-// kernel (PDL relaxes only kernel→kernel edges: a kernel after a memcpy starts after the copy has
-// completed), and every kernel of a step starts after the step's first kernel started; the next
+// Metadata before the PDL wait: every tensor-core decode attention kernel (split and combine) does
+// its metadata lookups first and calls pdl_wait() only after them. Why that is safe: positions,
+// table offsets, block tables and query ids are written only by the step's metadata
+// cudaMemcpyAsync, which is stream-ordered before the step's first kernel (PDL relaxes only
+// kernel→kernel edges: a kernel after a memcpy starts after the copy has completed), and every kernel of a step starts after the step's first kernel started; the next
 // step's memcpy waits for this step's last kernel, which completes only after every earlier kernel
 // (each one's pdl_wait returns only when its predecessor has completed). So the metadata is
 // constant for the whole lifetime of every attention CTA. q and the KV cache row of the current
 // token are written by the qk-norm/RoPE/KV-write kernel just before: they are read after the wait.
 // The split partials of the combine kernel are written by the split kernel: after the wait too.
-struct MetaOrder {
-  bool before_wait;  // true: lookups, then pdl_wait(); false: pdl_wait(), then lookups
-  __device__ __forceinline__ void start() const {
-    pdl_launch_dependents();
-    if (!before_wait) pdl_wait();
-  }
-  __device__ __forceinline__ void lookups_done() const {
-    if (before_wait) pdl_wait();
-  }
-};
 
-// The pipelined split computation of one CTA (attention_pipe_kernel, attention_cluster_kernel):
+// The pipelined split computation of one CTA (attention_pipe_kernel):
 // every warp streams its tiles (keys kbeg + 16·warp + 64·i) through its kStages-deep cp.async ring
 // (ring = this warp's warp_ring_bytes(kStages) bytes of shared memory at smem + warp·that), folds
 // them in with tile_update, and the CTA's warps are merged into the split record at rec (global
-// or shared memory; G·2 + G·D floats). Calls order.start() / lookups_done() itself: the block ids
-// of the first kStages tiles are looked up before the wait when order.before_wait.
-// No early return: every thread reaches the final __syncthreads (the cluster kernel relies on it).
+// or shared memory; G·2 + G·D floats). Calls pdl_launch_dependents() / pdl_wait() itself: the
+// query's key range and the block ids of the first kStages tiles are looked up before the wait.
+// No early return: every thread reaches the final __syncthreads.
 template <int kStages>
 __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc,
                                                   const bf16_t* __restrict__ vc, int nkv, int block_size, int window,
@@ -216,13 +206,13 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
                                                   const int32_t* __restrict__ table_offset,
                                                   const int32_t* __restrict__ block_tables,
                                                   const int32_t* __restrict__ query_ids, int split, int kvh, int z,
-                                                  int chunk, MetaOrder order, unsigned char* smem,
+                                                  int chunk, unsigned char* smem,
                                                   float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
                                                   float* rec) {
   static_assert(kStages >= 2, "a ring of one stage would not overlap loads with math");
   static_assert(warp_ring_bytes(kStages) >= kGroup * kHeadDim * 4, "the warp's ring holds its accumulators at the end");
   constexpr int D = kHeadDim;
-  order.start();
+  pdl_launch_dependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const SplitKeys sk = split_keys(positions, table_offset, block_tables, query_ids, z, split, chunk, window);
   const int kbeg = sk.kbeg, kend = sk.kend;
@@ -270,7 +260,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   for (int i = 0; i < kStages - 1; ++i) fetch_blocks(i, pb0[i], pb1[i]);
   int32_t nb0 = 0, nb1 = 0;  // block ids of the next tile to issue
   fetch_blocks(kStages - 1, nb0, nb1);
-  order.lookups_done();
+  pdl_wait();  // metadata only above (see "Metadata before the PDL wait"); q and the KV cache below
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) issue(i, pb0[i], pb1[i]);
 
@@ -307,11 +297,10 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
 
 // Merges num_splits records of one query head (head hh of its KV head's group) and adds the sink
 // (log2 domain; -inf = none), whose logit enters the denominator once with no value; writes the
-// D outputs at out_row. record(s) gives split s's record (global memory for the combine kernel,
-// another CTA's shared memory for the cluster kernel): both call this one function, so their
-// outputs are bit-identical. Block of 128 threads (4 warps take every 4th split, each lane D/32
-// dims); every multiply-add is an explicit fma so the compiler cannot contract differently in
-// the two kernels. Ends with __syncthreads: the caller may call it again for another head.
+// D outputs at out_row. record(s) gives split s's record. Block of 128 threads (4 warps take
+// every 4th split, each lane D/32 dims); every multiply-add is an explicit fma so the result does
+// not depend on how the compiler contracts. Ends with __syncthreads: the caller may call it again
+// for another head.
 template <int D, int G, class RecordAt>
 __device__ __forceinline__ void combine_head(RecordAt record, int num_splits, int hh, float sink,
                                              bf16_t* __restrict__ out_row) {
@@ -359,7 +348,7 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
 void launch_attention_pipe(int variant, dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int chunk, int num_splits,
-                           float* partials, bool meta_before_wait, cudaStream_t stream);
+                           float* partials, cudaStream_t stream);
 // CTAs per SM the variant is built for (sizes its split plan: one wave).
 int attention_pipe_ctas_per_sm(int variant);
 

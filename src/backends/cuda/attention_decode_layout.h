@@ -97,8 +97,7 @@ STRIKER_HOST_DEVICE constexpr int warp_tiles(int kbeg, int kend, int warp) {
 
 // Keys to plan the splits for: no query of a sliding layer sees more than `window` keys, however
 // large the caller's bound (captured decode graphs round max_keys up to a power of two >= 1024,
-// which would give W = 513 16 splits of 64 keys, 7 of them empty, or an 8-CTA cluster for 4
-// CTAs' work).
+// which would give W = 513 16 splits of 64 keys, 7 of them empty).
 STRIKER_HOST_DEVICE constexpr int plan_keys(int max_keys, int window) {
   return window > 0 && window < max_keys ? window : max_keys;
 }
@@ -125,33 +124,6 @@ inline DecodeSplitPlan plan_decode_splits(int keys, int64_t heads_total, int64_t
     splits = 1;
   }
   return {splits, chunk};
-}
-
-// Split plan of the single-launch cluster kernel (attention_cluster.cu); false when it does not
-// fit (then the caller takes the two-launch path):
-//  - the two-launch plan whenever it has at most kClusterMaxSplits splits (many queries, or few
-//    keys): the same CTAs doing the same work, so the output is bit-identical to the two-launch
-//    path run with the same scratch, minus the combine launch and the scratch round trip;
-//  - else (few queries: the two-launch plan spreads each key range over more than 16 CTAs to fill
-//    the GPU) the fewest splits of whole 64-key steps, chunk ceil(keys / 16) rounded up, which
-//    fits only if that chunk is at most max_chunk keys (more serial tiles per CTA than that cost
-//    more than the saved launch; attention.h).
-//
-// Up to 16 CTAs per cluster (the H100/H200 non-portable limit; the kernel opts in with
-// cudaFuncAttributeNonPortableClusterSizeAllowed), so a sliding layer's 513 keys at batch 1 keep the
-// two-launch plan's 9 splits of 64 keys: one 16-key tile per warp. (A first version capped clusters
-// at the portable 8 and ran 5 splits of 128 keys — two dependent tiles per warp — and measured
-// slower than the two launches on the H200: docs/performance.md.)
-constexpr int kClusterMaxSplits = 16;
-inline bool plan_cluster_splits(int keys, int64_t heads_total, int64_t target_records, int max_chunk,
-                                DecodeSplitPlan& plan) {
-  plan = plan_decode_splits(keys, heads_total, target_records, heads_total * 1024);
-  if (plan.splits <= kClusterMaxSplits) return true;
-  keys = keys > 1 ? keys : 1;
-  int chunk = (keys + kClusterMaxSplits - 1) / kClusterMaxSplits;
-  chunk = (chunk + kStepKeys - 1) / kStepKeys * kStepKeys;
-  plan = {(keys + chunk - 1) / chunk, chunk};
-  return chunk <= max_chunk;
 }
 
 }  // namespace striker::cuda::decode

@@ -9,7 +9,6 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/elementwise.h"
-#include "backends/cuda/moe.h"
 #include "backends/cuda/qk_rope_kv.h"
 
 namespace striker::cuda {
@@ -52,7 +51,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.up = w.arena.get<bf16>(Tm * wide);
   w.act = w.arena.get<bf16>(Tm * wide);
   w.moe_act = w.arena.get<bf16>(Tm * K * c.moe_intermediate_size);
-  w.y_slots = w.arena.get<bf16>(int64_t(kMaxClusterTokens) * (K + 1) * H);
   w.shared_act = w.arena.get<bf16>(Tm * std::max<int64_t>(c.shared_expert_intermediate_size, 8));
   w.logit_x = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * H);
   w.router_logits = w.arena.get<float>(Tm * c.n_routed_experts);

@@ -62,7 +62,6 @@ struct CudaBackend::Workspace {
   // in sorted order.
   MoeRouting routing;
   bf16 *a_sorted = nullptr, *y_sorted = nullptr;
-  bf16* y_slots = nullptr;  // decode MoE expert outputs [8, K+1, H] awaiting their combine (moe_cluster)
   Nvfp4Scratch nv_scratch;  // dequantised NVFP4 dense/shared weights of prefill chunks (none without NVFP4)
   ~Workspace() {
     if (meta_host) cudaFreeHost(meta_host);

@@ -13,17 +13,11 @@
 #include "backends/cuda/nvfp4_moe.h"
 #include "backends/cuda/nvfp4_prefill.h"
 #include "backends/cuda/qk_rope_kv.h"
-#include "backends/cuda/qkv_rope_cluster.h"
 #include "backends/cuda/rmsnorm.h"
 #include "backends/cuda/router.h"
 
 namespace striker::cuda {
 namespace {
-
-// CTAs per (token, expert slot) of the decode MoE cluster launch (moe_cluster): the portable maximum.
-// Both are benched side by side (bench_cuda_kernels rows "moe T=… cluster C=… [+L2 prefetch]").
-constexpr int kMoeClusterSize = 8;
-constexpr bool kMoeClusterPrefetchDown = true;  // down rows requested into L2 before the gate/up phase
 
 // The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
 Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
@@ -133,57 +127,22 @@ void CudaBackend::run_layers(const StepPlan& p) {
   // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
   // register-load tensor-core kernel sized for 3 CTAs per SM.
   const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
-  // Decode launches the cluster kernel fits (every sliding layer; full layers up to 2048 keys, or
-  // whenever the two-launch plan has <= 16 splits anyway) run split and combine in one cluster
-  // launch (tweak sliding_cluster; built on the pipelined kernel, so attention_pipeline off turns
-  // it off too). attention_meta_early: metadata lookups before the PDL wait (attention_decode.cuh).
-  const bool meta_early = options_.tweaks.attention_meta_early;
   auto decode_attention = [&](int64_t l, const AttentionShape& shape, const AttentionQueries& queries) {
     const DeviceLayer& L = model_.layers[size_t(l)];
-    if (options_.tweaks.sliding_cluster && options_.tweaks.attention_pipeline &&
-        cluster_attention_fits(shape, queries, w.scratch))
-      paged_attention_cluster(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch,
-                              w.attn, stream_, meta_early);
-    else
-      paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                      stream_, decode_attention_variant, meta_early);
-  };
-
-  // Decode MoE as one cluster launch per layer (tweak moe_cluster; BF16 experts, T <= 8): it leaves
-  // the expert outputs in w.y_slots, and their combine + residual add (h = bf16(h + y)) is folded into
-  // the next kernel: the next layer's input norm, or after the last layer a standalone combine.
-  bool moe_combine_pending = false, moe_pending_shared = false;
-  auto input_norm = [&](const float* gamma) {  // x = rmsnorm(h), after any pending h = bf16(h + y)
-    if (moe_combine_pending)
-      moe_combine_rmsnorm(w.h, w.y_slots, w.topk_w, T, K, moe_pending_shared, gamma, w.x, H, eps, stream_);
-    else
-      rmsnorm(w.h, gamma, w.x, T, H, eps, stream_);
-    moe_combine_pending = false;
+    paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
+                    stream_, decode_attention_variant);
   };
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    input_norm(L.input_norm);                                                        // x = rmsnorm(h)
-    if (options_.tweaks.qkv_rope_cluster && T <= kQkvClusterMaxTokens) {
-      // Both steps below in one cluster launch (same bits); w.qkv is not written (nothing else reads it).
-      const float* inv = sliding ? w.inv_freq : nullptr;
-      const int64_t* slots = sliding ? p.slots_sliding : p.slots_full;
-      if (L.nv_qkv.present())
-        qkv_rope_kv_cluster_nvfp4(w.x, T, H, L.nv_qkv.matrix(), L.nv_qkv.scale2, hs, L.q_norm, L.k_norm, eps,
-                                  p.positions, inv, slots, B, k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
-      else
-        qkv_rope_kv_cluster(w.x, T, H, L.wqkv, hs, L.q_norm, L.k_norm, eps, p.positions, inv, slots, B,
-                            k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
-    } else {
-      linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
-      qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
-                            sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
-                            sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
-                            k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_,
-                            options_.tweaks.rope_before_wait);
-    }
+    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
+    linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                             // q|k|v = bf16(mm(x, Wqkv))
+    qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,        // per-head norm, RoPE on
+                          sliding ? w.inv_freq : nullptr,                            // sliding layers, k/v into
+                          sliding ? p.slots_sliding : p.slots_full, B,               // the paged cache
+                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
     const AttentionShape shape{nh, nkv, d, B, sliding ? int(c.sliding_window) : 0};
     const AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                                    sliding ? p.tables_sliding : p.tables_full, T,
@@ -223,12 +182,6 @@ void CudaBackend::run_layers(const StepPlan& p) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {
         moe_nvfp4(L, T);                                                             // h = bf16(h + y)
-      } else if (options_.tweaks.moe_cluster && T <= kMaxClusterTokens) {  // decode, one launch:
-        moe_cluster(w.x, T, H, L.exp_gate, L.exp_up, L.exp_down, I, w.topk_ids, K, L.sh_gate, L.sh_up,  // y_slots =
-                    L.sh_down, Is, w.y_slots, kMoeClusterSize, kMoeClusterPrefetchDown,  // expert
-                    stream_);                                                        // outputs
-        moe_combine_pending = true;                                                  // h = bf16(h + y) in the
-        moe_pending_shared = L.sh_gate != nullptr;                                   // next kernel
       } else {  // decode: read only the selected experts' rows
         moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
                     L.sh_gate ? w.shared_act : nullptr, stream_);
@@ -237,7 +190,6 @@ void CudaBackend::run_layers(const StepPlan& p) {
       }
     }
   }
-  if (moe_combine_pending) moe_combine(w.h, w.y_slots, w.topk_w, T, K, moe_pending_shared, H, stream_);
   // logits = bf16(mm(rmsnorm(h), lm_head)) for the requested rows only.
   embedding_gather(w.h, T, H, p.logit_rows, p.rows, w.logit_x, stream_);
   rmsnorm(w.logit_x, model_.final_norm, w.logit_x, p.rows, H, eps, stream_);

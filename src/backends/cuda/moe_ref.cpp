@@ -50,18 +50,4 @@ void moe_ref(const std::vector<bf16>& x, int T, int hidden, int inter, int share
   }
 }
 
-void moe_combine_ref(std::vector<bf16>& h, const std::vector<bf16>& y_slots, const std::vector<float>& topk_w,
-                     int rows, int K, bool has_shared, int hidden) {
-  for (int t = 0; t < rows; ++t)
-    for (int o = 0; o < hidden; ++o) {
-      const auto slot = [&](int k) { return bf16_to_float(y_slots[(size_t(t) * (K + 1) + k) * hidden + o]); };
-      float sum = 0.f;
-      for (int k = 0; k < K; ++k) sum = std::fma(topk_w[size_t(t) * K + k], slot(k), sum);
-      float y = round_bf16(sum);
-      if (has_shared) y = round_bf16(y + slot(K));
-      bf16& hv = h[size_t(t) * hidden + o];
-      hv = float_to_bf16(bf16_to_float(hv) + y);
-    }
-}
-
 }  // namespace striker::cuda

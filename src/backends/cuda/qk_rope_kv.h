@@ -27,11 +27,11 @@ std::vector<float> rope_inv_freq(float theta, int head_dim);
 // positions[T]: absolute positions. inv_freq: [d/2] on the device, or nullptr for NoPE layers.
 // slots[T]: physical cache slot (block * block_size + offset) for each token's k, v.
 // q_out: [T, n_heads, d].  Throws striker::Error for an unsupported head_dim.
-// early (DecodeTweaks::rope_before_wait): gammas and RoPE cos/sin before the PDL wait (same results).
+// The gammas and RoPE cos/sin are computed before the PDL wait (qk_rope_kv.cu says why that is safe).
 void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const float* q_norm_w,
                            const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
                            const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
-                           cudaStream_t stream, bool early = true);
+                           cudaStream_t stream);
 
 // CPU reference; caches are flat host vectors in the layout above.
 void qk_norm_rope_kv_write_ref(const std::vector<bf16>& qkv, int T, const HeadShape& hs,

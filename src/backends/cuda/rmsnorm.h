@@ -17,16 +17,6 @@ void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, flo
 void add_rmsnorm(bf16* h, const bf16* delta, const float* w, bf16* out, int rows, int hidden, float eps,
                  cudaStream_t stream);
 
-// The decode MoE's deferred combine (moe_cluster in moe.h) fused in front of the next norm:
-// h = bf16(h + bf16(bf16(Σ_k w_k·y_slots[t,k]) + y_slots[t,K])) (the shared term only when
-// has_shared), then out = rmsnorm(h, w); y_slots [rows, K+1, hidden], topk_w [rows, K], K <= 8.
-// Bit-identical to moe_down_combine followed by rmsnorm.
-void moe_combine_rmsnorm(bf16* h, const bf16* y_slots, const float* topk_w, int rows, int K, bool has_shared,
-                         const float* w, bf16* out, int hidden, float eps, cudaStream_t stream);
-// The same combine and residual add without a norm (after the last layer).
-void moe_combine(bf16* h, const bf16* y_slots, const float* topk_w, int rows, int K, bool has_shared, int hidden,
-                 cudaStream_t stream);
-
 // CPU references (same contracts; delta may be empty for the plain norm).
 void rmsnorm_ref(const std::vector<bf16>& x, const std::vector<float>& w, std::vector<bf16>& out, int rows,
                  int hidden, float eps);

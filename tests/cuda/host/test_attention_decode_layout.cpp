@@ -231,74 +231,19 @@ TEST(DecodeAttentionLayout, TweakSwitchIsOnByDefaultAndNamed) {
 namespace striker::cuda::decode {
 namespace {
 
-// The cluster plan: at most 8 splits covering the keys; the two-launch plan whenever that has at
-// most 8 splits (bit-identical outputs with the same scratch); fits every query of up to
-// 8 · max_chunk keys (so every sliding layer of Flint takes the cluster kernel).
-TEST(DecodeAttentionLayout, ClusterPlanHasAtMostEightSplits) {
-  for (int keys : {0, 1, 17, 63, 64, 100, 129, 513, 514, 1000, 1024, 1025, 2000, 8192, 100000})
-    for (int64_t heads : {4, 8, 32, 200, 1024})
-      for (int64_t target : {1, 8, 176, 264, 1024})
-        for (int max_chunk : {128, 256}) {
-          SCOPED_TRACE("max_chunk " + std::to_string(max_chunk) + " keys " + std::to_string(keys) + " heads " +
-                       std::to_string(heads) + " target " + std::to_string(target));
-          DecodeSplitPlan pl{};
-          const bool fits = plan_cluster_splits(keys, heads, target, max_chunk, pl);
-          const int k = keys > 1 ? keys : 1;
-          EXPECT_GE(pl.splits, 1);
-          EXPECT_LE(pl.splits, kClusterMaxSplits);
-          EXPECT_GE(int64_t(pl.splits) * pl.chunk, k);
-          EXPECT_LT(int64_t(pl.splits - 1) * pl.chunk, k);
-          if (pl.splits > 1) EXPECT_EQ(pl.chunk % kStepKeys, 0);
-          if (k <= 8 * max_chunk) EXPECT_TRUE(fits);
-          const DecodeSplitPlan two = plan_decode_splits(keys, heads, target, heads * 1024);
-          if (two.splits <= kClusterMaxSplits) {
-            EXPECT_TRUE(fits);
-            EXPECT_EQ(pl.splits, two.splits);
-            EXPECT_EQ(pl.chunk, two.chunk);
-          } else {
-            EXPECT_EQ(fits, pl.chunk <= max_chunk);
-          }
-        }
-  // Flint's sliding layers at batch 1 (4 KV heads, 264 = the 3-stage target on 132 SMs): the
-  // two-launch plan is 9 splits of 64 keys, and the cluster takes the same plan (9 <= 16).
-  const DecodeSplitPlan two = plan_decode_splits(513, 4, 264, 4096);
-  EXPECT_EQ(two.splits, 9);
-  EXPECT_EQ(two.chunk, 64);
-  DecodeSplitPlan pl{};
-  EXPECT_TRUE(plan_cluster_splits(513, 4, 264, 128, pl));
-  EXPECT_EQ(pl.splits, 9);
-  EXPECT_EQ(pl.chunk, 64);
-  // Batch 64 (256 KV-head records, GPU full): the two-launch plan, one split of 576 keys.
-  EXPECT_TRUE(plan_cluster_splits(513, 256, 264, 128, pl));
-  EXPECT_EQ(pl.splits, 1);
-  EXPECT_EQ(pl.chunk, 576);
-  // Full attention at 2000 keys, batch 1: 16 splits of 128; at 4000 keys only with 256-key chunks.
-  EXPECT_TRUE(plan_cluster_splits(2000, 4, 264, 128, pl));
-  EXPECT_EQ(pl.splits, 16);
-  EXPECT_EQ(pl.chunk, 128);
-  EXPECT_FALSE(plan_cluster_splits(4000, 4, 264, 128, pl));
-  EXPECT_TRUE(plan_cluster_splits(4000, 4, 264, 256, pl));
-  EXPECT_EQ(pl.splits, 16);
-  EXPECT_EQ(pl.chunk, 256);
-  // A captured graph's key bucket (1024) on a sliding layer plans for W = 513 keys.
+// Flint's sliding layers at batch 1 (4 KV heads, 264 = the 3-stage target on 132 SMs): 9 splits
+// of 64 keys. A captured graph's key bucket (1024) on a sliding layer plans for W = 513 keys.
+TEST(DecodeAttentionLayout, SlidingPlanUsesTheWindowNotTheKeyBucket) {
   EXPECT_EQ(plan_keys(1024, 513), 513);
   EXPECT_EQ(plan_keys(300, 513), 300);
   EXPECT_EQ(plan_keys(1024, 0), 1024);
-  // Full attention at 100K, batch 1: the two launches stay.
-  EXPECT_FALSE(plan_cluster_splits(100000, 4, 264, 128, pl));
-}
-
-TEST(DecodeAttentionLayout, ClusterAndMetaTweaksAreOnByDefaultAndNamed) {
-  DecodeTweaks t;
-  EXPECT_TRUE(t.sliding_cluster);
-  EXPECT_TRUE(t.attention_meta_early);
-  EXPECT_TRUE(set_decode_tweak(t, "sliding_cluster", false));
-  EXPECT_FALSE(t.sliding_cluster);
-  EXPECT_TRUE(set_decode_tweak(t, "attention_meta_early", false));
-  EXPECT_FALSE(t.attention_meta_early);
-  const auto names = decode_tweak_names();
-  EXPECT_NE(std::find(names.begin(), names.end(), "sliding_cluster"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "attention_meta_early"), names.end());
+  const DecodeSplitPlan two = plan_decode_splits(plan_keys(1024, 513), 4, 264, 4096);
+  EXPECT_EQ(two.splits, 9);
+  EXPECT_EQ(two.chunk, 64);
+  // Batch 64 (256 KV-head records, GPU full): one split of 576 keys.
+  const DecodeSplitPlan full = plan_decode_splits(513, 256, 264, 256 * 1024);
+  EXPECT_EQ(full.splits, 1);
+  EXPECT_EQ(full.chunk, 576);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(DecodeTweaks, Nvfp4VariantsAreOnByDefaultAndSwitchByName) {
   for (const char* name : {"nvfp4_early_weights", "nvfp4_moe_down_half_warp"})
     EXPECT_TRUE(set_decode_tweak(t, name, false)) << name;
   EXPECT_FALSE(t.nvfp4_early_weights || t.nvfp4_moe_down_half_warp);
-  EXPECT_TRUE(t.rope_before_wait) << "the other switches are separate";
+  EXPECT_TRUE(t.router_cluster && t.attention_pipeline) << "the other switches are separate";
   EXPECT_TRUE(set_decode_tweak(t, "nvfp4_early_weights", true));
   EXPECT_TRUE(t.nvfp4_early_weights && !t.nvfp4_moe_down_half_warp);
 }
