@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <numeric>
 
@@ -320,6 +321,21 @@ void expect_batched_steps_match_reference(const LoadedModel& device_model, const
     EXPECT_LT(md[md.size() / 2], 0.05);
     EXPECT_LT(md.back(), 0.5);
     EXPECT_GE(agree, int(diffs.size() * 9 / 10));
+  }
+}
+
+void expect_identical_step_logits(const std::vector<std::vector<float>>& off, const std::vector<std::vector<float>>& on) {
+  ASSERT_EQ(off.size(), on.size());
+  for (size_t s = 0; s < off.size(); ++s) {
+    ASSERT_EQ(off[s].size(), on[s].size()) << "step " << s;
+    size_t bad = 0, nan = 0, first = 0;
+    for (size_t i = 0; i < off[s].size(); ++i) {
+      if (!std::isfinite(off[s][i]) || !std::isfinite(on[s][i])) ++nan;
+      if (std::memcmp(&off[s][i], &on[s][i], sizeof(float)) != 0 && bad++ == 0) first = i;
+    }
+    EXPECT_EQ(nan, 0u) << "step " << s << ": non-finite logits";
+    EXPECT_EQ(bad, 0u) << "step " << s << ": " << bad << " logits differ, first at " << first << " (off "
+                       << off[s][first] << ", on " << on[s][first] << ")";
   }
 }
 

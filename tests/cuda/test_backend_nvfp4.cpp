@@ -146,17 +146,7 @@ TEST(CudaBackend, Nvfp4DecodeTweaksOffAndOnGiveIdenticalLogits) {
     return out;
   };
   const auto off = run(false), on = run(true);
-  ASSERT_EQ(off.size(), on.size());
-  for (size_t s = 0; s < off.size(); ++s) {
-    ASSERT_EQ(off[s].size(), on[s].size()) << "step " << s;
-    size_t bad = 0, nan = 0, first = 0;
-    for (size_t i = 0; i < off[s].size(); ++i) {
-      if (!std::isfinite(off[s][i]) || !std::isfinite(on[s][i])) ++nan;
-      if (std::memcmp(&off[s][i], &on[s][i], sizeof(float)) != 0 && bad++ == 0) first = i;
-    }
-    EXPECT_EQ(nan, 0u) << "step " << s << ": non-finite logits";
-    EXPECT_EQ(bad, 0u) << "step " << s << ": " << bad << " logits differ, first at " << first;
-  }
+  expect_identical_step_logits(off, on);
 }
 
 TEST(CudaBackend, Nvfp4RejectsMixedQkvFormats) {

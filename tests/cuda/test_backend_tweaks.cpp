@@ -61,18 +61,7 @@ TEST(CudaBackend, DecodeTweaksOffAndOnGiveIdenticalLogits) {
   HostModel hm = make_host_model(small_config());
   const auto off = run_steps(hm.model, false);
   const auto on = run_steps(hm.model, true);
-  ASSERT_EQ(off.size(), on.size());
-  for (size_t s = 0; s < off.size(); ++s) {
-    ASSERT_EQ(off[s].size(), on[s].size()) << "step " << s;
-    size_t bad = 0, nan = 0, first = 0;
-    for (size_t i = 0; i < off[s].size(); ++i) {
-      if (!std::isfinite(off[s][i]) || !std::isfinite(on[s][i])) ++nan;
-      if (std::memcmp(&off[s][i], &on[s][i], sizeof(float)) != 0 && bad++ == 0) first = i;
-    }
-    EXPECT_EQ(nan, 0u) << "step " << s << ": non-finite logits";
-    EXPECT_EQ(bad, 0u) << "step " << s << ": " << bad << " logits differ, first at " << first << " (off "
-                       << off[s][first] << ", on " << on[s][first] << ")";
-  }
+  expect_identical_step_logits(off, on);
 }
 
 }  // namespace

@@ -145,24 +145,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
   }
   __syncthreads();
   float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (G * (D + 2));
-  for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
-    const int h = idx / D, c = idx % D;
-    float mn = kNegInf;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mn = fmaxf(mn, sm_m[w][h]);
-    float a = 0.f, lt = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float sc = rescale(sm_m[w][h], mn);
-      a += sm_acc[w][h][c] * sc;
-      lt += sm_l[w][h] * sc;
-    }
-    rec[G * 2 + idx] = a;
-    if (c == 0) {
-      rec[2 * h] = mn;
-      rec[2 * h + 1] = lt;
-    }
-  }
+  decode::merge_warps_into_record<G, D>(&sm_acc[0][0][0], G * D, sm_m, sm_l, rec);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -117,6 +117,34 @@ __device__ __forceinline__ void tile_update(WarpState& st, const uint32_t (&qa)[
   }
 }
 
+// The CTA's kWarps per-warp softmax states (max m and sum l per head in sm_m / sm_l, warp w's
+// accumulator of head h, dim c at acc[w·acc_stride + h·D + c]), published by a __syncthreads, merged
+// into one split record at rec: G·2 floats of (m, l) per head, then G·D accumulators. Shared by the
+// tensor-core kernels and the CUDA-core kernel of attention.cu, so their records merge alike.
+template <int G, int D>
+__device__ __forceinline__ void merge_warps_into_record(const float* acc, int acc_stride,
+                                                       const float (&sm_m)[kWarps][G],
+                                                       const float (&sm_l)[kWarps][G], float* rec) {
+  for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
+    const int h = idx / D, col = idx % D;
+    float mn = kNegInf;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mn = fmaxf(mn, sm_m[w][h]);
+    float a = 0.f, lt = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float sc = rescale(sm_m[w][h], mn);
+      a += acc[w * acc_stride + h * D + col] * sc;
+      lt += sm_l[w][h] * sc;
+    }
+    rec[G * 2 + idx] = a;
+    if (col == 0) {
+      rec[2 * h] = mn;
+      rec[2 * h + 1] = lt;
+    }
+  }
+}
+
 // Merges the CTA's kWarps warp states through shared memory and writes the split record at rec
 // (G·2 floats of (m, l) per head, then G·D accumulators). Warp w's G×D accumulators go to
 // acc + w·acc_stride floats; the caller guarantees nothing else uses that memory now.
@@ -140,24 +168,7 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
     sm_l[warp][g] = st.l;
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
-    const int h = idx / D, col = idx % D;
-    float mn = kNegInf;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mn = fmaxf(mn, sm_m[w][h]);
-    float a = 0.f, lt = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float sc = rescale(sm_m[w][h], mn);
-      a += acc[w * acc_stride + h * D + col] * sc;
-      lt += sm_l[w][h] * sc;
-    }
-    rec[G * 2 + idx] = a;
-    if (col == 0) {
-      rec[2 * h] = mn;
-      rec[2 * h + 1] = lt;
-    }
-  }
+  merge_warps_into_record<G, D>(acc, acc_stride, sm_m, sm_l, rec);
 }
 
 // Per-query lookups of a decode CTA (split `split` of query record z): its query index, key range

@@ -17,13 +17,7 @@
 
 #include <cstdint>
 
-#if !defined(STRIKER_HOST_DEVICE)
-#if defined(__CUDACC__)
-#define STRIKER_HOST_DEVICE __host__ __device__
-#else
-#define STRIKER_HOST_DEVICE
-#endif
-#endif
+#include "backends/cuda/host_device.h"
 
 namespace striker::cuda::decode {
 

@@ -18,13 +18,7 @@
 // in eight different 16-byte bank groups, so fragment loads are conflict-free.
 #pragma once
 
-#if !defined(STRIKER_HOST_DEVICE)
-#if defined(__CUDACC__)
-#define STRIKER_HOST_DEVICE __host__ __device__
-#else
-#define STRIKER_HOST_DEVICE
-#endif
-#endif
+#include "backends/cuda/host_device.h"
 
 namespace striker::cuda::prefill {
 

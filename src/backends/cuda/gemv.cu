@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/gemv_out.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/warp_dot.cuh"
 
@@ -12,7 +13,7 @@ namespace {
 constexpr int kWarps = 8;  // warps per block
 constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
-enum class Mode { Store, Residual, Logits };
+using Mode = GemvOut;
 
 // A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
 // over S warps (split-K) so short matrices still put enough loads in flight.
@@ -62,15 +63,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
       // Spread the stores over lanes: lane (r*NT+t)%32 writes element (t, o0+r).
       if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
         const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-        const float y = round_bf16(acc[r][t]);
-        if constexpr (M == Mode::Store) {
-          static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(y);
-        } else if constexpr (M == Mode::Residual) {
-          bf16_t* h = static_cast<bf16_t*>(out);
-          h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
-        } else {
-          static_cast<float*>(out)[idx] = y;
-        }
+        store_gemv_out<M>(out, idx, round_bf16(acc[r][t]));
       }
     }
 }

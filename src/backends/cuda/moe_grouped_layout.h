@@ -7,11 +7,7 @@
 // eight different bank groups, so fragment loads are conflict-free.
 #pragma once
 
-#if defined(__CUDACC__)
-#define STRIKER_HOST_DEVICE __host__ __device__
-#else
-#define STRIKER_HOST_DEVICE
-#endif
+#include "backends/cuda/host_device.h"
 
 namespace striker::cuda {
 

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/gemv_out.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4_linear.h"
@@ -13,20 +14,7 @@ namespace {
 constexpr int kWarps = 8;  // warps per block
 constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
-enum class Mode { Store, Residual, Logits };
-
-// One output value y (already scale2'd and rounded to bf16 precision) stored per Mode.
-template <Mode M>
-__device__ __forceinline__ void store_out(void* out, int64_t idx, float y) {
-  if constexpr (M == Mode::Store) {
-    static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(y);
-  } else if constexpr (M == Mode::Residual) {
-    bf16_t* h = static_cast<bf16_t*>(out);
-    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
-  } else {
-    static_cast<float*>(out)[idx] = y;
-  }
-}
+using Mode = GemvOut;
 
 // Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
 // input split over S warps; the dot product is scaled by the row's scale2 before rounding.
@@ -89,7 +77,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     for (int t = 0; t < NT; ++t) {
       if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
         const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-        store_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
+        store_gemv_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
       }
     }
 }

@@ -20,11 +20,7 @@
 
 #include "core/bf16.h"
 
-#ifdef __CUDACC__
-#define STRIKER_HOST_DEVICE __host__ __device__
-#else
-#define STRIKER_HOST_DEVICE
-#endif
+#include "backends/cuda/host_device.h"
 
 namespace striker::cuda {
 
