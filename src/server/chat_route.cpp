@@ -21,6 +21,7 @@ struct ChatChoice {
 };
 
 struct ChatJob {
+  explicit ChatJob(const ServingContext& c) : ctx(c) {}
   const ServingContext& ctx;
   ChatPrompt prompt;
   SamplingRequest sampling;
@@ -209,7 +210,7 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   const nlohmann::json body = parse_request_body(req);
   check_model_name(body, ctx.options);
   if (!ctx.chat_template) throw bad_request("this model has no chat template; use /v1/completions");
-  auto job = std::make_shared<ChatJob>(ChatJob{ctx, {}, {}, nullptr, {}, std::time(nullptr), ""});
+  auto job = std::make_shared<ChatJob>(ctx);
   job->prompt = build_chat_prompt(body, ctx.options, *ctx.chat_template, ctx.tokenizer);
   job->sampling = parse_sampling_request(body, ApiKind::Chat, ctx.options.sampling_defaults, ctx.options.limits);
   resolve_max_tokens(job->sampling, int64_t(job->prompt.tokens.size()), ctx.options.max_model_len);

@@ -102,6 +102,7 @@ nlohmann::json add_logprobs(const Tokenizer& tok, CompletionChoice& c, const std
 }
 
 struct CompletionJob {
+  explicit CompletionJob(const ServingContext& c) : ctx(c) {}
   const ServingContext& ctx;
   SamplingRequest sampling;
   std::unique_ptr<Generation> gen;
@@ -236,7 +237,7 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
 void handle_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const nlohmann::json body = parse_request_body(req);
   check_model_name(body, ctx.options);
-  auto job = std::make_shared<CompletionJob>(CompletionJob{ctx, {}, nullptr, {}, std::time(nullptr), "", 1});
+  auto job = std::make_shared<CompletionJob>(ctx);
   job->sampling = parse_sampling_request(body, ApiKind::Completion, ctx.options.sampling_defaults, ctx.options.limits);
   auto ast = body.find("add_special_tokens");
   if (ast != body.end() && !ast->is_null() && !ast->is_boolean()) {
