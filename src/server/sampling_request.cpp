@@ -199,13 +199,12 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   if (auto plp = f.integer("prompt_logprobs", 0, max_lp)) p.prompt_logprobs = int32_t(*plp);
 
   out.stream = f.boolean("stream").value_or(false);
-  if (out.echo && out.logprobs) {
-    // vLLM would also return the prompt tokens' logprobs first; not implemented here, so refused.
-    throw not_implemented("`echo` = true together with `logprobs` is not supported by this server", "echo");
-  }
   if (out.stream && p.prompt_logprobs) {
     throw bad_request("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
   }
+  // vLLM: echo with logprobs returns the prompt tokens' logprobs first, computed as prompt_logprobs
+  // (the request's own prompt_logprobs, else logprobs); streaming included.
+  if (out.echo && out.logprobs && !p.prompt_logprobs) p.prompt_logprobs = p.logprobs;
   if (const auto* so = f.object("stream_options")) {
     if (!out.stream) throw bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
     JsonFields sof(*so);

@@ -86,7 +86,6 @@ COMPLETION_CASES = [
     ("prompt empty list", {"prompt": []}),
     ("prompt too long", {"prompt": [1] * 600}),
     ("logprobs 21", {"prompt": "x", "logprobs": 21}),
-    ("echo with logprobs", {"prompt": "x", "echo": True, "logprobs": 1}),
     ("max_tokens 0 without echo", {"prompt": "x", "max_tokens": 0}),
     ("suffix", {"prompt": "x", "suffix": "y"}),
     ("json_schema", {"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": 123}}}),

@@ -193,19 +193,61 @@ def test_echo_with_max_tokens_0_returns_just_the_prompt(client, stream):
         assert r.choices[0].finish_reason == "length"
 
 
-@pytest.mark.parametrize("body, status, param", [
-    ({"prompt": PROMPT, "echo": True, "logprobs": 1}, 501, "echo"),
-    ({"prompt": PROMPT, "echo": True, "logprobs": 0, "stream": True}, 501, "echo"),
-    ({"prompt": PROMPT, "max_tokens": 0}, 400, "max_tokens"),
-])
-def test_rejected_combinations_are_openai_errors(server, body, status, param):
-    r = requests.post(server.url + "/v1/completions", json={"model": MODEL, **body})
-    assert r.status_code == status, r.text
+def test_rejected_max_tokens_0_without_echo_is_an_openai_error(server):
+    r = requests.post(server.url + "/v1/completions", json={"model": MODEL, "prompt": PROMPT, "max_tokens": 0})
+    assert r.status_code == 400, r.text
     err = r.json()["error"]
     assert set(err) == {"message", "type", "param", "code"}
-    assert err["code"] == status and err["param"] == param
-    if param == "echo":
-        assert "echo" in err["message"] and "logprobs" in err["message"]
+    assert err["code"] == 400 and err["param"] == "max_tokens"
+
+
+def prompt_pieces(server, ids):
+    return [requests.post(server.url + "/detokenize", json={"tokens": [i]}).json()["prompt"] for i in ids]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_echo_with_logprobs_prompt_tokens_first(server, client, stream):
+    """vLLM: the prompt's tokens come first in logprobs, the first with null logprob and top_logprobs."""
+    ids = requests.post(server.url + "/tokenize", json={"prompt": PROMPT}).json()["tokens"]
+    plain = client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=5, temperature=0, logprobs=2,
+                                      extra_body={"ignore_eos": True}).choices[0]
+    kw = dict(model=MODEL, prompt=PROMPT, max_tokens=5, temperature=0, logprobs=2, echo=True,
+              extra_body={"ignore_eos": True})
+    if stream:
+        chunks = list(client.completions.create(stream=True, **kw))
+        text = "".join(c.choices[0].text for c in chunks)
+        lp = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        for c in chunks:
+            if c.choices[0].logprobs:
+                for k in lp:
+                    lp[k] += getattr(c.choices[0].logprobs, k)
+        first = chunks[0].choices[0].logprobs
+        assert first.tokens[:len(ids)] == prompt_pieces(server, ids)  # the prompt's logprobs ride the first chunk
+    else:
+        c = client.completions.create(**kw).choices[0]
+        text = c.text
+        lp = {k: getattr(c.logprobs, k) for k in ("tokens", "token_logprobs", "top_logprobs", "text_offset")}
+    assert text == PROMPT + plain.text
+    n = len(ids)
+    assert len(lp["tokens"]) == n + 5
+    assert lp["tokens"][:n] == prompt_pieces(server, ids)
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    for v, top in zip(lp["token_logprobs"][1:n], lp["top_logprobs"][1:n]):
+        assert isinstance(v, float) and v <= 0 and 1 <= len(top) <= 2
+    # The completion part is exactly what logprobs without echo reports.
+    assert lp["tokens"][n:] == plain.logprobs.tokens
+    assert lp["token_logprobs"][n:] == pytest.approx(plain.logprobs.token_logprobs, abs=1e-4)
+    # Offsets run over the prompt pieces, then the completion.
+    assert lp["text_offset"] == sorted(lp["text_offset"]) and lp["text_offset"][0] == 0
+    assert lp["text_offset"][n] == sum(len(p.encode()) for p in lp["tokens"][:n])
+
+
+def test_echo_logprobs_max_tokens_0_only_prompt(server, client):
+    ids = requests.post(server.url + "/tokenize", json={"prompt": PROMPT}).json()["tokens"]
+    r = client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=0, logprobs=1, echo=True,
+                                  extra_body={"ignore_eos": True})
+    assert r.choices[0].text == PROMPT
+    assert len(r.choices[0].logprobs.tokens) == len(ids) and r.choices[0].logprobs.token_logprobs[0] is None
 
 
 def test_chat_echo_is_rejected(server):
