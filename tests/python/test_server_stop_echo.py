@@ -96,9 +96,10 @@ def test_chat_stop_string_kept_vs_dropped(client, stream):
         assert text == (full[:at + len(stop)] if include else full[:at]), (include, full, stop, text)
 
 
-def test_streaming_include_stop_sends_text_before_the_match_completes(server, client):
-    """With include_stop_str_in_output nothing is held back: the concatenated deltas before the final
-    chunk already contain every character generated so far (the stop string's first character too)."""
+def test_streaming_include_stop_raw_sse(server, client):
+    """Raw SSE (no client library): the deltas concatenate to the text ending with the stop string, and
+    the last event carries finish_reason/stop_reason. (That nothing is held back while a stop string
+    may be forming is checked piece by piece in tests/cpp/engine/test_stop_strings.cpp.)"""
     full = completion_full(client)
     stop, at = pick_stop(full)
     with requests.post(server.url + "/v1/completions", stream=True, json={
