@@ -31,8 +31,8 @@ std::vector<int32_t> StopRules::suppressed_ids() const {
 }
 
 ChoiceOutput::ChoiceOutput(const StopRules& rules, std::vector<std::string> stop_strings,
-                           std::unique_ptr<TokenTextStream> text)
-    : rules_(rules), stops_(std::move(stop_strings)), text_(std::move(text)) {}
+                           std::unique_ptr<TokenTextStream> text, bool include_stop_str)
+    : rules_(rules), stops_(std::move(stop_strings), include_stop_str), text_(std::move(text)) {}
 
 void ChoiceOutput::finish(FinishReason why, std::optional<std::string> reason, ChoiceDelta& delta) {
   finished_ = true;

@@ -39,7 +39,8 @@ struct StopRules {
 
 class ChoiceOutput {
  public:
-  ChoiceOutput(const StopRules& rules, std::vector<std::string> stop_strings, std::unique_ptr<TokenTextStream> text);
+  ChoiceOutput(const StopRules& rules, std::vector<std::string> stop_strings, std::unique_ptr<TokenTextStream> text,
+               bool include_stop_str = false);
   // Records one sampled token into `delta` (new_tokens, new_text, finish, stop_reason).
   // num_output: output tokens including this one; num_tokens: prompt + output.
   void on_token(int32_t token, int64_t num_output, int64_t num_tokens, ChoiceDelta& delta);

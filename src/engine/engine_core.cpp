@@ -163,7 +163,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     // Prompt logprobs need a logits row per prompt token: smaller chunks bound that memory.
     if (p.prompt_logprobs && !r.prompt_logprobs_complete) ch->seq.max_chunk = kPromptLogprobsChunk;
     ch->penalties = PenaltyState(p, r.req.prompt);
-    ch->output = std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens));
+    ch->output =
+        std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens), p.include_stop_str_in_output);
     r.choices.push_back(std::move(ch));
   }
   for (auto& ch : r.choices) scheduler_->add(&ch->seq);

@@ -18,7 +18,8 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;
   std::map<int32_t, float> logit_bias;
   std::optional<uint64_t> seed;
-  std::vector<std::string> stop;    // stop strings, excluded from the output
+  std::vector<std::string> stop;    // stop strings, excluded from the output unless:
+  bool include_stop_str_in_output = false;  // vLLM: keep the matched stop string (text ends after it)
   std::vector<int32_t> stop_token_ids;  // in addition to the model's eos ids
   bool ignore_eos = false;
   int32_t max_tokens = 16;

@@ -4,13 +4,26 @@
 
 namespace striker {
 
-StopStringFilter::StopStringFilter(std::vector<std::string> stops) {
+StopStringFilter::StopStringFilter(std::vector<std::string> stops, bool include_stop) : include_stop_(include_stop) {
   for (auto& s : stops)
-    if (!s.empty()) stops_.push_back(std::move(s));
+    if (!s.empty()) {
+      lookback_ = std::max(lookback_, s.size() - 1);
+      stops_.push_back(std::move(s));
+    }
 }
 
 StopStringFilter::Result StopStringFilter::feed(const std::string& text, bool armed) {
   if (done_) return {};
+  if (include_stop_) {
+    if (stops_.empty()) return {text, std::nullopt};
+    if (!armed) {
+      // Emitted as is; still remembered so a match that ends once armed is found (vLLM looks back too).
+      held_ += text;
+      if (held_.size() > lookback_) held_.erase(0, held_.size() - lookback_);
+      return {text, std::nullopt};
+    }
+    return scan_including(text);
+  }
   if (stops_.empty() || !armed) {
     // Nothing to look for yet: anything held from before is released in order.
     Result r{held_ + text, std::nullopt};
@@ -23,10 +36,37 @@ StopStringFilter::Result StopStringFilter::feed(const std::string& text, bool ar
 
 StopStringFilter::Result StopStringFilter::finish(const std::string& tail, bool armed) {
   Result r = feed(tail, armed);
-  if (done_ || r.matched) return r;
+  if (done_ || r.matched || include_stop_) return r;  // include_stop holds nothing back
   Result rest = scan(true);
   r.text += rest.text;
   r.matched = rest.matched;
+  return r;
+}
+
+StopStringFilter::Result StopStringFilter::scan_including(const std::string& text) {
+  // held_ is emitted text with no complete match in it, so any match found here ends inside `text`.
+  const size_t window = held_.size();
+  held_ += text;
+  size_t best = std::string::npos;
+  const std::string* best_stop = nullptr;
+  for (const auto& s : stops_) {
+    size_t at = held_.find(s);
+    if (at != std::string::npos && (at < best || (at == best && s.size() > best_stop->size()))) {
+      best = at;
+      best_stop = &s;
+    }
+  }
+  Result r;
+  if (best_stop) {
+    // Keep the stop string, drop what follows it.
+    r.text = held_.substr(window, best + best_stop->size() - window);
+    r.matched = *best_stop;
+    held_.clear();
+    done_ = true;
+    return r;
+  }
+  r.text = text;
+  if (held_.size() > lookback_) held_.erase(0, held_.size() - lookback_);
   return r;
 }
 

@@ -31,14 +31,24 @@ std::vector<int32_t> token_prompt(const nlohmann::json& ids, const RequestLimits
   return out;
 }
 
-std::vector<std::vector<int32_t>> parse_prompts(const nlohmann::json& body, const ServingContext& ctx,
-                                                bool add_special_tokens) {
+struct ParsedPrompts {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::string> texts;  // for echo: the prompt string as sent, or a token prompt decoded
+};
+
+ParsedPrompts parse_prompts(const nlohmann::json& body, const ServingContext& ctx, bool add_special_tokens) {
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) throw bad_request("`prompt` is required", "prompt");
   const auto& p = *it;
-  std::vector<std::vector<int32_t>> prompts;
+  ParsedPrompts parsed;
+  auto& prompts = parsed.tokens;
   auto add_text = [&](const std::string& text) {
     prompts.push_back(ctx.tokenizer.encode(text, add_special_tokens));
+    parsed.texts.push_back(text);
+  };
+  auto add_ids = [&](const nlohmann::json& ids) {
+    prompts.push_back(token_prompt(ids, ctx.options.limits));
+    parsed.texts.push_back(ctx.tokenizer.decode(prompts.back()));
   };
   if (p.is_string()) {
     add_text(p.get<std::string>());
@@ -48,11 +58,11 @@ std::vector<std::vector<int32_t>> parse_prompts(const nlohmann::json& body, cons
       throw bad_request("at most " + std::to_string(kMaxPrompts) + " prompts per request", "prompt");
     }
     if (p[0].is_number()) {
-      prompts.push_back(token_prompt(p, ctx.options.limits));
+      add_ids(p);
     } else {
       for (const auto& item : p) {
         if (item.is_string()) add_text(item.get<std::string>());
-        else if (item.is_array()) prompts.push_back(token_prompt(item, ctx.options.limits));
+        else if (item.is_array()) add_ids(item);
         else throw bad_request("`prompt` must be a string, a list of strings, or token ids", "prompt");
       }
     }
@@ -62,7 +72,7 @@ std::vector<std::vector<int32_t>> parse_prompts(const nlohmann::json& body, cons
   for (const auto& toks : prompts) {
     if (toks.empty()) throw bad_request("`prompt` must not be empty", "prompt");
   }
-  return prompts;
+  return parsed;
 }
 
 struct CompletionChoice {
@@ -73,6 +83,8 @@ struct CompletionChoice {
                  top_logprobs = nlohmann::json::array(), text_offset = nlohmann::json::array();
   size_t offset = 0;  // running text offset for logprobs
   nlohmann::json prompt_logprobs = nullptr;
+  bool echoed = false;  // streaming: the prompt text went out in this choice's first chunk
+  nlohmann::json echo_logprobs = nullptr;  // streaming: the prompt's logprobs, sent with the prompt text
 };
 
 std::string piece_text(const Tokenizer& tok, int32_t id) {
@@ -101,6 +113,35 @@ nlohmann::json add_logprobs(const Tokenizer& tok, CompletionChoice& c, const std
   return part;
 }
 
+// The prompt's tokens in the completions logprobs layout, for echo (vLLM): the first token has
+// no logprob (null entries); top lists are cut to the request's `logprobs`.
+nlohmann::json add_prompt_logprobs(const Tokenizer& tok, CompletionChoice& c, const std::vector<int32_t>& prompt,
+                                   const std::vector<std::optional<TokenLogprob>>& lps, int32_t top_n) {
+  nlohmann::json part = {{"text_offset", nlohmann::json::array()}, {"token_logprobs", nlohmann::json::array()},
+                         {"tokens", nlohmann::json::array()}, {"top_logprobs", nlohmann::json::array()}};
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const std::string text = piece_text(tok, prompt[i]);
+    nlohmann::json logprob = nullptr, top = nullptr;
+    if (i < lps.size() && lps[i]) {
+      logprob = std::max(lps[i]->logprob, -9999.0f);
+      top = nlohmann::json::object();
+      for (size_t k = 0; k < lps[i]->top.size() && k < size_t(top_n); ++k) {
+        top[piece_text(tok, lps[i]->top[k].first)] = std::max(lps[i]->top[k].second, -9999.0f);
+      }
+    }
+    part["text_offset"].push_back(c.offset);
+    part["token_logprobs"].push_back(logprob);
+    part["tokens"].push_back(text);
+    part["top_logprobs"].push_back(top);
+    c.text_offset.push_back(c.offset);
+    c.token_logprobs.push_back(logprob);
+    c.tokens.push_back(text);
+    c.top_logprobs.push_back(top);
+    c.offset += text.size();
+  }
+  return part;
+}
+
 struct CompletionJob {
   explicit CompletionJob(const ServingContext& c) : ctx(c) {}
   const ServingContext& ctx;
@@ -110,6 +151,14 @@ struct CompletionJob {
   std::time_t created = std::time(nullptr);
   std::string id;
   int32_t n = 1;
+  std::vector<std::string> prompt_texts;  // one per prompt (echo)
+  std::vector<std::vector<int32_t>> prompt_tokens;  // one per prompt (echo with logprobs)
+
+  bool echo_logprobs() const { return sampling.echo && sampling.logprobs; }
+
+  const std::string& prompt_text_of(size_t choice) const { return prompt_texts[choice / size_t(n)]; }
+  // echo with max_tokens 0: the one generated token is dropped, only the prompt is returned (vLLM).
+  bool drop_generated() const { return sampling.echo_only; }
 };
 
 nlohmann::json usage_json(int64_t prompt, int64_t completion) {
@@ -126,8 +175,16 @@ void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) 
   if (!out.prompt_logprobs.empty() && c.prompt_logprobs.is_null()) {
     // Every choice of this prompt shares the prompt's logprobs (sent once, on its first output).
     const auto plp = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
-    const size_t first = size_t(d.index / job.n) * size_t(job.n);
-    for (size_t i = first; i < first + size_t(job.n) && i < job.choices.size(); ++i) job.choices[i].prompt_logprobs = plp;
+    const size_t prompt = size_t(d.index / job.n);
+    const size_t first = prompt * size_t(job.n);
+    for (size_t i = first; i < first + size_t(job.n) && i < job.choices.size(); ++i) {
+      auto& ci = job.choices[i];
+      ci.prompt_logprobs = plp;
+      if (job.echo_logprobs()) {
+        ci.echo_logprobs = add_prompt_logprobs(job.ctx.tokenizer, ci, job.prompt_tokens[prompt], out.prompt_logprobs,
+                                               *job.sampling.params.logprobs);
+      }
+    }
   }
 }
 
@@ -145,9 +202,9 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
       auto& c = job.choices[size_t(d.index)];
-      c.text += d.new_text;
-      if (job.sampling.logprobs) add_logprobs(job.ctx.tokenizer, c, d.logprobs);
-      absorb(job, out, d);
+      if (!job.drop_generated()) c.text += d.new_text;
+      absorb(job, out, d);  // first: echo's prompt logprobs precede the output's
+      if (job.sampling.logprobs && !job.drop_generated()) add_logprobs(job.ctx.tokenizer, c, d.logprobs);
     }
     return true;
   });
@@ -165,7 +222,7 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
                   {"top_logprobs", c.top_logprobs}};
     }
     choices.push_back({{"index", i},
-                       {"text", c.text},
+                       {"text", job.sampling.echo ? job.prompt_text_of(i) + c.text : c.text},
                        {"logprobs", logprobs},
                        {"finish_reason", finish_reason_name(c.finish.value_or(FinishReason::Abort))},
                        {"stop_reason", c.stop_reason},
@@ -198,11 +255,28 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
       auto& c = job.choices[size_t(d.index)];
+      absorb(job, out, d);  // first: echo's prompt logprobs precede the output's
       nlohmann::json logprobs = nullptr;
-      if (job.sampling.logprobs && !d.logprobs.empty()) logprobs = add_logprobs(job.ctx.tokenizer, c, d.logprobs);
-      absorb(job, out, d);
-      if (d.new_text.empty() && logprobs.is_null() && !d.finish) continue;
-      nlohmann::json choice = {{"index", d.index}, {"text", d.new_text}, {"logprobs", logprobs},
+      std::string text = job.drop_generated() ? std::string() : d.new_text;
+      if (job.sampling.echo && !c.echoed) {
+        // The first chunk of each choice carries the prompt text (vLLM), before any generated text,
+        // and with logprobs the prompt tokens' logprobs.
+        text = job.prompt_text_of(size_t(d.index)) + text;
+        c.echoed = true;
+        if (job.echo_logprobs()) logprobs = c.echo_logprobs;
+      }
+      if (job.sampling.logprobs && !d.logprobs.empty() && !job.drop_generated()) {
+        const auto part = add_logprobs(job.ctx.tokenizer, c, d.logprobs);
+        if (logprobs.is_null()) {
+          logprobs = part;
+        } else {
+          for (const char* key : {"text_offset", "token_logprobs", "tokens", "top_logprobs"}) {
+            for (const auto& v : part[key]) logprobs[key].push_back(v);
+          }
+        }
+      }
+      if (text.empty() && logprobs.is_null() && !d.finish) continue;
+      nlohmann::json choice = {{"index", d.index}, {"text", text}, {"logprobs", logprobs},
                                {"finish_reason", nullptr}, {"stop_reason", nullptr}};
       if (d.finish) {
         choice["finish_reason"] = finish_reason_name(*d.finish);
@@ -244,7 +318,10 @@ void handle_completions(const ServingContext& ctx, const httplib::Request& req, 
     throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");
   }
   const bool add_special = ast != body.end() && ast->is_boolean() ? ast->get<bool>() : true;
-  const auto prompts = parse_prompts(body, ctx, add_special);
+  auto parsed = parse_prompts(body, ctx, add_special);
+  const auto& prompts = parsed.tokens;
+  job->prompt_texts = std::move(parsed.texts);
+  job->prompt_tokens = prompts;
   // Every prompt must fit; max_tokens resolves against each (vLLM checks each prompt alike).
   std::vector<SamplingParams> per_prompt;
   for (const auto& p : prompts) {

@@ -23,10 +23,6 @@ void reject_unsupported(const JsonFields& f) {
     throw bad_request("`best_of` > 1 is not supported (vLLM removed it); use n", "best_of");
   }
   if (f.boolean("use_beam_search").value_or(false)) throw unsupported("use_beam_search", "= true");
-  if (f.boolean("include_stop_str_in_output").value_or(false)) {
-    throw unsupported("include_stop_str_in_output", "= true");
-  }
-  if (f.boolean("echo").value_or(false)) throw unsupported("echo", "= true");
   for (const char* name : {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
                            "allowed_token_ids", "bad_words", "suffix", "prompt_embeds", "thinking_token_budget"}) {
     if (f.has(name)) throw unsupported(name, "");
@@ -149,6 +145,7 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
     }
   }
   if (const auto* stop = f.get("stop")) p.stop = parse_stop(*stop, limits);
+  p.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
   if (const auto* ids = f.array("stop_token_ids")) {
     if (ids->size() > limits.max_stop_strings) throw bad_request("`stop_token_ids` has too many entries", "stop_token_ids");
     for (const auto& id : *ids) p.stop_token_ids.push_back(parse_token_id(id, limits, "stop_token_ids"));
@@ -163,10 +160,21 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   p.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   p.n = int32_t(f.integer("n", 1, limits.max_n).value_or(1));
 
+  // echo is a legacy-completions field; vLLM's chat request has its own `echo` (the last message), not served here.
+  if (kind == ApiKind::Chat && f.boolean("echo").value_or(false)) {
+    throw not_implemented("`echo` = true is not supported by this server for chat completions", "echo");
+  }
+  out.echo = kind == ApiKind::Completion && f.boolean("echo").value_or(false);
+
   // max_completion_tokens wins over the deprecated max_tokens (chat); completions only has max_tokens.
   std::optional<int64_t> mt;
   if (kind == ApiKind::Chat) mt = f.integer("max_completion_tokens", 1, std::numeric_limits<int64_t>::max());
-  if (!mt) mt = f.integer("max_tokens", 1, std::numeric_limits<int64_t>::max());
+  if (!mt) mt = f.integer("max_tokens", out.echo ? 0 : 1, std::numeric_limits<int64_t>::max());
+  if (mt && *mt == 0) {
+    // vLLM: echo with max_tokens 0 returns just the prompt; one token is still generated and dropped.
+    out.echo_only = true;
+    mt = 1;
+  }
   out.max_tokens = mt;
   p.min_tokens = int32_t(f.integer("min_tokens", 0, kI32Max).value_or(0));
   if (mt && p.min_tokens > *mt) {
@@ -194,6 +202,9 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   if (out.stream && p.prompt_logprobs) {
     throw bad_request("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
   }
+  // vLLM: echo with logprobs returns the prompt tokens' logprobs first, computed as prompt_logprobs
+  // (the request's own prompt_logprobs, else logprobs); streaming included.
+  if (out.echo && out.logprobs && !p.prompt_logprobs) p.prompt_logprobs = p.logprobs;
   if (const auto* so = f.object("stream_options")) {
     if (!out.stream) throw bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
     JsonFields sof(*so);

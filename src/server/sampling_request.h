@@ -40,6 +40,8 @@ struct SamplingRequest {
   bool include_usage = false;
   bool continuous_usage = false;
   bool logprobs = false;              // chat: logprobs=true; completions: logprobs is an int
+  bool echo = false;                  // completions: the choice text starts with the prompt text
+  bool echo_only = false;             // echo with max_tokens 0: only the prompt is returned
 };
 
 SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind, const SamplingDefaults& defaults,

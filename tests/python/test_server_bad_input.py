@@ -72,6 +72,7 @@ CHAT_CASES = [
     ("auto tools without --enable-auto-tool-choice", {"messages": U, "tools": [{"type": "function", "function": {"name": "f"}}]}),
     ("stream_options without stream", {"messages": U, "stream_options": {"include_usage": True}}),
     ("best_of 3", {"messages": U, "best_of": 3}),
+    ("chat echo", {"messages": U, "echo": True}),
     ("reasoning_effort bogus", {"messages": U, "reasoning_effort": "extreme"}),
     ("chat_template_kwargs not object", {"messages": U, "chat_template_kwargs": [1]}),
 ]
@@ -85,7 +86,7 @@ COMPLETION_CASES = [
     ("prompt empty list", {"prompt": []}),
     ("prompt too long", {"prompt": [1] * 600}),
     ("logprobs 21", {"prompt": "x", "logprobs": 21}),
-    ("echo", {"prompt": "x", "echo": True}),
+    ("max_tokens 0 without echo", {"prompt": "x", "max_tokens": 0}),
     ("suffix", {"prompt": "x", "suffix": "y"}),
     ("json_schema", {"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": 123}}}),
     ("response_format hiccup", {"prompt": "x", "response_format": {"type": "hiccup"}}),

@@ -65,3 +65,51 @@ TEST(StopStrings, NoStopStringsIsPassThrough) {
   EXPECT_EQ(f.feed("abc", true).text, "abc");
   EXPECT_EQ(f.finish("d", true).text, "d");
 }
+
+// include_stop_str_in_output: nothing is held back, the output ends right after the stop string.
+TEST(StopStringsIncluded, MatchAcrossPiecesKeepsStopAndDropsTheRest) {
+  StopStringFilter f({"llo!"}, true);
+  EXPECT_EQ(f.feed("He", true).text, "He");
+  EXPECT_EQ(f.feed("l", true).text, "l");  // not held back: could be the stop string, sent anyway
+  EXPECT_EQ(f.feed("lo", true).text, "lo");
+  auto r = f.feed("!xyz", true);
+  EXPECT_EQ(r.text, "!");  // the stop string's last byte, not what follows it
+  EXPECT_EQ(r.matched, "llo!");
+  EXPECT_EQ(f.feed("more", true).text, "");  // finished
+}
+
+TEST(StopStringsIncluded, MatchInsideOnePieceAndEarliestWins) {
+  StopStringFilter f({"cd", "bc"}, true);
+  auto r = f.feed("abcdef", true);
+  EXPECT_EQ(r.text, "abc");
+  EXPECT_EQ(r.matched, "bc");
+}
+
+TEST(StopStringsIncluded, SameInputExcludedVsIncluded) {
+  for (bool include : {false, true}) {
+    StopStringFilter f({"END"}, include);
+    std::string out;
+    std::optional<std::string> matched;
+    for (const char* piece : {"ab", "cE", "N", "Dtail"}) {
+      auto r = f.feed(piece, true);
+      out += r.text;
+      if (r.matched) matched = r.matched;
+    }
+    out += f.finish("", true).text;
+    EXPECT_EQ(out, include ? "abcEND" : "abc") << "include=" << include;
+    EXPECT_EQ(matched, "END");
+  }
+}
+
+TEST(StopStringsIncluded, LookBackWindowSpansTheMinTokensBoundaryAndTheEnd) {
+  StopStringFilter f({"xyz"}, true);
+  EXPECT_EQ(f.feed("ax", false).text, "ax");  // not armed yet: passes through, still remembered
+  auto r = f.feed("yzb", true);
+  EXPECT_EQ(r.text, "yz");
+  EXPECT_EQ(r.matched, "xyz");
+  StopStringFilter g({"xyz"}, true);
+  EXPECT_EQ(g.feed("axy", true).text, "axy");
+  auto end = g.finish("q", true);  // no match at the end: the tail is released as is
+  EXPECT_EQ(end.text, "q");
+  EXPECT_FALSE(end.matched);
+}
