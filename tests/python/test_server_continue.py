@@ -1,0 +1,93 @@
+"""continue_final_message / add_generation_prompt on /v1/chat/completions (and /tokenize), as vLLM:
+the prompt is the conversation rendered without a generation prompt, cut right after the final
+assistant message's content; with the glm47 reasoning parser the continuation is content."""
+import openai
+import pytest
+import requests
+
+from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+
+MODEL = "tiny"
+CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
+
+
+@pytest.fixture(scope="module")
+def server(striker_bin, tiny_model, tmp_path_factory):
+    s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
+                                                "--max-num-seqs", "8", "--kv-cache-memory", "64MiB", "--seed", "3",
+                                                "--reasoning-parser", "glm47"],
+                      log_dir=tmp_path_factory.mktemp("log"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return server.client()
+
+
+def prompt_of(server, messages, **flags):
+    r = requests.post(server.url + "/tokenize", json={"model": MODEL, "messages": messages, **flags})
+    assert r.status_code == 200, r.text
+    tokens = r.json()["tokens"]
+    text = requests.post(server.url + "/detokenize", json={"model": MODEL, "tokens": tokens}).json()["prompt"]
+    return tokens, text
+
+
+def convo(last):
+    return [{"role": "user", "content": "Tell me a story."}, last]
+
+
+def test_prompt_ends_with_the_final_content(server):
+    _, text = prompt_of(server, convo({"role": "assistant", "content": "Once upon a time"}), **CONTINUE)
+    assert text == "[gMASK]<sop><|user|>Tell me a story.<|assistant|></think>Once upon a time"
+    _, text = prompt_of(server, convo({"role": "assistant", "reasoning_content": "A short one.",
+                                       "content": "Once upon a time"}), **CONTINUE)
+    assert text.endswith("<|assistant|><think>A short one.</think>Once upon a time"), text
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]
+    msg = {"role": "assistant", "content": "Let me look.", "tool_calls": calls}
+    _, whole = prompt_of(server, convo(msg), add_generation_prompt=False)
+    assert "<tool_call>f" in whole
+    _, text = prompt_of(server, convo(msg), **CONTINUE)
+    assert text.endswith("</think>Let me look."), text
+
+
+def test_chat_continuation_is_content(server, client):
+    messages = convo({"role": "assistant", "content": "Once upon a time"})
+    r = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=8, temperature=0,
+                                       extra_body=CONTINUE)
+    choice = r.choices[0]
+    tokens, _ = prompt_of(server, messages, **CONTINUE)
+    assert r.usage.prompt_tokens == len(tokens)
+    assert r.usage.completion_tokens >= 1
+    # The same prompt ids through /v1/completions give the raw continuation (greedy).
+    raw = requests.post(server.url + "/v1/completions",
+                        json={"model": MODEL, "prompt": tokens, "max_tokens": 8, "temperature": 0,
+                              "skip_special_tokens": False}).json()["choices"][0]["text"]
+    assert "<think>" not in raw, f"greedy output opened a think block; pick another prompt: {raw!r}"
+    # The prompt ended after `</think>`, so the glm47 parser reads the continuation as content.
+    assert (choice.message.model_extra or {}).get("reasoning") is None
+    assert choice.message.content == raw.replace("</think>", "")
+    streamed, reasoning = "", ""
+    for chunk in client.chat.completions.create(model=MODEL, messages=messages, max_tokens=8, temperature=0,
+                                                stream=True, extra_body=CONTINUE):
+        if chunk.choices:
+            streamed += chunk.choices[0].delta.content or ""
+            reasoning += (chunk.choices[0].delta.model_extra or {}).get("reasoning") or ""
+    assert streamed == choice.message.content and reasoning == ""
+
+
+@pytest.mark.parametrize("messages,flags", [
+    (convo({"role": "assistant", "content": "A"}), {"continue_final_message": True, "add_generation_prompt": True}),
+    (convo({"role": "assistant", "content": "A"}), {"continue_final_message": True}),  # generation prompt defaults on
+    ([{"role": "user", "content": "Q"}], CONTINUE),
+])
+def test_misuse_is_400_naming_the_field(server, client, messages, flags):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, extra_body=flags)
+    assert e.value.status_code == 400
+    assert e.value.body["param"] == "continue_final_message", e.value.body
+    assert "continue_final_message" in e.value.body["message"]
+    r = requests.post(server.url + "/v1/chat/completions",
+                      json={"model": MODEL, "messages": messages, "max_tokens": 4, **flags})
+    assert r.status_code == 400 and set(r.json()["error"]) == {"message", "type", "param", "code"}
