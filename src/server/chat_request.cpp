@@ -241,8 +241,9 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
   const bool drop_tools = ps.tool_choice == "none" && options.exclude_tools_when_tool_choice_none;
   const bool add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   std::string prompt;
+  nlohmann::json vars;
   try {
-    const auto vars = chat_template_variables(messages, drop_tools ? nlohmann::json(nullptr) : tools,
+    vars = chat_template_variables(messages, drop_tools ? nlohmann::json(nullptr) : tools,
                                               add_generation_prompt, kwargs);
     prompt = tmpl.render(vars);
   } catch (const ApiError&) {
@@ -252,7 +253,9 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
   }
   if (continue_final_message) {
     try {
-      prompt = cut_after_final_message(prompt, messages);
+      // The preprocessed messages, as vLLM hands them to apply_chat_template: array content
+      // is already joined into one string there.
+      prompt = cut_after_final_message(prompt, vars["messages"]);
     } catch (const Error& e) {
       throw bad_request(e.what(), "continue_final_message");
     }

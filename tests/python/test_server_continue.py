@@ -1,10 +1,13 @@
 """continue_final_message / add_generation_prompt on /v1/chat/completions (and /tokenize), as vLLM:
 the prompt is the conversation rendered without a generation prompt, cut right after the final
 assistant message's content; with the glm47 reasoning parser the continuation is content."""
+import json
+
 import openai
 import pytest
 import requests
 
+from jinja_reference import reference_render
 from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
 
 MODEL = "tiny"
@@ -75,6 +78,44 @@ def test_chat_continuation_is_content(server, client):
             streamed += chunk.choices[0].delta.content or ""
             reasoning += (chunk.choices[0].delta.model_extra or {}).get("reasoning") or ""
     assert streamed == choice.message.content and reasoning == ""
+
+
+def hf_continue_final_message(rendered, content):
+    """Hugging Face apply_chat_template(continue_final_message=True) over a finished render."""
+    assert content.strip() in rendered
+    loc = rendered.rindex(content.strip())
+    if rendered[loc:loc + len(content.lstrip())] == content:  # the template kept the spacing
+        return rendered[:loc + len(content.lstrip())]
+    return rendered[:loc + len(content.strip())]
+
+
+# One argument key: the server renders with sorted object keys (build_chat_prompt uses
+# ChatTemplate::render, not render_ordered), which jinja2 over a dict in client order does not.
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"s": "é"}}}
+ORACLE_CASES = {
+    "plain": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "Once"}],
+    "spaces": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "\n Once upon\u3000 "}],
+    "repeated": [{"role": "user", "content": "same"}, {"role": "assistant", "content": "x"},
+                 {"role": "user", "content": "same"}, {"role": "assistant", "content": "same"}],
+    "reasoning": [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"},
+                  {"role": "assistant", "reasoning_content": "R", "content": "So"}],
+    "tool_calls": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "Look.", "tool_calls": [CALL]}],
+    "after_tool": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "", "tool_calls": [CALL]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "assistant", "content": "It is"}],
+    "open_think": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "<think>Step one,"}],
+    "empty": [{"role": "user", "content": "Q"}, {"role": "assistant", "content": ""}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORACLE_CASES))
+def test_prompt_matches_jinja2_plus_hf_cut(server, shared_dir, name):
+    messages = ORACLE_CASES[name]
+    config = json.loads((shared_dir / "fixtures/flint-tokenizer/tokenizer_config.json").read_text(encoding="utf-8"))
+    ok, rendered = reference_render(config["chat_template"], {"messages": messages, "add_generation_prompt": False})
+    assert ok, rendered
+    expected = hf_continue_final_message(rendered, messages[-1]["content"])
+    _, got = prompt_of(server, messages, **CONTINUE)
+    assert got == expected
 
 
 @pytest.mark.parametrize("messages,flags", [
