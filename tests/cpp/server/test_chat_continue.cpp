@@ -117,6 +117,21 @@ TEST_F(ContinueFixture, WithoutContinueTheGenerationPromptStillOpensReasoning) {
   EXPECT_EQ(last_prompt(), "[gMASK]<sop><|user|>Q<|assistant|></think>A");
 }
 
+TEST_F(ContinueFixture, NullContentContinuesAfterTheWholeMessage) {
+  // vLLM preprocesses null content to "", and Hugging Face's cut at rindex("") is the end of the
+  // render: the prompt is the conversation as rendered, tool calls included.
+  const json call = {{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
+  json body = continue_body({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+  auto r = post(body);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string continued = last_prompt();
+  body.erase("continue_final_message");
+  r = post(body);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(continued, last_prompt());
+  EXPECT_NE(continued.find("<tool_call>f</tool_call>"), std::string::npos) << continued;
+}
+
 TEST_F(ContinueFixture, MisuseIs400NamingTheField) {
   const json assistant = {{"role", "assistant"}, {"content", "A"}};
   json both = continue_body(assistant);
