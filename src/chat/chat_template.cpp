@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/jinja/methods.h"
 #include "chat/jinja/template.h"
 #include "core/error.h"
 
@@ -258,6 +259,55 @@ nlohmann::json chat_template_variables(const nlohmann::json& messages, const nlo
   ojson v = chat_template_variables_ordered(ojson::parse(messages.dump()), ojson::parse(tools.dump()),
                                             add_generation_prompt, ojson::parse(template_kwargs.dump()));
   return nlohmann::json::parse(v.dump());
+}
+
+}  // namespace striker
+
+namespace striker {
+namespace {
+
+// The text the model continues: string content, or the last text part (as Hugging Face picks it).
+std::string final_message_text(const nlohmann::json& message, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "]";
+  const auto content = message.find("content");
+  if (content == message.end() || content->is_null()) {
+    throw Error("continue_final_message: the final message (" + where + ") has no content to continue");
+  }
+  if (content->is_string()) return content->get<std::string>();
+  if (content->is_array()) {
+    for (auto part = content->rbegin(); part != content->rend(); ++part) {
+      if (part->is_object() && part->contains("text") && (*part)["text"].is_string()) {
+        return (*part)["text"].get<std::string>();
+      }
+    }
+  }
+  throw Error("continue_final_message: the final message (" + where + ") has no text content to continue");
+}
+
+}  // namespace
+
+std::string cut_after_final_message(const std::string& rendered, const nlohmann::json& messages) {
+  if (!messages.is_array() || messages.empty()) throw Error("continue_final_message: there is no message to continue");
+  const nlohmann::json& last = messages.back();
+  const size_t index = messages.size() - 1;
+  if (!last.is_object() || !last.contains("role") || last["role"] != "assistant") {
+    throw Error("continue_final_message: the final message (messages[" + std::to_string(index) +
+                "]) must be an assistant message");
+  }
+  const std::string text = final_message_text(last, index);
+  const jinja::Value whitespace = jinja::Value::none();
+  const std::string stripped = jinja::py_strip(text, whitespace, true, true);
+  const std::string lstripped = jinja::py_strip(text, whitespace, true, false);
+  // Python's str.rindex("") is len(s): empty (or all-space) content cuts nothing.
+  const size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos) {
+    throw Error("continue_final_message: the final message's content does not appear in the rendered chat "
+                "template (the template changed it)");
+  }
+  // Keep the content's own trailing whitespace when the template kept it verbatim; templates
+  // that strip it (GLM-4.7 does) are cut after the stripped text.
+  if (rendered.compare(at, lstripped.size(), text) == 0) return rendered.substr(0, at + lstripped.size());
+  return rendered.substr(0, at + stripped.size());
 }
 
 }  // namespace striker

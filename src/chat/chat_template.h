@@ -40,4 +40,17 @@ nlohmann::ordered_json chat_template_variables_ordered(const nlohmann::ordered_j
                                                        bool add_generation_prompt,
                                                        const nlohmann::ordered_json& template_kwargs);
 
+// continue_final_message (Hugging Face apply_chat_template / vLLM): `rendered` is the
+// conversation rendered with add_generation_prompt=false; returns it cut right after the
+// final message's content, so the template's end-of-message text (and anything after it, e.g.
+// the GLM template's tool-call markup) is dropped and the model continues the message.
+// The content is the final message's string content, or the text of its last text part.
+// Templates may strip the content, so it is located by its stripped text (last occurrence);
+// the content's leading/trailing whitespace is kept when the template kept it.
+// Pass the preprocessed messages (chat_template_variables' "messages", as vLLM hands them to
+// apply_chat_template: array content joined, null content ""), so the text searched is the one
+// the template saw. Throws striker::Error when the messages are empty, the final message is not an assistant
+// message, it has no text content to continue, or its content is absent from `rendered`.
+std::string cut_after_final_message(const std::string& rendered, const nlohmann::json& messages);
+
 }  // namespace striker

@@ -12,8 +12,10 @@ std::string_view marker_text(int marker) {
 
 }  // namespace
 
-Glm47Lexer::Glm47Lexer(bool thinking, bool tool_markers)
-    : thinking_(thinking), tool_markers_(tool_markers), state_(thinking ? Glm47State::Reasoning : Glm47State::Content) {}
+Glm47Lexer::Glm47Lexer(bool thinking, bool tool_markers, bool reasoning_ended_in_prompt)
+    : thinking_(thinking),
+      tool_markers_(tool_markers),
+      state_(thinking && !reasoning_ended_in_prompt ? Glm47State::Reasoning : Glm47State::Content) {}
 
 // Only markers with a transition from the current state are recognized; any other marker
 // text is plain text of the state (e.g. `</think>` inside an argument value).

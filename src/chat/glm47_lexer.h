@@ -34,7 +34,10 @@ class Glm47Lexer {
   // thinking: the think markers exist at all (vLLM drops them when thinking is off, so a
   //   literal `</think>` is then content) and the first state is Reasoning.
   // tool_markers: `<tool_call>` starts a call; when false it stays plain text.
-  Glm47Lexer(bool thinking, bool tool_markers);
+  // reasoning_ended_in_prompt: with thinking on, the prompt already closed its think block
+  //   (continue_final_message after `</think>`), so the first state is Content; the think
+  //   markers still exist (a later `<think>` opens reasoning).
+  Glm47Lexer(bool thinking, bool tool_markers, bool reasoning_ended_in_prompt = false);
 
   // Consumes `text` and returns the events it completes (possibly none).
   std::vector<Glm47Event> feed(std::string_view text);

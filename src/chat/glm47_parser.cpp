@@ -49,7 +49,7 @@ Glm47Parser::Glm47Parser(Glm47ParserOptions options)
               : options_.tool_choice.kind != ToolChoiceKind::None ? ToolMarkup::Parse
               : options_.drop_tool_markup_when_none               ? ToolMarkup::Drop
                                                                   : ToolMarkup::AsContent),
-      lexer_(options_.thinking, markup_ != ToolMarkup::AsContent),
+      lexer_(options_.thinking, markup_ != ToolMarkup::AsContent, options_.reasoning_ended_in_prompt),
       rng_(std::random_device{}()) {}
 
 std::string Glm47Parser::new_tool_call_id() {

@@ -34,6 +34,11 @@ struct Glm47ParserOptions {
   // The effective chat_template_kwargs enable thinking (see glm47_thinking_enabled): the
   // prompt then ends in `<think>`, so output starts inside reasoning.
   bool thinking = true;
+  // The prompt already closed its think block (glm47_is_reasoning_end over the prompt is true
+  // while thinking is on): output starts in content. The server sets it for
+  // continue_final_message, where the prompt ends inside the continued assistant message;
+  // vLLM's parsers look at the generated text only and would call that continuation reasoning.
+  bool reasoning_ended_in_prompt = false;
   // Request `include_reasoning` (default true): false removes reasoning from every output.
   bool include_reasoning = true;
   // The server runs with --tool-call-parser glm47 (and --enable-auto-tool-choice for auto).

@@ -213,8 +213,19 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
     throw bad_request("a per-request `chat_template` is not accepted by this server", "chat_template");
   }
   if (f.has("documents")) throw not_implemented("`documents` is not supported by this server", "documents");
-  if (f.boolean("continue_final_message").value_or(false)) {
-    throw not_implemented("`continue_final_message` is not supported by this server", "continue_final_message");
+  // vLLM / Hugging Face: continue_final_message leaves the final (assistant) message open;
+  // it excludes the generation prompt, which defaults to on, so clients must turn it off.
+  const bool continue_final_message = f.boolean("continue_final_message").value_or(false);
+  const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  if (continue_final_message && add_generation_prompt) {
+    throw bad_request("Cannot set both `continue_final_message` and `add_generation_prompt` to True "
+                      "(`add_generation_prompt` defaults to true: send `add_generation_prompt: false`)",
+                      "continue_final_message");
+  }
+  if (continue_final_message && messages.back()["role"] != "assistant") {
+    throw bad_request("`continue_final_message` needs the final message (messages[" +
+                          std::to_string(messages.size() - 1) + "]) to be an assistant message",
+                      "continue_final_message");
   }
   ParserSettings& ps = out.parser;
   resolve_tool_choice(body, tools, options, ps);
@@ -228,11 +239,11 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
   ps.tools = tools;
 
   const bool drop_tools = ps.tool_choice == "none" && options.exclude_tools_when_tool_choice_none;
-  const bool add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   const bool add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   std::string prompt;
+  nlohmann::json vars;
   try {
-    const auto vars = chat_template_variables(messages, drop_tools ? nlohmann::json(nullptr) : tools,
+    vars = chat_template_variables(messages, drop_tools ? nlohmann::json(nullptr) : tools,
                                               add_generation_prompt, kwargs);
     prompt = tmpl.render(vars);
   } catch (const ApiError&) {
@@ -240,6 +251,18 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
   } catch (const Error& e) {
     throw bad_request(std::string("chat template: ") + e.what(), "messages");
   }
+  if (continue_final_message) {
+    try {
+      // The preprocessed messages, as vLLM hands them to apply_chat_template: array content
+      // is already joined into one string there.
+      prompt = cut_after_final_message(prompt, vars["messages"]);
+    } catch (const Error& e) {
+      throw bad_request(e.what(), "continue_final_message");
+    }
+  }
+  // The continued message may sit after its `</think>` (content) or inside an unclosed
+  // `<think>`: the parser starts where the prompt left off.
+  if (continue_final_message && ps.thinking_enabled) ps.reasoning_ended_in_prompt = glm47_is_reasoning_end(prompt, true);
   out.tokens = tokenizer.encode(prompt, add_special_tokens);
   if (out.tokens.empty()) throw bad_request("the rendered prompt is empty", "messages");
   return out;

@@ -75,6 +75,7 @@ std::unique_ptr<ChoiceParser> make_choice_parser(const ParserSettings& s) {
   Glm47ParserOptions o;
   // Without a reasoning parser the think markers are ordinary content (vLLM does no splitting).
   o.thinking = !s.reasoning_parser.empty() && s.thinking_enabled;
+  o.reasoning_ended_in_prompt = s.reasoning_ended_in_prompt;
   o.include_reasoning = true;      // the route drops reasoning itself when include_reasoning=false
   o.parallel_tool_calls = true;    // likewise for parallel_tool_calls=false
   o.tool_parser_enabled = !s.tool_parser.empty();

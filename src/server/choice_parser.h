@@ -39,6 +39,9 @@ struct ParserSettings {
   std::string reasoning_parser;  // "" or "glm47"
   std::string tool_parser;       // "" or "glm47" (only when --enable-auto-tool-choice)
   bool thinking_enabled = true;  // effective chat_template_kwargs
+  // continue_final_message: the prompt ends after `</think>` (inside the continued message's
+  // content), so output starts as content rather than reasoning.
+  bool reasoning_ended_in_prompt = false;
   nlohmann::json tools;          // request tools (null when none)
   std::string tool_choice = "none";  // none | auto | required | named
   std::string named_tool;
