@@ -43,19 +43,26 @@ StopStringFilter::Result StopStringFilter::finish(const std::string& tail, bool 
   return r;
 }
 
+// The stop string matched earliest in held_ (on equal start the longer one: it covers more) and
+// its position in *at; nullptr when none matches.
+const std::string* StopStringFilter::earliest_match(size_t* at) const {
+  const std::string* best_stop = nullptr;
+  for (const auto& s : stops_) {
+    const size_t pos = held_.find(s);
+    if (pos != std::string::npos && (pos < *at || (pos == *at && s.size() > best_stop->size()))) {
+      *at = pos;
+      best_stop = &s;
+    }
+  }
+  return best_stop;
+}
+
 StopStringFilter::Result StopStringFilter::scan_including(const std::string& text) {
   // held_ is emitted text with no complete match in it, so any match found here ends inside `text`.
   const size_t window = held_.size();
   held_ += text;
   size_t best = std::string::npos;
-  const std::string* best_stop = nullptr;
-  for (const auto& s : stops_) {
-    size_t at = held_.find(s);
-    if (at != std::string::npos && (at < best || (at == best && s.size() > best_stop->size()))) {
-      best = at;
-      best_stop = &s;
-    }
-  }
+  const std::string* best_stop = earliest_match(&best);
   Result r;
   if (best_stop) {
     // Keep the stop string, drop what follows it.
@@ -72,16 +79,8 @@ StopStringFilter::Result StopStringFilter::scan_including(const std::string& tex
 
 StopStringFilter::Result StopStringFilter::scan(bool at_end) {
   Result r;
-  // Earliest match wins; on equal start the longer stop string (it covers more).
   size_t best = std::string::npos;
-  const std::string* best_stop = nullptr;
-  for (const auto& s : stops_) {
-    size_t at = held_.find(s);
-    if (at != std::string::npos && (at < best || (at == best && s.size() > best_stop->size()))) {
-      best = at;
-      best_stop = &s;
-    }
-  }
+  const std::string* best_stop = earliest_match(&best);
   if (best_stop) {
     r.text = held_.substr(0, best);
     r.matched = *best_stop;

@@ -25,9 +25,10 @@ class StopStringFilter {
 
  private:
   Result scan(bool at_end);
+  Result scan_including(const std::string& text);
+  const std::string* earliest_match(size_t* at) const;
 
   std::vector<std::string> stops_;
-  Result scan_including(const std::string& text);
 
   bool include_stop_ = false;
   size_t lookback_ = 0;                  // longest stop string - 1 (include_stop only)

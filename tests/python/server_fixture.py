@@ -115,3 +115,17 @@ def start_server(striker_bin, tmp_path):
     yield start
     for s in servers:
         s.stop()
+
+
+def module_server(striker_bin, model, args, tmp_path_factory):
+    """Body of a module-scoped `server` fixture (`yield from module_server(...)`): one server for the
+    whole test module, stopped at its end."""
+    s = StrikerServer(striker_bin, model, args, log_dir=tmp_path_factory.mktemp("log"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    """The official openai client for the test module's `server` fixture."""
+    return server.client()

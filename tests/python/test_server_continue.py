@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from jinja_reference import reference_render
-from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+from server_fixture import client, module_server, tiny_model  # noqa: F401  (fixtures)
 
 MODEL = "tiny"
 CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
@@ -16,17 +16,11 @@ CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}
 
 @pytest.fixture(scope="module")
 def server(striker_bin, tiny_model, tmp_path_factory):
-    s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
-                                                "--max-num-seqs", "8", "--kv-cache-memory", "64MiB", "--seed", "3",
-                                                "--reasoning-parser", "glm47"],
-                      log_dir=tmp_path_factory.mktemp("log"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
+    yield from module_server(
+        striker_bin, tiny_model,
+        ["--served-model-name", MODEL, "--max-model-len", "512", "--max-num-seqs", "8", "--kv-cache-memory",
+         "64MiB", "--seed", "3", "--reasoning-parser", "glm47"],
+        tmp_path_factory)
 
 
 def prompt_of(server, messages, **flags):

@@ -8,7 +8,7 @@ import json
 import pytest
 import requests
 
-from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+from server_fixture import client, module_server, tiny_model  # noqa: F401  (fixtures)
 
 MODEL = "tiny"
 PROMPT = "The sky is"
@@ -18,16 +18,11 @@ GEN = 24
 
 @pytest.fixture(scope="module")
 def server(striker_bin, tiny_model, tmp_path_factory):
-    s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
-                                                "--max-num-seqs", "16", "--kv-cache-memory", "64MiB", "--seed", "3"],
-                      log_dir=tmp_path_factory.mktemp("log"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
+    yield from module_server(
+        striker_bin, tiny_model,
+        ["--served-model-name", MODEL, "--max-model-len", "512", "--max-num-seqs", "16", "--kv-cache-memory",
+         "64MiB", "--seed", "3"],
+        tmp_path_factory)
 
 
 def pick_stop(full):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from server_fixture import StrikerServer, toolcall_model  # noqa: F401  (fixtures)
+from server_fixture import StrikerServer, client, module_server, toolcall_model  # noqa: F401  (fixtures)
 
 MODEL = "toolcall"
 TOOLS = [
@@ -21,18 +21,11 @@ TOOLS = [
 
 @pytest.fixture(scope="module")
 def server(striker_bin, toolcall_model, tmp_path_factory):
-    s = StrikerServer(striker_bin, toolcall_model,
-                      ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
-                       "--reasoning-parser", "glm47", "--max-model-len", "1024", "--max-num-seqs", "8",
-                       "--kv-cache-memory", "32MiB"],
-                      log_dir=tmp_path_factory.mktemp("log"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
+    yield from module_server(
+        striker_bin, toolcall_model,
+        ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
+         "--reasoning-parser", "glm47", "--max-model-len", "1024", "--max-num-seqs", "8", "--kv-cache-memory", "32MiB"],
+        tmp_path_factory)
 
 
 def chat(client, messages, **kw):
