@@ -9,38 +9,19 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
-#include "fakes.h"
-#include "server/openai_server.h"
+#include "glm47_chat_server.h"
 
 namespace striker::server {
 namespace {
 
 using nlohmann::json;
 
-struct ContinueFixture : ::testing::Test {
-  void SetUp() override {
-    engine.stop_at_script_end = true;
-    tmpl = ChatTemplate::from_tokenizer_dir(std::filesystem::path(STRIKER_SHARED_DIR) / "fixtures/flint-tokenizer");
-    ServerOptions o;
-    o.served_model_names = {"m"};
-    o.max_model_len = 1024;
-    o.limits.vocab_size = 256;
-    o.limits.max_model_len = 1024;
-    o.limits.max_n = 4;
-    o.http_threads = 4;
-    o.enable_auto_tool_choice = true;
-    o.tool_call_parser = "glm47";
-    o.reasoning_parser = "glm47";
-    server = std::make_unique<OpenAIServer>(o);
-    port = server->start("127.0.0.1", 0);
-    server->attach(engine, tok, tmpl.get(), o);
-    client = std::make_unique<httplib::Client>("127.0.0.1", port);
-    client->set_read_timeout(10, 0);
-  }
-  void TearDown() override {
-    server->stop();
-    engine.shutdown();
-  }
+struct ContinueFixture : testing::Glm47ChatServer {
+  ContinueFixture()
+      : Glm47ChatServer(" ends here.</think>tail",
+                        ChatTemplate::from_tokenizer_dir(std::filesystem::path(STRIKER_SHARED_DIR) /
+                                                         "fixtures/flint-tokenizer"),
+                        4) {}
   httplib::Result post(json body) {
     body["max_tokens"] = 100;
     return client->Post("/v1/chat/completions", body.dump(), "application/json");
@@ -49,12 +30,6 @@ struct ContinueFixture : ::testing::Test {
     const std::vector<int32_t> p = engine.received().back().prompt;
     return std::string(p.begin(), p.end());  // ByteTokenizer: one token per byte
   }
-  testing::ScriptedEngine engine{" ends here.</think>tail", 0};
-  testing::ByteTokenizer tok;
-  std::unique_ptr<ChatTemplate> tmpl;
-  std::unique_ptr<OpenAIServer> server;
-  std::unique_ptr<httplib::Client> client;
-  int port = 0;
 };
 
 const json kContinueFlags = {{"continue_final_message", true}, {"add_generation_prompt", false}};

@@ -6,8 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
-#include "fakes.h"
-#include "server/openai_server.h"
+#include "glm47_chat_server.h"
 
 namespace striker::server {
 namespace {
@@ -21,30 +20,11 @@ const char* kScript =
 const json kTools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
   "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}])");
 
-struct ChatFixture : ::testing::Test {
-  void SetUp() override {
-    engine.stop_at_script_end = true;
-    tmpl = ChatTemplate::from_source("{% for m in messages %}{{ m.content }}{% endfor %}", "test template");
-    ServerOptions o;
-    o.served_model_names = {"m"};
-    o.max_model_len = 1024;
-    o.limits.vocab_size = 256;
-    o.limits.max_model_len = 1024;
-    o.limits.max_n = 4;
-    o.http_threads = 8;
-    o.enable_auto_tool_choice = true;
-    o.tool_call_parser = "glm47";
-    o.reasoning_parser = "glm47";
-    server = std::make_unique<OpenAIServer>(o);
-    port = server->start("127.0.0.1", 0);
-    server->attach(engine, tok, tmpl.get(), o);
-    client = std::make_unique<httplib::Client>("127.0.0.1", port);
-    client->set_read_timeout(10, 0);
-  }
-  void TearDown() override {
-    server->stop();
-    engine.shutdown();
-  }
+struct ChatFixture : testing::Glm47ChatServer {
+  ChatFixture()
+      : Glm47ChatServer(kScript, ChatTemplate::from_source("{% for m in messages %}{{ m.content }}{% endfor %}",
+                                                           "test template"),
+                        8) {}
   json chat(json body) {
     body["messages"] = {{{"role", "user"}, {"content", "weather?"}}};
     body["max_tokens"] = 500;
@@ -53,12 +33,6 @@ struct ChatFixture : ::testing::Test {
     EXPECT_EQ(r->status, 200) << r->body;
     return r->body.empty() || body.value("stream", false) ? json(r->body) : json::parse(r->body);
   }
-  testing::ScriptedEngine engine{kScript, 0};
-  testing::ByteTokenizer tok;
-  std::unique_ptr<ChatTemplate> tmpl;
-  std::unique_ptr<OpenAIServer> server;
-  std::unique_ptr<httplib::Client> client;
-  int port = 0;
 };
 
 TEST_F(ChatFixture, NonStreamingSplitsReasoningAndTypedToolCall) {
