@@ -88,32 +88,21 @@ fi
 # the decode step with each variant under measurement off (scripts/gpu_decode_ab.sh);
 # STRIKER_GPU_SKIP="conformance server decode_ab serve_bench" leaves any out (reported as not run).
 SKIP=" ${STRIKER_GPU_SKIP:-} "
-conformance_rc="not run"
-if [[ "$SKIP" != *" conformance "* ]] && [ -x "$BIN/striker" ]; then
-  echo "== GPU vs CPU conformance (scripts/gpu_conformance.sh)"
-  bash scripts/gpu_conformance.sh "$BIN" >"$LOGS/conformance.log" 2>&1
-  conformance_rc=$?
-fi
-server_rc="not run"
-if [[ "$SKIP" != *" server "* ]] && [ -x "$BIN/striker" ]; then
-  echo "== server end-to-end tests on cuda (scripts/gpu_server_tests.sh)"
-  bash scripts/gpu_server_tests.sh "$BIN" >"$LOGS/server_summary.log" 2>&1
-  server_rc=$?
-fi
-
-decode_ab_rc="not run"
-if [[ "$SKIP" != *" decode_ab "* ]] && [ -x "$BIN/striker" ]; then
-  echo "== decode step with each decode-kernel variant off alone (scripts/gpu_decode_ab.sh)"
-  bash scripts/gpu_decode_ab.sh "$BIN" >"$LOGS/decode_ab_summary.log" 2>&1
-  decode_ab_rc=$?
-fi
-
-serve_bench_rc="not run"
-if [[ "$SKIP" != *" serve_bench "* ]] && [ -x "$BIN/striker" ]; then
-  echo "== end-to-end serving benchmark (scripts/gpu_serve_bench.sh; full output in serve_bench/)"
-  bash scripts/gpu_serve_bench.sh "$BIN" >"$LOGS/serve_bench.log" 2>&1
-  serve_bench_rc=$?
-fi
+# run_part NAME TITLE SCRIPT LOG: `bash scripts/SCRIPT $BIN` into $LOGS/LOG unless NAME is in
+# STRIKER_GPU_SKIP (or there is no striker binary); sets NAME_rc to its exit status or "not run".
+run_part() {
+  local name=$1 title=$2 script=$3 log=$4
+  printf -v "${name}_rc" '%s' "not run"
+  if [[ "$SKIP" != *" $name "* ]] && [ -x "$BIN/striker" ]; then
+    echo "== $title (scripts/$script)"
+    bash "scripts/$script" "$BIN" >"$LOGS/$log" 2>&1
+    printf -v "${name}_rc" '%s' "$?"
+  fi
+}
+run_part conformance "GPU vs CPU conformance" gpu_conformance.sh conformance.log
+run_part server "server end-to-end tests on cuda" gpu_server_tests.sh server_summary.log
+run_part decode_ab "decode step with each decode-kernel variant off alone" gpu_decode_ab.sh decode_ab_summary.log
+run_part serve_bench "end-to-end serving benchmark (full output in serve_bench/)" gpu_serve_bench.sh serve_bench.log
 
 echo
 [ -s "$LOGS/latency.log" ] && cat "$LOGS/latency.log"
