@@ -196,6 +196,27 @@ RowDiff diff_row(const float* got, const float* ref, int64_t V) {
   return {md, std::max_element(got, got + V) - got == std::max_element(ref, ref + V) - ref};
 }
 
+namespace {
+// Prints the rows' median / worst max|dlogprob| and argmax agreement, and requires median < 0.05,
+// worst < 0.5 and >= 90 % argmax agreement (the backend-vs-reference tolerance).
+void expect_rows_close(const std::vector<RowDiff>& diffs, const std::string& what) {
+  ASSERT_FALSE(diffs.empty()) << what;
+  std::vector<double> md;
+  int agree = 0;
+  for (const auto& dr : diffs) {
+    md.push_back(dr.max_dlogprob);
+    agree += dr.same_argmax;
+  }
+  std::sort(md.begin(), md.end());
+  const double median = md[md.size() / 2], worst = md.back();
+  std::printf("backend vs reference, %s: %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax agree %d/%zu\n",
+              what.c_str(), md.size(), median, worst, agree, diffs.size());
+  EXPECT_LT(median, 0.05) << what;
+  EXPECT_LT(worst, 0.5) << what;
+  EXPECT_GE(agree, int(diffs.size() * 9 / 10)) << what;
+}
+}  // namespace
+
 void expect_backend_matches_reference(const LoadedModel& device_model, const LoadedModel& ref_model) {
   const FlintConfig& c = device_model.config;
   const int B = 16, N = 60, N2 = 40;
@@ -251,19 +272,7 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
     for (int p = 42; p < 50; ++p) run({{'a', p, 1, false}});  // decode steps
     run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
     for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
-    std::vector<double> md;
-    int agree = 0;
-    for (const auto& dr : diffs) {
-      md.push_back(dr.max_dlogprob);
-      agree += dr.same_argmax;
-    }
-    std::sort(md.begin(), md.end());
-    const double median = md[md.size() / 2], worst = md.back();
-    std::printf("backend vs reference (%s): %zu rows, median max|dlogprob| %.4f, worst %.4f, argmax agree %d/%zu\n",
-                  graphs ? "graphs" : "stream", md.size(), median, worst, agree, diffs.size());
-    EXPECT_LT(median, 0.05);
-    EXPECT_LT(worst, 0.5);
-    EXPECT_GE(agree, int(diffs.size() * 9 / 10));
+    expect_rows_close(diffs, std::string(graphs ? "graphs" : "stream"));
   }
 }
 
@@ -308,19 +317,7 @@ void expect_batched_steps_match_reference(const LoadedModel& device_model, const
     step(0, 4);  // T = 64
     step(4, 1);  // T = 16
     step(5, 1);  // T = 16 again
-    std::vector<double> md;
-    int agree = 0;
-    for (const auto& dr : diffs) {
-      md.push_back(dr.max_dlogprob);
-      agree += dr.same_argmax;
-    }
-    std::sort(md.begin(), md.end());
-    std::printf("backend vs reference, %s batched T=64/16 (%s): %zu rows, median max|dlogprob| %.4f, worst %.4f, "
-                "argmax agree %d/%zu\n",
-                label, graphs ? "graphs" : "stream", md.size(), md[md.size() / 2], md.back(), agree, diffs.size());
-    EXPECT_LT(md[md.size() / 2], 0.05);
-    EXPECT_LT(md.back(), 0.5);
-    EXPECT_GE(agree, int(diffs.size() * 9 / 10));
+    expect_rows_close(diffs, std::string(label) + " batched T=64/16 (" + (graphs ? "graphs" : "stream") + ")");
   }
 }
 
