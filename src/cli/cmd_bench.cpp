@@ -20,8 +20,8 @@
 #include "model/weight_bytes.h"
 
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {

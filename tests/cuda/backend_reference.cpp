@@ -9,13 +9,13 @@
 #include <memory>
 #include <numeric>
 
-#include "backends/cuda/attention.h"
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/moe.h"
-#include "backends/cuda/qk_rope_kv.h"
-#include "backends/cuda/rmsnorm.h"
-#include "backends/cuda/router.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

@@ -12,10 +12,10 @@
 
 #include "bench_kernels.h"
 #include "bench_util.h"
-#include "backends/cuda/attention.h"
-#include "backends/cuda/attention_decode_layout.h"
-#include "backends/cuda/elementwise.h"
-#include "backends/cuda/qk_rope_kv.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/attention_decode_layout.h"
+#include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

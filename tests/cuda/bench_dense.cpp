@@ -11,12 +11,12 @@
 
 #include "bench_kernels.h"
 #include "bench_util.h"
-#include "backends/cuda/elementwise.h"
-#include "backends/cuda/embedding.h"
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/pdl_probe.h"
-#include "backends/cuda/rmsnorm.h"
+#include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/elementwise/embedding.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/common/pdl_probe.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

@@ -9,9 +9,9 @@
 #include <random>
 #include <utility>
 
-#include "backends/cuda/attention.h"
-#include "backends/cuda/device_info.h"
-#include "backends/cuda/gemm_lt.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/common/device_info.h"
+#include "backends/cuda/linear/gemm_lt.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/common/cuda_check.h"
 
 namespace striker::cuda::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/common/cuda_check.h"
 #include "core/bf16.h"
 
 namespace striker::cuda::testing {

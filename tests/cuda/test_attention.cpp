@@ -4,8 +4,8 @@
 #include <numeric>
 #include <tuple>
 
-#include "backends/cuda/attention.h"
-#include "backends/cuda/qk_rope_kv.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

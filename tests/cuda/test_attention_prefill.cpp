@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "backends/cuda/attention.h"
+#include "backends/cuda/attention/attention.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

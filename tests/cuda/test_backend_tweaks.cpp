@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backend_reference.h"
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/decode_tweaks.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/backend/decode_tweaks.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

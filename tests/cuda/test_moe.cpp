@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/moe.h"
-#include "backends/cuda/router.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <set>
 
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
-#include "backends/cuda/nvfp4_prefill.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
+#include "backends/cuda/nvfp4/nvfp4_prefill.h"
 #include "cuda_test_util.h"
 #include "model/nvfp4.h"
 

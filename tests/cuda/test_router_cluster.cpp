@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "backends/cuda/router.h"
+#include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/attention_decode_layout.h"
-#include "backends/cuda/decode_tweaks.h"
+#include "backends/cuda/attention/attention_decode_layout.h"
+#include "backends/cuda/backend/decode_tweaks.h"
 #include "ptx_fragments.h"
 
 namespace striker::cuda::decode {

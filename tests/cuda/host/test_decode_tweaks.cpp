@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "backends/cuda/decode_tweaks.h"
+#include "backends/cuda/backend/decode_tweaks.h"
 
 namespace striker::cuda {
 namespace {
