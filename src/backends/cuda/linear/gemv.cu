@@ -6,6 +6,7 @@
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/linear/gemv_epilogue.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -17,10 +18,16 @@ using Mode = GemvOut;
 
 // A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
 // over S warps (split-K) so short matrices still put enough loads in flight.
-template <int R, int NT, int S, Mode M>
+// Epi: what the grid does after its last store (linear/gemv_epilogue.cuh): nothing, the next norm
+// (NormEpilogue, Residual mode) or the attention front of the QKV projection (QkvEpilogue, Store
+// mode). Every thread must reach the end of the kernel.
+template <int R, int NT, int S, Mode M, class Epi>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
-                                                           const bf16_t* __restrict__ W, int out_dim, void* out) {
-  pdl_grid_start();  // see launch.cuh
+                                                           const bf16_t* __restrict__ W, int out_dim, void* out,
+                                                           Epi ep) {
+  // The LM head streams 8+ chunks per lane: its weights keep the deeper-unrolled loop after the wait.
+  constexpr int kPre = M == Mode::Logits ? 0 : (NT == 1 ? 2 : 1);
+  pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
@@ -35,7 +42,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     xr[r] = x + int64_t(t0) * in;
   }
   float acc[R][NT];
-  if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
+  if constexpr (kPre > 0) {
+    WarpDotPrologue<R, kPre> pr;
+    if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
+    pdl_wait();  // x (and h in Residual mode) come from earlier kernels
+    if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre>(pr, w, xr, in, nt, in, acc, part, S);
+  } else {
+    pdl_wait();
+    if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
+  }
+  bool stores = o0 < out_dim;  // this warp holds finished sums to store
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -44,28 +60,32 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
 #pragma unroll
         for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = o0 < out_dim ? acc[r][t] : 0.f;
     __syncthreads();
-    if (part != 0) return;
+    stores = stores && part == 0;
+    if (stores) {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          float v = 0.f;
+#pragma unroll
+          for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+          acc[r][t] = v;
+        }
+    }
+  }
+  if (stores) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        float v = 0.f;
-#pragma unroll
-        for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
-        acc[r][t] = v;
+        // Spread the stores over lanes: lane (r*NT+t)%32 writes element (t, o0+r).
+        if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
+          const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
+          store_gemv_out<M>(out, idx, round_bf16(acc[r][t]));
+        }
       }
   }
-  if (o0 >= out_dim) return;
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      // Spread the stores over lanes: lane (r*NT+t)%32 writes element (t, o0+r).
-      if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
-        const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-        store_gemv_out<M>(out, idx, round_bf16(acc[r][t]));
-      }
-    }
+  gemv_epilogue(ep, out, T, out_dim, int(blockIdx.x) * kGroups * R, kGroups * R);
 }
 
 // Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
@@ -127,9 +147,9 @@ void check_shapes(const char* what, const void* x, int in, const void* W, const 
     throw Error(std::string(what) + ": activation/weight pointers must be 16-byte aligned");
 }
 
-template <Mode M>
+template <Mode M, class Epi = NoEpilogue>
 void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, int out_dim, void* out,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const Epi& ep = {}) {
   check_shapes(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
@@ -143,16 +163,16 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
     if (split)
-      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<4, 1, 8, M, Epi>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
     else if (in < 1024)
-      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<4, 1, 1, M, Epi>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
     else
-      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<2, 1, 1, M, Epi>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
   } else {
     if (split)
-      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<2, kNT, 8, M, Epi>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
     else
-      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+      launch_pdl(gemv_kernel<2, kNT, 1, M, Epi>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -163,8 +183,17 @@ void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* o
   launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream);
 }
 
-void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream);
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream,
+                   const NormEpilogue& norm) {
+  check_epilogue_tokens("gemv_residual", norm.counter != nullptr, T, kNT);
+  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream, norm);
+}
+
+void gemv_qkv_rope(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* qkv, const QkvEpilogue& qk,
+                   cudaStream_t stream) {
+  check_epilogue_tokens("gemv_qkv_rope", true, T, kNT);
+  check_qkv_epilogue("gemv_qkv_rope", qk, out_dim);
+  launch_gemv<Mode::Store>("gemv_qkv_rope", x, T, in, W, out_dim, qkv, stream, qk);
 }
 
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {

@@ -6,6 +6,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/elementwise/rmsnorm_rows.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -20,22 +21,34 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
-  pdl_grid_start();  // see launch.cuh
+  constexpr int kPre = 2;  // shared-expert chunks per lane loaded before the wait
+  pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? shared_inter : inter;
-  if (o0 >= rows) return;
+  if (o0 >= rows) return;  // (before reading anything an earlier kernel writes)
   const int t = shared ? slot - T * K : slot / K;
   const int o1 = min(o0 + 1, rows - 1);
-  const bf16_t* g = shared ? sg : wg + int64_t(ids[slot]) * inter * hidden;
-  const bf16_t* u = shared ? su : wu + int64_t(ids[slot]) * inter * hidden;
-  const bf16_t* w[4] = {g + int64_t(o0) * hidden, u + int64_t(o0) * hidden, g + int64_t(o1) * hidden,
-                        u + int64_t(o1) * hidden};
+  auto rows_of = [&](const bf16_t* g, const bf16_t* u, const bf16_t* (&w)[4]) {
+    w[0] = g + int64_t(o0) * hidden, w[1] = u + int64_t(o0) * hidden;
+    w[2] = g + int64_t(o1) * hidden, w[3] = u + int64_t(o1) * hidden;
+  };
   const bf16_t* xt = x + int64_t(t) * hidden;
   const bf16_t* xr[4] = {xt, xt, xt, xt};
   float acc[4][1];
-  warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
+  const bf16_t* w[4];
+  if (shared) {  // the shared expert's rows do not depend on the routing: start them before the wait
+    rows_of(sg, su, w);
+    WarpDotPrologue<4, kPre> pr;
+    warp_dot_prologue<4, kPre>(w, hidden, pr);
+    pdl_wait();  // x comes from the previous kernel
+    warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc);
+  } else {
+    pdl_wait();  // x and the routing come from earlier kernels
+    rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
+    warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
+  }
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16(lane == 0 ? acc[0][0] : acc[2][0]);
@@ -45,16 +58,12 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   }
 }
 
-// grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
-// rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
-// fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
-__global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
-    const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
-    const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
-    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
-  pdl_grid_start();  // see launch.cuh
-  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  if (o0 >= hidden) return;
+// One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel).
+__device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd,
+                                              int inter, int hidden, const int32_t* __restrict__ ids,
+                                              const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
+                                              const bf16_t* __restrict__ wd_shared, int shared_inter,
+                                              bf16_t* __restrict__ h, int o0) {
   const int t = blockIdx.y;
   const int o1 = min(o0 + 1, hidden - 1);
   const int lane = threadIdx.x & 31;
@@ -118,6 +127,19 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
   }
 }
 
+// grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
+// rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
+// fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
+__global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
+    const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
+    const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, NormEpilogue ep) {
+  pdl_grid_start();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
+  if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
+  norm_epilogue(ep, h, int(gridDim.y), hidden);  // every thread: the last CTA may normalise h
+}
+
 __global__ void moe_combine_sorted_kernel(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
                                           const float* __restrict__ topk_w, const bf16_t* __restrict__ ysh, int K,
                                           int hidden, bf16_t* __restrict__ h) {
@@ -162,7 +184,8 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
+                      const NormEpilogue& norm) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
@@ -171,7 +194,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
-      reinterpret_cast<bf16_t*>(h));
+      reinterpret_cast<bf16_t*>(h), norm);
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
 }
 
