@@ -36,7 +36,6 @@ struct LatencyOptions {
   uint64_t seed = 0;
   bool graphs = false;
   std::string quantization;
-  std::vector<std::string> disabled_tweaks;
 };
 
 struct PrefillOptions {
@@ -81,16 +80,6 @@ int run_latency(const LatencyOptions& o) {
   cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, format);
   const double weight_gb = double(model.bytes) / 1e9;
   cuda::CudaBackendOptions backend_options{8, 8, int64_t(1) << 20, o.graphs};
-  std::string tweaks_off;
-  for (const std::string& name : o.disabled_tweaks) {
-    if (!cuda::set_decode_tweak(backend_options.tweaks, name, false)) {
-      std::string known;
-      for (const std::string& n : cuda::decode_tweak_names()) known += (known.empty() ? "" : ", ") + n;
-      throw Error("bench latency: unknown --disable-tweak '" + name + "' (known: " + (known.empty() ? "none" : known) +
-                  ")");
-    }
-    tweaks_off += (tweaks_off.empty() ? "" : ",") + name;
-  }
   cuda::CudaBackend backend(std::move(model), backend_options);
   const int B = 16;
   const int64_t full_blocks = last_pos / B + 1;
@@ -137,9 +126,8 @@ int run_latency(const LatencyOptions& o) {
   const double total = weight_bytes + kv_bytes;
   const double floor_ms = total / kCopyBandwidth * 1e3;
   const double med_wall = median(wall_ms), med_dev = median(device_ms);
-  std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s, tweaks off: %s\n", (long long)o.context,
-              o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)",
-              tweaks_off.empty() ? "none" : tweaks_off.c_str());
+  std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s\n", (long long)o.context, o.steps,
+              o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)");
   std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
               *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
   std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.1 TB/s %.3f ms\n", weight_bytes / 1e9,
@@ -224,9 +212,6 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
   lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
-  lat->add_option("--disable-tweak", opts->disabled_tweaks,
-                  "turn off a decode-kernel variant under measurement (repeatable; names in decode_tweaks.h)")
-      ->delimiter(',');
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
 
   auto popts = std::make_shared<PrefillOptions>();

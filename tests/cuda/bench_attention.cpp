@@ -1,4 +1,4 @@
-// Attention benchmarks: q/k norm + RoPE + KV write, split-KV decode attention (variants), and the
+// Attention benchmarks: q/k norm + RoPE + KV write, split-KV decode attention, and the
 // tensor-core prefill attention beside the decode kernel over the same queries.
 #include <cuda_runtime.h>
 
@@ -20,7 +20,7 @@
 
 namespace striker::cuda::testing {
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -51,32 +51,12 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), nullptr, unroll);
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), nullptr);
   };
   d_out.poison();
   launch(0);
-  const auto got = d_out.download();
-  const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
-  std::string extra;
-  const bool pipelined = unroll == kDecodePipe3Stage || unroll == kDecodePipe2Stage;
-  if (pipelined) {
-    // Same split plan for the register kernel (the pipelined ones scale the target by CTAs per SM / 3):
-    // the outputs must be bit-identical.
-    const int64_t same_plan = unroll == kDecodePipe3Stage ? target * 2 / 3 : target;
-    d_out.poison();
-    paged_attention(d_q.get(), ks[0].get(), vs[0].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records, same_plan}, d_out.get(), nullptr, 1);
-    const auto old = d_out.download();
-    size_t diff = 0;
-    for (size_t i = 0; i < got.size(); ++i) diff += got[i].bits != old[i].bits;
-    extra = diff == 0 ? "bit-identical to mma3" : "DIFFERS from mma3 in " + std::to_string(diff) + " outputs";
-    if (diff != 0) count_kernel_check_failure();
-  }
-  const std::string kind = unroll == kDecodePipe3Stage   ? " pipe3"
-                           : unroll == kDecodePipe2Stage ? " pipe2"
-                           : unroll <= 1                 ? " mma" + std::to_string(unroll + 2)
-                                                         : " simt";
-  row(name + kind + " t" + std::to_string(target), &c, time_us(launch), kv_bytes, extra);
+  const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+  row(name + " t" + std::to_string(target), &c, time_us(launch), kv_bytes);
 }
 
 // Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
@@ -124,7 +104,7 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
                       PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), nullptr);
   };
   auto run_old = [&](int) {
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), nullptr, 1);
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), nullptr);
   };
   auto sampled = [&](const std::vector<bf16>& out) {
     std::vector<bf16> s;

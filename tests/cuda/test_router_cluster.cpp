@@ -1,5 +1,7 @@
-// The one-launch cluster router (router_topk(..., one_launch = true), DecodeTweaks::router_cluster)
-// against the two-launch path bit for bit (logits, ids, weights) and against the CPU reference.
+// The one-launch cluster router (router_topk with T <= 8) against the two-launch path (T > 8) bit
+// for bit (logits, ids, weights) and against the CPU reference. The two-launch path is reached by
+// appending 8 more tokens to the same T: both paths compute a token's logit with the same per-row
+// dot, so the first T rows of the longer run must equal the cluster run's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,16 +19,21 @@ struct RouterRun {
   std::vector<int32_t> ids;
 };
 
+// The first `keep` tokens' results of router_topk over T tokens.
 RouterRun run_router(const RouterShape& rs, int T, const DeviceBuffer<bf16>& x, const bf16* wb, const float* wf,
-                     const float* bias, bool one_launch) {
+                     const float* bias, int keep) {
   DeviceBuffer<float> d_logits(size_t(T) * rs.n_experts), d_w(size_t(T) * rs.top_k);
   DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
   d_logits.poison();
   d_w.poison();
   d_ids.poison();
-  router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), d_ids.get(), d_w.get(), nullptr, one_launch);
+  router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), d_ids.get(), d_w.get(), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-  return {d_logits.download(), d_w.download(), d_ids.download()};
+  RouterRun r{d_logits.download(), d_w.download(), d_ids.download()};
+  r.logits.resize(size_t(keep) * rs.n_experts);
+  r.w.resize(size_t(keep) * rs.top_k);
+  r.ids.resize(size_t(keep) * rs.top_k);
+  return r;
 }
 
 // Bit equality of two float vectors, NaN never passing; "" when equal, else the first difference.
@@ -63,15 +70,16 @@ TEST(CudaRouterCluster, BitIdenticalToTwoLaunchPathAndMatchesReference) {
       DeviceBuffer<bf16> d_wb(wb);
       DeviceBuffer<float> d_wf(wf), d_bias(bias);
       const float* bias_ptr = cs.with_bias ? d_bias.get() : nullptr;
-      for (int T = 1; T <= 9; ++T) {  // 9: above the cluster limit, both calls take the two-launch path
+      for (int T = 1; T <= 8; ++T) {
         SCOPED_TRACE("E=" + std::to_string(rs.n_experts) + " hidden=" + std::to_string(rs.hidden) +
                      (f32 ? " fp32" : " bf16") + " weights, T=" + std::to_string(T));
-        auto x = random_bf16(rng, size_t(T) * rs.hidden);
+        auto x = random_bf16(rng, size_t(T + 8) * rs.hidden);  // T tokens, then 8 that push T + 8 past 8
         DeviceBuffer<bf16> d_x(x);
+        x.resize(size_t(T) * rs.hidden);
         const bf16* wbp = f32 ? nullptr : d_wb.get();
         const float* wfp = f32 ? d_wf.get() : nullptr;
-        const RouterRun one = run_router(rs, T, d_x, wbp, wfp, bias_ptr, true);
-        const RouterRun two = run_router(rs, T, d_x, wbp, wfp, bias_ptr, false);
+        const RouterRun one = run_router(rs, T, d_x, wbp, wfp, bias_ptr, T);
+        const RouterRun two = run_router(rs, T + 8, d_x, wbp, wfp, bias_ptr, T);
         EXPECT_EQ(bit_diff(one.logits, two.logits, "logits"), "");
         EXPECT_EQ(bit_diff(one.w, two.w, "weights"), "");
         EXPECT_EQ(one.ids, two.ids) << "expert ids differ between the cluster and two-launch paths";
@@ -92,7 +100,7 @@ TEST(CudaRouterCluster, TiesGoToTheLowerExpert) {
   std::vector<float> w(size_t(32) * 64, 0.f);  // every logit 0: all scores tie at 0.5
   DeviceBuffer<bf16> d_x(x);
   DeviceBuffer<float> d_wf(w);
-  const RouterRun r = run_router(rs, 1, d_x, nullptr, d_wf.get(), nullptr, true);
+  const RouterRun r = run_router(rs, 1, d_x, nullptr, d_wf.get(), nullptr, 1);
   EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 1, 2, 3}));
   EXPECT_EQ(r.w, (std::vector<float>{0.25f, 0.25f, 0.25f, 0.25f}));
 }

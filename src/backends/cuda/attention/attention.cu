@@ -22,15 +22,17 @@ constexpr int kTargetRecords = 1024;       // split records wanted per launch (f
 
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
-// KV head live in registers, so each key is read once for all of them.
-// U: keys per lane group loaded before any is used (memory parallelism vs registers).
-template <int D, int G, int U>
+// KV head live in registers, so each key is read once for all of them. For shapes the
+// tensor-core kernels are not built for (head_dim 32/64, other group sizes).
+constexpr int kKeysInFlight = 4;  // keys per lane group loaded before any is used (memory parallelism vs registers)
+template <int D, int G>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
     float* __restrict__ partials) {
   pdl_grid_start();  // see launch.cuh
+  constexpr int U = kKeysInFlight;
   constexpr int LPK = D / 8;        // lanes per key
   constexpr int KPW = 32 / LPK;     // keys per warp per step
   constexpr int KEYS_PER_STEP = kWarps * KPW * U;
@@ -149,12 +151,12 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tensor-core variant for head_dim 128 and 8 query heads per KV head (Flint's shape). Each warp
-// takes 16-key tiles (keys kbeg + 16·warp + 64·i), loads its K and V pieces straight into
-// registers and folds them in with decode::tile_update (attention_decode.cuh, the math shared
-// with the pipelined kernel of attention_pipe.cu).
-template <int kMinBlocks>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_mma_kernel(
+// Tensor-core kernel for head_dim 128 and 8 query heads per KV head (Flint's shape) when cache
+// blocks are smaller than the pipelined kernel's 16-key tiles. Each warp takes 16-key tiles (keys
+// kbeg + 16·warp + 64·i), loads its K and V pieces straight into registers and folds them in with
+// decode::tile_update (attention_decode.cuh, the math shared with the pipelined kernel of
+// attention_pipe.cu). Sized for 3 CTAs per SM.
+__global__ void __launch_bounds__(kWarps * 32, 3) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
@@ -234,14 +236,15 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
 
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
-            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, int unroll, cudaStream_t stream) {
+            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
   const int64_t heads_total = int64_t(qs.num_queries) * s.n_kv_heads;
   if (scratch.max_partials < heads_total)
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
                 std::to_string(heads_total));
-  const bool pipelined = D == 128 && G == 8 && (unroll == kDecodePipe3Stage || unroll == kDecodePipe2Stage);
+  constexpr bool tensor_cores = D == 128 && G == 8;
+  const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize;
   int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
-  if (pipelined) target = std::max<int64_t>(1, target * decode::attention_pipe_ctas_per_sm(unroll) / 3);
+  if (pipelined) target = std::max<int64_t>(1, target * decode::kPipeCtasPerSm / 3);
   // Chunks are whole 64-key steps (4 warps x 16-key tiles).
   const decode::DecodeSplitPlan plan =
       decode::plan_decode_splits(decode::plan_keys(qs.max_keys, s.window), heads_total, target, scratch.max_partials);
@@ -251,18 +254,15 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   if (pipelined) {
-    decode::launch_attention_pipe(unroll, grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, qs.positions,
+    decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, qs.positions,
                                   qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data, stream);
-  } else if (unroll <= 1) {
-    if constexpr (D == 128 && G == 8) {
-      auto* kernel = unroll == 0 ? attention_mma_kernel<2> : attention_mma_kernel<3>;
-      launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads, s.block_size, s.window,
-                 qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
-    }
-  } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first, as before
-    auto* kernel = unroll == 2 ? attention_split_kernel<D, G, 2> : attention_split_kernel<D, G, 4>;
-    launch_pdl(kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads, s.block_size, s.window,
-               qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
+  } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
+    launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads, s.block_size,
+               s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
+  } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first
+    launch_pdl(attention_split_kernel<D, G>, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
+               s.block_size, s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits,
+               scratch.data);
   }
   STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
@@ -290,13 +290,7 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
 
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
-                     cudaStream_t stream, int unroll) {
-  if (unroll < 0 || unroll > kDecodePipe2Stage || unroll == 3)
-    throw Error("paged_attention: variant must be 0/1/5/6 (tensor cores where built), 2 or 4, got " +
-                std::to_string(unroll));
-  const bool tensor_core_shape = s.head_dim == 128 && s.n_heads == 8 * s.n_kv_heads;
-  if (unroll >= kDecodePipe3Stage && s.block_size < decode::kMinBlockSize) unroll = 1;  // documented in attention.h
-  if ((unroll <= 1 || unroll >= kDecodePipe3Stage) && !tensor_core_shape) unroll = 4;
+                     cudaStream_t stream) {
   if (qs.num_queries <= 0) return;
   if (qs.num_queries > 65535)
     throw Error("paged_attention: " + std::to_string(qs.num_queries) + " queries exceed one launch (65535)");
@@ -308,10 +302,10 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
   auto by_group = [&](auto d_tag) {
     constexpr int D = decltype(d_tag)::value;
     switch (G) {
-      case 1: return launch<D, 1>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
-      case 2: return launch<D, 2>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
-      case 4: return launch<D, 4>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
-      case 8: return launch<D, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, unroll, stream);
+      case 1: return launch<D, 1>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream);
+      case 2: return launch<D, 2>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream);
+      case 4: return launch<D, 4>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream);
+      case 8: return launch<D, 8>(q, k_cache, v_cache, sinks, s, qs, scratch, out, stream);
       default:
         throw Error("paged_attention: " + std::to_string(G) + " query heads per KV head (1, 2, 4 or 8 are built)");
     }

@@ -49,22 +49,20 @@ int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 
 // q: [NQ, n_heads, d]; sinks: [n_heads] fp32 or nullptr; out: [NQ, n_heads, d].
 // Throws striker::Error for an unsupported shape or a scratch too small for NQ·n_kv_heads records.
-// variant: 0 / 1 = tensor-core kernel sized for 2 / 3 CTAs per SM (head_dim 128, 8 query heads per
-// KV head; other shapes fall back to 4), 2 or 4 = CUDA-core kernel with that many keys per lane
-// group in flight, kDecodePipe3Stage / kDecodePipe2Stage = the tensor-core kernel with K and V
-// staged through a 3- / 2-stage cp.async ring per warp (2 / 3 CTAs per SM; bit-identical to 0/1;
-// block sizes below 16 fall back to 1, other shapes to 4). All variants compute the same function.
-// scratch.target_records is the split-record target of the 3-CTAs-per-SM kernels (one wave);
-// the pipelined kernels scale it by their CTAs per SM / 3 (kDecodePipe3Stage: 2/3).
-constexpr int kDecodePipe3Stage = 5;
-constexpr int kDecodePipe2Stage = 6;
-// The tensor-core kernels (variants 0/1/5/6) and the combine read the step metadata (positions,
+// The split kernel is chosen by shape, all three computing the same function:
+//   head_dim 128, 8 query heads per KV head (Flint), blocks >= 16 tokens: tensor cores, K and V
+//     staged through a 3-stage cp.async ring per warp, 2 CTAs per SM (attention_pipe.cu);
+//   the same shape with smaller blocks: tensor cores, K and V loaded into registers, 3 CTAs per SM;
+//   any other shape: CUDA cores, 4 keys per lane group in flight.
+// scratch.target_records is the split-record target of a 3-CTAs-per-SM kernel (one wave); the
+// pipelined kernel scales it by 2/3.
+// The tensor-core kernels and the combine read the step metadata (positions,
 // table offsets, block ids of the first tiles, query ids, sinks) before the PDL wait: it is written
 // by the step's metadata memcpy before the step's first kernel (attention_decode.cuh says why that
 // is safe); q, the KV cache and the split partials are read only after the wait.
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                      const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
-                     bf16* out, cudaStream_t stream, int unroll = 0);
+                     bf16* out, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core prefill attention (attention_prefill.cu): a CTA takes a tile of up to 16

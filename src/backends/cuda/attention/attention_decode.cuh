@@ -353,14 +353,14 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
   return sinks ? __fmul_rn(sinks[h], kLog2e) : kNegInf;
 }
 
-// attention_pipe.cu: launches attention_pipe_kernel (kStages-deep ring, kMinBlocks CTAs per SM)
-// over the grid (splits, KV heads, queries) with the given chunk; writes split records only (the
-// caller launches the combine). variant: kDecodePipe3Stage or kDecodePipe2Stage (attention.h).
-void launch_attention_pipe(int variant, dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
+// attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
+// per SM) over the grid (splits, KV heads, queries) with the given chunk; writes split records
+// only (the caller launches the combine).
+constexpr int kPipeStages = 3;
+constexpr int kPipeCtasPerSm = 2;  // sizes its split plan: one wave
+void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int chunk, int num_splits,
                            float* partials, cudaStream_t stream);
-// CTAs per SM the variant is built for (sizes its split plan: one wave).
-int attention_pipe_ctas_per_sm(int variant);
 
 }  // namespace striker::cuda::decode

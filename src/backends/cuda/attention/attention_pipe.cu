@@ -1,11 +1,12 @@
-// Pipelined tensor-core split-KV decode attention (paged_attention variants kDecodePipe3Stage and
-// kDecodePipe2Stage): the register kernel's tiles and math (attention_decode.cuh), with K and V
-// staged through a per-warp cp.async ring in shared memory (attention_decode_layout.h says why).
+// Pipelined tensor-core split-KV decode attention (paged_attention's kernel for Flint's shape and
+// cache blocks of >= 16 tokens): the register kernel's tiles and math (attention_decode.cuh), with
+// K and V staged through a per-warp 3-stage cp.async ring in shared memory
+// (attention_decode_layout.h says why).
 //
-// Bytes in flight: a warp always has its next kStages-1 tiles (8 KiB each: 16 keys × 256 bytes
-// of K and of V) outstanding while it computes one. 3 stages × 2 CTAs × 4 warps keep ~128 KiB
-// per SM in flight, 2 stages × 3 CTAs ~96 KiB, against the ~32 KiB that 4.1 TB/s × ~1 µs / 132
-// SMs needs, so DRAM latency is covered even when it doubles under load.
+// Bytes in flight: a warp always has its next 2 tiles (8 KiB each: 16 keys × 256 bytes of K and
+// of V) outstanding while it computes one. 3 stages × 2 CTAs × 4 warps keep ~128 KiB per SM in
+// flight, against the ~32 KiB that 4.1 TB/s × ~1 µs / 132 SMs needs, so DRAM latency is covered
+// even when it doubles under load.
 //
 // Warps never wait for each other inside the loop: each reads only its own ring, so __syncwarp
 // orders its lanes' cp.async writes and reads (no __syncthreads until the final merge, which
@@ -59,23 +60,15 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
 
 }  // namespace
 
-int attention_pipe_ctas_per_sm(int variant) { return variant == kDecodePipe2Stage ? 3 : 2; }
-
-void launch_attention_pipe(int variant, dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
+void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int chunk, int num_splits,
                            float* partials, cudaStream_t stream) {
   if (block_size < kMinBlockSize)
     throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
                 std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
-  if (variant == kDecodePipe3Stage)
-    launch_stages<3, 2>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                        chunk, num_splits, partials, stream);
-  else if (variant == kDecodePipe2Stage)
-    launch_stages<2, 3>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                        chunk, num_splits, partials, stream);
-  else
-    throw Error("attention_pipe: unknown variant " + std::to_string(variant));
+  launch_stages<kPipeStages, kPipeCtasPerSm>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
+                                             block_tables, query_ids, chunk, num_splits, partials, stream);
 }
 
 }  // namespace striker::cuda::decode

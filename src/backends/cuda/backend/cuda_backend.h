@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "backends/backend.h"
-#include "backends/cuda/backend/decode_tweaks.h"
 #include "backends/cuda/backend/device_model.h"
 #include "backends/cuda/sampling/sampling.h"
 
@@ -27,7 +26,6 @@ struct CudaBackendOptions {
   // Draw tokens on the GPU (forward_sampled): only sampled ids and logprob rows come back.
   bool device_sampling = true;
   int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
-  DecodeTweaks tweaks;  // decode-kernel variants under measurement (decode_tweaks.h)
   // Captured graphs kept at once (use_graphs); the least recently replayed is destroyed first.
   int max_captured_graphs = 64;
 

@@ -17,14 +17,6 @@
 #include "backends/cuda/moe/router.h"
 
 namespace striker::cuda {
-namespace {
-
-// The NVFP4 decode-kernel variants switched by DecodeTweaks (decode_tweaks.h).
-Nvfp4DecodeVariant nvfp4_variant(const DecodeTweaks& t) {
-  return Nvfp4DecodeVariant{t.nvfp4_early_weights, t.nvfp4_moe_down_half_warp};
-}
-
-}  // namespace
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y) {
   if (T <= kGemvMaxTokens) gemv_bf16(x, T, in, W, out, y, stream_);
@@ -42,7 +34,7 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, i
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
   if (!q.present()) return linear(x, T, in, W, out, y);
-  if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_, nvfp4_variant(options_.tweaks));
+  if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_);
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
 
@@ -50,7 +42,7 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
                                   bf16* h) {
   if (!q.present()) return linear_residual(x, T, in, W, out, h);
   if (T <= kGemvMaxTokens) {
-    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_, nvfp4_variant(options_.tweaks));
+    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
   } else {
     nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
     residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
@@ -75,11 +67,9 @@ void CudaBackend::moe_nvfp4(const DeviceLayer& L, int T) {
     y_shared = w.tmp;
   }
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
-                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_,
-                    nvfp4_variant(options_.tweaks));
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_,
-                         nvfp4_variant(options_.tweaks));  // h = bf16(h + y)
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
 }
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
@@ -124,13 +114,10 @@ void CudaBackend::run_layers(const StepPlan& p) {
   const float eps = c.rms_norm_eps;
   const HeadShape hs{nh, nkv, d};
   const RouterShape rs{H, int(c.n_routed_experts), K, c.norm_topk_prob, c.routed_scaling_factor};
-  // Split-KV decode attention: the cp.async-pipelined tensor-core kernel, or (tweak off) the
-  // register-load tensor-core kernel sized for 3 CTAs per SM.
-  const int decode_attention_variant = options_.tweaks.attention_pipeline ? kDecodePipe3Stage : 1;
   auto decode_attention = [&](int64_t l, const AttentionShape& shape, const AttentionQueries& queries) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     paged_attention(w.q, k_cache_[size_t(l)], v_cache_[size_t(l)], L.sinks, shape, queries, w.scratch, w.attn,
-                    stream_, decode_attention_variant);
+                    stream_);
   };
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
@@ -168,7 +155,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
         gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
       } else if (T <= kGemvMaxTokens && L.nv_gate.present() && L.nv_up.present()) {
         nvfp4_gemv_gate_up(w.x, T, H, L.nv_gate.matrix(), L.nv_gate.scale2.s[0], L.nv_up.matrix(),
-                           L.nv_up.scale2.s[0], Id, w.act, stream_, nvfp4_variant(options_.tweaks));
+                           L.nv_up.scale2.s[0], Id, w.act, stream_);
       } else {  // prefill, or gate and up in different formats
         linear(w.x, T, H, L.gate, L.nv_gate, Id, w.gate);
         linear(w.x, T, H, L.up, L.nv_up, Id, w.up);
@@ -177,7 +164,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
       linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);                      // h = bf16(h + y)
     } else {                                                                         // routed top-K + shared
       router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.topk_ids, w.topk_w,
-                  stream_, options_.tweaks.router_cluster);
+                  stream_);
       if (T > kGemvMaxTokens) {
         moe_batched(L, T);                                                           // h = bf16(h + y)
       } else if (L.nv_exp_gate.present()) {
@@ -196,8 +183,7 @@ void CudaBackend::run_layers(const StepPlan& p) {
   if (model_.nv_lm_head.present()) {
     const Nvfp4Linear& q = model_.nv_lm_head;
     if (p.rows <= kGemvMaxTokens) {
-      nvfp4_gemv_logits(w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits, stream_,
-                        nvfp4_variant(options_.tweaks));
+      nvfp4_gemv_logits(w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits, stream_);
     } else {
       nvfp4_gemm(w.lt, w.logit_x, p.rows, H, q.matrix(), q.scale2, int(c.vocab_size), w.logits_bf16,
                  int(c.vocab_size), w.nv_scratch, stream_);

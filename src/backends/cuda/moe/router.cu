@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(32) router_select_kernel(const float* __restri
                      weights);
 }
 
-// ---- One-launch router (DecodeTweaks::router_cluster, T <= kClusterMaxTokens) ----
+// ---- One-launch router (decode, T <= kClusterMaxTokens) ----
 // A cluster of kClusterCtas CTAs per token: CTA r computes the logits of experts
 // [r·per, (r+1)·per) with router_row_dot (one token, so the same bits as router_logits_kernel) and
 // stores each into CTA 0's shared logit array through DSMEM; after the cluster barrier CTA 0's
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     const float v = warp_sum(acc[0]);
     if (lane == 0) {
       rank0_logits[e] = v;
-      logits[int64_t(t) * E + e] = v;  // the two-launch path's scratch, kept for tests
+      logits[int64_t(t) * E + e] = v;  // logits_scratch, as the two-launch path leaves it
     }
   }
   cluster.sync();  // release/acquire: every CTA's DSMEM stores are visible in rank 0
@@ -204,8 +204,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
 }  // namespace
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
-                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream,
-                 bool one_launch) {
+                 const float* bias, float* logits_scratch, int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
   if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kMaxExperts || rs.top_k <= 0 || rs.top_k > kMaxTopK ||
       rs.top_k > rs.n_experts)
@@ -215,7 +214,7 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
     throw Error("router_topk: exactly one of the bf16 / fp32 router weights must be given");
   if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
-  if (one_launch && T <= kClusterMaxTokens) {
+  if (T <= kClusterMaxTokens) {
     launch_pdl_cluster(router_cluster_kernel, dim3(unsigned(T * kClusterCtas)), dim3(kClusterWarps * 32), 0,
                        kClusterCtas, stream, reinterpret_cast<const bf16_t*>(x), rs.hidden, rs.n_experts, rs.top_k,
                        reinterpret_cast<const bf16_t*>(weight_bf16), weight_f32, bias, rs.norm_topk_prob,

@@ -94,7 +94,7 @@ __device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], con
 
 // acc[r][t] += chunk c of row r · token t's activations (x + t·x_stride), group by group: each
 // 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc). warp_dot_nvfp4
-// and its early form both go through this function, so all variants add the same products in
+// and its early form both go through this function, so both add the same products in
 // the same order.
 // kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
 // instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their

@@ -18,16 +18,14 @@ using Mode = GemvOut;
 
 // Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
 // input split over S warps; the dot product is scaled by the row's scale2 before rounding.
-// kEarly: Nvfp4DecodeVariant::nvfp4_early_weights (the first two chunks of weights before pdl_wait).
-// Both forms are held to the CTAs per SM the kernel had before the variants (T = 1: 3 at 72
-// registers, so qkv's 320 CTAs stay one wave on 132 SMs; T > 1: 2 at 96) — ptxas would otherwise
-// take 96–97 / 103–135 registers.
-template <int R, int NT, int S, Mode M, bool kEarly>
+// Each warp loads its first two chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs
+// per SM at T = 1 (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96);
+// ptxas would otherwise take 96–97 / 103–135 registers.
+template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
-  if constexpr (kEarly) pdl_launch_dependents();
-  else pdl_grid_start();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / S, part = warp % S;
@@ -43,14 +41,10 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     sr[r] = scales + row * (in / 16);
   }
   float acc[R][NT];
-  if constexpr (kEarly) {
-    Nvfp4Prologue<R> pr;
-    if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
-    pdl_wait();  // x and h (Residual) are written by earlier kernels
-    if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
-  } else {
-    if (o0 < out_dim) warp_dot_nvfp4<R, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
-  }
+  Nvfp4Prologue<R> pr;
+  if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
+  pdl_wait();  // x and h (Residual) are written by earlier kernels
+  if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -83,14 +77,13 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
 }
 
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
-// kEarly: as nvfp4_gemv_kernel's; its T = 1 form is held to 2 CTAs per SM (the plain form takes
-// ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
-template <int NT, bool kEarly>
-__global__ void __launch_bounds__(kWarps * 32, kEarly && NT == 1 ? 2 : 1)
+// Weights before pdl_wait as nvfp4_gemv_kernel's; the T = 1 form is held to 2 CTAs per SM (left
+// alone, ptxas takes ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
+template <int NT>
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
                          float s2u, int inter, bf16_t* __restrict__ act) {
-  if constexpr (kEarly) pdl_launch_dependents();
-  else pdl_grid_start();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blockIdx.x * kWarps + warp) * 2;
   if (o0 >= inter) return;
@@ -101,14 +94,10 @@ __global__ void __launch_bounds__(kWarps * 32, kEarly && NT == 1 ? 2 : 1)
   const uint8_t* cr[4] = {wg.codes + oa * cb, wu.codes + oa * cb, wg.codes + ob * cb, wu.codes + ob * cb};
   const uint8_t* sr[4] = {wg.scales + oa * sb, wu.scales + oa * sb, wg.scales + ob * sb, wu.scales + ob * sb};
   float acc[4][NT];
-  if constexpr (kEarly) {
-    Nvfp4Prologue<4> pr;
-    warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
-    pdl_wait();  // x is written by the previous kernel
-    warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
-  } else {
-    warp_dot_nvfp4<4, NT>(cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
-  }
+  Nvfp4Prologue<4> pr;
+  warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
+  pdl_wait();  // x is written by the previous kernel
+  warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -172,9 +161,12 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
     throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
 }
 
-template <Mode M, bool kEarly>
-void launch_gemv_variant(const bf16_t* xd, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                         cudaStream_t stream) {
+template <Mode M>
+void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
+                 cudaStream_t stream) {
+  check_nvfp4(what, x, in, W, out);
+  if (T <= 0 || out_dim <= 0) return;
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   // A row is in/32 chunks of 16 bytes. Long rows of short matrices (o_proj, dense down) split
@@ -183,31 +175,19 @@ void launch_gemv_variant(const bf16_t* xd, int T, int in, Nvfp4Matrix W, RowScal
   constexpr int S = 4;
   if (T == 1) {
     if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M, kEarly>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
+      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
                  stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
-      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M, kEarly>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
+      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
                  xd, T, in, W.codes, W.scales, s2, out_dim, out);
   } else {
     if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M, kEarly>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
                  stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M, kEarly>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
                  stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
   }
-}
-
-template <Mode M>
-void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 Nvfp4DecodeVariant variant, cudaStream_t stream) {
-  check_nvfp4(what, x, in, W, out);
-  if (T <= 0 || out_dim <= 0) return;
-  const auto* xd = reinterpret_cast<const bf16_t*>(x);
-  if (variant.nvfp4_early_weights)
-    launch_gemv_variant<M, true>(xd, T, in, W, s2, out_dim, out, stream);
-  else
-    launch_gemv_variant<M, false>(xd, T, in, W, s2, out_dim, out, stream);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
@@ -218,30 +198,29 @@ unsigned grid_for(int64_t n, int threads) {
 }  // namespace
 
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream, Nvfp4DecodeVariant variant) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, variant, stream);
+                cudaStream_t stream) {
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
 }
 
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream, Nvfp4DecodeVariant variant) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, variant, stream);
+                         cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
 }
 
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream, Nvfp4DecodeVariant variant) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, variant, stream);
+                       cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
 }
 
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream, Nvfp4DecodeVariant variant) {
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream) {
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
   const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), unsigned((T + kNT - 1) / kNT));
-  auto kernel = T == 1 ? (variant.nvfp4_early_weights ? nvfp4_gate_up_kernel<1, true> : nvfp4_gate_up_kernel<1, false>)
-                       : (variant.nvfp4_early_weights ? nvfp4_gate_up_kernel<kNT, true> : nvfp4_gate_up_kernel<kNT, false>);
+  auto kernel = T == 1 ? nvfp4_gate_up_kernel<1> : nvfp4_gate_up_kernel<kNT>;
   launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }

@@ -42,34 +42,21 @@ struct RowScale2 {
   int next_boundary(int row) const { return row < end0 ? end0 : row < end1 ? end1 : INT_MAX; }
 };
 
-// Decode-kernel variants under measurement (DecodeTweaks nvfp4_early_weights and
-// nvfp4_moe_down_half_warp, decode_tweaks.h). Each variant adds the
-// same products in the same order as the kernel it replaces, so outputs are bit-identical with it
-// on or off.
-struct Nvfp4DecodeVariant {
-  // Each warp loads its first two code/scale chunks between griddepcontrol.launch_dependents and
-  // .wait (weights only; activations, h and routing ids after the wait), then keeps two chunks in
-  // flight. GEMVs, dense gate/up, and the MoE gate/up's shared-expert slots.
-  bool nvfp4_early_weights = true;
-  // MoE down + combine with inter <= 512 (and a fused shared expert's inter <= 512): lanes 0–15
-  // take one output row and lanes 16–31 the other, one chunk per expert each (the plain kernel
-  // leaves lanes 16–31 idle and has each lane decode both rows). With nvfp4_early_weights, the shared
-  // expert's down chunk is loaded before griddepcontrol.wait.
-  bool moe_down_half_warp = true;
-};
-
+// The decode kernels (GEMV, dense gate/up, the MoE gate/up's shared-expert slots) issue each
+// warp's first two code/scale chunks between griddepcontrol.launch_dependents and .wait (weights
+// only; activations, h and routing ids after the wait), then keep two chunks in flight.
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream, Nvfp4DecodeVariant variant = {});
+                cudaStream_t stream);
 // h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj / dense down with the residual add fused).
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream, Nvfp4DecodeVariant variant = {});
+                         cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head).
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream, Nvfp4DecodeVariant variant = {});
+                       cudaStream_t stream);
 // act = bf16(bf16(g·sigmoid(g))·u) with g = bf16(mm(x,Wg)), u = bf16(mm(x,Wu)); Wg, Wu [inter, in].
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream, Nvfp4DecodeVariant variant = {});
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream);
 
 // out[r, i] = bf16(E2M1(code)·E4M3(scale)) for `rows` rows of `in` weights (no scale2: the
 // caller applies it to the GEMM accumulator). Exact, see nvfp4_gemv.cu.

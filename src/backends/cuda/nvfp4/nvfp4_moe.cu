@@ -22,17 +22,15 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 }
 
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
-// kEarly (Nvfp4DecodeVariant::nvfp4_early_weights): the shared expert's warps load their first two
-// chunks before pdl_wait; a routed slot's rows depend on the router's ids, read after it. It is
-// also held to 2 CTAs per SM (≤ 128 registers; the plain form takes ~160, 1 CTA per SM), so the
-// decode grid of 32 × 7 = 224 CTAs runs in one wave on 132 SMs instead of two.
-template <bool kEarly>
-__global__ void __launch_bounds__(kWarps * 32, kEarly ? 2 : 1)
+// The shared expert's warps load their first two chunks before pdl_wait; a routed slot's rows
+// depend on the router's ids, read after it. Held to 2 CTAs per SM (≤ 128 registers; left alone,
+// ptxas takes ~160, 1 CTA per SM), so the decode grid of 32 × 7 = 224 CTAs runs in one wave on
+// 132 SMs instead of two.
+__global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
                              bf16_t* __restrict__ shared_act) {
-  if constexpr (kEarly) pdl_launch_dependents();
-  else pdl_grid_start();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
@@ -53,10 +51,8 @@ __global__ void __launch_bounds__(kWarps * 32, kEarly ? 2 : 1)
     s2u = sh.s2_up;
   }
   Nvfp4Prologue<4> pr;
-  if constexpr (kEarly) {
-    if (shared) warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
-    pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
-  }
+  if (shared) warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
+  pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
   if (!shared) {
     const int64_t e = ids[slot];
     stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
@@ -65,11 +61,10 @@ __global__ void __launch_bounds__(kWarps * 32, kEarly ? 2 : 1)
     stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
-    if constexpr (kEarly) warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
+    warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
   }
   float acc[4][1];
-  if constexpr (kEarly) warp_dot_nvfp4_early<4, 1>(pr, cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
-  else warp_dot_nvfp4<4, 1>(cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
+  warp_dot_nvfp4_early<4, 1>(pr, cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -80,7 +75,8 @@ __global__ void __launch_bounds__(kWarps * 32, kEarly ? 2 : 1)
 }
 
 // grid (row pairs, T): each warp produces two rows of the token's MoE output (as moe.cu's
-// moe_down_kernel). All K experts' code chunks are loaded before any is used (K <= 8,
+// moe_down_kernel). Taken when inter or the fused shared expert's inter is above 512 (else the
+// half-warp kernel below). All K experts' code chunks are loaded before any is used (K <= 8,
 // unrolled), so a lane has up to 16 weight loads in flight instead of one expert's at a time.
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
@@ -161,20 +157,18 @@ __device__ __forceinline__ float half_warp_sum(float v) {
   return v;
 }
 
-// Nvfp4DecodeVariant::moe_down_half_warp, for inter <= 512 and a shared inter <= 512 (a row is
-// at most 16 chunks): the plain kernel gives each lane chunk `lane` of both rows, so lanes 16–31
-// idle and every lane decodes 2·K chunks. Here lanes 0–15 take row o0 and lanes 16–31 row o1, one
-// chunk each per expert: half the decode work per lane, the same partial per (row, chunk), and
-// half_warp_sum in place of warp_sum — the same sums bit for bit. kEarly: the shared expert's
-// down chunk is loaded before pdl_wait (it does not depend on the routing), the routed ones after.
-template <bool kEarly>
+// For inter <= 512 and a shared inter <= 512 (Flint's; a row is at most 16 chunks): the two-row
+// kernel above gives each lane chunk `lane` of both rows, so lanes 16–31 would idle and every lane
+// decode 2·K chunks. Here lanes 0–15 take row o0 and lanes 16–31 row o1, one chunk each per expert:
+// half the decode work per lane, the same partial per (row, chunk), and half_warp_sum in place of
+// warp_sum — the same sums bit for bit. The shared expert's down chunk is loaded before pdl_wait
+// (it does not depend on the routing), the routed ones after.
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_half_warp_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                                     const int32_t* __restrict__ ids, const float* __restrict__ topk_w,
                                     Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
                                     const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
-  if constexpr (kEarly) pdl_launch_dependents();
-  else pdl_grid_start();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 >= hidden) return;
   const int t = blockIdx.y;
@@ -186,9 +180,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   Nvfp4Chunk<1> shq;
   const uint8_t* scr[1] = {sh.down.codes + int64_t(o) * (sh.inter / 2)};
   const uint8_t* ssr[1] = {sh.down.scales + int64_t(o) * (sh.inter / 16)};
-  if (kEarly && has_shared_chunk) load_chunk<1>(scr, ssr, c, shq);
-  if constexpr (kEarly) pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
-  if (!kEarly && has_shared_chunk) load_chunk<1>(scr, ssr, c, shq);
+  if (has_shared_chunk) load_chunk<1>(scr, ssr, c, shq);
+  pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
   const bool has_chunk = c < inter / 32;
   uint4 q[kMaxTopK];
   uint32_t sc[kMaxTopK];
@@ -236,7 +229,7 @@ void check_width(const char* what, int width) {
 
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream, Nvfp4DecodeVariant variant) {
+                       cudaStream_t stream) {
   if (T <= 0) return;
   check_width("nvfp4_moe_gate_up", hidden);
   const bool has_shared = shared != nullptr && shared_act != nullptr;
@@ -246,7 +239,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(variant.nvfp4_early_weights ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+  launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
              reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
@@ -254,8 +247,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            Nvfp4DecodeVariant variant) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -264,10 +256,10 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   if (fused_shared) check_width("nvfp4_moe_down_combine (shared)", shared->inter);
   const Nvfp4Shared sh = fused_shared ? *shared : Nvfp4Shared{};
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  if (variant.moe_down_half_warp && inter <= 512 && (!fused_shared || sh.inter <= 512)) {
-    launch_pdl(variant.nvfp4_early_weights ? nvfp4_moe_down_half_warp_kernel<true> : nvfp4_moe_down_half_warp_kernel<false>,
-               grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden,
-               topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
+  if (inter <= 512 && (!fused_shared || sh.inter <= 512)) {
+    launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), 0, stream,
+               reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
+               reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
                reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
     return;

@@ -29,15 +29,14 @@ struct Nvfp4Shared {
 // `shared` and shared_act non-null, also shared_act [T, shared->inter] in the same launch.
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream, Nvfp4DecodeVariant variant = {});
+                       cudaStream_t stream);
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + ys );  h = bf16(h + y), where ys is the shared
 // expert's bf16 output: computed here from shared_act and shared->down when shared_act is
 // given, or read from y_shared [T, H] (a BF16 shared expert run beforehand), or absent when both are null.
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            Nvfp4DecodeVariant variant = {});
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream);
 
 // CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
 // gate/up [E, I, H], down [E, H, I]; shared_* may be null.
