@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/common/device_math.cuh"
+#include "backends/cuda/common/launch.cuh"
 
 namespace striker::cuda {
 
@@ -19,6 +20,7 @@ namespace striker::cuda {
 // the CTA that arrived last; its loads of other CTAs' results must bypass L1 (load_coherent).
 __device__ __forceinline__ bool last_block_arrive(unsigned int* counter, unsigned int expected) {
   __shared__ unsigned int is_last;
+  pdl_wait();  // threads that exited their work early have not waited yet (a no-op for the others)
   __syncthreads();  // every thread's stores are issued
   if (threadIdx.x == 0) {
     __threadfence();  // ... and visible device-wide before this CTA counts

@@ -1,7 +1,8 @@
-// The one-launch cluster router (router_topk with T <= 8) against the two-launch path (T > 8) bit
-// for bit (logits, ids, weights) and against the CPU reference. The two-launch path is reached by
-// appending 8 more tokens to the same T: both paths compute a token's logit with the same per-row
-// dot, so the first T rows of the longer run must equal the cluster run's.
+// The one-launch decode router (router_topk with T <= 8: logits spread over the GPU, top-K in the
+// last CTA) against the two-launch path (T > 8) bit for bit (logits, ids, weights) and against the
+// CPU reference. The two-launch path is reached by appending 8 more tokens to the same T: both
+// paths compute a token's logit in the same per-lane order, so the first T rows of the longer run
+// must equal the decode run's. The decode launch must leave its counter at zero.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,8 +28,10 @@ RouterRun run_router(const RouterShape& rs, int T, const DeviceBuffer<bf16>& x, 
   d_logits.poison();
   d_w.poison();
   d_ids.poison();
-  router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), d_ids.get(), d_w.get(), nullptr);
+  auto counter = zero_counters(1);
+  router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(counters_are_zero(counter));
   RouterRun r{d_logits.download(), d_w.download(), d_ids.download()};
   r.logits.resize(size_t(keep) * rs.n_experts);
   r.w.resize(size_t(keep) * rs.top_k);
@@ -52,7 +55,7 @@ std::string bit_diff(const std::vector<float>& a, const std::vector<float>& b, c
   return "";
 }
 
-TEST(CudaRouterCluster, BitIdenticalToTwoLaunchPathAndMatchesReference) {
+TEST(CudaRouterDecode, BitIdenticalToTwoLaunchPathAndMatchesReference) {
   std::mt19937 rng(77);
   struct Case {
     RouterShape rs;
@@ -82,19 +85,19 @@ TEST(CudaRouterCluster, BitIdenticalToTwoLaunchPathAndMatchesReference) {
         const RouterRun two = run_router(rs, T + 8, d_x, wbp, wfp, bias_ptr, T);
         EXPECT_EQ(bit_diff(one.logits, two.logits, "logits"), "");
         EXPECT_EQ(bit_diff(one.w, two.w, "weights"), "");
-        EXPECT_EQ(one.ids, two.ids) << "expert ids differ between the cluster and two-launch paths";
+        EXPECT_EQ(one.ids, two.ids) << "expert ids differ between the decode and two-launch paths";
         std::vector<int32_t> ref_ids;
         std::vector<float> ref_w;
         router_topk_ref(x, T, rs, wf, cs.with_bias ? &bias : nullptr, ref_ids, ref_w);
-        EXPECT_EQ(one.ids, ref_ids) << "cluster path picks other experts than the CPU reference";
+        EXPECT_EQ(one.ids, ref_ids) << "decode path picks other experts than the CPU reference";
         const auto c = compare(one.w, ref_w, 1e-5, 1e-6);
-        EXPECT_TRUE(c.ok()) << "cluster weights vs reference: " << c.describe();
+        EXPECT_TRUE(c.ok()) << "decode weights vs reference: " << c.describe();
       }
     }
   }
 }
 
-TEST(CudaRouterCluster, TiesGoToTheLowerExpert) {
+TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {
   const RouterShape rs{64, 32, 4, true, 1.f};
   std::vector<bf16> x(64, float_to_bf16(1.f));
   std::vector<float> w(size_t(32) * 64, 0.f);  // every logit 0: all scores tie at 0.5
