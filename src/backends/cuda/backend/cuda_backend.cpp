@@ -1,5 +1,5 @@
 // CudaBackend: construction (the workspace), the KV cache, and forward() with its captured
-// graphs. The step planner is in cuda_step_plan.cpp, the layer loop (FLINT.md §4) in cuda_layers.cpp.
+// graphs. The step planner is in cuda_step_plan.cpp, the layer loop (FLINT.md §4) in flint_forward.cpp.
 #include "backends/cuda/backend/cuda_backend.h"
 
 #include <algorithm>
@@ -195,11 +195,11 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
       // One uncaptured run first: cuBLASLt (steps above 8 tokens) chooses and caches its algorithm
       // for each new shape outside the capture, where any setup it does is allowed. The step is
       // recomputed by the graph below; rewriting the same K/V into the same slots is harmless.
-      if (p.T > kGemvMaxTokens) run_layers(p);
+      if (p.T > kGemvMaxTokens) flint_forward(p);
       cudaGraph_t g = nullptr;
       STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
-        run_layers(p);
+        flint_forward(p);
       } catch (...) {
         cudaStreamEndCapture(stream_, &g);
         if (g) cudaGraphDestroy(g);
@@ -223,7 +223,7 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
     it->second.last_use = ++graph_uses_;
     STRIKER_CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
   } else {
-    run_layers(p);
+    flint_forward(p);
   }
   return p.rows;
 }

@@ -72,15 +72,23 @@ class CudaBackend : public Backend {
   float* logits_device() const;
   float* logits_pinned() const;  // pinned host buffer of max_logit_rows rows
   void plan(const ForwardBatch& batch, StepPlan& plan) const;
-  void run_layers(const StepPlan& plan);
-  void moe_batched(const DeviceLayer& layer, int T);
+  // The layer loop, FLINT.md §4 step by step (flint_forward.cpp), and the ops it calls, each
+  // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,
+  // ops_moe.cpp). All work on ws_ and enqueue on stream_.
+  void flint_forward(const StepPlan& plan);
+  // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W).
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
   // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
   void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
-  // Routed + shared experts of a layer whose routed experts are NVFP4 (h = bf16(h + y)).
-  void moe_nvfp4(const DeviceLayer& layer, int T);
+  void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
+  void swiglu_dense(const DeviceLayer& layer, int T);    // h = bf16(h + swiglu(x))
+  void moe(const DeviceLayer& layer, int T);             // h = bf16(h + routed + shared experts of x)
+  void moe_decode_bf16(const DeviceLayer& layer, int T);
+  void moe_decode_nvfp4(const DeviceLayer& layer, int T);
+  void moe_batched(const DeviceLayer& layer, int T);
+  void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 
   DeviceModel model_;
   CudaBackendOptions options_;

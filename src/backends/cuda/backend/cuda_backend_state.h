@@ -1,5 +1,5 @@
 // CudaBackend's private state, shared by its translation units (cuda_backend.cpp: construction,
-// KV cache, forward and graphs; cuda_step_plan.cpp: plan(); cuda_layers.cpp: the layer loop):
+// KV cache, forward and graphs; cuda_step_plan.cpp: plan(); flint_forward.cpp and ops_*.cpp: the layer loop):
 // the device workspace every step uses, allocated once, and the host-side plan of one step.
 // Not part of the backend's interface.
 #pragma once

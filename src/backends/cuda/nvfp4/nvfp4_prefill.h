@@ -1,7 +1,7 @@
 // NVFP4 projections of prefill chunks (more than 8 tokens): the weight is dequantised into a
 // bf16 scratch buffer (exact, nvfp4_linear.h) and multiplied by cuBLASLt with alpha = scale2,
 // so scale2 still multiplies the fp32 accumulator before the bf16 rounding (FLINT.md §4).
-// Kept apart from the BF16 prefill path (cuda_layers.cpp) on purpose. Routed NVFP4 experts do
+// Kept apart from the BF16 prefill path (backend/ops_linear.cpp) on purpose. Routed NVFP4 experts do
 // not come here: the grouped MoE kernels decode their tiles themselves (moe_grouped.h).
 #pragma once
 #include <cuda_runtime_api.h>
