@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "backends/backend.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/backend/device_model.h"
 #include "backends/cuda/sampling/sampling.h"
 
@@ -61,6 +62,8 @@ class CudaBackend : public Backend {
   // device time of the last forward() measured with CUDA events.
   void fill_kv_random(uint64_t seed);
   float last_forward_device_ms() const { return last_device_ms_; }
+  // Kernels in the step graph captured last (use_graphs), 0 before any capture.
+  int captured_step_kernels() const { return captured_kernels_; }
   const DeviceModel& model() const { return model_; }
 
  private:
@@ -76,17 +79,24 @@ class CudaBackend : public Backend {
   // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,
   // ops_moe.cpp). All work on ws_ and enqueue on stream_.
   void flint_forward(const StepPlan& plan);
-  // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W).
+  // y = bf16(mm(x, W)) for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
-  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
-  // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
   void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
-  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
+  // The ops that write the residual stream h end with x = rmsnorm(h, next_norm) (next_norm ==
+  // nullptr: none, after the last layer): in decode steps it runs in the last CTA of the kernel that
+  // wrote h (NormEpilogue), otherwise as a kernel of its own.
+  NormEpilogue fused_norm(const float* next_norm, int T);
+  void norm_unless_fused(const NormEpilogue& fused, const float* next_norm, int T);
+  // h = bf16(h + bf16(mm(x, W))); x = rmsnorm(h, next_norm).
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
+                       const float* next_norm);
+  // q|k|v = bf16(mm(x, Wqkv)); q, k per-head rmsnorm, RoPE on sliding layers; k, v into the cache.
+  void attention_front(const StepPlan& plan, int64_t layer);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
-  void swiglu_dense(const DeviceLayer& layer, int T);    // h = bf16(h + swiglu(x))
-  void moe(const DeviceLayer& layer, int T);             // h = bf16(h + routed + shared experts of x)
-  void moe_decode_bf16(const DeviceLayer& layer, int T);
-  void moe_decode_nvfp4(const DeviceLayer& layer, int T);
+  void swiglu_dense(const DeviceLayer& layer, int T, const float* next_norm);  // h = bf16(h + swiglu(x)); x = ...
+  void moe(const DeviceLayer& layer, int T, const float* next_norm);  // h = bf16(h + routed + shared); x = ...
+  void moe_decode_bf16(const DeviceLayer& layer, int T, const NormEpilogue& fused);
+  void moe_decode_nvfp4(const DeviceLayer& layer, int T, const NormEpilogue& fused);
   void moe_batched(const DeviceLayer& layer, int T);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 
@@ -108,6 +118,7 @@ class CudaBackend : public Backend {
   uint64_t graph_uses_ = 0;
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
   float last_device_ms_ = 0.f;
+  int captured_kernels_ = 0;
 };
 
 // Uploads a loaded BF16 checkpoint. Throws striker::Error when no GPU is present or a weight
