@@ -15,9 +15,10 @@ NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 for q in bf16 nvfp4; do
   for ctx in ${STRIKER_PROFILE_CONTEXTS:-8192 100000}; do
     log="$LOGS/ncu_${q}_${ctx}.csv"
+    qarg=""; [ "$q" = nvfp4 ] && qarg="--quantization nvfp4"
     timeout 300 "$NCU" --csv --clock-control none --cache-control none \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum -k 'regex:^(?!fill|nvfp4_fill|to_f32|kv_fill).*' \
-      "$BIN/striker" bench latency --config "$CONFIG" --quantization "$q" --context="$ctx" --steps 1 --warmup 0 \
+      "$BIN/striker" bench latency --config "$CONFIG" $qarg --context="$ctx" --steps 1 --warmup 0 \
       >"$log" 2>"$log.err"
     echo "ncu $q $ctx rc=$?"
     python3 scripts/ncu_summary.py "$log" "$q decode step at context $ctx (ncu, real clocks, each kernel alone)"
