@@ -51,7 +51,7 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), nullptr);
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());
   };
   d_out.poison();
   launch(0);
@@ -101,10 +101,10 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
   const AttentionScratch scratch{d_scr.get(), records, int64_t(3) * sms};  // as CudaBackend sets it
   auto run_new = [&](int) {
     prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
-                      PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), nullptr);
+                      PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), bench_stream());
   };
   auto run_old = [&](int) {
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), nullptr);
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), bench_stream());
   };
   auto sampled = [&](const std::vector<bf16>& out) {
     std::vector<bf16> s;
@@ -146,7 +146,7 @@ void bench_qk_rope(std::mt19937& rng) {
   d_q.poison();
   auto launch = [&](int) {
     qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), d_inv.get(), d_slots.get(),
-                          B, d_k.get(), d_v.get(), d_q.get(), nullptr);
+                          B, d_k.get(), d_v.get(), d_q.get(), bench_stream());
   };
   launch(0);
   std::vector<bf16> rk(cache), rv(cache), rq;

@@ -57,7 +57,7 @@ void bench_router(std::mt19937& rng) {
       auto route = [&](int i) {
         const size_t c = size_t(i % nc);
         router_topk(d_x.get(), T, rs, f32 ? nullptr : wbs[c].get(), f32 ? wfs[c].get() : nullptr, d_bias.get(),
-                    d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr);
+                    d_logits.get(), counter.get(), d_ids.get(), d_w.get(), bench_stream());
       };
       d_w.poison();
       d_ids.poison();
@@ -90,7 +90,7 @@ void bench_router_moe(std::mt19937& rng) {
   d_ids.poison();
   auto route = [&](int) {
     router_topk(d_x.get(), T, rs, d_wr.get(), nullptr, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(), d_tw.get(),
-                nullptr);
+                bench_stream());
   };
   route(0);
   std::vector<int32_t> ref_ids;
@@ -112,9 +112,9 @@ void bench_router_moe(std::mt19937& rng) {
   DeviceBuffer<bf16> d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
   auto moe = [&](int) {
     moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
-                d_sact.get(), nullptr);
+                d_sact.get(), bench_stream());
     moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
-                     d_h.get(), nullptr);
+                     d_h.get(), bench_stream());
   };
   d_act.poison();
   moe(0);
@@ -132,9 +132,9 @@ void bench_router_moe(std::mt19937& rng) {
   auto moe_rot = [&](int i) {
     const int32_t* idp = routings[size_t(i % 16)].get();
     moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, idp, K, d_act.get(), d_sg.get(), d_su.get(), Is,
-                d_sact.get(), nullptr);
+                d_sact.get(), bench_stream());
     moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, idp, d_tw.get(), d_sact.get(), d_sd.get(), Is, d_h.get(),
-                     nullptr);
+                     bench_stream());
   };
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
 }
@@ -149,9 +149,9 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const int64_t expert_elems = int64_t(E) * I * H;
   const auto n_w = static_cast<size_t>(expert_elems);
   DeviceBuffer<bf16> d_wg(n_w), d_wu(n_w), d_wd(n_w);
-  fill_random_bf16(d_wg.get(), expert_elems, 11, 0.f, 0.03f, nullptr);
-  fill_random_bf16(d_wu.get(), expert_elems, 12, 0.f, 0.03f, nullptr);
-  fill_random_bf16(d_wd.get(), expert_elems, 13, 0.f, 0.03f, nullptr);
+  fill_random_bf16(d_wg.get(), expert_elems, 11, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_wu.get(), expert_elems, 12, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_wd.get(), expert_elems, 13, 0.f, 0.03f, bench_stream());
   const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
   const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
   const auto x = random_bf16(rng, size_t(T) * H);
@@ -164,13 +164,13 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_y.poison();
-  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, nullptr); };
+  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
   auto gate_up = [&](int) {
-    moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r, d_act.get(), nullptr);
+    moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r, d_act.get(), bench_stream());
   };
-  auto down = [&](int) { moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, r, d_y.get(), nullptr); };
+  auto down = [&](int) { moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, r, d_y.get(), bench_stream()); };
   auto combine = [&](int) {
-    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
   };
   auto all = [&](int i) {
     sort(i);
@@ -224,20 +224,20 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
     std::vector<int32_t> cursor(offset.begin(), offset.end() - 1);
     for (int s = 0; s < S; ++s) sorted_token[size_t(cursor[size_t(ids_host[size_t(s)])]++)] = s / K;
     d_sort.upload(sorted_token);
-    embedding_gather(d_x.get(), T, H, d_sort.get(), S, d_xs.get(), nullptr);
+    embedding_gather(d_x.get(), T, H, d_sort.get(), S, d_xs.get(), bench_stream());
     for (int e = 0; e < E; ++e) {
       const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
       if (n == 0) continue;
       const bf16* xs = d_xs.get() + int64_t(off) * H;
-      lt.gemm_bf16(xs, n, H, d_wg.get() + int64_t(e) * I * H, I, d_g.get() + int64_t(off) * I, nullptr);
-      lt.gemm_bf16(xs, n, H, d_wu.get() + int64_t(e) * I * H, I, d_u.get() + int64_t(off) * I, nullptr);
+      lt.gemm_bf16(xs, n, H, d_wg.get() + int64_t(e) * I * H, I, d_g.get() + int64_t(off) * I, bench_stream());
+      lt.gemm_bf16(xs, n, H, d_wu.get() + int64_t(e) * I * H, I, d_u.get() + int64_t(off) * I, bench_stream());
     }
-    swiglu_act(d_g.get(), d_u.get(), d_act.get(), int64_t(S) * I, nullptr);
+    swiglu_act(d_g.get(), d_u.get(), d_act.get(), int64_t(S) * I, bench_stream());
     for (int e = 0; e < E; ++e) {
       const int n = offset[size_t(e) + 1] - offset[size_t(e)], off = offset[size_t(e)];
       if (n == 0) continue;
       lt.gemm_bf16(d_act.get() + int64_t(off) * I, n, I, d_wd.get() + int64_t(e) * H * I, H,
-                   d_y.get() + int64_t(off) * H, nullptr);
+                   d_y.get() + int64_t(off) * H, bench_stream());
     }
     combine(0);
   };

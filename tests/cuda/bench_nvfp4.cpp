@@ -50,8 +50,8 @@ void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int ou
   DeviceBuffer<float> d_l(size_t(T) * out);
   auto launch = [&](int i) {
     const Nvfp4Matrix m{codes[size_t(i % nc)].get(), scales[size_t(i % nc)].get()};
-    if (logits) nvfp4_gemv_logits(d_x.get(), T, in, m, s2, out, d_l.get(), nullptr);
-    else nvfp4_gemv(d_x.get(), T, in, m, s2, out, d_y.get(), nullptr);
+    if (logits) nvfp4_gemv_logits(d_x.get(), T, in, m, s2, out, d_l.get(), bench_stream());
+    else nvfp4_gemv(d_x.get(), T, in, m, s2, out, d_y.get(), bench_stream());
   };
   d_y.poison();
   d_l.poison();
@@ -90,9 +90,9 @@ void bench_nvfp4_moe(std::mt19937& rng) {
   }
   auto moe = [&](int i) {
     const int32_t* idp = routings[size_t(i % 16)].get();
-    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), nullptr);
+    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), bench_stream());
     nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
-                           nullptr);
+                           bench_stream());
   };
   STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(H) * 2));
   row("nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe),
@@ -117,16 +117,16 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_y.poison();
-  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, nullptr); };
+  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
   auto gate_up = [&](int) {
-    moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), nullptr);
+    moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
   };
-  auto down = [&](int) { moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), nullptr); };
+  auto down = [&](int) { moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), bench_stream()); };
   auto all = [&](int i) {
     sort(i);
     gate_up(i);
     down(i);
-    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
   };
   all(0);
   const int Tc = std::min(T, 4);
@@ -168,7 +168,7 @@ void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, in
   DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out), d_scratch(size_t(out) * in);
   auto launch = [&](int) {
     nvfp4_gemm(lt, d_x.get(), T, in, {c.get(), sc.get()}, RowScale2::uniform(0.01f), out, d_y.get(), out,
-               {d_scratch.get(), int64_t(out) * in}, nullptr);
+               {d_scratch.get(), int64_t(out) * in}, bench_stream());
   };
   const double us = time_us(launch);
   char extra[64];

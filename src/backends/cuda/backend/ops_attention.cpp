@@ -6,6 +6,7 @@
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
+#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 
@@ -23,7 +24,7 @@ void CudaBackend::attention_front(const StepPlan& p, int64_t l) {
   const QkvEpilogue front{w.counters + Workspace::kHeadCounters, nh, nkv, d, L.q_norm, L.k_norm, c.rms_norm_eps,
                           p.positions, sliding ? w.inv_freq : nullptr, sliding ? p.slots_sliding : p.slots_full,
                           kv_spec_.block_size, k_cache_[size_t(l)], v_cache_[size_t(l)], w.q};
-  if (T <= kGemvMaxTokens) {
+  if (T <= kGemvMaxTokens && !ab_off("qkv")) {
     if (L.nv_qkv.present()) nvfp4_gemv_qkv_rope(w.x, T, H, L.nv_qkv.matrix(), L.nv_qkv.scale2, qkv_dim, w.qkv, front, stream_);
     else gemv_qkv_rope(w.x, T, H, L.wqkv, qkv_dim, w.qkv, front, stream_);
     return;

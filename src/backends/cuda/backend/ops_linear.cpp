@@ -3,6 +3,7 @@
 // (NVFP4 weights dequantised to BF16 first, alpha = scale2; nvfp4_prefill.h).
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
+#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
@@ -25,7 +26,7 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
 }
 
 NormEpilogue CudaBackend::fused_norm(const float* next_norm, int T) {
-  if (next_norm == nullptr || T > kGemvMaxTokens) return {};
+  if (next_norm == nullptr || T > kGemvMaxTokens || ab_off("norm")) return {};
   return NormEpilogue{ws_->counters + Workspace::kNormCounter, next_norm, ws_->x, model_.config.rms_norm_eps};
 }
 

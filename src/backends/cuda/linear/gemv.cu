@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
@@ -21,12 +22,12 @@ using Mode = GemvOut;
 // Epi: what the grid does after its last store (linear/gemv_epilogue.cuh): nothing, the next norm
 // (NormEpilogue, Residual mode) or the attention front of the QKV projection (QkvEpilogue, Store
 // mode). Every thread must reach the end of the kernel.
-template <int R, int NT, int S, Mode M, class Epi>
+template <int R, int NT, int S, Mode M, class Epi, bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                            const bf16_t* __restrict__ W, int out_dim, void* out,
                                                            Epi ep) {
   // The LM head streams 8+ chunks per lane: its weights keep the deeper-unrolled loop after the wait.
-  constexpr int kPre = M == Mode::Logits ? 0 : (NT == 1 ? 2 : 1);
+  constexpr int kPre = M == Mode::Logits || !kEarly ? 0 : (NT == 1 ? 2 : 1);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -152,6 +153,7 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
                  cudaStream_t stream, const Epi& ep = {}) {
   check_shapes(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
+  const bool early = !ab_off("early");
   // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
@@ -163,16 +165,16 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
     if (split)
-      launch_pdl(gemv_kernel<4, 1, 8, M, Epi>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(early ? gemv_kernel<4, 1, 8, M, Epi, true> : gemv_kernel<4, 1, 8, M, Epi, false>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
     else if (in < 1024)
-      launch_pdl(gemv_kernel<4, 1, 1, M, Epi>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(early ? gemv_kernel<4, 1, 1, M, Epi, true> : gemv_kernel<4, 1, 1, M, Epi, false>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
     else
-      launch_pdl(gemv_kernel<2, 1, 1, M, Epi>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(early ? gemv_kernel<2, 1, 1, M, Epi, true> : gemv_kernel<2, 1, 1, M, Epi, false>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
   } else {
     if (split)
-      launch_pdl(gemv_kernel<2, kNT, 8, M, Epi>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(early ? gemv_kernel<2, kNT, 8, M, Epi, true> : gemv_kernel<2, kNT, 8, M, Epi, false>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
     else
-      launch_pdl(gemv_kernel<2, kNT, 1, M, Epi>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(early ? gemv_kernel<2, kNT, 1, M, Epi, true> : gemv_kernel<2, kNT, 1, M, Epi, false>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
@@ -134,7 +135,7 @@ template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
                    unsigned int* counter, int32_t* ids, float* topk_w, cudaStream_t stream) {
   const auto* xb = reinterpret_cast<const bf16_t*>(x);
-  if (T <= kRouterDecodeMaxTokens) {
+  if (T <= kRouterDecodeMaxTokens && !ab_off("router")) {
     launch_pdl(router_decode_kernel<W>, dim3(unsigned((rs.n_experts + kDecodeWarps - 1) / kDecodeWarps)),
                dim3(kDecodeWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
                rs.norm_topk_prob, rs.routed_scaling_factor, logits, counter, ids, topk_w);
