@@ -10,11 +10,27 @@
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
 #include "cuda_test_util.h"
-#include "nvfp4_test_util.h"
 #include "model/nvfp4.h"
 
 namespace striker::cuda::testing {
 namespace {
+
+// Codes uniform over all bytes; scale bytes uniform in [lo, hi].
+Nvfp4HostMatrix random_matrix(std::mt19937& rng, int64_t rows, int in, int lo = 0x30, int hi = 0x40) {
+  Nvfp4HostMatrix m;
+  m.codes.resize(size_t(rows) * size_t(in / 2));
+  m.scales.resize(size_t(rows) * size_t(in / 16));
+  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
+  std::uniform_int_distribution<int> sd(lo, hi);
+  for (auto& s : m.scales) s = uint8_t(sd(rng));
+  return m;
+}
+
+struct DeviceMatrix {
+  DeviceBuffer<uint8_t> codes, scales;
+  explicit DeviceMatrix(const Nvfp4HostMatrix& m) : codes(m.codes), scales(m.scales) {}
+  Nvfp4Matrix view() const { return {codes.get(), scales.get()}; }
+};
 
 std::vector<float> rounded(const std::vector<float>& dot) {
   std::vector<float> r(dot.size());

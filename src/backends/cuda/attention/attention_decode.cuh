@@ -199,8 +199,9 @@ __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const 
 // kernel→kernel edges: a kernel after a memcpy starts after the copy has completed), and every kernel of a step starts after the step's first kernel started; the next
 // step's memcpy waits for this step's last kernel, which completes only after every earlier kernel
 // (each one's pdl_wait returns only when its predecessor has completed). So the metadata is
-// constant for the whole lifetime of every attention CTA. q and the KV cache row of the current
-// token are written by the qk-norm/RoPE/KV-write kernel just before: they are read after the wait.
+// constant for the whole lifetime of every attention CTA. q and the KV cache rows of the step's
+// tokens are written by the qk-norm/RoPE/KV-write kernel just before: they are read after the wait
+// (older keys may be copied before it: pipe_split_record).
 // The split partials of the combine kernel are written by the split kernel: after the wait too.
 
 // The pipelined split computation of one CTA (attention_pipe_kernel):
@@ -264,16 +265,29 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
     cp_async_commit();
   };
 
-  // Block ids of the first kStages tiles together (one latency; metadata only), then the wait,
-  // then the copies of the first kStages-1 tiles (the KV cache is written by the previous kernel).
+  // Block ids of the first kStages tiles together (one latency; metadata only). Then the copies of
+  // the first kStages-1 tiles: before the wait for tiles whose keys all predate this step, after
+  // it for the rest. Only the step's own tokens are written by the kernel in front (k/v of each
+  // query's newest keys); a sequence has at most as many new keys as the launch has queries
+  // (gridDim.z), so keys below p + 1 - gridDim.z were written by earlier steps, whose kernels have
+  // all completed. Old tiles come first (keys ascend with i), so the commit order is unchanged.
   int32_t pb0[kStages - 1] = {}, pb1[kStages - 1] = {};
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) fetch_blocks(i, pb0[i], pb1[i]);
   int32_t nb0 = 0, nb1 = 0;  // block ids of the next tile to issue
   fetch_blocks(kStages - 1, nb0, nb1);
-  pdl_wait();  // metadata only above (see "Metadata before the PDL wait"); q and the KV cache below
+  const int fresh_from = positions[sk.qi] + 1 - int(gridDim.z);  // keys at or above may be this step's
+  int early = 0;
 #pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) issue(i, pb0[i], pb1[i]);
+  for (int i = 0; i < kStages - 1; ++i)
+    if (early == i && first + kStepKeys * i + kTileKeys <= fresh_from) {
+      issue(i, pb0[i], pb1[i]);
+      ++early;
+    }
+  pdl_wait();  // metadata and old keys only above (see "Metadata before the PDL wait"); q and new keys below
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i)
+    if (i >= early) issue(i, pb0[i], pb1[i]);
 
   uint32_t qa[8][2];
   load_q_fragments(q, sk.qi, nkv, kvh, lane, qa);

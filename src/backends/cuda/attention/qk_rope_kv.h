@@ -33,22 +33,6 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
                            const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
                            cudaStream_t stream);
 
-// The same per-head work as the epilogue of a decode step's QKV GEMV (gemv_qkv_rope in
-// linear/gemv.h, nvfp4_gemv_qkv_rope in nvfp4/nvfp4_linear.h): the CTA that finishes a head's
-// rows last runs it for that head (attention/qk_rope_head.cuh), so no kernel of its own runs.
-// counters: one zero-initialised device counter per head (n_heads + 2 n_kv_heads).
-struct QkvEpilogue {
-  unsigned int* counters = nullptr;
-  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  const float *q_norm = nullptr, *k_norm = nullptr;
-  float eps = 0.f;
-  const int32_t* positions = nullptr;
-  const float* inv_freq = nullptr;  // nullptr: NoPE layer
-  const int64_t* slots = nullptr;
-  int block_size = 0;
-  bf16 *k_cache = nullptr, *v_cache = nullptr, *q_out = nullptr;
-};
-
 // CPU reference; caches are flat host vectors in the layout above.
 void qk_norm_rope_kv_write_ref(const std::vector<bf16>& qkv, int T, const HeadShape& hs,
                                const std::vector<float>& q_norm_w, const std::vector<float>& k_norm_w, float eps,

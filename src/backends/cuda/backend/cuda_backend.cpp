@@ -56,9 +56,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.router_logits = w.arena.get<float>(Tm * c.n_routed_experts);
   w.topk_w = w.arena.get<float>(Tm * K);
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
-  const int64_t n_counters = Workspace::kHeadCounters + c.num_attention_heads + 2 * c.num_key_value_heads;
-  w.counters = w.arena.get<unsigned int>(n_counters);
-  STRIKER_CUDA_CHECK(cudaMemset(w.counters, 0, size_t(n_counters) * sizeof(unsigned int)));
+  w.router_counter = w.arena.get<unsigned int>(1);
+  STRIKER_CUDA_CHECK(cudaMemset(w.router_counter, 0, sizeof(unsigned int)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));

@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "backends/backend.h"
-#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/backend/device_model.h"
 #include "backends/cuda/sampling/sampling.h"
 
@@ -79,24 +78,17 @@ class CudaBackend : public Backend {
   // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,
   // ops_moe.cpp). All work on ws_ and enqueue on stream_.
   void flint_forward(const StepPlan& plan);
-  // y = bf16(mm(x, W)) for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
+  // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W).
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
+  // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
   void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
-  // The ops that write the residual stream h end with x = rmsnorm(h, next_norm) (next_norm ==
-  // nullptr: none, after the last layer): in decode steps it runs in the last CTA of the kernel that
-  // wrote h (NormEpilogue), otherwise as a kernel of its own.
-  NormEpilogue fused_norm(const float* next_norm, int T);
-  void norm_unless_fused(const NormEpilogue& fused, const float* next_norm, int T);
-  // h = bf16(h + bf16(mm(x, W))); x = rmsnorm(h, next_norm).
-  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
-                       const float* next_norm);
-  // q|k|v = bf16(mm(x, Wqkv)); q, k per-head rmsnorm, RoPE on sliding layers; k, v into the cache.
-  void attention_front(const StepPlan& plan, int64_t layer);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
-  void swiglu_dense(const DeviceLayer& layer, int T, const float* next_norm);  // h = bf16(h + swiglu(x)); x = ...
-  void moe(const DeviceLayer& layer, int T, const float* next_norm);  // h = bf16(h + routed + shared); x = ...
-  void moe_decode_bf16(const DeviceLayer& layer, int T, const NormEpilogue& fused);
-  void moe_decode_nvfp4(const DeviceLayer& layer, int T, const NormEpilogue& fused);
+  void swiglu_dense(const DeviceLayer& layer, int T);    // h = bf16(h + swiglu(x))
+  void moe(const DeviceLayer& layer, int T);             // h = bf16(h + routed + shared experts of x)
+  void moe_decode_bf16(const DeviceLayer& layer, int T);
+  void moe_decode_nvfp4(const DeviceLayer& layer, int T);
   void moe_batched(const DeviceLayer& layer, int T);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 

@@ -50,11 +50,8 @@ struct CudaBackend::Workspace {
   bf16 *h, *x, *qkv, *q, *attn, *tmp, *gate, *up, *act, *moe_act, *shared_act, *logit_x, *logits_bf16;
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
-  // Counters of the decode kernels' last-block epilogues (common/last_block.cuh), zero between
-  // launches: [kNormCounter] the fused next norm, [kRouterCounter] the router's top-K, then one
-  // per q/k/v head for the QKV epilogue.
-  static constexpr int kNormCounter = 0, kRouterCounter = 1, kHeadCounters = 2;
-  unsigned int* counters = nullptr;
+  // The decode router's last-CTA counter (common/last_block.cuh): zero between launches.
+  unsigned int* router_counter = nullptr;
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;

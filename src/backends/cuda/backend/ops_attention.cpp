@@ -3,37 +3,10 @@
 // every other query (decodes) the split-KV decode kernel, which spreads one query's long context
 // over many CTAs.
 #include "backends/cuda/attention/attention.h"
-#include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
-#include "backends/cuda/common/ab_switch.h"
-#include "backends/cuda/linear/gemv.h"
-#include "backends/cuda/nvfp4/nvfp4_linear.h"
 
 namespace striker::cuda {
-
-// Decode steps: the QKV GEMV's grid ends with each head's norm / RoPE / cache write in the CTA that
-// finishes the head (QkvEpilogue); larger steps: the projection, then qk_norm_rope_kv_write.
-void CudaBackend::attention_front(const StepPlan& p, int64_t l) {
-  const FlintConfig& c = model_.config;
-  Workspace& w = *ws_;
-  const DeviceLayer& L = model_.layers[size_t(l)];
-  const bool sliding = c.is_sliding_layer(l);
-  const int T = p.T, H = int(c.hidden_size), d = int(c.head_dim), nh = int(c.num_attention_heads),
-            nkv = int(c.num_key_value_heads), qkv_dim = (nh + 2 * nkv) * d;
-  const QkvEpilogue front{w.counters + Workspace::kHeadCounters, nh, nkv, d, L.q_norm, L.k_norm, c.rms_norm_eps,
-                          p.positions, sliding ? w.inv_freq : nullptr, sliding ? p.slots_sliding : p.slots_full,
-                          kv_spec_.block_size, k_cache_[size_t(l)], v_cache_[size_t(l)], w.q};
-  if (T <= kGemvMaxTokens && !ab_off("qkv")) {
-    if (L.nv_qkv.present()) nvfp4_gemv_qkv_rope(w.x, T, H, L.nv_qkv.matrix(), L.nv_qkv.scale2, qkv_dim, w.qkv, front, stream_);
-    else gemv_qkv_rope(w.x, T, H, L.wqkv, qkv_dim, w.qkv, front, stream_);
-    return;
-  }
-  linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);
-  qk_norm_rope_kv_write(w.qkv, T, HeadShape{nh, nkv, d}, front.q_norm, front.k_norm, front.eps, front.positions,
-                        front.inv_freq, front.slots, front.block_size, front.k_cache, front.v_cache, front.q_out,
-                        stream_);
-}
 
 void CudaBackend::attention(const StepPlan& p, int64_t l) {
   const FlintConfig& c = model_.config;

@@ -3,7 +3,6 @@
 // (NVFP4 weights dequantised to BF16 first, alpha = scale2; nvfp4_prefill.h).
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
@@ -19,40 +18,35 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, b
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
 
+void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h) {
+  if (T <= kGemvMaxTokens) {
+    gemv_residual(x, T, in, W, out, h, stream_);
+  } else {
+    ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
+    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+  }
+}
+
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
   if (!q.present()) return linear(x, T, in, W, out, y);
   if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_);
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
 
-NormEpilogue CudaBackend::fused_norm(const float* next_norm, int T) {
-  if (next_norm == nullptr || T > kGemvMaxTokens || ab_off("norm")) return {};
-  return NormEpilogue{ws_->counters + Workspace::kNormCounter, next_norm, ws_->x, model_.config.rms_norm_eps};
-}
-
-void CudaBackend::norm_unless_fused(const NormEpilogue& fused, const float* next_norm, int T) {
-  if (next_norm != nullptr && fused.counter == nullptr)
-    rmsnorm(ws_->h, next_norm, ws_->x, T, int(model_.config.hidden_size), model_.config.rms_norm_eps, stream_);
-}
-
 void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
-                                  const float* next_norm) {
-  Workspace& w = *ws_;
-  const NormEpilogue fused = fused_norm(next_norm, T);
+                                  bf16* h) {
+  if (!q.present()) return linear_residual(x, T, in, W, out, h);
   if (T <= kGemvMaxTokens) {
-    if (q.present()) nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, w.h, stream_, fused);
-    else gemv_residual(x, T, in, W, out, w.h, stream_, fused);
+    nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
   } else {
-    if (q.present()) nvfp4_gemm(w.lt, x, T, in, q.matrix(), q.scale2, out, w.tmp, out, w.nv_scratch, stream_);
-    else w.lt.gemm_bf16(x, T, in, W, out, w.tmp, stream_);
-    residual_add(w.h, w.tmp, int64_t(T) * out, stream_);
+    nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
+    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
   }
-  norm_unless_fused(fused, next_norm, T);
 }
 
 // Dense layers: h = bf16(h + swiglu(x)). Decode steps fuse gate, up and SwiGLU into one GEMV
 // launch when both weights share a format; otherwise two projections and an elementwise SwiGLU.
-void CudaBackend::swiglu_dense(const DeviceLayer& L, int T, const float* next_norm) {
+void CudaBackend::swiglu_dense(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), Id = int(c.intermediate_size);
@@ -66,7 +60,7 @@ void CudaBackend::swiglu_dense(const DeviceLayer& L, int T, const float* next_no
     linear(w.x, T, H, L.up, L.nv_up, Id, w.up);
     swiglu_act(w.gate, w.up, w.act, int64_t(T) * Id, stream_);
   }
-  linear_residual(w.act, T, Id, L.down, L.nv_down, H, next_norm);
+  linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);
 }
 
 // logits = float(bf16(mm(rmsnorm(h), lm_head))) for the plan's requested rows only (the LM head

@@ -14,23 +14,21 @@
 
 namespace striker::cuda {
 
-void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
+void CudaBackend::moe(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
                        c.routed_scaling_factor};
-  router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
-              w.counters + Workspace::kRouterCounter, w.topk_ids, w.topk_w, stream_);
-  const NormEpilogue fused = fused_norm(next_norm, T);  // the decode kernels' last CTA: x = rmsnorm(h)
+  router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
+              w.topk_w, stream_);
   if (T > kGemvMaxTokens) moe_batched(L, T);
-  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, fused);
-  else moe_decode_bf16(L, T, fused);
-  norm_unless_fused(fused, next_norm, T);
+  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
+  else moe_decode_bf16(L, T);
 }
 
 // BF16 routed experts of a decode step: gate/up + SwiGLU of the selected experts (and a BF16
 // shared expert) in one launch, then down + weighted sum + residual in another.
-void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T, const NormEpilogue& fused) {
+void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -38,13 +36,13 @@ void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T, const NormEpilogu
   moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
               L.sh_gate ? w.shared_act : nullptr, stream_);
   moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
-                   L.sh_down, Is, w.h, stream_, fused);
+                   L.sh_down, Is, w.h, stream_);
 }
 
 // NVFP4 routed experts of a decode step: the selected-experts kernels, with an NVFP4 shared
 // expert fused into them, or a BF16 one run first by the BF16 GEMV kernels and added as a bf16
 // vector.
-void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const NormEpilogue& fused) {
+void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -61,7 +59,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const NormEpilog
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, fused);  // h = bf16(h + y)
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
 }
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the

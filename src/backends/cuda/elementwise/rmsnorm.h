@@ -17,17 +17,6 @@ void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, flo
 void add_rmsnorm(bf16* h, const bf16* delta, const float* w, bf16* out, int rows, int hidden, float eps,
                  cudaStream_t stream);
 
-// The RMSNorm that a decode-step kernel writing the residual stream h (o_proj, MoE / dense down)
-// runs in its last CTA (elementwise/rmsnorm_rows.cuh): out = rmsnorm(h, gamma) for the step's rows,
-// so the next consumer of x needs no norm kernel of its own. counter: a zero-initialised device
-// counter (the backend's workspace owns it); nullptr = no epilogue.
-struct NormEpilogue {
-  unsigned int* counter = nullptr;
-  const float* gamma = nullptr;
-  bf16* out = nullptr;
-  float eps = 0.f;
-};
-
 // CPU references (same contracts; delta may be empty for the plain norm).
 void rmsnorm_ref(const std::vector<bf16>& x, const std::vector<float>& w, std::vector<bf16>& out, int rows,
                  int hidden, float eps);

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/linear/gemv_epilogue.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -19,15 +17,14 @@ using Mode = GemvOut;
 
 // A block of kWarps warps = (kWarps/S) row groups of R rows, each group's input width split
 // over S warps (split-K) so short matrices still put enough loads in flight.
-// Epi: what the grid does after its last store (linear/gemv_epilogue.cuh): nothing, the next norm
-// (NormEpilogue, Residual mode) or the attention front of the QKV projection (QkvEpilogue, Store
-// mode). Every thread must reach the end of the kernel.
-template <int R, int NT, int S, Mode M, class Epi, bool kEarly>
+// Except for the LM head, each warp loads its first weight chunks before griddepcontrol.wait
+// (WarpDotPrologue, warp_dot.cuh): for QKV (one chunk per lane) and o_proj (two) that is every
+// weight byte, streamed while the kernel in front drains.
+template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
-                                                           const bf16_t* __restrict__ W, int out_dim, void* out,
-                                                           Epi ep) {
+                                                           const bf16_t* __restrict__ W, int out_dim, void* out) {
   // The LM head streams 8+ chunks per lane: its weights keep the deeper-unrolled loop after the wait.
-  constexpr int kPre = M == Mode::Logits || !kEarly ? 0 : (NT == 1 ? 2 : 1);
+  constexpr int kPre = M == Mode::Logits ? 0 : (NT == 1 ? 2 : 1);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -86,7 +83,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
         }
       }
   }
-  gemv_epilogue(ep, out, T, out_dim, int(blockIdx.x) * kGroups * R, kGroups * R);
 }
 
 // Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
@@ -148,12 +144,11 @@ void check_shapes(const char* what, const void* x, int in, const void* W, const 
     throw Error(std::string(what) + ": activation/weight pointers must be 16-byte aligned");
 }
 
-template <Mode M, class Epi = NoEpilogue>
+template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, int out_dim, void* out,
-                 cudaStream_t stream, const Epi& ep = {}) {
+                 cudaStream_t stream) {
   check_shapes(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
-  const bool early = !ab_off("early");
   // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
@@ -165,16 +160,16 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   if (T == 1) {
     if (split)
-      launch_pdl(early ? gemv_kernel<4, 1, 8, M, Epi, true> : gemv_kernel<4, 1, 8, M, Epi, false>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else if (in < 1024)
-      launch_pdl(early ? gemv_kernel<4, 1, 1, M, Epi, true> : gemv_kernel<4, 1, 1, M, Epi, false>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else
-      launch_pdl(early ? gemv_kernel<2, 1, 1, M, Epi, true> : gemv_kernel<2, 1, 1, M, Epi, false>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   } else {
     if (split)
-      launch_pdl(early ? gemv_kernel<2, kNT, 8, M, Epi, true> : gemv_kernel<2, kNT, 8, M, Epi, false>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
     else
-      launch_pdl(early ? gemv_kernel<2, kNT, 1, M, Epi, true> : gemv_kernel<2, kNT, 1, M, Epi, false>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out, ep);
+      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -185,17 +180,8 @@ void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* o
   launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream);
 }
 
-void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream,
-                   const NormEpilogue& norm) {
-  check_epilogue_tokens("gemv_residual", norm.counter != nullptr, T, kNT);
-  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream, norm);
-}
-
-void gemv_qkv_rope(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* qkv, const QkvEpilogue& qk,
-                   cudaStream_t stream) {
-  check_epilogue_tokens("gemv_qkv_rope", true, T, kNT);
-  check_qkv_epilogue("gemv_qkv_rope", qk, out_dim);
-  launch_gemv<Mode::Store>("gemv_qkv_rope", x, T, in, W, out_dim, qkv, stream, qk);
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream);
 }
 
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {

@@ -8,22 +8,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/attention/qk_rope_kv.h"
-#include "backends/cuda/elementwise/rmsnorm.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
 
 // out[t,o] = bf16(mm(x[t], W)[o]).  x [T, in], out [T, out_dim].
 void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream);
-// h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj and dense down_proj with the residual add fused);
-// with norm.counter set (T <= 8), then norm.out = rmsnorm(h, norm.gamma) in the same launch.
-void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream,
-                   const NormEpilogue& norm = {});
-// qkv = bf16(mm(x, Wqkv)) (T <= 8), then in the same launch the attention front of each head
-// (QkvEpilogue, attention/qk_rope_kv.h: q/k-norm, RoPE, k/v into the cache, q into qk.q_out).
-void gemv_qkv_rope(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* qkv, const QkvEpilogue& qk,
-                   cudaStream_t stream);
+// h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj and dense down_proj with the residual add fused).
+void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head; sampling reads fp32).
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream);
 // SwiGLU front half: g = bf16(mm(x,Wg)); u = bf16(mm(x,Wu)); act = bf16(bf16(g·sigmoid(g))·u).

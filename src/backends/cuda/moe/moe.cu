@@ -6,7 +6,6 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/elementwise/rmsnorm_rows.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -133,11 +132,10 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
-    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, NormEpilogue ep) {
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
   pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
-  norm_epilogue(ep, h, int(gridDim.y), hidden);  // every thread: the last CTA may normalise h
 }
 
 __global__ void moe_combine_sorted_kernel(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
@@ -184,8 +182,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      const NormEpilogue& norm) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
@@ -194,7 +191,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
-      reinterpret_cast<bf16_t*>(h), norm);
+      reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
 }
 

@@ -11,7 +11,6 @@
 
 #include <string>
 
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
@@ -67,11 +66,8 @@ __global__ void __launch_bounds__(32) router_select_kernel(const float* __restri
                                                            const float* __restrict__ bias, bool norm, float rsf,
                                                            int32_t* __restrict__ ids, float* __restrict__ weights) {
   pdl_grid_start();  // see launch.cuh
-  __shared__ float score[kRouterMaxExperts];
-  __shared__ float sel[kRouterMaxExperts];
   const int t = blockIdx.x;
-  router_select_warp([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, score, sel, ids,
-                     weights);
+  router_select([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
 }
 
 // ---- decode steps ----
@@ -93,9 +89,9 @@ __device__ __forceinline__ void row_dots(const W* __restrict__ w, const bf16_t* 
   pdl_wait();  // x is the previous kernel's output
 #pragma unroll
   for (int t = 0; t < kRouterDecodeMaxTokens; ++t) acc[t] = 0.f;
-  for (int c = lane, i = 0; c < chunks; c += 32, ++i) {
+  auto add_chunk = [&](const typename RouterWeight<W>::Chunk& q, int c) {
     float wf[8];
-    RouterWeight<W>::unpack(i < kHeld ? held[i] : RouterWeight<W>::load(w + c * kPer), wf);
+    RouterWeight<W>::unpack(q, wf);
 #pragma unroll
     for (int t = 0; t < kRouterDecodeMaxTokens; ++t)
       if (t < T) {
@@ -104,7 +100,11 @@ __device__ __forceinline__ void row_dots(const W* __restrict__ w, const bf16_t* 
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[t] = fmaf(xf[j], wf[j], acc[t]);
       }
-  }
+  };
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i)  // held chunks first (constant indices: they stay in registers)
+    if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
+  for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RouterWeight<W>::load(w + c * kPer), c);
 }
 
 template <typename W>
@@ -123,11 +123,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) router_decode_kernel(
     if (lane == 0 && t < T && e < E) logits[int64_t(t) * E + e] = v;
   }
   if (!last_block_arrive(counter, gridDim.x)) return;
-  __shared__ float score[kDecodeWarps][kRouterMaxExperts];
-  __shared__ float sel[kDecodeWarps][kRouterMaxExperts];
   for (int t = warp; t < T; t += kDecodeWarps)
-    router_select_warp([&](int ex) { return __ldcg(logits + int64_t(t) * E + ex); }, t, E, K, bias, norm, rsf,
-                       score[warp], sel[warp], ids, weights);
+    router_select([&](int ex) { return __ldcg(logits + int64_t(t) * E + ex); }, t, E, K, bias, norm, rsf, ids,
+                       weights);
 }
 
 
@@ -135,7 +133,7 @@ template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
                    unsigned int* counter, int32_t* ids, float* topk_w, cudaStream_t stream) {
   const auto* xb = reinterpret_cast<const bf16_t*>(x);
-  if (T <= kRouterDecodeMaxTokens && !ab_off("router")) {
+  if (T <= kRouterDecodeMaxTokens) {
     launch_pdl(router_decode_kernel<W>, dim3(unsigned((rs.n_experts + kDecodeWarps - 1) / kDecodeWarps)),
                dim3(kDecodeWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
                rs.norm_topk_prob, rs.routed_scaling_factor, logits, counter, ids, topk_w);

@@ -36,29 +36,39 @@ struct RouterWeight<float> {
 };
 
 // Selection of token t by one warp: the top K of sigmoid(logit) + bias in K rounds of a warp-wide
-// argmax (ties go to the lower index, as the spec requires). logit_of(e) gives the fp32 logit;
-// score and sel are E-float shared arrays of the calling warp.
-template <typename LogitOf>
+// argmax (ties go to the lower index, as the spec requires), everything in registers: lane l holds
+// experts l, l + 32, ... (visited in increasing order with a strict >, so within a lane the lower
+// index wins ties; across lanes the shuffle keeps the lower index). logit_of(e) gives the fp32
+// logit; all of a lane's loads are issued before the first use.
+// P = experts per lane held (E <= 32·P); router_select picks P for E.
+template <int P, typename LogitOf>
 __device__ __forceinline__ void router_select_warp(LogitOf logit_of, int t, int E, int K,
                                                    const float* __restrict__ bias, bool norm, float rsf,
-                                                   float* score, float* sel, int32_t* __restrict__ ids,
-                                                   float* __restrict__ weights) {
+                                                   int32_t* __restrict__ ids, float* __restrict__ weights) {
   const int lane = threadIdx.x & 31;
-  for (int e = lane; e < E; e += 32) {
-    const float s = 1.0f / (1.0f + expf(-logit_of(e)));
-    score[e] = s;
-    sel[e] = s + (bias ? bias[e] : 0.f);
+  float logit[P], b[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int e = lane + 32 * i;
+    logit[i] = e < E ? logit_of(e) : 0.f;
+    b[i] = e < E && bias != nullptr ? bias[e] : 0.f;
   }
-  __syncwarp();
-  float picked_sum = 0.f;
-  int mine = 0;  // lane k keeps the k-th pick
+  float score[P], sel[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    score[i] = 1.0f / (1.0f + expf(-logit[i]));
+    sel[i] = lane + 32 * i < E ? score[i] + b[i] : -__builtin_huge_valf();
+  }
+  float picked_sum = 0.f, pick_score = 0.f;
+  int mine = 0;  // lane k keeps the k-th pick and its score
   for (int k = 0; k < K; ++k) {
     float best = -__builtin_huge_valf();
     int best_e = E;
-    for (int e = lane; e < E; e += 32)
-      if (sel[e] > best) {  // strict: within a lane the lower index wins ties
-        best = sel[e];
-        best_e = e;
+#pragma unroll
+    for (int i = 0; i < P; ++i)
+      if (sel[i] > best) {  // strict: within a lane the lower index wins ties
+        best = sel[i];
+        best_e = lane + 32 * i;
       }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -71,17 +81,32 @@ __device__ __forceinline__ void router_select_warp(LogitOf logit_of, int t, int 
     }
     // Only NaN scores leave best_e == E; keep the index in range (the NaN weights still show).
     best_e = min(best_e, E - 1);
-    if (lane == k) mine = best_e;
-    picked_sum += score[best_e];
-    __syncwarp();
-    if (lane == 0) sel[best_e] = -__builtin_huge_valf();
-    __syncwarp();
+    float own = 0.f;  // the winner's lane takes it out and shares its score
+#pragma unroll
+    for (int i = 0; i < P; ++i)
+      if (lane + 32 * i == best_e) {
+        own = score[i];
+        sel[i] = -__builtin_huge_valf();
+      }
+    const float s = __shfl_sync(0xffffffffu, own, best_e & 31);
+    picked_sum += s;
+    if (lane == k) {
+      mine = best_e;
+      pick_score = s;
+    }
   }
   if (lane < K) {
-    const float s = score[mine];
     ids[t * K + lane] = mine;
-    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
+    weights[t * K + lane] = (norm ? pick_score / (picked_sum + 1e-20f) : pick_score) * rsf;
   }
+}
+
+template <typename LogitOf>
+__device__ __forceinline__ void router_select(LogitOf logit_of, int t, int E, int K, const float* __restrict__ bias,
+                                              bool norm, float rsf, int32_t* __restrict__ ids,
+                                              float* __restrict__ weights) {
+  if (E <= 256) router_select_warp<8>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
+  else router_select_warp<kRouterMaxExperts / 32>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
 }
 
 }  // namespace striker::cuda

@@ -2,7 +2,6 @@
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
-#include "backends/cuda/linear/gemv_epilogue.cuh"
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
@@ -22,12 +21,10 @@ using Mode = GemvOut;
 // Each warp loads its first two chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs
 // per SM at T = 1 (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96);
 // ptxas would otherwise take 96–97 / 103–135 registers.
-// Epi: the grid's epilogue after its last store (linear/gemv_epilogue.cuh), as gemv_kernel's; every
-// thread reaches the end of the kernel.
-template <int R, int NT, int S, Mode M, class Epi>
+template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
-                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out, Epi ep) {
+                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -48,7 +45,6 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
   if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
   pdl_wait();  // x and h (Residual) are written by earlier kernels
   if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
-  bool stores = o0 < out_dim;  // this warp holds finished sums to store
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -57,31 +53,27 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
 #pragma unroll
         for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = o0 < out_dim ? acc[r][t] : 0.f;
     __syncthreads();
-    stores = stores && part == 0;
-    if (stores) {
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          float v = 0.f;
-#pragma unroll
-          for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
-          acc[r][t] = v;
-        }
-    }
-  }
-  if (stores) {
+    if (part != 0) return;
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
-          const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-          store_gemv_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
-        }
+        float v = 0.f;
+#pragma unroll
+        for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+        acc[r][t] = v;
       }
   }
-  gemv_epilogue(ep, out, T, out_dim, int(blockIdx.x) * kGroups * R, kGroups * R);
+  if (o0 >= out_dim) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
+        const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
+        store_gemv_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
+      }
+    }
 }
 
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
@@ -169,9 +161,9 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
     throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
 }
 
-template <Mode M, class Epi = NoEpilogue>
+template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream, const Epi& ep = {}) {
+                 cudaStream_t stream) {
   check_nvfp4(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
@@ -183,18 +175,18 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   constexpr int S = 4;
   if (T == 1) {
     if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M, Epi>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
-                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out, ep);
+      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
-      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M, Epi>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
-                 xd, T, in, W.codes, W.scales, s2, out_dim, out, ep);
+      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
+                 xd, T, in, W.codes, W.scales, s2, out_dim, out);
   } else {
     if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M, Epi>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
-                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out, ep);
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
     else
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M, Epi>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
-                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out, ep);
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
   }
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
@@ -211,16 +203,8 @@ void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, i
 }
 
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream, const NormEpilogue& norm) {
-  check_epilogue_tokens("nvfp4_gemv_residual", norm.counter != nullptr, T, kNT);
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream, norm);
-}
-
-void nvfp4_gemv_qkv_rope(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* qkv,
-                         const QkvEpilogue& qk, cudaStream_t stream) {
-  check_epilogue_tokens("nvfp4_gemv_qkv_rope", true, T, kNT);
-  check_qkv_epilogue("nvfp4_gemv_qkv_rope", qk, out_dim);
-  launch_gemv<Mode::Store>("nvfp4_gemv_qkv_rope", x, T, in, W, scale2, out_dim, qkv, stream, qk);
+                         cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
 }
 
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,

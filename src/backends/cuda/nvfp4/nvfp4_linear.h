@@ -20,9 +20,7 @@
 
 #include "core/bf16.h"
 
-#include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/common/host_device.h"
-#include "backends/cuda/elementwise/rmsnorm.h"
 
 namespace striker::cuda {
 
@@ -50,13 +48,9 @@ struct RowScale2 {
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream);
-// h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj / dense down with the residual add fused);
-// with norm.counter set (T <= 8), then norm.out = rmsnorm(h, norm.gamma) in the same launch.
+// h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj / dense down with the residual add fused).
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream, const NormEpilogue& norm = {});
-// qkv = nvfp4_gemv (T <= 8), then the attention front of each head in the same launch (QkvEpilogue).
-void nvfp4_gemv_qkv_rope(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* qkv,
-                         const QkvEpilogue& qk, cudaStream_t stream);
+                         cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head).
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
                        cudaStream_t stream);

@@ -3,7 +3,6 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
-#include "backends/cuda/elementwise/rmsnorm_rows.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/common/warp_dot.cuh"
@@ -79,7 +78,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 // moe_down_kernel). Taken when inter or the fused shared expert's inter is above 512 (else the
 // half-warp kernel below). All K experts' code chunks are loaded before any is used (K <= 8,
 // unrolled), so a lane has up to 16 weight loads in flight instead of one expert's at a time.
-__device__ __forceinline__ void nvfp4_moe_down_rows(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
+__global__ void __launch_bounds__(kWarps * 32)
+    nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                           const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
                           bf16_t* __restrict__ h) {
@@ -148,16 +148,6 @@ __device__ __forceinline__ void nvfp4_moe_down_rows(const bf16_t* __restrict__ a
   }
 }
 
-// The kernel: nvfp4_moe_down_rows, then the next layer's input norm in the last CTA (NormEpilogue).
-__global__ void __launch_bounds__(kWarps * 32)
-    nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
-                          const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
-                          const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
-                          bf16_t* __restrict__ h, NormEpilogue ep) {
-  nvfp4_moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, sh, shared_act, y_shared, h);
-  norm_epilogue(ep, h, int(gridDim.y), hidden);  // every thread of every CTA
-}
-
 // Sum over the 16 lanes of a half warp (xor 8, 4, 2, 1): the last four steps of warp_sum. When
 // the other half holds zeros, warp_sum's first step (xor 16) adds 0 exactly, so for a partial
 // that lives in lanes 0–15 only this gives warp_sum's value bit for bit.
@@ -173,7 +163,8 @@ __device__ __forceinline__ float half_warp_sum(float v) {
 // half the decode work per lane, the same partial per (row, chunk), and half_warp_sum in place of
 // warp_sum — the same sums bit for bit. The shared expert's down chunk is loaded before pdl_wait
 // (it does not depend on the routing), the routed ones after.
-__device__ __forceinline__ void nvfp4_moe_down_half_warp_rows(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
+__global__ void __launch_bounds__(kWarps * 32)
+    nvfp4_moe_down_half_warp_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                                     const int32_t* __restrict__ ids, const float* __restrict__ topk_w,
                                     Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
                                     const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
@@ -229,16 +220,6 @@ __device__ __forceinline__ void nvfp4_moe_down_half_warp_rows(const bf16_t* __re
   }
 }
 
-// The kernel: nvfp4_moe_down_half_warp_rows, then the next layer's input norm in the last CTA (NormEpilogue).
-__global__ void __launch_bounds__(kWarps * 32)
-    nvfp4_moe_down_half_warp_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
-                                    const int32_t* __restrict__ ids, const float* __restrict__ topk_w,
-                                    Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
-                                    const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h, NormEpilogue ep) {
-  nvfp4_moe_down_half_warp_rows(act, K, wd, inter, hidden, ids, topk_w, sh, shared_act, y_shared, h);
-  norm_epilogue(ep, h, int(gridDim.y), hidden);  // every thread of every CTA
-}
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 64 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 64");
@@ -266,8 +247,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            const NormEpilogue& norm) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -280,13 +260,13 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
     launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), 0, stream,
                reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
                reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-               reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h), norm);
+               reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
     return;
   }
   launch_pdl(nvfp4_moe_down_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down,
              inter, hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h), norm);
+             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
 }
 
