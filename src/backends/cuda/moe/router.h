@@ -20,9 +20,10 @@ struct RouterShape {
 
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
-// T <= 8 (decode): logits and selection in one launch over the whole GPU, the selection in its
-// last CTA; counter: a zero-initialised device counter (left zero). Larger T: a logits kernel,
-// then a selection kernel (counter unused). Both forms compute each token's logits with the same
+// T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster holding the
+// matrix in shared memory when it fits, else one spread over the GPU whose last CTA selects, with
+// counter: a zero-initialised device counter, left zero). Larger T: a logits kernel, then a
+// selection kernel (counter unused). Both forms compute each token's logits with the same
 // per-lane order, so a token gets the same bits (logits_scratch, ids, weights) either way.
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,

@@ -19,6 +19,7 @@ struct RouterWeight<bf16_t> {
   static constexpr int kValuesPerChunk = 8;
   using Chunk = uint4;
   static __device__ __forceinline__ Chunk load(const bf16_t* p) { return load_stream(p); }
+  static __device__ __forceinline__ Chunk load_shared(const bf16_t* p) { return *reinterpret_cast<const uint4*>(p); }
   static __device__ __forceinline__ void unpack(const Chunk& c, float (&f)[8]) { unpack8(c, f); }
 };
 template <>
@@ -29,6 +30,9 @@ struct RouterWeight<float> {
   };
   static __device__ __forceinline__ Chunk load(const float* p) {
     return Chunk{__ldcs(reinterpret_cast<const float4*>(p)), __ldcs(reinterpret_cast<const float4*>(p + 4))};
+  }
+  static __device__ __forceinline__ Chunk load_shared(const float* p) {
+    return Chunk{*reinterpret_cast<const float4*>(p), *reinterpret_cast<const float4*>(p + 4)};
   }
   static __device__ __forceinline__ void unpack(const Chunk& c, float (&f)[8]) {
     f[0] = c.a.x, f[1] = c.a.y, f[2] = c.a.z, f[3] = c.a.w, f[4] = c.b.x, f[5] = c.b.y, f[6] = c.b.z, f[7] = c.b.w;
