@@ -235,6 +235,13 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
   return p.rows;
 }
 
+std::vector<int32_t> CudaBackend::last_layer_routing(int T) const {
+  std::vector<int32_t> ids(size_t(T) * size_t(model_.config.num_experts_per_tok));
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  STRIKER_CUDA_CHECK(cudaMemcpy(ids.data(), ws_->topk_ids, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  return ids;
+}
+
 float* CudaBackend::logits_device() const { return ws_->logits; }
 float* CudaBackend::logits_pinned() const { return ws_->logits_host; }
 
