@@ -268,7 +268,7 @@ std::optional<std::string> cached_snapshot(const HubSettings& settings, const Sn
     why = "no snapshot folder " + snapshot.string();
     return std::nullopt;
   }
-  if (request.spec.file.empty()) return snapshot.string();
+  if (request.spec.file.empty() || request.need != Need::model) return snapshot.string();
   const fs::path file = snapshot / request.spec.file;
   if (!fs::exists(file)) {
     why = "no " + file.string();

@@ -11,7 +11,7 @@ Errors carry X-Error-Code as the Hub's do: RepoNotFound (401 without a token, as
 answers for private repos), GatedRepo (403), RevisionNotFound / EntryNotFound (404).
 Faults for the tests: a per-blob script of "drop:N" (send N body bytes, then close) and "close"
 (close without answering), consumed one per CDN GET; and lies about a file's size or sha256.
-Every request is logged (method, path, headers) for assertions.
+Every request is logged (method, path, headers by lowercase name) for assertions.
 """
 import hashlib
 import http.server
@@ -48,7 +48,7 @@ class Repo:
 class FakeHub:
     def __init__(self):
         self.repos = {}
-        self.log = []          # (method, path, headers dict)
+        self.log = []          # (method, path, {lowercase header name: value})
         self.faults = {}       # sha256 -> list of "drop:N" / "close"
         self.claimed_size = {}  # sha256 -> size to announce instead of the real one
         self.claimed_sha = {}   # (repo, file) -> sha256 to announce instead of the real one
@@ -91,7 +91,7 @@ class FakeHub:
     def _handle(self, h, head):
         path = urllib.parse.urlsplit(h.path).path
         with self._lock:
-            self.log.append((h.command, h.path, dict(h.headers)))
+            self.log.append((h.command, h.path, {k.lower(): v for k, v in h.headers.items()}))
         parts = [urllib.parse.unquote(p) for p in path.split("/")[1:]]
         if parts[:1] == ["cdn"] and len(parts) == 2:
             return self._cdn(h, parts[1], head)
