@@ -138,14 +138,22 @@ class FakeHub:
         h.end_headers()
         h.wfile.write(body)
 
-    def _api(self, h, repo_id, kind, rev):
+    def _files_at(self, h, repo_id, rev):
+        """(commit, files) of a repo at a revision, or (None, None) after answering the error."""
         repo = self._authorize(h, repo_id)
         if repo is None:
-            return
+            return None, None
         commit = repo.commit_of(rev)
         if commit is None:
-            return self._error(h, 404, "RevisionNotFound", f"Invalid rev id: {rev}")
-        files = repo.commits[commit]
+            self._error(h, 404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            return None, None
+        return commit, repo.commits[commit]
+
+    def _api(self, h, repo_id, kind, rev):
+        commit, files = self._files_at(h, repo_id, rev)
+        if commit is None:
+            return
+        repo = self.repos[repo_id]
         if kind == "revision":
             return self._send_json(h, {"id": repo_id, "modelId": repo_id, "sha": commit, "private": repo.token is not None,
                                        "siblings": [{"rfilename": f} for f in sorted(files)]})
@@ -158,13 +166,10 @@ class FakeHub:
         self._send_json(h, entries)
 
     def _resolve(self, h, repo_id, rev, name, head):
-        repo = self._authorize(h, repo_id)
-        if repo is None:
-            return
-        commit = repo.commit_of(rev)
+        commit, files = self._files_at(h, repo_id, rev)
         if commit is None:
-            return self._error(h, 404, "RevisionNotFound", f"Invalid rev id: {rev}")
-        data = repo.commits[commit].get(name)
+            return
+        data = files.get(name)
         if data is None:
             return self._error(h, 404, "EntryNotFound", f"{name} does not exist", commit=commit)
         if name.endswith(LFS_SUFFIXES):

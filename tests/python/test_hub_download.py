@@ -47,7 +47,8 @@ def hub(tiny):
 
 def env_for(hub, cache, **extra):
     env = {k: v for k, v in os.environ.items() if k not in HUB_VARS}
-    env.update(HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache), HF_HOME=str(cache.parent / "hf-home"))
+    env.update(HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(cache), HF_HOME=str(cache.parent / "hf-home"),
+               NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
