@@ -3,12 +3,22 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 
 namespace striker::hub {
 
 namespace {
 
 double mib(int64_t bytes) { return double(bytes) / 1048576.0; }
+
+std::string human_size(int64_t bytes) {
+  char buf[32];
+  if (bytes >= (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1 << 30));
+  else if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", mib(bytes));
+  else if (bytes >= (1 << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%lld B", (long long)bytes);
+  return buf;
+}
 
 }  // namespace
 
@@ -42,9 +52,9 @@ void DownloadProgress::end(bool ok) {
 void DownloadProgress::draw(bool final_line) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = secs > 0 ? mib(done_ - resumed_at_) / secs : 0.0;
-  std::string resumed = resumed_at_ > 0 ? " (resumed at " + std::to_string(resumed_at_) + " bytes)" : "";
+  std::string resumed = resumed_at_ > 0 ? " (resumed at " + human_size(resumed_at_) + ")" : "";
   if (!tty_) {
-    std::fprintf(stderr, "striker: downloaded %s, %.1f MiB in %.1f s%s\n", label_.c_str(), mib(done_), secs,
+    std::fprintf(stderr, "striker: downloaded %s, %s in %.1f s%s\n", label_.c_str(), human_size(done_).c_str(), secs,
                  resumed.c_str());
   } else {
     const int width = 30;
