@@ -32,6 +32,7 @@ class Repo:
         self.refs = {}      # branch/tag -> commit
         self.token = token  # required Bearer token, or None for a public repo
         self.gated = gated
+        self.blobs = {}     # sha256 -> bytes: what the CDN serves
         self.add_commit("main", files)
 
     def add_commit(self, ref: str, files: dict) -> str:
@@ -39,6 +40,7 @@ class Repo:
                               + ref.encode()).hexdigest()
         self.commits[commit] = dict(files)
         self.refs[ref] = commit
+        self.blobs.update({hashlib.sha256(v).hexdigest(): v for v in files.values()})
         return commit
 
     def commit_of(self, rev: str):
@@ -193,10 +195,8 @@ class FakeHub:
 
     def _blob(self, sha):
         for repo in self.repos.values():
-            for files in repo.commits.values():
-                for data in files.values():
-                    if hashlib.sha256(data).hexdigest() == sha:
-                        return data
+            if sha in repo.blobs:
+                return repo.blobs[sha]
         return None
 
     def _cdn(self, h, sha, head):

@@ -21,11 +21,19 @@ HUB_VARS = ("HF_ENDPOINT", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "
 
 @pytest.fixture(scope="module")
 def tiny(striker_bin, shared_dir, tmp_path_factory):
+    """A Flint smaller than config.tiny.json (hidden 64, 3 layers: ~40 MB, most of it the
+    embeddings of the real vocabulary) in 3 shards, so every test moves little data."""
     out = tmp_path_factory.mktemp("tiny")
-    subprocess.run([str(striker_bin), "make-model", "--config", str(shared_dir / "fixtures/flint-config/config.tiny.json"),
+    cfg = json.loads((shared_dir / "fixtures/flint-config/config.tiny.json").read_text())
+    cfg.update(hidden_size=64, num_hidden_layers=3, first_k_dense_replace=1, intermediate_size=128,
+               layer_types=["sliding_attention", "full_attention", "sliding_attention"])
+    (out.parent / "config.json").write_text(json.dumps(cfg))
+    subprocess.run([str(striker_bin), "make-model", "--config", str(out.parent / "config.json"), "--shard-size", "16",
                     "--tokenizer", str(shared_dir / "fixtures/flint-tokenizer"), "--out", str(out), "--seed", "5"],
                    check=True, capture_output=True, timeout=120)
-    return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert len([n for n in files if n.endswith(".safetensors")]) > 1
+    return files
 
 
 @pytest.fixture(scope="module")
