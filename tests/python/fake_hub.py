@@ -7,7 +7,7 @@ It serves what `huggingface_hub` (and striker) call, with the headers the real H
        LFS file: 302 to a "CDN" URL on another host name (localhost instead of 127.0.0.1) with
        X-Linked-Etag = sha256 and X-Linked-Size; X-Repo-Commit on both.
   GET  /cdn/{sha256}                             -> the LFS bytes, with Range support.
-Errors carry X-Error-Code as the Hub's do: RepoNotFound (401 without a token, as the Hub
+A renamed repo answers 307 with a relative Location. Errors carry X-Error-Code as the Hub's do: RepoNotFound (401 without a token, as the Hub
 answers for private repos), GatedRepo (403), RevisionNotFound / EntryNotFound (404).
 Faults for the tests: a per-blob script of "drop:N" (send N body bytes, then close) and "close"
 (close without answering), consumed one per CDN GET; and lies about a file's size or sha256.
@@ -54,6 +54,7 @@ class FakeHub:
         self.faults = {}       # sha256 -> list of "drop:N" / "close"
         self.claimed_size = {}  # sha256 -> size to announce instead of the real one
         self.claimed_sha = {}   # (repo, file) -> sha256 to announce instead of the real one
+        self.renamed = {}       # old repo id -> new repo id
         self._lock = threading.Lock()
         hub = self
 
@@ -95,6 +96,15 @@ class FakeHub:
         with self._lock:
             self.log.append((h.command, h.path, {k.lower(): v for k, v in h.headers.items()}))
         parts = [urllib.parse.unquote(p) for p in path.split("/")[1:]]
+        # A renamed repo answers with a relative redirect to its new name, as the Hub does.
+        for i in (0, 2):
+            old = "/".join(parts[i:i + 2])
+            if old in self.renamed and len(parts) > i + 2:
+                h.send_response(307)
+                h.send_header("Location", h.path.replace("/" + old + "/", "/" + self.renamed[old] + "/", 1))
+                h.send_header("Content-Length", "0")
+                h.end_headers()
+                return
         if parts[:1] == ["cdn"] and len(parts) == 2:
             return self._cdn(h, parts[1], head)
         if parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] in ("revision", "tree"):

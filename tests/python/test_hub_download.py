@@ -238,6 +238,18 @@ def test_revision_download_dir_and_tokenizer_repo(striker_bin, hub, tiny, tmp_pa
     assert r.returncode != 0 and "revision 'nope' of repo 'test-org/tiny-flint' not found" in r.stderr, r.stderr
 
 
+def test_a_renamed_repo_is_followed_through_relative_redirects(striker_bin, hub, tiny, tmp_path):
+    from huggingface_hub import hf_hub_download
+    hub.renamed["old-org/old-name"] = REPO
+    cache = tmp_path / "cache"
+    r = run_striker(striker_bin, env_for(hub, cache), "tokenize", "old-org/old-name", "--text", "hello")
+    assert r.returncode == 0, r.stderr
+    assert hub.requests("HEAD", "/old-org/old-name/resolve/") and hub.requests("HEAD", f"/{REPO}/resolve/")
+    # Cached under the name the user asked for, as huggingface_hub does.
+    path = hf_hub_download("old-org/old-name", "tokenizer.json", cache_dir=str(cache), local_files_only=True)
+    assert pathlib.Path(path).read_bytes() == tiny["tokenizer.json"]
+
+
 def test_gguf_repo_fetches_the_named_file_only(striker_bin, hub, tiny, tmp_path):
     hub.repos["test-org/ggufs"] = Repo({"a.gguf": b"GGUF-a" * 100, "b.gguf": b"GGUF-b" * 100,
                                         "config.json": tiny["config.json"]})
