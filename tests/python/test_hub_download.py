@@ -264,10 +264,13 @@ def test_gguf_repo_fetches_the_named_file_only(striker_bin, hub, tiny, tmp_path)
     assert not hub.requests(contains="a.gguf")
 
 
-def test_serve_downloads_a_repo_id(striker_bin, hub, tmp_path):
+def test_serve_downloads_a_repo_id_and_a_tokenizer_repo(striker_bin, hub, tiny, tmp_path):
+    tok_files = {n: tiny[n] for n in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")}
+    hub.repos["test-org/tok"] = Repo(dict(tok_files, **{"config.json": tiny["config.json"], "README.md": b"x"}))
     cache = tmp_path / "cache"
     env = env_for(hub, cache)
-    server = StrikerServer(striker_bin, REPO, args=["--max-model-len", "256"], env={**env}, log_dir=tmp_path)
+    server = StrikerServer(striker_bin, REPO, args=["--max-model-len", "256", "--tokenizer", "test-org/tok",
+                                                    "--tokenizer-revision", "main"], env={**env}, log_dir=tmp_path)
     try:
         models = server.client().models.list()
         assert [m.id for m in models.data] == [REPO]
@@ -276,3 +279,5 @@ def test_serve_downloads_a_repo_id(striker_bin, hub, tmp_path):
     finally:
         server.stop()
     assert (repo_dir(cache) / "refs" / "main").exists()
+    tok_snap = cache / "models--test-org--tok" / "snapshots" / hub.repos["test-org/tok"].refs["main"]
+    assert sorted(os.listdir(tok_snap)) == sorted(tok_files)
