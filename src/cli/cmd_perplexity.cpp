@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "cli/commands.h"
+#include "cli/hub_flags.h"
 #include "cli/perplexity_scoring.h"
 #include "core/error.h"
 #include "loaders/model_loader.h"
@@ -37,6 +38,7 @@ struct PerplexityArgs {
   int threads = 0;
   int top = 0;
   std::string hf_config_path;
+  HubFlags hub;
   std::string load_format = "auto";
   std::string quantization;
   uint64_t seed = 0;
@@ -67,12 +69,13 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-std::vector<int32_t> read_text_ids(const std::string& model, const std::string& path) {
+// `source` is a local folder or file (Hub ids are resolved by the caller).
+std::vector<int32_t> read_text_ids(const std::string& source, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("--text-file: cannot open '" + path + "'");
   std::stringstream buf;
   buf << in.rdbuf();
-  std::filesystem::path dir = resolve_model_path(model);
+  std::filesystem::path dir = source;
   if (!std::filesystem::is_directory(dir)) dir = dir.parent_path();
   return Tokenizer::from_dir(dir)->encode(buf.str(), false);
 }
@@ -127,24 +130,30 @@ void run(const PerplexityArgs& args) {
 #endif
 
   const std::vector<int32_t> listed = args.ids.empty() ? std::vector<int32_t>{} : parse_ids(args.ids);
+  // Hub repo ids become local paths once, here (downloaded unless HF_HUB_OFFLINE is set).
+  const bool dummy = args.load_format == "dummy";
+  const std::string model_path =
+      resolve_model_path(args.model, args.hub.model(dummy ? hub::Need::model_no_weights : hub::Need::model));
+  const std::string hf_config_path =
+      args.hf_config_path.empty() ? "" : resolve_model_path(args.hf_config_path, args.hub.model(hub::Need::config));
   LoadOptions load;
   load.load_format = args.load_format;
-  load.hf_config_path = args.hf_config_path;
+  load.hf_config_path = hf_config_path;
   load.quantization = args.quantization;
   load.seed = args.seed;
   parse_quantization(args.quantization);
   // Dummy weights for the GPU are made on the GPU from the config alone (no host copy).
-  const bool dummy_on_gpu = args.load_format == "dummy" && args.device == "cuda";
+  const bool dummy_on_gpu = dummy && args.device == "cuda";
   LoadedModel model;
   if (dummy_on_gpu) {
-    model.config = load_model_config(args.model, load);
+    model.config = load_model_config(model_path, load);
   } else {
-    model = load_model(args.model, load);
+    model = load_model(model_path, load);
   }
   // A GGUF file has no tokenizer beside it: it comes from --tokenizer or the config source.
-  const std::string& tokenizer_source = !args.tokenizer.empty()        ? args.tokenizer
-                                        : !args.hf_config_path.empty() ? args.hf_config_path
-                                                                       : args.model;
+  const std::string tokenizer_source = !args.tokenizer.empty()   ? resolve_model_path(args.tokenizer, args.hub.tokenizer())
+                                       : !hf_config_path.empty() ? hf_config_path
+                                                                 : model_path;
   const std::vector<int32_t> ids = args.ids.empty() ? read_text_ids(tokenizer_source, args.text_file) : listed;
   if (ids.size() < 2) throw Error("perplexity needs at least 2 tokens, got " + std::to_string(ids.size()));
   for (int32_t id : ids)
@@ -217,6 +226,7 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--hf-config-path", args->hf_config_path, "config.json source for a GGUF model (directory or repo id)");
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer directory or repo id for --text-file");
+  add_hub_flags(cmd, args->hub, true);
   cmd->add_option("--load-format", args->load_format, "auto, safetensors, gguf or dummy (random weights from config.json)")
       ->capture_default_str();
   cmd->add_option("--quantization", args->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");

@@ -16,6 +16,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "cli/hub_flags.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "loaders/dummy_model.h"
@@ -60,6 +61,7 @@ struct ServeArgs {
   std::string device;
   std::string kv_cache_memory;
   int cpu_threads = 0;
+  HubFlags hub;
 };
 
 std::string default_device() {
@@ -165,14 +167,9 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 
   check_flags(a, cmd);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string model_path = resolve_model_path(a.model);
-  const std::filesystem::path model_dir =
-      std::filesystem::is_directory(model_path) ? std::filesystem::path(model_path)
-                                                : std::filesystem::path(model_path).parent_path();
 
   server::ServerOptions opts;
   opts.served_model_names = a.served_model_names.empty() ? std::vector<std::string>{a.model} : a.served_model_names;
-  opts.model_root = model_path;
   opts.api_key = a.api_key;
   if (opts.api_key.empty()) {
     if (const char* env = std::getenv("VLLM_API_KEY")) opts.api_key = env;
@@ -196,14 +193,25 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   std::fprintf(stderr, "striker serve: listening on http://%s:%d (loading; /health answers 503 until ready)\n",
                a.host.c_str(), port);
 
+  // Hub repo ids are downloaded now, after binding: a port clash fails before a long download,
+  // and /health answers 503 meanwhile. Dummy weights need the config and tokenizer only.
+  const bool dummy = a.load_format == "dummy";
+  const std::string model_path =
+      resolve_model_path(a.model, a.hub.model(dummy ? hub::Need::model_no_weights : hub::Need::model));
+  const std::string hf_config_path =
+      a.hf_config_path.empty() ? "" : resolve_model_path(a.hf_config_path, a.hub.model(hub::Need::config));
+  const std::filesystem::path model_dir =
+      std::filesystem::is_directory(model_path) ? std::filesystem::path(model_path)
+                                                : std::filesystem::path(model_path).parent_path();
+  opts.model_root = model_path;
+
   LoadOptions lo;
   lo.load_format = a.load_format;
-  lo.hf_config_path = a.hf_config_path;
+  lo.hf_config_path = hf_config_path;
   lo.quantization = a.quantization;
   lo.seed = a.seed;
   ProgressBar bar;
   lo.on_progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
-  const bool dummy = a.load_format == "dummy";
   // Dummy weights on the GPU are made there from the config alone; everything else goes through
   // load_model (dummy on the CPU makes them in host memory).
   LoadedModel model;
@@ -222,15 +230,15 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                 std::to_string(cfg.max_position_embeddings));
   }
 
-  std::string tok_dir = a.tokenizer.empty() ? model_dir.string() : resolve_model_path(a.tokenizer);
+  std::string tok_dir = a.tokenizer.empty() ? model_dir.string() : resolve_model_path(a.tokenizer, a.hub.tokenizer());
   if (!std::filesystem::is_directory(tok_dir)) tok_dir = std::filesystem::path(tok_dir).parent_path().string();
   auto tokenizer = Tokenizer::from_dir(tok_dir);
   auto chat_template = ChatTemplate::from_tokenizer_dir(tok_dir);
   // A GGUF file carries no generation_config.json: like its config.json, it comes from the
   // --hf-config-path source (the BF16 repo) when one is given.
   std::filesystem::path gen_dir = model_dir;
-  if (!a.hf_config_path.empty()) {
-    gen_dir = resolve_model_path(a.hf_config_path);
+  if (!hf_config_path.empty()) {
+    gen_dir = hf_config_path;
     if (!std::filesystem::is_directory(gen_dir)) gen_dir = gen_dir.parent_path();
   }
   const auto gen = server::load_generation_config(a.generation_config, gen_dir, cfg.eos_token_ids);
@@ -319,7 +327,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 void register_serve(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("serve", "Serve a Flint model over an OpenAI-compatible HTTP API (vLLM flags)");
   auto a = std::make_shared<ServeArgs>();
-  cmd->add_option("model", a->model, "model directory, .gguf file, or Hugging Face repo id")->required();
+  cmd->add_option("model", a->model, "model directory, .gguf file, or Hugging Face repo id (org/name[:file.gguf])")->required();
   cmd->add_option("--host", a->host, "address to bind");
   cmd->add_option("--port", a->port, "port to bind (0 = any free port)");
   cmd->add_option("--served-model-name", a->served_model_names, "name(s) the API accepts and reports");
@@ -339,7 +347,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs, "JSON object, e.g. '{\"enable_thinking\": false}'");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer directory or repo id (default: the model's)");
-  cmd->add_option("--hf-config-path", a->hf_config_path, "config.json source for a GGUF model");
+  cmd->add_option("--hf-config-path", a->hf_config_path, "config.json source for a GGUF model (directory or repo id)");
+  add_hub_flags(cmd, a->hub, true);
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "parse tool calls (needs --tool-call-parser)");
   cmd->add_option("--tool-call-parser", a->tool_call_parser, "glm47");
   cmd->add_option("--reasoning-parser", a->reasoning_parser, "glm47");
