@@ -17,7 +17,11 @@ done
 # binaries; gpu.sh puts gpubin/lib on LD_LIBRARY_PATH.
 if [ -x "$DEST/gpubin/striker" ]; then
   mkdir -p "$DEST/gpubin/lib"
-  ldd "$DEST/gpubin/striker" | awk '/=> \// {print $3}' | grep -E 'httplib|libicu|brotli' |
+  # Everything the binary links except glibc itself, the C++ runtime (the GPU machine's is newer)
+  # and CUDA's libraries (the GPU machine has CUDA 13): libcurl alone pulls in ~25 Debian sonames
+  # (libldap-2.5, librtmp, ...) that Ubuntu 24.04 names differently or lacks.
+  ldd "$DEST/gpubin/striker" | awk '/=> \// {print $3}' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart)\.so' |
     while read -r lib; do cp -L "$lib" "$DEST/gpubin/lib/"; done
 fi
 # The full-size model shape for `striker bench latency` (shared/ does not travel).
