@@ -131,12 +131,11 @@ def chat_turn(ep, model, messages, a):
             event = json.loads(data)
             if "error" in event:
                 return ttft, now - start, answer, usage, f"in-stream error: {event['error']}"
-            for choice in event.get("choices") or []:
-                delta = choice.get("delta") or {}
-                piece = (delta.get("content") or "") + (delta.get("reasoning") or "")
-                if ttft is None and (piece or delta.get("tool_calls")):
-                    ttft = now - start
-                answer += delta.get("content") or ""
+            choices = event.get("choices") or []
+            if choices and ttft is None:
+                ttft = now - start  # the first chunk (the role) is sent with the first token
+            for choice in choices:
+                answer += (choice.get("delta") or {}).get("content") or ""
             if event.get("usage"):
                 usage = event["usage"]
     except (OSError, http.client.HTTPException, ValueError) as e:

@@ -87,7 +87,8 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
-  // Prefix cache lookups when a sequence is scheduled, in tokens (vLLM's counters).
+  // Prefix cache lookups when a sequence is first scheduled, in tokens (vLLM's counters; the
+  // re-lookups of preempted sequences are left out, as in vLLM).
   int64_t prefix_cache_queries = 0;
   int64_t prefix_cache_hits = 0;
 };

@@ -168,8 +168,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     ch->seq.owner = ch.get();
     // Prompt logprobs need a logits row per prompt token: smaller chunks bound that memory.
     if (p.prompt_logprobs && !r.prompt_logprobs_complete) ch->seq.max_chunk = kPromptLogprobsChunk;
-    // Prompt logprobs need every prompt position computed, so such a prompt reads no cache
-    // (vLLM's rule); it still fills the cache for others.
+    // Prompt logprobs need every prompt position computed, so such a request reads no cache
+    // (vLLM's rule, for the request's whole life); it still fills the cache for others.
     ch->seq.skip_cache_read = p.prompt_logprobs && !r.prompt_logprobs_complete;
     ch->seq.cache_keys = cache_keys;
     if (c > 0 && !ch->seq.skip_cache_read) ch->seq.prefix_leader = &r.choices.front()->seq;
@@ -306,10 +306,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
       }
       if (c.start + c.count >= ch.seq.prompt_len - 1) {
         r.prompt_logprobs_complete = true;
-        for (auto& other : r.choices) {
-          other->seq.max_chunk = 0;
-          other->seq.skip_cache_read = false;  // a later recompute (preemption) may read the cache
-        }
+        for (auto& other : r.choices) other->seq.max_chunk = 0;
       }
     }
     if (c.samples()) {

@@ -119,10 +119,12 @@ StepPlan Scheduler::schedule() {
       seq->num_computed = 0;
       break;
     }
-    if (kv_.caching() && !seq->skip_cache_read) {
+    // Counted at a sequence's first admission only: a preempted sequence finding its own
+    // blocks again would inflate the hit rate (vLLM counts those apart and exports neither).
+    if (kv_.caching() && !seq->skip_cache_read && seq->num_cached_tokens < 0) {
       prefix_cache_queries_ += seq->num_tokens();
       prefix_cache_hits_ += hit;
-      if (seq->num_cached_tokens < 0) seq->num_cached_tokens = hit;
+      seq->num_cached_tokens = hit;
     }
     waiting_.erase(waiting_.begin() + std::ptrdiff_t(w));
     seq->status = SeqStatus::Running;

@@ -46,7 +46,7 @@ class Scheduler {
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
   int64_t num_preemptions() const { return num_preemptions_; }
-  // Prefix cache lookups at admission, in tokens (vLLM's prefix_cache_queries / _hits).
+  // Prefix cache lookups at first admission, in tokens (vLLM's prefix_cache_queries / _hits).
   int64_t prefix_cache_queries() const { return prefix_cache_queries_; }
   int64_t prefix_cache_hits() const { return prefix_cache_hits_; }
 

@@ -169,5 +169,5 @@ def test_multi_turn_bench_smoke(servers, tmp_path):
     turns = j["turns"]
     assert [t["turn"] for t in turns] == [1, 2, 3] and not any(t["error"] for t in turns)
     assert turns[0]["cached_tokens"] == 0 and 250 <= turns[0]["prompt_tokens"] <= 400
-    assert turns[1]["cached_tokens"] >= turns[0]["prompt_tokens"] - 16
+    assert turns[1]["cached_tokens"] >= turns[0]["prompt_tokens"] - 32
     assert j["ttft_ratio_turn2_turn1"] > 0
