@@ -190,6 +190,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.cache.cache_dtype = a.kv_cache_dtype;
   opts.cache.gpu_memory_utilization = a.gpu_memory_utilization;
   opts.cache.enable_prefix_caching = a.enable_prefix_caching;
+  opts.cache.prefix_caching_hash_algo = a.prefix_caching_hash_algo;
 
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);

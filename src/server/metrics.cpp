@@ -138,7 +138,7 @@ std::string ServerMetrics::render(const EngineStats& s) const {
              "\",engine=\"0\",gpu_memory_utilization=\"" + fmt(cache_.gpu_memory_utilization) +
              "\",kv_cache_max_concurrency=\"" + fmt(double(s.max_concurrency)) + "\",kv_cache_size_tokens=\"" +
              std::to_string(s.kv_capacity_tokens) + "\",num_gpu_blocks=\"" + std::to_string(cache_.num_gpu_blocks) +
-             "\"",
+             "\",prefix_caching_hash_algo=\"" + cache_.prefix_caching_hash_algo + "\"",
          1.0);
 
   struct H {

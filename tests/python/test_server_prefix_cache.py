@@ -127,7 +127,7 @@ def test_metrics_count_queried_and_hit_tokens(servers):
     assert after["vllm:prefix_cache_queries_total"] - before["vllm:prefix_cache_queries_total"] == n
     assert after["vllm:prefix_cache_hits_total"] - before["vllm:prefix_cache_hits_total"] == (n - 1) // 16 * 16
     info = [k for k in after if k.startswith("vllm:cache_config_info{")]
-    assert info and 'enable_prefix_caching="True"' in info[0]
+    assert info and 'enable_prefix_caching="True"' in info[0] and 'prefix_caching_hash_algo="sha256"' in info[0]
     assert 0 <= after["vllm:kv_cache_usage_perc"] <= 1
 
 
