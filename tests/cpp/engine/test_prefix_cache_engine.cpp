@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <ostream>
 #include <random>
 
 #include "backends/cpu/cpu_backend.h"
@@ -34,6 +35,15 @@ struct Seen {
     return tokens == o.tokens && logprobs == o.logprobs && prompt_logprobs == o.prompt_logprobs;
   }
 };
+
+// Failures print the tokens of each choice.
+std::ostream& operator<<(std::ostream& os, const Seen& s) {
+  for (const auto& [choice, toks] : s.tokens) {
+    os << " choice " << choice << ":";
+    for (int32_t t : toks) os << " " << t;
+  }
+  return os << " (cached " << s.cached_tokens << ")";
+}
 
 void flatten(const TokenLogprob& l, std::vector<std::pair<int32_t, float>>& out) {
   out.emplace_back(l.token, l.logprob);
