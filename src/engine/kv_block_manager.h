@@ -52,6 +52,9 @@ class KvBlockManager {
   // `hasher` null: no prefix caching (blocks are never named, every prompt is computed).
   explicit KvBlockManager(const KvLayout& layout, std::unique_ptr<BlockHasher> hasher = nullptr,
                           bool record_events = false);
+  // The pools point at events_: not copyable, not movable.
+  KvBlockManager(const KvBlockManager&) = delete;
+  KvBlockManager& operator=(const KvBlockManager&) = delete;
   const KvLayout& layout() const { return layout_; }
   bool caching() const { return hasher_ != nullptr; }
 
