@@ -49,7 +49,8 @@ struct ServeArgs {
   std::string kv_cache_dtype = "auto";
   bool enforce_eager = false;  // vLLM: no CUDA graphs (graphs are the default on --device cuda, as in vLLM)
   bool cuda_graphs = false;
-  bool enable_prefix_caching = false;
+  bool enable_prefix_caching = true;  // vLLM V1's default
+  std::string prefix_caching_hash_algo = "sha256";
   std::string generation_config = "auto";
   std::string default_chat_template_kwargs;
   std::string tokenizer;
@@ -90,7 +91,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   }
   if (a.enforce_eager && a.cuda_graphs) throw Error("--enforce-eager and --cuda-graphs contradict each other");
   if (a.cuda_graphs && a.device == "cpu") throw Error("--cuda-graphs applies to --device cuda");
-  if (a.enable_prefix_caching) throw Error("--enable-prefix-caching is not implemented yet in striker");
+  parse_hash_algo(a.prefix_caching_hash_algo);
   if (a.port < 0 || a.port > 65535) throw Error("--port must be in 0..65535");
   if (a.enable_auto_tool_choice && a.tool_call_parser.empty()) {
     throw Error("--enable-auto-tool-choice requires --tool-call-parser (glm47)");
@@ -186,6 +187,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.cache.cache_dtype = a.kv_cache_dtype;
   opts.cache.gpu_memory_utilization = a.gpu_memory_utilization;
   opts.cache.enable_prefix_caching = a.enable_prefix_caching;
+  opts.cache.prefix_caching_hash_algo = a.prefix_caching_hash_algo;
 
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);
@@ -288,6 +290,11 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
   if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;
+  ec.enable_prefix_caching = a.enable_prefix_caching;
+  ec.prefix_caching_hash_algo = parse_hash_algo(a.prefix_caching_hash_algo);
+  // vLLM roots the block-hash chain at H(PYTHONHASHSEED) when it is set (reproducible hashes
+  // for KV-event consumers), else at random bytes.
+  if (const char* seed = std::getenv("PYTHONHASHSEED")) ec.prefix_caching_hash_seed = seed;
   auto engine = make_engine(ec, cfg, std::move(backend), *tokenizer);
   const EngineStats stats = engine->stats();
   opts.cache.num_gpu_blocks = stats.kv_capacity_tokens / ec.block_size;
@@ -298,12 +305,14 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                "striker serve: model %s (served as %s), dtype bfloat16, %lld layers, vocab %lld\n"
                "  generation defaults from %s\n"
                "  KV cache: %.1f MiB, %lld tokens; maximum concurrency for %lld tokens per request: %.2fx "
-               "(max-num-seqs %d)\n"
+               "(max-num-seqs %d); prefix caching %s\n"
                "  ready in %.1f s; listening on http://%s:%d%s\n",
                model_path.c_str(), opts.served_model_names.front().c_str(), (long long)cfg.num_hidden_layers,
                (long long)cfg.vocab_size, gen.source.c_str(), double(ec.kv_cache_bytes) / 1048576.0,
                (long long)stats.kv_capacity_tokens, (long long)max_model_len,
-               double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs, secs, a.host.c_str(), port,
+               double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs,
+               a.enable_prefix_caching ? ("on (" + a.prefix_caching_hash_algo + ")").c_str() : "off", secs,
+               a.host.c_str(), port,
                opts.api_key.empty() ? "" : " (API key required)");
   std::fflush(stderr);
 
@@ -343,7 +352,10 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs: launch every kernel eagerly (as vLLM's flag)");
   cmd->add_flag("--cuda-graphs", a->cuda_graphs,
                 "replay decode steps (up to 256 tokens) from captured CUDA graphs (the default on --device cuda)");
-  cmd->add_flag("--enable-prefix-caching", a->enable_prefix_caching, "not implemented yet (startup error)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", a->enable_prefix_caching,
+                "reuse the KV of cached prompt prefixes across requests (default on)");
+  cmd->add_option("--prefix-caching-hash-algo", a->prefix_caching_hash_algo,
+                  "sha256 (default) | sha256_cbor (vLLM's reproducible CBOR form; root from PYTHONHASHSEED)");
   cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs, "JSON object, e.g. '{\"enable_thinking\": false}'");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer directory or repo id (default: the model's)");
