@@ -91,7 +91,7 @@ class TorchFlint:
 
     def rmsnorm(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         xf = x.float()
-        r = torch.rsqrt(xf.square().mean(dim=-1, keepdim=True) + float(self.c["rms_norm_eps"]))
+        r = 1.0 / torch.sqrt(xf.square().mean(dim=-1, keepdim=True) + float(self.c["rms_norm_eps"]))  # not rsqrt's ~2 ulp
         return to_bf16(to_bf16(xf * r).float() * w.float())
 
     @staticmethod
@@ -132,8 +132,8 @@ class TorchFlint:
         nkv = k.shape[1]
         group = nh // nkv
         span = self.window if sliding else self.full_window  # keys p-span+1 .. p, None: all
-        kf = k.float().permute(1, 0, 2)  # [nkv, T, d]
-        vf = v.float().permute(1, 0, 2)
+        kf = k.float().permute(1, 0, 2).contiguous()  # [nkv, T, d]
+        vf = v.float().permute(1, 0, 2).contiguous()
         # Sink logit of query head g·group + j, shaped to broadcast over [nkv, group, C, keys].
         sink = sinks.float().view(nkv, group, 1, 1)
         out = torch.empty(T, nh * d, dtype=torch.bfloat16, device=q.device)
