@@ -27,8 +27,8 @@
 #include "server/startup_config.h"
 #include "tokenizer/tokenizer.h"
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {

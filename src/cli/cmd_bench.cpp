@@ -1,7 +1,8 @@
 // striker bench latency: batch-1 decode latency (ms/step) at a given context on the GPU, with
 // random weights made on the device (--load-format dummy) and a KV cache filled with random
 // values for the context (its prefill is not run). Prints the bytes one step must read and
-// the fraction of the H200's measured copy bandwidth (4.1 TB/s) that the step achieves.
+// the fraction of the H200's measured read bandwidth (4.6 TB/s, shared/reference/performance.md §10)
+// that the step achieves, and (with --graphs) the kernels one step launches.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,8 +21,8 @@
 #include "model/weight_bytes.h"
 
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {
@@ -31,12 +32,11 @@ struct LatencyOptions {
   std::string config = "../shared/fixtures/flint-config/config.json";
   std::string load_format = "dummy";
   int64_t context = 100000;
-  int steps = 20;
+  int steps = 50;
   int warmup = 3;
   uint64_t seed = 0;
   bool graphs = false;
   std::string quantization;
-  std::vector<std::string> disabled_tweaks;
 };
 
 struct PrefillOptions {
@@ -47,7 +47,7 @@ struct PrefillOptions {
   std::string quantization;
 };
 
-constexpr double kCopyBandwidth = 4.1e12;  // bytes/s, measured on the H200 (docs/performance.md)
+constexpr double kReadBandwidth = 4.6e12;  // bytes/s, streaming reads measured on the H200 (performance.md §10)
 
 #ifdef STRIKER_HAVE_CUDA
 // --quantization of the benchmarks: only the dummy weights' format (no checkpoint is read).
@@ -81,16 +81,6 @@ int run_latency(const LatencyOptions& o) {
   cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, format);
   const double weight_gb = double(model.bytes) / 1e9;
   cuda::CudaBackendOptions backend_options{8, 8, int64_t(1) << 20, o.graphs};
-  std::string tweaks_off;
-  for (const std::string& name : o.disabled_tweaks) {
-    if (!cuda::set_decode_tweak(backend_options.tweaks, name, false)) {
-      std::string known;
-      for (const std::string& n : cuda::decode_tweak_names()) known += (known.empty() ? "" : ", ") + n;
-      throw Error("bench latency: unknown --disable-tweak '" + name + "' (known: " + (known.empty() ? "none" : known) +
-                  ")");
-    }
-    tweaks_off += (tweaks_off.empty() ? "" : ",") + name;
-  }
   cuda::CudaBackend backend(std::move(model), backend_options);
   const int B = 16;
   const int64_t full_blocks = last_pos / B + 1;
@@ -135,17 +125,17 @@ int run_latency(const LatencyOptions& o) {
   const double weight_bytes = decode_weight_bytes(c, format);
   const double kv_bytes = decode_kv_bytes(c, o.context);
   const double total = weight_bytes + kv_bytes;
-  const double floor_ms = total / kCopyBandwidth * 1e3;
+  const double floor_ms = total / kReadBandwidth * 1e3;
   const double med_wall = median(wall_ms), med_dev = median(device_ms);
-  std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s, tweaks off: %s\n", (long long)o.context,
-              o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)",
-              tweaks_off.empty() ? "none" : tweaks_off.c_str());
+  std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s\n", (long long)o.context, o.steps,
+              o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)");
   std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
               *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
-  std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.1 TB/s %.3f ms\n", weight_bytes / 1e9,
+  std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.6 TB/s %.3f ms\n", weight_bytes / 1e9,
               linear_format_name(format).c_str(), kv_bytes / 1e9, total / 1e9, floor_ms);
-  std::printf("  achieved %.2f TB/s = %.1f%% of the 4.1 TB/s copy roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
+  std::printf("  achieved %.2f TB/s = %.1f%% of the 4.6 TB/s read roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
               100.0 * floor_ms / med_dev);
+  if (o.graphs) std::printf("  kernels per step: %d (nodes of the captured step graph)\n", backend.captured_step_kernels());
   return 0;
 }
 
@@ -224,9 +214,6 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
   lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
-  lat->add_option("--disable-tweak", opts->disabled_tweaks,
-                  "turn off a decode-kernel variant under measurement (repeatable; names in decode_tweaks.h)")
-      ->delimiter(',');
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
 
   auto popts = std::make_shared<PrefillOptions>();

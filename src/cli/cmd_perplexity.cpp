@@ -18,8 +18,8 @@
 #include "tokenizer/tokenizer.h"
 
 // The CUDA backend is linked only into CUDA builds, and only once its branch has landed.
-#if defined(STRIKER_HAVE_CUDA) && __has_include("backends/cuda/cuda_backend.h")
-#include "backends/cuda/cuda_backend.h"
+#if defined(STRIKER_HAVE_CUDA) && __has_include("backends/cuda/backend/cuda_backend.h")
+#include "backends/cuda/backend/cuda_backend.h"
 #define STRIKER_PERPLEXITY_CUDA 1
 #endif
 

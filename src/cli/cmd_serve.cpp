@@ -25,8 +25,8 @@
 #include "server/startup_config.h"
 #include "tokenizer/tokenizer.h"
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {
@@ -46,7 +46,7 @@ struct ServeArgs {
   std::string quantization;
   uint64_t seed = 0;
   std::string kv_cache_dtype = "auto";
-  bool enforce_eager = false;  // vLLM: no CUDA graphs (striker's default; see --cuda-graphs)
+  bool enforce_eager = false;  // vLLM: no CUDA graphs (graphs are the default on --device cuda, as in vLLM)
   bool cuda_graphs = false;
   bool enable_prefix_caching = false;
   std::string generation_config = "auto";
@@ -252,9 +252,10 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 #ifdef STRIKER_HAVE_CUDA
     cuda::CudaBackendOptions co =
         cuda::CudaBackendOptions::for_engine(a.max_num_batched_tokens, a.max_num_seqs, max_model_len, ec.block_size);
-    // Graph replay measured within noise of PDL stream launches (docs/performance.md) and captures one
-    // graph per step shape, so it is opt-in; --enforce-eager (vLLM's flag) is accepted and is the default.
-    co.use_graphs = a.cuda_graphs;
+    // Decode steps (up to 256 tokens) replay captured graphs by default, as vLLM does: a stream launch
+    // costs 4-5 µs on the host, more than most decode kernels take (docs/performance.md, fourth
+    // session); at most max_captured_graphs shapes are kept (LRU). --enforce-eager turns them off.
+    co.use_graphs = !a.enforce_eager;
     if (dummy) {
       const LinearFormat format = dummy_weight_format(lo);
       std::fprintf(stderr, "striker serve: making random %s weights (--load-format dummy, seed %llu) on %s\n",
@@ -331,8 +332,9 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "base seed for requests without one, and of --load-format dummy weights");
   cmd->add_option("--quantization", a->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (bfloat16)");
-  cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs (the default; accepted for vLLM compatibility)");
-  cmd->add_flag("--cuda-graphs", a->cuda_graphs, "replay decode steps (up to 256 tokens) from captured CUDA graphs");
+  cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs: launch every kernel eagerly (as vLLM's flag)");
+  cmd->add_flag("--cuda-graphs", a->cuda_graphs,
+                "replay decode steps (up to 256 tokens) from captured CUDA graphs (the default on --device cuda)");
   cmd->add_flag("--enable-prefix-caching", a->enable_prefix_caching, "not implemented yet (startup error)");
   cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs, "JSON object, e.g. '{\"enable_thinking\": false}'");

@@ -5,8 +5,8 @@
 // CUDA graph replayed on a different routing.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/moe.h"
-#include "backends/cuda/moe_grouped.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 
