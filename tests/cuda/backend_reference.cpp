@@ -236,6 +236,7 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
   const auto ref_a = reference_logits(ref_model, toks_a);
   const auto ref_b = reference_logits(ref_model, toks_b);
 
+  std::vector<std::vector<float>> step_logits[2];  // every step's logits, stream launches then graphs
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "CUDA graph replay" : "stream launches");
     CudaBackendOptions options{256, 64, 1 << 16, graphs};
@@ -258,6 +259,7 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
       }
       std::vector<float> logits;
       backend->forward(batch, logits);
+      step_logits[graphs ? 1 : 0].push_back(logits);
       size_t row = 0;
       for (auto [s, start, len, all] : chunks) {
         const auto& ref = s == 'a' ? ref_a : ref_b;
@@ -273,6 +275,14 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
     run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
     for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
     expect_rows_close(diffs, std::string(graphs ? "graphs" : "stream"));
+  }
+  // Graph replay runs the same kernels on the same data: the logits must be the same bits.
+  ASSERT_EQ(step_logits[0].size(), step_logits[1].size());
+  for (size_t i = 0; i < step_logits[0].size(); ++i) {
+    ASSERT_EQ(step_logits[0][i].size(), step_logits[1][i].size()) << "step " << i;
+    EXPECT_EQ(std::memcmp(step_logits[0][i].data(), step_logits[1][i].data(), step_logits[0][i].size() * sizeof(float)),
+              0)
+        << "step " << i << ": logits differ between stream launches and graph replay";
   }
 }
 

@@ -185,13 +185,15 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
   plan(batch, p);
   // Decode batches (one logits row per token) up to 256 tokens; prefill chunks of other shapes
   // would each capture a graph of their own for little gain.
-  const bool graph = options_.use_graphs && p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T);
-  // Captured steps keep the decode kernel for every query: it handles any mix of sequences with
-  // launch shapes that depend only on (T, rows, key buckets), which the graph key covers.
+  const bool graphable = p.T <= kGraphMaxTokens && (p.T <= kGemvMaxTokens || p.rows == p.T);
+  const bool graph = options_.use_graphs && graphable;
+  // Capturable steps keep the decode kernel for every query: it handles any mix of sequences with
+  // launch shapes that depend only on (T, rows, key buckets), which the graph key covers. They are
+  // planned the same way with graphs off, so graph replay and eager launches give the same bits.
   const FlintConfig& c = model_.config;
-  p.use_prefill = !graph && p.num_prefill_tiles > 0 && c.head_dim == 128 &&
+  p.use_prefill = !graphable && p.num_prefill_tiles > 0 && c.head_dim == 128 &&
                   c.num_attention_heads == 8 * c.num_key_value_heads;
-  if (graph) {
+  if (graphable) {
     p.max_keys_full = key_bucket(p.max_keys_full);
     p.max_keys_sliding = key_bucket(p.max_keys_sliding);
   }
@@ -241,6 +243,13 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
     flint_forward(p);
   }
   return p.rows;
+}
+
+std::vector<int32_t> CudaBackend::last_layer_routing(int T) const {
+  std::vector<int32_t> ids(size_t(T) * size_t(model_.config.num_experts_per_tok));
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  STRIKER_CUDA_CHECK(cudaMemcpy(ids.data(), ws_->topk_ids, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  return ids;
 }
 
 float* CudaBackend::logits_device() const { return ws_->logits; }

@@ -63,6 +63,8 @@ class CudaBackend : public Backend {
   float last_forward_device_ms() const { return last_device_ms_; }
   // Kernels in the step graph captured last (use_graphs), 0 before any capture.
   int captured_step_kernels() const { return captured_kernels_; }
+  // The routed expert ids [T, K] the last MoE layer of the last step chose (waits for the step).
+  std::vector<int32_t> last_layer_routing(int T) const;
   const DeviceModel& model() const { return model_; }
 
  private:
