@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 OUTDIR=${1:-/work/main/.gpuwork}
 DEST=$(mktemp -d /tmp/striker-ship.XXXXXX)
 trap 'rm -rf "$DEST"' EXIT
-tar --exclude=./build --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
+tar --exclude='./build*' --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
-for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
+BUILD=${STRIKER_SHIP_BUILD:-build}  # the CUDA build folder whose binaries travel
+for b in "$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels" "$BUILD/striker"; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
 done
 # Shared libraries only Debian has (the GPU machine runs Ubuntu 24.04): carried beside the

@@ -190,6 +190,42 @@ TEST(CudaAttention, PrefillChunkOverCachedPrefix) {
   run_attention_case({{8, 1, 32}, 17, {60, 9}, 20, true}, rng);
 }
 
+// More queries than one grid dimension holds (65,535): the split kernel's launches are sliced over
+// the queries. 70,000 queries of one sequence over a 16-key window keep the host reference and the
+// scratch small; Flint's tensor-core shape (pipelined kernel) and the CUDA-core one (d 32), queries
+// given directly and through query_ids (in reverse order).
+TEST(CudaAttention, DecodeKernelTakesMoreQueriesThanOneGridDimension) {
+  std::mt19937 rng(39);
+  const int NQ = 70000, W = 16, B = 16, first = W;
+  std::vector<int32_t> positions(NQ), offsets(NQ, 0), tables((first + NQ + B - 1) / B), ids(NQ);
+  std::iota(tables.begin(), tables.end(), 0);
+  for (int i = 0; i < NQ; ++i) positions[size_t(i)] = first + i, ids[size_t(i)] = NQ - 1 - i;
+  for (Geometry g : {Geometry{8, 1, 128}, Geometry{8, 1, 32}}) {
+    SCOPED_TRACE("d=" + std::to_string(g.d));
+    const AttentionShape shape{g.nh, g.nkv, g.d, B, W};
+    const size_t cache_elems = tables.size() * g.nkv * B * g.d;
+    const auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+    const auto q = random_bf16(rng, size_t(NQ) * g.nh * g.d, 0.3f);
+    const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+    std::vector<bf16> ref;
+    paged_attention_ref(q, kc, vc, &sinks, shape, positions, offsets, tables, ref);
+    DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
+    DeviceBuffer<float> d_sinks(sinks);
+    DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables), d_ids(ids);
+    const int64_t records = int64_t(NQ) * g.nkv * 2;
+    DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+    for (bool by_id : {false, true}) {
+      d_out.poison();
+      AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, W};
+      if (by_id) qs.query_ids = d_ids.get();
+      paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
+                      AttentionScratch{d_scratch.get(), records, 0}, d_out.get(), nullptr);
+      const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << (by_id ? "through query_ids: " : "queries 0..NQ-1: ") << c.describe();
+    }
+  }
+}
+
 TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
   std::mt19937 rng(36);
   run_attention_case({{32, 4, 128}, 0, {20000}, -1, true}, rng);

@@ -97,6 +97,26 @@ TEST(CudaRouterDecode, BitIdenticalToTwoLaunchPathAndMatchesReference) {
   }
 }
 
+// The batched logits kernel puts passes of 8 tokens on grid.y and strides past 65,535 of them: a
+// step of 524,296 tokens writes every token, and the last tokens' results are bit-identical to
+// routing them alone (a token's logits depend on its own row only, in the same per-lane order).
+TEST(CudaRouterBatched, CoversMoreTokensThanOneGridDimension) {
+  std::mt19937 rng(79);
+  const RouterShape rs{64, 16, 4, true, 1.f};
+  const int T = 65535 * 8 + 16, tail = 16;
+  const auto x = random_bf16(rng, size_t(T) * rs.hidden);
+  const auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.1f);
+  const auto bias = random_f32(rng, size_t(rs.n_experts), 0.f, 0.05f);
+  DeviceBuffer<bf16> d_x(x), d_wb(wb), d_tail(std::vector<bf16>(x.end() - long(tail) * rs.hidden, x.end()));
+  DeviceBuffer<float> d_bias(bias);
+  const RouterRun all = run_router(rs, T, d_x, d_wb.get(), nullptr, d_bias.get(), T);
+  EXPECT_EQ(bit_diff(all.logits, all.logits, "logits"), "");  // no NaN: every token's row was written
+  const RouterRun alone = run_router(rs, tail, d_tail, d_wb.get(), nullptr, d_bias.get(), tail);
+  const std::vector<float> last(all.logits.end() - long(tail) * rs.n_experts, all.logits.end());
+  EXPECT_EQ(bit_diff(last, alone.logits, "last tokens' logits"), "");
+  EXPECT_EQ(std::vector<int32_t>(all.ids.end() - long(tail) * rs.top_k, all.ids.end()), alone.ids);
+}
+
 TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {
   const RouterShape rs{64, 32, 4, true, 1.f};
   std::vector<bf16> x(64, float_to_bf16(1.f));

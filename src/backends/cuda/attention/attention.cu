@@ -249,22 +249,34 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   const decode::DecodeSplitPlan plan =
       decode::plan_decode_splits(decode::plan_keys(qs.max_keys, s.window), heads_total, target, scratch.max_partials);
   const int chunk = plan.chunk, splits = plan.splits;
-  const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries));
-  const auto* qb = reinterpret_cast<const bf16_t*>(q);
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
-  if (pipelined) {
-    decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, qs.positions,
-                                  qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data, stream);
-  } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
-    launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads, s.block_size,
-               s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits, scratch.data);
-  } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first
-    launch_pdl(attention_split_kernel<D, G>, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
-               s.block_size, s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids, chunk, splits,
-               scratch.data);
+  // Queries go on grid.z: more than kMaxGridYZ are split into launches of consecutive queries. A
+  // launch sees its queries as z = 0..n-1 and finds query z through query_ids (shifted to the
+  // slice) or, without ids, at index z of positions / table offsets / q (shifted); its records go
+  // to the slice's place, so the combine below reads them at the step-wide z as always.
+  const int64_t record_floats = int64_t(s.n_kv_heads) * splits * attention_partial_floats(s);
+  for (int first = 0; first < qs.num_queries; first += kMaxGridYZ) {
+    const int n = std::min(qs.num_queries - first, kMaxGridYZ);
+    const bool by_id = qs.query_ids != nullptr;
+    const int32_t* ids = by_id ? qs.query_ids + first : nullptr;
+    const int32_t* positions = by_id ? qs.positions : qs.positions + first;
+    const int32_t* offsets = by_id ? qs.table_offset : qs.table_offset + first;
+    const auto* qb = reinterpret_cast<const bf16_t*>(q) + (by_id ? 0 : int64_t(first) * s.n_heads * D);
+    float* records = scratch.data + int64_t(first) * record_floats;
+    const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
+    if (pipelined) {
+      decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
+                                    qs.block_tables, ids, qs.num_queries, chunk, splits, records, stream);
+    } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
+      launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
+                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
+    } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first
+      launch_pdl(attention_split_kernel<D, G>, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
+                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
+    }
+    STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
-  STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
              scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
@@ -292,8 +304,6 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
                      const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out,
                      cudaStream_t stream) {
   if (qs.num_queries <= 0) return;
-  if (qs.num_queries > 65535)
-    throw Error("paged_attention: " + std::to_string(qs.num_queries) + " queries exceed one launch (65535)");
   if (s.n_kv_heads <= 0 || s.n_heads % s.n_kv_heads != 0 || s.block_size <= 0)
     throw Error("paged_attention: bad head shape " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
                 " or block size " + std::to_string(s.block_size));

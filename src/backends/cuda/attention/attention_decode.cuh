@@ -218,7 +218,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
                                                   const int32_t* __restrict__ table_offset,
                                                   const int32_t* __restrict__ block_tables,
                                                   const int32_t* __restrict__ query_ids, int split, int kvh, int z,
-                                                  int chunk, unsigned char* smem,
+                                                  int step_queries, int chunk, unsigned char* smem,
                                                   float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
                                                   float* rec) {
   static_assert(kStages >= 2, "a ring of one stage would not overlap loads with math");
@@ -268,15 +268,16 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   // Block ids of the first kStages tiles together (one latency; metadata only). Then the copies of
   // the first kStages-1 tiles: before the wait for tiles whose keys all predate this step, after
   // it for the rest. Only the step's own tokens are written by the kernel in front (k/v of each
-  // query's newest keys); a sequence has at most as many new keys as the launch has queries
-  // (gridDim.z), so keys below p + 1 - gridDim.z were written by earlier steps, whose kernels have
-  // all completed. Old tiles come first (keys ascend with i), so the commit order is unchanged.
+  // query's newest keys); a sequence has at most as many new keys as the step has queries in
+  // this kernel (step_queries: gridDim.z, or the total when the host slices a launch of more than
+  // kMaxGridYZ queries), so keys below p + 1 - step_queries were written by earlier steps, whose
+  // kernels have all completed. Old tiles come first (keys ascend with i), so the commit order is unchanged.
   int32_t pb0[kStages - 1] = {}, pb1[kStages - 1] = {};
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) fetch_blocks(i, pb0[i], pb1[i]);
   int32_t nb0 = 0, nb1 = 0;  // block ids of the next tile to issue
   fetch_blocks(kStages - 1, nb0, nb1);
-  const int fresh_from = positions[sk.qi] + 1 - int(gridDim.z);  // keys at or above may be this step's
+  const int fresh_from = positions[sk.qi] + 1 - step_queries;  // keys at or above may be this step's
   int early = 0;
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i)
@@ -369,12 +370,13 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
 
 // attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
 // per SM) over the grid (splits, KV heads, queries) with the given chunk; writes split records
-// only (the caller launches the combine).
+// only (the caller launches the combine). step_queries: the queries of the whole step in this
+// kernel (grid.z, or more when the caller slices them into launches of at most kMaxGridYZ).
 constexpr int kPipeStages = 3;
 constexpr int kPipeCtasPerSm = 2;  // sizes its split plan: one wave
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
-                           const int32_t* block_tables, const int32_t* query_ids, int chunk, int num_splits,
-                           float* partials, cudaStream_t stream);
+                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
+                           int num_splits, float* partials, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode

@@ -10,6 +10,7 @@
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
+#include "backends/cuda/moe/moe_grouped.h"
 
 namespace striker::cuda {
 namespace {
@@ -32,6 +33,15 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
                 std::to_string(c.num_key_value_heads) + " KV heads (1, 2, 4 or 8 query heads per KV head are built)");
   if (c.head_dim != 32 && c.head_dim != 64 && c.head_dim != 128)
     throw Error("CUDA backend: head_dim " + std::to_string(c.head_dim) + " is not 32, 64 or 128");
+  // Every launch covers a step of any length (token and query grids stride or are sliced past
+  // kMaxGridYZ); the one bound left is the MoE routing sort's slot rank. Refused here, at startup,
+  // so that no request can fail on it.
+  const bool has_moe = c.num_hidden_layers > c.first_k_dense_replace && c.num_experts_per_tok > 0;
+  if (has_moe && options_.max_tokens > moe_max_step_tokens(int(c.num_experts_per_tok)))
+    throw Error("CUDA backend: a step of " + std::to_string(options_.max_tokens) + " tokens is more than it can run (" +
+                std::to_string(moe_max_step_tokens(int(c.num_experts_per_tok))) + " at top-" +
+                std::to_string(c.num_experts_per_tok) + ": the MoE routing sort ranks tokens x top-k in " +
+                std::to_string(kMoeRankBits) + " bits); lower --max-num-batched-tokens or the chunk size");
   STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_start_));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_end_));

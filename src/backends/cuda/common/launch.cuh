@@ -11,6 +11,10 @@
 
 namespace striker::cuda {
 
+// CUDA's bound on grid.y and grid.z (grid.x goes to 2^31 - 1). A kernel that puts tokens or queries
+// on y or z strides over them (or its launches are sliced), so no step length is capped by it.
+constexpr int kMaxGridYZ = 65535;
+
 __device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }

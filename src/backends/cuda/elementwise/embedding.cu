@@ -40,9 +40,9 @@ void embedding_gather(const bf16* table, int64_t vocab, int64_t hidden, const in
                       bf16* out, cudaStream_t stream) {
   const bool aligned = hidden % 8 == 0 && reinterpret_cast<uintptr_t>(table) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(out) % 16 == 0;
-  // Rows go on grid.y (at most 65535 per launch).
-  for (int first = 0; first < n; first += 65535) {
-    const int rows = std::min(n - first, 65535);
+  // Rows go on grid.y (at most kMaxGridYZ per launch).
+  for (int first = 0; first < n; first += kMaxGridYZ) {
+    const int rows = std::min(n - first, kMaxGridYZ);
     const int32_t* id = ids + first;
     if (aligned) {
       const int64_t h8 = hidden / 8;

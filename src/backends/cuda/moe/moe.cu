@@ -138,20 +138,24 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
 }
 
+// grid (column blocks, min(T, 65535)): tokens stride over grid.y, so a prefill step of any length
+// (up to the model's 262,144-token context) is one launch.
 __global__ void moe_combine_sorted_kernel(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
-                                          const float* __restrict__ topk_w, const bf16_t* __restrict__ ysh, int K,
-                                          int hidden, bf16_t* __restrict__ h) {
+                                          const float* __restrict__ topk_w, const bf16_t* __restrict__ ysh, int T,
+                                          int K, int hidden, bf16_t* __restrict__ h) {
   pdl_grid_start();  // see launch.cuh
-  const int t = blockIdx.y;
   const int o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= hidden) return;
-  float sum = 0.f;
-  for (int k = 0; k < K; ++k)
-    sum = fmaf(topk_w[t * K + k], __bfloat162float(ys[int64_t(inv[t * K + k]) * hidden + o]), sum);
-  float y = round_bf16(sum);
-  if (ysh != nullptr) y = round_bf16(y + __bfloat162float(ysh[int64_t(t) * hidden + o]));
-  const int64_t idx = int64_t(t) * hidden + o;
-  h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+  for (int t = blockIdx.y; t < T; t += gridDim.y) {
+    const int64_t slot = int64_t(t) * K;
+    float sum = 0.f;
+    for (int k = 0; k < K; ++k)
+      sum = fmaf(topk_w[slot + k], __bfloat162float(ys[int64_t(inv[slot + k]) * hidden + o]), sum);
+    float y = round_bf16(sum);
+    if (ysh != nullptr) y = round_bf16(y + __bfloat162float(ysh[int64_t(t) * hidden + o]));
+    const int64_t idx = int64_t(t) * hidden + o;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+  }
 }
 
 void check_width(const char* what, int width) {
@@ -198,10 +202,10 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
 void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,
                         int K, int hidden, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
-  if (T > 65535) throw Error("moe_combine_sorted: " + std::to_string(T) + " tokens exceed one launch (65535)");
-  launch_pdl(moe_combine_sorted_kernel, dim3(unsigned((hidden + 255) / 256), unsigned(T)), dim3(256), 0, stream,
-             reinterpret_cast<const bf16_t*>(y_sorted), inv, topk_w, reinterpret_cast<const bf16_t*>(y_shared), K,
-             hidden, reinterpret_cast<bf16_t*>(h));
+  launch_pdl(moe_combine_sorted_kernel, dim3(unsigned((hidden + 255) / 256), unsigned(std::min(T, kMaxGridYZ))),
+             dim3(256), 0, stream, reinterpret_cast<const bf16_t*>(y_sorted), inv, topk_w,
+             reinterpret_cast<const bf16_t*>(y_shared), T, K, hidden, reinterpret_cast<bf16_t*>(h));
+  STRIKER_CUDA_CHECK_LAUNCH("moe_combine_sorted");
 }
 
 }  // namespace striker::cuda

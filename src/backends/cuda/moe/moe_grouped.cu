@@ -46,7 +46,7 @@ __device__ int warp0_exclusive_scan(int* v, int n) {
 // Slot ranks wait in slot_row between the passes, packed with their bucket (rank < 2^21 slots,
 // bucket <= kMoeMaxExperts = 2^9, so the word stays non-negative): the second pass reads one
 // word per slot.
-constexpr int kRankBits = 21;
+constexpr int kRankBits = kMoeRankBits;
 static_assert(kMoeMaxExperts < (1 << (31 - kRankBits)), "bucket ids must fit above the rank bits");
 
 __global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int32_t* __restrict__ ids, int slots,

@@ -39,6 +39,10 @@ struct MoeTile {
 };
 
 constexpr int kMoeMaxExperts = 512;  // the sort keeps per-expert counters in shared memory
+// The sort packs a slot's rank within its expert into kMoeRankBits bits, so a step routes fewer
+// than 2^21 slots (T·K): 349,525 tokens at top-6, above Flint's 262,144-token context.
+constexpr int kMoeRankBits = 21;
+inline int64_t moe_max_step_tokens(int top_k) { return ((int64_t(1) << kMoeRankBits) - 1) / top_k; }
 
 // Row-tile height for `slots` = T·K routed rows over `experts`: 16 while an expert averages at
 // most 16 rows (decode batches), else 64 (prefill: more reuse of each weight tile).

@@ -11,6 +11,7 @@
 
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -56,14 +57,16 @@ __global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t
   const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
   if (e >= E) return;
   const int lane = threadIdx.x & 31;
-  const int t0 = blockIdx.y * kTokensPerPass;
-  const int nt = min(kTokensPerPass, T - t0);
-  float acc[kTokensPerPass];
-  router_row_dot<kTokensPerPass>(x, t0, nt, hidden, weight + int64_t(e) * hidden, lane, acc);
+  // Passes of kTokensPerPass tokens stride over grid.y (at most kMaxGridYZ): any step length.
+  for (int t0 = blockIdx.y * kTokensPerPass; t0 < T; t0 += gridDim.y * kTokensPerPass) {
+    const int nt = min(kTokensPerPass, T - t0);
+    float acc[kTokensPerPass];
+    router_row_dot<kTokensPerPass>(x, t0, nt, hidden, weight + int64_t(e) * hidden, lane, acc);
 #pragma unroll
-  for (int t = 0; t < kTokensPerPass; ++t) {
-    const float v = warp_sum(acc[t]);
-    if (lane == 0 && t < nt) logits[int64_t(t0 + t) * E + e] = v;
+    for (int t = 0; t < kTokensPerPass; ++t) {
+      const float v = warp_sum(acc[t]);
+      if (lane == 0 && t < nt) logits[int64_t(t0 + t) * E + e] = v;
+    }
   }
 }
 
@@ -260,7 +263,8 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
     STRIKER_CUDA_CHECK_LAUNCH("router_decode");
     return;
   }
-  const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps), unsigned((T + kTokensPerPass - 1) / kTokensPerPass));
+  const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps),
+                  unsigned(std::min((T + kTokensPerPass - 1) / kTokensPerPass, kMaxGridYZ)));
   launch_pdl(router_logits_kernel<W>, grid, dim3(kWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, weight,
              logits);
   STRIKER_CUDA_CHECK_LAUNCH("router_logits");
