@@ -134,6 +134,7 @@ class GbnfParser {
           skip();
         }
         if (i_ >= t_.size() || t_[i_] != '}') fail("expected '}'");
+        if (hi >= 0 && hi < lo) fail("repetition {m,n} with n < m");
         ++i_;
         e = g_.repeat(e, lo, hi);
       } else {

@@ -28,6 +28,8 @@ GrammarAutomaton::GrammarAutomaton(const Grammar& grammar, std::shared_ptr<const
   }
   initial_ = intern(stacks);
   walk_states_.resize(vocab_->max_depth() + 1);
+  walk_path_.resize(vocab_->max_depth() + 1);
+  node_seen_.assign(vocab_->nodes().byte.size(), 0);
 }
 
 void GrammarAutomaton::flatten(const Grammar& g) {
@@ -50,6 +52,9 @@ void GrammarAutomaton::flatten(const Grammar& g) {
       arg_.push_back(0);
     }
   }
+  bottom_pos_ = int32_t(kind_.size());
+  kind_.push_back(kBottom);
+  arg_.push_back(0);
   std::sort(grammar_tokens_.begin(), grammar_tokens_.end());
   grammar_tokens_.erase(std::unique(grammar_tokens_.begin(), grammar_tokens_.end()), grammar_tokens_.end());
 }
@@ -65,7 +70,7 @@ void GrammarAutomaton::expand(Stack& stack, std::vector<Stack>& out, size_t dept
     }
     const int32_t p = stack.back();
     const uint8_t k = kind_[size_t(p)];
-    if (k == kBytes || k == kToken) {
+    if (k == kBytes || k == kToken || k == kBottom) {
       out.push_back(stack);
       return;
     }
@@ -115,11 +120,13 @@ int32_t GrammarAutomaton::intern(std::vector<Stack>& stacks) {
   State st;
   for (const auto& s : stacks) {
     if (s.empty()) st.accept = true;
+    else if (kind_[size_t(s.back())] == kBottom) st.bottom = true;
     else st.any_terminal = true;
   }
   st.key = key;
   const int32_t id = int32_t(states_.size());
   states_.push_back(std::move(st));
+  next_.push_back(nullptr);
   index_.emplace(std::move(key), id);
   return id;
 }
@@ -155,6 +162,7 @@ int32_t GrammarAutomaton::step_byte(int32_t state, uint8_t b) {
     if (!st.next) {
       st.next = std::make_unique<int32_t[]>(256);
       std::fill_n(st.next.get(), 256, kUnknown);
+      next_[size_t(state)] = st.next.get();
     } else if (st.next[b] != kUnknown) {
       return st.next[b];
     }
@@ -212,82 +220,144 @@ bool GrammarAutomaton::complete(int32_t state) {
   return state != kDead && states_[size_t(state)].accept && !states_[size_t(state)].any_terminal;
 }
 
-void GrammarAutomaton::walk_trie(int32_t state, std::span<uint32_t> words) {
-  std::fill(words.begin(), words.end(), 0u);
+void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
+                                  std::vector<std::pair<int32_t, std::string>>* uncertain) {
   const auto& n = vocab_->nodes();
-  const size_t count = n.byte.size();
-  walk_states_[0] = state;
-  for (size_t i = 0; i < count;) {
-    const int32_t from = walk_states_[n.depth[i] - 1u];
-    // Fast path: the transition is already in the table.
-    const State& st = states_[size_t(from)];
-    int32_t to = st.next ? st.next[n.byte[i]] : kUnknown;
+  if (begin >= end) return;
+  walk_states_[n.depth[begin] - 1u] = state;
+  for (size_t i = begin; i < end;) {
+    const uint16_t d = n.depth[i];
+    const int32_t from = walk_states_[d - 1u];
+    const int32_t* table = next_[size_t(from)];
+    int32_t to = table ? table[n.byte[i]] : kUnknown;
     if (to == kUnknown) to = step_byte(from, n.byte[i]);
     if (to == kDead) {
       i = size_t(n.subtree_end[i]);
       continue;
     }
-    walk_states_[n.depth[i]] = to;
+    walk_states_[d] = to;
+    walk_path_[d - 1u] = char(n.byte[i]);
     for (int32_t k = n.first_token[i]; k < n.first_token[i + 1]; ++k) {
       const int32_t id = n.token_ids[size_t(k)];
       words[size_t(id) >> 5] |= 1u << (id & 31);
     }
+    if (uncertain && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
+      uncertain->emplace_back(int32_t(i), walk_path_.substr(0, d));
     ++i;
   }
+}
+
+const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask(const Stack& stack) {
+  Stack top{bottom_pos_};
+  top.insert(top.end(), stack.end() - long(kTopFrames), stack.end());
+  std::vector<Stack> one{top};
+  const int32_t t = intern(one);
+  auto it = top_masks_.find(t);
+  if (it != top_masks_.end()) return *it->second;
+  auto m = std::make_unique<TopMask>();
+  std::vector<uint32_t> words(vocab_->words(), 0u);
+  walk_nodes(t, 0, vocab_->nodes().byte.size(), words, &m->uncertain);
+  store_mask(m->viable, words);
+  mask_bytes_ += m->uncertain.size() * 24;
+  return *top_masks_.emplace(t, std::move(m)).first->second;
+}
+
+void GrammarAutomaton::compute_mask(int32_t state, std::span<uint32_t> words) {
+  std::fill(words.begin(), words.end(), 0u);
+  const auto& n = vocab_->nodes();
+  std::vector<std::pair<int32_t, std::string>> pending;
+  std::vector<Stack> exact;  // stacks short enough to walk whole
+  for (const Stack& st : stacks_of(state)) {
+    if (st.size() <= kTopFrames) {
+      exact.push_back(st);
+      continue;
+    }
+    const TopMask& m = top_mask(st);
+    or_mask(m.viable, words);
+    pending.insert(pending.end(), m.uncertain.begin(), m.uncertain.end());
+  }
+  if (!exact.empty()) walk_nodes(intern(exact), 0, n.byte.size(), words, nullptr);
+  // Tokens that ran past a truncated top: finish them from the real state. Several stacks may
+  // name the same node; each is walked once.
+  std::vector<int32_t> seen;
+  for (const auto& [node, prefix] : pending) {
+    if (node_seen_[size_t(node)]) continue;
+    node_seen_[size_t(node)] = 1;
+    seen.push_back(node);
+    int32_t s = state;
+    for (unsigned char c : prefix) {
+      const int32_t* table = next_[size_t(s)];
+      const int32_t to = table && table[c] != kUnknown ? table[c] : step_byte(s, c);
+      s = to;
+      if (s == kDead) break;
+    }
+    if (s != kDead) walk_nodes(s, size_t(node) + 1, size_t(n.subtree_end[size_t(node)]), words, nullptr);
+  }
+  for (int32_t node : seen) node_seen_[size_t(node)] = 0;
   compute_token_transitions(state);
   for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
 }
 
-void GrammarAutomaton::store_mask(State& st, std::span<const uint32_t> words) {
+void GrammarAutomaton::store_mask(CompactMask& m, std::span<const uint32_t> words) {
   size_t allowed = 0;
   for (uint32_t w : words) allowed += size_t(__builtin_popcount(w));
   const size_t total = size_t(vocab_->vocab_size());
   const size_t sparse_limit = total / 64;  // ids are 32-bit: below this a list beats the bitset
-  st.mask.clear();
+  m.data.clear();
   auto list = [&](bool want) {
     for (size_t w = 0; w < words.size(); ++w) {
       uint32_t bits = want ? words[w] : ~words[w];
       while (bits) {
         const size_t id = w * 32 + size_t(__builtin_ctz(bits));
-        if (id < total) st.mask.push_back(uint32_t(id));
+        if (id < total) m.data.push_back(uint32_t(id));
         bits &= bits - 1;
       }
     }
   };
   if (allowed <= sparse_limit) {
-    st.mask_form = State::kAllowed;
+    m.form = CompactMask::kAllowed;
     list(true);
   } else if (total - allowed <= sparse_limit) {
-    st.mask_form = State::kDisallowed;
+    m.form = CompactMask::kDisallowed;
     list(false);
   } else {
-    st.mask_form = State::kFull;
-    st.mask.assign(words.begin(), words.end());
+    m.form = CompactMask::kFull;
+    m.data.assign(words.begin(), words.end());
   }
-  st.mask.shrink_to_fit();
-  mask_bytes_ += st.mask.size() * 4;
+  m.data.shrink_to_fit();
+  mask_bytes_ += m.data.size() * 4;
 }
 
-bool GrammarAutomaton::load_mask(const State& st, std::span<uint32_t> words) const {
-  switch (st.mask_form) {
-    case State::kNone:
-      return false;
-    case State::kFull:
-      std::copy(st.mask.begin(), st.mask.end(), words.begin());
-      return true;
-    case State::kAllowed:
-      std::fill(words.begin(), words.end(), 0u);
-      for (uint32_t id : st.mask) words[id >> 5] |= 1u << (id & 31);
-      return true;
-    case State::kDisallowed: {
+bool GrammarAutomaton::load_mask(const CompactMask& m, std::span<uint32_t> words) const {
+  if (m.form == CompactMask::kNone) return false;
+  std::fill(words.begin(), words.end(), 0u);
+  or_mask(m, words);
+  return true;
+}
+
+void GrammarAutomaton::or_mask(const CompactMask& m, std::span<uint32_t> words) const {
+  switch (m.form) {
+    case CompactMask::kNone:
+      return;
+    case CompactMask::kFull:
+      for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w];
+      return;
+    case CompactMask::kAllowed:
+      for (uint32_t id : m.data) words[id >> 5] |= 1u << (id & 31);
+      return;
+    case CompactMask::kDisallowed: {
+      // words |= everything but the listed ids: keep the listed ids' current bits.
+      std::vector<uint32_t> keep;
+      for (uint32_t id : m.data)
+        if ((words[id >> 5] >> (id & 31)) & 1) keep.push_back(id);
       std::fill(words.begin(), words.end(), ~0u);
       const size_t total = size_t(vocab_->vocab_size());
       if (total % 32) words.back() = (1u << (total % 32)) - 1;
-      for (uint32_t id : st.mask) words[id >> 5] &= ~(1u << (id & 31));
-      return true;
+      for (uint32_t id : m.data) words[id >> 5] &= ~(1u << (id & 31));
+      for (uint32_t id : keep) words[id >> 5] |= 1u << (id & 31);
+      return;
     }
   }
-  return false;
 }
 
 void GrammarAutomaton::fill_mask(int32_t state, std::span<uint32_t> words) {
@@ -297,20 +367,20 @@ void GrammarAutomaton::fill_mask(int32_t state, std::span<uint32_t> words) {
     std::fill(words.begin(), words.end(), 0u);
     return;
   }
-  if (load_mask(states_[size_t(state)], words)) {
+  if (load_mask(states_[size_t(state)].mask, words)) {
     ++hits_;
     return;
   }
   ++misses_;
-  walk_trie(state, words);
-  if (mask_bytes_ < limits_.max_mask_cache_bytes) store_mask(states_[size_t(state)], words);
+  compute_mask(state, words);
+  if (mask_bytes_ < limits_.max_mask_cache_bytes) store_mask(states_[size_t(state)].mask, words);
 }
 
 GrammarAutomaton::Stats GrammarAutomaton::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
   s.states = states_.size();
-  for (const auto& st : states_) s.cached_masks += st.mask_form != State::kNone;
+  for (const auto& st : states_) s.cached_masks += st.mask.form != CompactMask::kNone;
   s.mask_cache_bytes = mask_bytes_;
   s.mask_hits = hits_;
   s.mask_misses = misses_;

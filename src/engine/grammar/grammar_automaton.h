@@ -8,6 +8,12 @@
 //  * Token masks are cached per state. A mask is one walk over the vocabulary trie
 //    (token_vocabulary.h) in depth-first order using those transitions, skipping any subtree
 //    whose prefix dies; a token may run through several terminals and rules on the way.
+//  * Most of that walk does not depend on the bottom of the stacks (a string's characters are
+//    the same in every field): a state's mask is the union over its stacks, and each stack's
+//    top kTopFrames frames are walked on their own, above a "bottom" marker, once per distinct
+//    top (cached). Tokens that run past the marker (a closing quote and what follows) are
+//    recorded as trie subtrees and finished against the real state; only those are walked per
+//    state. This is xgrammar's context-independent token cache, built lazily.
 //
 // After a state's first visit its mask costs a lookup and a copy, and advancing by a token is
 // one table lookup per byte. Both caches are bounded; the state bound turns a grammar whose
@@ -62,18 +68,23 @@ class GrammarAutomaton {
   const TokenVocabulary& vocab() const { return *vocab_; }
 
  private:
-  enum Kind : uint8_t { kBytes, kToken, kRule, kEnd };
+  enum Kind : uint8_t { kBytes, kToken, kRule, kEnd, kBottom };
+  static constexpr size_t kTopFrames = 4;
   using Stack = std::vector<int32_t>;
+  // A cached mask: sparse allowed ids, sparse disallowed ids, or the full bitset.
+  struct CompactMask {
+    enum Form : uint8_t { kNone, kAllowed, kDisallowed, kFull } form = kNone;
+    std::vector<uint32_t> data;
+  };
   struct State {
     std::vector<int32_t> key;  // stacks serialised: [len, positions...]*
     std::unique_ptr<int32_t[]> next;  // 256 byte transitions; kUnknown until computed
     std::vector<std::pair<int32_t, int32_t>> token_next;  // whole-token transitions (token, state)
     bool accept = false;
     bool any_terminal = false;
+    bool bottom = false;  // a stack has popped down to the bottom marker (a truncated state)
     bool tokens_done = false;
-    // Cached mask: sparse allowed ids, sparse disallowed ids, or the full bitset.
-    enum MaskForm : uint8_t { kNone, kAllowed, kDisallowed, kFull } mask_form = kNone;
-    std::vector<uint32_t> mask;
+    CompactMask mask;
   };
   static constexpr int32_t kUnknown = -2;
 
@@ -84,9 +95,20 @@ class GrammarAutomaton {
   int32_t step_byte(int32_t state, uint8_t b);
   int32_t step_symbol(int32_t state, int32_t symbol);  // 0..255 byte, 256 + id token
   void compute_token_transitions(int32_t state);
-  void walk_trie(int32_t state, std::span<uint32_t> words);
-  void store_mask(State& st, std::span<const uint32_t> words);
-  bool load_mask(const State& st, std::span<uint32_t> words) const;
+  // Walks trie nodes [begin, end) whose parent (at depth-1 of `begin`) is in `state`, OR-ing
+  // viable tokens into `words`. With `uncertain`, nodes where a stack reached the bottom marker
+  // and that have children are recorded (their children depend on the real stack below).
+  void walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
+                  std::vector<std::pair<int32_t, std::string>>* uncertain);
+  struct TopMask {
+    CompactMask viable;                                      // viable for any context below
+    std::vector<std::pair<int32_t, std::string>> uncertain;  // (trie node, its prefix bytes)
+  };
+  const TopMask& top_mask(const Stack& stack);
+  void compute_mask(int32_t state, std::span<uint32_t> words);
+  void store_mask(CompactMask& m, std::span<const uint32_t> words);
+  bool load_mask(const CompactMask& m, std::span<uint32_t> words) const;
+  void or_mask(const CompactMask& m, std::span<uint32_t> words) const;
 
   std::shared_ptr<const TokenVocabulary> vocab_;
   AutomatonLimits limits_;
@@ -100,8 +122,13 @@ class GrammarAutomaton {
   };
   std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> index_;
   std::vector<State> states_;
+  std::vector<int32_t*> next_;  // states_[i].next.get(): the trie walk's hot loop reads only this
   int32_t initial_ = kDead;
   std::vector<int32_t> walk_states_;  // per trie depth
+  std::string walk_path_;             // bytes of the current trie path
+  int32_t bottom_pos_ = 0;            // the kBottom position
+  std::unordered_map<int32_t, std::unique_ptr<TopMask>> top_masks_;  // truncated state -> its mask
+  std::vector<uint8_t> node_seen_;    // per trie node: already finished in this mask
   size_t mask_bytes_ = 0;
   uint64_t hits_ = 0, misses_ = 0;
   std::mutex mu_;

@@ -49,8 +49,12 @@ Element JsonPieces::string_char() {
 }
 
 Element JsonPieces::string(int64_t min_len, int64_t max_len) {
+  auto it = strings_.find({min_len, max_len});
+  if (it != strings_.end()) return it->second;
   const Element q = g_.bytes(single_byte('"'));
-  return g_.alternatives("string", {{q, g_.repeat(string_char(), min_len, max_len), q}});
+  const Element e = g_.alternatives("string", {{q, g_.repeat(string_char(), min_len, max_len), q}});
+  strings_.emplace(std::make_pair(min_len, max_len), e);
+  return e;
 }
 
 Element JsonPieces::digits(int64_t n) {

@@ -4,7 +4,9 @@
 // pretty-printed output, bounded so a model cannot pad forever (xgrammar's max_whitespace_cnt).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <utility>
 
 #include "engine/grammar/grammar.h"
 
@@ -37,6 +39,8 @@ class JsonPieces {
   Element same_length_range(const std::string& lo, const std::string& hi);
   Element magnitude(uint64_t a, bool a_excl, std::optional<uint64_t> b, bool b_excl);
   Grammar& g_;
+  // Strings of equal bounds share their rules, so their states (and cached masks) are shared.
+  std::map<std::pair<int64_t, int64_t>, Element> strings_;
   std::optional<Element> ws_, char_, number_, integer_, value_, object_, array_, digit_;
 };
 

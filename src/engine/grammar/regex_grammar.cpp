@@ -111,6 +111,7 @@ class RegexParser {
       } else {
         return e;
       }
+      if (hi >= 0 && hi < lo) fail("repetition {m,n} with n < m");
       if (peek('?')) ++i_;  // lazy: same language
       if (peek('+')) fail("possessive quantifiers are not supported");
       e = g_.repeat(e, lo, hi);

@@ -212,6 +212,13 @@ TEST(Grammar, MasksMatchBruteForce) {
             {"required", {"n", "s"}}};
   expect_masks_match_brute_force(schema(s), {"", "{", "{\"", "{\"n\":", "{\"n\": 1", "{\"n\":12,\"s\":\"a", "{\"n\":12,\"s\":\"\xC3"});
   expect_masks_match_brute_force(regex("[a-c]+(12|345)?"), {"", "a", "ab12", "ab1"});
+  StructuredOutputSpec any;
+  any.kind = StructuredOutputSpec::Kind::JsonObject;
+  // Deep stacks: masks come from cached stack tops plus the tokens that run past them.
+  expect_masks_match_brute_force(compile(any), {"{\"a\":[{\"b\":\"x", "{\"a\":[{\"b\":[1", "{\"a\":[{\"b\":{}",
+                                                "{\"a\":[{\"b\":\"\xC3"});
+  json bounded = {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 3}}}, {"maxItems", 3}};
+  expect_masks_match_brute_force(schema(bounded), {"[\"", "[\"ab", "[\"abc", "[\"a\", \"b"});
 }
 
 TEST(Grammar, MatcherStopsOnlyWhereTheGrammarEnds) {
