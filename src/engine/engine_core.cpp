@@ -237,6 +237,13 @@ void EngineCore::step() {
     batch.seqs.push_back(std::move(sc));
   }
   start_masks(plan);
+  // However the step ends (a backend error included), the mask job is done before choices go.
+  struct JoinMasks {
+    std::future<void>& f;
+    ~JoinMasks() {
+      if (f.valid()) f.wait();
+    }
+  } join_masks{masks_};
   if (backend_.samples_on_device()) return step_sampled_on_device(plan, batch, all_logits, rows);
   backend_.forward(batch, logits_);
   wait_masks();
@@ -368,24 +375,25 @@ SampleContext EngineCore::sample_context(const Choice& ch) const {
 // pass (the host would otherwise wait on the GPU). Each mask depends only on its choice's
 // matcher, which nothing touches until the step's tokens are committed.
 void EngineCore::start_masks(const StepPlan& plan) {
+  const size_t words = size_t((limits_.vocab_size + 31) / 32);
   std::vector<Choice*> todo;
   for (const auto& c : plan.chunks) {
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
-    ch.masked = false;
-    if (c.samples() && ch.matcher && ch.matcher->active()) todo.push_back(&ch);
+    ch.masked = c.samples() && ch.matcher && ch.matcher->active();
+    if (!ch.masked) continue;
+    // Sized here, on the engine thread: SampleRequest::allowed points at it before it is filled.
+    ch.mask.resize(words);
+    todo.push_back(&ch);
   }
   if (todo.empty()) return;
-  const size_t words = size_t((limits_.vocab_size + 31) / 32);
-  masks_ = std::async(std::launch::async, [todo = std::move(todo), words] {
+  masks_ = std::async(std::launch::async, [todo = std::move(todo)] {
     for (Choice* ch : todo) {
-      ch->mask.resize(words);
       try {
         ch->matcher->fill_mask(ch->request->grammar_stops, ch->mask);
       } catch (const std::exception& e) {
-        ch->mask_error = e.what();
+        ch->mask_error = e.what();  // the request ends at commit; draw from anything meanwhile
         std::fill(ch->mask.begin(), ch->mask.end(), ~0u);
       }
-      ch->masked = true;
     }
   });
 }
