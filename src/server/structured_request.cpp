@@ -14,47 +14,52 @@ using grammar::StructuredOutputSpec;
 using Kind = StructuredOutputSpec::Kind;
 using nlohmann::json;
 
+// Errors name the value's path in the message and the top-level field as `param`.
+struct Where {
+  std::string path, field;
+};
+
 // A schema given as an object, or as a string holding one (vLLM accepts both).
-json schema_value(const json& v, const std::string& field) {
+json schema_value(const json& v, const Where& at) {
   json s = v;
   if (v.is_string()) {
     try {
       s = json::parse(v.get<std::string>());
     } catch (const std::exception& e) {
-      throw bad_request("`" + field + "` is not valid JSON: " + e.what(), field);
+      throw bad_request("`" + at.path + "` is not valid JSON: " + e.what(), at.field);
     }
   }
-  if (!s.is_object() && !s.is_boolean()) throw bad_request("`" + field + "` must be a JSON schema object", field);
+  if (!s.is_object() && !s.is_boolean()) throw bad_request("`" + at.path + "` must be a JSON schema object", at.field);
   return s;
 }
 
-std::string string_value(const json& v, const std::string& field) {
-  if (!v.is_string()) throw bad_request("`" + field + "` must be a string", field);
+std::string string_value(const json& v, const Where& at) {
+  if (!v.is_string()) throw bad_request("`" + at.path + "` must be a string", at.field);
   return v.get<std::string>();
 }
 
-std::vector<std::string> choices_value(const json& v, const std::string& field) {
-  if (!v.is_array() || v.empty()) throw bad_request("`" + field + "` must be a non-empty array of strings", field);
+std::vector<std::string> choices_value(const json& v, const Where& at) {
+  if (!v.is_array() || v.empty()) throw bad_request("`" + at.path + "` must be a non-empty array of strings", at.field);
   std::vector<std::string> out;
-  for (const auto& c : v) out.push_back(string_value(c, field));
+  for (const auto& c : v) out.push_back(string_value(c, at));
   return out;
 }
 
-// One constraint kind from a vLLM-style key (`json`, `regex`, ...); the value at `field`.
-StructuredOutputSpec spec_for(const std::string& key, const json& v, const std::string& field) {
+// One constraint kind from a vLLM-style key (`json`, `regex`, ...); the value at `at`.
+StructuredOutputSpec spec_for(const std::string& key, const json& v, const Where& at) {
   StructuredOutputSpec s;
   if (key == "json") {
     s.kind = Kind::JsonSchema;
-    s.schema = schema_value(v, field);
+    s.schema = schema_value(v, at);
   } else if (key == "regex") {
     s.kind = Kind::Regex;
-    s.text = string_value(v, field);
+    s.text = string_value(v, at);
   } else if (key == "choice") {
     s.kind = Kind::Choice;
-    s.choices = choices_value(v, field);
+    s.choices = choices_value(v, at);
   } else if (key == "grammar") {
     s.kind = Kind::Grammar;
-    s.text = string_value(v, field);
+    s.text = string_value(v, at);
   } else {
     s.kind = Kind::JsonObject;
   }
@@ -82,7 +87,7 @@ std::optional<StructuredRequest> from_structured_outputs(const json& so) {
       throw bad_request("You can only use one kind of structured outputs constraint but multiple are specified: "
                         "`structured_outputs` sets both '" + out->field.substr(field.size() + 1) + "' and '" + key + "'",
                         field);
-    out = StructuredRequest{spec_for(key, v, field + "." + key), field + "." + key};
+    out = StructuredRequest{spec_for(key, v, {field + "." + key, field}), field + "." + key};
   }
   if (out) out->field = field;
   return out;
@@ -94,7 +99,7 @@ std::optional<StructuredRequest> from_response_format(const json& rf) {
     throw bad_request("`response_format.type` must be a string", field);
   const std::string type = rf["type"].get<std::string>();
   if (type == "text") return std::nullopt;
-  if (type == "json_object") return StructuredRequest{spec_for("json_object", nullptr, field), field};
+  if (type == "json_object") return StructuredRequest{spec_for("json_object", nullptr, {field, field}), field};
   if (type == "structural_tag") throw not_implemented("`response_format` of type 'structural_tag' is not supported", field);
   if (type != "json_schema")
     throw bad_request("`response_format.type` must be one of text, json_object, json_schema, got '" + type + "'", field);
@@ -104,7 +109,7 @@ std::optional<StructuredRequest> from_response_format(const json& rf) {
   const auto schema = js->find("schema");
   if (schema == js->end() || schema->is_null())
     throw bad_request("`response_format.json_schema.schema` is required when type is 'json_schema'", field);
-  return StructuredRequest{spec_for("json", *schema, field + ".json_schema.schema"), field};
+  return StructuredRequest{spec_for("json", *schema, {field + ".json_schema.schema", field}), field};
 }
 
 }  // namespace
@@ -119,7 +124,7 @@ std::optional<StructuredRequest> parse_structured_request(const json& body) {
     auto it = body.find(key);
     if (it == body.end() || it->is_null()) continue;
     const std::string k = std::string(key).substr(7);
-    found.push_back(StructuredRequest{spec_for(k, *it, key), key});
+    found.push_back(StructuredRequest{spec_for(k, *it, {key, key}), key});
   }
   if (auto it = body.find("guided_whitespace_pattern"); it != body.end() && !it->is_null())
     throw bad_request("`guided_whitespace_pattern` is not supported", "guided_whitespace_pattern");

@@ -24,7 +24,7 @@ VALIDATOR = jsonschema.Draft202012Validator
 def server(striker_bin, tiny_model, tmp_path_factory):
     yield from module_server(
         striker_bin, tiny_model,
-        ["--max-model-len", "1024", "--max-num-seqs", "16", "--max-num-batched-tokens", "2048",
+        ["--served-model-name", "tiny", "--max-model-len", "1024", "--max-num-seqs", "16", "--max-num-batched-tokens", "2048",
          "--kv-cache-memory", "64MiB", "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
          "--reasoning-parser", "glm47", "--seed", "3"],
         tmp_path_factory)

@@ -122,6 +122,7 @@ int32_t GrammarAutomaton::intern(std::vector<Stack>& stacks) {
     if (s.empty()) st.accept = true;
     else if (kind_[size_t(s.back())] == kBottom) st.bottom = true;
     else st.any_terminal = true;
+    if (!s.empty() && kind_[size_t(s.back())] == kBytes) st.first |= sets_[size_t(arg_[size_t(s.back())])];
   }
   st.key = key;
   const int32_t id = int32_t(states_.size());
@@ -144,12 +145,18 @@ std::vector<GrammarAutomaton::Stack> GrammarAutomaton::stacks_of(int32_t state) 
 
 int32_t GrammarAutomaton::step_symbol(int32_t state, int32_t symbol) {
   std::vector<Stack> next;
-  for (Stack& s : stacks_of(state)) {
-    if (s.empty()) continue;
-    const int32_t p = s.back();
+  const std::vector<int32_t>& key = states_[size_t(state)].key;
+  // Only stacks whose top takes the symbol are copied out of the serialised key.
+  for (size_t i = 0; i < key.size();) {
+    const size_t n = size_t(key[i++]);
+    const size_t top = i + n - 1;
+    i += n;
+    if (n == 0) continue;
+    const int32_t p = key[top];
     const bool match = symbol < 256 ? kind_[size_t(p)] == kBytes && sets_[size_t(arg_[size_t(p)])].test(size_t(symbol))
                                     : kind_[size_t(p)] == kToken && arg_[size_t(p)] == symbol - 256;
     if (!match) continue;
+    Stack s(key.begin() + long(top + 1 - n), key.begin() + long(top + 1));
     s.back() = p + 1;
     expand(s, next, 0);
   }
@@ -166,6 +173,7 @@ int32_t GrammarAutomaton::step_byte(int32_t state, uint8_t b) {
     } else if (st.next[b] != kUnknown) {
       return st.next[b];
     }
+    if (!st.first.test(b)) return st.next[b] = kDead;  // most bytes of a structural state
   }
   const int32_t to = step_symbol(state, b);  // may grow states_
   states_[size_t(state)].next[b] = to;

@@ -83,6 +83,7 @@ class GrammarAutomaton {
     bool accept = false;
     bool any_terminal = false;
     bool bottom = false;  // a stack has popped down to the bottom marker (a truncated state)
+    ByteSet first;        // bytes some stack top accepts: any other byte is dead without a step
     bool tokens_done = false;
     CompactMask mask;
   };
