@@ -70,9 +70,15 @@ std::optional<StructuredRequest> from_structured_outputs(const json& so) {
   const std::string field = "structured_outputs";
   if (!so.is_object()) throw bad_request("`structured_outputs` must be an object", field);
   std::optional<StructuredRequest> out;
+  bool whitespace = true;
   for (const auto& [key, v] : so.items()) {
     if (v.is_null()) continue;
     if (key == "disable_fallback" || key == "backend" || key == "_backend" || key == "_backend_was_auto") continue;
+    if (key == "disable_any_whitespace") {
+      if (!v.is_boolean()) throw bad_request("`structured_outputs.disable_any_whitespace` must be a boolean", field);
+      whitespace = !v.get<bool>();
+      continue;
+    }
     if (key == "structural_tag")
       throw not_implemented("`structured_outputs.structural_tag` is not supported by this server", field);
     if (key == "json_object") {
@@ -80,7 +86,7 @@ std::optional<StructuredRequest> from_structured_outputs(const json& so) {
       if (!v.get<bool>()) continue;
     } else if (key != "json" && key != "regex" && key != "choice" && key != "grammar") {
       throw bad_request("`structured_outputs." + key + "` is not supported (supported: json, regex, choice, grammar, "
-                        "json_object)",
+                        "json_object, disable_any_whitespace)",
                         field);
     }
     if (out)
@@ -89,7 +95,10 @@ std::optional<StructuredRequest> from_structured_outputs(const json& so) {
                         field);
     out = StructuredRequest{spec_for(key, v, {field + "." + key, field}), field + "." + key};
   }
-  if (out) out->field = field;
+  if (out) {
+    out->field = field;
+    out->spec.json_whitespace = whitespace;
+  }
   return out;
 }
 

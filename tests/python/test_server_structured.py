@@ -96,7 +96,9 @@ def run_schema(server, i, schema):
         text, finish = chat_text(server, {**common, "response_format": {
             "type": "json_schema", "json_schema": {"name": f"s{i}", "schema": schema}}}, stream)
     else:
-        text, finish = completion_text(server, {**common, "structured_outputs": {"json": schema}}, stream)
+        # vLLM's disable_any_whitespace: compact JSON (and half the tokens on a model that pads)
+        text, finish = completion_text(server, {**common, "structured_outputs": {
+            "json": schema, "disable_any_whitespace": True}}, stream)
     check_schema_output(i, schema, text, finish)
     return text
 

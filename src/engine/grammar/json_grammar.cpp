@@ -5,10 +5,13 @@
 namespace striker::grammar {
 
 Element JsonPieces::ws() {
+  if (!ws_ && !whitespace_) ws_ = g_.alternatives("nows", {{}});
   if (!ws_) {
-    ByteSet s;
-    for (char c : {' ', '\t', '\n', '\r'}) s.set(uint8_t(c));
-    ws_ = g_.repeat(g_.bytes(s), 0, kMaxWhitespace);
+    // One optional line break, then indentation: what pretty-printers write between tokens.
+    const Element newline = g_.alternatives("newline", {{g_.bytes(single_byte('\n'))},
+                                                        {g_.bytes(single_byte('\r')), g_.bytes(single_byte('\n'))}});
+    const Element indent = g_.repeat(g_.bytes(single_byte(' ') | single_byte('\t')), 0, kMaxIndent);
+    ws_ = g_.alternatives("ws", {{g_.optional(newline), indent}});
   }
   return *ws_;
 }

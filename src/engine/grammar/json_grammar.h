@@ -1,7 +1,8 @@
 // The JSON building blocks every JSON grammar shares: whitespace, strings (with length bounds),
 // numbers (with integer ranges), literals and "any JSON value". Each piece is made once per
-// grammar and reused. Whitespace between tokens is [ \t\n\r]{0,kMaxWhitespace}: free enough for
-// pretty-printed output, bounded so a model cannot pad forever (xgrammar's max_whitespace_cnt).
+// grammar and reused. Whitespace between tokens is one optional line break ("\n" or "\r\n")
+// then up to kMaxIndent spaces or tabs: what pretty-printers write (json.dumps(indent=...)),
+// bounded so a model cannot pad forever (as xgrammar's max_whitespace_cnt).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -12,11 +13,12 @@
 
 namespace striker::grammar {
 
-constexpr int64_t kMaxWhitespace = 16;
+constexpr int64_t kMaxIndent = 24;
 
 class JsonPieces {
  public:
-  explicit JsonPieces(Grammar& g) : g_(g) {}
+  // `whitespace` false: compact JSON, nothing between tokens (vLLM's disable_any_whitespace).
+  explicit JsonPieces(Grammar& g, bool whitespace = true) : g_(g), whitespace_(whitespace) {}
   Grammar& grammar() { return g_; }
 
   Element ws();
@@ -39,6 +41,7 @@ class JsonPieces {
   Element same_length_range(const std::string& lo, const std::string& hi);
   Element magnitude(uint64_t a, bool a_excl, std::optional<uint64_t> b, bool b_excl);
   Grammar& g_;
+  bool whitespace_;
   // Strings of equal bounds share their rules, so their states (and cached masks) are shared.
   std::map<std::pair<int64_t, int64_t>, Element> strings_;
   std::optional<Element> ws_, char_, number_, integer_, value_, object_, array_, digit_;

@@ -12,7 +12,7 @@
 namespace striker::grammar {
 
 std::string StructuredOutputSpec::cache_key() const {
-  nlohmann::json k = {{"kind", int(kind)}};
+  nlohmann::json k = {{"kind", int(kind)}, {"ws", json_whitespace}};
   switch (kind) {
     case Kind::JsonSchema: k["schema"] = schema; break;
     case Kind::JsonObject: break;
@@ -39,7 +39,7 @@ Grammar build_grammar(const StructuredOutputSpec& spec, const GrammarLimits& lim
     gbnf_to_grammar(g, spec.text);
     return g;
   }
-  JsonPieces pieces(g);
+  JsonPieces pieces(g, spec.json_whitespace);
   Element top;
   switch (spec.kind) {
     case StructuredOutputSpec::Kind::JsonSchema: top = json_schema_to_grammar(g, pieces, spec.schema); break;

@@ -33,6 +33,7 @@ struct StructuredOutputSpec {
   std::string text;                  // Regex, Grammar (GBNF)
   std::vector<std::string> choices;  // Choice
   ToolCallFormat tool_calls;         // ToolCalls
+  bool json_whitespace = true;       // JSON kinds: false = compact (disable_any_whitespace)
   std::string cache_key() const;     // identifies the compiled form (kind + content)
 };
 
