@@ -3,6 +3,7 @@
 // owns the KV memory and runs the Flint forward pass (FLINT.md §4) over a batch of chunks.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,11 @@ struct SampleRequest {
   std::vector<std::pair<int32_t, int32_t>> output_counts;  // token -> times generated so far
   std::vector<int32_t> prompt_tokens;  // for the repetition penalty only (empty when it is 1)
   std::vector<int32_t> suppressed;     // ids masked to -inf (stop ids while below min_tokens)
+  // Structured outputs: a packed bitset over the vocabulary (bit i of word i/32 set = token i
+  // may be drawn; ceil(vocab/32) words), applied first, before every other edit: a cleared
+  // bit makes the logit -inf. Null: every token may be drawn. Owned by the engine; valid for
+  // the forward_sampled call, but only read after DeviceSampling::wait_for_masks() returns.
+  const uint32_t* allowed = nullptr;
 };
 
 struct DeviceSampling {
@@ -62,6 +68,10 @@ struct DeviceSampling {
   // Rows whose raw logits (before any penalty) come back to the host: prompt logprobs and
   // sampled tokens that asked for logprobs.
   std::vector<int32_t> return_rows;
+  // Grammar masks (SampleRequest::allowed) are computed on the host while the forward pass
+  // runs: a backend enqueues the forward first, then calls this (when set) and only then reads
+  // the masks, so their CPU time hides behind the GPU's.
+  std::function<void()> wait_for_masks;
 };
 
 struct SampledStep {

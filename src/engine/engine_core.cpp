@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/grammar/structured_output.h"
 
 namespace striker {
 
@@ -19,6 +20,11 @@ struct EngineCore::Choice {
   Sequence seq;
   PenaltyState penalties;
   std::unique_ptr<ChoiceOutput> output;
+  // Structured outputs: where the choice is in its grammar, and this step's mask.
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  std::vector<uint32_t> mask;
+  bool masked = false;     // `mask` applies to this step's draw
+  std::string mask_error;  // computing the mask failed: the request ends with this error
 };
 
 struct EngineCore::Request {
@@ -26,6 +32,7 @@ struct EngineCore::Request {
   OutputCallback on_output;
   StopRules rules;
   std::vector<int32_t> suppressed;   // masked while below min_tokens
+  std::vector<int32_t> grammar_stops;  // where a grammar may end: stop_token_ids and the eos ids
   uint64_t seed = 0;
   std::vector<std::unique_ptr<Choice>> choices;
   int32_t num_finished = 0;
@@ -149,6 +156,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
   const SamplingParams& p = r.req.params;
   r.rules = StopRules{config_.eos_token_ids, p.stop_token_ids, p.min_tokens, p.max_tokens, config_.max_model_len, p.ignore_eos};
   r.suppressed = r.rules.suppressed_ids();
+  r.grammar_stops = p.stop_token_ids;
+  r.grammar_stops.insert(r.grammar_stops.end(), config_.eos_token_ids.begin(), config_.eos_token_ids.end());
   // Requests without a seed still get a reproducible one: --seed base and arrival order.
   r.seed = p.seed ? *p.seed : mix_seed(config_.seed, request_counter_);
   ++request_counter_;
@@ -176,6 +185,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     ch->penalties = PenaltyState(p, r.req.prompt);
     ch->output =
         std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens), p.include_stop_str_in_output);
+    if (p.structured)
+      ch->matcher = std::make_unique<grammar::GrammarMatcher>(p.structured->grammar, p.structured->start_after_token);
     r.choices.push_back(std::move(ch));
   }
   for (auto& ch : r.choices) scheduler_->add(&ch->seq);
@@ -236,8 +247,17 @@ void EngineCore::step() {
     all_logits.push_back(sc.all_logits);
     batch.seqs.push_back(std::move(sc));
   }
+  start_masks(plan);
+  // However the step ends (a backend error included), the mask job is done before choices go.
+  struct JoinMasks {
+    std::future<void>& f;
+    ~JoinMasks() {
+      if (f.valid()) f.wait();
+    }
+  } join_masks{masks_};
   if (backend_.samples_on_device()) return step_sampled_on_device(plan, batch, all_logits, rows);
   backend_.forward(batch, logits_);
+  wait_masks();
   if (int64_t(logits_.size()) != rows * limits_.vocab_size)
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(logits_.size()) +
                              " logits, expected " + std::to_string(rows) + " rows of " + std::to_string(limits_.vocab_size));
@@ -264,7 +284,9 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
     }
     row += nrows;
   }
+  ds.wait_for_masks = [this] { wait_masks(); };
   backend_.forward_sampled(batch, ds, sampled_);
+  wait_masks();  // a backend without masks to read may not have called it
   const int64_t V = limits_.vocab_size;
   if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V)
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(sampled_.tokens.size()) +
@@ -356,7 +378,39 @@ SampleContext EngineCore::sample_context(const Choice& ch) const {
   ctx.seed = r.seed;
   ctx.choice = ch.seq.choice;
   ctx.step = step;
+  if (ch.masked) ctx.allowed = ch.mask.data();
   return ctx;
+}
+
+// Grammar masks for this step's draws, on a worker thread while the backend runs the forward
+// pass (the host would otherwise wait on the GPU). Each mask depends only on its choice's
+// matcher, which nothing touches until the step's tokens are committed.
+void EngineCore::start_masks(const StepPlan& plan) {
+  const size_t words = size_t((limits_.vocab_size + 31) / 32);
+  std::vector<Choice*> todo;
+  for (const auto& c : plan.chunks) {
+    Choice& ch = *static_cast<Choice*>(c.seq->owner);
+    ch.masked = c.samples() && ch.matcher && ch.matcher->active();
+    if (!ch.masked) continue;
+    // Sized here, on the engine thread: SampleRequest::allowed points at it before it is filled.
+    ch.mask.resize(words);
+    todo.push_back(&ch);
+  }
+  if (todo.empty()) return;
+  masks_ = std::async(std::launch::async, [todo = std::move(todo)] {
+    for (Choice* ch : todo) {
+      try {
+        ch->matcher->fill_mask(ch->request->grammar_stops, ch->mask);
+      } catch (const std::exception& e) {
+        ch->mask_error = e.what();  // the request ends at commit; draw from anything meanwhile
+        std::fill(ch->mask.begin(), ch->mask.end(), ~0u);
+      }
+    }
+  });
+}
+
+void EngineCore::wait_masks() {
+  if (masks_.valid()) masks_.get();
 }
 
 void EngineCore::draw_tokens(std::vector<Draw>& draws) {
@@ -380,6 +434,8 @@ void EngineCore::commit_token(Draw& d, RequestOutput& out) {
   Choice& ch = *d.choice;
   Request& r = *ch.request;
   Sequence& s = ch.seq;
+  if (!ch.mask_error.empty()) throw Error(std::exchange(ch.mask_error, {}));
+  if (ch.matcher) ch.matcher->accept(d.token, r.grammar_stops);
   s.tokens.push_back(d.token);
   ch.penalties.add_output(d.token);
   ++generation_tokens_total_;

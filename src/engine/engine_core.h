@@ -2,6 +2,7 @@
 // threaded Engine (engine.cpp) drives it, and tests drive it step by step.
 #pragma once
 #include <cstdint>
+#include <future>
 #include <map>
 #include <optional>
 #include <memory>
@@ -74,6 +75,8 @@ class EngineCore {
   void step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch, const std::vector<bool>& all_logits,
                               int64_t rows);
   SampleContext sample_context(const Choice& ch) const;
+  void start_masks(const StepPlan& plan);
+  void wait_masks();
   // One token to draw: filled in parallel, then committed in batch order.
   struct Draw {
     Choice* choice;
@@ -99,6 +102,7 @@ class EngineCore {
   std::vector<float> logits_;
   SampledStep sampled_;          // device sampling: tokens and returned rows of the last step
   std::vector<int64_t> row_pos_;  // step row -> index in sampled_.logits (-1 = not returned)
+  std::future<void> masks_;                 // this step's grammar masks, while the forward runs
   std::unique_ptr<ThreadPool> pool_;        // parallel sampling; null with one thread
   std::vector<std::vector<float>> scratch_;  // one logits buffer per sampling thread
   int64_t next_seq_id_ = 0;

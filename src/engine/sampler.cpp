@@ -246,10 +246,23 @@ int32_t sample_processed(std::span<const float> x, const RaceParams& p, SampleDi
 
 }  // namespace
 
+void apply_allowed_mask(std::span<float> x, const uint32_t* allowed) {
+  if (!allowed) return;
+  const size_t V = x.size();
+  for (size_t w = 0; w * 32 < V; ++w) {
+    const uint32_t bits = allowed[w];
+    if (bits == ~0u) continue;
+    const size_t end = std::min(V, w * 32 + 32);
+    for (size_t i = w * 32; i < end; ++i)
+      if (!((bits >> (i & 31)) & 1)) x[i] = kNegInf;
+  }
+}
+
 void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& x) {
   const SamplingParams& p = *ctx.params;
   const size_t V = logits.size();
   x.assign(logits.begin(), logits.end());
+  apply_allowed_mask(x, ctx.allowed);
   for (int32_t id : ctx.suppressed)
     if (in_vocab(id, V)) x[size_t(id)] = kNegInf;
   for (const auto& [id, bias] : p.logit_bias)
@@ -263,7 +276,7 @@ bool logits_untouched(const SampleContext& ctx) {
   const bool penalties = ctx.penalties && !ctx.penalties->output_counts().empty() &&
                          (p.frequency_penalty != 0 || p.presence_penalty != 0 || p.repetition_penalty != 1);
   const bool repetition_on_prompt = ctx.penalties && !ctx.penalties->prompt_tokens().empty();
-  return ctx.suppressed.empty() && p.logit_bias.empty() && !penalties && !repetition_on_prompt;
+  return !ctx.allowed && ctx.suppressed.empty() && p.logit_bias.empty() && !penalties && !repetition_on_prompt;
 }
 
 int32_t sample_token(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& scratch) {
@@ -299,12 +312,14 @@ SampleRequest make_sample_request(const SampleContext& ctx) {
     std::sort(r.prompt_tokens.begin(), r.prompt_tokens.end());
   }
   r.suppressed.assign(ctx.suppressed.begin(), ctx.suppressed.end());
+  r.allowed = ctx.allowed;
   return r;
 }
 
 void process_logits(std::span<const float> logits, const SampleRequest& r, std::vector<float>& x) {
   const size_t V = logits.size();
   x.assign(logits.begin(), logits.end());
+  apply_allowed_mask(x, r.allowed);
   for (int32_t id : r.suppressed)
     if (in_vocab(id, V)) x[size_t(id)] = kNegInf;
   for (const auto& [id, bias] : r.logit_bias)

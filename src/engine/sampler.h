@@ -37,9 +37,14 @@ struct SampleContext {
   uint64_t seed = 0;
   int32_t choice = 0;
   int64_t step = 0;                     // index of the output token being sampled
+  const uint32_t* allowed = nullptr;    // structured outputs: packed bitset of drawable ids (null = all)
 };
 
-// The logit processing before any randomness: suppressed ids to -inf, logit_bias, penalties.
+// Structured outputs: every id whose bit is clear in `allowed` (see SampleRequest) to -inf.
+void apply_allowed_mask(std::span<float> x, const uint32_t* allowed);
+
+// The logit processing before any randomness: the allowed mask, suppressed ids to -inf,
+// logit_bias, penalties.
 void process_logits(std::span<const float> logits, const SampleContext& ctx, std::vector<float>& out);
 
 // Picks the next token. Order as vLLM: suppress, logit_bias, penalties (repetition over

@@ -2,11 +2,24 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace striker {
+
+namespace grammar {
+struct CompiledGrammar;
+}
+
+// Structured outputs (JSON schema, regex, choice, grammar, forced tool calls): the compiled
+// grammar every choice's tokens must follow, from the token after `start_after_token` on
+// (the reasoning end `</think>`; -1: from the first token).
+struct StructuredConstraint {
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  int32_t start_after_token = -1;
+};
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
@@ -28,6 +41,7 @@ struct SamplingParams {
   std::optional<int32_t> prompt_logprobs;
   bool skip_special_tokens = true;
   int32_t n = 1;
+  std::optional<StructuredConstraint> structured;
 };
 
 }  // namespace striker

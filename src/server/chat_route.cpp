@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/serving_context.h"
+#include "server/structured_request.h"
 
 namespace striker::server {
 namespace {
@@ -209,6 +210,16 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   job->prompt = build_chat_prompt(body, ctx.options, *ctx.chat_template, ctx.tokenizer);
   job->sampling = parse_sampling_request(body, ApiKind::Chat, ctx.options.sampling_defaults, ctx.options.limits);
   resolve_max_tokens(job->sampling, int64_t(job->prompt.tokens.size()), ctx.options.max_model_len);
+  auto structured = parse_structured_request(body);
+  if (auto calls = tool_call_request(ctx, job->prompt, structured.has_value())) structured = std::move(calls);
+  if (structured) {
+    // With a reasoning parser and thinking on, the constraint starts after `</think>` (vLLM).
+    const ParserSettings& ps = job->prompt.parser;
+    int32_t start_after = -1;
+    if (!ps.reasoning_parser.empty() && ps.thinking_enabled && !ps.reasoning_ended_in_prompt)
+      start_after = ctx.tokenizer.token_to_id("</think>").value_or(-1);
+    job->sampling.params.structured = compile_structured_request(ctx, *structured, start_after);
+  }
   // The parsers match structural tokens (<think>, <tool_call>, ...) in the text, so keep them.
   if (!job->prompt.parser.reasoning_parser.empty() || !job->prompt.parser.tool_parser.empty()) {
     job->sampling.params.skip_special_tokens = false;

@@ -6,6 +6,7 @@
 
 #include "server/api_error.h"
 #include "server/serving_context.h"
+#include "server/structured_request.h"
 
 namespace striker::server {
 namespace {
@@ -308,6 +309,7 @@ void handle_completions(const ServingContext& ctx, const httplib::Request& req, 
   check_model_name(body, ctx.options);
   auto job = std::make_shared<CompletionJob>(ctx);
   job->sampling = parse_sampling_request(body, ApiKind::Completion, ctx.options.sampling_defaults, ctx.options.limits);
+  if (auto so = parse_structured_request(body)) job->sampling.params.structured = compile_structured_request(ctx, *so, -1);
   auto ast = body.find("add_special_tokens");
   if (ast != body.end() && !ast->is_null() && !ast->is_boolean()) {
     throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "server/api_error.h"
+#include "engine/grammar/grammar_cache.h"
 #include "server/serving_context.h"
 
 namespace striker::server {
@@ -60,12 +61,19 @@ std::shared_ptr<ServerMetrics> OpenAIServer::metrics() const {
   return ctx_ ? ctx_->metrics_owner : loading_metrics_;
 }
 
+namespace {
+constexpr size_t kGrammarCacheSize = 64;  // compiled structured-output grammars kept warm
+}  // namespace
+
 void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
                           ServerOptions options) {
   if (options.served_model_names.empty()) options.served_model_names = options_.served_model_names;
   auto metrics = std::make_shared<ServerMetrics>(options.served_model_names.front(), options.max_model_len, options.cache);
   auto ctx = std::shared_ptr<ServingContext>(
-      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, {}});
+      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, {}, nullptr});
+  // The vocabulary's byte trie for grammar masks: built once, shared by every compiled grammar.
+  ctx->grammars = std::make_shared<grammar::GrammarCache>(
+      std::make_shared<grammar::TokenVocabulary>(tokenizer, ctx->options.limits.vocab_size), kGrammarCacheSize);
   std::lock_guard<std::mutex> lock(mu_);
   ctx_ = std::move(ctx);
 }

@@ -23,23 +23,9 @@ void reject_unsupported(const JsonFields& f) {
     throw bad_request("`best_of` > 1 is not supported (vLLM removed it); use n", "best_of");
   }
   if (f.boolean("use_beam_search").value_or(false)) throw unsupported("use_beam_search", "= true");
-  for (const char* name : {"structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                           "allowed_token_ids", "bad_words", "suffix", "prompt_embeds", "thinking_token_budget"}) {
+  // structured_outputs, response_format and guided_* are read by server/structured_request.h.
+  for (const char* name : {"allowed_token_ids", "bad_words", "suffix", "prompt_embeds", "thinking_token_budget"}) {
     if (f.has(name)) throw unsupported(name, "");
-  }
-  if (const auto* rf = f.object("response_format")) {
-    auto it = rf->find("type");
-    if (it == rf->end() || !it->is_string()) {
-      throw bad_request("`response_format.type` must be a string", "response_format");
-    }
-    const auto type = it->get<std::string>();
-    if (type == "json_object" || type == "json_schema" || type == "structural_tag") {
-      throw unsupported("response_format", "of type '" + type + "'");
-    }
-    if (type != "text") {
-      throw bad_request("`response_format.type` must be one of text, json_object, json_schema, got '" + type + "'",
-                        "response_format");
-    }
   }
 }
 

@@ -26,6 +26,10 @@ struct Response;
 class DataSink;
 }  // namespace httplib
 
+namespace striker::grammar {
+class GrammarCache;
+}
+
 namespace striker::server {
 
 using Clock = std::chrono::steady_clock;
@@ -38,6 +42,7 @@ struct ServingContext {
   std::shared_ptr<ServerMetrics> metrics_owner;
   ServerMetrics& metrics;  // *metrics_owner
   std::atomic<bool> stopping{false};  // set on shutdown: in-flight generations are aborted
+  std::shared_ptr<grammar::GrammarCache> grammars;  // structured outputs, shared across requests
   const std::string& model_name() const { return options.served_model_names.front(); }
 };
 

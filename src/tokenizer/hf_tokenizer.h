@@ -37,6 +37,7 @@ class HfTokenizer : public Tokenizer {
   std::optional<std::string> id_to_token(int32_t id) const override;
   int64_t vocab_size() const override;
   bool is_special(int32_t id) const override;
+  bool is_added(int32_t id) const override { return added_.by_id(id) != nullptr; }
 
  private:
   std::vector<AddedToken> load_added_tokens(const JsonRef& list) const;

@@ -27,6 +27,9 @@ class Tokenizer {
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;  // the raw piece
   virtual int64_t vocab_size() const = 0;  // highest id + 1 (incl. added tokens)
   virtual bool is_special(int32_t id) const = 0;
+  // An added token (tokenizer.json "added_tokens", special or not: <|user|>, <tool_call>, ...):
+  // matched as a whole in text, never produced by the byte-level model.
+  virtual bool is_added(int32_t id) const { return is_special(id); }
 };
 
 // Streaming decode: push ids one at a time; returns only complete, valid UTF-8 text.

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/sampling/sampling.h"
+#include "backends/cuda/sampling/sampling_masks.h"
 #include "backends/sample_split.h"
 #include "backend_reference.h"
 #include "cuda_test_util.h"
@@ -73,6 +74,8 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
   STRIKER_CUDA_CHECK(cudaMemset(sc.cand_id, 0xFF, size_t(rows) * sample_split::kMaxCandidates * 4));
   STRIKER_CUDA_CHECK(cudaMemset(sc.cand_n, 0x7F, size_t(rows) * sample_split::kMaxSplits * 4));
   STRIKER_CUDA_CHECK(cudaMemset(sc.slice_max_v, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
+  TokenMaskBuffers masks(rows, V);  // structured-output masks first, as forward_sampled does
+  masks.apply(reqs, d_logits.get(), nullptr);
   sb.upload(int(params.size()), int64_t(edits.size()), nullptr);
   apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
   sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.scratch(), sb.tokens_dev(), nullptr);
@@ -146,6 +149,38 @@ TEST(CudaSampling, GenerationConfigMatchesCpuSamplerInMixedLaunches) {
   run_batch(rng, 151552, 1, t, shape);
   expect_tally(t, "generation_config, vocab 151552");
   EXPECT_GT(t.candidate_rows * 2, t.rows) << "most rows should have taken the candidate path";
+}
+
+// Structured-output masks (SampleRequest::allowed) in launches that mix masked and unmasked
+// rows: a few allowed ids, most ids, three ids; the masked logits and the tokens must equal the
+// CPU sampler's (which applies the same bitset in process_logits).
+TEST(CudaSampling, GrammarMasksMatchCpuSampler) {
+  std::mt19937 rng(606);
+  Tally t;
+  for (int64_t V : {int64_t(151552), int64_t(4099)}) {
+    const int rows = 48;
+    std::vector<std::vector<uint32_t>> masks(rows);
+    int masked = 0;
+    const auto shape = [&](SampleRequest& r, int i) {
+      if (i % 4 == 3) return;
+      auto& m = masks[size_t(i)];
+      m.assign(size_t((V + 31) / 32), 0u);
+      auto allow = [&](uint64_t id) { m[size_t(id >> 5)] |= 1u << (id & 31); };
+      if (i % 4 == 0) {
+        for (int k = 0; k < 50; ++k) allow(rng() % uint64_t(V));
+      } else if (i % 4 == 1) {
+        for (auto& w : m) w = rng() | rng();
+      } else {
+        for (int k = 0; k < 3; ++k) allow(rng() % uint64_t(V));
+      }
+      if (V % 32) m.back() &= (1u << (V % 32)) - 1;
+      r.allowed = m.data();
+      ++masked;
+    };
+    run_batch(rng, V, rows, t, shape);
+    EXPECT_EQ(masked, rows * 3 / 4);
+  }
+  expect_tally(t, "grammar masks");
 }
 
 TEST(CudaSampling, MatchesCpuSamplerOnManyRowsOfAnOddVocabulary) {

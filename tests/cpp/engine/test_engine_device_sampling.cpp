@@ -30,6 +30,7 @@ class DeviceSamplingFake : public FakeBackend {
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
     std::vector<float> all;
     FakeBackend::forward(batch, all);
+    if (ds.wait_for_masks) ds.wait_for_masks();  // the contract: masks are read only after this
     const size_t rows = all.size() / size_t(kVocab);
     auto row = [&](int32_t r) {
       if (r < 0 || size_t(r) >= rows) throw std::logic_error("device-sampling fake: row " + std::to_string(r) + " out of range");

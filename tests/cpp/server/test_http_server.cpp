@@ -254,7 +254,7 @@ TEST_F(Fixture, BadInputsAre4xxJsonAndServerStaysHealthy) {
 TEST_F(Fixture, UnsupportedFeaturesAreRejectedNotIgnored) {
   start();
   for (const json& body : {json{{"prompt", "x"}, {"suffix", "y"}},
-                           json{{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}}) {
+                           json{{"prompt", "x"}, {"response_format", {{"type", "structural_tag"}}}}}) {
     auto r = post("/v1/completions", body);
     EXPECT_EQ(r->status, 501) << body.dump();
   }

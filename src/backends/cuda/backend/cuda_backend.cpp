@@ -91,8 +91,10 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.logits_host),
                                     size_t(options_.max_logit_rows) * size_t(c.vocab_size) * 4));
-  if (options_.device_sampling)
+  if (options_.device_sampling) {
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
+    masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
+  }
   if (Tm > kGemvMaxTokens) {
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
     const int E = int(c.n_routed_experts);

@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/backend/device_model.h"
 #include "backends/cuda/sampling/sampling.h"
+#include "backends/cuda/sampling/sampling_masks.h"
 
 namespace striker::cuda {
 
@@ -99,6 +100,7 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<SamplingBuffers> sampling_;  // null unless options.device_sampling
+  std::unique_ptr<TokenMaskBuffers> masks_;    // structured-output masks; with sampling_
   KvCacheSpec kv_spec_;
   std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
   std::vector<void*> kv_allocations_;

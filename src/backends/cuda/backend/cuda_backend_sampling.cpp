@@ -38,6 +38,9 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
                                        (k - j) * size_t(V) * 4, cudaMemcpyDeviceToHost, stream_));
     j = k;
   }
+  // Grammar masks: computed by the engine while the forward above runs on the GPU.
+  if (ds.wait_for_masks) ds.wait_for_masks();
+  masks_->apply(ds.samples, logits, stream_);
   const int n = int(sb.params.size());
   if (n > 0) {
     std::copy(sb.params.begin(), sb.params.end(), sb.params_host());

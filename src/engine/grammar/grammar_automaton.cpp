@@ -1,0 +1,398 @@
+#include "engine/grammar/grammar_automaton.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace striker::grammar {
+
+size_t GrammarAutomaton::KeyHash::operator()(const std::vector<int32_t>& v) const {
+  uint64_t h = 1469598103934665603ull ^ v.size();
+  for (int32_t x : v) {
+    h ^= uint32_t(x);
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  }
+  return size_t(h);
+}
+
+GrammarAutomaton::GrammarAutomaton(const Grammar& grammar, std::shared_ptr<const TokenVocabulary> vocab,
+                                   const AutomatonLimits& limits)
+    : vocab_(std::move(vocab)), limits_(limits) {
+  grammar.validate();
+  flatten(grammar);
+  // The start: a stack holding the root rule's alternatives.
+  std::vector<Stack> stacks;
+  for (int32_t s : alt_starts_[size_t(grammar.root())]) {
+    Stack st{s};
+    expand(st, stacks, 0);
+  }
+  initial_ = intern(stacks);
+  walk_states_.resize(vocab_->max_depth() + 1);
+  walk_path_.resize(vocab_->max_depth() + 1);
+  node_seen_.assign(vocab_->nodes().byte.size(), 0);
+}
+
+void GrammarAutomaton::flatten(const Grammar& g) {
+  sets_ = g.sets();
+  alt_starts_.resize(g.rules().size());
+  for (size_t r = 0; r < g.rules().size(); ++r) {
+    for (const auto& alt : g.rules()[r].alts) {
+      alt_starts_[r].push_back(int32_t(kind_.size()));
+      for (const auto& e : alt) {
+        kind_.push_back(e.kind == Element::Bytes ? kBytes : e.kind == Element::Token ? kToken : kRule);
+        arg_.push_back(e.index);
+        if (e.kind == Element::Token) {
+          if (e.index < 0 || e.index >= vocab_->vocab_size())
+            throw GrammarError("the grammar names token id " + std::to_string(e.index) + ", outside the vocabulary",
+                               "grammar");
+          grammar_tokens_.push_back(e.index);
+        }
+      }
+      kind_.push_back(kEnd);
+      arg_.push_back(0);
+    }
+  }
+  bottom_pos_ = int32_t(kind_.size());
+  kind_.push_back(kBottom);
+  arg_.push_back(0);
+  std::sort(grammar_tokens_.begin(), grammar_tokens_.end());
+  grammar_tokens_.erase(std::unique(grammar_tokens_.begin(), grammar_tokens_.end()), grammar_tokens_.end());
+}
+
+// Brings a stack to a terminal on top (or empty = accept), forking at every rule reference.
+// A rule referenced last in its alternative replaces the frame (tail call), so right
+// recursion (repetition) keeps stacks flat.
+void GrammarAutomaton::expand(Stack& stack, std::vector<Stack>& out, size_t depth) const {
+  for (;;) {
+    if (stack.empty()) {
+      out.push_back(stack);
+      return;
+    }
+    const int32_t p = stack.back();
+    const uint8_t k = kind_[size_t(p)];
+    if (k == kBytes || k == kToken || k == kBottom) {
+      out.push_back(stack);
+      return;
+    }
+    if (k == kEnd) {
+      stack.pop_back();
+      continue;
+    }
+    // A rule: continue after it, then push each alternative.
+    if (stack.size() > limits_.max_stack_depth || depth > limits_.max_stack_depth)
+      throw GrammarError("the grammar nests deeper than " + std::to_string(limits_.max_stack_depth) + " rules",
+                         "size");
+    if (kind_[size_t(p + 1)] == kEnd) stack.pop_back();
+    else stack.back() = p + 1;
+    const auto& starts = alt_starts_[size_t(arg_[size_t(p)])];
+    for (size_t i = 0; i < starts.size(); ++i) {
+      Stack s = stack;
+      s.push_back(starts[i]);
+      expand(s, out, depth + 1);
+    }
+    if (out.size() > limits_.max_stacks_per_state * 4)
+      throw GrammarError("the grammar is too ambiguous (more than " + std::to_string(limits_.max_stacks_per_state) +
+                             " parses alive at once)",
+                         "size");
+    return;
+  }
+}
+
+int32_t GrammarAutomaton::intern(std::vector<Stack>& stacks) {
+  if (stacks.empty()) return kDead;
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  if (stacks.size() > limits_.max_stacks_per_state)
+    throw GrammarError("the grammar is too ambiguous (more than " + std::to_string(limits_.max_stacks_per_state) +
+                           " parses alive at once)",
+                       "size");
+  std::vector<int32_t> key;
+  for (const auto& s : stacks) {
+    key.push_back(int32_t(s.size()));
+    key.insert(key.end(), s.begin(), s.end());
+  }
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  if (states_.size() >= limits_.max_states)
+    throw GrammarError("structured output needed more than " + std::to_string(limits_.max_states) +
+                           " parser states; simplify the schema or grammar",
+                       "size");
+  State st;
+  for (const auto& s : stacks) {
+    if (s.empty()) st.accept = true;
+    else if (kind_[size_t(s.back())] == kBottom) st.bottom = true;
+    else st.any_terminal = true;
+    if (!s.empty() && kind_[size_t(s.back())] == kBytes) st.first |= sets_[size_t(arg_[size_t(s.back())])];
+  }
+  st.key = key;
+  const int32_t id = int32_t(states_.size());
+  states_.push_back(std::move(st));
+  next_.push_back(nullptr);
+  index_.emplace(std::move(key), id);
+  return id;
+}
+
+std::vector<GrammarAutomaton::Stack> GrammarAutomaton::stacks_of(int32_t state) const {
+  std::vector<Stack> out;
+  const auto& key = states_[size_t(state)].key;
+  for (size_t i = 0; i < key.size();) {
+    const size_t n = size_t(key[i++]);
+    out.emplace_back(key.begin() + long(i), key.begin() + long(i + n));
+    i += n;
+  }
+  return out;
+}
+
+int32_t GrammarAutomaton::step_symbol(int32_t state, int32_t symbol) {
+  std::vector<Stack> next;
+  const std::vector<int32_t>& key = states_[size_t(state)].key;
+  // Only stacks whose top takes the symbol are copied out of the serialised key.
+  for (size_t i = 0; i < key.size();) {
+    const size_t n = size_t(key[i++]);
+    const size_t top = i + n - 1;
+    i += n;
+    if (n == 0) continue;
+    const int32_t p = key[top];
+    const bool match = symbol < 256 ? kind_[size_t(p)] == kBytes && sets_[size_t(arg_[size_t(p)])].test(size_t(symbol))
+                                    : kind_[size_t(p)] == kToken && arg_[size_t(p)] == symbol - 256;
+    if (!match) continue;
+    Stack s(key.begin() + long(top + 1 - n), key.begin() + long(top + 1));
+    s.back() = p + 1;
+    expand(s, next, 0);
+  }
+  return intern(next);
+}
+
+int32_t GrammarAutomaton::step_byte(int32_t state, uint8_t b) {
+  {
+    State& st = states_[size_t(state)];
+    if (!st.next) {
+      st.next = std::make_unique<int32_t[]>(256);
+      std::fill_n(st.next.get(), 256, kUnknown);
+      next_[size_t(state)] = st.next.get();
+    } else if (st.next[b] != kUnknown) {
+      return st.next[b];
+    }
+    if (!st.first.test(b)) return st.next[b] = kDead;  // most bytes of a structural state
+  }
+  const int32_t to = step_symbol(state, b);  // may grow states_
+  states_[size_t(state)].next[b] = to;
+  return to;
+}
+
+void GrammarAutomaton::compute_token_transitions(int32_t state) {
+  if (states_[size_t(state)].tokens_done) return;
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (int32_t t : grammar_tokens_) {
+    const int32_t to = step_symbol(state, 256 + t);
+    if (to != kDead) out.emplace_back(t, to);
+  }
+  State& st = states_[size_t(state)];
+  st.token_next = std::move(out);
+  st.tokens_done = true;
+}
+
+int32_t GrammarAutomaton::advance(int32_t state, int32_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state == kDead || token < 0 || token >= vocab_->vocab_size()) return kDead;
+  if (std::binary_search(grammar_tokens_.begin(), grammar_tokens_.end(), token)) {
+    compute_token_transitions(state);
+    for (const auto& [t, to] : states_[size_t(state)].token_next)
+      if (t == token) return to;
+    return kDead;
+  }
+  if (!vocab_->in_trie(token)) return kDead;
+  for (unsigned char c : vocab_->bytes(token)) {
+    state = step_byte(state, c);
+    if (state == kDead) return kDead;
+  }
+  return state;
+}
+
+int32_t GrammarAutomaton::advance_bytes(int32_t state, std::string_view bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (unsigned char c : bytes) {
+    if (state == kDead) return kDead;
+    state = step_byte(state, c);
+  }
+  return state;
+}
+
+bool GrammarAutomaton::accepts(int32_t state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state != kDead && states_[size_t(state)].accept;
+}
+
+bool GrammarAutomaton::complete(int32_t state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state != kDead && states_[size_t(state)].accept && !states_[size_t(state)].any_terminal;
+}
+
+void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
+                                  std::vector<std::pair<int32_t, std::string>>* uncertain) {
+  const auto& n = vocab_->nodes();
+  if (begin >= end) return;
+  walk_states_[n.depth[begin] - 1u] = state;
+  for (size_t i = begin; i < end;) {
+    const uint16_t d = n.depth[i];
+    const int32_t from = walk_states_[d - 1u];
+    const int32_t* table = next_[size_t(from)];
+    int32_t to = table ? table[n.byte[i]] : kUnknown;
+    if (to == kUnknown) to = step_byte(from, n.byte[i]);
+    if (to == kDead) {
+      i = size_t(n.subtree_end[i]);
+      continue;
+    }
+    walk_states_[d] = to;
+    walk_path_[d - 1u] = char(n.byte[i]);
+    for (int32_t k = n.first_token[i]; k < n.first_token[i + 1]; ++k) {
+      const int32_t id = n.token_ids[size_t(k)];
+      words[size_t(id) >> 5] |= 1u << (id & 31);
+    }
+    if (uncertain && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
+      uncertain->emplace_back(int32_t(i), walk_path_.substr(0, d));
+    ++i;
+  }
+}
+
+const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask(const Stack& stack) {
+  Stack top{bottom_pos_};
+  top.insert(top.end(), stack.end() - long(kTopFrames), stack.end());
+  std::vector<Stack> one{top};
+  const int32_t t = intern(one);
+  auto it = top_masks_.find(t);
+  if (it != top_masks_.end()) return *it->second;
+  auto m = std::make_unique<TopMask>();
+  std::vector<uint32_t> words(vocab_->words(), 0u);
+  walk_nodes(t, 0, vocab_->nodes().byte.size(), words, &m->uncertain);
+  store_mask(m->viable, words);
+  mask_bytes_ += m->uncertain.size() * 24;
+  return *top_masks_.emplace(t, std::move(m)).first->second;
+}
+
+void GrammarAutomaton::compute_mask(int32_t state, std::span<uint32_t> words) {
+  std::fill(words.begin(), words.end(), 0u);
+  const auto& n = vocab_->nodes();
+  std::vector<std::pair<int32_t, std::string>> pending;
+  std::vector<Stack> exact;  // stacks short enough to walk whole
+  for (const Stack& st : stacks_of(state)) {
+    if (st.size() <= kTopFrames) {
+      exact.push_back(st);
+      continue;
+    }
+    const TopMask& m = top_mask(st);
+    or_mask(m.viable, words);
+    pending.insert(pending.end(), m.uncertain.begin(), m.uncertain.end());
+  }
+  if (!exact.empty()) walk_nodes(intern(exact), 0, n.byte.size(), words, nullptr);
+  // Tokens that ran past a truncated top: finish them from the real state. Several stacks may
+  // name the same node; each is walked once.
+  std::vector<int32_t> seen;
+  for (const auto& [node, prefix] : pending) {
+    if (node_seen_[size_t(node)]) continue;
+    node_seen_[size_t(node)] = 1;
+    seen.push_back(node);
+    int32_t s = state;
+    for (unsigned char c : prefix) {
+      const int32_t* table = next_[size_t(s)];
+      const int32_t to = table && table[c] != kUnknown ? table[c] : step_byte(s, c);
+      s = to;
+      if (s == kDead) break;
+    }
+    if (s != kDead) walk_nodes(s, size_t(node) + 1, size_t(n.subtree_end[size_t(node)]), words, nullptr);
+  }
+  for (int32_t node : seen) node_seen_[size_t(node)] = 0;
+  compute_token_transitions(state);
+  for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
+}
+
+void GrammarAutomaton::store_mask(CompactMask& m, std::span<const uint32_t> words) {
+  size_t allowed = 0;
+  for (uint32_t w : words) allowed += size_t(__builtin_popcount(w));
+  const size_t total = size_t(vocab_->vocab_size());
+  const size_t sparse_limit = total / 64;  // ids are 32-bit: below this a list beats the bitset
+  m.data.clear();
+  auto list = [&](bool want) {
+    for (size_t w = 0; w < words.size(); ++w) {
+      uint32_t bits = want ? words[w] : ~words[w];
+      while (bits) {
+        const size_t id = w * 32 + size_t(__builtin_ctz(bits));
+        if (id < total) m.data.push_back(uint32_t(id));
+        bits &= bits - 1;
+      }
+    }
+  };
+  if (allowed <= sparse_limit) {
+    m.form = CompactMask::kAllowed;
+    list(true);
+  } else if (total - allowed <= sparse_limit) {
+    m.form = CompactMask::kDisallowed;
+    list(false);
+  } else {
+    m.form = CompactMask::kFull;
+    m.data.assign(words.begin(), words.end());
+  }
+  m.data.shrink_to_fit();
+  mask_bytes_ += m.data.size() * 4;
+}
+
+bool GrammarAutomaton::load_mask(const CompactMask& m, std::span<uint32_t> words) const {
+  if (m.form == CompactMask::kNone) return false;
+  std::fill(words.begin(), words.end(), 0u);
+  or_mask(m, words);
+  return true;
+}
+
+void GrammarAutomaton::or_mask(const CompactMask& m, std::span<uint32_t> words) const {
+  switch (m.form) {
+    case CompactMask::kNone:
+      return;
+    case CompactMask::kFull:
+      for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w];
+      return;
+    case CompactMask::kAllowed:
+      for (uint32_t id : m.data) words[id >> 5] |= 1u << (id & 31);
+      return;
+    case CompactMask::kDisallowed: {
+      // words |= everything but the listed ids: keep the listed ids' current bits.
+      std::vector<uint32_t> keep;
+      for (uint32_t id : m.data)
+        if ((words[id >> 5] >> (id & 31)) & 1) keep.push_back(id);
+      std::fill(words.begin(), words.end(), ~0u);
+      const size_t total = size_t(vocab_->vocab_size());
+      if (total % 32) words.back() = (1u << (total % 32)) - 1;
+      for (uint32_t id : m.data) words[id >> 5] &= ~(1u << (id & 31));
+      for (uint32_t id : keep) words[id >> 5] |= 1u << (id & 31);
+      return;
+    }
+  }
+}
+
+void GrammarAutomaton::fill_mask(int32_t state, std::span<uint32_t> words) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (words.size() != vocab_->words()) throw Error("grammar mask: wrong buffer size");
+  if (state == kDead) {
+    std::fill(words.begin(), words.end(), 0u);
+    return;
+  }
+  if (load_mask(states_[size_t(state)].mask, words)) {
+    ++hits_;
+    return;
+  }
+  ++misses_;
+  compute_mask(state, words);
+  if (mask_bytes_ < limits_.max_mask_cache_bytes) store_mask(states_[size_t(state)].mask, words);
+}
+
+GrammarAutomaton::Stats GrammarAutomaton::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats s;
+  s.states = states_.size();
+  for (const auto& st : states_) s.cached_masks += st.mask.form != CompactMask::kNone;
+  s.mask_cache_bytes = mask_bytes_;
+  s.mask_hits = hits_;
+  s.mask_misses = misses_;
+  return s;
+}
+
+}  // namespace striker::grammar
