@@ -92,9 +92,12 @@ def run_schema(server, i, schema):
     stream = i % 2 == 1
     seed = 1000 + i
     common = {"temperature": 1.0, "max_tokens": 400, "seed": seed}
-    if i % 4 < 2:
+    if i % 4 == 0:
         text, finish = chat_text(server, {**common, "response_format": {
             "type": "json_schema", "json_schema": {"name": f"s{i}", "schema": schema}}}, stream)
+    elif i % 4 == 1:
+        text, finish = chat_text(server, {**common, "structured_outputs": {"json": schema, "disable_any_whitespace": True}},
+                                 stream)
     else:
         # vLLM's disable_any_whitespace: compact JSON (and half the tokens on a model that pads)
         text, finish = completion_text(server, {**common, "structured_outputs": {

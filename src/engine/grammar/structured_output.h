@@ -23,6 +23,7 @@ struct ToolCallFormat {
   };
   std::vector<Tool> tools;  // the callable tools (one for a named tool_choice)
   bool multiple = false;    // one or more calls ("required" with parallel_tool_calls)
+  // The markers' token ids; -1: the tokenizer has no such token, the marker is written as text.
   int32_t tool_call = -1, tool_call_end = -1, arg_key = -1, arg_key_end = -1, arg_value = -1, arg_value_end = -1;
 };
 

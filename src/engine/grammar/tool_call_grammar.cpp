@@ -38,6 +38,10 @@ Element raw_string(Grammar& g, const json& schema) {
   return g.repeat(ch, lo, hi);
 }
 
+// A marker as its whole token, or as text where the tokenizer has no such token (the glm47
+// parser matches markers by text as well as by id).
+Element marker(Grammar& g, int32_t id, const char* text) { return id >= 0 ? Grammar::token(id) : g.literal(text); }
+
 Element call(Grammar& g, JsonPieces& pieces, const ToolCallFormat& f, const ToolCallFormat::Tool& tool) {
   const json& params = tool.parameters;
   std::vector<std::tuple<std::string, json, bool>> props;  // name, schema, required
@@ -60,21 +64,21 @@ Element call(Grammar& g, JsonPieces& pieces, const ToolCallFormat& f, const Tool
     } catch (const GrammarError& e) {
       throw GrammarError("tool '" + tool.name + "' parameter '" + name + "': " + e.what(), e.keyword());
     }
-    Sequence pair{Grammar::token(f.arg_key)};
+    Sequence pair{marker(g, f.arg_key, "<arg_key>")};
     g.append_literal(pair, name);
-    pair.push_back(Grammar::token(f.arg_key_end));
-    pair.push_back(Grammar::token(f.arg_value));
+    pair.push_back(marker(g, f.arg_key_end, "</arg_key>"));
+    pair.push_back(marker(g, f.arg_value, "<arg_value>"));
     pair.push_back(value);
-    pair.push_back(Grammar::token(f.arg_value_end));
+    pair.push_back(marker(g, f.arg_value_end, "</arg_value>"));
     pair.push_back(rest);
     std::vector<Sequence> alts{std::move(pair)};
     if (!required) alts.push_back({rest});
     rest = g.alternatives("args", std::move(alts));
   }
-  Sequence seq{Grammar::token(f.tool_call)};
+  Sequence seq{marker(g, f.tool_call, "<tool_call>")};
   g.append_literal(seq, tool.name);
   seq.push_back(rest);
-  seq.push_back(Grammar::token(f.tool_call_end));
+  seq.push_back(marker(g, f.tool_call_end, "</tool_call>"));
   return g.alternatives("call", {std::move(seq)});
 }
 
@@ -82,9 +86,6 @@ Element call(Grammar& g, JsonPieces& pieces, const ToolCallFormat& f, const Tool
 
 Element tool_calls_to_grammar(Grammar& g, JsonPieces& pieces, const ToolCallFormat& f) {
   if (f.tools.empty()) throw GrammarError("no tool to call", "tools");
-  for (int32_t id : {f.tool_call, f.tool_call_end, f.arg_key, f.arg_key_end, f.arg_value, f.arg_value_end})
-    if (id < 0)
-      throw GrammarError("the tokenizer lacks the GLM-4.7 tool-call tokens (<tool_call>, <arg_key>, ...)", "tool_choice");
   std::vector<Sequence> alts;
   for (const auto& t : f.tools) alts.push_back({call(g, pieces, f, t)});
   const Element one = g.alternatives("tool", std::move(alts));

@@ -3,7 +3,7 @@
 //   calls ::= call+ (or exactly one call)
 //   call  ::= <tool_call> NAME ( <arg_key> KEY </arg_key> <arg_value> VALUE </arg_value> )* </tool_call>
 //
-// with the markers as whole tokens, one alternative per callable tool, the tool's properties in
+// with the markers as whole tokens (as text where the tokenizer lacks them), one alternative per callable tool, the tool's properties in
 // key order (required ones always, optional ones optionally, no undeclared keys), and each
 // VALUE written the way the glm47 parser reads it back (chat-format.md §2.3): a property typed
 // exactly "string" is raw text (no '<', its enum / pattern / length constraints applied), any

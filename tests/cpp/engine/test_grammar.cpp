@@ -147,6 +147,7 @@ TEST(Grammar, ArraysRefsAndCombinators) {
   auto any = schema({{"anyOf", {{{"type", "string"}, {"format", "date"}}, {{"type", "integer"}, {"maximum", 3}}}}});
   EXPECT_TRUE(any.full("\"2024-02-28\""));
   EXPECT_FALSE(any.full("\"2024-02-30\""));
+  EXPECT_FALSE(any.full("\"0000-01-01\""));  // Python's date has no year 0
   EXPECT_TRUE(any.full("3"));
   EXPECT_FALSE(any.full("4"));
   auto pat = schema({{"type", "string"}, {"pattern", "^a\"b+$"}});
