@@ -4,12 +4,12 @@
 #include "engine/engine.h"
 
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "engine/engine_core.h"
 
 namespace striker {
@@ -79,14 +79,14 @@ class ThreadedEngine : public Engine {
           core_.add_request(std::move(p.request), std::move(p.on_output));
         } catch (const std::exception& e) {
           // add_request validated already; a failure here is a bug, reported, never a crash.
-          std::fprintf(stderr, "engine: could not queue request: %s\n", e.what());
+          logging::get("engine")->error("could not queue request: {}", e.what());
         }
       }
       for (const auto& id : aborts) core_.abort_request(id);
       try {
         if (core_.has_work()) core_.step();
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "engine: step failed, aborting every request: %s\n", e.what());
+        logging::get("engine")->error("step failed, aborting every request: {}", e.what());
         core_.abort_all(std::string("engine step failed: ") + e.what());
       }
       publish();
@@ -117,7 +117,7 @@ class ThreadedEngine : public Engine {
     try {
       p.on_output(out);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "engine: output callback for request %s threw: %s\n", out.request_id.c_str(), e.what());
+      logging::get("engine")->error("output callback for request {} threw: {}", out.request_id, e.what());
     }
   }
 

@@ -65,6 +65,13 @@ struct GenerationRequest {
 // Called on the engine thread; must not block for long.
 using OutputCallback = std::function<void(const RequestOutput&)>;
 
+// Prefix caching's counters in tokens (vLLM's vllm:prefix_cache_queries / _hits): prompt tokens
+// looked up, and those found cached.
+struct PrefixCacheCounters {
+  int64_t queries = 0;
+  int64_t hits = 0;
+};
+
 struct EngineStats {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
@@ -74,6 +81,8 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
+  // Empty while the engine has no prefix cache; the stats line shows the hit rate once it is set.
+  std::optional<PrefixCacheCounters> prefix_cache;
 };
 
 class Engine {
