@@ -112,6 +112,6 @@ grep -E "^\|" "$LOGS/bench.log"
 [ -s "$LOGS/server_summary.log" ] && cat "$LOGS/server_summary.log"
 [ -s "$LOGS/decode_ab_summary.log" ] && cat "$LOGS/decode_ab_summary.log"
 # The serving table, the servers' startup lines and any failure (not the per-run result blocks).
-[ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|striker serve:|  KV cache|  ready in|ready after|project target)|[Ee]rror" "$LOGS/serve_bench.log"
+[ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|ready after|project target)|\[serve\] (model |KV cache|ready in)|[Ee]rror" "$LOGS/serve_bench.log"
 echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, decode A/B rc=$decode_ab_rc, serve bench rc=$serve_bench_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
