@@ -200,6 +200,11 @@ void OpenAIServer::register_routes() {
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) { request_log_.end(req, res); });
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_log_.begin(req);
+    // No response is compressed (vLLM compresses none either): httplib gzips every text/* body for
+    // a client that accepts it, SSE included unless the type is the bare "text/event-stream", and
+    // zlib then holds a stream's tokens back until its buffer fills. Dropping the header before
+    // httplib reads it is the only switch 0.11 has; the request object is httplib's own, not const.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
     // httplib 0.11 caps each header line (8 KiB) but not their number; refuse floods here.
     size_t header_bytes = 0;
     for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
