@@ -65,9 +65,10 @@ def test_page_assets_are_served_from_the_binary(server):
     r = requests.get(server.url + "/", timeout=10)
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html")
     assert r.headers["Content-Security-Policy"] == "default-src 'self'"
-    for asset, kind in (("/static/chat.js", "text/javascript"), ("/static/chat.css", "text/css")):
+    for asset, kind in (("/static/chat.js", "text/javascript"), ("/static/chat.css", "text/css"),
+                        ("/static/favicon.svg", "image/svg+xml")):
         a = requests.get(server.url + asset, timeout=10)
-        assert a.status_code == 200 and a.headers["Content-Type"].startswith(kind) and len(a.text) > 500
+        assert a.status_code == 200 and a.headers["Content-Type"].startswith(kind) and len(a.text) > 100
     for text in (r.text, requests.get(server.url + "/static/chat.js", timeout=10).text):
         assert "://" not in text  # nothing from another origin
     assert requests.get(server.url + "/static/nope.js", timeout=10).status_code == 404
