@@ -111,7 +111,7 @@ grep -E "^\|" "$LOGS/bench.log"
 [ -s "$LOGS/conformance.log" ] && grep -E "^\||PASS|FAIL|ERROR" "$LOGS/conformance.log" | tail -30
 [ -s "$LOGS/server_summary.log" ] && cat "$LOGS/server_summary.log"
 # The serving table, the servers' startup lines and any failure (not the per-run result blocks).
-[ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|striker serve:|  KV cache|  ready in|ready after|project target)|[Ee]rror" "$LOGS/serve_bench.log"
+[ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|ready after|project target)|\[serve\] (model |KV cache|ready in)|[Ee]rror" "$LOGS/serve_bench.log"
 [ -s "$LOGS/long_context.log" ] && grep -vE "^(chunks|decode|one) .*: [0-9]+ s$" "$LOGS/long_context.log" | tail -40
 echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, serve bench rc=$serve_bench_rc, long context rc=$long_context_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

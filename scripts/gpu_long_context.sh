@@ -100,7 +100,7 @@ if [[ "$PARTS" == *" serve262k "* ]]; then
     STRIKER_SERVE_BENCH_WARMUPS=0 STRIKER_SERVE_BENCH_LONG_LIMIT=400 \
     STRIKER_SERVE_BENCH_SERVE_ARGS="--max-model-len 262144 --max-num-batched-tokens 8192" \
     bash scripts/gpu_serve_bench.sh "$BIN" >"$LOGS/serve_262k.log" 2>&1 || status=1
-  grep -E "^(\||== |striker serve:|  KV cache|  ready in|ready after)|[Ee]rror|serve bench" "$LOGS/serve_262k.log"
+  grep -E "^(\||== |ready after)|\[serve\] (model |KV cache|ready in)|[Ee]rror|serve bench" "$LOGS/serve_262k.log"
 fi
 echo "long context rc=$status"
 exit $status

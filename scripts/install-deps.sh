@@ -3,10 +3,14 @@
 # Only Debian packages (apt-get) and PyPI wheels (pip) are used.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+# What striker's own code and build use (zlib and brotli headers come with libcpp-httplib-dev, whose
+# header includes them; libssl-dev: libcrypto for the Hub downloads' checksums). chromium +
+# chromium-driver run the chat page's browser test (tests/python/test_web_chat.py).
 DEBS=(cmake g++ ninja-build pkg-config clang libclang-rt-14-dev
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev libspdlog-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libssl-dev zlib1g-dev libicu-dev
-      libcurl4-openssl-dev)  # libcurl + libssl (libcrypto): Hugging Face Hub downloads
+      libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libicu-dev
+      libcurl4-openssl-dev  # libcurl + libssl (libcrypto): Hugging Face Hub downloads
+      chromium chromium-driver)  # the chat page's browser test
 missing=()
 for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

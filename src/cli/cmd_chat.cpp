@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct ChatOptions {
   std::string tools_file;
   std::string color = "auto";
   int max_tokens = 0;
+  std::optional<double> temperature;  // unset: the server's default (generation_config.json)
 };
 
 // "http://host:port/prefix" -> client address and path prefix (a trailing /v1 is dropped so
@@ -228,6 +230,7 @@ class ChatClient {
     if (options_.no_think) body["chat_template_kwargs"] = {{"enable_thinking", false}};
     if (!tools_.is_null()) body["tools"] = tools_;
     if (options_.max_tokens > 0) body["max_tokens"] = options_.max_tokens;
+    if (options_.temperature) body["temperature"] = *options_.temperature;
 
     httplib::Request req;
     req.method = "POST";
@@ -366,6 +369,8 @@ void register_chat(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-think", options->no_think, "Ask for no reasoning (chat_template_kwargs.enable_thinking=false)");
   cmd->add_option("--tools", options->tools_file, "JSON file with an OpenAI `tools` array to offer the model");
   cmd->add_option("--max-tokens", options->max_tokens, "max_tokens per answer (default: the server's)");
+  cmd->add_option("--temperature", options->temperature, "sampling temperature, 0 = greedy (default: the server's)")
+      ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--color", options->color, "ANSI styling: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

@@ -1,8 +1,8 @@
 // striker make-model: writes a random-weight BF16 Flint checkpoint (HF layout) for tests.
 #include <chrono>
-#include <cstdio>
 
 #include "cli/commands.h"
+#include "core/log.h"
 #include "loaders/make_model.h"
 
 namespace striker::cli {
@@ -38,7 +38,7 @@ void register_make_model(CLI::App& app, int& exit_code) {
     o.q_norm_scale = args->q_norm_scale;
     make_random_checkpoint(o);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "wrote %s in %.1f s\n", args->out.c_str(), s);
+    logging::get("make-model")->info("wrote {} in {:.1f} s", args->out, s);
     exit_code = 0;
   });
 }

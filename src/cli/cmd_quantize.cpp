@@ -1,8 +1,8 @@
 // striker quantize BF16_DIR OUT.gguf — NVFP4 quantisation of a BF16 Flint checkpoint.
 #include <chrono>
-#include <cstdio>
 
 #include "cli/commands.h"
+#include "core/log.h"
 #include "loaders/model_loader.h"
 #include "loaders/quantize.h"
 
@@ -21,7 +21,7 @@ void register_quantize(CLI::App& app, int& exit_code) {
     LoadedModel m = load_model(source, lo);
     quantize_to_gguf(m, out, QuantizeOptions{name});
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "wrote %s (%.1f s)\n", out.c_str(), s);
+    logging::get("quantize")->info("wrote {} ({:.1f} s)", out, s);
     exit_code = 0;
   });
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "backends/cpu/cpu_backend.h"
@@ -18,11 +19,13 @@
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "engine/engine.h"
 #include "loaders/dummy_model.h"
 #include "loaders/model_loader.h"
 #include "server/choice_parser.h"
 #include "server/openai_server.h"
+#include "server/stats_logger.h"
 #include "server/startup_config.h"
 #include "tokenizer/tokenizer.h"
 #ifdef STRIKER_HAVE_CUDA
@@ -63,7 +66,13 @@ struct ServeArgs {
   std::string kv_cache_memory;
   int cpu_threads = 0;
   HubFlags hub;
+  bool disable_log_requests = false;
+  bool enable_log_requests = false;  // vLLM's newer spelling of the default
+  bool disable_log_stats = false;
+  double log_stats_interval = 10.0;  // vLLM's VLLM_LOG_STATS_INTERVAL default
 };
+
+std::shared_ptr<spdlog::logger> serve_log() { return logging::get("serve"); }
 
 std::string default_device() {
 #ifdef STRIKER_HAVE_CUDA
@@ -104,10 +113,13 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   }
   parse_quantization(a.quantization);
   if (a.load_format == "dummy" && a.quantization == "gguf")
-    std::fprintf(stderr, "striker serve: --quantization gguf with --load-format dummy: random NVFP4 weights, as Flint's GGUF holds\n");
+    serve_log()->info("--quantization gguf with --load-format dummy: random NVFP4 weights, as Flint's GGUF holds");
   if (a.max_num_seqs < 1) throw Error("--max-num-seqs must be at least 1");
   if (a.max_num_batched_tokens < 1) throw Error("--max-num-batched-tokens must be at least 1");
   if (a.max_model_len < 0) throw Error("--max-model-len must be positive");
+  if (a.disable_log_requests && a.enable_log_requests)
+    throw Error("--disable-log-requests and --enable-log-requests contradict each other");
+  if (!(a.log_stats_interval > 0.0)) throw Error("--log-stats-interval (or VLLM_LOG_STATS_INTERVAL) must be a positive number of seconds");
 }
 
 // A one-line progress bar on stderr, redrawn in place on a terminal and every 10% otherwise.
@@ -179,6 +191,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.tool_call_parser = a.tool_call_parser;
   opts.reasoning_parser = a.reasoning_parser;
   opts.exclude_tools_when_tool_choice_none = a.exclude_tools_when_tool_choice_none;
+  opts.log_requests = !a.disable_log_requests;
   if (!a.default_chat_template_kwargs.empty()) {
     opts.default_chat_template_kwargs = server::parse_template_kwargs_flag(a.default_chat_template_kwargs);
   }
@@ -192,8 +205,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);
   const int port = server.start(a.host, a.port);
-  std::fprintf(stderr, "striker serve: listening on http://%s:%d (loading; /health answers 503 until ready)\n",
-               a.host.c_str(), port);
+  serve_log()->info("listening on http://{}:{} (loading; /health answers 503 until ready)", a.host, port);
 
   // Hub repo ids are downloaded now, after binding: a port clash fails before a long download,
   // and /health answers 503 meanwhile. Dummy weights need the config and tokenizer only.
@@ -221,8 +233,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
     model.config = load_model_config(model_path, lo);
     model.source = a.model;
   } else {
-    std::fprintf(stderr, "striker serve: %s %s (device %s)\n", dummy ? "making random weights for" : "loading",
-                 model_path.c_str(), a.device.c_str());
+    serve_log()->info("{} {} (device {})", dummy ? "making random weights for" : "loading", model_path, a.device);
     model = load_model(model_path, lo);
   }
   const FlintConfig& cfg = model.config;
@@ -268,22 +279,22 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
     co.use_graphs = !a.enforce_eager;
     if (dummy) {
       const LinearFormat format = dummy_weight_format(lo);
-      std::fprintf(stderr, "striker serve: making random %s weights (--load-format dummy, seed %llu) on %s\n",
-                   linear_format_name(format).c_str(), (unsigned long long)a.seed, cuda::device_summary().c_str());
+      serve_log()->info("making random {} weights (--load-format dummy, seed {}) on {}", linear_format_name(format), a.seed,
+                        cuda::device_summary());
       backend = cuda::make_cuda_backend_dummy(cfg, a.seed, format, co);
       const auto* cb = dynamic_cast<const cuda::CudaBackend*>(backend.get());
-      if (cb) std::fprintf(stderr, "striker serve: %.2f GB of random weights on the GPU\n", double(cb->model().bytes) / 1e9);
+      if (cb) serve_log()->info("{:.2f} GB of random weights on the GPU", double(cb->model().bytes) / 1e9);
     } else {
-      std::fprintf(stderr, "striker serve: uploading weights to %s\n", cuda::device_summary().c_str());
+      serve_log()->info("uploading weights to {}", cuda::device_summary());
       backend = cuda::make_cuda_backend(model, co);
     }
     ec.kv_cache_bytes = gpu_kv_budget(a);
 #endif
   } else {
     if (dummy)
-      std::fprintf(stderr, "striker serve: %.2f GB of random %s weights in host memory (--load-format dummy, seed %llu)\n",
-                   double(dummy_host_bytes(cfg, dummy_weight_format(lo))) / 1e9,
-                   linear_format_name(dummy_weight_format(lo)).c_str(), (unsigned long long)a.seed);
+      serve_log()->info("{:.2f} GB of random {} weights in host memory (--load-format dummy, seed {})",
+                        double(dummy_host_bytes(cfg, dummy_weight_format(lo))) / 1e9,
+                        linear_format_name(dummy_weight_format(lo)), a.seed);
     backend = make_cpu_backend(model, a.cpu_threads);
     ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
   }
@@ -301,33 +312,33 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   server.attach(*engine, *tokenizer, chat_template.get(), opts);
 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr,
-               "striker serve: model %s (served as %s), dtype bfloat16, %lld layers, vocab %lld\n"
-               "  generation defaults from %s\n"
-               "  KV cache: %.1f MiB, %lld tokens; maximum concurrency for %lld tokens per request: %.2fx "
-               "(max-num-seqs %d); prefix caching %s\n"
-               "  ready in %.1f s; listening on http://%s:%d%s\n",
-               model_path.c_str(), opts.served_model_names.front().c_str(), (long long)cfg.num_hidden_layers,
-               (long long)cfg.vocab_size, gen.source.c_str(), double(ec.kv_cache_bytes) / 1048576.0,
-               (long long)stats.kv_capacity_tokens, (long long)max_model_len,
-               double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs,
-               a.enable_prefix_caching ? ("on (" + a.prefix_caching_hash_algo + ")").c_str() : "off", secs,
-               a.host.c_str(), port,
-               opts.api_key.empty() ? "" : " (API key required)");
-  std::fflush(stderr);
+  auto log = serve_log();
+  log->info("model {} (served as {}), dtype bfloat16, {} layers, vocab {}", model_path, opts.served_model_names.front(),
+            cfg.num_hidden_layers, cfg.vocab_size);
+  log->info("generation defaults from {}", gen.source);
+  log->info("KV cache: {:.1f} MiB, {} tokens; maximum concurrency for {} tokens per request: {:.2f}x (max-num-seqs {}); "
+            "prefix caching {}",
+            double(ec.kv_cache_bytes) / 1048576.0, stats.kv_capacity_tokens, max_model_len,
+            double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs,
+            a.enable_prefix_caching ? "on (" + a.prefix_caching_hash_algo + ")" : std::string("off"));
+  log->info("ready in {:.1f} s; listening on http://{}:{}{}; chat page at /", secs, a.host, port,
+            opts.api_key.empty() ? "" : " (API key required)");
+  std::optional<server::StatsLogger> stats_logger;
+  if (!a.disable_log_stats) stats_logger.emplace(*engine, std::chrono::duration<double>(a.log_stats_interval));
 
   std::atomic<bool> signalled{false};
   std::thread waiter([&signals, &server, &signalled] {
     int sig = 0;
     sigwait(&signals, &sig);
     signalled = true;
-    std::fprintf(stderr, "striker serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    serve_log()->info("{} received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server.request_stop();
   });
   server.wait();
   // If the listener ended on its own (not by a signal), wake the waiter so it can exit.
   if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  stats_logger.reset();
   engine->shutdown();
 }
 
@@ -370,6 +381,18 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", a->device, "cpu | cuda (default: cuda when a GPU is present)");
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV cache budget on the CPU, e.g. 512MiB (default: 16 full-length sequences, 64 MiB..4 GiB)");
   cmd->add_option("--cpu-threads", a->cpu_threads, "CPU backend threads (0 = all cores)");
+  cmd->add_flag("--disable-log-requests", a->disable_log_requests, "no log line per HTTP request");
+  cmd->add_flag("--enable-log-requests", a->enable_log_requests, "a log line per HTTP request (the default)");
+  cmd->add_flag("--disable-log-stats", a->disable_log_stats, "no periodic throughput / queue / KV-cache line");
+  if (const char* env = std::getenv("VLLM_LOG_STATS_INTERVAL"); env && *env) {
+    try {
+      a->log_stats_interval = std::stod(env);
+    } catch (const std::exception&) {
+      a->log_stats_interval = -1;  // refused by check_flags, naming the flag
+    }
+  }
+  cmd->add_option("--log-stats-interval", a->log_stats_interval,
+                  "seconds between stats lines (default: env VLLM_LOG_STATS_INTERVAL, else 10)");
   cmd->callback([a, cmd, &exit_code] {
     run_serve(*a, *cmd);
     exit_code = 0;

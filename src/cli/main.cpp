@@ -1,13 +1,22 @@
 // striker: an inference server for Flint. See README.md and docs/architecture.md.
 #include <cstdio>
 #include <exception>
+#include <optional>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"striker - OpenAI-compatible inference server for Flint"};
   app.require_subcommand(1);
+  // --log-level belongs to every command and may come after it (`striker serve M --log-level debug`).
+  app.fallthrough();
+  std::optional<std::string> log_level;
+  app.add_option("--log-level", log_level, "debug | info | warning | error | critical (default: env VLLM_LOGGING_LEVEL, else info)");
+  // Set before any subcommand callback runs (pre-parse callbacks run once options are read).
+  app.parse_complete_callback([&log_level] { striker::logging::configure(striker::logging::level_from(log_level)); });
   int exit_code = 0;
   striker::cli::register_serve(app, exit_code);
   striker::cli::register_chat(app, exit_code);

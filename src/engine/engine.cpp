@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "engine/engine_core.h"
 
 namespace striker {
@@ -102,7 +103,7 @@ class ThreadedEngine : public Engine {
           core_.add_request(std::move(p.request), std::move(p.on_output));
         } catch (const std::exception& e) {
           // add_request validated already; a failure here is a bug, reported, never a crash.
-          std::fprintf(stderr, "engine: could not queue request: %s\n", e.what());
+          logging::get("engine")->error("could not queue request: {}", e.what());
         }
       }
       for (const auto& id : aborts) core_.abort_request(id);
@@ -110,7 +111,7 @@ class ThreadedEngine : public Engine {
       try {
         if (core_.has_work()) core_.step();
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "engine: step failed, aborting every request: %s\n", e.what());
+        logging::get("engine")->error("step failed, aborting every request: {}", e.what());
         core_.abort_all(std::string("engine step failed: ") + e.what());
       }
       publish();
@@ -143,7 +144,7 @@ class ThreadedEngine : public Engine {
     try {
       p.on_output(out);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "engine: output callback for request %s threw: %s\n", out.request_id.c_str(), e.what());
+      logging::get("engine")->error("output callback for request {} threw: {}", out.request_id, e.what());
     }
   }
 

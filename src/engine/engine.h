@@ -77,6 +77,8 @@ struct GenerationRequest {
 // Called on the engine thread; must not block for long.
 using OutputCallback = std::function<void(const RequestOutput&)>;
 
+// Prefix caching's counters in tokens (vLLM's vllm:prefix_cache_queries / _hits): prompt tokens
+// looked up, and those found cached.
 struct EngineStats {
   int64_t num_running = 0;
   int64_t num_waiting = 0;

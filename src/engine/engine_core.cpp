@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -10,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/grammar/structured_output.h"
 
@@ -359,7 +359,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
       commit_token(d, output_for(&r));
     } catch (const std::exception& e) {
       // One request's failure (e.g. its text cannot be decoded) ends that request only.
-      std::fprintf(stderr, "engine: request %s failed, aborting it: %s\n", r.req.request_id.c_str(), e.what());
+      logging::get("engine")->error("request {} failed, aborting it: {}", r.req.request_id, e.what());
       failed.emplace(r.req.request_id, e.what());
     }
   }
@@ -464,7 +464,7 @@ void EngineCore::emit(Request& r, RequestOutput& out) {
       r.on_output(out);
     } catch (const std::exception& e) {
       // A consumer's failure must not take the engine down; the request still completes.
-      fprintf(stderr, "engine: output callback for request %s threw: %s\n", r.req.request_id.c_str(), e.what());
+      logging::get("engine")->error("output callback for request {} threw: {}", r.req.request_id, e.what());
     }
   }
   if (out.finished) {

@@ -60,7 +60,7 @@ std::string final_reason_for_metrics(const ChatJob& job) {
 }
 
 void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::Response& res) {
-  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  RequestAccounting acct(job.ctx, *job.gen);
   const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
     if (!out.prompt_logprobs.empty() && job.prompt_logprobs.is_null()) {
@@ -129,7 +129,7 @@ nlohmann::json chunk_base(const ChatJob& job) {
 }
 
 void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& sink) {
-  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  RequestAccounting acct(job.ctx, *job.gen);
   auto write_choice = [&](const nlohmann::json& choice) {
     nlohmann::json chunk = chunk_base(job);
     chunk["choices"] = nlohmann::json::array({choice});

@@ -192,7 +192,7 @@ std::string metrics_reason(const CompletionJob& job) {
 }
 
 void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, httplib::Response& res) {
-  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  RequestAccounting acct(job.ctx, *job.gen);
   const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
     for (const auto& d : out.choices) {
@@ -241,7 +241,7 @@ bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {
 }
 
 void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib::DataSink& sink) {
-  RequestAccounting acct(job.ctx.metrics, job.gen->arrival(), job.gen->num_choices());
+  RequestAccounting acct(job.ctx, *job.gen);
   auto base = [&] {
     return nlohmann::json{{"id", job.id}, {"object", "text_completion"}, {"created", job.created},
                           {"model", job.ctx.model_name()}};

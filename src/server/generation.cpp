@@ -212,6 +212,7 @@ void respond_or_stream(bool stream, Generation& gen, const httplib::Request& req
                        const std::function<void(const ConnectionWatch&, httplib::Response&)>& respond,
                        std::function<void(const ConnectionWatch&, httplib::DataSink&)> stream_body) {
   auto watch = std::make_shared<ConnectionWatch>(req.remote_addr, req.remote_port, req.local_port);
+  res.set_header(kRequestIdHeader, gen.id());
   if (!stream) {
     respond(*watch, res);
     return;
@@ -278,6 +279,7 @@ void RequestAccounting::finish(const std::string& finished_reason, int64_t promp
   recorded_ = true;
   metrics_.record_request(finished_reason, prompt_tokens, completion_tokens_, n, max_tokens,
                           std::chrono::duration<double>(Clock::now() - arrival_).count());
+  request_log_.note_usage(request_id_, prompt_tokens, completion_tokens_);
 }
 
 }  // namespace striker::server

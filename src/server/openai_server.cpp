@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "server/api_error.h"
 #include "engine/grammar/grammar_cache.h"
 #include "server/serving_context.h"
+#include "server/web_assets.h"
 
 namespace striker::server {
 namespace {
@@ -33,7 +35,8 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-OpenAIServer::OpenAIServer(ServerOptions options) : options_(std::move(options)) {
+OpenAIServer::OpenAIServer(ServerOptions options)
+    : options_(std::move(options)), request_log_(options_.log_requests) {
   if (options_.served_model_names.empty()) throw Error("serve: at least one served model name is required");
   loading_metrics_ = std::make_shared<ServerMetrics>(options_.served_model_names.front(), 0, options_.cache);
   http_ = std::make_unique<httplib::Server>();
@@ -70,7 +73,7 @@ void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const Chat
   if (options.served_model_names.empty()) options.served_model_names = options_.served_model_names;
   auto metrics = std::make_shared<ServerMetrics>(options.served_model_names.front(), options.max_model_len, options.cache);
   auto ctx = std::shared_ptr<ServingContext>(
-      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, {}, nullptr});
+      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, request_log_, {}, nullptr});
   // The vocabulary's byte trie for grammar masks: built once, shared by every compiled grammar.
   ctx->grammars = std::make_shared<grammar::GrammarCache>(
       std::make_shared<grammar::TokenVocabulary>(tokenizer, ctx->options.limits.vocab_size), kGrammarCacheSize);
@@ -201,6 +204,17 @@ void OpenAIServer::register_routes() {
     }
     res.set_content(dump_json({{"object", "list"}, {"data", data}}), "application/json");
   });
+  // The chat page: static files compiled into the binary. The policy header keeps the page to this
+  // server (no CDN, no other origin), whatever a model's output contains.
+  for (const WebAsset& asset : web_assets()) {
+    std::string pattern;  // httplib routes are regular expressions: match the dots literally
+    for (char c : asset.route) pattern += c == '.' ? std::string("\\.") : std::string(1, c);
+    http_->Get(pattern, [&asset](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy", "default-src 'self'");
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(asset.bytes.data(), asset.bytes.size(), std::string(asset.content_type));
+    });
+  }
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     auto ctx = context();
     const EngineStats stats = ctx ? ctx->engine.stats() : EngineStats{};
@@ -208,7 +222,15 @@ void OpenAIServer::register_routes() {
   });
 
   // --api-key guards every route except the probes that orchestrators call unauthenticated.
+  // Called once the response, a whole stream included, has been written.
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) { request_log_.end(req, res); });
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    request_log_.begin(req);
+    // No response is compressed (vLLM compresses none either): httplib gzips every text/* body for
+    // a client that accepts it, SSE included unless the type is the bare "text/event-stream", and
+    // zlib then holds a stream's tokens back until its buffer fills. Dropping the header before
+    // httplib reads it is the only switch 0.11 has; the request object is httplib's own, not const.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
     // httplib 0.11 caps each header line (8 KiB) but not their number; refuse floods here.
     size_t header_bytes = 0;
     for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
@@ -219,7 +241,10 @@ void OpenAIServer::register_routes() {
                      std::to_string(kMaxHeaderBytes) + ")");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (options_.api_key.empty() || req.path == "/health" || req.path == "/metrics") {
+    // The page's files hold nothing secret; the page sends the key with its API calls.
+    const bool page = std::any_of(web_assets().begin(), web_assets().end(),
+                                  [&req](const WebAsset& a) { return a.route == req.path; });
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/metrics" || page) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");

@@ -10,6 +10,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "server/request_log.h"
 #include "server/server_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,6 +49,7 @@ class OpenAIServer {
   std::mutex join_mu_;
   std::shared_ptr<ServingContext> ctx_;  // null while loading
   std::shared_ptr<ServerMetrics> loading_metrics_;  // what /metrics shows before attach()
+  RequestLog request_log_;
   std::shared_ptr<ServerMetrics> metrics() const;
 };
 

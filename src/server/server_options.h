@@ -26,6 +26,7 @@ struct ServerOptions {
   nlohmann::json default_chat_template_kwargs = nlohmann::json::object();
   size_t http_threads = 64;
   size_t max_body_bytes = size_t(32) << 20;
+  bool log_requests = true;                      // one log line per request (--disable-log-requests)
   CacheConfigInfo cache;
 };
 

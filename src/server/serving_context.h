@@ -17,6 +17,7 @@
 #include "server/connection_watch.h"
 #include "server/metrics.h"
 #include "server/output_channel.h"
+#include "server/request_log.h"
 #include "server/server_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,6 +42,7 @@ struct ServingContext {
   ServerOptions options;
   std::shared_ptr<ServerMetrics> metrics_owner;
   ServerMetrics& metrics;  // *metrics_owner
+  RequestLog& request_log;
   std::atomic<bool> stopping{false};  // set on shutdown: in-flight generations are aborted
   std::shared_ptr<grammar::GrammarCache> grammars;  // structured outputs, shared across requests
   const std::string& model_name() const { return options.served_model_names.front(); }
@@ -152,15 +154,21 @@ namespace striker::server {
 // inter-token latency into the metrics, and the request's outcome at the end.
 class RequestAccounting {
  public:
-  RequestAccounting(ServerMetrics& metrics, Clock::time_point arrival, int32_t num_choices)
-      : metrics_(metrics), arrival_(arrival), last_token_(size_t(num_choices)) {}
+  RequestAccounting(const ServingContext& ctx, const Generation& gen)
+      : metrics_(ctx.metrics),
+        request_log_(ctx.request_log),
+        request_id_(gen.id()),
+        arrival_(gen.arrival()),
+        last_token_(size_t(gen.num_choices())) {}
   void observe(const RequestOutput& out);
   int64_t completion_tokens() const { return completion_tokens_; }
-  // Records the request once (e2e latency, success counter by finished_reason).
+  // Records the request once (e2e latency, success counter by finished_reason, the request log's counts).
   void finish(const std::string& finished_reason, int64_t prompt_tokens, int32_t n, int64_t max_tokens);
 
  private:
   ServerMetrics& metrics_;
+  RequestLog& request_log_;
+  std::string request_id_;
   Clock::time_point arrival_;
   std::vector<std::optional<Clock::time_point>> last_token_;
   int64_t completion_tokens_ = 0;

@@ -1,35 +1,48 @@
 """Starts the real `striker serve` process for the server tests.
 
-`StrikerServer` picks a free port, launches the binary with the given model and flags, waits
-for /health to answer 200 (failing with the server's log if it exits or takes too long), and
-kills it at the end. The pytest fixtures below share one server per module and flag set.
+`StrikerServer` launches the binary with `--port 0` (the kernel picks a free port at bind time, so
+test files running in parallel never race for one), reads the port from the server's "listening on"
+line, waits for /health to answer 200 (failing with the server's log if it exits or takes too
+long), and kills it at the end. The pytest fixtures below share one server per module and flag set.
 STRIKER_SERVE_DEVICE=cuda runs the same tests against the GPU backend (on the GPU machine).
 """
 import os
+import itertools
 import pathlib
+import re
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
 import requests
 
 
+_LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+_serial = itertools.count()
+
+
 def free_port() -> int:
+    """A port free right now, for scripts that need a number in advance (it may be taken again
+    before they bind it; StrikerServer avoids that race with --port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 class StrikerServer:
-    def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = pathlib.Path(log_dir or "/tmp") / f"striker-serve-{self.port}.log"
+    def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180, command=None):
+        """`command` replaces `striker serve MODEL --port 0 ARGS` (e.g. scripts/run.sh with PORT=0);
+        it must bind port 0 on 127.0.0.1 and print striker's "listening on" line."""
+        self.port = None
+        self.url = None
+        log_dir = pathlib.Path(log_dir) if log_dir else pathlib.Path(tempfile.mkdtemp(prefix="striker-serve-"))
+        self.log_path = log_dir / f"striker-serve-{next(_serial)}.log"
         self._log = open(self.log_path, "w")
-        cmd = [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-               "--device", os.environ.get("STRIKER_SERVE_DEVICE", "cpu"), *map(str, args)]
+        cmd = command or [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", "0",
+                          "--device", os.environ.get("STRIKER_SERVE_DEVICE", "cpu"), *map(str, args)]
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})
@@ -45,6 +58,13 @@ class StrikerServer:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"striker serve exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+            if self.port is None:
+                m = _LISTENING.search(self.log())
+                if m:
+                    self.port = int(m.group(1))
+                    self.url = f"http://127.0.0.1:{self.port}"
+                time.sleep(0.05)
+                continue
             try:
                 if requests.get(self.url + "/health", timeout=2).status_code == 200:
                     return

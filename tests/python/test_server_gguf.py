@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from server_fixture import StrikerServer, free_port
+from server_fixture import StrikerServer
 
 GLM47 = ["--enable-auto-tool-choice", "--tool-call-parser", "glm47", "--reasoning-parser", "glm47",
          "--exclude-tools-when-tool-choice-none"]
@@ -45,7 +45,7 @@ def test_serves_nvfp4_gguf_with_vllm_flags(striker_bin, shared_dir, toolcall_ggu
 
 
 def test_gguf_without_config_is_a_clear_startup_error(striker_bin, toolcall_gguf, tmp_path):
-    r = subprocess.run([str(striker_bin), "serve", str(toolcall_gguf), "--device", "cpu", "--port", str(free_port())],
+    r = subprocess.run([str(striker_bin), "serve", str(toolcall_gguf), "--device", "cpu", "--port", "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "--hf-config-path" in r.stderr

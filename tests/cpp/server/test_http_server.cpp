@@ -1,6 +1,12 @@
-// The HTTP layer against a scripted engine: routes, SSE framing, auth, errors, disconnects.
+// The HTTP layer against a scripted engine: routes, SSE framing, auth, errors, disconnects, logs.
+#include "core/log.h"  // first: it makes fmt header-only
+
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <httplib.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -79,6 +85,67 @@ TEST(OpenAIServerLifecycle, StopRightAfterStartDoesNotHang) {
     server.start("127.0.0.1", 0);
     server.stop();
   }
+}
+
+// The "http" logger's lines, captured from here on (a ring buffer: safe while the server logs).
+std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> capture_http_log() {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  sink->set_pattern("%v");
+  logging::get("http")->sinks().push_back(sink);
+  return sink;
+}
+
+// httplib logs a request after its response went out, so the client may be a moment ahead.
+std::string wait_for_line(spdlog::sinks::ringbuffer_sink_mt& sink, const std::string& needle) {
+  for (int i = 0; i < 200; ++i) {
+    for (const auto& line : sink.last_formatted()) {
+      if (line.find(needle) != std::string::npos) return line;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+TEST_F(Fixture, OneLogLinePerRequestWithItsTokensAndId) {
+  auto sink = capture_http_log();
+  start();
+  auto r = post("/v1/completions", {{"model", "tiny"}, {"prompt", "abc"}, {"max_tokens", 5}, {"stream", true}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const std::string id = r->get_header_value("X-Request-Id");
+  ASSERT_EQ(id.rfind("cmpl-", 0), 0u);
+  const std::string line = wait_for_line(*sink, id);
+  EXPECT_NE(line.find("\"POST /v1/completions\" 200 " + id + " prompt_tokens=3 completion_tokens=5 latency="),
+            std::string::npos)
+      << line;
+  ASSERT_EQ(post("/v1/completions", {{"model", "tiny"}, {"prompt", "abc"}, {"max_tokens", -1}})->status, 400);
+  EXPECT_NE(wait_for_line(*sink, "\"POST /v1/completions\" 400 - prompt_tokens=- completion_tokens=- latency="), "");
+}
+
+// httplib would gzip text/* bodies for a client that accepts it (browsers, the openai client), and
+// zlib would then hold a stream's tokens back until its buffer fills: striker never compresses
+// (nor does vLLM).
+TEST_F(Fixture, StreamsAreNotCompressed) {
+  start();
+  httplib::Headers gzip = {{"Accept-Encoding", "gzip, deflate, br"}};
+  auto r = post("/v1/completions", {{"model", "tiny"}, {"prompt", "abc"}, {"max_tokens", 5}, {"stream", true}}, gzip);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Content-Encoding"));
+  EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos);
+  auto page = client->Get("/", gzip);
+  EXPECT_FALSE(page->has_header("Content-Encoding"));
+}
+
+TEST_F(Fixture, ChatPageNeedsNoApiKey) {
+  start("secret");
+  auto page = client->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("/static/chat.js"), std::string::npos);
+  EXPECT_EQ(client->Get("/static/chat.js")->status, 200);
+  EXPECT_EQ(client->Get("/static/chatXjs")->status, 401);  // not a page file: the key is required
+  EXPECT_EQ(client->Get("/v1/models")->status, 401);
 }
 
 TEST_F(Fixture, CompletionNonStreamingShapeAndUsage) {

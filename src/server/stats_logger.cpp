@@ -1,0 +1,58 @@
+#include "server/stats_logger.h"
+
+#include "core/log.h"  // first: it makes fmt header-only
+
+#include <fmt/format.h>
+
+namespace striker::server {
+
+std::string stats_line(const EngineStats& before, const EngineStats& now, double seconds) {
+  const double dt = seconds > 0 ? seconds : 1.0;
+  const double prompt = double(now.prompt_tokens_total - before.prompt_tokens_total) / dt;
+  const double generation = double(now.generation_tokens_total - before.generation_tokens_total) / dt;
+  const std::string line = fmt::format(
+      "Avg prompt throughput: {:.1f} tokens/s, Avg generation throughput: {:.1f} tokens/s, Running: {} reqs, "
+      "Waiting: {} reqs, GPU KV cache usage: {:.1f}%, Prefix cache hit rate: {:.1f}%",
+      prompt, generation, now.num_running, now.num_waiting, now.kv_usage * 100.0,
+      100.0 * prefix_cache_hit_rate(now, before));
+  return line;
+}
+
+bool stats_idle(const EngineStats& before, const EngineStats& now, bool previous_was_idle) {
+  const bool quiet = now.prompt_tokens_total == before.prompt_tokens_total &&
+                     now.generation_tokens_total == before.generation_tokens_total;
+  return quiet && previous_was_idle;
+}
+
+StatsLogger::StatsLogger(const Engine& engine, std::chrono::duration<double> interval)
+    : engine_(engine), interval_(interval), thread_([this] { run(); }) {}
+
+StatsLogger::~StatsLogger() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void StatsLogger::run() {
+  auto log = logging::get("stats");
+  EngineStats before = engine_.stats();
+  auto last = std::chrono::steady_clock::now();
+  bool previous_quiet = true;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, interval_, [this] { return stopping_; })) {
+    const EngineStats now = engine_.stats();
+    const auto t = std::chrono::steady_clock::now();
+    const bool quiet = now.prompt_tokens_total == before.prompt_tokens_total &&
+                       now.generation_tokens_total == before.generation_tokens_total;
+    const auto level = stats_idle(before, now, previous_quiet) ? spdlog::level::debug : spdlog::level::info;
+    log->log(level, stats_line(before, now, std::chrono::duration<double>(t - last).count()));
+    previous_quiet = quiet;
+    before = now;
+    last = t;
+  }
+}
+
+}  // namespace striker::server
