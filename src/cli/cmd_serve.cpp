@@ -1,21 +1,18 @@
 // striker serve MODEL: the OpenAI-compatible server, with `vllm serve`'s flags (FLINT.md §6).
 // Order of startup: bind the port first (so /health answers 503 while loading), load the
 // weights with a progress bar, build tokenizer / chat template / backend / engine, print a
-// summary, then serve until SIGINT or SIGTERM.
-#include <pthread.h>
-#include <signal.h>
+// summary, then serve until SIGINT or SIGTERM, which drain running requests (--shutdown-timeout).
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 #include "backends/cpu/cpu_backend.h"
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "cli/serve_signals.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "loaders/dummy_model.h"
@@ -60,6 +57,7 @@ struct ServeArgs {
   std::string device;
   std::string kv_cache_memory;
   int cpu_threads = 0;
+  int shutdown_timeout = 30;  // seconds a SIGTERM drain waits for running requests
 };
 
 std::string default_device() {
@@ -105,6 +103,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.max_num_seqs < 1) throw Error("--max-num-seqs must be at least 1");
   if (a.max_num_batched_tokens < 1) throw Error("--max-num-batched-tokens must be at least 1");
   if (a.max_model_len < 0) throw Error("--max-model-len must be positive");
+  if (a.shutdown_timeout < 0) throw Error("--shutdown-timeout must be 0 or more seconds");
 }
 
 // A one-line progress bar on stderr, redrawn in place on a terminal and every 10% otherwise.
@@ -156,12 +155,8 @@ int64_t gpu_kv_budget(const ServeArgs& a) {
 #endif
 
 void run_serve(const ServeArgs& a, const CLI::App& cmd) {
-  // Signals are taken by one thread with sigwait, so every thread started below inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before any thread starts, so all of them inherit the blocked SIGINT/SIGTERM.
+  ServeSignals::block();
 
   check_flags(a, cmd);
   const auto t0 = std::chrono::steady_clock::now();
@@ -193,6 +188,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);
   const int port = server.start(a.host, a.port);
+  ServeSignals signals(server);  // from now on SIGINT/SIGTERM drain (or, while loading, exit)
   std::fprintf(stderr, "striker serve: listening on http://%s:%d (loading; /health answers 503 until ready)\n",
                a.host.c_str(), port);
 
@@ -298,18 +294,20 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                opts.api_key.empty() ? "" : " (API key required)");
   std::fflush(stderr);
 
-  std::atomic<bool> signalled{false};
-  std::thread waiter([&signals, &server, &signalled] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    signalled = true;
-    std::fprintf(stderr, "striker serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  if (signals.wait_for_shutdown()) {
+    const auto drain_start = std::chrono::steady_clock::now();
+    if (!server.wait_idle(std::chrono::seconds(a.shutdown_timeout)) && !signals.forced()) {
+      std::fprintf(stderr, "striker serve: --shutdown-timeout %d s reached; aborting %d running request(s) (503)\n",
+                   a.shutdown_timeout, server.in_flight());
+      server.abort_in_flight();
+      server.wait_idle(std::chrono::seconds(5));  // their handlers send the 503s
+    }
+    std::fprintf(stderr, "striker serve: drained in %.1f s; exiting\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - drain_start).count());
     server.request_stop();
-  });
-  server.wait();
-  // If the listener ended on its own (not by a signal), wake the waiter so it can exit.
-  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
+    server.close_client_connections();  // idle keep-alive connections would hold stop() for seconds
+  }
+  server.stop();
   engine->shutdown();
 }
 
@@ -347,6 +345,9 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", a->device, "cpu | cuda (default: cuda when a GPU is present)");
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV cache budget on the CPU, e.g. 512MiB (default: 16 full-length sequences, 64 MiB..4 GiB)");
   cmd->add_option("--cpu-threads", a->cpu_threads, "CPU backend threads (0 = all cores)");
+  cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
+                  "seconds SIGTERM/SIGINT waits for running requests before aborting them with 503 "
+                  "(default 30; 0 aborts at once, as vLLM's default)");
   cmd->callback([a, cmd, &exit_code] {
     run_serve(*a, *cmd);
     exit_code = 0;

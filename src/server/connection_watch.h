@@ -10,6 +10,12 @@
 
 namespace striker::server {
 
+// Shuts down (both ways) every connection this process accepted on `local_port`, so the HTTP
+// threads waiting on a kept-alive connection for its next request (up to the keep-alive timeout)
+// return at once. For the end of a drain, when no request is in flight: what uvicorn does with
+// idle connections on shutdown.
+void shutdown_connections(int local_port);
+
 class ConnectionWatch {
  public:
   ConnectionWatch(const std::string& remote_addr, int remote_port, int local_port);

@@ -23,11 +23,11 @@ def free_port() -> int:
 
 
 class StrikerServer:
-    def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180):
-        self.port = free_port()
+    def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180, port=None):
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = pathlib.Path(log_dir or "/tmp") / f"striker-serve-{self.port}.log"
-        self._log = open(self.log_path, "w")
+        self._log = open(self.log_path, "a")  # a restart on the same port appends
         cmd = [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", str(self.port),
                "--device", os.environ.get("STRIKER_SERVE_DEVICE", "cpu"), *map(str, args)]
         self.cmd = cmd
