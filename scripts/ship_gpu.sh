@@ -17,7 +17,9 @@ done
 # binaries; gpu.sh puts gpubin/lib on LD_LIBRARY_PATH.
 if [ -x "$DEST/gpubin/striker" ]; then
   mkdir -p "$DEST/gpubin/lib"
-  ldd "$DEST/gpubin/striker" | awk '/=> \// {print $3}' | grep -E 'httplib|libicu|brotli' |
+  # libzmq (the KV event publisher) and what it pulls in: sodium, pgm, norm, krb5, bsd.
+  ldd "$DEST/gpubin/striker" | awk '/=> \// {print $3}' |
+    grep -E 'httplib|libicu|brotli|zmq|sodium|pgm|norm|bsd|libmd|gssapi|krb5|k5crypto|com_err|keyutils' |
     while read -r lib; do cp -L "$lib" "$DEST/gpubin/lib/"; done
 fi
 # The full-size model shape for `striker bench latency` (shared/ does not travel).
