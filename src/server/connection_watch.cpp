@@ -54,7 +54,7 @@ void for_each_connected_socket(Fn&& fn) {
 
 void shutdown_connections(int local_port) {
   for_each_connected_socket([&](int fd, const sockaddr_storage&, socklen_t, const sockaddr_storage& local, socklen_t llen) {
-    if (endpoint_matches(local, llen, "", local_port, false)) shutdown(fd, SHUT_RDWR);
+    if (endpoint_matches(local, llen, "", local_port, false)) shutdown(fd, SHUT_RD);
     return false;
   });
 }

@@ -10,10 +10,10 @@
 
 namespace striker::server {
 
-// Shuts down (both ways) every connection this process accepted on `local_port`, so the HTTP
-// threads waiting on a kept-alive connection for its next request (up to the keep-alive timeout)
-// return at once. For the end of a drain, when no request is in flight: what uvicorn does with
-// idle connections on shutdown.
+// Shuts the reading side of every connection this process accepted on `local_port`: an HTTP
+// thread waiting on a kept-alive connection for its next request (up to the keep-alive timeout)
+// sees end-of-file and closes it at once, while a response still being written goes out whole.
+// For the end of a drain, as uvicorn closes idle connections on shutdown.
 void shutdown_connections(int local_port);
 
 class ConnectionWatch {

@@ -157,10 +157,15 @@ def test_a_second_signal_exits_at_once(striker_bin, tiny_model, tmp_path):
 
 def test_idle_server_exits_at_once_and_refuses_bad_flag(striker_bin, tiny_model, tmp_path):
     server = start(striker_bin, tiny_model, tmp_path)
+    # An idle kept-alive connection (a pooling client's) must not hold the exit for the 5 s
+    # keep-alive timeout.
+    session = requests.Session()
+    assert session.get(server.url + "/v1/models", timeout=10).status_code == 200
     t0 = time.time()
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(timeout=10) == 0
     assert time.time() - t0 < 3
+    session.close()
     server.stop()
     import subprocess
     bad = subprocess.run([str(striker_bin), "serve", str(tiny_model), "--shutdown-timeout", "-1"],
