@@ -55,12 +55,13 @@ class StrikerServer:
         raise RuntimeError(f"striker serve not ready after {timeout} s:\n{self.log()[-4000:]}")
 
     def stop(self):
-        """SIGTERM, as an orchestrator would; a server that does not exit cleanly fails the test."""
+        """SIGTERM, as an orchestrator would (striker drains running requests first); a server that
+        does not exit cleanly fails the test."""
         hung = False
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=45)  # a drain waits up to --shutdown-timeout (30 s by default)
             except subprocess.TimeoutExpired:
                 hung = True
                 self.proc.kill()
@@ -68,7 +69,7 @@ class StrikerServer:
         if not self._log.closed:
             self._log.close()
         if hung:
-            raise RuntimeError(f"striker serve did not exit within 30 s of SIGTERM:\n{self.log_path.read_text()[-2000:]}")
+            raise RuntimeError(f"striker serve did not exit within 45 s of SIGTERM:\n{self.log_path.read_text()[-2000:]}")
 
     def client(self, **kw):
         import openai
