@@ -60,7 +60,8 @@ def parse_args(argv):
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--extra-body", default=None, help="JSON object merged into every request body")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-warmups", type=int, default=0, help="unmeasured requests (of the first prompt) first")
+    p.add_argument("--num-warmups", type=int, default=0, help="unmeasured requests of the first prompt's shape first (fresh ids: "
+                   "the prefix cache must not serve the measured prompt)")
     p.add_argument("--percentile-metrics", default="ttft,tpot,itl", help="comma list of ttft,tpot,itl,e2el")
     p.add_argument("--metric-percentiles", default="99", help="comma list, e.g. 50,90,99")
     p.add_argument("--goodput", nargs="+", default=None,
@@ -254,7 +255,15 @@ def main(argv=None):
     print(f"{a.num_prompts} random prompts of ~{a.random_input_len} ids -> {a.random_output_len} tokens, "
           f"rate {a.request_rate}, max concurrency {a.max_concurrency}, model {model}", flush=True)
     if a.num_warmups:
-        warm, _ = run_requests(ep, a, model, [reqs[0]] * a.num_warmups, "warmup")
+        # Same length as the first prompt but other ids (and the --random-prefix-len prefix
+        # only when one was asked for), so automatic prefix caching cannot turn the measured
+        # prefill into a cache hit.
+        ids = random.Random(a.seed + 2)
+        n_prefix = a.random_prefix_len
+        warm_reqs = [(reqs[0][0][:n_prefix] + [ids.randrange(a.random_max_token_id)
+                                                for _ in range(len(reqs[0][0]) - n_prefix)], reqs[0][1])
+                     for _ in range(a.num_warmups)]
+        warm, _ = run_requests(ep, a, model, warm_reqs, "warmup")
         failed = [r.error for r in warm if not r.success]
         if failed:
             raise SystemExit(f"error: warmup request failed: {failed[0]}")

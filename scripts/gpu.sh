@@ -85,8 +85,8 @@ fi
 
 # GPU-vs-CPU teacher-forced conformance (FLINT.md §4 rule), the server's end-to-end suites on
 # --device cuda and the serving benchmark (`vllm bench serve`-style, full config, dummy weights);
-# the decode step with each variant under measurement off (scripts/gpu_decode_ab.sh);
-# STRIKER_GPU_SKIP="conformance server decode_ab serve_bench" leaves any out (reported as not run).
+# long context (scripts/gpu_long_context.sh: ~100K positions against the torch reference, one 262K request);
+# STRIKER_GPU_SKIP="conformance server serve_bench long_context" leaves any out (reported as not run).
 SKIP=" ${STRIKER_GPU_SKIP:-} "
 # run_part NAME TITLE SCRIPT LOG: `bash scripts/SCRIPT $BIN` into $LOGS/LOG unless NAME is in
 # STRIKER_GPU_SKIP (or there is no striker binary); sets NAME_rc to its exit status or "not run".
@@ -101,8 +101,8 @@ run_part() {
 }
 run_part conformance "GPU vs CPU conformance" gpu_conformance.sh conformance.log
 run_part server "server end-to-end tests on cuda" gpu_server_tests.sh server_summary.log
-run_part decode_ab "decode step with each decode-kernel variant off alone" gpu_decode_ab.sh decode_ab_summary.log
 run_part serve_bench "end-to-end serving benchmark (full output in serve_bench/)" gpu_serve_bench.sh serve_bench.log
+run_part long_context "long context: 100K vs the torch reference, a 262K request" gpu_long_context.sh long_context.log
 
 echo
 [ -s "$LOGS/latency.log" ] && cat "$LOGS/latency.log"
@@ -110,8 +110,8 @@ grep -vE "^\|" "$LOGS/bench.log" | tail -5
 grep -E "^\|" "$LOGS/bench.log"
 [ -s "$LOGS/conformance.log" ] && grep -E "^\||PASS|FAIL|ERROR" "$LOGS/conformance.log" | tail -30
 [ -s "$LOGS/server_summary.log" ] && cat "$LOGS/server_summary.log"
-[ -s "$LOGS/decode_ab_summary.log" ] && cat "$LOGS/decode_ab_summary.log"
 # The serving table, the servers' startup lines and any failure (not the per-run result blocks).
 [ -s "$LOGS/serve_bench.log" ] && grep -E "^(\||== |serve bench|striker serve:|  KV cache|  ready in|ready after|project target)|[Ee]rror" "$LOGS/serve_bench.log"
-echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, decode A/B rc=$decode_ab_rc, serve bench rc=$serve_bench_rc"
+[ -s "$LOGS/long_context.log" ] && grep -vE "^(chunks|decode|one) .*: [0-9]+ s$" "$LOGS/long_context.log" | tail -40
+echo "tests rc=$tests_rc: $(grep -E "^\[  (PASSED|FAILED)  \]" "$LOGS/tests.log" | tr "\n" " ")bench rc=$bench_rc, latency rc=$latency_rc, conformance rc=$conformance_rc, server rc=$server_rc, serve bench rc=$serve_bench_rc, long context rc=$long_context_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

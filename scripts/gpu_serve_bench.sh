@@ -6,16 +6,22 @@
 #         unmeasured warm-up of the same shape - the headline "single request at 100K": TTFT is the
 #         prefill as a client sees it, TPOT / 1000/TPOT the decode speed.
 #   c64:  128 requests of 1024 → 128 tokens, at most 64 in flight.
+#   multi_turn: bench/multi_turn_bench.py, a 3-turn chat whose first prompt has 32,000 tokens (200
+#         new tokens a turn, 64-token answers): TTFT per turn with prefix caching and the turn-2/turn-1
+#         ratio (issue 12's target: at most 0.10).
 # Ends with one table (bench/serve_summary.py). Results (JSON) and server logs go to $OUT/serve_bench.
 # Knobs: STRIKER_SERVE_BENCH_FORMATS ("bf16 nvfp4"), STRIKER_SERVE_BENCH_SERVE_ARGS (extra `serve`
 # flags; default --max-num-batched-tokens 8192, vLLM's default chunk for online serving on big GPUs),
-# STRIKER_SERVE_BENCH_PORT (8321); for a CPU rehearsal of this script (tests/python/test_bench_serve.py)
+# STRIKER_SERVE_BENCH_PORT (8321), STRIKER_SERVE_BENCH_DIR (log folder under $OUT, serve_bench),
+# STRIKER_SERVE_BENCH_WARMUPS (warm-ups before the long run, 1), STRIKER_SERVE_BENCH_LONG_LIMIT (its
+# seconds, 150; scripts/gpu_long_context.sh sends one 262K prompt); for a CPU rehearsal of this script (tests/python/test_bench_serve.py)
 # STRIKER_SERVE_BENCH_DEVICE=cpu and the shapes STRIKER_SERVE_BENCH_LONG="100000 256" (input output)
-# and STRIKER_SERVE_BENCH_CONC="128 64 1024 128" (prompts, concurrency, input, output).
+# and STRIKER_SERVE_BENCH_CONC="128 64 1024 128" (prompts, concurrency, input, output; "" leaves it out), and
+# STRIKER_SERVE_BENCH_MULTI_TURN="32000 3 200 64" (first-turn tokens, turns, tokens per turn, output; "" leaves it out).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BIN=${1:?usage: gpu_serve_bench.sh BIN_DIR}
-LOGS=${OUT:-/tmp/striker-gpu}/serve_bench
+LOGS=${OUT:-/tmp/striker-gpu}/${STRIKER_SERVE_BENCH_DIR:-serve_bench}
 mkdir -p "$LOGS"
 CONFIG=${STRIKER_GPU_CONFIG:-$BIN/config.json}
 [ -f "$CONFIG" ] || CONFIG=../shared/fixtures/flint-config/config.json
@@ -33,7 +39,8 @@ URL=http://127.0.0.1:$PORT
 SERVE_ARGS=${STRIKER_SERVE_BENCH_SERVE_ARGS:---max-num-batched-tokens 8192}
 DEVICE=${STRIKER_SERVE_BENCH_DEVICE:-cuda}
 read -r LONG_IN LONG_OUT <<<"${STRIKER_SERVE_BENCH_LONG:-100000 256}"
-read -r CONC_N CONC_C CONC_IN CONC_OUT <<<"${STRIKER_SERVE_BENCH_CONC:-128 64 1024 128}"
+read -r CONC_N CONC_C CONC_IN CONC_OUT <<<"${STRIKER_SERVE_BENCH_CONC-128 64 1024 128}"
+read -r MT_FIRST MT_TURNS MT_TOKENS MT_OUT <<<"${STRIKER_SERVE_BENCH_MULTI_TURN-32000 3 200 64}"
 SERVER_PID=""
 rc=0
 
@@ -92,17 +99,35 @@ run_bench() {  # FORMAT RUN_LABEL SECONDS serve_bench.py-args...
     "$LOGS/${run}_${fmt}.json" 2>/dev/null || { echo "serve bench: $run ($fmt) had failed requests or no result"; rc=1; }
 }
 
+run_multi_turn() {  # FORMAT: prints "== multi-turn (FORMAT): turn-2/turn-1 TTFT ratio R" for the summary
+  local fmt=$1
+  echo "== multi_turn_bench ($fmt): $MT_TURNS turns, first prompt ~$MT_FIRST tokens, $MT_TOKENS more a turn"
+  timeout 300 python3 bench/multi_turn_bench.py --base-url "$URL" --model flint --ready-check-timeout-sec 10 \
+    --first-turn-tokens "$MT_FIRST" --num-turns "$MT_TURNS" --turn-tokens "$MT_TOKENS" --output-len "$MT_OUT" \
+    --save-result "$LOGS/multi_turn_$fmt.json" 2>&1 | tee "$LOGS/multi_turn_$fmt.log"
+  local r=${PIPESTATUS[0]}
+  if [ "$r" != 0 ]; then echo "serve bench: multi_turn ($fmt) exited with $r (124 = timed out)"; rc=1; return; fi
+  python3 -c "import json, sys; j = json.load(open(sys.argv[1]))
+print('== multi-turn (%s): TTFT per turn (ms) %s; turn-2/turn-1 TTFT ratio %.4f' % (sys.argv[2],
+      ', '.join('%.1f' % t for t in j['mean_ttft_ms_per_turn']), j['ttft_ratio_turn2_turn1']))" \
+    "$LOGS/multi_turn_$fmt.json" "$fmt" || rc=1
+}
+
 RESULTS=()
 for fmt in ${STRIKER_SERVE_BENCH_FORMATS:-bf16 nvfp4}; do
   echo "== striker serve --load-format dummy --device $DEVICE ($fmt) $SERVE_ARGS"
   t0=$(date +%s)
   if ! start_server "$fmt"; then rc=1; continue; fi
   echo "ready after $(( $(date +%s) - t0 )) s"
-  run_bench "$fmt" long 150 --num-prompts 1 --max-concurrency 1 --random-input-len "$LONG_IN" \
-    --random-output-len "$LONG_OUT" --num-warmups 1
-  run_bench "$fmt" "c$CONC_C" 150 --num-prompts "$CONC_N" --max-concurrency "$CONC_C" --random-input-len "$CONC_IN" \
-    --random-output-len "$CONC_OUT"
-  RESULTS+=("$LOGS/long_$fmt.json" "$LOGS/c${CONC_C}_$fmt.json")
+  run_bench "$fmt" long "${STRIKER_SERVE_BENCH_LONG_LIMIT:-150}" --num-prompts 1 --max-concurrency 1 \
+    --random-input-len "$LONG_IN" --random-output-len "$LONG_OUT" --num-warmups "${STRIKER_SERVE_BENCH_WARMUPS:-1}"
+  RESULTS+=("$LOGS/long_$fmt.json")
+  if [ -n "${CONC_N:-}" ]; then
+    run_bench "$fmt" "c$CONC_C" 150 --num-prompts "$CONC_N" --max-concurrency "$CONC_C" --random-input-len "$CONC_IN" \
+      --random-output-len "$CONC_OUT"
+    RESULTS+=("$LOGS/c${CONC_C}_$fmt.json")
+  fi
+  if [ -n "${MT_FIRST:-}" ]; then run_multi_turn "$fmt"; fi
   stop_server
 done
 

@@ -6,7 +6,8 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 DEBS=(cmake g++ ninja-build pkg-config clang libclang-rt-14-dev
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev libspdlog-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libssl-dev zlib1g-dev libicu-dev
-      libzmq3-dev cppzmq-dev libmsgpack-cxx-dev curl)
+      libcurl4-openssl-dev  # libcurl + libssl (libcrypto): Hugging Face Hub downloads
+      libzmq3-dev cppzmq-dev libmsgpack-cxx-dev curl)  # KV events (ZMQ, msgpack); cluster.sh
 missing=()
 for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -8,18 +8,21 @@ cd "$(dirname "$0")/.."
 OUTDIR=${1:-/work/main/.gpuwork}
 DEST=$(mktemp -d /tmp/striker-ship.XXXXXX)
 trap 'rm -rf "$DEST"' EXIT
-tar --exclude=./build --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
+tar --exclude='./build*' --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
-for b in build/tests/cuda/test_cuda_kernels build/tests/cuda/bench_cuda_kernels build/striker; do
+BUILD=${STRIKER_SHIP_BUILD:-build}  # the CUDA build folder whose binaries travel
+for b in "$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels" "$BUILD/striker"; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
 done
 # Shared libraries only Debian has (the GPU machine runs Ubuntu 24.04): carried beside the
 # binaries; gpu.sh puts gpubin/lib on LD_LIBRARY_PATH.
 if [ -x "$DEST/gpubin/striker" ]; then
   mkdir -p "$DEST/gpubin/lib"
-  # libzmq (the KV event publisher) and what it pulls in: sodium, pgm, norm, krb5, bsd.
+  # Everything the binary links except glibc itself, the C++ runtime (the GPU machine's is newer)
+  # and CUDA's libraries (the GPU machine has CUDA 13): libcurl alone pulls in ~25 Debian sonames
+  # (libldap-2.5, librtmp, ...) that Ubuntu 24.04 names differently or lacks.
   ldd "$DEST/gpubin/striker" | awk '/=> \// {print $3}' |
-    grep -E 'httplib|libicu|brotli|zmq|sodium|pgm|norm|bsd|libmd|gssapi|krb5|k5crypto|com_err|keyutils' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libcudart)\.so' |
     while read -r lib; do cp -L "$lib" "$DEST/gpubin/lib/"; done
 fi
 # The full-size model shape for `striker bench latency` (shared/ does not travel).

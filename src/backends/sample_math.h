@@ -1,5 +1,5 @@
 // The arithmetic of token sampling that the CPU sampler (src/engine/sampler.cpp) and the GPU
-// kernels (src/backends/cuda/sampling.cu) must compute bit for bit alike: the per-token random
+// kernels (src/backends/cuda/sampling/sampling.cu) must compute bit for bit alike: the per-token random
 // numbers of the exponential race, the race score, the min_p floor and the penalties.
 //
 // Why bit-exact: the race picks argmax over kept tokens of a float score; if the two sides

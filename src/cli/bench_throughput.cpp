@@ -27,8 +27,8 @@
 #include "server/startup_config.h"
 #include "tokenizer/tokenizer.h"
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {
@@ -141,8 +141,8 @@ void check_options(const ThroughputOptions& o) {
 #endif
 }
 
-std::filesystem::path folder_of(const std::string& path) {
-  const std::filesystem::path p = resolve_model_path(path);
+std::filesystem::path folder_of(const std::string& path, hub::Need need) {
+  const std::filesystem::path p = resolve_model_path(path, {"", "", need});
   return std::filesystem::is_directory(p) ? p : p.parent_path();
 }
 
@@ -229,9 +229,9 @@ int run_throughput(ThroughputOptions o) {
     throw Error("bench throughput: --input-len + --output-len = " + std::to_string(max_model_len) +
                 " exceeds max_position_embeddings " + std::to_string(c.max_position_embeddings));
 
-  const std::string tok_dir = !o.tokenizer.empty()       ? folder_of(o.tokenizer).string()
-                              : !o.hf_config_path.empty() ? folder_of(o.hf_config_path).string()
-                              : !o.model.empty()          ? folder_of(o.model).string()
+  const std::string tok_dir = !o.tokenizer.empty()       ? folder_of(o.tokenizer, hub::Need::tokenizer).string()
+                              : !o.hf_config_path.empty() ? folder_of(o.hf_config_path, hub::Need::config).string()
+                              : !o.model.empty()          ? folder_of(o.model, hub::Need::model_no_weights).string()
                                                           : "../shared/fixtures/flint-tokenizer";
   auto tokenizer = Tokenizer::from_dir(tok_dir);
 

@@ -1,7 +1,8 @@
 // striker bench latency: batch-1 decode latency (ms/step) at a given context on the GPU, with
 // random weights made on the device (--load-format dummy) and a KV cache filled with random
 // values for the context (its prefill is not run). Prints the bytes one step must read and
-// the fraction of the H200's measured copy bandwidth (4.1 TB/s) that the step achieves.
+// the fraction of the H200's measured read bandwidth (4.6 TB/s, shared/reference/performance.md §10)
+// that the step achieves, and (with --graphs) the kernels one step launches.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,8 @@
 #include "model/weight_bytes.h"
 
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {
@@ -31,12 +33,12 @@ struct LatencyOptions {
   std::string config = "../shared/fixtures/flint-config/config.json";
   std::string load_format = "dummy";
   int64_t context = 100000;
-  int steps = 20;
+  int steps = 50;
   int warmup = 3;
   uint64_t seed = 0;
   bool graphs = false;
+  int batch = 1;  // sequences decoding together, each at `context`
   std::string quantization;
-  std::vector<std::string> disabled_tweaks;
 };
 
 struct PrefillOptions {
@@ -47,7 +49,7 @@ struct PrefillOptions {
   std::string quantization;
 };
 
-constexpr double kCopyBandwidth = 4.1e12;  // bytes/s, measured on the H200 (docs/performance.md)
+constexpr double kReadBandwidth = 4.6e12;  // bytes/s, streaming reads measured on the H200 (performance.md §10)
 
 #ifdef STRIKER_HAVE_CUDA
 // --quantization of the benchmarks: only the dummy weights' format (no checkpoint is read).
@@ -67,6 +69,7 @@ int run_latency(const LatencyOptions& o) {
   if (o.load_format != "dummy")
     throw Error("bench latency: only --load-format dummy is supported (got '" + o.load_format + "')");
   if (o.context < 0 || o.steps <= 0 || o.warmup < 0) throw Error("bench latency: --context/--steps/--warmup out of range");
+  if (o.batch < 1 || o.batch > 8) throw Error("bench latency: --batch must be 1..8 (the decode path's token count)");
   const LinearFormat format = bench_format(o.quantization);
   if (cuda::device_count() == 0) throw Error("bench latency needs a GPU: " + cuda::device_summary());
   std::filesystem::path cfg_path = o.config;
@@ -81,21 +84,12 @@ int run_latency(const LatencyOptions& o) {
   cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, format);
   const double weight_gb = double(model.bytes) / 1e9;
   cuda::CudaBackendOptions backend_options{8, 8, int64_t(1) << 20, o.graphs};
-  std::string tweaks_off;
-  for (const std::string& name : o.disabled_tweaks) {
-    if (!cuda::set_decode_tweak(backend_options.tweaks, name, false)) {
-      std::string known;
-      for (const std::string& n : cuda::decode_tweak_names()) known += (known.empty() ? "" : ", ") + n;
-      throw Error("bench latency: unknown --disable-tweak '" + name + "' (known: " + (known.empty() ? "none" : known) +
-                  ")");
-    }
-    tweaks_off += (tweaks_off.empty() ? "" : ",") + name;
-  }
   cuda::CudaBackend backend(std::move(model), backend_options);
   const int B = 16;
-  const int64_t full_blocks = last_pos / B + 1;
-  const int64_t ring = (c.sliding_window + B - 1) / B + 2;  // sliding blocks live at once, plus slack
-  backend.allocate_kv_cache(KvCacheSpec{B, full_blocks, ring});
+  const int64_t seq_blocks = last_pos / B + 1;  // full-attention blocks of one sequence
+  const int64_t full_blocks = seq_blocks * o.batch;
+  const int64_t ring = (c.sliding_window + B - 1) / B + 2;  // sliding blocks one sequence holds, plus slack
+  backend.allocate_kv_cache(KvCacheSpec{B, full_blocks, ring * o.batch});
   backend.fill_kv_random(o.seed + 1);
   const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("model: %s, %lld layers (%lld full, %lld sliding), %lld experts top-%lld; %.1f GB of random %s "
@@ -111,41 +105,57 @@ int run_latency(const LatencyOptions& o) {
   std::shuffle(full_table.begin(), full_table.end(), rng);
   std::vector<double> wall_ms, device_ms;
   std::vector<float> logits;
-  int32_t token = int32_t(rng() % uint32_t(c.vocab_size));
+  std::vector<int32_t> tokens(size_t(o.batch));
+  for (auto& t : tokens) t = int32_t(rng() % uint32_t(c.vocab_size));
   for (int i = 0; i < o.warmup + o.steps; ++i) {
     const int64_t pos = o.context + i;
-    SequenceChunk ch;
-    ch.tokens = {token};
-    ch.start_pos = pos;
-    ch.full_block_table.assign(full_table.begin(), full_table.begin() + pos / B + 1);
-    ch.sliding_block_table.assign(size_t(pos / B + 1), -1);
-    for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= pos / B; ++b)
-      ch.sliding_block_table[size_t(b)] = int32_t(b % ring);
     ForwardBatch batch;
-    batch.seqs.push_back(std::move(ch));
+    for (int sq = 0; sq < o.batch; ++sq) {  // sequence sq owns full blocks [sq·seq_blocks, ...) and its own ring
+      SequenceChunk ch;
+      ch.tokens = {tokens[size_t(sq)]};
+      ch.start_pos = pos;
+      for (int64_t b = 0; b <= pos / B; ++b) ch.full_block_table.push_back(full_table[size_t(sq * seq_blocks + b)]);
+      ch.sliding_block_table.assign(size_t(pos / B + 1), -1);
+      for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= pos / B; ++b)
+        ch.sliding_block_table[size_t(b)] = int32_t(sq * ring + b % ring);
+      batch.seqs.push_back(std::move(ch));
+    }
     const auto s = std::chrono::steady_clock::now();
     backend.forward(batch, logits);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
-    token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());  // greedy: a real next token
+    for (int sq = 0; sq < o.batch; ++sq) {  // greedy: real next tokens
+      const float* row = logits.data() + size_t(sq) * size_t(c.vocab_size);
+      tokens[size_t(sq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+    }
     if (i >= o.warmup) {
       wall_ms.push_back(ms);
       device_ms.push_back(backend.last_forward_device_ms());
     }
   }
-  const double weight_bytes = decode_weight_bytes(c, format);
-  const double kv_bytes = decode_kv_bytes(c, o.context);
+  // Routed experts read per MoE layer: K for one sequence; for a batch, the distinct experts of
+  // the step's own routing (the last MoE layer's, read back after the last step, stands for
+  // every MoE layer; random weights route close to uniformly, see expected_distinct_experts).
+  double experts = double(c.num_experts_per_tok);
+  if (o.batch > 1) {
+    const std::vector<int32_t> ids = backend.last_layer_routing(o.batch);
+    experts = double(std::set<int32_t>(ids.begin(), ids.end()).size());
+    std::printf("  routing: %.0f distinct experts in the last MoE layer (uniform routing would give %.1f)\n",
+                experts, expected_distinct_experts(c, o.batch));
+  }
+  const double weight_bytes = active_weights(c, experts, o.batch).bytes(format);
+  const double kv_bytes = decode_kv_bytes(c, o.context) * o.batch;
   const double total = weight_bytes + kv_bytes;
-  const double floor_ms = total / kCopyBandwidth * 1e3;
+  const double floor_ms = total / kReadBandwidth * 1e3;
   const double med_wall = median(wall_ms), med_dev = median(device_ms);
-  std::printf("decode batch 1 at context %lld: %d steps after %d warm-up, %s, tweaks off: %s\n", (long long)o.context,
-              o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)",
-              tweaks_off.empty() ? "none" : tweaks_off.c_str());
+  std::printf("decode batch %d at context %lld: %d steps after %d warm-up, %s\n", o.batch, (long long)o.context,
+              o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)");
   std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
               *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
-  std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.1 TB/s %.3f ms\n", weight_bytes / 1e9,
+  std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.6 TB/s %.3f ms\n", weight_bytes / 1e9,
               linear_format_name(format).c_str(), kv_bytes / 1e9, total / 1e9, floor_ms);
-  std::printf("  achieved %.2f TB/s = %.1f%% of the 4.1 TB/s copy roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
+  std::printf("  achieved %.2f TB/s = %.1f%% of the 4.6 TB/s read roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
               100.0 * floor_ms / med_dev);
+  if (o.graphs) std::printf("  kernels per step: %d (nodes of the captured step graph)\n", backend.captured_step_kernels());
   return 0;
 }
 
@@ -223,10 +233,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--warmup", opts->warmup, "untimed steps first")->capture_default_str();
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
+  lat->add_option("--batch", opts->batch, "sequences decoding together (1..8), each at --context")->capture_default_str();
   lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
-  lat->add_option("--disable-tweak", opts->disabled_tweaks,
-                  "turn off a decode-kernel variant under measurement (repeatable; names in decode_tweaks.h)")
-      ->delimiter(',');
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
 
   auto popts = std::make_shared<PrefillOptions>();

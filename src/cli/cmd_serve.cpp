@@ -8,13 +8,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "backends/cpu/cpu_backend.h"
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "kv_events/engine_events.h"
+#include "kv_events/event_pump.h"
+#include "kv_events/kv_event_publisher.h"
 #include "loaders/dummy_model.h"
 #include "loaders/model_loader.h"
 #include "server/choice_parser.h"
@@ -22,8 +27,8 @@
 #include "server/startup_config.h"
 #include "tokenizer/tokenizer.h"
 #ifdef STRIKER_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/device_info.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/device_info.h"
 #endif
 
 namespace striker::cli {
@@ -43,9 +48,10 @@ struct ServeArgs {
   std::string quantization;
   uint64_t seed = 0;
   std::string kv_cache_dtype = "auto";
-  bool enforce_eager = false;  // vLLM: no CUDA graphs (striker's default; see --cuda-graphs)
+  bool enforce_eager = false;  // vLLM: no CUDA graphs (graphs are the default on --device cuda, as in vLLM)
   bool cuda_graphs = false;
-  bool enable_prefix_caching = false;
+  bool enable_prefix_caching = true;  // vLLM V1's default
+  std::string prefix_caching_hash_algo = "sha256";
   std::string generation_config = "auto";
   std::string default_chat_template_kwargs;
   std::string tokenizer;
@@ -57,7 +63,9 @@ struct ServeArgs {
   std::string device;
   std::string kv_cache_memory;
   int cpu_threads = 0;
+  HubFlags hub;
   int shutdown_timeout = 30;  // seconds a SIGTERM drain waits for running requests
+  std::string kv_events_config;  // vLLM's --kv-events-config JSON
 };
 
 std::string default_device() {
@@ -65,6 +73,10 @@ std::string default_device() {
   if (cuda::device_count() > 0) return "cuda";
 #endif
   return "cpu";
+}
+
+kv_events::KvEventsConfig kv_events_config(const ServeArgs& a) {
+  return a.kv_events_config.empty() ? kv_events::KvEventsConfig{} : kv_events::parse_kv_events_config(a.kv_events_config);
 }
 
 // Flags whose feature this build lacks fail at startup instead of being ignored.
@@ -86,7 +98,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   }
   if (a.enforce_eager && a.cuda_graphs) throw Error("--enforce-eager and --cuda-graphs contradict each other");
   if (a.cuda_graphs && a.device == "cpu") throw Error("--cuda-graphs applies to --device cuda");
-  if (a.enable_prefix_caching) throw Error("--enable-prefix-caching is not implemented yet in striker");
+  parse_hash_algo(a.prefix_caching_hash_algo);
   if (a.port < 0 || a.port > 65535) throw Error("--port must be in 0..65535");
   if (a.enable_auto_tool_choice && a.tool_call_parser.empty()) {
     throw Error("--enable-auto-tool-choice requires --tool-call-parser (glm47)");
@@ -104,6 +116,9 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.max_num_batched_tokens < 1) throw Error("--max-num-batched-tokens must be at least 1");
   if (a.max_model_len < 0) throw Error("--max-model-len must be positive");
   if (a.shutdown_timeout < 0) throw Error("--shutdown-timeout must be 0 or more seconds");
+  if (kv_events_config(a).publishes() && !a.enable_prefix_caching)
+    throw Error("--kv-events-config: KV events report what the prefix cache holds; they need prefix caching "
+                "(drop --no-enable-prefix-caching)");
 }
 
 // A one-line progress bar on stderr, redrawn in place on a terminal and every 10% otherwise.
@@ -160,14 +175,9 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 
   check_flags(a, cmd);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string model_path = resolve_model_path(a.model);
-  const std::filesystem::path model_dir =
-      std::filesystem::is_directory(model_path) ? std::filesystem::path(model_path)
-                                                : std::filesystem::path(model_path).parent_path();
 
   server::ServerOptions opts;
   opts.served_model_names = a.served_model_names.empty() ? std::vector<std::string>{a.model} : a.served_model_names;
-  opts.model_root = model_path;
   opts.api_key = a.api_key;
   if (opts.api_key.empty()) {
     if (const char* env = std::getenv("VLLM_API_KEY")) opts.api_key = env;
@@ -184,22 +194,42 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.cache.cache_dtype = a.kv_cache_dtype;
   opts.cache.gpu_memory_utilization = a.gpu_memory_utilization;
   opts.cache.enable_prefix_caching = a.enable_prefix_caching;
+  opts.cache.prefix_caching_hash_algo = a.prefix_caching_hash_algo;
 
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);
   const int port = server.start(a.host, a.port);
   ServeSignals signals(server);  // from now on SIGINT/SIGTERM drain (or, while loading, exit)
+  // The KV event sockets are opened before loading, so a taken port fails in seconds, not minutes.
+  const auto kv_cfg = kv_events_config(a);
+  std::unique_ptr<kv_events::KvEventPublisher> kv_publisher;
+  if (kv_cfg.publishes()) {
+    kv_publisher = std::make_unique<kv_events::KvEventPublisher>(kv_cfg);
+    std::fprintf(stderr, "striker serve: publishing KV events on %s%s\n", kv_cfg.endpoint.c_str(),
+                 kv_cfg.replay_endpoint ? (" (replay on " + *kv_cfg.replay_endpoint + ")").c_str() : "");
+  }
   std::fprintf(stderr, "striker serve: listening on http://%s:%d (loading; /health answers 503 until ready)\n",
                a.host.c_str(), port);
 
+  // Hub repo ids are downloaded now, after binding: a port clash fails before a long download,
+  // and /health answers 503 meanwhile. Dummy weights need the config and tokenizer only.
+  const bool dummy = a.load_format == "dummy";
+  const std::string model_path =
+      resolve_model_path(a.model, a.hub.model(dummy ? hub::Need::model_no_weights : hub::Need::model));
+  const std::string hf_config_path =
+      a.hf_config_path.empty() ? "" : resolve_model_path(a.hf_config_path, a.hub.model(hub::Need::config));
+  const std::filesystem::path model_dir =
+      std::filesystem::is_directory(model_path) ? std::filesystem::path(model_path)
+                                                : std::filesystem::path(model_path).parent_path();
+  opts.model_root = model_path;
+
   LoadOptions lo;
   lo.load_format = a.load_format;
-  lo.hf_config_path = a.hf_config_path;
+  lo.hf_config_path = hf_config_path;
   lo.quantization = a.quantization;
   lo.seed = a.seed;
   ProgressBar bar;
   lo.on_progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
-  const bool dummy = a.load_format == "dummy";
   // Dummy weights on the GPU are made there from the config alone; everything else goes through
   // load_model (dummy on the CPU makes them in host memory).
   LoadedModel model;
@@ -218,15 +248,15 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                 std::to_string(cfg.max_position_embeddings));
   }
 
-  std::string tok_dir = a.tokenizer.empty() ? model_dir.string() : resolve_model_path(a.tokenizer);
+  std::string tok_dir = a.tokenizer.empty() ? model_dir.string() : resolve_model_path(a.tokenizer, a.hub.tokenizer());
   if (!std::filesystem::is_directory(tok_dir)) tok_dir = std::filesystem::path(tok_dir).parent_path().string();
   auto tokenizer = Tokenizer::from_dir(tok_dir);
   auto chat_template = ChatTemplate::from_tokenizer_dir(tok_dir);
   // A GGUF file carries no generation_config.json: like its config.json, it comes from the
   // --hf-config-path source (the BF16 repo) when one is given.
   std::filesystem::path gen_dir = model_dir;
-  if (!a.hf_config_path.empty()) {
-    gen_dir = resolve_model_path(a.hf_config_path);
+  if (!hf_config_path.empty()) {
+    gen_dir = hf_config_path;
     if (!std::filesystem::is_directory(gen_dir)) gen_dir = gen_dir.parent_path();
   }
   const auto gen = server::load_generation_config(a.generation_config, gen_dir, cfg.eos_token_ids);
@@ -248,9 +278,10 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 #ifdef STRIKER_HAVE_CUDA
     cuda::CudaBackendOptions co =
         cuda::CudaBackendOptions::for_engine(a.max_num_batched_tokens, a.max_num_seqs, max_model_len, ec.block_size);
-    // Graph replay measured within noise of PDL stream launches (docs/performance.md) and captures one
-    // graph per step shape, so it is opt-in; --enforce-eager (vLLM's flag) is accepted and is the default.
-    co.use_graphs = a.cuda_graphs;
+    // Decode steps (up to 256 tokens) replay captured graphs by default, as vLLM does: a stream launch
+    // costs 4-5 µs on the host, more than most decode kernels take (docs/performance.md, fourth
+    // session); at most max_captured_graphs shapes are kept (LRU). --enforce-eager turns them off.
+    co.use_graphs = !a.enforce_eager;
     if (dummy) {
       const LinearFormat format = dummy_weight_format(lo);
       std::fprintf(stderr, "striker serve: making random %s weights (--load-format dummy, seed %llu) on %s\n",
@@ -275,7 +306,19 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
   if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;
+  ec.enable_prefix_caching = a.enable_prefix_caching;
+  ec.prefix_caching_hash_algo = parse_hash_algo(a.prefix_caching_hash_algo);
+  // vLLM roots the block-hash chain at H(PYTHONHASHSEED) when it is set (reproducible hashes
+  // for KV-event consumers), else at random bytes.
+  if (const char* seed = std::getenv("PYTHONHASHSEED")) ec.prefix_caching_hash_seed = seed;
+  ec.enable_kv_events = kv_publisher != nullptr;
   auto engine = make_engine(ec, cfg, std::move(backend), *tokenizer);
+  std::unique_ptr<kv_events::EventPump> kv_pump;
+  if (kv_publisher) {
+    const auto window = int32_t(cfg.sliding_window);
+    kv_pump = std::make_unique<kv_events::EventPump>(
+        [&engine, window] { return kv_events::to_wire(engine->take_kv_events(), window); }, *kv_publisher);
+  }
   const EngineStats stats = engine->stats();
   opts.cache.num_gpu_blocks = stats.kv_capacity_tokens / ec.block_size;
   server.attach(*engine, *tokenizer, chat_template.get(), opts);
@@ -285,12 +328,14 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                "striker serve: model %s (served as %s), dtype bfloat16, %lld layers, vocab %lld\n"
                "  generation defaults from %s\n"
                "  KV cache: %.1f MiB, %lld tokens; maximum concurrency for %lld tokens per request: %.2fx "
-               "(max-num-seqs %d)\n"
+               "(max-num-seqs %d); prefix caching %s\n"
                "  ready in %.1f s; listening on http://%s:%d%s\n",
                model_path.c_str(), opts.served_model_names.front().c_str(), (long long)cfg.num_hidden_layers,
                (long long)cfg.vocab_size, gen.source.c_str(), double(ec.kv_cache_bytes) / 1048576.0,
                (long long)stats.kv_capacity_tokens, (long long)max_model_len,
-               double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs, secs, a.host.c_str(), port,
+               double(stats.kv_capacity_tokens) / double(max_model_len), a.max_num_seqs,
+               a.enable_prefix_caching ? ("on (" + a.prefix_caching_hash_algo + ")").c_str() : "off", secs,
+               a.host.c_str(), port,
                opts.api_key.empty() ? "" : " (API key required)");
   std::fflush(stderr);
 
@@ -316,7 +361,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 void register_serve(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("serve", "Serve a Flint model over an OpenAI-compatible HTTP API (vLLM flags)");
   auto a = std::make_shared<ServeArgs>();
-  cmd->add_option("model", a->model, "model directory, .gguf file, or Hugging Face repo id")->required();
+  cmd->add_option("model", a->model, "model directory, .gguf file, or Hugging Face repo id (org/name[:file.gguf])")->required();
   cmd->add_option("--host", a->host, "address to bind");
   cmd->add_option("--port", a->port, "port to bind (0 = any free port)");
   cmd->add_option("--served-model-name", a->served_model_names, "name(s) the API accepts and reports");
@@ -329,13 +374,18 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "base seed for requests without one, and of --load-format dummy weights");
   cmd->add_option("--quantization", a->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (bfloat16)");
-  cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs (the default; accepted for vLLM compatibility)");
-  cmd->add_flag("--cuda-graphs", a->cuda_graphs, "replay decode steps (up to 256 tokens) from captured CUDA graphs");
-  cmd->add_flag("--enable-prefix-caching", a->enable_prefix_caching, "not implemented yet (startup error)");
+  cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs: launch every kernel eagerly (as vLLM's flag)");
+  cmd->add_flag("--cuda-graphs", a->cuda_graphs,
+                "replay decode steps (up to 256 tokens) from captured CUDA graphs (the default on --device cuda)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", a->enable_prefix_caching,
+                "reuse the KV of cached prompt prefixes across requests (default on)");
+  cmd->add_option("--prefix-caching-hash-algo", a->prefix_caching_hash_algo,
+                  "sha256 (default) | sha256_cbor (vLLM's reproducible CBOR form; root from PYTHONHASHSEED)");
   cmd->add_option("--generation-config", a->generation_config, "auto | vllm | FOLDER with generation_config.json");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs, "JSON object, e.g. '{\"enable_thinking\": false}'");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer directory or repo id (default: the model's)");
-  cmd->add_option("--hf-config-path", a->hf_config_path, "config.json source for a GGUF model");
+  cmd->add_option("--hf-config-path", a->hf_config_path, "config.json source for a GGUF model (directory or repo id)");
+  add_hub_flags(cmd, a->hub, true);
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "parse tool calls (needs --tool-call-parser)");
   cmd->add_option("--tool-call-parser", a->tool_call_parser, "glm47");
   cmd->add_option("--reasoning-parser", a->reasoning_parser, "glm47");
@@ -345,6 +395,9 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", a->device, "cpu | cuda (default: cuda when a GPU is present)");
   cmd->add_option("--kv-cache-memory", a->kv_cache_memory, "KV cache budget on the CPU, e.g. 512MiB (default: 16 full-length sequences, 64 MiB..4 GiB)");
   cmd->add_option("--cpu-threads", a->cpu_threads, "CPU backend threads (0 = all cores)");
+  cmd->add_option("--kv-events-config", a->kv_events_config,
+                  "vLLM's KV event publishing, as JSON: '{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", "
+                  "\"endpoint\": \"tcp://*:5557\", \"replay_endpoint\": null, \"topic\": \"\"}'");
   cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
                   "seconds SIGTERM/SIGINT waits for running requests before aborting them with 503 "
                   "(default 30; 0 aborts at once, as vLLM's default)");

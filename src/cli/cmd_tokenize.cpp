@@ -11,8 +11,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/hub_flags.h"
 #include "cli/tokenize_chat.h"
 #include "core/error.h"
+#include "loaders/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace striker::cli {
@@ -26,6 +28,7 @@ struct TokenizeOptions {
   std::string chat;
   bool add_special = false;
   bool skip_special = false;
+  HubFlags hub;
 };
 
 // Calls fn(line, line_number) for every line of `path` ("-" is stdin).
@@ -115,7 +118,8 @@ void run_decode(const Tokenizer& tok, const TokenizeOptions& o) {
 void register_tokenize(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<TokenizeOptions>();
   auto* cmd = app.add_subcommand("tokenize", "Encode or decode with a Hugging Face tokenizer.json");
-  cmd->add_option("tokenizer_dir", opts->dir, "Folder holding tokenizer.json")->required();
+  cmd->add_option("tokenizer_dir", opts->dir, "Folder holding tokenizer.json, or a Hugging Face repo id")->required();
+  add_hub_flags(cmd, opts->hub, false);
   auto* text = cmd->add_option("--text", opts->text, "Encode one string; prints ids and pieces as JSON");
   auto* input = cmd->add_option("--input", opts->input, "JSON string per line -> JSON array of ids per line ('-' = stdin)");
   auto* decode = cmd->add_option("--decode", opts->decode, "JSON array of ids per line -> JSON string per line ('-' = stdin)");
@@ -126,12 +130,13 @@ void register_tokenize(CLI::App& app, int& exit_code) {
   cmd->add_flag("--add-special-tokens", opts->add_special, "Apply the post-processor (--text, --input)");
   cmd->add_flag("--skip-special-tokens", opts->skip_special, "Leave special tokens out (--decode)");
   cmd->callback([opts, text, input, decode, chat, &exit_code] {
+    if (!text->count() && !input->count() && !decode->count() && !chat->count())
+      throw Error("tokenize: give one of --text, --input, --decode or --chat");
+    opts->dir = resolve_model_path(opts->dir, opts->hub.model(hub::Need::tokenizer));
     if (chat->count()) {
       exit_code = run_tokenize_chat(opts->dir, opts->chat);
       return;
     }
-    if (!text->count() && !input->count() && !decode->count())
-      throw Error("tokenize: give one of --text, --input, --decode or --chat");
     const auto tok = Tokenizer::from_dir(opts->dir);
     if (text->count()) run_text(*tok, *opts);
     else if (input->count()) run_input(*tok, *opts);

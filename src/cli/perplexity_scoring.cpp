@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace striker::cli {
 
@@ -33,6 +34,28 @@ void score_row(const float* row, int64_t vocab, int32_t target, int top_n, Score
   out.top.push_back(std::move(top));
 }
 
+// Scores `rows` consecutive logits rows against their targets, appending to `out` in order.
+// Rows are independent, so a large step (a long prefill chunk: ~150K exp() per row) is spread
+// over every core; a row's slot in `parts` is fixed, so the order does not depend on the split.
+void score_rows(const float* logits, int64_t rows, int64_t vocab, const int32_t* targets, int top_n, Scores& out) {
+  constexpr int64_t kGrain = 16;
+  if (rows <= kGrain) {
+    for (int64_t r = 0; r < rows; ++r) score_row(logits + r * vocab, vocab, targets[r], top_n, out);
+    return;
+  }
+  std::vector<Scores> parts(static_cast<size_t>((rows + kGrain - 1) / kGrain));
+  ThreadPool pool(0);
+  pool.parallel_for(rows, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      score_row(logits + r * vocab, vocab, targets[r], top_n, parts[size_t(begin / kGrain)]);
+  });
+  for (auto& p : parts) {
+    out.logprobs.insert(out.logprobs.end(), p.logprobs.begin(), p.logprobs.end());
+    out.argmax.insert(out.argmax.end(), p.argmax.begin(), p.argmax.end());
+    for (auto& t : p.top) out.top.push_back(std::move(t));
+  }
+}
+
 int64_t blocks_for(int64_t tokens) { return (tokens + kBlockSize - 1) / kBlockSize; }
 
 // Block ids first .. first+count-1: each sequence owns a disjoint range of both pools.
@@ -45,8 +68,11 @@ std::vector<int32_t> block_range(int64_t first, int64_t count) {
 }  // namespace
 
 Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids,
-                     int64_t chunk_size, int top_n) {
+                     int64_t chunk_size, int top_n, int64_t score_from) {
   const int64_t n = int64_t(ids.size());
+  if (score_from < 0 || score_from >= n - 1)
+    throw Error("--score-from " + std::to_string(score_from) + " leaves no position to score in " +
+                std::to_string(n) + " ids");
   const int64_t blocks = blocks_for(n);
   backend.allocate_kv_cache({kBlockSize, blocks, blocks});
   const std::vector<int32_t> table = block_range(0, blocks);
@@ -54,26 +80,37 @@ Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vec
   Scores out;
   std::vector<float> logits;
   const int64_t V = config.vocab_size;
-  for (int64_t start = 0; start < n - 1; start += chunk_size) {
-    const int64_t end = std::min(n - 1, start + chunk_size);  // the last id is only a target
+  for (int64_t start = 0, end; start < n - 1; start = end) {
+    end = std::min(n - 1, start + chunk_size);  // the last id is only a target
+    if (start < score_from) end = std::min(end, score_from);
+    const bool scored = start >= score_from;
     ForwardBatch batch;
     SequenceChunk chunk;
     chunk.tokens.assign(ids.begin() + start, ids.begin() + end);
     chunk.start_pos = start;
     chunk.full_block_table = table;
     chunk.sliding_block_table = table;
-    chunk.all_logits = true;
+    chunk.all_logits = scored;
     batch.seqs.push_back(std::move(chunk));
     backend.forward(batch, logits);
-    for (int64_t r = 0; r < end - start; ++r) score_row(logits.data() + r * V, V, ids[size_t(start + r + 1)], top_n, out);
+    if (scored) score_rows(logits.data(), end - start, V, ids.data() + start + 1, top_n, out);
   }
   return out;
 }
 
+int64_t prefill_logit_rows(int64_t n_ids, int64_t chunk_size, int64_t score_from) {
+  return std::max<int64_t>(1, std::min(chunk_size, n_ids - 1 - score_from));
+}
+
+int64_t decode_logit_rows(int64_t n_sequences, int64_t prefill, int64_t score_from) {
+  return score_from < prefill - 1 ? n_sequences * prefill : n_sequences;
+}
+
 std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& config,
                                        const std::vector<std::vector<int32_t>>& sequences, int64_t prefill,
-                                       int top_n) {
+                                       int top_n, int64_t score_from) {
   if (prefill < 1) throw Error("--decode-prefill must be at least 1");
+  if (score_from < 0) throw Error("--score-from must not be negative");
   const size_t n = sequences.size();
   std::vector<int64_t> first_block(n);
   int64_t blocks = 0;
@@ -81,6 +118,9 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
     if (int64_t(sequences[s].size()) < prefill + 1)
       throw Error("--decode-batch: sequence " + std::to_string(s) + " has " + std::to_string(sequences[s].size()) +
                   " tokens, fewer than --decode-prefill + 1 (" + std::to_string(prefill + 1) + ")");
+    if (int64_t(sequences[s].size()) - 1 <= score_from)
+      throw Error("--score-from " + std::to_string(score_from) + " leaves no position to score in sequence " +
+                  std::to_string(s) + " (" + std::to_string(sequences[s].size()) + " tokens)");
     first_block[s] = blocks;
     blocks += blocks_for(int64_t(sequences[s].size()));
   }
@@ -91,8 +131,10 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
   std::vector<Scores> out(n);
   std::vector<float> logits;
   const int64_t V = config.vocab_size;
-  // Step 0: every sequence's first `prefill` tokens, one chunk each, logits for every token.
+  // Step 0: every sequence's first `prefill` tokens, one chunk each; logits for every token, or
+  // only the last (position prefill-1) when score_from skips the others.
   {
+    const bool all_rows = score_from < prefill - 1;
     ForwardBatch batch;
     for (size_t s = 0; s < n; ++s) {
       SequenceChunk chunk;
@@ -100,13 +142,15 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
       chunk.start_pos = 0;
       chunk.full_block_table = tables[s];
       chunk.sliding_block_table = tables[s];
-      chunk.all_logits = true;
+      chunk.all_logits = all_rows;
       batch.seqs.push_back(std::move(chunk));
     }
     backend.forward(batch, logits);
-    for (size_t s = 0; s < n; ++s)
-      for (int64_t r = 0; r < prefill; ++r)
-        score_row(logits.data() + (int64_t(s) * prefill + r) * V, V, sequences[s][size_t(r + 1)], top_n, out[s]);
+    // Rows per sequence in the logits, and the first position scored (row first - (prefill - rows)).
+    const int64_t rows = all_rows ? prefill : 1, first = all_rows ? score_from : prefill - 1;
+    for (size_t s = 0; s < n && first >= score_from; ++s)
+      score_rows(logits.data() + (int64_t(s) * rows + first - (prefill - rows)) * V, prefill - first, V,
+                 sequences[s].data() + first + 1, top_n, out[s]);
   }
   // Decode steps: the token at position p of every sequence that still has a target at p+1.
   // Sequences that finish drop out, so the batch shrinks at the end when lengths differ.
@@ -126,6 +170,7 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
     }
     if (members.empty()) break;
     backend.forward(batch, logits);
+    if (pos < score_from) continue;
     for (size_t m = 0; m < members.size(); ++m) {
       const auto& seq = sequences[members[m]];
       score_row(logits.data() + int64_t(m) * V, V, seq[size_t(pos + 1)], top_n, out[members[m]]);

@@ -5,6 +5,9 @@
 //   score_decode_batch  several sequences at once: one short prefill each, then every step one
 //                       token of every unfinished sequence in a single ForwardBatch (the shape
 //                       of a serving decode step).
+// score_from = S skips the rows of positions before S: those tokens are prefilled without logits
+// (prefill chunks stop at S, so scoring starts on a chunk boundary), which keeps a long context's
+// logits off the host when only what follows it is checked.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -23,14 +26,19 @@ struct Scores {
   std::vector<std::vector<std::pair<int32_t, double>>> top;
 };
 
+// Rows for positions score_from .. ids.size()-2; needs score_from < ids.size() - 1.
 Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids,
-                     int64_t chunk_size, int top_n);
+                     int64_t chunk_size, int top_n, int64_t score_from = 0);
 
-// Each sequence needs at least prefill + 1 tokens; prefill >= 1. Returns one Scores per sequence,
-// in the order given.
+// Each sequence needs at least prefill + 1 tokens (and more than score_from + 1); prefill >= 1.
+// Returns one Scores per sequence, in the order given.
 std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& config,
                                        const std::vector<std::vector<int32_t>>& sequences, int64_t prefill,
-                                       int top_n);
+                                       int top_n, int64_t score_from = 0);
+
+// The most logits rows one forward() of score_prefill / score_decode_batch returns (buffer sizing).
+int64_t prefill_logit_rows(int64_t n_ids, int64_t chunk_size, int64_t score_from);
+int64_t decode_logit_rows(int64_t n_sequences, int64_t prefill, int64_t score_from);
 
 // Splits ids into n contiguous sequences whose lengths differ by at most one (the first ones
 // take the remainder), so n decoded sequences together cover the given ids.

@@ -5,9 +5,12 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <future>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "engine/engine_core.h"
@@ -48,6 +51,22 @@ class ThreadedEngine : public Engine {
     return stats_;
   }
 
+  bool reset_prefix_cache() override {
+    std::future<bool> done;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) throw Error("the engine is shutting down");
+      done = resets_.emplace_back().get_future();
+      cv_.notify_one();
+    }
+    return done.get();  // the engine thread answers between steps
+  }
+
+  std::vector<KvEvent> take_kv_events() override {
+    std::lock_guard lock(mu_);
+    return std::exchange(kv_events_, {});
+  }
+
   void shutdown() override {
     {
       std::lock_guard lock(mu_);
@@ -67,12 +86,16 @@ class ThreadedEngine : public Engine {
     for (;;) {
       std::vector<Pending> inbox;
       std::vector<std::string> aborts;
+      std::vector<std::promise<bool>> resets;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || core_.has_work(); });
+        cv_.wait(lock, [&] {
+          return stopping_ || !inbox_.empty() || !aborts_.empty() || !resets_.empty() || core_.has_work();
+        });
         if (stopping_) break;
         inbox.swap(inbox_);
         aborts.swap(aborts_);
+        resets.swap(resets_);
       }
       for (auto& p : inbox) {
         try {
@@ -83,6 +106,7 @@ class ThreadedEngine : public Engine {
         }
       }
       for (const auto& id : aborts) core_.abort_request(id);
+      for (auto& r : resets) r.set_value(core_.reset_prefix_cache());
       try {
         if (core_.has_work()) core_.step();
       } catch (const std::exception& e) {
@@ -97,6 +121,8 @@ class ThreadedEngine : public Engine {
     {
       std::lock_guard lock(mu_);
       never_started.swap(inbox_);
+      for (auto& r : resets_) r.set_exception(std::make_exception_ptr(Error("the engine is shutting down")));
+      resets_.clear();
     }
     for (auto& p : never_started) send_aborted(p);
     publish();
@@ -123,7 +149,9 @@ class ThreadedEngine : public Engine {
 
   void publish() {
     auto finished = core_.take_finished();
+    auto events = core_.take_kv_events();
     std::lock_guard lock(mu_);
+    kv_events_.insert(kv_events_.end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
     for (const auto& id : finished) active_ids_.erase(id);
     stats_ = core_.stats();
     for (const auto& p : inbox_) stats_.num_waiting += p.request.params.n;
@@ -135,6 +163,8 @@ class ThreadedEngine : public Engine {
   std::condition_variable cv_;
   std::vector<Pending> inbox_;
   std::vector<std::string> aborts_;
+  std::vector<std::promise<bool>> resets_;
+  std::vector<KvEvent> kv_events_;
   std::set<std::string> active_ids_;
   EngineStats stats_;
   bool stopping_ = false;

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "engine/block_hash.h"
+#include "engine/kv_events.h"
 #include "engine/sampling_params.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,6 +26,13 @@ struct EngineConfig {
   std::vector<int32_t> eos_token_ids;   // from generation_config.json
   uint64_t seed = 0;                    // --seed: base for requests without a seed
   int32_t sampler_threads = 0;          // CPU threads drawing tokens; 0 = min(8, hardware threads)
+  // Automatic prefix caching (vLLM's --enable-prefix-caching, on by default): full KV blocks are
+  // named by a chained hash of their tokens and reused by later requests with the same prefix.
+  bool enable_prefix_caching = true;
+  HashAlgo prefix_caching_hash_algo = HashAlgo::Sha256;
+  // Root of the hash chain: H(seed) when set (vLLM: PYTHONHASHSEED), else random per process.
+  std::optional<std::string> prefix_caching_hash_seed;
+  bool enable_kv_events = false;        // record KvEvents for Engine::take_kv_events()
 };
 
 enum class FinishReason { Stop, Length, Abort };
@@ -50,6 +59,7 @@ struct RequestOutput {
   bool finished = false;                // every choice has finished
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;        // so far, all choices
+  int64_t num_cached_tokens = 0;        // prompt tokens whose KV came from the prefix cache
   std::vector<std::optional<TokenLogprob>> prompt_logprobs;  // first output only, when asked
   // Non-empty when the request was ended by an engine failure (a backend error, an undecodable
   // output) rather than by its client: the server answers 500 with this message.
@@ -60,6 +70,8 @@ struct GenerationRequest {
   std::string request_id;
   std::vector<int32_t> prompt;
   SamplingParams params;
+  // vLLM's cache_salt: requests share cached blocks only with requests of the same salt.
+  std::optional<std::string> cache_salt;
 };
 
 // Called on the engine thread; must not block for long.
@@ -68,13 +80,25 @@ using OutputCallback = std::function<void(const RequestOutput&)>;
 struct EngineStats {
   int64_t num_running = 0;
   int64_t num_waiting = 0;
-  double kv_usage = 0;                  // 0..1 of the full-attention pool
+  double kv_usage = 0;                  // 0..1 of the full-attention pool held by requests (vLLM: cached
+                                        // blocks nobody holds count as free)
   int64_t kv_capacity_tokens = 0;
   int64_t max_concurrency = 0;          // max_model_len-sized requests that fit at once
   int64_t num_preemptions = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
+  // Prefix cache lookups when a sequence is first scheduled, in tokens (vLLM's counters; the
+  // re-lookups of preempted sequences are left out, as in vLLM).
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
 };
+
+// Share of queried tokens found in the prefix cache between two snapshots (the periodic stats
+// line's "Prefix cache hit rate"); 0 when nothing was queried.
+inline double prefix_cache_hit_rate(const EngineStats& now, const EngineStats& before = {}) {
+  const int64_t q = now.prefix_cache_queries - before.prefix_cache_queries;
+  return q > 0 ? double(now.prefix_cache_hits - before.prefix_cache_hits) / double(q) : 0.0;
+}
 
 class Engine {
  public:
@@ -85,6 +109,11 @@ class Engine {
   // Frees the request's KV blocks at the next step; the callback then gets finish=Abort.
   virtual void abort_request(const std::string& request_id) = 0;
   virtual EngineStats stats() const = 0;
+  // Drops every cached block (POST /reset_prefix_cache). False, nothing dropped, while any
+  // request holds blocks (vLLM refuses the same way). True when caching is off.
+  virtual bool reset_prefix_cache() = 0;
+  // KV events recorded since the last call, oldest first (empty unless enable_kv_events).
+  virtual std::vector<KvEvent> take_kv_events() = 0;
   virtual void shutdown() = 0;
 };
 

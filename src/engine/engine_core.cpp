@@ -1,5 +1,6 @@
 #include "engine/engine_core.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -125,7 +126,10 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   spec.num_full_blocks = plan_.layout.num_full_blocks;
   spec.num_sliding_blocks = plan_.layout.num_sliding_blocks;
   backend_.allocate_kv_cache(spec);
-  kv_ = std::make_unique<KvBlockManager>(plan_.layout);
+  std::unique_ptr<BlockHasher> hasher;
+  if (config_.enable_prefix_caching)
+    hasher = std::make_unique<BlockHasher>(config_.prefix_caching_hash_algo, config_.prefix_caching_hash_seed);
+  kv_ = std::make_unique<KvBlockManager>(plan_.layout, std::move(hasher), config_.enable_kv_events);
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{config_.max_num_seqs, config_.max_num_batched_tokens}, *kv_);
   int threads = config_.sampler_threads;
   if (threads <= 0) threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
@@ -152,6 +156,8 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     r.prompt_logprobs.resize(r.req.prompt.size());
     r.prompt_logprobs_complete = r.req.prompt.size() == 1;
   }
+  ExtraKeys cache_keys;
+  if (r.req.cache_salt) cache_keys.push_back(*r.req.cache_salt);
   for (int32_t c = 0; c < p.n; ++c) {
     auto ch = std::make_unique<Choice>();
     ch->request = &r;
@@ -162,6 +168,11 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     ch->seq.owner = ch.get();
     // Prompt logprobs need a logits row per prompt token: smaller chunks bound that memory.
     if (p.prompt_logprobs && !r.prompt_logprobs_complete) ch->seq.max_chunk = kPromptLogprobsChunk;
+    // Prompt logprobs need every prompt position computed, so such a request reads no cache
+    // (vLLM's rule, for the request's whole life); it still fills the cache for others.
+    ch->seq.skip_cache_read = p.prompt_logprobs && !r.prompt_logprobs_complete;
+    ch->seq.cache_keys = cache_keys;
+    if (c > 0 && !ch->seq.skip_cache_read) ch->seq.prefix_leader = &r.choices.front()->seq;
     ch->penalties = PenaltyState(p, r.req.prompt);
     ch->output =
         std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens), p.include_stop_str_in_output);
@@ -385,6 +396,7 @@ void EngineCore::commit_token(Draw& d, RequestOutput& out) {
 void EngineCore::emit(Request& r, RequestOutput& out) {
   out.request_id = r.req.request_id;
   out.prompt_tokens = int64_t(r.req.prompt.size());
+  out.num_cached_tokens = std::max<int64_t>(0, r.choices.front()->seq.num_cached_tokens);
   for (const auto& ch : r.choices) out.completion_tokens += ch->seq.num_output();
   out.finished = r.num_finished == int32_t(r.choices.size());
   if (r.req.params.prompt_logprobs && r.prompt_logprobs_complete && !r.prompt_logprobs_sent) {
@@ -417,7 +429,11 @@ EngineStats EngineCore::stats() const {
   s.num_preemptions = scheduler_->num_preemptions();
   s.prompt_tokens_total = prompt_tokens_total_;
   s.generation_tokens_total = generation_tokens_total_;
+  s.prefix_cache_queries = scheduler_->prefix_cache_queries();
+  s.prefix_cache_hits = scheduler_->prefix_cache_hits();
   return s;
 }
+
+bool EngineCore::reset_prefix_cache() { return kv_->reset_prefix_cache(); }
 
 }  // namespace striker

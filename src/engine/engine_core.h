@@ -47,6 +47,8 @@ class EngineCore {
   bool has_work() const;
   void step();
   EngineStats stats() const;
+  bool reset_prefix_cache();
+  std::vector<KvEvent> take_kv_events() { return kv_->take_events(); }
   // Ids of requests that finished since the last call.
   std::vector<std::string> take_finished();
 

@@ -10,23 +10,6 @@ namespace striker {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-BlockPool::BlockPool(int64_t num_blocks) : num_total_(num_blocks) {
-  free_.reserve(size_t(num_blocks));
-  for (int64_t id = num_blocks - 1; id >= 0; --id) free_.push_back(int32_t(id));
-}
-
-int32_t BlockPool::allocate() {
-  if (free_.empty()) throw std::logic_error("BlockPool::allocate on an empty pool");
-  int32_t id = free_.back();
-  free_.pop_back();
-  return id;
-}
-
-void BlockPool::release(int32_t id) {
-  if (id < 0 || id >= num_total_) throw std::logic_error("BlockPool::release of an id outside the pool");
-  free_.push_back(id);
-}
-
 int64_t SeqBlockTables::num_sliding_held() const {
   return std::count_if(sliding.begin(), sliding.end(), [](int32_t id) { return id >= 0; });
 }
@@ -35,9 +18,10 @@ int64_t sliding_blocks_for_chunk(int64_t window, int32_t block_size, int64_t chu
   return ceil_div(window + chunk - 1, block_size) + 1;
 }
 
-KvBlockManager::KvBlockManager(const KvLayout& layout)
-    : layout_(layout), full_(layout.use_full ? layout.num_full_blocks : 0),
-      sliding_(layout.use_sliding ? layout.num_sliding_blocks : 0) {}
+KvBlockManager::KvBlockManager(const KvLayout& layout, std::unique_ptr<BlockHasher> hasher, bool record_events)
+    : layout_(layout), hasher_(std::move(hasher)), events_{record_events && hasher_ != nullptr, {}},
+      full_(layout.use_full ? layout.num_full_blocks : 0, KvPoolKind::Full, &events_, layout.block_size),
+      sliding_(layout.use_sliding ? layout.num_sliding_blocks : 0, KvPoolKind::Sliding, &events_, layout.block_size) {}
 
 void KvBlockManager::release_out_of_window(SeqBlockTables& seq, int64_t next_query_pos) {
   if (!layout_.use_sliding) return;
@@ -80,11 +64,118 @@ void KvBlockManager::allocate_up_to(SeqBlockTables& seq, int64_t end) {
 }
 
 void KvBlockManager::release_all(SeqBlockTables& seq) {
-  for (int32_t id : seq.full) full_.release(id);
-  for (int32_t id : seq.sliding)
-    if (id >= 0) sliding_.release(id);
+  for (auto it = seq.full.rbegin(); it != seq.full.rend(); ++it) full_.release(*it);
+  for (auto it = seq.sliding.rbegin(); it != seq.sliding.rend(); ++it)
+    if (*it >= 0) sliding_.release(*it);
   seq.full.clear();
   seq.sliding.clear();
+  seq.num_cached_blocks = 0;
+}
+
+void KvBlockManager::hash_blocks(std::span<const int32_t> tokens, const ExtraKeys& extra, SeqBlockTables& seq) const {
+  if (hasher_) hasher_->extend(tokens, layout_.block_size, extra, seq.hashes);
+}
+
+CacheHit KvBlockManager::find_cached_prefix(const std::vector<BlockHash>& hashes, int64_t max_tokens) const {
+  CacheHit hit;
+  if (!hasher_ || max_tokens <= 0) return hit;
+  const int64_t B = layout_.block_size;
+  int64_t blocks = std::min(max_tokens / B, int64_t(hashes.size()));
+  std::vector<int32_t> full;
+  if (layout_.use_full) {
+    // Full attention needs every block below the hit: the run of hits from block 0.
+    for (int64_t i = 0; i < blocks; ++i) {
+      auto id = full_.lookup(hashes[size_t(i)]);
+      if (!id) break;
+      full.push_back(*id);
+    }
+    blocks = int64_t(full.size());
+  }
+  std::vector<int32_t> sliding;
+  if (layout_.use_sliding) {
+    // A query at a block boundary L sees the W-1 positions before it: the last ceil((W-1)/B)
+    // blocks. Search from the right for such a run; a shorter run reaching block 0 also
+    // serves (the window there is cut by the start of the sequence).
+    const int64_t need = ceil_div(std::max<int64_t>(layout_.sliding_window - 1, 0), B);
+    int64_t run = 0, end = -1;
+    for (int64_t i = blocks - 1; i >= 0 && need > 0; --i) {
+      if (sliding_.lookup(hashes[size_t(i)])) {
+        if (++run >= need) {
+          end = i + run;
+          break;
+        }
+      } else {
+        run = 0;
+      }
+    }
+    blocks = need == 0 ? blocks : end >= 0 ? end : run;
+    sliding.assign(size_t(blocks), -1);
+    for (int64_t i = std::max<int64_t>(0, blocks - need); i < blocks; ++i)
+      sliding[size_t(i)] = *sliding_.lookup(hashes[size_t(i)]);
+  }
+  full.resize(layout_.use_full ? size_t(blocks) : 0);
+  hit.tokens = blocks * B;
+  hit.full = std::move(full);
+  hit.sliding = std::move(sliding);
+  return hit;
+}
+
+void KvBlockManager::take_cached_prefix(SeqBlockTables& seq, const CacheHit& hit) {
+  if (!seq.full.empty() || !seq.sliding.empty())
+    throw std::logic_error("KvBlockManager::take_cached_prefix: the sequence already holds blocks");
+  // Touch every hit block before anything is allocated, so no allocation can evict one.
+  for (int32_t id : hit.full) full_.touch(id);
+  for (int32_t id : hit.sliding)
+    if (id >= 0) sliding_.touch(id);
+  seq.full = hit.full;
+  seq.sliding = hit.sliding;
+  seq.num_cached_blocks = hit.tokens / layout_.block_size;
+}
+
+void KvBlockManager::store_blocks(BlockPool& pool, const std::vector<int32_t>& table, std::span<const int32_t> tokens,
+                                  const SeqBlockTables& seq, int64_t first, int64_t end) {
+  const int64_t B = layout_.block_size;
+  KvEvent e;
+  e.pool = &pool == &full_ ? KvPoolKind::Full : KvPoolKind::Sliding;
+  e.block_size = int32_t(B);
+  auto flush = [&] {
+    if (!e.block_hashes.empty()) events_.add(std::move(e));
+    e.block_hashes.clear();
+    e.token_ids.clear();
+  };
+  for (int64_t i = first; i < end; ++i) {
+    const int32_t id = table[size_t(i)];
+    if (id < 0 || !pool.store(id, seq.hashes[size_t(i)])) {
+      flush();  // a gap: the next stored block starts a new event with its own parent
+      continue;
+    }
+    if (e.block_hashes.empty()) {
+      e.parent_block_hash = i == 0 ? std::nullopt : std::optional<BlockHash>(seq.hashes[size_t(i - 1)]);
+    }
+    e.block_hashes.push_back(seq.hashes[size_t(i)]);
+    e.token_ids.insert(e.token_ids.end(), tokens.begin() + i * B, tokens.begin() + (i + 1) * B);
+  }
+  flush();
+}
+
+void KvBlockManager::cache_computed_blocks(std::span<const int32_t> tokens, SeqBlockTables& seq, int64_t num_computed) {
+  if (!hasher_) return;
+  const int64_t end = num_computed / layout_.block_size;
+  if (end <= seq.num_cached_blocks) return;
+  if (int64_t(seq.hashes.size()) < end) throw std::logic_error("KvBlockManager::cache_computed_blocks: blocks not hashed");
+  if (layout_.use_full) store_blocks(full_, seq.full, tokens, seq, seq.num_cached_blocks, end);
+  if (layout_.use_sliding) store_blocks(sliding_, seq.sliding, tokens, seq, seq.num_cached_blocks, end);
+  seq.num_cached_blocks = end;
+}
+
+bool KvBlockManager::reset_prefix_cache() {
+  if (full_.num_used() > 0 || sliding_.num_used() > 0) return false;
+  full_.reset();
+  sliding_.reset();
+  KvEvent e;
+  e.type = KvEvent::Type::AllBlocksCleared;
+  events_.add(std::move(e));
+  return true;
 }
 
 KvPoolPlan plan_kv_pools(const KvBudget& b) {

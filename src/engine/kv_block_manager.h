@@ -2,25 +2,16 @@
 // ids only: the backend owns the memory, this class decides which ids a sequence uses.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <utility>
+#include <span>
 #include <vector>
 
+#include "engine/block_hash.h"
+#include "engine/block_pool.h"
+#include "engine/kv_events.h"
+
 namespace striker {
-
-// A free list of block ids 0..n-1. Fresh ids come out in increasing order; released ids are
-// reused most-recently-released first (deterministic, so tests can assert exact ids).
-class BlockPool {
- public:
-  explicit BlockPool(int64_t num_blocks);
-  int64_t num_total() const { return num_total_; }
-  int64_t num_free() const { return int64_t(free_.size()); }
-  int64_t num_used() const { return num_total_ - num_free(); }
-  int32_t allocate();            // precondition: num_free() > 0
-  void release(int32_t id);
-
- private:
-  int64_t num_total_;
-  std::vector<int32_t> free_;    // back() is handed out next
-};
 
 // One sequence's block tables. Both tables cover the same logical blocks (block i holds
 // positions i*B .. i*B+B-1); sliding entries that fell out of every future window are -1.
@@ -28,6 +19,19 @@ struct SeqBlockTables {
   std::vector<int32_t> full;
   std::vector<int32_t> sliding;
   int64_t num_sliding_held() const;
+  // Prefix caching: the chained hash of every full block of the tokens (kept when the blocks are
+  // released: it depends on the tokens only), and how many leading blocks are already in the
+  // cache (stored by this sequence or found there).
+  std::vector<BlockHash> hashes;
+  int64_t num_cached_blocks = 0;
+};
+
+// The longest prefix both pools can serve: every full-attention block below `tokens`, and
+// the sliding blocks inside the window before it (the others are -1, as if released).
+struct CacheHit {
+  int64_t tokens = 0;
+  std::vector<int32_t> full;
+  std::vector<int32_t> sliding;
 };
 
 struct KvLayout {
@@ -45,8 +49,14 @@ int64_t ceil_div(int64_t a, int64_t b);
 
 class KvBlockManager {
  public:
-  explicit KvBlockManager(const KvLayout& layout);
+  // `hasher` null: no prefix caching (blocks are never named, every prompt is computed).
+  explicit KvBlockManager(const KvLayout& layout, std::unique_ptr<BlockHasher> hasher = nullptr,
+                          bool record_events = false);
+  // The pools point at events_: not copyable, not movable.
+  KvBlockManager(const KvBlockManager&) = delete;
+  KvBlockManager& operator=(const KvBlockManager&) = delete;
   const KvLayout& layout() const { return layout_; }
+  bool caching() const { return hasher_ != nullptr; }
 
   // Frees sliding blocks that no query at position >= next_query_pos can see. Always safe
   // to call before scheduling a chunk that starts at next_query_pos.
@@ -55,13 +65,36 @@ class KvBlockManager {
   int64_t max_chunk_that_fits(const SeqBlockTables& seq, int64_t start, int64_t want) const;
   // Allocates blocks for positions up to end-1. Precondition: max_chunk_that_fits allowed it.
   void allocate_up_to(SeqBlockTables& seq, int64_t end);
+  // Releases every block, last logical block first so that a prefix outlives its tails in the
+  // cache. The hashes stay (they depend on the tokens only).
   void release_all(SeqBlockTables& seq);
+
+  // Prefix caching (no-ops without a hasher).
+  // Hashes the full blocks of `tokens` not hashed yet.
+  void hash_blocks(std::span<const int32_t> tokens, const ExtraKeys& extra, SeqBlockTables& seq) const;
+  // The longest cached prefix of at most max_tokens tokens (a multiple of the block size), as
+  // vLLM's hybrid coordinator finds it: the full pool's run of hits from block 0 bounds the
+  // sliding pool's search for the last run of ceil((W-1)/B) hits (or a run from block 0).
+  CacheHit find_cached_prefix(const std::vector<BlockHash>& hashes, int64_t max_tokens) const;
+  // Takes the hit's blocks (one more holder each) as the start of a sequence that holds none.
+  void take_cached_prefix(SeqBlockTables& seq, const CacheHit& hit);
+  // Names the blocks of positions [0, num_computed) that are full and computed, so later
+  // sequences find them. `tokens` must be hashed at least that far (hash_blocks).
+  void cache_computed_blocks(std::span<const int32_t> tokens, SeqBlockTables& seq, int64_t num_computed);
+  // Forgets every cached block; refused (false) while any block is held by a sequence.
+  bool reset_prefix_cache();
+  std::vector<KvEvent> take_events() { return std::exchange(events_.events, {}); }
 
   const BlockPool& full_pool() const { return full_; }
   const BlockPool& sliding_pool() const { return sliding_; }
 
  private:
+  void store_blocks(BlockPool& pool, const std::vector<int32_t>& table, std::span<const int32_t> tokens,
+                    const SeqBlockTables& seq, int64_t first, int64_t end);
+
   KvLayout layout_;
+  std::unique_ptr<BlockHasher> hasher_;
+  KvEventLog events_;
   BlockPool full_;
   BlockPool sliding_;
 };

@@ -44,6 +44,28 @@ int64_t Scheduler::chunk_wanted(const Sequence* seq, int64_t budget) const {
   return want;
 }
 
+bool Scheduler::waits_for_leader(Sequence* seq) const {
+  const Sequence* leader = seq->prefix_leader;
+  if (!leader) return false;
+  const int64_t B = kv_.layout().block_size;
+  const int64_t shareable = (leader->prompt_len - 1) / B * B;
+  if (leader->status == SeqStatus::Finished || leader->num_computed >= shareable) {
+    seq->prefix_leader = nullptr;  // its blocks are in the cache now (or never will be)
+    return false;
+  }
+  return true;
+}
+
+int64_t Scheduler::take_cached_prefix(Sequence* seq) {
+  if (!kv_.caching() || seq->num_computed > 0 || seq->skip_cache_read) return 0;
+  kv_.hash_blocks(seq->tokens, seq->cache_keys, seq->blocks);
+  // The last token is always computed, so its logits exist (vLLM caps the hit the same way).
+  const CacheHit hit = kv_.find_cached_prefix(seq->blocks.hashes, seq->num_tokens() - 1);
+  kv_.take_cached_prefix(seq->blocks, hit);
+  seq->num_computed = hit.tokens;
+  return hit.tokens;
+}
+
 int64_t Scheduler::reserve(Sequence* seq, int64_t want) {
   kv_.release_out_of_window(seq->blocks, seq->num_computed);
   const int64_t got = kv_.max_chunk_that_fits(seq->blocks, seq->num_computed, want);
@@ -80,14 +102,31 @@ StepPlan Scheduler::schedule() {
     budget -= got;
   }
 
-  // Then waiting sequences in arrival order, unless this step had to preempt (no room).
-  while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
-         int64_t(running_.size()) < limits_.max_num_seqs) {
-    Sequence* seq = waiting_.front();
+  // Then waiting sequences in arrival order, unless this step had to preempt (no room). A
+  // choice waiting for its leader to compute the shared prompt is passed over, not a blocker.
+  for (size_t w = 0; plan.preempted.empty() && budget > 0 && w < waiting_.size() &&
+                     int64_t(running_.size()) < limits_.max_num_seqs;) {
+    Sequence* seq = waiting_[w];
+    if (waits_for_leader(seq)) {
+      ++w;
+      continue;
+    }
+    const int64_t hit = take_cached_prefix(seq);
     const int64_t want = chunk_wanted(seq, budget);
     const int64_t got = reserve(seq, want);
-    if (got == 0) break;  // FCFS: nothing overtakes the head of the queue
-    waiting_.pop_front();
+    if (got == 0) {  // FCFS: nothing overtakes the head of the queue
+      kv_.release_all(seq->blocks);
+      seq->num_computed = 0;
+      break;
+    }
+    // Counted at a sequence's first admission only: a preempted sequence finding its own
+    // blocks again would inflate the hit rate (vLLM counts those apart and exports neither).
+    if (kv_.caching() && !seq->skip_cache_read && seq->num_cached_tokens < 0) {
+      prefix_cache_queries_ += seq->num_tokens();
+      prefix_cache_hits_ += hit;
+      seq->num_cached_tokens = hit;
+    }
+    waiting_.erase(waiting_.begin() + std::ptrdiff_t(w));
     seq->status = SeqStatus::Running;
     auto pos = std::upper_bound(running_.begin(), running_.end(), seq,
                                 [](const Sequence* a, const Sequence* b) { return a->id < b->id; });
@@ -99,7 +138,14 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::mark_computed(const StepPlan& plan) {
-  for (const auto& c : plan.chunks) c.seq->num_computed = c.start + c.count;
+  for (const auto& c : plan.chunks) {
+    Sequence* seq = c.seq;
+    seq->num_computed = c.start + c.count;
+    if (!kv_.caching()) continue;
+    // Full blocks just computed join the cache (only now: their KV exists).
+    kv_.hash_blocks(seq->tokens, seq->cache_keys, seq->blocks);
+    kv_.cache_computed_blocks(seq->tokens, seq->blocks, seq->num_computed);
+  }
 }
 
 }  // namespace striker

@@ -46,17 +46,25 @@ class Scheduler {
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
   int64_t num_preemptions() const { return num_preemptions_; }
+  // Prefix cache lookups at first admission, in tokens (vLLM's prefix_cache_queries / _hits).
+  int64_t prefix_cache_queries() const { return prefix_cache_queries_; }
+  int64_t prefix_cache_hits() const { return prefix_cache_hits_; }
 
  private:
   void preempt(Sequence* seq);
   int64_t chunk_wanted(const Sequence* seq, int64_t budget) const;
   int64_t reserve(Sequence* seq, int64_t want);
+  bool waits_for_leader(Sequence* seq) const;
+  // A sequence that holds no blocks starts from the longest cached prefix of its tokens.
+  int64_t take_cached_prefix(Sequence* seq);
 
   SchedulerLimits limits_;
   KvBlockManager& kv_;
   std::deque<Sequence*> waiting_;        // FCFS; preempted sequences go back to the front
   std::vector<Sequence*> running_;       // in admission order; preemption takes from the back
   int64_t num_preemptions_ = 0;
+  int64_t prefix_cache_queries_ = 0;
+  int64_t prefix_cache_hits_ = 0;
 };
 
 }  // namespace striker

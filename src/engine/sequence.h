@@ -20,6 +20,14 @@ struct Sequence {
   int64_t max_chunk = 0;          // cap on tokens per step (0 = none); bounds all-logits rows
   void* owner = nullptr;          // the engine's per-request state; opaque to the scheduler
 
+  // Prefix caching. Block hashes (in `blocks`) depend on the tokens and these keys only.
+  ExtraKeys cache_keys;           // e.g. the request's cache_salt
+  bool skip_cache_read = false;   // prompt logprobs need every prompt position computed
+  // n > 1: a later choice waits until the first one computed the prompt's shareable blocks,
+  // then takes them from the cache instead of computing them again. Cleared once satisfied.
+  const Sequence* prefix_leader = nullptr;
+  int64_t num_cached_tokens = -1; // prompt tokens found in the cache at first admission (-1: not yet)
+
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_output() const { return num_tokens() - prompt_len; }
 };

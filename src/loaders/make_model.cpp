@@ -51,7 +51,9 @@ constexpr float kEmbeddingStd = 0.5f;
 constexpr float kMlpNormMean = 0.5f;
 constexpr float kRouterStd = 3.0f;  // x 1/sqrt(fan_in): router logits ~1.5 for MLP inputs of RMS 0.5
 
-Init init_for(const TensorSpec& s) {
+// q_norm_scale multiplies q_norm's mean and spread: attention scores scale with it, so a value
+// of ~3 makes attention sharp enough that a wrong key moves the logits (long-context checks).
+Init init_for(const TensorSpec& s, float q_norm_scale = 1.0f) {
   const float fan_in = s.shape.size() == 2 ? float(s.shape[1]) : 1.0f;
   switch (s.role) {
     case TensorRole::Embedding: return {0.0f, kEmbeddingStd};
@@ -59,7 +61,11 @@ Init init_for(const TensorSpec& s) {
     case TensorRole::ResidualProjection: return {0.0f, 0.2f / std::sqrt(fan_in)};
     case TensorRole::Norm: return {1.0f, 0.05f};
     case TensorRole::MlpNorm: return {kMlpNormMean, 0.05f};
-    case TensorRole::QkNorm: return {1.0f, 0.05f};
+    case TensorRole::QkNorm: {
+      const bool q_norm = s.name.ends_with("q_norm.weight");
+      const float scale = q_norm ? q_norm_scale : 1.0f;
+      return {scale, 0.05f * scale};
+    }
     case TensorRole::Sinks: return {0.0f, 1.0f};
     case TensorRole::Router: return {0.0f, kRouterStd / std::sqrt(fan_in)};
     case TensorRole::RouterBias: return {0.0f, 0.02f};
@@ -125,7 +131,7 @@ void fill_range(const TensorSpec& s, uint64_t key, Init init, uint64_t first, ui
 }
 
 // Generates one shard's data buffer on all cores; chunks are independent (counter-based RNG).
-void fill_shard(const Shard& shard, uint64_t seed, std::vector<std::byte>& buffer) {
+void fill_shard(const Shard& shard, uint64_t seed, float q_norm_scale, std::vector<std::byte>& buffer) {
   struct Chunk {
     const PlannedTensor* t;
     uint64_t first, last;
@@ -142,7 +148,7 @@ void fill_shard(const Shard& shard, uint64_t seed, std::vector<std::byte>& buffe
     for (size_t c; (c = next.fetch_add(1)) < chunks.size();) {
       const auto& ch = chunks[c];
       const TensorSpec& s = *ch.t->spec;
-      fill_random_tensor(s, seed, ch.first, ch.last, buffer.data() + ch.t->offset);
+      fill_range(s, stream_key(seed, s.name), init_for(s, q_norm_scale), ch.first, ch.last, buffer.data() + ch.t->offset);
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
@@ -209,6 +215,8 @@ void fill_random_tensor(const TensorSpec& spec, uint64_t seed, uint64_t first, u
 void make_random_checkpoint(const MakeModelOptions& o) {
   if (o.max_shard_bytes <= 0) throw Error("make-model: shard size must be positive");
   if (o.out_dir.empty()) throw Error("make-model: no output directory given");
+  if (!(o.q_norm_scale > 0.0f && o.q_norm_scale <= 64.0f))
+    throw Error("make-model: --q-norm-scale must be in (0, 64], got " + std::to_string(o.q_norm_scale));
   const FlintConfig config = load_flint_config(o.config);
   const char* required[] = {"tokenizer.json", "tokenizer_config.json", "generation_config.json"};
   for (const char* name : required)
@@ -231,7 +239,7 @@ void make_random_checkpoint(const MakeModelOptions& o) {
   const auto shards = plan_shards(specs, uint64_t(o.max_shard_bytes));
   std::vector<std::byte> buffer;
   if (shards.size() == 1) {  // one shard: the single-file layout, as transformers writes it
-    fill_shard(shards[0], o.seed, buffer);
+    fill_shard(shards[0], o.seed, o.q_norm_scale, buffer);
     write_file(o.out_dir / kSafetensorsSingleFile, shard_header(shards[0]), buffer);
     return;
   }
@@ -240,7 +248,7 @@ void make_random_checkpoint(const MakeModelOptions& o) {
   for (size_t i = 0; i < shards.size(); ++i) {
     char name[64];
     std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-    fill_shard(shards[i], o.seed, buffer);
+    fill_shard(shards[i], o.seed, o.q_norm_scale, buffer);
     write_file(o.out_dir / name, shard_header(shards[i]), buffer);
     for (const auto& t : shards[i].tensors) weight_map[t.spec->name] = name;
     total += shards[i].bytes;

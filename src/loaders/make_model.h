@@ -15,6 +15,9 @@ struct MakeModelOptions {
   std::filesystem::path out_dir;
   uint64_t seed = 0;
   int64_t max_shard_bytes = 64ll << 20;
+  // Multiplies q_norm's weights (mean 1): attention logits grow with it, so > 1 makes attention
+  // sharp (long-context checks, where a key-indexing error must move the logits).
+  float q_norm_scale = 1.0f;
 };
 
 void make_random_checkpoint(const MakeModelOptions& options);

@@ -32,7 +32,7 @@ std::string dtype_list(const std::vector<DType>& ds) {
 
 fs::path config_path_for(const fs::path& model_dir, const std::string& hf_config_path) {
   if (hf_config_path.empty()) return model_dir / "config.json";
-  fs::path p = resolve_model_path(hf_config_path);
+  fs::path p = resolve_model_path(hf_config_path, {"", "", hub::Need::config});
   return fs::is_directory(p) ? p / "config.json" : p;
 }
 
@@ -130,7 +130,7 @@ LinearFormat dummy_weight_format(const LoadOptions& options) {
 
 FlintConfig load_model_config(const std::string& model, const LoadOptions& options) {
   if (!options.hf_config_path.empty()) return load_flint_config(config_path_for({}, options.hf_config_path));
-  const std::string path = resolve_model_path(model);
+  const std::string path = resolve_model_path(model, {"", "", hub::Need::model_no_weights});
   const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
   if (!fs::exists(dir / "config.json"))
     throw Error(path + ": no config.json beside the model; give one with --hf-config-path");

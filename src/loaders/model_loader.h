@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "loaders/hub_repo.h"
 #include "model/weight_bytes.h"
 #include "model/weights.h"
 
@@ -39,8 +40,16 @@ std::optional<LinearFormat> parse_quantization(const std::string& value);
 // The format of --load-format dummy weights: NVFP4 when --quantization asks for it, else BF16.
 LinearFormat dummy_weight_format(const LoadOptions& options);
 
-// Resolves a model argument to a local path: an existing directory/file as is, else a HF repo
-// id looked up in the HF cache (HF_HOME / HF_HUB_CACHE / HF_HUB_OFFLINE).
-std::string resolve_model_path(const std::string& model);
+// Which revision of a Hub repo, which cache, and which of its files a caller needs.
+struct HubRequest {
+  std::string revision;      // --revision / --tokenizer-revision; "" = main
+  std::string download_dir;  // --download-dir: the HF cache folder to use; "" = HF_HUB_CACHE, HF_HOME/hub, ...
+  hub::Need need = hub::Need::model;
+};
+
+// Resolves a model argument to a local path: an existing directory/file as is, else a Hub repo
+// id "org/name" (or "org/name:file.gguf") found in the HF cache, downloaded into it first unless
+// HF_HUB_OFFLINE is set (loaders/hub_download.h). Returns the snapshot folder, or the .gguf file.
+std::string resolve_model_path(const std::string& model, const HubRequest& request = {});
 
 }  // namespace striker

@@ -40,11 +40,6 @@ std::string chat_finish_reason(const ChatJob& job, const ChatChoice& c, bool has
   return base;
 }
 
-nlohmann::json usage_json(int64_t prompt, int64_t completion) {
-  return {{"prompt_tokens", prompt}, {"total_tokens", prompt + completion}, {"completion_tokens", completion},
-          {"prompt_tokens_details", nullptr}};
-}
-
 void collect_choice_output(ChatJob& job, const ChoiceDelta& d) {
   auto& c = job.choices[size_t(d.index)];
   if (job.sampling.logprobs) {
@@ -114,7 +109,7 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
                          {"choices", choices},
                          {"service_tier", nullptr},
                          {"system_fingerprint", nullptr},
-                         {"usage", usage_json(job.gen->prompt_tokens(), acct.completion_tokens())},
+                         {"usage", usage_json(*job.gen, acct.completion_tokens())},
                          {"prompt_logprobs", job.prompt_logprobs},
                          {"prompt_token_ids", nullptr},
                          {"kv_transfer_params", nullptr}};
@@ -137,7 +132,7 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
   auto write_choice = [&](const nlohmann::json& choice) {
     nlohmann::json chunk = chunk_base(job);
     chunk["choices"] = nlohmann::json::array({choice});
-    if (job.sampling.continuous_usage) chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+    if (job.sampling.continuous_usage) chunk["usage"] = usage_json(*job.gen, acct.completion_tokens());
     return send_event(sink, chunk);
   };
   const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
@@ -196,7 +191,7 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
   if (job.sampling.include_usage) {
     nlohmann::json chunk = chunk_base(job);
     chunk["choices"] = nlohmann::json::array();
-    chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+    chunk["usage"] = usage_json(*job.gen, acct.completion_tokens());
     if (!send_event(sink, chunk)) return sink.done();
   }
   static const std::string kDone = "data: [DONE]\n\n";
@@ -223,7 +218,7 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   for (auto& c : job->choices) c.parser = make_choice_parser(job->prompt.parser);
   job->id = "chatcmpl-" + random_hex_id();
   job->gen = std::make_unique<Generation>(ctx, job->id, n);
-  job->gen->submit(job->prompt.tokens, job->sampling.params);
+  job->gen->submit(job->prompt.tokens, job->sampling.params, job->sampling.cache_salt);
 
   respond_or_stream(
       job->sampling.stream, *job->gen, req, res,

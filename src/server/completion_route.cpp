@@ -161,11 +161,6 @@ struct CompletionJob {
   bool drop_generated() const { return sampling.echo_only; }
 };
 
-nlohmann::json usage_json(int64_t prompt, int64_t completion) {
-  return {{"prompt_tokens", prompt}, {"total_tokens", prompt + completion}, {"completion_tokens", completion},
-          {"prompt_tokens_details", nullptr}};
-}
-
 void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) {
   auto& c = job.choices[size_t(d.index)];
   if (d.finish) {
@@ -233,7 +228,7 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
                          {"created", job.created}, {"model", job.ctx.model_name()},
                          {"choices", choices},    {"service_tier", nullptr},
                          {"system_fingerprint", nullptr},
-                         {"usage", usage_json(job.gen->prompt_tokens(), acct.completion_tokens())},
+                         {"usage", usage_json(*job.gen, acct.completion_tokens())},
                          {"kv_transfer_params", nullptr}};
   res.status = 200;
   res.set_content(dump_json(body), "application/json");
@@ -284,7 +279,7 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
       }
       nlohmann::json chunk = base();
       chunk["choices"] = nlohmann::json::array({choice});
-      if (job.sampling.continuous_usage) chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+      if (job.sampling.continuous_usage) chunk["usage"] = usage_json(*job.gen, acct.completion_tokens());
       if (!send_event(sink, chunk)) return false;
     }
     return true;
@@ -298,7 +293,7 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
   if (job.sampling.include_usage) {
     nlohmann::json chunk = base();
     chunk["choices"] = nlohmann::json::array();
-    chunk["usage"] = usage_json(job.gen->prompt_tokens(), acct.completion_tokens());
+    chunk["usage"] = usage_json(*job.gen, acct.completion_tokens());
     if (!send_event(sink, chunk)) return sink.done();
   }
   static const std::string kDone = "data: [DONE]\n\n";
@@ -334,7 +329,7 @@ void handle_completions(const ServingContext& ctx, const httplib::Request& req, 
   job->choices.resize(prompts.size() * size_t(job->n));
   job->id = "cmpl-" + random_hex_id();
   job->gen = std::make_unique<Generation>(ctx, job->id, job->n);
-  for (size_t i = 0; i < prompts.size(); ++i) job->gen->submit(prompts[i], per_prompt[i]);
+  for (size_t i = 0; i < prompts.size(); ++i) job->gen->submit(prompts[i], per_prompt[i], job->sampling.cache_salt);
 
   respond_or_stream(
       job->sampling.stream, *job->gen, req, res,

@@ -20,11 +20,12 @@ Generation::Generation(const ServingContext& ctx, std::string base_id, int32_t n
 
 Generation::~Generation() { abort_all(); }
 
-void Generation::submit(std::vector<int32_t> prompt, const SamplingParams& params) {
+void Generation::submit(std::vector<int32_t> prompt, const SamplingParams& params,
+                        const std::optional<std::string>& cache_salt) {
   Sub sub;
   sub.id = prompts_.empty() ? base_id_ : base_id_ + "-" + std::to_string(prompts_.size());
   sub.prompt_tokens = int64_t(prompt.size());
-  GenerationRequest request{sub.id, std::move(prompt), params};
+  GenerationRequest request{sub.id, std::move(prompt), params, cache_salt};
   // The callback owns the channel, so an engine output arriving after this Generation is gone is harmless.
   auto channel = channel_;
   try {
@@ -45,6 +46,7 @@ std::optional<RequestOutput> Generation::next(std::chrono::milliseconds timeout)
   if (it == index_of_.end()) return std::nullopt;  // not ours; cannot happen with unique ids
   Sub& sub = prompts_[it->second];
   if (out->finished) sub.finished = true;
+  sub.cached_tokens = std::max(sub.cached_tokens, out->num_cached_tokens);
   if (!out->error.empty() && engine_error_.empty()) engine_error_ = out->error;
   const int32_t offset = int32_t(it->second) * n_;
   for (auto& c : out->choices) c.index += offset;
@@ -68,6 +70,20 @@ int64_t Generation::prompt_tokens() const {
   int64_t total = 0;
   for (const auto& s : prompts_) total += s.prompt_tokens;
   return total;
+}
+
+int64_t Generation::cached_tokens() const {
+  int64_t total = 0;
+  for (const auto& s : prompts_) total += s.cached_tokens;
+  return total;
+}
+
+nlohmann::json usage_json(const Generation& gen, int64_t completion_tokens) {
+  const int64_t prompt = gen.prompt_tokens();
+  return {{"prompt_tokens", prompt},
+          {"total_tokens", prompt + completion_tokens},
+          {"completion_tokens", completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", gen.cached_tokens()}}}};
 }
 
 bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,

@@ -112,6 +112,11 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   sample(out, "vllm:num_requests_waiting", labels_, double(s.num_waiting));
   header(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.");
   sample(out, "vllm:kv_cache_usage_perc", labels_, s.kv_usage);
+  header(out, "vllm:prefix_cache_queries_total", "counter",
+         "Prefix cache queries, in terms of number of queried tokens.");
+  sample(out, "vllm:prefix_cache_queries_total", labels_, double(s.prefix_cache_queries));
+  header(out, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.");
+  sample(out, "vllm:prefix_cache_hits_total", labels_, double(s.prefix_cache_hits));
   header(out, "vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.");
   sample(out, "vllm:num_preemptions_total", labels_, double(s.num_preemptions));
   header(out, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
@@ -133,7 +138,7 @@ std::string ServerMetrics::render(const EngineStats& s) const {
              "\",engine=\"0\",gpu_memory_utilization=\"" + fmt(cache_.gpu_memory_utilization) +
              "\",kv_cache_max_concurrency=\"" + fmt(double(s.max_concurrency)) + "\",kv_cache_size_tokens=\"" +
              std::to_string(s.kv_capacity_tokens) + "\",num_gpu_blocks=\"" + std::to_string(cache_.num_gpu_blocks) +
-             "\"",
+             "\",prefix_caching_hash_algo=\"" + cache_.prefix_caching_hash_algo + "\"",
          1.0);
 
   struct H {

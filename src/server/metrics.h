@@ -35,6 +35,7 @@ struct CacheConfigInfo {
   std::string cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;
   bool enable_prefix_caching = false;
+  std::string prefix_caching_hash_algo = "sha256";
   int64_t num_gpu_blocks = 0;
 };
 

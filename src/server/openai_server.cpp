@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <optional>
 #include <thread>
@@ -172,6 +173,23 @@ void OpenAIServer::register_routes() {
   http_->Post("/v1/completions", model_route("/v1/completions", handle_completions));
   http_->Post("/tokenize", model_route("/tokenize", handle_tokenize));
   http_->Post("/detokenize", model_route("/detokenize", handle_detokenize));
+
+  // vLLM's POST /reset_prefix_cache: 200 with {"success": false} when requests still hold blocks.
+  http_->Post("/reset_prefix_cache", [this](const httplib::Request&, httplib::Response& res) {
+    auto ctx = context();
+    if (!ctx) {
+      send_error(res, 503, "ServiceUnavailableError", "the model is still loading");
+    } else {
+      try {
+        const bool ok = ctx->engine.reset_prefix_cache();
+        if (!ok) std::fprintf(stderr, "striker serve: prefix cache not reset: running requests still hold KV blocks\n");
+        res.set_content(dump_json({{"success", ok}}), "application/json");
+      } catch (const Error& e) {
+        send_error(res, 503, "ServiceUnavailableError", e.what());
+      }
+    }
+    metrics()->record_http("/reset_prefix_cache", res.status);
+  });
 
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (draining_) {

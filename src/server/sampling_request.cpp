@@ -198,6 +198,10 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   }
   if (auto plp = f.integer("prompt_logprobs", 0, max_lp)) p.prompt_logprobs = int32_t(*plp);
 
+  out.cache_salt = f.string("cache_salt");
+  if (out.cache_salt && out.cache_salt->empty())
+    throw bad_request("Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
+
   out.stream = f.boolean("stream").value_or(false);
   if (out.stream && p.prompt_logprobs) {
     throw bad_request("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");

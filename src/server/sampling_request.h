@@ -42,6 +42,7 @@ struct SamplingRequest {
   bool logprobs = false;              // chat: logprobs=true; completions: logprobs is an int
   bool echo = false;                  // completions: the choice text starts with the prompt text
   bool echo_only = false;             // echo with max_tokens 0: only the prompt is returned
+  std::optional<std::string> cache_salt;  // vLLM: shares cached prefixes only with the same salt
 };
 
 SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind, const SamplingDefaults& defaults,

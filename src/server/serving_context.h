@@ -60,7 +60,8 @@ class Generation {
   Generation& operator=(const Generation&) = delete;
 
   // Throws ApiError(400) when the engine rejects the request.
-  void submit(std::vector<int32_t> prompt, const SamplingParams& params);
+  void submit(std::vector<int32_t> prompt, const SamplingParams& params,
+              const std::optional<std::string>& cache_salt = std::nullopt);
   // Next output with choice indexes made global (prompt i, choice c -> i*n + c).
   std::optional<RequestOutput> next(std::chrono::milliseconds timeout);
   void abort_all();
@@ -71,12 +72,15 @@ class Generation {
   const std::string& engine_error() const { return engine_error_; }
   int32_t num_choices() const { return int32_t(prompts_.size()) * n_; }
   int64_t prompt_tokens() const;
+  // Prompt tokens served from the prefix cache, over every prompt (usage.prompt_tokens_details).
+  int64_t cached_tokens() const;
   Clock::time_point arrival() const { return arrival_; }
 
  private:
   struct Sub {
     std::string id;
     int64_t prompt_tokens = 0;
+    int64_t cached_tokens = 0;
     bool finished = false;
   };
   Engine& engine_;
@@ -92,6 +96,9 @@ class Generation {
 
 // Random lowercase hex, as vLLM's random_uuid() (16 hex digits).
 std::string random_hex_id();
+
+// OpenAI `usage`, with the prompt tokens served from the prefix cache in prompt_tokens_details.
+nlohmann::json usage_json(const Generation& gen, int64_t completion_tokens);
 
 // A stop_reason as vLLM reports it: the token id as an integer, a stop string as a string.
 nlohmann::json stop_reason_json(const std::optional<std::string>& reason, const SamplingParams& params);

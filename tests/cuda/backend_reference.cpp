@@ -9,13 +9,13 @@
 #include <memory>
 #include <numeric>
 
-#include "backends/cuda/attention.h"
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/moe.h"
-#include "backends/cuda/qk_rope_kv.h"
-#include "backends/cuda/rmsnorm.h"
-#include "backends/cuda/router.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -236,6 +236,7 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
   const auto ref_a = reference_logits(ref_model, toks_a);
   const auto ref_b = reference_logits(ref_model, toks_b);
 
+  std::vector<std::vector<float>> step_logits[2];  // every step's logits, stream launches then graphs
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "CUDA graph replay" : "stream launches");
     CudaBackendOptions options{256, 64, 1 << 16, graphs};
@@ -258,6 +259,7 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
       }
       std::vector<float> logits;
       backend->forward(batch, logits);
+      step_logits[graphs ? 1 : 0].push_back(logits);
       size_t row = 0;
       for (auto [s, start, len, all] : chunks) {
         const auto& ref = s == 'a' ? ref_a : ref_b;
@@ -273,6 +275,14 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
     run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
     for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
     expect_rows_close(diffs, std::string(graphs ? "graphs" : "stream"));
+  }
+  // Graph replay runs the same kernels on the same data: the logits must be the same bits.
+  ASSERT_EQ(step_logits[0].size(), step_logits[1].size());
+  for (size_t i = 0; i < step_logits[0].size(); ++i) {
+    ASSERT_EQ(step_logits[0][i].size(), step_logits[1][i].size()) << "step " << i;
+    EXPECT_EQ(std::memcmp(step_logits[0][i].data(), step_logits[1][i].data(), step_logits[0][i].size() * sizeof(float)),
+              0)
+        << "step " << i << ": logits differ between stream launches and graph replay";
   }
 }
 
@@ -319,59 +329,6 @@ void expect_batched_steps_match_reference(const LoadedModel& device_model, const
     step(5, 1);  // T = 16 again
     expect_rows_close(diffs, std::string(label) + " batched T=64/16 (" + (graphs ? "graphs" : "stream") + ")");
   }
-}
-
-void expect_identical_step_logits(const std::vector<std::vector<float>>& off, const std::vector<std::vector<float>>& on) {
-  ASSERT_EQ(off.size(), on.size());
-  for (size_t s = 0; s < off.size(); ++s) {
-    ASSERT_EQ(off[s].size(), on[s].size()) << "step " << s;
-    size_t bad = 0, nan = 0, first = 0;
-    for (size_t i = 0; i < off[s].size(); ++i) {
-      if (!std::isfinite(off[s][i]) || !std::isfinite(on[s][i])) ++nan;
-      if (std::memcmp(&off[s][i], &on[s][i], sizeof(float)) != 0 && bad++ == 0) first = i;
-    }
-    EXPECT_EQ(nan, 0u) << "step " << s << ": non-finite logits";
-    EXPECT_EQ(bad, 0u) << "step " << s << ": " << bad << " logits differ, first at " << first << " (off "
-                       << off[s][first] << ", on " << on[s][first] << ")";
-  }
-}
-
-std::vector<std::vector<float>> run_tweak_steps(const LoadedModel& model, bool tweaks_on) {
-  CudaBackendOptions opt{64, 8, 1024};
-  for (const DecodeTweakEntry& e : kDecodeTweaks)
-    if (e.name != nullptr) EXPECT_TRUE(set_decode_tweak(opt.tweaks, e.name, tweaks_on)) << e.name;
-  auto backend = make_cuda_backend(model, opt);
-  backend->allocate_kv_cache(KvCacheSpec{16, 8, 8});
-  const int64_t V = model.config.vocab_size;
-  std::vector<int32_t> a(40), b(16);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = int32_t((i * 7919 + 13) % size_t(V));
-  for (size_t i = 0; i < b.size(); ++i) b[i] = int32_t((i * 104729 + 5) % size_t(V));
-  // Sequence a owns blocks 0..2 of both pools, b owns blocks 4..5.
-  auto chunk = [&](const std::vector<int32_t>& toks, int start, int len, int32_t base, bool all) {
-    SequenceChunk c;
-    c.tokens.assign(toks.begin() + start, toks.begin() + start + len);
-    c.start_pos = start;
-    c.all_logits = all;
-    for (int blk = 0; blk <= (start + len - 1) / 16; ++blk) {
-      c.full_block_table.push_back(base + blk);
-      c.sliding_block_table.push_back(base + blk);
-    }
-    return c;
-  };
-  std::vector<std::vector<float>> out;
-  auto step = [&](std::vector<SequenceChunk> seqs) {
-    ForwardBatch batch;
-    batch.seqs = std::move(seqs);
-    std::vector<float> logits;
-    backend->forward(batch, logits);
-    out.push_back(std::move(logits));
-  };
-  step({chunk(a, 0, 20, 0, false)});  // prefill (cuBLASLt path; unchanged by the tweaks)
-  step({chunk(a, 20, 5, 0, true)});   // 5 tokens: the 8-token GEMV kernels
-  for (int p = 25; p < 33; ++p) step({chunk(a, p, 1, 0, false)});
-  step({chunk(b, 0, 10, 4, false)});
-  for (int p = 33; p < 36; ++p) step({chunk(a, p, 1, 0, false), chunk(b, p - 23, 1, 4, false)});  // T = 2
-  return out;
 }
 
 }  // namespace striker::cuda::testing

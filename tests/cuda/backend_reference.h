@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/backend/cuda_backend.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -51,15 +51,6 @@ RowDiff diff_row(const float* got, const float* ref, int64_t V);
 // Runs `device_model` through the backend (prefill chunks, decode steps, batches, with and
 // without graphs) and compares every logits row with reference_logits(ref_model).
 void expect_backend_matches_reference(const LoadedModel& device_model, const LoadedModel& ref_model);
-
-// Two runs of the same steps (one logits vector per step) must give the same logits bit for bit,
-// all finite (used where a kernel variant claims identical arithmetic).
-void expect_identical_step_logits(const std::vector<std::vector<float>>& off, const std::vector<std::vector<float>>& on);
-
-// A fixed run of steps (a 20-token prefill chunk, a 5-token chunk, single-token decodes, a second
-// sequence's prefill, two-sequence decode steps) with every DecodeTweaks switch on or off; one
-// logits vector per step.
-std::vector<std::vector<float>> run_tweak_steps(const LoadedModel& model, bool tweaks_on);
 
 // Steps of 64 and 16 tokens go through the grouped MoE kernels (device-side routing sort):
 // 16 sequences prefill 4 tokens each in one step, then decode together twice (the second

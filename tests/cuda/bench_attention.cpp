@@ -1,4 +1,4 @@
-// Attention benchmarks: q/k norm + RoPE + KV write, split-KV decode attention (variants), and the
+// Attention benchmarks: q/k norm + RoPE + KV write, split-KV decode attention, and the
 // tensor-core prefill attention beside the decode kernel over the same queries.
 #include <cuda_runtime.h>
 
@@ -12,15 +12,15 @@
 
 #include "bench_kernels.h"
 #include "bench_util.h"
-#include "backends/cuda/attention.h"
-#include "backends/cuda/attention_decode_layout.h"
-#include "backends/cuda/elementwise.h"
-#include "backends/cuda/qk_rope_kv.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/attention_decode_layout.h"
+#include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -51,32 +51,12 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), nullptr, unroll);
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());
   };
   d_out.poison();
   launch(0);
-  const auto got = d_out.download();
-  const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
-  std::string extra;
-  const bool pipelined = unroll == kDecodePipe3Stage || unroll == kDecodePipe2Stage;
-  if (pipelined) {
-    // Same split plan for the register kernel (the pipelined ones scale the target by CTAs per SM / 3):
-    // the outputs must be bit-identical.
-    const int64_t same_plan = unroll == kDecodePipe3Stage ? target * 2 / 3 : target;
-    d_out.poison();
-    paged_attention(d_q.get(), ks[0].get(), vs[0].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records, same_plan}, d_out.get(), nullptr, 1);
-    const auto old = d_out.download();
-    size_t diff = 0;
-    for (size_t i = 0; i < got.size(); ++i) diff += got[i].bits != old[i].bits;
-    extra = diff == 0 ? "bit-identical to mma3" : "DIFFERS from mma3 in " + std::to_string(diff) + " outputs";
-    if (diff != 0) count_kernel_check_failure();
-  }
-  const std::string kind = unroll == kDecodePipe3Stage   ? " pipe3"
-                           : unroll == kDecodePipe2Stage ? " pipe2"
-                           : unroll <= 1                 ? " mma" + std::to_string(unroll + 2)
-                                                         : " simt";
-  row(name + kind + " t" + std::to_string(target), &c, time_us(launch), kv_bytes, extra);
+  const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+  row(name + " t" + std::to_string(target), &c, time_us(launch), kv_bytes);
 }
 
 // Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
@@ -121,10 +101,10 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
   const AttentionScratch scratch{d_scr.get(), records, int64_t(3) * sms};  // as CudaBackend sets it
   auto run_new = [&](int) {
     prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
-                      PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), nullptr);
+                      PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), bench_stream());
   };
   auto run_old = [&](int) {
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), nullptr, 1);
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), bench_stream());
   };
   auto sampled = [&](const std::vector<bf16>& out) {
     std::vector<bf16> s;
@@ -166,7 +146,7 @@ void bench_qk_rope(std::mt19937& rng) {
   d_q.poison();
   auto launch = [&](int) {
     qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), d_inv.get(), d_slots.get(),
-                          B, d_k.get(), d_v.get(), d_q.get(), nullptr);
+                          B, d_k.get(), d_v.get(), d_q.get(), bench_stream());
   };
   launch(0);
   std::vector<bf16> rk(cache), rv(cache), rq;

@@ -11,12 +11,12 @@
 
 #include "bench_kernels.h"
 #include "bench_util.h"
-#include "backends/cuda/elementwise.h"
-#include "backends/cuda/embedding.h"
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/pdl_probe.h"
-#include "backends/cuda/rmsnorm.h"
+#include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/elementwise/embedding.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/common/pdl_probe.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -31,8 +31,8 @@ void bench_gemv(std::mt19937& rng, const char* name, int T, int in, int out, boo
   DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out);
   DeviceBuffer<float> d_l(size_t(T) * out);
   auto launch = [&](int i) {
-    if (logits) gemv_logits(d_x.get(), T, in, ws[size_t(i % nc)].get(), out, d_l.get(), nullptr);
-    else gemv_bf16(d_x.get(), T, in, ws[size_t(i % nc)].get(), out, d_y.get(), nullptr);
+    if (logits) gemv_logits(d_x.get(), T, in, ws[size_t(i % nc)].get(), out, d_l.get(), bench_stream());
+    else gemv_bf16(d_x.get(), T, in, ws[size_t(i % nc)].get(), out, d_y.get(), bench_stream());
   };
   d_y.poison();
   d_l.poison();
@@ -49,7 +49,7 @@ void bench_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, 
   auto W = random_bf16(rng, size_t(out) * in, 0.05f);
   DeviceBuffer<bf16> d_x(x), d_W(W), d_y(size_t(T) * out);
   d_y.poison();
-  auto launch = [&](int) { lt.gemm_bf16(d_x.get(), T, in, d_W.get(), out, d_y.get(), nullptr); };
+  auto launch = [&](int) { lt.gemm_bf16(d_x.get(), T, in, d_W.get(), out, d_y.get(), bench_stream()); };
   launch(0);
   // Check the first 16 token rows against the reference (the whole product is too slow on a CPU).
   const int Tc = std::min(T, 16);
@@ -71,7 +71,7 @@ void bench_rmsnorm(std::mt19937& rng, int rows, int H) {
   DeviceBuffer<bf16> d_x(x), d_y(x.size());
   DeviceBuffer<float> d_w(w);
   d_y.poison();
-  auto launch = [&](int) { rmsnorm(d_x.get(), d_w.get(), d_y.get(), rows, H, 1e-6f, nullptr); };
+  auto launch = [&](int) { rmsnorm(d_x.get(), d_w.get(), d_y.get(), rows, H, 1e-6f, bench_stream()); };
   launch(0);
   std::vector<bf16> ref;
   rmsnorm_ref(x, w, ref, rows, H, 1e-6f);
@@ -86,7 +86,7 @@ void bench_embedding(std::mt19937& rng) {
   std::vector<int32_t> ids = {123457};
   DeviceBuffer<int32_t> d_ids(ids);
   d_out.poison();
-  auto launch = [&](int) { embedding_gather(d_t.get(), V, H, d_ids.get(), 1, d_out.get(), nullptr); };
+  auto launch = [&](int) { embedding_gather(d_t.get(), V, H, d_ids.get(), 1, d_out.get(), bench_stream()); };
   launch(0);
   std::vector<bf16> ref;
   embedding_gather_ref(table, V, H, ids, ref);
@@ -99,7 +99,7 @@ void bench_embedding(std::mt19937& rng) {
 void bench_pdl_chain_floor() {
   for (int blocks : {1, 132})
     row("pdl chain floor, " + std::to_string(blocks) + " block(s)", nullptr,
-        time_us([&](int) { launch_empty_pdl(blocks, nullptr); }), 0);
+        time_us([&](int) { launch_empty_pdl(blocks, bench_stream()); }), 0);
 }
 
 }  // namespace striker::cuda::testing

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -23,7 +23,7 @@ void bench_embedding(std::mt19937& rng);
 void bench_pdl_chain_floor();
 
 // bench_attention.cpp
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int unroll, int target);
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
 // Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
 // heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
 // same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
@@ -42,12 +42,10 @@ void bench_router_moe(std::mt19937& rng);
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 
 // bench_nvfp4.cpp
-// variant: the decode-kernel variants (nvfp4_linear.h); rows named "... (plain)" turn them off.
-void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits,
-                      Nvfp4DecodeVariant variant = {});
+void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits);
 // Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
 // routing rotated over 16 expert sets so the weights are not L2 hits.
-void bench_nvfp4_moe(std::mt19937& rng, Nvfp4DecodeVariant variant = {}, const char* name = nullptr);
+void bench_nvfp4_moe(std::mt19937& rng);
 
 // Full-size NVFP4 expert stacks (E 256, H 2048, I 512), filled on the device once for every T.
 struct Nvfp4ExpertStacks {

@@ -11,13 +11,13 @@
 
 #include "bench_kernels.h"
 #include "bench_util.h"
-#include "backends/cuda/elementwise.h"
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/moe.h"
-#include "backends/cuda/moe_grouped.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
-#include "backends/cuda/nvfp4_prefill.h"
+#include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
+#include "backends/cuda/nvfp4/nvfp4_prefill.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 
@@ -39,8 +39,7 @@ Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in) {
 
 }  // namespace
 
-void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits,
-                      Nvfp4DecodeVariant variant) {
+void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits) {
   const int nc = copies_for(nvfp4_bytes(out, in));
   auto x = random_bf16(rng, size_t(T) * in);
   const auto W = random_nvfp4(rng, out, in);
@@ -51,8 +50,8 @@ void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int ou
   DeviceBuffer<float> d_l(size_t(T) * out);
   auto launch = [&](int i) {
     const Nvfp4Matrix m{codes[size_t(i % nc)].get(), scales[size_t(i % nc)].get()};
-    if (logits) nvfp4_gemv_logits(d_x.get(), T, in, m, s2, out, d_l.get(), nullptr, variant);
-    else nvfp4_gemv(d_x.get(), T, in, m, s2, out, d_y.get(), nullptr, variant);
+    if (logits) nvfp4_gemv_logits(d_x.get(), T, in, m, s2, out, d_l.get(), bench_stream());
+    else nvfp4_gemv(d_x.get(), T, in, m, s2, out, d_y.get(), bench_stream());
   };
   d_y.poison();
   d_l.poison();
@@ -66,7 +65,7 @@ void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int ou
 
 // Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
 // routing rotated over 16 expert sets so the weights are not L2 hits.
-void bench_nvfp4_moe(std::mt19937& rng, Nvfp4DecodeVariant variant, const char* name) {
+void bench_nvfp4_moe(std::mt19937& rng) {
   const int H = 2048, I = 512, Is = 512, E = 256, K = 6, T = 1;
   const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
   const auto dn = random_nvfp4(rng, int64_t(E) * H, I);
@@ -91,12 +90,12 @@ void bench_nvfp4_moe(std::mt19937& rng, Nvfp4DecodeVariant variant, const char* 
   }
   auto moe = [&](int i) {
     const int32_t* idp = routings[size_t(i % 16)].get();
-    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), nullptr, variant);
+    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), bench_stream());
     nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
-                           nullptr);
+                           bench_stream());
   };
   STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(H) * 2));
-  row(name != nullptr ? name : "nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe),
+  row("nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe),
       double(K + 1) * 3 * nvfp4_bytes(I, H));
 }
 
@@ -118,16 +117,16 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_y.poison();
-  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, nullptr); };
+  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
   auto gate_up = [&](int) {
-    moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), nullptr);
+    moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
   };
-  auto down = [&](int) { moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), nullptr); };
+  auto down = [&](int) { moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), bench_stream()); };
   auto all = [&](int i) {
     sort(i);
     gate_up(i);
     down(i);
-    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
   };
   all(0);
   const int Tc = std::min(T, 4);
@@ -169,7 +168,7 @@ void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, in
   DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * out), d_scratch(size_t(out) * in);
   auto launch = [&](int) {
     nvfp4_gemm(lt, d_x.get(), T, in, {c.get(), sc.get()}, RowScale2::uniform(0.01f), out, d_y.get(), out,
-               {d_scratch.get(), int64_t(out) * in}, nullptr);
+               {d_scratch.get(), int64_t(out) * in}, bench_stream());
   };
   const double us = time_us(launch);
   char extra[64];

@@ -11,37 +11,82 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/common/cuda_check.h"
 
 namespace striker::cuda::testing {
 
 namespace {
 
-constexpr double kCopyRoof = 4.1e12;  // bytes/s, measured device-to-device copy on the H200
+constexpr double kReadRoof = 4.6e12;  // bytes/s, streaming reads on the H200 (performance.md §10)
 int g_failures = 0;
 
 }  // namespace
 
-double time_us(const std::function<void(int)>& launch) {
+cudaStream_t bench_stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t t = nullptr;
+    STRIKER_CUDA_CHECK(cudaStreamCreate(&t));
+    return t;
+  }();
+  return s;
+}
+
+namespace {
+bool g_graphed = true;
+
+// time of `samples` runs of run(), each timed with events on the bench stream, median.
+double median_ms(const std::function<void()>& run, int samples) {
   cudaEvent_t a, b;
   STRIKER_CUDA_CHECK(cudaEventCreate(&a));
   STRIKER_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) launch(i);
-  std::vector<double> samples;
-  int it = 0;
-  for (int s = 0; s < 7; ++s) {
-    STRIKER_CUDA_CHECK(cudaEventRecord(a));
-    for (int r = 0; r < 20; ++r) launch(it++);
-    STRIKER_CUDA_CHECK(cudaEventRecord(b));
+  std::vector<double> v;
+  for (int s = 0; s < samples; ++s) {
+    STRIKER_CUDA_CHECK(cudaEventRecord(a, bench_stream()));
+    run();
+    STRIKER_CUDA_CHECK(cudaEventRecord(b, bench_stream()));
     STRIKER_CUDA_CHECK(cudaEventSynchronize(b));
     float ms = 0;
     STRIKER_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    samples.push_back(double(ms) * 1000.0 / 20);
+    v.push_back(double(ms));
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+bool time_was_graphed() { return g_graphed; }
+
+double time_us(const std::function<void(int)>& launch) {
+  constexpr int kLaunches = 20;
+  for (int i = 0; i < 3; ++i) launch(i);  // warm-up (cuBLASLt plans, first-use setup) outside the capture
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  bool ok = cudaStreamBeginCapture(bench_stream(), cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  if (ok) {
+    try {
+      for (int i = 0; i < kLaunches; ++i) launch(i);
+    } catch (...) {
+      ok = false;
+    }
+    ok = cudaStreamEndCapture(bench_stream(), &g) == cudaSuccess && ok && g != nullptr;
+    ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
+  }
+  (void)cudaGetLastError();  // a failed capture leaves an error behind
+  g_graphed = ok;
+  double ms;
+  if (ok) {
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, bench_stream()));
+    ms = median_ms([&] { STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, bench_stream())); }, 7);
+  } else {
+    int it = 0;
+    ms = median_ms([&] { for (int r = 0; r < kLaunches; ++r) launch(it++); }, 7);
+  }
+  if (exec) cudaGraphExecDestroy(exec);
+  if (g) cudaGraphDestroy(g);
+  return ms * 1000.0 / kLaunches;
 }
 
 void row(const std::string& name, const Comparison* c, double us, double bytes, const std::string& extra) {
@@ -51,8 +96,8 @@ void row(const std::string& name, const Comparison* c, double us, double bytes, 
   if (c) std::snprintf(check, sizeof check, "%s %.3f", ok ? "PASS" : "FAIL", c->max_ratio);
   else std::snprintf(check, sizeof check, "-");
   const double gbs = bytes / (us * 1e-6) / 1e9;
-  std::printf("| %-34s | %-10s | %9.2f | %8.0f | %5.2f | %s\n", name.c_str(), check, us, gbs, gbs * 1e9 / kCopyRoof,
-              extra.c_str());
+  std::printf("| %-34s | %-10s | %9.2f | %8.0f | %5.2f | %s%s\n", name.c_str(), check, us, gbs, gbs * 1e9 / kReadRoof,
+              g_graphed ? "" : "(stream launches) ", extra.c_str());
   std::fflush(stdout);
 }
 

@@ -1,6 +1,8 @@
 // Timing and table rows shared by the kernel benchmarks (bench_kernels.cpp and bench_<family>.cpp):
 // one row per kernel, | kernel | check | µs | GB/s | fraction of the H200 copy roofline |.
 #pragma once
+#include <cuda_runtime_api.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -9,8 +11,16 @@
 
 namespace striker::cuda::testing {
 
-// Median over 7 samples of (time of 20 back-to-back launches)/20, in microseconds.
+// The stream every benchmark launches on (created once; a graph can be captured from it).
+cudaStream_t bench_stream();
+
+// Median over 7 replays of a graph of 20 launches (launch(0..19) captured from bench_stream(), with
+// programmatic dependent launch as in a decode step), divided by 20, in microseconds: the device
+// time of one launch in a replayed step, without the host's 4-5 µs per stream launch
+// (shared/reference/performance.md §10). Launches that cannot be captured fall back to stream
+// launches, and the row says so (time_was_graphed()).
 double time_us(const std::function<void(int)>& launch);
+bool time_was_graphed();
 
 // Prints one table row; a failed check (c not null and not ok) counts in kernel_check_failures().
 void row(const std::string& name, const Comparison* c, double us, double bytes, const std::string& extra = "");

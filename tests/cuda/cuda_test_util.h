@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/common/cuda_check.h"
 #include "core/bf16.h"
 
 namespace striker::cuda::testing {
@@ -50,6 +50,17 @@ class DeviceBuffer {
   T* p_ = nullptr;
   size_t n_ = 0;
 };
+
+// Zero-initialised device counters for kernels with last-block epilogues (common/last_block.cuh);
+// every launch must leave them zero again (counters_are_zero).
+inline DeviceBuffer<unsigned int> zero_counters(size_t n = 64) {
+  return DeviceBuffer<unsigned int>(std::vector<unsigned int>(n, 0u));
+}
+inline bool counters_are_zero(const DeviceBuffer<unsigned int>& c) {
+  for (unsigned int v : c.download())
+    if (v != 0u) return false;
+  return true;
+}
 
 inline std::vector<bf16> random_bf16(std::mt19937& rng, size_t n, float scale = 1.f) {
   std::normal_distribution<float> dist(0.f, scale);

@@ -1,11 +1,11 @@
 // Fused QK-norm + RoPE + KV write, and paged attention (decode and prefill-shaped queries).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
-#include <tuple>
 
-#include "backends/cuda/attention.h"
-#include "backends/cuda/qk_rope_kv.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -103,39 +103,65 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   std::vector<bf16> ref;
   paged_attention_ref(q, kc, vc, ac.sinks ? &sinks : nullptr, shape, positions, offsets, tables, ref);
 
-  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
-  DeviceBuffer<float> d_sinks(sinks);
-  DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables);
-  const int64_t records = int64_t(NQ) * g.nkv * 300;
-  DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
-  d_out.poison();
-  d_scratch.poison();
-  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
-  auto run = [&](int unroll, int64_t target) {
+  // The case's queries over the cache k, v in blocks of `block` tokens (tables tab, offsets off).
+  auto run = [&](const std::vector<bf16>& k, const std::vector<bf16>& v, const std::vector<int32_t>& tab,
+                 const std::vector<int32_t>& off, int block, int64_t target) {
+    const AttentionShape sh{g.nh, g.nkv, g.d, block, ac.window};
+    DeviceBuffer<bf16> d_q(q), d_k(k), d_v(v), d_out(ref.size());
+    DeviceBuffer<float> d_sinks(sinks);
+    DeviceBuffer<int32_t> d_pos(positions), d_off(off), d_tab(tab);
+    const int64_t records = int64_t(NQ) * g.nkv * 300;
+    DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(sh)));
     d_out.poison();
     d_scratch.poison();
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, shape, qs,
-                    AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr, unroll);
+    const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, sh, qs,
+                    AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr);
     return d_out.download();
   };
-  // (variant, target split records): every kernel variant, and few vs many splits.
-  for (auto [unroll, target] : {std::pair{0, 0}, {1, 0}, {1, 8}, {2, 0}, {4, 0}, {4, 8}, {kDecodePipe3Stage, 0},
-                                {kDecodePipe3Stage, 12}, {kDecodePipe3Stage, 3}, {kDecodePipe2Stage, 0},
-                                {kDecodePipe2Stage, 9}}) {
-    const auto c = compare(run(unroll, target), ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "variant " << unroll << " target " << target << " " << c.describe();
+  // Target split records: the default (one wave), and few vs many splits.
+  std::vector<bf16> got_default;
+  for (int64_t target : {0, 3, 12}) {
+    const auto got = run(kc, vc, tables, offsets, B, target);
+    const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "block " << B << " target " << target << " " << c.describe();
+    if (target == 0) got_default = got;
   }
-  // The pipelined kernels do the register kernel's arithmetic in the same order: bit-identical
-  // outputs under the same split plan (they scale the target by their CTAs per SM / 3).
+  // Flint's shape with blocks >= 16 takes the pipelined kernel; the same keys in blocks of 8 take
+  // the register-load kernel, which does the same arithmetic in the same order: bit-identical
+  // outputs under the same split plan (the pipelined kernel scales the target by 2/3).
   if (g.d == 128 && g.nh == 8 * g.nkv && B >= 16) {
-    for (auto [pipe, target, mma_target] : {std::tuple{kDecodePipe3Stage, 0, 682}, {kDecodePipe3Stage, 12, 8},
-                                            {kDecodePipe2Stage, 0, 1024}, {kDecodePipe2Stage, 9, 9}}) {
-      const auto got = run(pipe, target), old = run(1, mma_target);
+    constexpr int B8 = 8;
+    std::vector<int32_t> tables8, offsets8;
+    std::vector<bf16> kc8, vc8;
+    const size_t row = size_t(g.d);
+    for (size_t s = 0; s < ac.seq_lens.size(); ++s) {  // sequence s: fresh blocks 0, 1, ... in order
+      const int len = ac.seq_lens[s];
+      const int32_t off8 = int32_t(tables8.size());
+      for (int b = 0; b < (len + B8 - 1) / B8; ++b) {
+        const int32_t phys8 = int32_t(tables8.size());
+        tables8.push_back(phys8);
+        kc8.resize(size_t(phys8 + 1) * g.nkv * B8 * row);
+        vc8.resize(kc8.size());
+        for (int kvh = 0; kvh < g.nkv; ++kvh)
+          for (int j = b * B8; j < std::min(len, (b + 1) * B8); ++j) {
+            const size_t src = ((size_t(tables[size_t(seq_table_offset[s] + j / B)]) * g.nkv + kvh) * B + j % B) * row;
+            const size_t dst = ((size_t(phys8) * g.nkv + kvh) * B8 + j % B8) * row;
+            std::copy_n(kc.begin() + long(src), row, kc8.begin() + long(dst));
+            std::copy_n(vc.begin() + long(src), row, vc8.begin() + long(dst));
+          }
+      }
+      for (size_t i = 0; i < offsets.size(); ++i)
+        if (offsets[i] == seq_table_offset[s]) offsets8.push_back(off8);
+    }
+    for (auto [target, mma_target] : {std::pair<int64_t, int64_t>{0, 682}, {12, 8}}) {
+      const auto got = target == 0 ? got_default : run(kc, vc, tables, offsets, B, target);
+      const auto old = run(kc8, vc8, tables8, offsets8, B8, mma_target);
       const size_t at = first_bit_difference(got, old);
-      EXPECT_EQ(at, got.size()) << "variant " << pipe << " target " << target << " differs from variant 1 target "
-                                << mma_target << " at output " << at << " ("
-                                << (at < got.size() ? bf16_to_float(got[at]) : 0.f) << " vs "
-                                << (at < old.size() ? bf16_to_float(old[at]) : 0.f) << ")";
+      EXPECT_EQ(at, got.size()) << "pipelined (block " << B << ", target " << target
+                                << ") differs from the register kernel (block 8, target " << mma_target
+                                << ") at output " << at << " (" << (at < got.size() ? bf16_to_float(got[at]) : 0.f)
+                                << " vs " << (at < old.size() ? bf16_to_float(old[at]) : 0.f) << ")";
     }
   }
 }
@@ -164,14 +190,50 @@ TEST(CudaAttention, PrefillChunkOverCachedPrefix) {
   run_attention_case({{8, 1, 32}, 17, {60, 9}, 20, true}, rng);
 }
 
+// More queries than one grid dimension holds (65,535): the split kernel's launches are sliced over
+// the queries. 70,000 queries of one sequence over a 16-key window keep the host reference and the
+// scratch small; Flint's tensor-core shape (pipelined kernel) and the CUDA-core one (d 32), queries
+// given directly and through query_ids (in reverse order).
+TEST(CudaAttention, DecodeKernelTakesMoreQueriesThanOneGridDimension) {
+  std::mt19937 rng(39);
+  const int NQ = 70000, W = 16, B = 16, first = W;
+  std::vector<int32_t> positions(NQ), offsets(NQ, 0), tables((first + NQ + B - 1) / B), ids(NQ);
+  std::iota(tables.begin(), tables.end(), 0);
+  for (int i = 0; i < NQ; ++i) positions[size_t(i)] = first + i, ids[size_t(i)] = NQ - 1 - i;
+  for (Geometry g : {Geometry{8, 1, 128}, Geometry{8, 1, 32}}) {
+    SCOPED_TRACE("d=" + std::to_string(g.d));
+    const AttentionShape shape{g.nh, g.nkv, g.d, B, W};
+    const size_t cache_elems = tables.size() * g.nkv * B * g.d;
+    const auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+    const auto q = random_bf16(rng, size_t(NQ) * g.nh * g.d, 0.3f);
+    const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+    std::vector<bf16> ref;
+    paged_attention_ref(q, kc, vc, &sinks, shape, positions, offsets, tables, ref);
+    DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
+    DeviceBuffer<float> d_sinks(sinks);
+    DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables), d_ids(ids);
+    const int64_t records = int64_t(NQ) * g.nkv * 2;
+    DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+    for (bool by_id : {false, true}) {
+      d_out.poison();
+      AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, W};
+      if (by_id) qs.query_ids = d_ids.get();
+      paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
+                      AttentionScratch{d_scratch.get(), records, 0}, d_out.get(), nullptr);
+      const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << (by_id ? "through query_ids: " : "queries 0..NQ-1: ") << c.describe();
+    }
+  }
+}
+
 TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
   std::mt19937 rng(36);
   run_attention_case({{32, 4, 128}, 0, {20000}, -1, true}, rng);
 }
 
-// The pipelined kernels at longer contexts (many tiles per warp, so the cp.async ring wraps many
+// The pipelined kernel at longer contexts (many tiles per warp, so the cp.async ring wraps many
 // times), several sequences per launch, lengths off the tile and block grid, and block sizes
-// where 16-key tiles straddle two cache blocks (24, 40) or fall back to variant 1 (8).
+// where 16-key tiles straddle two cache blocks (24, 40) or take the register-load kernel (8).
 TEST(CudaAttention, PipelinedLongContextsAndBlockSizes) {
   std::mt19937 rng(38);
   run_attention_case({{32, 4, 128}, 0, {20011, 5000, 77, 1}, -1, true}, rng);
@@ -209,11 +271,11 @@ TEST(CudaAttention, PipelinedQueryIdsSubset) {
   const int64_t records = int64_t(ids.size()) * g.nkv * 300;
   DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), int(ids.size()), 4100, d_ids.get()};
-  for (int variant : {kDecodePipe3Stage, kDecodePipe2Stage}) {
+  {
     d_out.poison();
     d_scratch.poison();
     paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, AttentionScratch{d_scratch.get(), records, 0},
-                    d_out.get(), nullptr, variant);
+                    d_out.get(), nullptr);
     const auto got = d_out.download();
     const size_t row = size_t(g.nh) * g.d;
     for (int qi = 0; qi < NQ; ++qi) {
@@ -222,10 +284,10 @@ TEST(CudaAttention, PipelinedQueryIdsSubset) {
       if (qi == 1) {  // not listed: must still be the poison
         size_t touched = 0;
         for (bf16 v : got_q) touched += v.bits != 0xFFFF;
-        EXPECT_EQ(touched, 0u) << "variant " << variant << " wrote " << touched << " outputs of unlisted query 1";
+        EXPECT_EQ(touched, 0u) << "wrote " << touched << " outputs of unlisted query 1";
       } else {
         const auto c = compare(got_q, ref_q, kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(c.ok()) << "variant " << variant << " query " << qi << " " << c.describe();
+        EXPECT_TRUE(c.ok()) << "query " << qi << " " << c.describe();
       }
     }
   }
@@ -233,7 +295,7 @@ TEST(CudaAttention, PipelinedQueryIdsSubset) {
 
 // Short key ranges on Flint's shape: windows 17, 100 and 513, contexts shorter than, equal to and
 // longer than the window, one and several queries per launch, a prefill-shaped run, full
-// attention up to 2000 keys, block sizes that straddle tiles (24) or fall back to variant 1 (8).
+// attention up to 2000 keys, block sizes that straddle tiles (24) or take the register-load kernel (8).
 TEST(CudaAttention, ShortKeyRanges) {
   std::mt19937 rng(40);
   run_attention_case({{32, 4, 128}, 513, {600}, -1, true}, rng);

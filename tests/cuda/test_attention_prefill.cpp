@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "backends/cuda/attention.h"
+#include "backends/cuda/attention/attention.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -164,7 +164,7 @@ TEST(CudaPrefillAttention, MixedStepWithDecodeQueries) {
     AttentionQueries decodes = all;
     decodes.num_queries = int(rest.size());
     decodes.query_ids = d_rest.get();
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr, 1);
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
     prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
                       PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
                       scratch, d_out.get(), nullptr);

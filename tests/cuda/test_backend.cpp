@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend_reference.h"
-#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/backend/cuda_backend.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

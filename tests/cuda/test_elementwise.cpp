@@ -1,8 +1,8 @@
 // Embedding gather and RMSNorm against their CPU references.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/embedding.h"
-#include "backends/cuda/rmsnorm.h"
+#include "backends/cuda/elementwise/embedding.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -66,7 +66,7 @@ TEST(CudaRmsNorm, ResidualAddThenNorm) {
 }  // namespace
 }  // namespace striker::cuda::testing
 
-#include "backends/cuda/elementwise.h"
+#include "backends/cuda/elementwise/elementwise.h"
 
 namespace striker::cuda::testing {
 namespace {

@@ -1,9 +1,9 @@
 // GEMV (decode) and cuBLASLt GEMM (prefill) against the double-accumulating CPU reference.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/pdl_probe.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/common/pdl_probe.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {

@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "backends/cuda/gemv.h"
-#include "backends/cuda/moe.h"
-#include "backends/cuda/router.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -28,9 +28,10 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
     DeviceBuffer<float> d_wf(wf), d_bias(bias), d_w(size_t(T) * rs.top_k);
     DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
     DeviceBuffer<float> d_logits(size_t(T) * rs.n_experts);
+    auto counter = zero_counters(1);
     d_w.poison();
     d_ids.poison();
-    router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(), d_logits.get(), d_ids.get(),
+    router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(),
                 d_w.get(), nullptr);
     const auto ids = d_ids.download();
     const auto w = d_w.download();
@@ -51,8 +52,9 @@ TEST(CudaRouter, TiesGoToTheLowerExpert) {
   DeviceBuffer<float> d_wf(w), d_w(4);
   DeviceBuffer<int32_t> d_ids(4);
   DeviceBuffer<float> d_logits(32);
+  auto counter = zero_counters(1);
   d_ids.poison();
-  router_topk(d_x.get(), 1, rs, nullptr, d_wf.get(), nullptr, d_logits.get(), d_ids.get(), d_w.get(), nullptr);
+  router_topk(d_x.get(), 1, rs, nullptr, d_wf.get(), nullptr, d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr);
   EXPECT_EQ(d_ids.download(), (std::vector<int32_t>{0, 1, 2, 3}));
 }
 

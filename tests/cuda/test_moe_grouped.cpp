@@ -5,8 +5,8 @@
 // CUDA graph replayed on a different routing.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/moe.h"
-#include "backends/cuda/moe_grouped.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 
@@ -139,6 +139,33 @@ TEST(CudaMoeGrouped, FullSizeShapesMatchPerTokenReference) {
     const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << "full size T=64 tile_rows=" << tm << ": " << c.describe();
   }
+}
+
+// A prefill step of more tokens than one grid dimension holds (65,535; the combine strides its
+// tokens over grid.y): the routing sort and the combine must cover every token. Narrow rows keep
+// the host reference quick; y_sorted is random (the GEMMs are covered above).
+TEST(CudaMoeGrouped, SortAndCombineCoverMoreTokensThanOneGridDimension) {
+  std::mt19937 rng(105);
+  const int E = 16, H = 64, K = 6, T = 70000;
+  const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+  const auto y = random_bf16(rng, size_t(T) * K * H);
+  const auto y_shared = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  std::vector<int32_t> sorted, row;
+  std::vector<MoeTile> tiles;
+  moe_route_sort_ref(ids, T, K, E, 64, sorted, row, tiles);
+  std::vector<bf16> h_ref = h0;
+  moe_combine_sorted_ref(y, row, tw, y_shared, T, K, H, h_ref);
+  DeviceRouting d(ids, T, K, E, 64);
+  DeviceBuffer<bf16> d_y(y), d_ysh(y_shared), d_h(h0);
+  DeviceBuffer<float> d_tw(tw);
+  moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
+  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h.get(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_EQ(first_difference(d.row.download(), row), "") << "slot_row at T=" << T;
+  const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(c.ok()) << "h after combine at T=" << T << ": " << c.describe();
 }
 
 // Launch shapes depend only on T: a graph captured with one routing computes another routing's

@@ -13,10 +13,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "backends/cuda/moe.h"
-#include "backends/cuda/moe_grouped.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 

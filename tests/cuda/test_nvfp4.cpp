@@ -3,13 +3,12 @@
 // scale2, fused gate/up + SwiGLU, selected-experts MoE, and random dummy weights' statistics.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <set>
 
-#include "backends/cuda/gemm_lt.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
-#include "backends/cuda/nvfp4_prefill.h"
+#include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
+#include "backends/cuda/nvfp4/nvfp4_prefill.h"
 #include "cuda_test_util.h"
 #include "model/nvfp4.h"
 
@@ -118,22 +117,10 @@ TEST(CudaNvfp4, GateUpSwigluMatchesReference) {
   }
 }
 
-// Index of the first element whose bytes differ (a.size() when none); sizes must match.
-template <typename T>
-size_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return i;
-  return a.size();
-}
-
-// The early-weights variant adds the same products in the same order as the plain kernels:
-// every output must match the reference AND be bit-identical to the plain kernels' output.
-// Shapes cover T = 1..8, LM-head-like row counts (out >= 16384, not multiples of the tile), split
-// and unsplit grids.
-TEST(CudaNvfp4, DecodeVariantsAreBitIdenticalToPlainKernels) {
+// The GEMV kernels (weights loaded before the PDL wait) on decode shapes: T = 1..8, LM-head-like
+// row counts (out >= 16384, not multiples of the tile), split and unsplit grids.
+TEST(CudaNvfp4, GemvMatchesReferenceOnDecodeShapes) {
   std::mt19937 rng(66);
-  const Nvfp4DecodeVariant plain{false, false};
-  const Nvfp4DecodeVariant variants[] = {{true, false}, {true, true}};  // moe_down_half_warp: no effect here
   std::vector<Shape> shapes = {Shape{1, 2048, 16385}, Shape{1, 1024, 20001}, Shape{1, 576, 16384},
                                Shape{1, 2048, 5120},  Shape{1, 4096, 2050},  Shape{1, 8192, 33},
                                Shape{1, 64, 300}};
@@ -152,43 +139,22 @@ TEST(CudaNvfp4, DecodeVariantsAreBitIdenticalToPlainKernels) {
     DeviceMatrix dW(W);
     DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.out), d_h(h0);
     DeviceBuffer<float> d_l(size_t(s.T) * s.out);
-    struct Outputs {
-      std::vector<bf16> y, h;
-      std::vector<float> logits;
-    };
-    auto run = [&](Nvfp4DecodeVariant v) {
-      d_y.poison();
-      d_l.poison();
-      STRIKER_CUDA_CHECK(cudaMemcpy(d_h.get(), h0.data(), h0.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-      nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr, v);
-      nvfp4_gemv_logits(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_l.get(), nullptr, v);
-      nvfp4_gemv_residual(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_h.get(), nullptr, v);
-      return Outputs{d_y.download(), d_h.download(), d_l.download()};
-    };
-    const Outputs base = run(plain);
-    for (Nvfp4DecodeVariant v : variants) {
-      SCOPED_TRACE(std::string("nvfp4_early_weights=") + (v.nvfp4_early_weights ? "1" : "0") +
-                   " moe_down_half_warp=" + (v.moe_down_half_warp ? "1" : "0"));
-      const Outputs got = run(v);
-      auto c = compare(to_float(got.y), ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "store vs reference: " << c.describe();
-      c = compare(got.logits, ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "logits vs reference: " << c.describe();
-      c = compare(to_float(got.h), h_ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "residual vs reference: " << c.describe();
-      size_t i = first_difference(got.y, base.y);
-      EXPECT_EQ(i, got.y.size()) << "store differs from the plain kernel at " << i;
-      i = first_difference(got.logits, base.logits);
-      EXPECT_EQ(i, got.logits.size()) << "logits differ from the plain kernel at " << i << ": "
-                                       << (i < got.logits.size() ? got.logits[i] : 0.f) << " vs "
-                                       << (i < got.logits.size() ? base.logits[i] : 0.f);
-      i = first_difference(got.h, base.h);
-      EXPECT_EQ(i, got.h.size()) << "residual differs from the plain kernel at " << i;
-    }
+    d_y.poison();
+    d_l.poison();
+    nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr);
+    nvfp4_gemv_logits(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_l.get(), nullptr);
+    nvfp4_gemv_residual(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_h.get(), nullptr);
+    auto c = compare(to_float(d_y.download()), ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "store vs reference: " << c.describe();
+    c = compare(d_l.download(), ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "logits vs reference: " << c.describe();
+    c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "residual vs reference: " << c.describe();
   }
 }
 
-TEST(CudaNvfp4, GateUpEarlyWeightsIsBitIdenticalToPlainKernel) {
+// Dense gate/up + SwiGLU on more decode shapes (T = 1..8, inter not a multiple of the tile).
+TEST(CudaNvfp4, GateUpMatchesReferenceOnDecodeShapes) {
   std::mt19937 rng(67);
   for (Shape s : {Shape{1, 2048, 512}, Shape{1, 2048, 6144}, Shape{3, 1024, 77}, Shape{8, 2048, 100},
                   Shape{5, 64, 33}}) {
@@ -200,17 +166,10 @@ TEST(CudaNvfp4, GateUpEarlyWeightsIsBitIdenticalToPlainKernel) {
     nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, s.out, ref);
     DeviceMatrix dg(Wg), du(Wu);
     DeviceBuffer<bf16> d_x(x), d_a(ref.size());
-    auto run = [&](bool early) {
-      d_a.poison();
-      nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr,
-                         Nvfp4DecodeVariant{early, false});
-      return d_a.download();
-    };
-    const auto base = run(false), got = run(true);
-    const auto c = compare(got, ref, 2 * kBf16Rtol, 1e-3);
-    EXPECT_TRUE(c.ok()) << "early weights vs reference: " << c.describe();
-    const size_t i = first_difference(got, base);
-    EXPECT_EQ(i, got.size()) << "early weights differ from the plain kernel at " << i;
+    d_a.poison();
+    nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr);
+    const auto c = compare(d_a.download(), ref, 2 * kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "gate/up vs reference: " << c.describe();
   }
 }
 
@@ -266,7 +225,7 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   struct Dims {
     int I, Is;
   };
-  // I = 512 (16 chunks) is the widest the half-warp MoE down takes; I = 576 falls back to the plain one.
+  // I = 512 (16 chunks) is the widest the half-warp MoE down takes; I = 576 takes the two-row kernel.
   for (Dims dims : {Dims{192, 128}, Dims{512, 512}, Dims{576, 128}})
   for (int T : {1, 3, 8}) {
     const int I = dims.I, Is = dims.Is;
@@ -320,32 +279,13 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
                       hz);  // K = 0: h = bf16(0 + bf16(0 + shared)) = shared output
         d_ysh = DeviceBuffer<bf16>(hz);
       }
-      // Default variant (early weight loads for the shared expert) against the reference, and bit
-      // for bit against the plain kernel (Nvfp4DecodeVariant::nvfp4_early_weights off).
-      auto run = [&](Nvfp4DecodeVariant v) {
-        d_act.poison();
-        d_sact.poison();
-        STRIKER_CUDA_CHECK(cudaMemcpy(d_h.get(), h.data(), h.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-        nvfp4_moe_gate_up(d_x.get(), T, H, sg_stack, su_stack, I, d_ids.get(), K, d_act.get(),
-                          shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr, v);
-        nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
-                               shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
-                               shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
-        return d_h.download();
-      };
-      const auto plain = run(Nvfp4DecodeVariant{false, false});
-      auto c = compare(plain, h_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << "plain kernels: " << c.describe();
-      for (Nvfp4DecodeVariant v : {Nvfp4DecodeVariant{true, false}, Nvfp4DecodeVariant{false, true},
-                                   Nvfp4DecodeVariant{true, true}}) {
-        const std::string what = std::string("nvfp4_early_weights=") + (v.nvfp4_early_weights ? "1" : "0") +
-                                 " moe_down_half_warp=" + (v.moe_down_half_warp ? "1" : "0");
-        const auto got = run(v);
-        c = compare(got, h_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(c.ok()) << what << ": " << c.describe();
-        const size_t i = first_difference(got, plain);
-        EXPECT_EQ(i, got.size()) << what << ": differs from the plain kernels at " << i;
-      }
+      nvfp4_moe_gate_up(d_x.get(), T, H, sg_stack, su_stack, I, d_ids.get(), K, d_act.get(),
+                        shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr);
+      nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
+                             shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
+                             shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
+      const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << c.describe();
     }
   }
 }

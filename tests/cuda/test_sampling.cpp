@@ -1,4 +1,4 @@
-// GPU sampling (backends/cuda/sampling.cu) against the CPU sampler of the engine, token for
+// GPU sampling (backends/cuda/sampling/sampling.cu) against the CPU sampler of the engine, token for
 // token: random bf16-rounded logits full of ties, every parameter combination, different
 // seeds and steps, batches of rows with different parameters. The one tolerated difference is
 // a top_p cut whose cumulative mass lies within 1e-5 (relative) of the target: GPU and CPU sum
@@ -13,8 +13,8 @@
 #include <functional>
 #include <set>
 
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/sampling.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/sampling/sampling.h"
 #include "backends/sample_split.h"
 #include "backend_reference.h"
 #include "cuda_test_util.h"

@@ -18,7 +18,9 @@ def rows(run: dict) -> dict:
     seqs = run["sequences"] if "sequences" in run else [run]
     out = {"ids": [], "logprobs": [], "argmax": [], "top_logprobs": []}
     for s in seqs:
-        assert len(s["logprobs"]) == len(s["ids"]) - 1 == len(s["argmax"]), "a sequence's rows do not match its ids"
+        # --score-from S: rows start at position S (older outputs have no score_from: 0)
+        scored = len(s["ids"]) - 1 - s.get("score_from", 0)
+        assert len(s["logprobs"]) == scored == len(s["argmax"]), "a sequence's rows do not match its ids"
         out["ids"].append(s["ids"])
         out["logprobs"] += s["logprobs"]
         out["argmax"] += s["argmax"]
@@ -30,6 +32,7 @@ def compare(ref: dict, test: dict) -> dict:
     assert ("sequences" in ref) == ("sequences" in test), "one run is --decode-batch, the other is not"
     ref, test = rows(ref), rows(test)
     assert ref["ids"] == test["ids"], "the two runs scored different ids"
+    assert len(ref["logprobs"]) == len(test["logprobs"]), "the two runs scored different positions (--score-from)"
     d = np.abs(np.asarray(ref["logprobs"]) - np.asarray(test["logprobs"]))
     ra, ta = np.asarray(ref["argmax"]), np.asarray(test["argmax"])
     agree = ra == ta

@@ -166,7 +166,8 @@ def test_gpu_script_rehearsed_on_cpu(striker_bin, shared_dir, tmp_path):
            "STRIKER_GPU_CONFIG": str(shared_dir / "fixtures/flint-config/config.tiny.json"),
            "STRIKER_GPU_TOKENIZER": str(shared_dir / "fixtures/flint-tokenizer"),
            "STRIKER_SERVE_BENCH_FORMATS": "bf16", "STRIKER_SERVE_BENCH_LONG": "200 6",
-           "STRIKER_SERVE_BENCH_CONC": "6 3 30 5", "STRIKER_SERVE_BENCH_PORT": str(free_port()),
+           "STRIKER_SERVE_BENCH_CONC": "6 3 30 5", "STRIKER_SERVE_BENCH_MULTI_TURN": "150 3 10 4",
+           "STRIKER_SERVE_BENCH_PORT": str(free_port()),
            "STRIKER_SERVE_BENCH_SERVE_ARGS": "--max-model-len 512"}
     r = subprocess.run(["bash", str(ROOT / "scripts/gpu_serve_bench.sh"), str(bin_dir)], env=env,
                        capture_output=True, text=True, timeout=300)
@@ -179,6 +180,10 @@ def test_gpu_script_rehearsed_on_cpu(striker_bin, shared_dir, tmp_path):
     assert (long_run["total_input_tokens"], long_run["total_output_tokens"]) == (200, 6)
     assert (long_run["run"], long_run["weights"], long_run["num_warmups"]) == ("long", "bf16", 1)
     assert "shutting down" in (tmp_path / "serve_bench/serve_bf16.log").read_text()
+    # The multi-turn run: turn 2 re-reads turn 1's prompt from the prefix cache.
+    assert "== multi-turn (bf16): TTFT per turn (ms)" in r.stdout and "turn-2/turn-1 TTFT ratio" in r.stdout
+    turns = json.loads((tmp_path / "serve_bench/multi_turn_bf16.json").read_text())["turns"]
+    assert len(turns) == 3 and turns[0]["cached_tokens"] == 0 and turns[1]["cached_tokens"] > 100
 
 
 def test_gpu_script_reports_a_server_that_cannot_start(striker_bin, shared_dir, tmp_path):

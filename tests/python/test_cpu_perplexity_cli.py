@@ -50,7 +50,7 @@ def test_text_file_uses_the_model_tokenizer(striker_bin, tiny_model, tmp_path):
     (["--ids", "1,,2"], "empty entry"),
     (["--ids", "1,151552"], "outside the vocabulary"),
     (["--ids", "1,-3"], "'-3' is not a token id"),
-    ([], "exactly one of --ids and --text-file"),
+    ([], "exactly one of --ids, --ids-file and --text-file"),
     (["--ids", "1,2", "--chunk-size", "0"], "--chunk-size"),
     (["--ids", "1,2", "--device", "tpu"], "--device"),
     (["--text-file", "/nonexistent/file.txt"], "cannot open"),

@@ -196,3 +196,22 @@ def test_random_model_is_numerically_tame(tiny):
         assert np.isfinite(h).all() and 0.4 < h_rms < 0.8, f"layer {l}: residual RMS {h_rms:.3f}"
     logits = rms(h, get("model.norm.weight")) @ get("lm_head.weight").T
     assert np.isfinite(logits).all() and 0.5 < logits.std() < 2.0
+
+
+def test_q_norm_scale_sharpens_attention_only(striker_bin, shared_dir, tiny, tmp_path):
+    """--q-norm-scale S (long-context checks): q_norm weights S times larger, every other tensor
+    (k_norm included) byte for byte the same as without it."""
+    from flint_reference import Checkpoint
+
+    r = make(striker_bin, shared_dir, tmp_path / "sharp", seed=3, extra=["--q-norm-scale", "3"])
+    assert r.returncode == 0, r.stderr
+    plain, sharp = Checkpoint(tiny), Checkpoint(tmp_path / "sharp")
+    assert set(plain.names()) == set(sharp.names())
+    for name in plain.names():
+        if name.endswith("q_norm.weight"):
+            np.testing.assert_allclose(sharp.get(name), 3 * plain.get(name), rtol=8e-3)
+            assert abs(sharp.get(name).mean() - 3) < 0.1, name
+        else:
+            assert np.array_equal(sharp.raw(name)[1], plain.raw(name)[1]), name
+    bad = make(striker_bin, shared_dir, tmp_path / "bad", seed=3, extra=["--q-norm-scale", "0"])
+    assert bad.returncode != 0 and "--q-norm-scale" in bad.stderr, bad.stderr

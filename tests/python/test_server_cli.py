@@ -11,7 +11,7 @@ from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
 @pytest.mark.parametrize("flags,needle", [
     (["--device", "cuda"], "--device cuda: no"),  # CI has no GPU: no device, or no CUDA backend in the build
     (["--device", "tpu"], "--device must be cpu or cuda"),
-    (["--enable-prefix-caching"], "--enable-prefix-caching is not implemented"),
+    (["--prefix-caching-hash-algo", "md5"], "--prefix-caching-hash-algo must be one of sha256, sha256_cbor"),
     (["--kv-cache-dtype", "fp8"], "--kv-cache-dtype fp8 is not supported"),
     (["--gpu-memory-utilization", "0.5"], "--gpu-memory-utilization applies to --device cuda"),
     (["--enable-auto-tool-choice"], "requires --tool-call-parser"),

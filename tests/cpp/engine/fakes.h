@@ -92,14 +92,25 @@ class FakeBackend : public Backend {
     }
     return h;
   }
-  static void check_disjoint(const ForwardBatch& batch) {
-    std::set<int32_t> full, sliding;
-    for (const auto& s : batch.seqs) {
-      for (int32_t id : s.full_block_table)
-        if (!full.insert(id).second) throw std::runtime_error("fake backend: full block shared between sequences");
-      for (int32_t id : s.sliding_block_table)
-        if (id >= 0 && !sliding.insert(id).second)
-          throw std::runtime_error("fake backend: sliding block shared between sequences");
+  // Sequences may share blocks (prefix caching) but never one that the step writes: a block
+  // written this step belongs to exactly one table of the batch.
+  void check_disjoint(const ForwardBatch& batch) const {
+    const int64_t B = spec_.block_size;
+    for (const bool sliding : {false, true}) {
+      std::set<int32_t> written;
+      std::multiset<int32_t> listed;
+      for (const auto& s : batch.seqs) {
+        const auto& table = sliding ? s.sliding_block_table : s.full_block_table;
+        for (int64_t b = s.start_pos / B; b <= (s.start_pos + int64_t(s.tokens.size()) - 1) / B; ++b)
+          if (b < int64_t(table.size())) written.insert(table[size_t(b)]);
+        std::set<int32_t> own(table.begin(), table.end());
+        own.erase(-1);
+        listed.insert(own.begin(), own.end());
+      }
+      for (int32_t id : written)
+        if (listed.count(id) > 1)
+          throw std::runtime_error(std::string("fake backend: ") + (sliding ? "sliding" : "full") + " block " +
+                                   std::to_string(id) + " is written by one sequence and listed by another");
     }
   }
 

@@ -218,3 +218,32 @@ TEST(EngineThread, AFailedStepEndsItsRequestsWithTheErrorAndTheEngineGoesOn) {
   EXPECT_EQ(res.tokens["after"].size(), 4u);
   EXPECT_EQ(res.error.count("after"), 0u);
 }
+
+TEST(EngineThread, PrefixCacheResetAndKvEventsFromOtherThreads) {
+  std::atomic<int> calls{0};
+  EngineConfig cfg = config();
+  cfg.enable_kv_events = true;
+  auto engine = make_engine_with_text(cfg, tiny_model(kVocab, kWindow, 256),
+                                      std::make_unique<CountingBackend>(calls, 20ms), piece_text({}));
+  Results res;
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  engine->add_request({"a", prompt, params(1, 6)}, res.callback());
+  while (calls.load() == 0) std::this_thread::sleep_for(1ms);
+  EXPECT_FALSE(engine->reset_prefix_cache());  // "a" holds blocks
+  ASSERT_TRUE(res.wait_for(1));
+  std::this_thread::sleep_for(30ms);  // the step that finished "a" publishes its events after the callback
+  std::vector<KvEvent> events = engine->take_kv_events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().type, KvEvent::Type::BlockStored);
+  EXPECT_EQ(events.front().token_ids, std::vector<int32_t>(prompt.begin(), prompt.begin() + 8));
+  EXPECT_TRUE(engine->take_kv_events().empty());  // drained
+  engine->add_request({"b", prompt, params(1, 6)}, res.callback());
+  ASSERT_TRUE(res.wait_for(2));
+  EXPECT_EQ(res.tokens["b"], res.tokens["a"]);
+  EXPECT_EQ(engine->stats().prefix_cache_hits, 8);
+  EXPECT_TRUE(engine->reset_prefix_cache());
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(engine->take_kv_events().back().type, KvEvent::Type::AllBlocksCleared);
+  engine->shutdown();
+  EXPECT_THROW(engine->reset_prefix_cache(), Error);
+}

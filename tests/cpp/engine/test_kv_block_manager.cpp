@@ -5,21 +5,6 @@
 
 using namespace striker;
 
-TEST(BlockPool, HandsOutLowIdsFirstAndReusesLastReleased) {
-  BlockPool pool(4);
-  EXPECT_EQ(pool.allocate(), 0);
-  EXPECT_EQ(pool.allocate(), 1);
-  EXPECT_EQ(pool.allocate(), 2);
-  EXPECT_EQ(pool.num_free(), 1);
-  pool.release(0);
-  pool.release(2);
-  EXPECT_EQ(pool.allocate(), 2);
-  EXPECT_EQ(pool.allocate(), 0);
-  EXPECT_EQ(pool.allocate(), 3);
-  EXPECT_EQ(pool.num_free(), 0);
-  EXPECT_EQ(pool.num_used(), 4);
-}
-
 TEST(KvPlan, SmallBudgetExactSizes) {
   KvBudget b;
   b.kv_cache_bytes = 10000;

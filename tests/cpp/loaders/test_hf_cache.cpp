@@ -1,4 +1,6 @@
-// resolve_model_path against a hand-built Hugging Face cache.
+// resolve_model_path against a hand-built Hugging Face cache (offline: HF_HUB_OFFLINE, or a Hub
+// endpoint that refuses connections). Downloads are tested against a fake Hub in
+// tests/python/test_hub_download.py.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,7 +41,13 @@ class EnvGuard {
 };
 
 const char* kHfVars[] = {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_HUB_OFFLINE",
-                         "TRANSFORMERS_OFFLINE"};
+                         "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH"};
+
+// Every test starts from a clean Hub environment, offline unless it says otherwise.
+void offline_env(EnvGuard& env) {
+  for (auto* v : kHfVars) env.unset(v);
+  env.set("HF_HUB_OFFLINE", "1");
+}
 
 fs::path make_snapshot(const fs::path& hub, const std::string& folder, const std::string& rev) {
   fs::path repo = hub / folder;
@@ -59,7 +67,7 @@ TEST(HfCache, ExistingPathIsReturnedAsIs) {
 
 TEST(HfCache, RepoIdResolvesThroughHfHubCache) {
   EnvGuard env;
-  for (auto* v : kHfVars) env.unset(v);
+  offline_env(env);
   TempDir hub("hub");
   fs::path snap = make_snapshot(hub.path(), "models--RecursiveSI--flint", "0123456789abcdef0123456789abcdef01234567");
   env.set("HF_HUB_CACHE", hub.path().string());
@@ -68,7 +76,7 @@ TEST(HfCache, RepoIdResolvesThroughHfHubCache) {
 
 TEST(HfCache, HfHomeAndXdgAndHomeFallbacks) {
   EnvGuard env;
-  for (auto* v : kHfVars) env.unset(v);
+  offline_env(env);
   TempDir home("home");
   fs::path a = make_snapshot(home.path() / "hf" / "hub", "models--org--a", "aaaa");
   env.set("HF_HOME", (home.path() / "hf").string());
@@ -85,19 +93,28 @@ TEST(HfCache, HfHomeAndXdgAndHomeFallbacks) {
   EXPECT_EQ(fs::path(resolve_model_path("org/c")), c);
 }
 
-TEST(HfCache, MissingRepoSaysWhereItLookedAndThatThereIsNoDownload) {
+TEST(HfCache, MissingRepoSaysWhereItLookedAndWhyNothingWasDownloaded) {
   EnvGuard env;
-  for (auto* v : kHfVars) env.unset(v);
+  offline_env(env);
   TempDir hub("hub");
   env.set("HF_HUB_CACHE", hub.path().string());
   std::string e = error_of([] { resolve_model_path("RecursiveSI/flint"); });
   EXPECT_NE(e.find(hub.path().string()), std::string::npos) << e;
   EXPECT_NE(e.find("models--RecursiveSI--flint/refs/main"), std::string::npos) << e;
   EXPECT_NE(e.find("HF_HUB_CACHE"), std::string::npos) << e;
-  EXPECT_NE(e.find("downloading is not supported in this build"), std::string::npos) << e;
-  env.set("HF_HUB_OFFLINE", "1");
-  e = error_of([] { resolve_model_path("RecursiveSI/flint"); });
   EXPECT_NE(e.find("HF_HUB_OFFLINE is set"), std::string::npos) << e;
+  // --download-dir wins over the environment, and the error says so.
+  e = error_of([&] { resolve_model_path("RecursiveSI/flint", {"", (hub.path() / "dl").string(), hub::Need::model}); });
+  EXPECT_NE(e.find((hub.path() / "dl" / "models--RecursiveSI--flint").string()), std::string::npos) << e;
+  EXPECT_NE(e.find("--download-dir"), std::string::npos) << e;
+  // Online against an endpoint that refuses connections: the error names it and HF_HUB_OFFLINE.
+  env.unset("HF_HUB_OFFLINE");
+  env.set("HF_ENDPOINT", "http://127.0.0.1:1/");
+  e = error_of([] { resolve_model_path("RecursiveSI/flint"); });
+  EXPECT_NE(e.find("cannot reach the Hugging Face Hub at http://127.0.0.1:1 for repo 'RecursiveSI/flint'"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("HF_HUB_OFFLINE=1"), std::string::npos) << e;
+  env.set("HF_HUB_OFFLINE", "1");
   // refs/main present but its snapshot missing.
   fs::create_directories(hub.path() / "models--RecursiveSI--flint" / "refs");
   write_bytes(hub.path() / "models--RecursiveSI--flint" / "refs" / "main", "deadbeef");
@@ -107,7 +124,7 @@ TEST(HfCache, MissingRepoSaysWhereItLookedAndThatThereIsNoDownload) {
 
 TEST(HfCache, HostileRefsAndIdsAreRejected) {
   EnvGuard env;
-  for (auto* v : kHfVars) env.unset(v);
+  offline_env(env);
   TempDir hub("hub");
   env.set("HF_HUB_CACHE", hub.path().string());
   fs::create_directories(hub.path() / "models--org--x" / "refs");
@@ -115,7 +132,8 @@ TEST(HfCache, HostileRefsAndIdsAreRejected) {
   write_bytes(hub.path() / "models--org--x" / "refs" / "main", "../../outside");
   std::string e = error_of([] { resolve_model_path("org/x"); });
   EXPECT_NE(e.find("does not hold a commit hash"), std::string::npos) << e;
-  for (const char* id : {"a/b/c", "/nonexistent/dir", "org/..", "org/na--me", "", "org/bad name"}) {
+  for (const char* id : {"a/b/c", "/nonexistent/dir", "org/..", "org/na--me", "", "org/bad name", "org/x:../y.gguf",
+                         "org/x:file.bin"}) {
     e = error_of([&] { resolve_model_path(id); });
     EXPECT_FALSE(e.empty()) << id;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
@@ -126,7 +144,7 @@ TEST(HfCache, HostileRefsAndIdsAreRejected) {
 
 TEST(HfCache, LoadModelResolvesRepoIds) {
   EnvGuard env;
-  for (auto* v : kHfVars) env.unset(v);
+  offline_env(env);
   TempDir hub("hub");
   fs::path snap = make_snapshot(hub.path(), "models--test--micro", "abc123");
   make_micro_checkpoint(snap, micro_config(), 1 << 30);
@@ -134,4 +152,24 @@ TEST(HfCache, LoadModelResolvesRepoIds) {
   LoadedModel m = load_model("test/micro");
   EXPECT_EQ(m.source, "test/micro");
   EXPECT_EQ(m.config.hidden_size, 64);
+}
+
+TEST(HfCache, RevisionsAndNamedGgufResolveInTheCache) {
+  EnvGuard env;
+  offline_env(env);
+  TempDir hub("hub");
+  env.set("HF_HUB_CACHE", hub.path().string());
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  fs::path snap = make_snapshot(hub.path(), "models--org--g", commit);
+  write_bytes(hub.path() / "models--org--g" / "refs" / "v1", commit);
+  write_bytes(snap / "b.gguf", "GGUF");
+  EXPECT_EQ(fs::path(resolve_model_path("org/g", {"v1", "", hub::Need::model})), snap);
+  EXPECT_EQ(fs::path(resolve_model_path("org/g", {commit, "", hub::Need::model})), snap);  // a commit needs no ref
+  EXPECT_EQ(fs::path(resolve_model_path("org/g:b.gguf")), snap / "b.gguf");
+  std::string e = error_of([] { resolve_model_path("org/g:a.gguf"); });
+  EXPECT_NE(e.find("a.gguf"), std::string::npos) << e;
+  e = error_of([] { resolve_model_path("org/g", {"v2", "", hub::Need::model}); });
+  EXPECT_NE(e.find("refs/v2"), std::string::npos) << e;
+  e = error_of([] { resolve_model_path("org/g", {"../../x", "", hub::Need::model}); });
+  EXPECT_NE(e.find("--revision"), std::string::npos) << e;
 }

@@ -75,6 +75,12 @@ class ScriptedEngine : public Engine {
     s.generation_tokens_total = generation_tokens_total_;
     return s;
   }
+  bool reset_prefix_cache() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++num_resets;
+    return active_.empty();  // as the engine: refused while requests hold blocks
+  }
+  std::vector<KvEvent> take_kv_events() override { return {}; }
   void shutdown() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -97,6 +103,7 @@ class ScriptedEngine : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     return active_.size();
   }
+  int num_resets = 0;
   int32_t hold_threshold = 1000;  // max_tokens above this: generate forever (until aborted)
   bool stop_at_script_end = false;  // finish "stop" (stop_reason "151338") after one pass of the script
 

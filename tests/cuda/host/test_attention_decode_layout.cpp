@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/attention_decode_layout.h"
-#include "backends/cuda/decode_tweaks.h"
+#include "backends/cuda/attention/attention_decode_layout.h"
 #include "ptx_fragments.h"
 
 namespace striker::cuda::decode {
@@ -213,16 +212,6 @@ TEST(DecodeAttentionLayout, SplitPlanCoversKeysWithinScratch) {
   const DecodeSplitPlan flint = plan_decode_splits(100000, 4, 264, 4096);
   EXPECT_EQ(flint.splits, 66);
   EXPECT_EQ(flint.chunk, 1536);
-}
-
-// The variant is on by default and `--disable-tweak attention_pipeline` finds it by name.
-TEST(DecodeAttentionLayout, TweakSwitchIsOnByDefaultAndNamed) {
-  DecodeTweaks t;
-  EXPECT_TRUE(t.attention_pipeline);
-  EXPECT_TRUE(set_decode_tweak(t, "attention_pipeline", false));
-  EXPECT_FALSE(t.attention_pipeline);
-  const auto names = decode_tweak_names();
-  EXPECT_NE(std::find(names.begin(), names.end(), "attention_pipeline"), names.end());
 }
 
 }  // namespace

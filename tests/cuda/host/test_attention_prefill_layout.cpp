@@ -10,8 +10,8 @@
 #include <set>
 #include <vector>
 
-#include "backends/cuda/attention.h"
-#include "backends/cuda/attention_prefill_layout.h"
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/attention_prefill_layout.h"
 #include "ptx_fragments.h"
 
 namespace striker::cuda::prefill {

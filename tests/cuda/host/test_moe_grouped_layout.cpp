@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "backends/cuda/moe_grouped_layout.h"
+#include "backends/cuda/moe/moe_grouped_layout.h"
 #include "ptx_fragments.h"
 
 namespace striker::cuda {

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <set>
 
-#include "backends/cuda/moe_grouped.h"
-#include "backends/cuda/moe_grouped_layout.h"
-#include "backends/cuda/nvfp4_linear.h"
-#include "backends/cuda/nvfp4_moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_layout.h"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 

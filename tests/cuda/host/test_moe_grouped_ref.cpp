@@ -4,8 +4,8 @@
 // per-token reference moe_ref exactly.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/moe.h"
-#include "backends/cuda/moe_grouped.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cuda/nvfp4_bits.h"
+#include "backends/cuda/nvfp4/nvfp4_bits.h"
 #include "model/nvfp4.h"
 
 namespace striker::cuda::testing {

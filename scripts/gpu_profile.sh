@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The decode step's honest profile (issue 11): per-kernel device time and DRAM bytes of one
+# batch-1 decode step under ncu (real clocks, caches not flushed; each kernel replayed alone),
+# summarised per kernel family by scripts/ncu_summary.py, for BF16 and NVFP4 at the contexts in
+# STRIKER_PROFILE_CONTEXTS (default "8192 100000"). Usage: bash scripts/gpu_profile.sh BIN_DIR
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-gpubin}
+CONFIG=${STRIKER_GPU_CONFIG:-$BIN/config.json}
+[ -f "$CONFIG" ] || CONFIG=../shared/fixtures/flint-config/config.json
+LOGS=${OUT:-/tmp/striker-gpu}
+mkdir -p "$LOGS"
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "ncu not found: no profile taken"; exit 3; }
+for q in bf16 nvfp4; do
+  for ctx in ${STRIKER_PROFILE_CONTEXTS:-8192 100000}; do
+    log="$LOGS/ncu_${q}_${ctx}.csv"
+    qarg=""; [ "$q" = nvfp4 ] && qarg="--quantization nvfp4"
+    timeout 300 "$NCU" --csv --clock-control none --cache-control none \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum -k 'regex:^(?!fill|nvfp4_fill|to_f32|kv_fill).*' \
+      "$BIN/striker" bench latency --config "$CONFIG" $qarg --context="$ctx" --steps 1 --warmup 0 \
+      >"$log" 2>"$log.err"
+    echo "ncu $q $ctx rc=$?"
+    python3 scripts/ncu_summary.py "$log" "$q decode step at context $ctx (ncu, real clocks, each kernel alone)"
+  done
+done

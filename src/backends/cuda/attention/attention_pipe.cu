@@ -1,0 +1,76 @@
+// Pipelined tensor-core split-KV decode attention (paged_attention's kernel for Flint's shape and
+// cache blocks of >= 16 tokens): the register kernel's tiles and math (attention_decode.cuh), with
+// K and V staged through a per-warp 3-stage cp.async ring in shared memory
+// (attention_decode_layout.h says why).
+//
+// Bytes in flight: a warp always has its next 2 tiles (8 KiB each: 16 keys × 256 bytes of K and
+// of V) outstanding while it computes one. 3 stages × 2 CTAs × 4 warps keep ~128 KiB per SM in
+// flight, against the ~32 KiB that 4.1 TB/s × ~1 µs / 132 SMs needs, so DRAM latency is covered
+// even when it doubles under load.
+//
+// Warps never wait for each other inside the loop: each reads only its own ring, so __syncwarp
+// orders its lanes' cp.async writes and reads (no __syncthreads until the final merge, which
+// reuses the ring memory for the warp accumulators).
+#include <string>
+
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/attention_decode.cuh"
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/tensor_core.cuh"
+
+namespace striker::cuda::decode {
+namespace {
+
+template <int kStages, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel(
+    const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
+    int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int chunk,
+    int num_splits, float* __restrict__ partials) {
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
+  const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
+  float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (kGroup * (kHeadDim + 2));
+  pipe_split_record<kStages>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
+                             split, kvh, z, step_queries, chunk, pipe_smem, sm_m, sm_l, rec);
+}
+
+template <int kStages, int kMinBlocks>
+void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size,
+                   int window, const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
+                   const int32_t* query_ids, int step_queries, int chunk, int num_splits, float* partials,
+                   cudaStream_t stream) {
+  auto* kernel = attention_pipe_kernel<kStages, kMinBlocks>;
+  constexpr int smem = cta_ring_bytes(kStages);
+  // Over 48 KiB of dynamic shared memory needs the opt-in, and kMinBlocks rings per SM need the
+  // largest shared-memory carveout. Both are function attributes (allowed while a graph is being
+  // captured); set once per kernel instantiation (a thread-safe static), so uncaptured launches
+  // (bench rows, prefill steps) do not pay two extra driver calls each.
+  static const bool configured = [&] {
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)configured;
+  launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
+             table_offset, block_tables, query_ids, step_queries, chunk, num_splits, partials);
+  STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_kernel");
+}
+
+}  // namespace
+
+void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
+                           int block_size, int window, const int32_t* positions, const int32_t* table_offset,
+                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
+                           int num_splits, float* partials, cudaStream_t stream) {
+  if (block_size < kMinBlockSize)
+    throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
+                std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
+  launch_stages<kPipeStages, kPipeCtasPerSm>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
+                                             block_tables, query_ids, step_queries, chunk, num_splits, partials,
+                                             stream);
+}
+
+}  // namespace striker::cuda::decode

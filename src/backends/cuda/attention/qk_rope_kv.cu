@@ -1,0 +1,164 @@
+#include "backends/cuda/attention/qk_rope_kv.h"
+
+#include <cmath>
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/device_math.cuh"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+
+// The per-(token, head) math of the attention front (FLINT.md §4): RMSNorm of a q or k head with
+// q_norm / k_norm, RoPE on sliding layers, and the write of q to q_out or of k / v into the paged
+// cache. One warp holds one head: lane l holds elements [l*E, l*E+E), so the RoPE partner
+// i + d/2 always sits in lane l ^ 16.
+
+// Everything of one (token, head) that depends only on weights and the step's positions: the
+// norm gammas and the RoPE cos/sin (a double-precision sincos per element, the slowest part).
+// Computed before griddepcontrol.wait (see qk_rope_kv_kernel).
+template <int E>
+struct Prep {
+  float gamma[E], cs[E], sn[E];
+};
+
+// head < nh: q head; < nh + nkv: k head; else v head. inv_freq nullptr: NoPE layer.
+template <int E>
+__device__ __forceinline__ void prepare(Prep<E>& pr, int t, int head, int nh, int nkv, const float* __restrict__ q_norm_w,
+                                        const float* __restrict__ k_norm_w, const int32_t* __restrict__ positions,
+                                        const float* __restrict__ inv_freq) {
+  const int lane = threadIdx.x & 31;
+  const bool is_v = head >= nh + nkv;
+  const bool rope = !is_v && inv_freq != nullptr;
+  if (!is_v) {
+    const float* w = head < nh ? q_norm_w : k_norm_w;
+#pragma unroll
+    for (int e = 0; e < E; ++e) pr.gamma[e] = w[lane * E + e];
+  }
+  if (rope) {
+    const float p = float(positions[t]);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int i = (lane & 15) * E + e;  // frequency index < d/2
+      const float phi = __fmul_rn(p, inv_freq[i]);
+      double sd, cd;
+      sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
+      pr.cs[e] = round_bf16(float(cd));
+      pr.sn[e] = round_bf16(float(sd));
+    }
+  }
+}
+
+// x: this lane's E bf16 values of the head (as floats). Normalizes (q, k), rotates (q, k on RoPE
+// layers) and stores the head for token t. Called by all 32 lanes of the warp together.
+template <int E>
+__device__ __forceinline__ void finish(float (&x)[E], const Prep<E>& pr, int t, int head, int nh, int nkv, float eps,
+                                       const float* __restrict__ inv_freq, const int64_t* __restrict__ slots,
+                                       int block_size, bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache,
+                                       bf16_t* __restrict__ q_out) {
+  constexpr int d = 32 * E;
+  const int lane = threadIdx.x & 31;
+  const bool is_v = head >= nh + nkv;
+  const bool rope = !is_v && inv_freq != nullptr;
+  if (!is_v) {
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) ss += x[e] * x[e];
+    ss = warp_sum(ss);
+    const float r = 1.0f / sqrtf(ss / float(d) + eps);
+#pragma unroll
+    for (int e = 0; e < E; ++e) x[e] = round_bf16(round_bf16(x[e] * r) * pr.gamma[e]);
+    if (rope) {
+      const bool low = lane < 16;
+      float partner[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) partner[e] = __shfl_xor_sync(0xffffffffu, x[e], 16);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        x[e] = low ? round_bf16(round_bf16(x[e] * pr.cs[e]) - round_bf16(partner[e] * pr.sn[e]))
+                   : round_bf16(round_bf16(x[e] * pr.cs[e]) + round_bf16(partner[e] * pr.sn[e]));
+    }
+  }
+  bf16_t* dst;
+  if (head < nh) {
+    dst = q_out + (int64_t(t) * nh + head) * d;
+  } else {
+    const int kvh = is_v ? head - nh - nkv : head - nh;
+    const int64_t slot = slots[t];
+    const int64_t block = slot / block_size, off = slot % block_size;
+    bf16_t* cache = is_v ? v_cache : k_cache;
+    dst = cache + ((block * nkv + kvh) * block_size + off) * d;
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) dst[lane * E + e] = __float2bfloat16_rn(x[e]);
+}
+
+// One warp per (token, head) over q heads, then k heads, then v heads. The norm gammas and the
+// RoPE cos/sin (a double-precision sincos per element, the slowest part of the kernel) are computed
+// before griddepcontrol.wait, while the QKV GEMV in front still runs. That is safe because they
+// depend only on weights and on the step's positions, which the step's metadata memcpy wrote before
+// the step's first kernel started; only qkv (written by the GEMV in front) is read after the wait.
+template <int E>
+__global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
+    const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
+    const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
+    const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
+    bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  pdl_launch_dependents();  // see launch.cuh
+  constexpr int d = 32 * E;
+  const int heads = nh + 2 * nkv;
+  const int64_t item = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (item >= int64_t(T) * heads) {
+    pdl_wait();  // no early exit past the wait (keeps the PDL contract simple)
+    return;
+  }
+  const int t = int(item / heads), head = int(item % heads);
+  const int lane = threadIdx.x & 31;
+  Prep<E> pr;
+  prepare<E>(pr, t, head, nh, nkv, q_norm_w, k_norm_w, positions, inv_freq);
+  pdl_wait();  // qkv comes from the GEMV in front
+
+  const bf16_t* src = qkv + (int64_t(t) * heads + head) * d + lane * E;
+  float x[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) x[e] = __bfloat162float(src[e]);
+  finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
+}
+
+}  // namespace
+
+std::vector<float> rope_inv_freq(float theta, int head_dim) {
+  std::vector<float> f(size_t(head_dim / 2));
+  for (int i = 0; i < head_dim / 2; ++i) f[size_t(i)] = float(std::pow(double(theta), -2.0 * i / head_dim));
+  return f;
+}
+
+void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const float* q_norm_w,
+                           const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
+                           const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,
+                           cudaStream_t stream) {
+  if (T <= 0) return;
+  const int64_t items = int64_t(T) * (hs.n_heads + 2 * hs.n_kv_heads);
+  const unsigned grid = unsigned((items + kWarps - 1) / kWarps);
+  const auto* in = reinterpret_cast<const bf16_t*>(qkv);
+  auto* kc = reinterpret_cast<bf16_t*>(k_cache);
+  auto* vc = reinterpret_cast<bf16_t*>(v_cache);
+  auto* qo = reinterpret_cast<bf16_t*>(q_out);
+#define STRIKER_QKR(E)                                                                                             \
+  launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in,                                   \
+              T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots,       \
+             block_size, kc, vc, qo)
+  switch (hs.head_dim) {
+    case 32: STRIKER_QKR(1); break;
+    case 64: STRIKER_QKR(2); break;
+    case 128: STRIKER_QKR(4); break;
+    default: throw Error("qk_norm_rope_kv_write: head_dim " + std::to_string(hs.head_dim) + " is not 32, 64 or 128");
+  }
+#undef STRIKER_QKR
+  STRIKER_CUDA_CHECK_LAUNCH("qk_norm_rope_kv_write");
+}
+
+}  // namespace striker::cuda

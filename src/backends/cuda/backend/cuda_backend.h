@@ -1,0 +1,125 @@
+// The CUDA backend: Flint's forward pass (FLINT.md §4) on one GPU, BF16 and/or NVFP4 (W4A16)
+// linear weights, paged BF16 KV cache. Decode steps (<= 8 tokens) use the bandwidth-bound GEMV
+// kernels; larger chunks use cuBLASLt for the dense projections and grouped tensor-core kernels
+// for the routed experts. Every buffer is allocated up front: a step allocates nothing and
+// synchronises only to return the logits; steps of up to 256 tokens can replay captured CUDA graphs.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "backends/backend.h"
+#include "backends/cuda/backend/device_model.h"
+#include "backends/cuda/sampling/sampling.h"
+
+namespace striker::cuda {
+
+struct CudaBackendOptions {
+  int max_tokens = 8192;          // tokens per forward() call
+  int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
+  int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
+  // Replay steps of up to 256 tokens (decode batches) from captured CUDA graphs. Off by default:
+  // at batch 1 with PDL launches both measured within a few per cent (docs/performance.md).
+  bool use_graphs = false;
+  // Draw tokens on the GPU (forward_sampled): only sampled ids and logprob rows come back.
+  bool device_sampling = true;
+  int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
+  // Captured graphs kept at once (use_graphs); the least recently replayed is destroyed first.
+  int max_captured_graphs = 64;
+
+  // Buffer sizes for an engine with these limits (serve, bench throughput): a step's token budget,
+  // a logits row per sequence plus a prompt_logprobs chunk (capped at 256 tokens), and a full block
+  // table for every sequence.
+  static CudaBackendOptions for_engine(int max_num_batched_tokens, int max_num_seqs, int64_t max_model_len,
+                                       int block_size) {
+    CudaBackendOptions o;
+    o.max_tokens = max_num_batched_tokens > 8 ? max_num_batched_tokens : 8;
+    o.max_logit_rows = max_num_seqs + 256 > 512 ? max_num_seqs + 256 : 512;
+    const int64_t blocks_per_seq = (max_model_len + block_size - 1) / block_size + 1;
+    const int64_t entries = int64_t(max_num_seqs) * blocks_per_seq;
+    if (entries > o.max_table_entries) o.max_table_entries = entries;
+    return o;
+  }
+};
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend(DeviceModel model, const CudaBackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  int64_t full_block_bytes(int32_t block_size) const override;
+  int64_t sliding_block_bytes(int32_t block_size) const override;
+  void allocate_kv_cache(const KvCacheSpec& spec) override;
+  void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return options_.device_sampling; }
+  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
+
+  // Benchmarks: random KV contents (a long context without running its prefill), and the
+  // device time of the last forward() measured with CUDA events.
+  void fill_kv_random(uint64_t seed);
+  float last_forward_device_ms() const { return last_device_ms_; }
+  // Kernels in the step graph captured last (use_graphs), 0 before any capture.
+  int captured_step_kernels() const { return captured_kernels_; }
+  // The routed expert ids [T, K] the last MoE layer of the last step chose (waits for the step).
+  std::vector<int32_t> last_layer_routing(int T) const;
+  const DeviceModel& model() const { return model_; }
+
+ private:
+  struct Workspace;
+  struct StepPlan;
+  // Plans the batch, uploads its metadata and enqueues the layers (no sync); returns the
+  // number of logits rows, left in logits_device() as fp32 [rows, vocab].
+  int launch_forward(const ForwardBatch& batch);
+  float* logits_device() const;
+  float* logits_pinned() const;  // pinned host buffer of max_logit_rows rows
+  void plan(const ForwardBatch& batch, StepPlan& plan) const;
+  // The layer loop, FLINT.md §4 step by step (flint_forward.cpp), and the ops it calls, each
+  // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,
+  // ops_moe.cpp). All work on ws_ and enqueue on stream_.
+  void flint_forward(const StepPlan& plan);
+  // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W).
+  void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
+  // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
+  void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
+  void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
+  void swiglu_dense(const DeviceLayer& layer, int T);    // h = bf16(h + swiglu(x))
+  void moe(const DeviceLayer& layer, int T);             // h = bf16(h + routed + shared experts of x)
+  void moe_decode_bf16(const DeviceLayer& layer, int T);
+  void moe_decode_nvfp4(const DeviceLayer& layer, int T);
+  void moe_batched(const DeviceLayer& layer, int T);
+  void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
+
+  DeviceModel model_;
+  CudaBackendOptions options_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<SamplingBuffers> sampling_;  // null unless options.device_sampling
+  KvCacheSpec kv_spec_;
+  std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
+  std::vector<void*> kv_allocations_;
+  struct CapturedStep {
+    cudaGraphExec_t exec = nullptr;
+    uint64_t last_use = 0;  // graph_uses_ at the last replay (least recently used goes first)
+  };
+  // (T, rows, key buckets) -> graph; at most options_.max_captured_graphs (every decode batch size
+  // and context bucket would otherwise keep its own graph for the life of the server).
+  std::map<std::tuple<int, int, int, int>, CapturedStep> graphs_;
+  uint64_t graph_uses_ = 0;
+  cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
+  float last_device_ms_ = 0.f;
+  int captured_kernels_ = 0;
+};
+
+// Uploads a loaded BF16 checkpoint. Throws striker::Error when no GPU is present or a weight
+// cannot be used by this backend.
+std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options = {});
+// --load-format dummy: random weights for `config` made on the GPU (no host copy).
+std::unique_ptr<Backend> make_cuda_backend_dummy(const FlintConfig& config, uint64_t seed, WeightFormat format,
+                                                 const CudaBackendOptions& options = {});
+
+}  // namespace striker::cuda

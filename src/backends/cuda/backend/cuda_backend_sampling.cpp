@@ -1,0 +1,68 @@
+// CudaBackend::forward_sampled: the forward pass, then the tokens drawn on the GPU
+// (sampling.h). Only the sampled ids and the rows asked for logprobs cross to the host.
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/common/cuda_check.h"
+
+namespace striker::cuda {
+
+void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) {
+  if (!sampling_) throw Error("CUDA backend: forward_sampled called with CudaBackendOptions::device_sampling off");
+  const int64_t V = model_.config.vocab_size;
+  // Everything is checked before the step is enqueued.
+  int64_t rows = 0;
+  for (const auto& s : batch.seqs) rows += s.all_logits ? int64_t(s.tokens.size()) : 1;
+  if (rows > options_.max_logit_rows)
+    throw Error("CUDA backend: " + std::to_string(rows) + " logits rows in one step, at most " +
+                std::to_string(options_.max_logit_rows));
+  SamplingBuffers& sb = *sampling_;
+  pack_samples(ds.samples, int32_t(rows), V, sb.params, sb.edits);
+  if (int64_t(ds.return_rows.size()) > rows)
+    throw Error("CUDA backend: " + std::to_string(ds.return_rows.size()) + " logits rows asked back, the step has " +
+                std::to_string(rows));
+  for (int32_t r : ds.return_rows)
+    if (r < 0 || r >= rows)
+      throw Error("CUDA backend: logits row " + std::to_string(r) + " asked back, the step has " + std::to_string(rows));
+
+  launch_forward(batch);
+  float* logits = logits_device();
+  float* pinned = logits_pinned();
+  // Raw rows for logprobs leave before the edits below change the logits in place.
+  // Consecutive rows (a prompt-logprobs chunk) go in one copy.
+  for (size_t j = 0; j < ds.return_rows.size();) {
+    size_t k = j + 1;
+    while (k < ds.return_rows.size() && ds.return_rows[k] == ds.return_rows[k - 1] + 1) ++k;
+    STRIKER_CUDA_CHECK(cudaMemcpyAsync(pinned + int64_t(j) * V, logits + int64_t(ds.return_rows[j]) * V,
+                                       (k - j) * size_t(V) * 4, cudaMemcpyDeviceToHost, stream_));
+    j = k;
+  }
+  const int n = int(sb.params.size());
+  if (n > 0) {
+    std::copy(sb.params.begin(), sb.params.end(), sb.params_host());
+    // Edits go up in chunks of the buffer's size; a second chunk waits for the first upload
+    // (a sync), which only a step with more than max_sample_edits edits pays.
+    const int64_t total = int64_t(sb.edits.size());
+    int64_t done = 0;
+    do {
+      const int64_t chunk = std::min(total - done, sb.max_edits());
+      if (done > 0) STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      std::copy(sb.edits.begin() + done, sb.edits.begin() + done + chunk, sb.edits_host());
+      sb.counts_host()[0] = n;
+      sb.counts_host()[1] = int32_t(chunk);
+      sb.upload(n, chunk, stream_);
+      apply_logit_edits(logits, V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), chunk, stream_);
+      done += chunk;
+    } while (done < total);
+    sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_);
+    STRIKER_CUDA_CHECK(cudaMemcpyAsync(sb.tokens_host(), sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
+  }
+  STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
+  out.tokens.assign(sb.tokens_host(), sb.tokens_host() + n);
+  out.logits.assign(pinned, pinned + ds.return_rows.size() * size_t(V));
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,48 @@
+// One step of the Flint forward pass on the GPU, in the order and with the rounding points of
+// FLINT.md §4 (the CPU backend's flint_forward.cpp is the same loop on the host). Each line is
+// one §4 step; which kernel runs it (BF16 or NVFP4 weights, GEMV or cuBLASLt or grouped MoE, by
+// the step's token count) is the business of the op it calls (ops_linear.cpp, ops_attention.cpp,
+// ops_moe.cpp). Everything is enqueued on stream_; nothing here reads device memory back.
+#include "backends/cuda/attention/qk_rope_kv.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/backend/cuda_backend_state.h"
+#include "backends/cuda/elementwise/embedding.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
+
+namespace striker::cuda {
+
+void CudaBackend::flint_forward(const StepPlan& p) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const int T = p.T, H = int(c.hidden_size), d = int(c.head_dim), nh = int(c.num_attention_heads),
+            nkv = int(c.num_key_value_heads);
+  const int qkv_dim = (nh + 2 * nkv) * d;
+  const float eps = c.rms_norm_eps;
+  const HeadShape hs{nh, nkv, d};
+
+  embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const DeviceLayer& L = model_.layers[size_t(l)];
+    const bool sliding = c.is_sliding_layer(l);
+
+    // Attention block.
+    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                            // x = rmsnorm(h)
+    linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                            // q|k|v = bf16(mm(x, Wqkv))
+    qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,       // q, k = per-head rmsnorm,
+                          sliding ? w.inv_freq : nullptr,                           // rope on sliding layers;
+                          sliding ? p.slots_sliding : p.slots_full, kv_spec_.block_size,  // k, v into the cache
+                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
+    attention(p, l);                                                                // o = softmax with sinks · v
+    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                       // h = bf16(h + bf16(mm(o, Wo)))
+
+    // Feed-forward block.
+    rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
+    if (c.is_dense_layer(l))
+      swiglu_dense(L, T);                                                           // h = bf16(h + swiglu(x))
+    else
+      moe(L, T);                                                                    // h = bf16(h + y), y routed + shared
+  }
+  lm_head_logits(p);  // logits = bf16(mm(rmsnorm(h), lm_head)), requested rows only
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,37 @@
+// CudaBackend::attention: o = softmax with sinks · v for every query of the step (FLINT.md §4).
+// Runs of >= 16 queries of one sequence (prefill chunks) take the tensor-core prefill kernel;
+// every other query (decodes) the split-KV decode kernel, which spreads one query's long context
+// over many CTAs.
+#include "backends/cuda/attention/attention.h"
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/backend/cuda_backend_state.h"
+
+namespace striker::cuda {
+
+void CudaBackend::attention(const StepPlan& p, int64_t l) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const DeviceLayer& L = model_.layers[size_t(l)];
+  const bool sliding = c.is_sliding_layer(l);
+  const bf16 *k = k_cache_[size_t(l)], *v = v_cache_[size_t(l)];
+  const AttentionShape shape{int(c.num_attention_heads), int(c.num_key_value_heads), int(c.head_dim),
+                             kv_spec_.block_size, sliding ? int(c.sliding_window) : 0};
+  AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
+                           sliding ? p.tables_sliding : p.tables_full, p.T,
+                           sliding ? p.max_keys_sliding : p.max_keys_full};
+  if (!p.use_prefill) {
+    paged_attention(w.q, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
+    return;
+  }
+  prefill_attention(w.q, k, v, L.sinks, shape, queries,
+                    PrefillTiles{p.prefill_tiles, p.num_prefill_tiles, p.tiled_queries, p.num_tiled}, w.scratch,
+                    w.attn, stream_);
+  if (p.num_rest > 0) {  // the step's short runs (decodes)
+    queries.num_queries = p.num_rest;
+    queries.max_keys = sliding ? p.max_keys_sliding_rest : p.max_keys_full_rest;
+    queries.query_ids = p.rest_queries;
+    paged_attention(w.q, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
+  }
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,97 @@
+// CudaBackend::moe: the routed + shared experts of a MoE layer, h = bf16(h + y) (FLINT.md §4).
+// The router always runs first (router_topk: one launch per step up to 8 tokens); then
+//   up to kGemvMaxTokens tokens: kernels that read only the selected experts' rows, BF16 or NVFP4
+//     (moe.h, nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
+//   above: a device-side routing sort and grouped tensor-core GEMMs (moe_grouped.h).
+#include "backends/cuda/backend/cuda_backend.h"
+#include "backends/cuda/backend/cuda_backend_state.h"
+#include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/linear/gemv.h"
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/router.h"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
+
+namespace striker::cuda {
+
+void CudaBackend::moe(const DeviceLayer& L, int T) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
+                       c.routed_scaling_factor};
+  router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
+              w.topk_w, stream_);
+  if (T > kGemvMaxTokens) moe_batched(L, T);
+  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
+  else moe_decode_bf16(L, T);
+}
+
+// BF16 routed experts of a decode step: gate/up + SwiGLU of the selected experts (and a BF16
+// shared expert) in one launch, then down + weighted sum + residual in another.
+void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
+            K = int(c.num_experts_per_tok);
+  moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
+              L.sh_gate ? w.shared_act : nullptr, stream_);
+  moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
+                   L.sh_down, Is, w.h, stream_);
+}
+
+// NVFP4 routed experts of a decode step: the selected-experts kernels, with an NVFP4 shared
+// expert fused into them, or a BF16 one run first by the BF16 GEMV kernels and added as a bf16
+// vector.
+void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
+            K = int(c.num_experts_per_tok);
+  const bool shared_nv = L.nv_sh_gate.present();
+  const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
+                       L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
+  const bf16* y_shared = nullptr;
+  if (L.sh_gate) {  // BF16 shared expert: y_shared = bf16(mm(act, Wd_shared)) into w.tmp
+    gemv_gate_up(w.x, T, H, L.sh_gate, L.sh_up, Is, w.act, stream_);
+    gemv_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
+    y_shared = w.tmp;
+  }
+  nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
+  nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
+}
+
+// Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
+// routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
+// SwiGLU, down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (the
+// NVFP4 kernels decode the weight tiles in shared memory and apply the expert's scale2). No host
+// sync, so the step can be graph-captured.
+void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
+  const FlintConfig& c = model_.config;
+  Workspace& w = *ws_;
+  const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
+            K = int(c.num_experts_per_tok), E = int(c.n_routed_experts);
+  MoeRouting r = w.routing;
+  r.tile_rows = moe_tile_rows_for(int64_t(T) * K, E);
+  moe_route_sort(w.topk_ids, T, K, r, stream_);
+  if (L.nv_exp_gate.present()) {
+    moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_);
+    moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
+  } else {
+    moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
+    moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
+  }
+  // Shared expert, in its own format (NVFP4: dequantise + cuBLASLt with alpha = scale2; BF16:
+  // cuBLASLt): plain SwiGLU over the chunk, output in w.tmp.
+  const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
+  if (shared) {
+    linear(w.x, T, H, L.sh_gate, L.nv_sh_gate, Is, w.gate);
+    linear(w.x, T, H, L.sh_up, L.nv_sh_up, Is, w.up);
+    swiglu_act(w.gate, w.up, w.act, int64_t(T) * Is, stream_);
+    linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
+  }
+  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_);
+}
+
+}  // namespace striker::cuda

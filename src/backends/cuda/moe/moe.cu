@@ -1,0 +1,211 @@
+#include "backends/cuda/moe/moe.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/warp_dot.cuh"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+
+constexpr int kMaxTopK = 8;
+
+// grid (row pairs, T*K [+ T]): each warp computes gate and up of two rows of one slot. Slots
+// t*K+k are routed experts; slots T*K+t (when a shared expert is given) are token t's shared expert.
+__global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
+    const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
+    int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
+    const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
+  constexpr int kPre = 2;  // shared-expert chunks per lane loaded before the wait
+  pdl_launch_dependents();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
+  const int slot = blockIdx.y;
+  const bool shared = slot >= T * K;
+  const int rows = shared ? shared_inter : inter;
+  if (o0 >= rows) return;  // (before reading anything an earlier kernel writes)
+  const int t = shared ? slot - T * K : slot / K;
+  const int o1 = min(o0 + 1, rows - 1);
+  auto rows_of = [&](const bf16_t* g, const bf16_t* u, const bf16_t* (&w)[4]) {
+    w[0] = g + int64_t(o0) * hidden, w[1] = u + int64_t(o0) * hidden;
+    w[2] = g + int64_t(o1) * hidden, w[3] = u + int64_t(o1) * hidden;
+  };
+  const bf16_t* xt = x + int64_t(t) * hidden;
+  const bf16_t* xr[4] = {xt, xt, xt, xt};
+  float acc[4][1];
+  const bf16_t* w[4];
+  if (shared) {  // the shared expert's rows do not depend on the routing: start them before the wait
+    rows_of(sg, su, w);
+    WarpDotPrologue<4, kPre> pr;
+    warp_dot_prologue<4, kPre>(w, hidden, pr);
+    pdl_wait();  // x comes from the previous kernel
+    warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc);
+  } else {
+    pdl_wait();  // x and the routing come from earlier kernels
+    rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
+    warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
+  }
+  const int lane = threadIdx.x & 31;
+  if (lane < 2 && o0 + lane < rows) {
+    const float gv = round_bf16(lane == 0 ? acc[0][0] : acc[2][0]);
+    const float uv = round_bf16(lane == 0 ? acc[1][0] : acc[3][0]);
+    bf16_t* dst = shared ? shared_act + int64_t(t) * shared_inter : act + int64_t(slot) * inter;
+    dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
+  }
+}
+
+// One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel).
+__device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd,
+                                              int inter, int hidden, const int32_t* __restrict__ ids,
+                                              const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
+                                              const bf16_t* __restrict__ wd_shared, int shared_inter,
+                                              bf16_t* __restrict__ h, int o0) {
+  const int t = blockIdx.y;
+  const int o1 = min(o0 + 1, hidden - 1);
+  const int lane = threadIdx.x & 31;
+  const bf16_t* w0[kMaxTopK];
+  const bf16_t* w1[kMaxTopK];
+  const bf16_t* xa[kMaxTopK];
+  float acc[kMaxTopK][2];
+#pragma unroll
+  for (int k = 0; k < kMaxTopK; ++k) {
+    const int slot = t * K + min(k, K - 1);
+    const int64_t base = int64_t(ids[slot]) * hidden;
+    w0[k] = wd + (base + o0) * inter;
+    w1[k] = wd + (base + o1) * inter;
+    xa[k] = act + int64_t(slot) * inter;
+    acc[k][0] = acc[k][1] = 0.f;
+  }
+  for (int c = lane; c < inter / 8; c += 32) {
+    uint4 q0[kMaxTopK], q1[kMaxTopK], qx[kMaxTopK];
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        q0[k] = load_stream(w0[k] + c * 8);
+        q1[k] = load_stream(w1[k] + c * 8);
+        qx[k] = load_cached(xa[k] + c * 8);
+      }
+#pragma unroll
+    for (int k = 0; k < kMaxTopK; ++k)
+      if (k < K) {
+        float f0[8], f1[8], fx[8];
+        unpack8(q0[k], f0);
+        unpack8(q1[k], f1);
+        unpack8(qx[k], fx);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          acc[k][0] = fmaf(f0[i], fx[i], acc[k][0]);
+          acc[k][1] = fmaf(f1[i], fx[i], acc[k][1]);
+        }
+      }
+  }
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int k = 0; k < kMaxTopK; ++k)
+    if (k < K) {
+      const float wk = topk_w[t * K + k];
+      sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
+      sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
+    }
+  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+  if (shared_act != nullptr) {
+    const bf16_t* w[2] = {wd_shared + int64_t(o0) * shared_inter, wd_shared + int64_t(o1) * shared_inter};
+    const bf16_t* xs = shared_act + int64_t(t) * shared_inter;
+    const bf16_t* xr[2] = {xs, xs};
+    float sacc[2][1];
+    warp_dot<2, 1>(w, xr, 0, 1, shared_inter, sacc);
+    y0 = round_bf16(y0 + round_bf16(sacc[0][0]));
+    y1 = round_bf16(y1 + round_bf16(sacc[1][0]));
+  }
+  if (lane < 2 && o0 + lane < hidden) {
+    const int64_t idx = int64_t(t) * hidden + o0 + lane;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
+  }
+}
+
+// grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
+// rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
+// fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
+__global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
+    const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
+    const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
+  if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
+}
+
+// grid (column blocks, min(T, 65535)): tokens stride over grid.y, so a prefill step of any length
+// (up to the model's 262,144-token context) is one launch.
+__global__ void moe_combine_sorted_kernel(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
+                                          const float* __restrict__ topk_w, const bf16_t* __restrict__ ysh, int T,
+                                          int K, int hidden, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
+  const int o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o >= hidden) return;
+  for (int t = blockIdx.y; t < T; t += gridDim.y) {
+    const int64_t slot = int64_t(t) * K;
+    float sum = 0.f;
+    for (int k = 0; k < K; ++k)
+      sum = fmaf(topk_w[slot + k], __bfloat162float(ys[int64_t(inv[slot + k]) * hidden + o]), sum);
+    float y = round_bf16(sum);
+    if (ysh != nullptr) y = round_bf16(y + __bfloat162float(ysh[int64_t(t) * hidden + o]));
+    const int64_t idx = int64_t(t) * hidden + o;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+  }
+}
+
+void check_width(const char* what, int width) {
+  if (width <= 0 || width % 8 != 0)
+    throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
+}
+
+}  // namespace
+
+void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
+                 const int32_t* topk_ids, int K, bf16* act, const bf16* shared_gate, const bf16* shared_up,
+                 int shared_inter, bf16* shared_act, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_width("moe_gate_up", hidden);
+  const bool has_shared = shared_act != nullptr;
+  if (int64_t(T) * (K + 1) > 65535)
+    throw Error("moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
+                " slots exceed one launch (65535); split the batch");
+  const int rows = std::max(inter, has_shared ? shared_inter : 0);
+  const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
+      reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
+      reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
+      reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up), shared_inter,
+      reinterpret_cast<bf16_t*>(shared_act));
+  STRIKER_CUDA_CHECK_LAUNCH("moe_gate_up");
+}
+
+void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
+                      const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
+  if (T <= 0) return;
+  if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
+  check_width("moe_down_combine", inter);
+  if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
+  const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
+  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
+      reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
+      reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
+      reinterpret_cast<bf16_t*>(h));
+  STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
+}
+
+void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,
+                        int K, int hidden, bf16* h, cudaStream_t stream) {
+  if (T <= 0) return;
+  launch_pdl(moe_combine_sorted_kernel, dim3(unsigned((hidden + 255) / 256), unsigned(std::min(T, kMaxGridYZ))),
+             dim3(256), 0, stream, reinterpret_cast<const bf16_t*>(y_sorted), inv, topk_w,
+             reinterpret_cast<const bf16_t*>(y_shared), T, K, hidden, reinterpret_cast<bf16_t*>(h));
+  STRIKER_CUDA_CHECK_LAUNCH("moe_combine_sorted");
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,350 @@
+// Device-side routing sort and grouped expert GEMMs (moe_grouped.h).
+#include "backends/cuda/moe/moe_grouped.h"
+
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/moe/moe_grouped_tile.cuh"
+#include "backends/cuda/common/warp_dot.cuh"
+
+namespace striker::cuda {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Routing sort: one CTA (a few thousand slots per layer at most 49K; the sort is a small part of
+// a layer). Slots are visited in chunks of kSortThreads; a slot's rank inside its expert is
+//   (rows of the expert in earlier chunks) + (rows in earlier warps of this chunk) + (earlier
+//   lanes of its warp with the same expert, from __match_any_sync),
+// which is its position in slot order: the result is deterministic.
+
+constexpr int kSortThreads = 512;
+constexpr int kSortWarps = kSortThreads / 32;
+
+// In-place exclusive scan of v[0..n) by warp 0; returns the total to every lane of warp 0.
+__device__ int warp0_exclusive_scan(int* v, int n) {
+  const int lane = threadIdx.x & 31;
+  const int per = (n + 31) / 32;
+  const int lo = min(n, lane * per), hi = min(n, lo + per);
+  int local = 0;
+  for (int i = lo; i < hi; ++i) local += v[i];
+  int incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int other = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += other;
+  }
+  int run = incl - local;
+  for (int i = lo; i < hi; ++i) {
+    const int c = v[i];
+    v[i] = run;
+    run += c;
+  }
+  return __shfl_sync(0xffffffffu, incl, 31);
+}
+
+// Slot ranks wait in slot_row between the passes, packed with their bucket (rank < 2^21 slots,
+// bucket <= kMoeMaxExperts = 2^9, so the word stays non-negative): the second pass reads one
+// word per slot.
+constexpr int kRankBits = kMoeRankBits;
+static_assert(kMoeMaxExperts < (1 << (31 - kRankBits)), "bucket ids must fit above the rank bits");
+
+__global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int32_t* __restrict__ ids, int slots,
+                                                                      int experts, int tile_rows,
+                                                                      int32_t* __restrict__ sorted_slot,
+                                                                      int32_t* __restrict__ slot_row,
+                                                                      MoeTile* __restrict__ tiles,
+                                                                      int32_t* __restrict__ num_tiles) {
+  pdl_grid_start();  // see launch.cuh
+  __shared__ int warp_count[kSortWarps][kMoeMaxExperts + 1];  // rows per (warp, bucket) in this chunk
+  __shared__ int count[kMoeMaxExperts + 1];                    // rows per bucket so far, then offsets
+  __shared__ int tile_start[kMoeMaxExperts + 1];
+  __shared__ int total_tiles;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int buckets = experts + 1;  // bucket `experts`: out-of-range ids, sorted last, no tiles
+  auto bucket_of = [&](int s) {
+    const int e = ids[s];
+    return unsigned(e) < unsigned(experts) ? e : experts;
+  };
+  for (int i = tid; i < kSortWarps * (kMoeMaxExperts + 1); i += kSortThreads) (&warp_count[0][0])[i] = 0;
+  for (int b = tid; b < buckets; b += kSortThreads) count[b] = 0;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  int e_next = tid < slots ? bucket_of(tid) : -1;  // the next chunk's id is loaded a chunk ahead
+  __syncthreads();
+  for (int base = 0; base < slots; base += kSortThreads) {
+    const int s = base + tid;
+    const bool valid = s < slots;
+    const int e = e_next;  // -1 past the end: those lanes match only each other and are never used
+    e_next = s + kSortThreads < slots ? bucket_of(s + kSortThreads) : -1;
+    const unsigned same = __match_any_sync(0xffffffffu, e);
+    const int rank_in_warp = __popc(same & lanes_below);
+    const bool leader = valid && rank_in_warp == 0;
+    if (leader) warp_count[warp][e] = __popc(same);
+    __syncthreads();
+    if (valid) {
+      int rank = count[e] + rank_in_warp;
+      for (int w = 0; w < warp; ++w) rank += warp_count[w][e];
+      slot_row[s] = (e << kRankBits) | rank;  // the bucket's offset is added in the second pass
+    }
+    __syncthreads();  // every rank has read count[] before it moves on
+    for (int b = tid; b < buckets; b += kSortThreads) {
+      int add = 0;
+#pragma unroll
+      for (int w = 0; w < kSortWarps; ++w) add += warp_count[w][b];
+      count[b] += add;
+    }
+    __syncthreads();  // the sums have read warp_count ...
+    if (leader) warp_count[warp][e] = 0;  // ... so each leader clears its entry for the next chunk
+    __syncwarp();     // (the next chunk's leader of this bucket may be another lane of this warp)
+  }
+  // count[] -> first sorted row of each bucket; tile_start[] -> first tile of each expert.
+  for (int b = tid; b < buckets; b += kSortThreads)
+    tile_start[b] = b < experts ? (count[b] + tile_rows - 1) / tile_rows : 0;
+  __syncthreads();
+  if (warp == 0) {
+    warp0_exclusive_scan(count, buckets);
+    const int t = warp0_exclusive_scan(tile_start, buckets);
+    if (lane == 0) total_tiles = t;
+  }
+  __syncthreads();
+  // Each slot was ranked by this same thread (s = tid mod kSortThreads), so its rank is visible here.
+#pragma unroll 4
+  for (int s = tid; s < slots; s += kSortThreads) {
+    const int packed = slot_row[s];
+    const int row = count[packed >> kRankBits] + (packed & ((1 << kRankBits) - 1));
+    slot_row[s] = row;
+    sorted_slot[row] = s;
+  }
+  for (int e = tid; e < experts; e += kSortThreads) {
+    const int first = count[e], end = count[e + 1];
+    int t = tile_start[e];
+    for (int r = first; r < end; r += tile_rows, ++t) tiles[t] = MoeTile{e, r, min(tile_rows, end - r), 0};
+  }
+  if (tid == 0) *num_tiles = total_tiles;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouped GEMM: one CTA = one tile of TM expert-sorted rows × kBN output columns of NB weight
+// matrices (NB = 2: gate and up, SwiGLU fused; NB = 1: down). See moe_grouped_tile.cuh for the
+// shared-memory layout, the weight-tile loader policy and the warp-level MMA.
+
+struct GroupedArgs {
+  const bf16_t* a;             // activations [rows of A, kdim]
+  const int32_t* sorted_slot;  // non-null: A row of sorted row r is sorted_slot[r] / slots_per_token (gather)
+  int slots_per_token;
+  int kdim;                    // reduction width
+  int n;                       // output columns per matrix
+  const MoeTile* tiles;
+  const int32_t* num_tiles;
+  bf16_t* out;                 // [T·K, n] in sorted row order
+};
+
+template <int TM, int NB, class WeightTile>
+__global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedArgs args, WeightTile weights) {
+  pdl_grid_start();  // see launch.cuh; the routing comes from the previous kernel
+  if (int(blockIdx.x) >= *args.num_tiles) return;  // the grid is an upper bound on the tiles
+  const MoeTile tile = args.tiles[blockIdx.x];
+  const int n0 = blockIdx.y * kBN;
+  constexpr int kStages = grouped_stages(TM, NB);
+  extern __shared__ uint4 smem_raw[];
+  bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);           // [kStages][TM][kBK]
+  bf16_t* sb = sa + kStages * TM * kBK;                        // [kStages][NB][kBN][kBK]
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  // This thread's A chunks: rows tid/8 + 16i of the tile, 16-byte column chunk tid%8 of each k tile.
+  constexpr int kARows = TM / (kGroupedThreads / 8);
+  const int chunk = stage_chunk(tid);
+  const bf16_t* a_src[kARows];
+  bool a_ok[kARows];
+#pragma unroll
+  for (int i = 0; i < kARows; ++i) {
+    const int r = stage_row(tid, i);
+    a_ok[i] = r < tile.rows;
+    int src = tile.first + (a_ok[i] ? r : 0);
+    if (args.sorted_slot) src = args.sorted_slot[src] / args.slots_per_token;
+    a_src[i] = args.a + int64_t(src) * args.kdim;
+  }
+  // Issues stage `stage`'s loads for k tile kt: A by cp.async, the weights by the policy's fetch
+  // (its commit, which may have to wait for them, is left to the caller).
+  auto issue_stage = [&](typename WeightTile::Staged& staged, int stage, int kt) {
+    const int k = kt * kBK + chunk * 8;
+    const bool k_ok = k < args.kdim;
+    bf16_t* dst = sa + stage * TM * kBK;
+#pragma unroll
+    for (int i = 0; i < kARows; ++i) {
+      cp_async16(dst + swizzled(stage_row(tid, i), chunk), a_ok[i] && k_ok ? a_src[i] + k : args.a, a_ok[i] && k_ok);
+    }
+    weights.template fetch<NB>(staged, sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
+  };
+
+  float acc[TM / 16][NB][2][4];
+#pragma unroll
+  for (int m = 0; m < TM / 16; ++m)
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+      for (int t = 0; t < 2; ++t) acc[m][j][t][0] = acc[m][j][t][1] = acc[m][j][t][2] = acc[m][j][t][3] = 0.f;
+
+  // kStages-deep cp.async pipeline: stage kt+kStages-1 loads while stage kt is multiplied.
+  const int k_tiles = (args.kdim + kBK - 1) / kBK;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) {
+      typename WeightTile::Staged staged;
+      issue_stage(staged, s, s);
+      weights.template commit<NB>(staged, sb + s * NB * kBN * kBK);
+    }
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<kStages - 2>();  // stage kt has landed (for this thread) ...
+    __syncthreads();               // ... for every thread, and stage kt-1 is no longer read
+    const int next = kt + kStages - 1;
+    typename WeightTile::Staged staged;
+    if (next < k_tiles) issue_stage(staged, next % kStages, next);
+    cp_async_commit();
+    const int stage = kt % kStages;
+    warp_tile_mma<TM, NB>(sa + stage * TM * kBK, sb + stage * NB * kBN * kBK, warp * 16, lane, acc);
+    // Stage next % kStages (= the one of kt-1, kStages >= 2) is read by no warp until the
+    // __syncthreads of iteration `next`, so the policy's plain stores may land there now.
+    if (next < k_tiles) weights.template commit<NB>(staged, sb + (next % kStages) * NB * kBN * kBK);
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: elements half*2 and half*2+1 of each m16n8 C fragment are two adjacent columns of one row.
+  float scale[NB];
+#pragma unroll
+  for (int j = 0; j < NB; ++j) scale[j] = weights.output_scale(tile.expert, j);
+#pragma unroll
+  for (int m = 0; m < TM / 16; ++m)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = m * 16 + c_frag_row(lane, half * 2);
+      if (r >= tile.rows) continue;
+      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        const int col = n0 + warp * 16 + t * 8 + c_frag_col(lane, 0);
+        if (col >= args.n) continue;  // n % 8 == 0, so col + 1 < n as well
+        float v[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          if constexpr (NB == 2) {
+            const float gv = round_bf16(acc[m][0][t][half * 2 + i] * scale[0]);
+            const float uv = round_bf16(acc[m][1][t][half * 2 + i] * scale[1]);
+            v[i] = silu_bf16(gv) * uv;
+          } else {
+            v[i] = acc[m][0][t][half * 2 + i] * scale[0];
+          }
+        }
+        *reinterpret_cast<__nv_bfloat162*>(orow + col) = __floats2bfloat162_rn(v[0], v[1]);
+      }
+    }
+}
+
+void check_grouped(const char* what, int T, int K, int kdim, int n, const MoeRouting& r) {
+  auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
+  if (kdim <= 0 || kdim % 8 != 0) fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of 8");
+  if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
+  if (r.tile_rows != 16 && r.tile_rows != 64) fail("tile_rows " + std::to_string(r.tile_rows) + " is not 16 or 64");
+  if (r.experts <= 0 || r.experts > kMoeMaxExperts)
+    fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
+  if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
+  if ((n + kBN - 1) / kBN > 65535) fail("output width " + std::to_string(n) + " needs too many column blocks");
+}
+
+template <int TM, int NB, class WeightTile>
+void launch_grouped(const GroupedArgs& args, const WeightTile& w, int T, int K, const MoeRouting& r,
+                    cudaStream_t stream) {
+  auto kernel = grouped_gemm_kernel<TM, NB, WeightTile>;
+  constexpr int smem = grouped_smem_bytes(TM, NB);
+  static_assert(smem <= 48 * 1024, "above 48 KiB a launch needs the opt-in attribute");
+  const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM)), unsigned((args.n + kBN - 1) / kBN));
+  launch_pdl(kernel, grid, dim3(kGroupedThreads), smem, stream, args, w);
+}
+
+template <int NB, class WeightTile>
+void launch_grouped_any(const GroupedArgs& args, const WeightTile& w, int T, int K, const MoeRouting& r,
+                        cudaStream_t stream) {
+  if (r.tile_rows == 16) launch_grouped<16, NB>(args, w, T, K, r, stream);
+  else launch_grouped<64, NB>(args, w, T, K, r, stream);
+}
+
+bool misaligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
+
+// NVFP4 stacks: the reduction width must be whole 64-weight blocks (FLINT.md §3) and the code
+// rows 16-byte aligned (one vector load per 32 weights).
+void check_nvfp4_stack(const char* what, const char* name, const Nvfp4Stack& s, int kdim) {
+  if (kdim % 64 != 0)
+    throw Error(std::string(what) + ": NVFP4 reduction width " + std::to_string(kdim) + " is not a multiple of 64");
+  if (!s.m.codes || !s.m.scales || !s.scale2)
+    throw Error(std::string(what) + ": NVFP4 " + name + " stack has a null codes, scales or scale2 pointer");
+  if (misaligned(s.m.codes, 16) || misaligned(s.m.scales, 4))
+    throw Error(std::string(what) + ": NVFP4 " + name + " codes must be 16-byte and scales 4-byte aligned");
+}
+
+}  // namespace
+
+void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, cudaStream_t stream) {
+  if (T <= 0) return;
+  if (r.experts <= 0 || r.experts > kMoeMaxExperts)
+    throw Error("moe_route_sort: " + std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) +
+                " supported)");
+  if (r.tile_rows != 16 && r.tile_rows != 64)
+    throw Error("moe_route_sort: tile_rows " + std::to_string(r.tile_rows) + " is not 16 or 64");
+  if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kRankBits))
+    throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
+                std::to_string(1 << kRankBits));
+  launch_pdl(moe_route_sort_kernel, dim3(1), dim3(kSortThreads), 0, stream, topk_ids, T * K, r.experts, r.tile_rows,
+             r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
+}
+
+void moe_grouped_gate_up(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
+                         const MoeRouting& r, bf16* act_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_grouped("moe_grouped_gate_up", T, K, hidden, inter, r);
+  const GroupedArgs args{reinterpret_cast<const bf16_t*>(x), r.sorted_slot, K, hidden, inter, r.tiles, r.num_tiles,
+                         reinterpret_cast<bf16_t*>(act_sorted)};
+  const Bf16ExpertWeights w{{reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up)}};
+  launch_grouped_any<2>(args, w, T, K, r, stream);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_gate_up");
+}
+
+void moe_grouped_down(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
+                      const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_grouped("moe_grouped_down", T, K, inter, hidden, r);
+  const GroupedArgs args{reinterpret_cast<const bf16_t*>(act_sorted), nullptr, K, inter, hidden, r.tiles, r.num_tiles,
+                         reinterpret_cast<bf16_t*>(y_sorted)};
+  const Bf16ExpertWeights w{{reinterpret_cast<const bf16_t*>(w_down), nullptr}};
+  launch_grouped_any<1>(args, w, T, K, r, stream);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down");
+}
+
+void moe_grouped_gate_up_nvfp4(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate, const Nvfp4Stack& up,
+                               int inter, const MoeRouting& r, bf16* act_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_grouped("moe_grouped_gate_up_nvfp4", T, K, hidden, inter, r);
+  check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "gate", gate, hidden);
+  check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "up", up, hidden);
+  const GroupedArgs args{reinterpret_cast<const bf16_t*>(x), r.sorted_slot, K, hidden, inter, r.tiles, r.num_tiles,
+                         reinterpret_cast<bf16_t*>(act_sorted)};
+  const Nvfp4ExpertWeights w{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}, {gate.scale2, up.scale2}};
+  launch_grouped_any<2>(args, w, T, K, r, stream);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_gate_up_nvfp4");
+}
+
+void moe_grouped_down_nvfp4(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
+                            const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_grouped("moe_grouped_down_nvfp4", T, K, inter, hidden, r);
+  check_nvfp4_stack("moe_grouped_down_nvfp4", "down", down, inter);
+  const GroupedArgs args{reinterpret_cast<const bf16_t*>(act_sorted), nullptr, K, inter, hidden, r.tiles, r.num_tiles,
+                         reinterpret_cast<bf16_t*>(y_sorted)};
+  const Nvfp4ExpertWeights w{{down.m.codes, nullptr}, {down.m.scales, nullptr}, {down.scale2, nullptr}};
+  launch_grouped_any<1>(args, w, T, K, r, stream);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down_nvfp4");
+}
+
+}  // namespace striker::cuda

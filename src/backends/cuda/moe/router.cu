@@ -1,0 +1,299 @@
+// MoE router (FLINT.md §4), three forms, all with the same per-lane chunk order and fmaf chain, so a
+// token's logits, ids and weights are the same bits in each:
+// - decode steps (T <= 8) whose matrix slice fits in shared memory (Flint's bf16 router): one 8-CTA
+//   cluster; each CTA copies its experts' rows into shared memory before griddepcontrol.wait, then
+//   computes the logits from there and CTA 0 selects the top K (router_cluster_kernel).
+// - other decode steps (an fp32 Flint router is 2 MiB): one warp per expert row over the whole
+//   GPU, the row in registers before the wait, the top K in the CTA that finishes last
+//   (router_decode_kernel, common/last_block.cuh).
+// - larger steps: a logits kernel (one warp per expert, 8 tokens per pass), then a selection kernel.
+#include "backends/cuda/moe/router.h"
+
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/last_block.cuh"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/moe/router_math.cuh"
+
+namespace striker::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 2;  // batched logits: small blocks, the 256 expert rows spread over 128 SMs
+constexpr int kTokensPerPass = 8;
+
+// One warp's dot products of expert row w with tokens t0 .. t0 + nt - 1 (nt <= kMaxT), lane-partial.
+template <int kMaxT, typename W>
+__device__ __forceinline__ void router_row_dot(const bf16_t* __restrict__ x, int t0, int nt, int hidden,
+                                               const W* __restrict__ w, int lane, float (&acc)[kMaxT]) {
+#pragma unroll
+  for (int t = 0; t < kMaxT; ++t) acc[t] = 0.f;
+#pragma unroll 8  // all of a 2048-wide row's loads in flight at once
+  for (int c = lane; c < hidden / 8; c += 32) {
+    float wf[8];
+    RouterWeight<W>::unpack(RouterWeight<W>::load(w + c * 8), wf);
+#pragma unroll
+    for (int t = 0; t < kMaxT; ++t)
+      if (t < nt) {
+        float xf[8];
+        unpack8(load_cached(x + int64_t(t0 + t) * hidden + c * 8), xf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[t] = fmaf(xf[i], wf[i], acc[t]);
+      }
+  }
+}
+
+template <typename W>
+__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
+                                                                    int E, const W* __restrict__ weight,
+                                                                    float* __restrict__ logits) {
+  pdl_grid_start();  // see launch.cuh
+  const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
+  if (e >= E) return;
+  const int lane = threadIdx.x & 31;
+  // Passes of kTokensPerPass tokens stride over grid.y (at most kMaxGridYZ): any step length.
+  for (int t0 = blockIdx.y * kTokensPerPass; t0 < T; t0 += gridDim.y * kTokensPerPass) {
+    const int nt = min(kTokensPerPass, T - t0);
+    float acc[kTokensPerPass];
+    router_row_dot<kTokensPerPass>(x, t0, nt, hidden, weight + int64_t(e) * hidden, lane, acc);
+#pragma unroll
+    for (int t = 0; t < kTokensPerPass; ++t) {
+      const float v = warp_sum(acc[t]);
+      if (lane == 0 && t < nt) logits[int64_t(t0 + t) * E + e] = v;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
+                                                           const float* __restrict__ bias, bool norm, float rsf,
+                                                           int32_t* __restrict__ ids, float* __restrict__ weights) {
+  pdl_grid_start();  // see launch.cuh
+  const int t = blockIdx.x;
+  router_select([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
+}
+
+// ---- decode steps ----
+constexpr int kDecodeWarps = 4;  // expert rows per CTA: 64 CTAs for 256 experts
+constexpr int kHeld = 8;         // 16-byte weight chunks per lane held in registers (rows <= 2048)
+
+// One warp's fp32 dot products of its expert row with tokens 0..T-1, lane-partial over chunks
+// c = lane, lane + 32, ... in order (the summation order of router_row_dot, so the logits are the
+// same bits as the batched router's).
+template <typename W>
+__device__ __forceinline__ void row_dots(const W* __restrict__ w, const bf16_t* __restrict__ x, int T, int hidden,
+                                         int lane, float (&acc)[kRouterDecodeMaxTokens]) {
+  constexpr int kPer = RouterWeight<W>::kValuesPerChunk;  // 8 values = 16 bytes (bf16) or 32 bytes (fp32)
+  const int chunks = hidden / 8;
+  typename RouterWeight<W>::Chunk held[kHeld];
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i)
+    if (lane + 32 * i < chunks) held[i] = RouterWeight<W>::load(w + (lane + 32 * i) * kPer);
+  pdl_wait();  // x is the previous kernel's output
+#pragma unroll
+  for (int t = 0; t < kRouterDecodeMaxTokens; ++t) acc[t] = 0.f;
+  auto add_chunk = [&](const typename RouterWeight<W>::Chunk& q, int c) {
+    float wf[8];
+    RouterWeight<W>::unpack(q, wf);
+#pragma unroll
+    for (int t = 0; t < kRouterDecodeMaxTokens; ++t)
+      if (t < T) {
+        float xf[8];
+        unpack8(load_cached(x + int64_t(t) * hidden + c * 8), xf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[t] = fmaf(xf[j], wf[j], acc[t]);
+      }
+  };
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i)  // held chunks first (constant indices: they stay in registers)
+    if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
+  for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RouterWeight<W>::load(w + c * kPer), c);
+}
+
+template <typename W>
+__global__ void __launch_bounds__(kDecodeWarps * 32) router_decode_kernel(
+    const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
+    const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, unsigned int* counter,
+    int32_t* __restrict__ ids, float* __restrict__ weights) {
+  pdl_launch_dependents();
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+  const int e = int(blockIdx.x) * kDecodeWarps + warp;
+  float acc[kRouterDecodeMaxTokens];
+  row_dots<W>(weight + int64_t(min(e, E - 1)) * hidden, x, T, hidden, lane, acc);  // waits inside
+#pragma unroll
+  for (int t = 0; t < kRouterDecodeMaxTokens; ++t) {
+    const float v = warp_sum(acc[t]);
+    if (lane == 0 && t < T && e < E) logits[int64_t(t) * E + e] = v;
+  }
+  if (!last_block_arrive(counter, gridDim.x)) return;
+  for (int t = warp; t < T; t += kDecodeWarps)
+    router_select([&](int ex) { return __ldcg(logits + int64_t(t) * E + ex); }, t, E, K, bias, norm, rsf, ids,
+                       weights);
+}
+
+
+// ---- decode steps, the matrix in shared memory (when it fits) ----
+// One 8-CTA thread-block cluster for all of the step's tokens: CTA r copies the rows of experts
+// [r·per, (r+1)·per) into its shared memory with cp.async *before* griddepcontrol.wait (the matrix
+// does not depend on earlier kernels, so its 1 MiB streams while the o_proj kernel in front
+// drains), then, after the wait, the tokens' x, the dot products out of shared memory (same
+// per-lane chunk order and fmaf chain as router_row_dot: the same bits), each logit into CTA 0's
+// shared memory through DSMEM, a cluster barrier, and CTA 0's warps select the top K per token.
+// No fence or atomic on any CTA's tail (they cost more than they save: docs/performance.md).
+constexpr int kClusterCtas = 8;    // portable cluster size
+constexpr int kClusterWarps = 16;
+
+struct ClusterLayout {  // dynamic shared memory of one CTA
+  size_t weights, x, logits, total;
+};
+__host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E, size_t weight_bytes) {
+  const int per = (E + kClusterCtas - 1) / kClusterCtas;
+  ClusterLayout l;
+  l.weights = 0;
+  l.x = (size_t(per) * hidden * weight_bytes + 15) & ~size_t(15);
+  l.logits = l.x + ((size_t(T) * hidden * 2 + 15) & ~size_t(15));
+  l.total = l.logits + size_t(T) * E * 4;
+  return l;
+}
+constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
+
+template <typename W>
+__global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
+    const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
+    const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, int32_t* __restrict__ ids,
+    float* __restrict__ weights) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  pdl_launch_dependents();
+  // Relaxed arrive now, wait before the first DSMEM store: no CTA writes into CTA 0's shared memory
+  // before CTA 0 has started.
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = int(cluster.block_rank());
+  const int per = (E + kClusterCtas - 1) / kClusterCtas;
+  const int e0 = min(E, rank * per), e1 = min(E, e0 + per);
+  const ClusterLayout lay = cluster_layout(T, hidden, E, sizeof(W));
+  auto* ws = reinterpret_cast<W*>(smem + lay.weights);
+  auto* xs = reinterpret_cast<bf16_t*>(smem + lay.x);
+  const int64_t wchunks = int64_t(e1 - e0) * hidden * int64_t(sizeof(W)) / 16;
+  const auto* src = reinterpret_cast<const bf16_t*>(weight + int64_t(e0) * hidden);
+  for (int64_t i = threadIdx.x; i < wchunks; i += blockDim.x)
+    cp_async16(reinterpret_cast<bf16_t*>(ws) + i * 8, src + i * 8, true);
+  cp_async_commit();
+  pdl_wait();  // x is the previous kernel's output
+  for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
+    reinterpret_cast<uint4*>(xs)[i] = load_cached(x + int64_t(i) * 8);
+  cp_async_wait<0>();
+  __syncthreads();
+  asm volatile("barrier.cluster.wait;" ::: "memory");
+  float* rank0_logits = cluster.map_shared_rank(reinterpret_cast<float*>(smem + lay.logits), 0u);
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+  for (int e = e0 + warp; e < e1; e += kClusterWarps) {
+    float acc[kRouterDecodeMaxTokens];
+#pragma unroll
+    for (int t = 0; t < kRouterDecodeMaxTokens; ++t) acc[t] = 0.f;
+    const W* row = ws + int64_t(e - e0) * hidden;
+    for (int c = lane; c < hidden / 8; c += 32) {
+      float wf[8];
+      RouterWeight<W>::unpack(RouterWeight<W>::load_shared(row + c * 8), wf);
+#pragma unroll
+      for (int t = 0; t < kRouterDecodeMaxTokens; ++t)
+        if (t < T) {
+          float xf[8];
+          unpack8(*reinterpret_cast<const uint4*>(xs + t * hidden + c * 8), xf);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[t] = fmaf(xf[j], wf[j], acc[t]);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < kRouterDecodeMaxTokens; ++t) {
+      const float v = warp_sum(acc[t]);
+      if (lane == 0 && t < T) {
+        rank0_logits[t * E + e] = v;
+        logits[int64_t(t) * E + e] = v;  // the logits scratch, as the other forms write it
+      }
+    }
+  }
+  cluster.sync();  // release/acquire: every CTA's DSMEM stores are visible in CTA 0
+  if (rank != 0) return;  // nothing reads another CTA's shared memory after the barrier
+  const float* all = reinterpret_cast<const float*>(smem + lay.logits);
+  for (int t = warp; t < T; t += kClusterWarps)
+    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bias, norm, rsf, ids, weights);
+}
+
+// Whether the cluster form fits this shape (else the spread form runs).
+bool cluster_fits(int T, int hidden, int E, size_t weight_bytes) {
+  return T <= kRouterDecodeMaxTokens && cluster_layout(T, hidden, E, weight_bytes).total <= kMaxClusterSmem;
+}
+
+template <typename W>
+void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
+                           float* logits, int32_t* ids, float* topk_w, cudaStream_t stream) {
+  auto* kernel = router_cluster_kernel<W>;
+  // Over 48 KiB of dynamic shared memory needs the opt-in (a function attribute, allowed while a
+  // graph is being captured); set once per instantiation.
+  static const bool configured = [&] {
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxClusterSmem)));
+    return true;
+  }();
+  (void)configured;
+  const size_t smem = cluster_layout(T, rs.hidden, rs.n_experts, sizeof(W)).total;
+  launch_pdl_cluster(kernel, dim3(kClusterCtas), dim3(kClusterWarps * 32), smem, kClusterCtas, stream,
+                     reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
+                     rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w);
+  STRIKER_CUDA_CHECK_LAUNCH("router_cluster");
+}
+
+template <typename W>
+void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
+                   unsigned int* counter, int32_t* ids, float* topk_w, cudaStream_t stream) {
+  const auto* xb = reinterpret_cast<const bf16_t*>(x);
+  if (cluster_fits(T, rs.hidden, rs.n_experts, sizeof(W))) {
+    launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, stream);
+    return;
+  }
+  if (T <= kRouterDecodeMaxTokens) {
+    launch_pdl(router_decode_kernel<W>, dim3(unsigned((rs.n_experts + kDecodeWarps - 1) / kDecodeWarps)),
+               dim3(kDecodeWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
+               rs.norm_topk_prob, rs.routed_scaling_factor, logits, counter, ids, topk_w);
+    STRIKER_CUDA_CHECK_LAUNCH("router_decode");
+    return;
+  }
+  const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps),
+                  unsigned(std::min((T + kTokensPerPass - 1) / kTokensPerPass, kMaxGridYZ)));
+  launch_pdl(router_logits_kernel<W>, grid, dim3(kWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, weight,
+             logits);
+  STRIKER_CUDA_CHECK_LAUNCH("router_logits");
+  launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits, rs.n_experts, rs.top_k, bias,
+             rs.norm_topk_prob, rs.routed_scaling_factor, ids, topk_w);
+  STRIKER_CUDA_CHECK_LAUNCH("router_select");
+}
+
+}  // namespace
+
+void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
+                 const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
+                 cudaStream_t stream) {
+  if (T <= 0) return;
+  if (rs.n_experts <= 0 || rs.n_experts > kRouterMaxExperts || rs.top_k <= 0 || rs.top_k > kRouterMaxTopK ||
+      rs.top_k > rs.n_experts)
+    throw Error("router_topk: unsupported experts/top-k " + std::to_string(rs.n_experts) + "/" +
+                std::to_string(rs.top_k) + " (at most 1024 experts and top-8)");
+  if ((weight_bf16 == nullptr) == (weight_f32 == nullptr))
+    throw Error("router_topk: exactly one of the bf16 / fp32 router weights must be given");
+  if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
+    throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
+  if (T <= kRouterDecodeMaxTokens && counter == nullptr)
+    throw Error("router_topk: a decode step (T <= 8) needs a zero-initialised device counter");
+  if (weight_f32 != nullptr)
+    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, stream);
+  else
+    launch_router(x, T, rs, reinterpret_cast<const bf16_t*>(weight_bf16), bias, logits_scratch, counter, topk_ids,
+                  topk_w, stream);
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,36 @@
+// MoE router (FLINT.md §4): r = Σ_i float(x_i)·float(Wr[e,i]) in fp32, s = sigmoid(r),
+// top-K of s + bias (ties: lower expert index), w_e = s_e / (Σ_S s + 1e-20) × rsf.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.h"
+
+namespace striker::cuda {
+
+struct RouterShape {
+  int hidden = 0;
+  int n_experts = 0;   // E, at most 1024
+  int top_k = 0;       // K, at most 8
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.f;
+};
+
+// x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
+// logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
+// T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster holding the
+// matrix in shared memory when it fits, else one spread over the GPU whose last CTA selects, with
+// counter: a zero-initialised device counter, left zero). Larger T: a logits kernel, then a
+// selection kernel (counter unused). Both forms compute each token's logits with the same
+// per-lane order, so a token gets the same bits (logits_scratch, ids, weights) either way.
+void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
+                 const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
+                 cudaStream_t stream);
+
+// CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
+void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,
+                     const std::vector<float>* bias, std::vector<int32_t>& topk_ids, std::vector<float>& topk_w);
+
+}  // namespace striker::cuda

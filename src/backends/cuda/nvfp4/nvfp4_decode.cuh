@@ -1,0 +1,226 @@
+// Device-side NVFP4 decoding and the warp dot product every NVFP4 GEMV-style kernel shares.
+#pragma once
+#include <cuda_fp16.h>
+
+#include "backends/cuda/common/device_math.cuh"
+#include "backends/cuda/nvfp4/nvfp4_bits.h"
+
+namespace striker::cuda {
+
+// UE4M3 scale byte -> value · 2^14 (the 2^14 undoes the 2^-14 of e2m1_pair_x2m14). Decoded as
+// model/nvfp4.cpp ue4m3_value does (bit-exact with gguf-py over all 256 bytes): 0x7F (NaN) -> 0,
+// otherwise bit 7 ignored — so 0xFF decodes as 480, not 0 — and subnormals m·2^-9.
+// Normal: 2^(e-7)·(1+m/8)·2^14 has fp32 exponent field e+134, i.e. bits ((e<<3|m) + 134·8) << 20.
+__device__ __forceinline__ float ue4m3_x2p14(uint32_t b) {
+  if (b == 0x7Fu) return 0.f;
+  b &= 0x7Fu;
+  if ((b >> 3) == 0) return float(b) * 32.f;  // m·2^-9·2^14
+  return __uint_as_float((b + 1072u) << 20);
+}
+
+// One code byte (two E2M1 nibbles) -> (low, high) values · 2^-14, exactly: each nibble s|e1 e0|m
+// is placed into an fp16 as sign bit 15, exponent bits 10–11, mantissa bit 9; fp16's bias 15
+// then gives 2^(e-15)·(1+m/2) = E2M1·2^-14 for e > 0 and the subnormal m·2^-15 = E2M1·2^-14 for e = 0.
+__device__ __forceinline__ float2 e2m1_pair_x2m14(uint32_t byte) {
+  const uint32_t t = (byte | (byte << 12)) & 0x000F000Fu;  // low nibble at bits 0-3, high at 16-19
+  const uint32_t h = ((t & 0x00080008u) << 12) | ((t & 0x00070007u) << 9);
+  __half2_raw raw;
+  raw.x = static_cast<unsigned short>(h & 0xFFFFu);
+  raw.y = static_cast<unsigned short>(h >> 16);
+  return __half22float2(__half2(raw));
+}
+
+// half2 bit pattern (see nvfp4_bits.h) -> two floats. Converted straight from the register's two
+// halves (HADD2.F32 with .H0_H0 / .H1_H1): going through __half2_raw made ptxas split the word and
+// pack it again (SHF + PRMT per pair, ~16 % of the LM head's inner loop). Same values.
+__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t h) {
+  float2 f;
+  asm("{\n\t.reg .f16 lo, hi;\n\tmov.b32 {lo, hi}, %2;\n\tcvt.f32.f16 %0, lo;\n\tcvt.f32.f16 %1, hi;\n\t}"
+      : "=f"(f.x), "=f"(f.y)
+      : "r"(h));
+  return f;
+}
+
+// 8 weights of one code word -> f[0..7] = E2M1 · 2^-14 (weight j of the word in f[j]).
+__device__ __forceinline__ void decode8(uint32_t w, float* f) {
+  const float2 p0 = half2_bits_to_float2(e2m1_word_pair_bits<0>(w));
+  const float2 p1 = half2_bits_to_float2(e2m1_word_pair_bits<1>(w));
+  const float2 p2 = half2_bits_to_float2(e2m1_word_pair_bits<2>(w));
+  const float2 p3 = half2_bits_to_float2(e2m1_word_pair_bits<3>(w));
+  f[0] = p0.x, f[4] = p0.y;
+  f[1] = p1.x, f[5] = p1.y;
+  f[2] = p2.x, f[6] = p2.y;
+  f[3] = p3.x, f[7] = p3.y;
+}
+
+// 16 weights (two code words) -> floats · 2^-14, in weight order (the same values, bit for bit,
+// as e2m1_pair_x2m14 byte by byte; the word form just takes fewer instructions).
+__device__ __forceinline__ void decode16(uint32_t w0, uint32_t w1, float (&f)[16]) {
+  decode8(w0, f);
+  decode8(w1, f + 8);
+}
+
+// Σ over one 16-weight group of x·E2M1·E4M3: code words w0|w1 (8 bytes), its scale byte `sb`,
+// x = the group's 16 activations (16-byte aligned).
+__device__ __forceinline__ float group_dot(uint32_t w0, uint32_t w1, uint32_t sb, const bf16_t* x) {
+  float wf[16], xf[16];
+  decode16(w0, w1, wf);
+  unpack8(load_cached(x), xf);
+  unpack8(load_cached(x + 8), xf + 8);
+  float p = 0.f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+  return ue4m3_x2p14(sb & 0xFFu) * p;
+}
+
+// One 16-byte code chunk (32 weights) and its 2 scale bytes for each of R rows.
+template <int R>
+struct Nvfp4Chunk {
+  uint4 q[R];
+  uint32_t sc[R];
+};
+
+// Loads chunk c of every row (codes[r], scales[r]: the row's first byte). Weights only: may run
+// before pdl_wait (launch.cuh).
+template <int R>
+__device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], const uint8_t* const (&scales)[R], int c,
+                                           Nvfp4Chunk<R>& k) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    k.q[r] = load_stream(codes[r] + int64_t(c) * 16);
+    k.sc[r] = __ldcs(reinterpret_cast<const unsigned short*>(scales[r] + int64_t(c) * 2));
+  }
+}
+
+// acc[r][t] += chunk c of row r · token t's activations (x + t·x_stride), group by group: each
+// 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc). warp_dot_nvfp4
+// and its early form both go through this function, so both add the same products in
+// the same order.
+// kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
+// instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their
+// register bounds. Same operations per row, so the same sums.
+template <int R, int NT, bool kRowByRow = false>
+__device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const bf16_t* x, int64_t x_stride, int nt,
+                                                 int c, float (&acc)[R][NT]) {
+  static_assert(!kRowByRow || NT == 1, "row-by-row order is for one token");
+  if constexpr (kRowByRow) {
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
+      uint4 xq[2] = {load_cached(x + int64_t(c) * 32 + g * 16), load_cached(x + int64_t(c) * 32 + g * 16 + 8)};
+      float xf[16];
+      unpack8(xq[0], xf);
+      unpack8(xq[1], xf + 8);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float wf[16];
+        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf);
+        const float s = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+        float p = 0.f;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+        acc[r][0] = fmaf(s, p, acc[r][0]);
+      }
+    }
+  } else {  // (else, not return: nvcc warns of an unreachable loop in the row-by-row form)
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
+      float wf[R][16];
+      float s[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf[r]);
+        s[r] = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
+      }
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < nt) {
+          const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
+          float xf[16];
+          unpack8(load_cached(xp), xf);
+          unpack8(load_cached(xp + 8), xf + 8);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            float p = 0.f;
+#pragma unroll
+            for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
+            acc[r][t] = fmaf(s[r], p, acc[r][t]);
+          }
+        }
+      }
+    }
+  }
+}
+
+// One warp: R NVFP4 weight rows (codes[r], scales[r]: the row's first byte) against one shared
+// activation row x (token t at x + t·x_stride), up to NT tokens, nt live. Each lane takes 16-byte
+// code chunks (32 weights, 2 scale bytes) part·32+lane, stepping 32·parts (split-K over warps).
+// A group's 16 activations are loaded and widened once per token and used by all R rows.
+// Returns the warp-reduced Σ x·E2M1·E4M3 WITHOUT scale2 in every lane.
+template <int R, int NT>
+__device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R], const uint8_t* const (&scales)[R],
+                                               const bf16_t* x, int64_t x_stride, int nt, int in,
+                                               float (&acc)[R][NT], int part = 0, int parts = 1) {
+  const int lane = threadIdx.x & 31;
+  const int chunks = in / 32;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+#pragma unroll(NT == 1 ? 2 : 1)
+  for (int c = part * 32 + lane; c < chunks; c += 32 * parts) {
+    Nvfp4Chunk<R> k;
+    load_chunk<R>(codes, scales, c, k);
+    accumulate_chunk<R, NT>(k, x, x_stride, nt, c, acc);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+// The early-weights form of warp_dot_nvfp4 (same sums, bit for bit): a lane's first two chunks
+// (c0 = part·32+lane and c0 + 32·parts) are loaded by warp_dot_nvfp4_prologue, which a kernel
+// calls between pdl_launch_dependents and pdl_wait, so their DRAM latency overlaps the previous
+// kernel's tail; warp_dot_nvfp4_early then keeps two chunks in flight (a chunk's registers are
+// refilled with the chunk two steps ahead right after it is consumed).
+template <int R>
+struct Nvfp4Prologue {
+  Nvfp4Chunk<R> a, b;
+};
+
+template <int R>
+__device__ __forceinline__ void warp_dot_nvfp4_prologue(const uint8_t* const (&codes)[R],
+                                                        const uint8_t* const (&scales)[R], int in, Nvfp4Prologue<R>& pr,
+                                                        int part = 0, int parts = 1) {
+  const int chunks = in / 32, step = 32 * parts;
+  const int c0 = part * 32 + (threadIdx.x & 31);
+  if (c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
+  if (c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
+}
+
+template <int R, int NT>
+__device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
+                                                     const uint8_t* const (&scales)[R], const bf16_t* x,
+                                                     int64_t x_stride, int nt, int in, float (&acc)[R][NT],
+                                                     int part = 0, int parts = 1) {
+  const int lane = threadIdx.x & 31;
+  const int chunks = in / 32, step = 32 * parts;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  for (int c = part * 32 + lane; c < chunks; c += 2 * step) {
+    accumulate_chunk<R, NT, NT == 1>(pr.a, x, x_stride, nt, c, acc);  // chunk c
+    if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
+    if (c + step < chunks) {
+      accumulate_chunk<R, NT, NT == 1>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
+      if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+}  // namespace striker::cuda

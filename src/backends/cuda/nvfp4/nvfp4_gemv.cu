@@ -1,0 +1,252 @@
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/linear/gemv_out.cuh"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/nvfp4/nvfp4_decode.cuh"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/common/warp_dot.cuh"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kWarps = 8;  // warps per block
+constexpr int kNT = 8;     // tokens sharing one pass over the weights
+
+using Mode = GemvOut;
+
+// Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
+// input split over S warps; the dot product is scaled by the row's scale2 before rounding.
+// Each warp loads its first two chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs
+// per SM at T = 1 (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96);
+// ptxas would otherwise take 96–97 / 103–135 registers.
+template <int R, int NT, int S, Mode M>
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
+    nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
+                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
+  pdl_launch_dependents();  // see launch.cuh
+  constexpr int kGroups = kWarps / S;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const int o0 = (blockIdx.x * kGroups + group) * R;
+  const int t0 = blockIdx.y * NT;
+  const int nt = min(NT, T - t0);
+  const uint8_t* cr[R];
+  const uint8_t* sr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = min(o0 + r, out_dim - 1);  // clamped rows are computed, never stored
+    cr[r] = codes + row * (in / 2);
+    sr[r] = scales + row * (in / 16);
+  }
+  float acc[R][NT];
+  Nvfp4Prologue<R> pr;
+  if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
+  pdl_wait();  // x and h (Residual) are written by earlier kernels
+  if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  if constexpr (S > 1) {
+    __shared__ float red[kWarps][R * NT];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = o0 < out_dim ? acc[r][t] : 0.f;
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float v = 0.f;
+#pragma unroll
+        for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+        acc[r][t] = v;
+      }
+  }
+  if (o0 >= out_dim) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
+        const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
+        store_gemv_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
+      }
+    }
+}
+
+// Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
+// Weights before pdl_wait as nvfp4_gemv_kernel's; the T = 1 form is held to 2 CTAs per SM (left
+// alone, ptxas takes ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
+template <int NT>
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
+    nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
+                         float s2u, int inter, bf16_t* __restrict__ act) {
+  pdl_launch_dependents();  // see launch.cuh
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int o0 = (blockIdx.x * kWarps + warp) * 2;
+  if (o0 >= inter) return;
+  const int t0 = blockIdx.y * NT;
+  const int nt = min(NT, T - t0);
+  const int64_t oa = o0, ob = min(o0 + 1, inter - 1);
+  const int64_t cb = in / 2, sb = in / 16;
+  const uint8_t* cr[4] = {wg.codes + oa * cb, wu.codes + oa * cb, wg.codes + ob * cb, wu.codes + ob * cb};
+  const uint8_t* sr[4] = {wg.scales + oa * sb, wu.scales + oa * sb, wg.scales + ob * sb, wu.scales + ob * sb};
+  float acc[4][NT];
+  Nvfp4Prologue<4> pr;
+  warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
+  pdl_wait();  // x is written by the previous kernel
+  warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (lane == (j * NT + t) % 32 && t < nt && o0 + j < inter) {
+        const float g = round_bf16(acc[2 * j][t] * s2g);
+        const float u = round_bf16(acc[2 * j + 1][t] * s2u);
+        act[int64_t(t0 + t) * inter + o0 + j] = __float2bfloat16_rn(silu_bf16(g) * u);
+      }
+}
+
+// One thread per 16-weight group (8 code bytes, 1 scale byte -> 32 output bytes). Exact: an
+// E2M1 value has at most 2 significant bits and an E4M3 scale at most 4 (subnormal scales
+// m·2^-9 have at most 3), so the product has at most 5 of bf16's 8; its magnitude lies in
+// [2^-10, 6·448], far inside bf16's normal range, so even the subnormal-scale corner is exact.
+__global__ void nvfp4_dequant_kernel(const uint8_t* __restrict__ codes, const uint8_t* __restrict__ scales,
+                                     int64_t groups, bf16_t* __restrict__ out) {
+  pdl_grid_start();  // see launch.cuh
+  for (int64_t gi = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; gi < groups;
+       gi += int64_t(gridDim.x) * blockDim.x) {
+    const uint2 c = *reinterpret_cast<const uint2*>(codes + gi * 8);
+    const float s = ue4m3_x2p14(scales[gi]);
+    float f[16];
+    decode16(c.x, c.y, f);
+    uint32_t packed[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const __nv_bfloat162 v = __floats2bfloat162_rn(f[2 * j] * s, f[2 * j + 1] * s);
+      packed[j] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+    uint4* dst = reinterpret_cast<uint4*>(out + gi * 16);
+    dst[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    dst[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+  }
+}
+
+__device__ __forceinline__ uint64_t mix64(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// codes: 8 random bytes per thread step (n8 = code bytes / 8); scales: one byte in [lo, hi].
+__global__ void nvfp4_fill_kernel(uint8_t* __restrict__ codes, int64_t n8, uint8_t* __restrict__ scales,
+                                  int64_t n_scales, uint64_t seed, uint32_t lo, uint32_t range) {
+  pdl_grid_start();  // see launch.cuh
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8; i += stride)
+    reinterpret_cast<uint64_t*>(codes)[i] = mix64(seed, uint64_t(i));
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n_scales; i += stride)
+    scales[i] = uint8_t(lo + uint32_t((mix64(~seed, uint64_t(i)) >> 33) % range));
+}
+
+bool misaligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % unsigned(bytes) != 0; }
+
+void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const void* out) {
+  if (in <= 0 || in % 64 != 0)
+    throw Error(std::string(what) + ": input width " + std::to_string(in) + " is not a positive multiple of 64");
+  if (misaligned(x, 16) || misaligned(W.codes, 16) || misaligned(W.scales, 4) || out == nullptr)
+    throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
+}
+
+template <Mode M>
+void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
+                 cudaStream_t stream) {
+  check_nvfp4(what, x, in, W, out);
+  if (T <= 0 || out_dim <= 0) return;
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  const unsigned gy = unsigned((T + kNT - 1) / kNT);
+  auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
+  // A row is in/32 chunks of 16 bytes. Long rows of short matrices (o_proj, dense down) split
+  // each row over 4 warps so enough loads are in flight; the LM head has warps to spare.
+  const bool split = out_dim < 8192 && in / 32 >= 128;
+  constexpr int S = 4;
+  if (T == 1) {
+    if (split)
+      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
+    else
+      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
+                 xd, T, in, W.codes, W.scales, s2, out_dim, out);
+  } else {
+    if (split)
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
+    else
+      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
+                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
+  }
+  STRIKER_CUDA_CHECK_LAUNCH(what);
+}
+
+unsigned grid_for(int64_t n, int threads) {
+  return unsigned(std::min<int64_t>((n + threads - 1) / threads, 65535 * 8));
+}
+
+}  // namespace
+
+void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
+                cudaStream_t stream) {
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
+}
+
+void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
+                         cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
+}
+
+void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
+                       cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
+}
+
+void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream) {
+  check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
+  check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
+  if (T <= 0 || inter <= 0) return;
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  auto* a = reinterpret_cast<bf16_t*>(act);
+  const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), unsigned((T + kNT - 1) / kNT));
+  auto kernel = T == 1 ? nvfp4_gate_up_kernel<1> : nvfp4_gate_up_kernel<kNT>;
+  launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
+  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
+}
+
+void nvfp4_dequantize(Nvfp4Matrix W, int64_t rows, int in, bf16* out, cudaStream_t stream) {
+  if (in <= 0 || in % 64 != 0)
+    throw Error("nvfp4_dequantize: input width " + std::to_string(in) + " is not a positive multiple of 64");
+  if (misaligned(W.codes, 8) || misaligned(out, 16))
+    throw Error("nvfp4_dequantize: codes must be 8-byte and the output 16-byte aligned");
+  const int64_t groups = rows * (in / 16);
+  if (groups <= 0) return;
+  launch_pdl(nvfp4_dequant_kernel, dim3(grid_for(groups, 256)), dim3(256), 0, stream, W.codes, W.scales, groups,
+             reinterpret_cast<bf16_t*>(out));
+  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_dequantize");
+}
+
+void nvfp4_fill_random(uint8_t* codes, uint8_t* scales, int64_t rows, int in, uint64_t seed, uint8_t scale_lo,
+                       uint8_t scale_hi, cudaStream_t stream) {
+  if (in <= 0 || in % 64 != 0)
+    throw Error("nvfp4_fill_random: input width " + std::to_string(in) + " is not a positive multiple of 64");
+  if (scale_hi < scale_lo || misaligned(codes, 8)) throw Error("nvfp4_fill_random: bad scale range or alignment");
+  const int64_t n8 = rows * (in / 2) / 8, n_scales = rows * (in / 16);
+  if (n8 <= 0) return;
+  launch_pdl(nvfp4_fill_kernel, dim3(grid_for(n8, 256)), dim3(256), 0, stream, codes, n8, scales, n_scales, seed,
+             uint32_t(scale_lo), uint32_t(scale_hi - scale_lo + 1));
+  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_fill_random");
+}
+
+}  // namespace striker::cuda

@@ -1,0 +1,55 @@
+// Routed experts for small batches (decode) with NVFP4 weights: the NVFP4 twins of moe.h's
+// kernels, same rounding points (FLINT.md §4), reading only the selected experts' codes.
+// Stacked experts use the split layout of nvfp4_linear.h per expert: gate/up codes [E, I, H/2],
+// scales [E, I, H/16]; down codes [E, H, I/2], scales [E, H, I/16]; one scale2 per expert.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "core/bf16.h"
+
+namespace striker::cuda {
+
+struct Nvfp4Stack {
+  Nvfp4Matrix m;                  // expert e's rows start at e·rows·in
+  const float* scale2 = nullptr;  // device [E]
+};
+
+// The shared expert's part, NVFP4 too (a BF16 shared expert runs separately, see y_shared below).
+struct Nvfp4Shared {
+  Nvfp4Matrix gate, up, down;
+  float s2_gate = 1.f, s2_up = 1.f, s2_down = 1.f;
+  int inter = 0;
+};
+
+// act[t*K+k] = bf16(bf16(g·sigmoid(g))·u) of expert ids[t*K+k] on token t (act [T*K, I]); with
+// `shared` and shared_act non-null, also shared_act [T, shared->inter] in the same launch.
+void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
+                       const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
+                       cudaStream_t stream);
+
+// y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + ys );  h = bf16(h + y), where ys is the shared
+// expert's bf16 output: computed here from shared_act and shared->down when shared_act is
+// given, or read from y_shared [T, H] (a BF16 shared expert run beforehand), or absent when both are null.
+void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
+                            const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream);
+
+// CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
+// gate/up [E, I, H], down [E, H, I]; shared_* may be null.
+struct MoeFloatWeights {
+  const std::vector<float>* gate;
+  const std::vector<float>* up;
+  const std::vector<float>* down;
+  const std::vector<float>* shared_gate;
+  const std::vector<float>* shared_up;
+  const std::vector<float>* shared_down;
+};
+void moe_float_ref(const std::vector<bf16>& x, int T, int hidden, int inter, int shared_inter,
+                   const MoeFloatWeights& w, const std::vector<int32_t>& topk_ids, const std::vector<float>& topk_w,
+                   int K, std::vector<bf16>& h);
+
+}  // namespace striker::cuda
