@@ -86,10 +86,13 @@ for i in $(seq 1 "$N"); do
     args+=(--kv-events-config "{\"enable_kv_cache_events\":true,\"publisher\":\"zmq\",\"endpoint\":\"tcp://*:$((KV_PORT + i))\"}")
     KV_ARGS+=(--kv-event-source "http://$HOST:$((PORT + i))=tcp://127.0.0.1:$((KV_PORT + i))")
   fi
+  # kv_aware chains blocks by the replicas' own hashes: every replica must hash alike (vLLM's
+  # kv_aware setup asks the same: one PYTHONHASHSEED for all workers).
   if [ "$DEVICE" = cuda ]; then
-    CUDA_VISIBLE_DEVICES=$((i - 1)) "$BIN" "${args[@]}" "${EXTRA[@]}" >"$LOGS/replica$i.log" 2>&1 &
+    PYTHONHASHSEED=${PYTHONHASHSEED:-0} CUDA_VISIBLE_DEVICES=$((i - 1)) "$BIN" "${args[@]}" "${EXTRA[@]}" \
+      >"$LOGS/replica$i.log" 2>&1 &
   else
-    "$BIN" "${args[@]}" --cpu-threads 1 "${EXTRA[@]}" >"$LOGS/replica$i.log" 2>&1 &
+    PYTHONHASHSEED=${PYTHONHASHSEED:-0} "$BIN" "${args[@]}" --cpu-threads 1 "${EXTRA[@]}" >"$LOGS/replica$i.log" 2>&1 &
   fi
   PIDS+=($!); URLS+=("http://$HOST:$((PORT + i))")
 done

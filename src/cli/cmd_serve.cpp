@@ -315,9 +315,8 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   auto engine = make_engine(ec, cfg, std::move(backend), *tokenizer);
   std::unique_ptr<kv_events::EventPump> kv_pump;
   if (kv_publisher) {
-    const auto window = int32_t(cfg.sliding_window);
-    kv_pump = std::make_unique<kv_events::EventPump>(
-        [&engine, window] { return kv_events::to_wire(engine->take_kv_events(), window); }, *kv_publisher);
+    kv_pump = std::make_unique<kv_events::EventPump>([&engine] { return kv_events::to_wire(engine->take_kv_events()); },
+                                                     *kv_publisher);
   }
   const EngineStats stats = engine->stats();
   opts.cache.num_gpu_blocks = stats.kv_capacity_tokens / ec.block_size;

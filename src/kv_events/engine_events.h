@@ -12,9 +12,10 @@ namespace striker::kv_events {
 // digest's low 64 bits, read big-endian.
 uint64_t external_block_hash(const BlockHash& h);
 
-// One WireEvent per engine event. Flint's two KV pools are vLLM's two KV-cache groups of a hybrid
-// model: the full-attention pool is group 0 ("full_attention"), the sliding-window pool group 1
-// ("sliding_window", `sliding_window` tokens).
-std::vector<WireEvent> to_wire(const std::vector<KvEvent>& events, int32_t sliding_window);
+// One WireEvent per event of the full-attention pool, the one a prefix is found in. The
+// sliding-window pool's events are left out: vLLM turns its hybrid KV-cache manager off when KV
+// events are on and publishes a single group, and KV-aware routers index that one (llm-d's relay
+// drops the others).
+std::vector<WireEvent> to_wire(const std::vector<KvEvent>& events);
 
 }  // namespace striker::kv_events

@@ -33,11 +33,15 @@ class Cluster:
         for i, port in enumerate(self.kv_ports):
             cfg = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{port}"}
             self.replica_args[i] += ["--kv-events-config", json.dumps(cfg)]
+        # vllm-router's KV index chains blocks by the engines' hashes, so every replica must hash
+        # alike: the same seed for the chain's root, as vLLM's kv_aware setup asks (PYTHONHASHSEED).
+        self.env = {"PYTHONHASHSEED": "0"} if kv_events else None
         self.replicas = []
         self.router = None
         try:
             for i in range(n):
-                self.replicas.append(StrikerServer(striker_bin, model, self.replica_args[i], log_dir=log_dir))
+                self.replicas.append(StrikerServer(striker_bin, model, self.replica_args[i], env=self.env,
+                                                   log_dir=log_dir))
             self._start_router(policy)
         except Exception:
             self.stop()
@@ -83,8 +87,8 @@ class Cluster:
         """Starts replica i again on its old port (and KV event port) and waits for /health."""
         old = self.replicas[i]
         old.stop()
-        self.replicas[i] = StrikerServer(self.striker_bin, self.model, self.replica_args[i], log_dir=self.log_dir,
-                                         port=old.port)
+        self.replicas[i] = StrikerServer(self.striker_bin, self.model, self.replica_args[i], env=self.env,
+                                         log_dir=self.log_dir, port=old.port)
 
     def wait_routed(self, i, timeout=30):
         """Waits until the router sends replica i traffic again (its health checker saw it up)."""

@@ -54,6 +54,7 @@ def test_replicas_probe_health_use_a_gpu_and_share_the_hf_cache():
     assert c["livenessProbe"]["httpGet"]["path"] != "/health"
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "1" == c["resources"]["requests"]["nvidia.com/gpu"]
     env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["PYTHONHASHSEED"] == "0", "kv_aware needs every replica to hash blocks alike"
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts["hf-cache"] == env["HF_HOME"]
     (vol,) = [v for v in pod["volumes"] if v["name"] == "hf-cache"]

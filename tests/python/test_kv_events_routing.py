@@ -2,7 +2,6 @@
 with vLLM's own msgspec structs (byte-exact), and vllm-router --policy kv_aware routing multi-turn
 conversations to the replica whose cache holds their prefix. The same conversations through
 --policy cache_aware (a prefix tree of request text, no events) land the same way."""
-import concurrent.futures as cf
 import json
 import time
 
@@ -18,6 +17,7 @@ BLOCK = 16
 SYSTEM = ("You are the assistant of a long multi-turn test. Answer briefly, stay on topic, and keep "
           "every earlier turn in mind. ") * 3
 CONVERSATIONS, TURNS = 20, 3
+THINK_SECONDS = 0.2
 
 
 class Subscriber:
@@ -56,7 +56,7 @@ def test_events_are_vllms_bytes_and_name_the_cached_blocks(striker_bin, tiny_mod
     port = free_port()
     cfg = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{port}", "topic": "kv"}
     server = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
-                                                     "--kv-cache-memory", "1MiB", "--max-num-seqs", "4",
+                                                     "--kv-cache-memory", "256KiB", "--max-num-seqs", "4",
                                                      "--kv-events-config", json.dumps(cfg)], log_dir=tmp_path)
     sub = Subscriber(port, b"kv")
     try:
@@ -67,8 +67,10 @@ def test_events_are_vllms_bytes_and_name_the_cached_blocks(striker_bin, tiny_mod
                           json={"model": MODEL, "prompt": prompt, "max_tokens": 1}, timeout=60)
         assert r.status_code == 200, r.text
         sub.drain()
+        # One KV-cache group (the full-attention pool), as vLLM publishes with events on.
         stored = [e for e in sub.events if isinstance(e, kv.BlockStored)]
         assert stored, sub.events
+        assert all(e.group_idx is None and e.kv_cache_spec_kind is None for e in stored)
         chain = [h for e in stored for h in e.block_hashes]
         tokens = [t for e in stored for t in e.token_ids]
         full = len(ids) // BLOCK
@@ -85,8 +87,8 @@ def test_events_are_vllms_bytes_and_name_the_cached_blocks(striker_bin, tiny_mod
         r = requests.post(server.url + "/v1/completions",
                           json={"model": MODEL, "prompt": prompt, "max_tokens": 1}, timeout=60)
         assert r.json()["usage"]["prompt_tokens_details"]["cached_tokens"] >= (full - 1) * BLOCK
-        # A 1 MiB cache holds few blocks: other prompts evict these, and the events say so.
-        for k in range(8):
+        # A 256 KiB cache holds few blocks: other prompts evict these, and the events say so.
+        for k in range(12):
             requests.post(server.url + "/v1/completions",
                           json={"model": MODEL, "prompt": f"evict {k} " * 60, "max_tokens": 1}, timeout=60)
         sub.drain()
@@ -125,6 +127,9 @@ def run_conversation(k, first_url, later_url, tokenize_url):
         previous = n
         messages += [{"role": "assistant", "content": content},
                      {"role": "user", "content": f"Turn {turn + 1} of conversation {k}: say more about that."}]
+        # The user reads and types: KV events are asynchronous, and the router needs a moment to
+        # have heard about the blocks this turn stored before the next one is routed.
+        time.sleep(THINK_SECONDS)
     return results
 
 
@@ -150,15 +155,16 @@ def test_router_keeps_each_conversation_on_the_replica_holding_its_prefix(strike
     cluster = Cluster(striker_bin, tiny_model, 3, policy, tmp_path, kv_events=policy == "kv_aware")
     try:
         replicas = cluster.replicas
-        with cf.ThreadPoolExecutor(4) as pool:
-            if policy == "kv_aware":
-                # Turn 0 straight to replica k % 3: only its KV events tell the router where the prefix is.
-                firsts = [replicas[k % 3].url for k in range(CONVERSATIONS)]
-            else:
-                firsts = [cluster.url] * CONVERSATIONS
-            jobs = [pool.submit(run_conversation, k, firsts[k], cluster.url, replicas[0].url)
-                    for k in range(CONVERSATIONS)]
-            results = [j.result() for j in jobs]
+        if policy == "kv_aware":
+            # Turn 0 straight to replica k % 3: only its KV events tell the router where the prefix is.
+            firsts = [replicas[k % 3].url for k in range(CONVERSATIONS)]
+        else:
+            firsts = [cluster.url] * CONVERSATIONS
+        # One conversation at a time: with several running at once, vllm-router 0.1.17's kv_aware
+        # now and then credits a request with only the shared system prompt although the events
+        # named its whole prefix (seen when replicas insert the same first blocks concurrently;
+        # see docs/architecture.md). Sequential turns make the routing, not that race, the test.
+        results = [run_conversation(k, firsts[k], cluster.url, replicas[0].url) for k in range(CONVERSATIONS)]
         check_affinity(results, replicas)
         served = [metric_sum(r, "vllm:request_success_total") for r in replicas]
         assert sum(served) == CONVERSATIONS * TURNS

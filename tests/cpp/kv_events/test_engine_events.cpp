@@ -1,5 +1,5 @@
 // The engine's prefix-cache events as vLLM names them: hashes in vLLM's integer form (the
-// digest's low 64 bits, big-endian), Flint's two pools as the two KV-cache groups of a hybrid model.
+// digest's low 64 bits, big-endian), the full-attention pool's events only.
 #include <gtest/gtest.h>
 
 #include "kv_events/engine_events.h"
@@ -19,7 +19,7 @@ TEST(EngineEvents, HashIsTheLowSixtyFourBitsBigEndian) {
   EXPECT_EQ(external_block_hash(hash_with_tail(0, ~uint64_t(0))), ~uint64_t(0));
 }
 
-TEST(EngineEvents, PoolsBecomeVllmKvCacheGroups) {
+TEST(EngineEvents, FullAttentionPoolEventsOnly) {
   KvEvent full;
   full.type = KvEvent::Type::BlockStored;
   full.block_hashes = {hash_with_tail(1, 10), hash_with_tail(1, 11)};
@@ -28,33 +28,27 @@ TEST(EngineEvents, PoolsBecomeVllmKvCacheGroups) {
   full.block_size = 16;
   KvEvent sliding = full;
   sliding.pool = KvPoolKind::Sliding;
-  sliding.parent_block_hash.reset();
   KvEvent removed;
   removed.type = KvEvent::Type::BlockRemoved;
   removed.block_hashes = {hash_with_tail(2, 77)};
+  KvEvent sliding_removed = removed;
+  sliding_removed.pool = KvPoolKind::Sliding;
   KvEvent cleared;
   cleared.type = KvEvent::Type::AllBlocksCleared;
 
-  const auto wire = to_wire({full, sliding, removed, cleared}, 128);
-  ASSERT_EQ(wire.size(), 4u);
+  const auto wire = to_wire({full, sliding, removed, sliding_removed, cleared});
+  ASSERT_EQ(wire.size(), 3u);
   EXPECT_EQ(wire[0].type, WireEvent::Type::BlockStored);
   EXPECT_EQ(wire[0].block_hashes, (std::vector<uint64_t>{10, 11}));
   EXPECT_EQ(wire[0].parent_block_hash, std::optional<uint64_t>(9));
   EXPECT_EQ(wire[0].token_ids, full.token_ids);
   EXPECT_EQ(wire[0].block_size, 16);
-  EXPECT_EQ(wire[0].group_idx, std::optional<int32_t>(0));
-  EXPECT_EQ(wire[0].kv_cache_spec_kind, std::optional<std::string>("full_attention"));
-  EXPECT_FALSE(wire[0].kv_cache_spec_sliding_window);
   EXPECT_EQ(wire[0].medium, "GPU");
-  EXPECT_EQ(wire[1].group_idx, std::optional<int32_t>(1));
-  EXPECT_EQ(wire[1].kv_cache_spec_kind, std::optional<std::string>("sliding_window"));
-  EXPECT_EQ(wire[1].kv_cache_spec_sliding_window, std::optional<int32_t>(128));
-  EXPECT_FALSE(wire[1].parent_block_hash);
-  EXPECT_EQ(wire[2].type, WireEvent::Type::BlockRemoved);
-  EXPECT_EQ(wire[2].block_hashes, (std::vector<uint64_t>{77}));
-  EXPECT_EQ(wire[2].group_idx, std::optional<int32_t>(0));
-  EXPECT_EQ(wire[3].type, WireEvent::Type::AllBlocksCleared);
-  EXPECT_FALSE(wire[3].group_idx);
+  EXPECT_FALSE(wire[0].group_idx);  // a single group, as vLLM with KV events on
+  EXPECT_EQ(wire[1].type, WireEvent::Type::BlockRemoved);
+  EXPECT_EQ(wire[1].block_hashes, (std::vector<uint64_t>{77}));
+  EXPECT_EQ(wire[2].type, WireEvent::Type::AllBlocksCleared);
+  EXPECT_TRUE(wire[2].block_hashes.empty());
 }
 
 }  // namespace
