@@ -17,7 +17,7 @@ BLOCK = 16
 SYSTEM = ("You are the assistant of a long multi-turn test. Answer briefly, stay on topic, and keep "
           "every earlier turn in mind. ") * 3
 CONVERSATIONS, TURNS = 20, 3
-THINK_SECONDS = 0.2
+THINK_SECONDS = 0.1
 
 
 class Subscriber:
