@@ -10,7 +10,8 @@ DEBS=(cmake g++ ninja-build pkg-config clang libclang-rt-14-dev
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libcli11-dev libspdlog-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libssl-dev libicu-dev
       libcurl4-openssl-dev  # libcurl + libssl (libcrypto): Hugging Face Hub downloads
-      chromium chromium-driver)  # the chat page's browser test
+      chromium chromium-driver  # the chat page's browser test
+      libzmq3-dev cppzmq-dev libmsgpack-cxx-dev curl)  # KV events (ZMQ, msgpack); cluster.sh
 missing=()
 for p in "${DEBS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

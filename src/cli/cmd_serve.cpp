@@ -1,26 +1,28 @@
 // striker serve MODEL: the OpenAI-compatible server, with `vllm serve`'s flags (FLINT.md §6).
 // Order of startup: bind the port first (so /health answers 503 while loading), load the
 // weights with a progress bar, build tokenizer / chat template / backend / engine, print a
-// summary, then serve until SIGINT or SIGTERM.
-#include <pthread.h>
-#include <signal.h>
+// summary, then serve until SIGINT or SIGTERM, which drain running requests (--shutdown-timeout).
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <thread>
+#include <memory>
 
 #include "backends/cpu/cpu_backend.h"
 #include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
+#include "cli/serve_signals.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "kv_events/engine_events.h"
+#include "kv_events/event_pump.h"
+#include "kv_events/kv_event_publisher.h"
 #include "loaders/dummy_model.h"
 #include "loaders/model_loader.h"
 #include "server/choice_parser.h"
@@ -70,6 +72,8 @@ struct ServeArgs {
   bool enable_log_requests = false;  // vLLM's newer spelling of the default
   bool disable_log_stats = false;
   double log_stats_interval = 10.0;  // vLLM's VLLM_LOG_STATS_INTERVAL default
+  int shutdown_timeout = 30;  // seconds a SIGTERM drain waits for running requests
+  std::string kv_events_config;  // vLLM's --kv-events-config JSON
 };
 
 std::shared_ptr<spdlog::logger> serve_log() { return logging::get("serve"); }
@@ -79,6 +83,10 @@ std::string default_device() {
   if (cuda::device_count() > 0) return "cuda";
 #endif
   return "cpu";
+}
+
+kv_events::KvEventsConfig kv_events_config(const ServeArgs& a) {
+  return a.kv_events_config.empty() ? kv_events::KvEventsConfig{} : kv_events::parse_kv_events_config(a.kv_events_config);
 }
 
 // Flags whose feature this build lacks fail at startup instead of being ignored.
@@ -120,6 +128,10 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.disable_log_requests && a.enable_log_requests)
     throw Error("--disable-log-requests and --enable-log-requests contradict each other");
   if (!(a.log_stats_interval > 0.0)) throw Error("--log-stats-interval (or VLLM_LOG_STATS_INTERVAL) must be a positive number of seconds");
+  if (a.shutdown_timeout < 0) throw Error("--shutdown-timeout must be 0 or more seconds");
+  if (kv_events_config(a).publishes() && !a.enable_prefix_caching)
+    throw Error("--kv-events-config: KV events report what the prefix cache holds; they need prefix caching "
+                "(drop --no-enable-prefix-caching)");
 }
 
 // A one-line progress bar on stderr, redrawn in place on a terminal and every 10% otherwise.
@@ -171,12 +183,8 @@ int64_t gpu_kv_budget(const ServeArgs& a) {
 #endif
 
 void run_serve(const ServeArgs& a, const CLI::App& cmd) {
-  // Signals are taken by one thread with sigwait, so every thread started below inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before any thread starts, so all of them inherit the blocked SIGINT/SIGTERM.
+  ServeSignals::block();
 
   check_flags(a, cmd);
   const auto t0 = std::chrono::steady_clock::now();
@@ -205,6 +213,15 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);
   const int port = server.start(a.host, a.port);
+  ServeSignals signals(server);  // from now on SIGINT/SIGTERM drain (or, while loading, exit)
+  // The KV event sockets are opened before loading, so a taken port fails in seconds, not minutes.
+  const auto kv_cfg = kv_events_config(a);
+  std::unique_ptr<kv_events::KvEventPublisher> kv_publisher;
+  if (kv_cfg.publishes()) {
+    kv_publisher = std::make_unique<kv_events::KvEventPublisher>(kv_cfg);
+    serve_log()->info("publishing KV events on {}{}", kv_cfg.endpoint,
+                      kv_cfg.replay_endpoint ? " (replay on " + *kv_cfg.replay_endpoint + ")" : std::string());
+  }
   serve_log()->info("listening on http://{}:{} (loading; /health answers 503 until ready)", a.host, port);
 
   // Hub repo ids are downloaded now, after binding: a port clash fails before a long download,
@@ -306,7 +323,13 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   // vLLM roots the block-hash chain at H(PYTHONHASHSEED) when it is set (reproducible hashes
   // for KV-event consumers), else at random bytes.
   if (const char* seed = std::getenv("PYTHONHASHSEED")) ec.prefix_caching_hash_seed = seed;
+  ec.enable_kv_events = kv_publisher != nullptr;
   auto engine = make_engine(ec, cfg, std::move(backend), *tokenizer);
+  std::unique_ptr<kv_events::EventPump> kv_pump;
+  if (kv_publisher) {
+    kv_pump = std::make_unique<kv_events::EventPump>([&engine] { return kv_events::to_wire(engine->take_kv_events()); },
+                                                     *kv_publisher);
+  }
   const EngineStats stats = engine->stats();
   opts.cache.num_gpu_blocks = stats.kv_capacity_tokens / ec.block_size;
   server.attach(*engine, *tokenizer, chat_template.get(), opts);
@@ -326,18 +349,20 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   std::optional<server::StatsLogger> stats_logger;
   if (!a.disable_log_stats) stats_logger.emplace(*engine, std::chrono::duration<double>(a.log_stats_interval));
 
-  std::atomic<bool> signalled{false};
-  std::thread waiter([&signals, &server, &signalled] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    signalled = true;
-    serve_log()->info("{} received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  if (signals.wait_for_shutdown()) {
+    const auto drain_start = std::chrono::steady_clock::now();
+    if (!server.wait_idle(std::chrono::seconds(a.shutdown_timeout)) && !signals.forced()) {
+      serve_log()->warn("--shutdown-timeout {} s reached; aborting {} running request(s) (503)", a.shutdown_timeout,
+                        server.in_flight());
+      server.abort_in_flight();
+      server.wait_idle(std::chrono::seconds(5));  // their handlers send the 503s
+    }
+    serve_log()->info("drained in {:.1f} s; exiting",
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - drain_start).count());
     server.request_stop();
-  });
-  server.wait();
-  // If the listener ended on its own (not by a signal), wake the waiter so it can exit.
-  if (!signalled) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
+    server.close_client_connections();  // idle keep-alive connections would hold stop() for seconds
+  }
+  server.stop();
   stats_logger.reset();
   engine->shutdown();
 }
@@ -393,6 +418,12 @@ void register_serve(CLI::App& app, int& exit_code) {
   }
   cmd->add_option("--log-stats-interval", a->log_stats_interval,
                   "seconds between stats lines (default: env VLLM_LOG_STATS_INTERVAL, else 10)");
+  cmd->add_option("--kv-events-config", a->kv_events_config,
+                  "vLLM's KV event publishing, as JSON: '{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", "
+                  "\"endpoint\": \"tcp://*:5557\", \"replay_endpoint\": null, \"topic\": \"\"}'");
+  cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
+                  "seconds SIGTERM/SIGINT waits for running requests before aborting them with 503 "
+                  "(default 30; 0 aborts at once, as vLLM's default)");
   cmd->callback([a, cmd, &exit_code] {
     run_serve(*a, *cmd);
     exit_code = 0;

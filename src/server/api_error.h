@@ -30,6 +30,16 @@ inline ApiError not_implemented(const std::string& message, const std::string& p
   return ApiError(501, "NotImplementedError", message, param);
 }
 
+// A draining server (SIGTERM) refuses new work with a 503 that a router retries on another replica.
+inline ApiError draining_error() {
+  return ApiError(503, "ServiceUnavailableError", "the server is shutting down and takes no new requests; retry on another replica");
+}
+// A request still running when the drain gives up (--shutdown-timeout, or a second signal).
+inline ApiError shutdown_abort_error() {
+  return ApiError(503, "ServiceUnavailableError",
+                  "the server shut down before this request finished (--shutdown-timeout reached); retry it");
+}
+
 // The error body vLLM sends: code is the HTTP status as an integer, param null when unknown.
 nlohmann::json error_body(int status, const std::string& type, const std::string& message,
                           const std::string& param = "");

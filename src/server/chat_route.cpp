@@ -228,7 +228,7 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   job->choices.resize(size_t(n));
   for (auto& c : job->choices) c.parser = make_choice_parser(job->prompt.parser);
   job->id = "chatcmpl-" + random_hex_id();
-  job->gen = std::make_unique<Generation>(ctx.engine, job->id, n);
+  job->gen = std::make_unique<Generation>(ctx, job->id, n);
   job->gen->submit(job->prompt.tokens, job->sampling.params, job->sampling.cache_salt);
 
   respond_or_stream(

@@ -330,7 +330,7 @@ void handle_completions(const ServingContext& ctx, const httplib::Request& req, 
   job->n = job->sampling.params.n;
   job->choices.resize(prompts.size() * size_t(job->n));
   job->id = "cmpl-" + random_hex_id();
-  job->gen = std::make_unique<Generation>(ctx.engine, job->id, job->n);
+  job->gen = std::make_unique<Generation>(ctx, job->id, job->n);
   for (size_t i = 0; i < prompts.size(); ++i) job->gen->submit(prompts[i], per_prompt[i], job->sampling.cache_salt);
 
   respond_or_stream(

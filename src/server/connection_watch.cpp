@@ -29,10 +29,10 @@ bool endpoint_matches(const sockaddr_storage& addr, socklen_t len, const std::st
   return host == buf;
 }
 
-}  // namespace
-
-ConnectionWatch::ConnectionWatch(const std::string& remote_addr, int remote_port, int local_port) {
-  if (remote_port < 0 || local_port < 0) return;
+// Calls `fn(fd, peer, peer_len, local, local_len)` for each connected socket of this process
+// until it returns true.
+template <typename Fn>
+void for_each_connected_socket(Fn&& fn) {
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return;
   while (dirent* e = readdir(dir)) {
@@ -45,13 +45,30 @@ ConnectionWatch::ConnectionWatch(const std::string& remote_addr, int remote_port
     socklen_t plen = sizeof(peer), llen = sizeof(local);
     if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;
     if (getsockname(int(fd), reinterpret_cast<sockaddr*>(&local), &llen) != 0) continue;
-    if (endpoint_matches(peer, plen, remote_addr, remote_port, true) &&
-        endpoint_matches(local, llen, "", local_port, false)) {
-      fd_ = int(fd);
-      break;
-    }
+    if (fn(int(fd), peer, plen, local, llen)) break;
   }
   closedir(dir);
+}
+
+}  // namespace
+
+void shutdown_connections(int local_port) {
+  for_each_connected_socket([&](int fd, const sockaddr_storage&, socklen_t, const sockaddr_storage& local, socklen_t llen) {
+    if (endpoint_matches(local, llen, "", local_port, false)) shutdown(fd, SHUT_RD);
+    return false;
+  });
+}
+
+ConnectionWatch::ConnectionWatch(const std::string& remote_addr, int remote_port, int local_port) {
+  if (remote_port < 0 || local_port < 0) return;
+  for_each_connected_socket([&](int fd, const sockaddr_storage& peer, socklen_t plen, const sockaddr_storage& local,
+                                socklen_t llen) {
+    if (endpoint_matches(peer, plen, remote_addr, remote_port, true) && endpoint_matches(local, llen, "", local_port, false)) {
+      fd_ = fd;
+      return true;
+    }
+    return false;
+  });
 }
 
 bool ConnectionWatch::peer_closed() const {

@@ -10,6 +10,12 @@
 
 namespace striker::server {
 
+// Shuts the reading side of every connection this process accepted on `local_port`: an HTTP
+// thread waiting on a kept-alive connection for its next request (up to the keep-alive timeout)
+// sees end-of-file and closes it at once, while a response still being written goes out whole.
+// For the end of a drain, as uvicorn closes idle connections on shutdown.
+void shutdown_connections(int local_port);
+
 class ConnectionWatch {
  public:
   ConnectionWatch(const std::string& remote_addr, int remote_port, int local_port);

@@ -10,8 +10,9 @@
 
 namespace striker::server {
 
-Generation::Generation(Engine& engine, std::string base_id, int32_t n)
-    : engine_(engine),
+Generation::Generation(const ServingContext& ctx, std::string base_id, int32_t n)
+    : engine_(ctx.engine),
+      in_flight_(ctx.in_flight.enter()),
       base_id_(std::move(base_id)),
       n_(n),
       arrival_(Clock::now()),
@@ -88,9 +89,13 @@ nlohmann::json usage_json(const Generation& gen, int64_t completion_tokens) {
 bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output) {
   while (!gen.all_finished()) {
-    if (watch.peer_closed() || stopping.load()) {
+    if (watch.peer_closed()) {
       gen.abort_all();
       return false;
+    }
+    if (stopping.load()) {
+      gen.abort_all();
+      throw shutdown_abort_error();
     }
     auto out = gen.next(std::chrono::milliseconds(50));
     if (!out) continue;
@@ -219,21 +224,30 @@ void respond_or_stream(bool stream, Generation& gen, const httplib::Request& req
   }
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
+  // httplib 0.11 compresses text/* responses for clients that accept gzip or br (Python's requests
+  // and httpx, so the openai SDK, always say so) and exempts only a bare "text/event-stream": with
+  // our charset parameter the events would go through deflate, which holds them back until the
+  // stream ends. Without the request's Accept-Encoding the stream goes out uncompressed, event by
+  // event, as vLLM sends it. (httplib's Request object is not itself const.)
+  const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
   Generation* g = &gen;
   res.set_chunked_content_provider(
       kSseContentType, [g, watch, body = std::move(stream_body)](size_t, httplib::DataSink& sink) {
         try {
           body(*watch, sink);
+        } catch (const ApiError& e) {
+          g->abort_all();
+          send_stream_error(sink, e);
         } catch (const std::exception& e) {
           g->abort_all();
-          send_stream_error(sink, e.what());
+          send_stream_error(sink, ApiError(500, "InternalServerError", e.what()));
         }
         return true;
       });
 }
 
-void send_stream_error(httplib::DataSink& sink, const std::string& message) {
-  const std::string data = "data: " + dump_json(error_body(500, "InternalServerError", message)) + "\n\ndata: [DONE]\n\n";
+void send_stream_error(httplib::DataSink& sink, const ApiError& error) {
+  const std::string data = "data: " + dump_json(error_body(error)) + "\n\ndata: [DONE]\n\n";
   sink.write(data.data(), data.size());
   sink.done();
 }

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <optional>
+#include <thread>
 
 #include "server/api_error.h"
 #include "engine/grammar/grammar_cache.h"
@@ -73,7 +75,7 @@ void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const Chat
   if (options.served_model_names.empty()) options.served_model_names = options_.served_model_names;
   auto metrics = std::make_shared<ServerMetrics>(options.served_model_names.front(), options.max_model_len, options.cache);
   auto ctx = std::shared_ptr<ServingContext>(
-      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, request_log_, {}, nullptr});
+      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, request_log_, {}, {}, {}, nullptr});
   // The vocabulary's byte trie for grammar masks: built once, shared by every compiled grammar.
   ctx->grammars = std::make_shared<grammar::GrammarCache>(
       std::make_shared<grammar::TokenVocabulary>(tokenizer, ctx->options.limits.vocab_size), kGrammarCacheSize);
@@ -101,12 +103,40 @@ int OpenAIServer::start(const std::string& host, int port) {
     listener_.join();
     throw Error("serve: the HTTP listener on " + host + ":" + std::to_string(bound) + " stopped at once");
   }
+  port_ = bound;
   return bound;
 }
 
 void OpenAIServer::request_stop() {
-  if (auto ctx = context()) ctx->stopping = true;  // streams end now instead of running to completion
+  abort_in_flight();  // whatever still runs ends now, with an error its client can see
   if (http_) http_->stop();
+}
+
+bool OpenAIServer::running() const { return http_ && http_->is_running(); }
+
+void OpenAIServer::begin_drain() { draining_ = true; }
+
+void OpenAIServer::abort_in_flight() {
+  if (auto ctx = context()) ctx->stopping = true;
+}
+
+void OpenAIServer::close_client_connections() {
+  if (port_ >= 0) shutdown_connections(port_);
+}
+
+int OpenAIServer::in_flight() const {
+  auto ctx = context();
+  return ctx ? ctx->in_flight.count() : 0;
+}
+
+bool OpenAIServer::wait_idle(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto ctx = context();
+  while (ctx && ctx->in_flight.count() + ctx->admitting.count() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void OpenAIServer::stop() {
@@ -125,8 +155,15 @@ void OpenAIServer::register_routes() {
   auto model_route = [this](const char* name, Handler fn) {
     return [this, name, fn](const httplib::Request& req, httplib::Response& res) {
       auto ctx = context();
+      // Counted before the drain flag is read, so a drain that sees no request in flight cannot
+      // miss one that was already admitted.
+      std::optional<InFlight::Ticket> ticket;
+      if (ctx) ticket.emplace(ctx->admitting.enter());
       if (!ctx) {
         send_error(res, 503, "ServiceUnavailableError", "the model is still loading");
+      } else if (draining_) {
+        const ApiError e = draining_error();
+        send_error(res, e.status(), e.type(), e.what());
       } else {
         try {
           fn(*ctx, req, res);
@@ -166,7 +203,9 @@ void OpenAIServer::register_routes() {
   });
 
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (context()) {
+    if (draining_) {
+      send_error(res, 503, "ServiceUnavailableError", "the server is shutting down");
+    } else if (context()) {
       res.status = 200;
     } else {
       send_error(res, 503, "ServiceUnavailableError", "the model is still loading");

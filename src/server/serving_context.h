@@ -14,7 +14,9 @@
 
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "server/api_error.h"
 #include "server/connection_watch.h"
+#include "server/in_flight.h"
 #include "server/metrics.h"
 #include "server/output_channel.h"
 #include "server/request_log.h"
@@ -43,7 +45,13 @@ struct ServingContext {
   std::shared_ptr<ServerMetrics> metrics_owner;
   ServerMetrics& metrics;  // *metrics_owner
   RequestLog& request_log;
-  std::atomic<bool> stopping{false};  // set on shutdown: in-flight generations are aborted
+  // Set when a drain gave up (--shutdown-timeout passed, or a second signal): running generations
+  // end with a 503 the client sees (in-band for a stream).
+  std::atomic<bool> stopping{false};
+  // What a graceful drain waits for: requests with engine work (a Generation, alive until the
+  // response is written), and route handlers still deciding whether to take a request.
+  mutable InFlight in_flight;
+  mutable InFlight admitting;
   std::shared_ptr<grammar::GrammarCache> grammars;  // structured outputs, shared across requests
   const std::string& model_name() const { return options.served_model_names.front(); }
 };
@@ -53,7 +61,7 @@ struct ServingContext {
 // that vanishes at any point (even before the first byte is written) frees its KV blocks.
 class Generation {
  public:
-  Generation(Engine& engine, std::string base_id, int32_t n);
+  Generation(const ServingContext& ctx, std::string base_id, int32_t n);
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -83,6 +91,7 @@ class Generation {
     bool finished = false;
   };
   Engine& engine_;
+  InFlight::Ticket in_flight_;  // keeps a drain waiting until the response is written
   std::string base_id_;
   int32_t n_;
   Clock::time_point arrival_;
@@ -120,7 +129,9 @@ void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, h
 
 // Shared by both generation routes: runs until every choice finished or the client left.
 // `on_output` returns false when writing to the client failed. Returns false if the client left
-// (everything was aborted); throws ApiError(500) when the engine ended a prompt by a failure.
+// (everything was aborted); throws ApiError(500) when the engine ended a prompt by a failure and
+// ApiError(503) when the server aborts it on shutdown (`stopping`), so a connected client always
+// gets an answer it can retry.
 bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output);
 
@@ -129,7 +140,7 @@ nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std:
 std::string token_text(const Tokenizer& tok, int32_t id);
 
 // An error after an SSE stream has started: `data: {"error": ...}` then `data: [DONE]`.
-void send_stream_error(httplib::DataSink& sink, const std::string& message);
+void send_stream_error(httplib::DataSink& sink, const ApiError& error);
 
 // The end of both generation routes: a non-streaming request is answered now by `respond`; a
 // streaming one gets SSE headers and `stream_body` runs in httplib's content provider, where a

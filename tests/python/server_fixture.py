@@ -33,15 +33,17 @@ def free_port() -> int:
 
 
 class StrikerServer:
-    def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180, command=None):
+    def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180, command=None,
+                 port=None):
         """`command` replaces `striker serve MODEL --port 0 ARGS` (e.g. scripts/run.sh with PORT=0);
-        it must bind port 0 on 127.0.0.1 and print striker's "listening on" line."""
-        self.port = None
-        self.url = None
+        it must bind port 0 on 127.0.0.1 and print striker's "listening on" line. `port` binds a fixed
+        port instead (a replica restarted on the port its router knows); its log is appended to."""
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}" if port else None
         log_dir = pathlib.Path(log_dir) if log_dir else pathlib.Path(tempfile.mkdtemp(prefix="striker-serve-"))
-        self.log_path = log_dir / f"striker-serve-{next(_serial)}.log"
-        self._log = open(self.log_path, "w")
-        cmd = command or [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", "0",
+        self.log_path = log_dir / (f"striker-serve-port-{port}.log" if port else f"striker-serve-{next(_serial)}.log")
+        self._log = open(self.log_path, "a" if port else "w")
+        cmd = command or [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", str(port or 0),
                           "--device", os.environ.get("STRIKER_SERVE_DEVICE", "cpu"), *map(str, args)]
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
@@ -75,12 +77,13 @@ class StrikerServer:
         raise RuntimeError(f"striker serve not ready after {timeout} s:\n{self.log()[-4000:]}")
 
     def stop(self):
-        """SIGTERM, as an orchestrator would; a server that does not exit cleanly fails the test."""
+        """SIGTERM, as an orchestrator would (striker drains running requests first); a server that
+        does not exit cleanly fails the test."""
         hung = False
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=45)  # a drain waits up to --shutdown-timeout (30 s by default)
             except subprocess.TimeoutExpired:
                 hung = True
                 self.proc.kill()
@@ -88,7 +91,7 @@ class StrikerServer:
         if not self._log.closed:
             self._log.close()
         if hung:
-            raise RuntimeError(f"striker serve did not exit within 30 s of SIGTERM:\n{self.log_path.read_text()[-2000:]}")
+            raise RuntimeError(f"striker serve did not exit within 45 s of SIGTERM:\n{self.log_path.read_text()[-2000:]}")
 
     def client(self, **kw):
         import openai

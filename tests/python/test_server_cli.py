@@ -65,32 +65,40 @@ def test_startup_summary(striker_bin, tiny_model, tmp_path):
 
 
 def test_sigterm_with_streams_in_flight_exits_cleanly(striker_bin, tiny_model, tmp_path):
+    """Streams still running when the drain gives up (--shutdown-timeout 1) end with an in-band 503
+    error and [DONE], never a cut connection; the process exits 0 (test_server_drain.py has more)."""
     import threading
     import time
 
     import requests
     s = StrikerServer(striker_bin, tiny_model, ["--max-model-len", "512", "--kv-cache-memory", "8MiB",
-                                                "--max-num-seqs", "4"], log_dir=tmp_path)
-    got = []
+                                                "--max-num-seqs", "4", "--shutdown-timeout", "1"], log_dir=tmp_path)
+    got = [[] for _ in range(3)]
+    errors = []
 
-    def stream():
+    def stream(i):
         body = {"model": str(tiny_model), "prompt": "go", "max_tokens": 480, "stream": True, "ignore_eos": True}
         try:
             with requests.post(s.url + "/v1/completions", json=body, stream=True, timeout=60) as r:
                 for line in r.iter_lines():
-                    got.append(line)
-        except requests.RequestException:
-            pass
-    threads = [threading.Thread(target=stream) for _ in range(3)]
+                    if line.startswith(b"data: "):
+                        got[i].append(line)
+        except requests.RequestException as e:
+            errors.append(repr(e))
+    threads = [threading.Thread(target=stream, args=(i,)) for i in range(3)]
     for t in threads:
         t.start()
     deadline = time.time() + 60
-    while len(got) < 6 and time.time() < deadline:
+    while min(len(g) for g in got) < 2 and time.time() < deadline:
         time.sleep(0.05)
-    assert len(got) >= 6
+    assert min(len(g) for g in got) >= 2
     t0 = time.time()
-    s.stop()  # raises if the process does not exit within 30 s
-    assert s.proc.returncode == 0 and time.time() - t0 < 30
+    s.stop()  # raises if the process does not exit within its wait
+    assert s.proc.returncode == 0 and time.time() - t0 < 15
     for t in threads:
         t.join(timeout=30)
+    assert not errors, errors
+    for g in got:
+        assert g[-1] == b"data: [DONE]"
+        assert b'"code":503' in g[-2] or b'"finish_reason":"length"' in g[-2] or b'"finish_reason":"length"' in g[-3]
     assert "SIGTERM received" in s.log()
