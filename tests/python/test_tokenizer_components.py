@@ -245,7 +245,8 @@ def test_bad_component_errors(striker_bin, tmp_path, mutate, expect):
 
 def test_missing_and_invalid_files(striker_bin, tmp_path):
     rc, err = run_error(striker_bin, tmp_path / "nowhere", "--text", "hi")
-    assert rc != 0 and "tokenizer.json" in err and err.count("\n") == 1
+    # (a path that is neither a folder nor a Hub repo id: the error names it)
+    assert rc != 0 and "nowhere' is not an existing file or directory" in err and err.count("\n") == 1
     d = write(tmp_path, "{ not json")
     rc, err = run_error(striker_bin, d, "--text", "hi")
     assert rc != 0 and "invalid JSON" in err and err.count("\n") == 1
