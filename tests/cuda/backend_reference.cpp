@@ -275,6 +275,12 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
     run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
     for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
     expect_rows_close(diffs, std::string(graphs ? "graphs" : "stream"));
+    // The graph pass must really have replayed captured steps, or the bit check below compares
+    // eager launches with themselves.
+    const auto* cuda_backend = dynamic_cast<const CudaBackend*>(backend.get());
+    ASSERT_NE(cuda_backend, nullptr);
+    if (graphs) EXPECT_GT(cuda_backend->captured_step_kernels(), 0) << "no step was captured";
+    else EXPECT_EQ(cuda_backend->captured_step_kernels(), 0) << "a step was captured with graphs off";
   }
   // Graph replay runs the same kernels on the same data: the logits must be the same bits.
   ASSERT_EQ(step_logits[0].size(), step_logits[1].size());
