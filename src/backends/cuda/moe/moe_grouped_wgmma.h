@@ -18,8 +18,10 @@ namespace striker::cuda {
 
 constexpr int kMoeWgmmaTileRows = 128;
 
-// Whether this path takes the shapes (it needs 16-byte aligned rows: widths multiples of 8).
-inline bool moe_wgmma_supports(int hidden, int inter) { return hidden > 0 && inter > 0 && hidden % 8 == 0 && inter % 8 == 0; }
+// Whether a step of `slots` = T·K routed rows over `experts` runs on this path: prefill sizes,
+// where experts average more than 16 rows (moe_tile_rows_for); below, the 16-row mma.sync tiles
+// of moe_grouped.h read each selected expert once per step.
+inline bool moe_wgmma_for(int64_t slots, int experts) { return moe_tile_rows_for(slots, experts) != 16; }
 
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g = bf16(scale2_gate[e]·mm(x[token(r)], W_gate[e])), u likewise.
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
