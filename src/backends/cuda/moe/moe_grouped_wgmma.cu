@@ -34,6 +34,7 @@
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/common/wgmma.cuh"
 #include "backends/cuda/moe/moe_grouped_wgmma_layout.h"
+#include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 
 namespace striker::cuda {
@@ -46,16 +47,105 @@ struct WgmmaArgs {
   int kdim;                    // reduction width
   int n;                       // output columns (per matrix)
   int col_blocks;              // CTAs per tile
+  int experts;
   const float* scale2[2];      // device [E] or null (= 1)
   const MoeTile* tiles;
   const int32_t* num_tiles;
   bf16_t* out;                 // [T·K, n] in sorted row order
 };
 
-template <bool kGated>
+// Weight-tile policies of the producer warpgroup. For stage kt in ring slot s:
+//   issue(kt, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage);
+//   land(kt, b_dst, ...)         runs once the thread's cp.async group of kt has completed, before
+//                                its fence.proxy.async and its arrival on full[s].
+// B row br of the tile: gated, gate row n0 + br (br < 128) or up row n0 + br - 128; plain, row
+// n0 + br of expert e's [n, kdim] matrix; rows past the stack (E·n) read zeros, rows past n inside
+// it belong to the next expert and only reach columns the epilogue does not store.
+
+// BF16 stacks: thread 0 issues two TMA boxes of 128 rows × 64 k; their bytes complete on full[s].
+struct TmaWeights {
+  CUtensorMap map[2];
+  static constexpr uint32_t kFullArrivals = kWgProducerThreads + 1;  // + thread 0's expect_tx arrival
+  static constexpr int kSmemBytes = kWgSmemBytes;
+  __device__ __forceinline__ void prefetch() const {
+    tma_prefetch_map(&map[0]);
+    tma_prefetch_map(&map[1]);
+  }
+  template <bool kGated>
+  __device__ __forceinline__ void issue(int kt, uint8_t* b_dst, uint8_t*, uint64_t* full, int t, int b_row0,
+                                        const WgmmaArgs&) const {
+    if (t != 0) return;
+    mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
+    tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
+    tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
+                kGated ? b_row0 : b_row0 + kWgHalfBRows);
+  }
+  __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
+};
+
+// 4-byte cp.async (scales); zero-fills when !full.
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool full) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(full ? 4 : 0)
+               : "memory");
+}
+
+// NVFP4 stacks decoded in the kernel (layout: moe_grouped_wgmma_layout.h, kWgRawSlots): thread t
+// copies the codes and scales of B rows t and t + 128 and later decodes exactly those bytes, so
+// its own cp.async.wait_group orders the copy before the decode. E2M1 × UE4M3 is exact in bf16, the
+// same values nvfp4_dequantize writes (moe_grouped_tile.cuh's policy decodes the same way).
+struct Nvfp4WgmmaWeights {
+  const uint8_t* codes[2];   // [E·n, kdim/2]
+  const uint8_t* scales[2];  // [E·n, kdim/16]
+  static constexpr uint32_t kFullArrivals = kWgProducerThreads;
+  static constexpr int kSmemBytes = kWgNvfp4SmemBytes;
+  __device__ __forceinline__ void prefetch() const {}
+  template <bool kGated>
+  __device__ __forceinline__ void issue(int kt, uint8_t*, uint8_t* ring, uint64_t*, int t, int b_row0,
+                                        const WgmmaArgs& args) const {
+    const int slot = kt % kWgRawSlots;
+    const int64_t stack_rows = int64_t(args.experts) * args.n;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int br = t + h * kWgHalfBRows;
+      const int j = kGated ? h : 0;
+      const int64_t row = int64_t(b_row0) + (kGated ? t : br);
+      const bool ok = row < stack_rows;
+      const uint8_t* c = codes[j] + (ok ? row * (args.kdim / 2) + kt * (kWgBK / 2) : 0);
+      const uint8_t* sc = scales[j] + (ok ? row * (args.kdim / 16) + kt * (kWgBK / 16) : 0);
+      uint8_t* dc = ring + wg_raw_codes(slot, br);
+      cp_async16(reinterpret_cast<bf16_t*>(dc), reinterpret_cast<const bf16_t*>(c), ok);
+      cp_async16(reinterpret_cast<bf16_t*>(dc + 16), reinterpret_cast<const bf16_t*>(c + 16), ok);
+      cp_async4(ring + wg_raw_scales(slot, br), sc, ok);
+    }
+  }
+  __device__ __forceinline__ void land(int kt, uint8_t* b_dst, uint8_t* ring, int t) const {
+    const int slot = kt % kWgRawSlots;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int br = t + h * kWgHalfBRows;
+      const uint4 q0 = *reinterpret_cast<const uint4*>(ring + wg_raw_codes(slot, br));
+      const uint4 q1 = *reinterpret_cast<const uint4*>(ring + wg_raw_codes(slot, br) + 16);
+      const uint32_t sc = *reinterpret_cast<const uint32_t*>(ring + wg_raw_scales(slot, br));
+      const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {  // word c = weights 8c..8c+7 = 16-byte chunk c; scale byte c/2
+        const float s = ue4m3_x2p14((sc >> (8 * (c >> 1))) & 0xFFu);
+        float f[8];
+        decode8(words[c], f);
+        uint4 packed;
+        packed.x = pack_bf16x2(f[0] * s, f[1] * s);
+        packed.y = pack_bf16x2(f[2] * s, f[3] * s);
+        packed.z = pack_bf16x2(f[4] * s, f[5] * s);
+        packed.w = pack_bf16x2(f[6] * s, f[7] * s);
+        *reinterpret_cast<uint4*>(b_dst + sw128_offset(br, c)) = packed;
+      }
+    }
+  }
+};
+
+template <bool kGated, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
-    grouped_wgmma_kernel(const __grid_constant__ CUtensorMap map0, const __grid_constant__ CUtensorMap map1,
-                         WgmmaArgs args) {
+    grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
   const int tile_index = int(blockIdx.x) / args.col_blocks;
   if (tile_index >= *args.num_tiles) return;  // the grid is an upper bound on the tiles
@@ -73,12 +163,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int k_tiles = (args.kdim + kWgBK - 1) / kWgBK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWgStages; ++s) {
-      mbar_init(&full[s], kWgProducerThreads + 1);  // every producer thread + thread 0's expect_tx arrival
+      mbar_init(&full[s], Weights::kFullArrivals);
       mbar_init(&empty[s], kWgConsumerWarpgroups * 4);  // one arrival per consumer warp
     }
     mbar_fence_init();
-    tma_prefetch_map(&map0);
-    tma_prefetch_map(&map1);
+    weights.prefetch();
   }
   __syncthreads();
 
@@ -102,17 +191,19 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       src[p] = row;
     }
     const int b_row0 = tile.expert * args.n + n0;
-    const int b_row1 = kGated ? b_row0 : b_row0 + kWgHalfBRows;
+    // Stage kt's data have landed: finish the weight tile, make the generic-proxy writes visible
+    // to wgmma (async proxy), signal.
+    auto signal = [&](int kt) {
+      const int s = kt % kWgStages;
+      weights.land(kt, ring + wg_b_stage(s), ring, t);
+      fence_proxy_async_shared();
+      mbar_arrive(&full[s]);
+    };
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int s = kt % kWgStages;
       if (kt >= kWgStages) mbar_wait(&empty[s], uint32_t((kt / kWgStages - 1) & 1));
+      weights.template issue<kGated>(kt, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
       uint8_t* a_dst = ring + wg_a_stage(s);
-      uint8_t* b_dst = ring + wg_b_stage(s);
-      if (t == 0) {
-        mbar_arrive_expect_tx(&full[s], kWgBBytes);  // both boxes, zero-filled parts included
-        tma_load_2d(b_dst, &map0, &full[s], kt * kWgBK, b_row0);
-        tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map1, &full[s], kt * kWgBK, b_row1);
-      }
       const int k = kt * kWgBK + chunk * 8;
       const bool k_ok = k < args.kdim;
 #pragma unroll
@@ -124,18 +215,16 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       cp_async_commit();
       if (kt >= kWgLag) {
         cp_async_wait<kWgLag>();  // the group of stage kt - kWgLag has landed
-        fence_proxy_async_shared();
-        mbar_arrive(&full[(kt - kWgLag) % kWgStages]);
+        signal(kt - kWgLag);
       }
     }
     cp_async_wait<0>();
-    fence_proxy_async_shared();
-    for (int kt = k_tiles > kWgLag ? k_tiles - kWgLag : 0; kt < k_tiles; ++kt) mbar_arrive(&full[kt % kWgStages]);
+    for (int kt = k_tiles > kWgLag ? k_tiles - kWgLag : 0; kt < k_tiles; ++kt) signal(kt);
     return;
   }
 
   // ---------------- consumers ----------------
-  warpgroup_reg_alloc<224>();
+  warpgroup_reg_alloc<224>();  // 56·128 + 224·256 = 64512 = the 168·384 the CTA launched with
   const int wg = warpgroup - 1;
   const int t = int(threadIdx.x) % 128;
   const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
@@ -205,36 +294,66 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail("activations, weights and outputs must be 16-byte aligned");
 }
 
-template <bool kGated>
-void launch_wgmma(const char* what, const WgmmaArgs& args, const bf16* w0, const bf16* w1, int T, int K,
-                  const MoeRouting& r, cudaStream_t stream) {
-  const int64_t stack_rows = int64_t(r.experts) * args.n;
-  const CUtensorMap m0 = make_tma_map_bf16_sw128(w0, stack_rows, args.kdim, kWgHalfBRows, what);
-  const CUtensorMap m1 = make_tma_map_bf16_sw128(w1, stack_rows, args.kdim, kWgHalfBRows, what);
-  auto* kernel = grouped_wgmma_kernel<kGated>;
+template <bool kGated, class Weights>
+void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
+                  cudaStream_t stream) {
+  auto* kernel = grouped_wgmma_kernel<kGated, Weights>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes));
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Weights::kSmemBytes));
     return true;
   }();
   (void)configured;
   const int64_t ctas = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
   if (ctas > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
-  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(kWgSmemBytes), stream, m0, m1, args);
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
   STRIKER_CUDA_CHECK_LAUNCH(what);
+}
+
+// Both matrices of a gated launch (or the one of a plain launch, twice) as TMA maps of the
+// [E·n, kdim] stacks, 128-row boxes.
+TmaWeights tma_weights(const char* what, const bf16* w0, const bf16* w1, const WgmmaArgs& args) {
+  const int64_t stack_rows = int64_t(args.experts) * args.n;
+  return TmaWeights{{make_tma_map_bf16_sw128(w0, stack_rows, args.kdim, kWgHalfBRows, what),
+                     make_tma_map_bf16_sw128(w1, stack_rows, args.kdim, kWgHalfBRows, what)}};
+}
+
+WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, int n, bool gated,
+                    const float* s0, const float* s1, const MoeRouting& r, bf16* out) {
+  return WgmmaArgs{reinterpret_cast<const bf16_t*>(a),
+                   sorted_slot,
+                   K,
+                   kdim,
+                   n,
+                   (n + wg_out_cols(gated) - 1) / wg_out_cols(gated),
+                   r.experts,
+                   {s0, s1},
+                   r.tiles,
+                   r.num_tiles,
+                   reinterpret_cast<bf16_t*>(out)};
 }
 
 // The decode scratch of `matrices` stacks of experts × rows × in values.
 void check_nvfp4_scratch(const char* what, const MoeRouting& r, int rows, int in, int matrices,
-                         const bf16* scratch, int64_t scratch_elems, std::initializer_list<const Nvfp4Stack*> stacks) {
+                         const bf16* scratch, int64_t scratch_elems) {
   const int64_t need = int64_t(matrices) * r.experts * rows * in;
   if (scratch == nullptr || scratch_elems < need)
     throw Error(std::string(what) + ": decode scratch of " + std::to_string(scratch_elems) + " values, " +
                 std::to_string(need) + " needed");
-  for (const Nvfp4Stack* s : stacks)
+}
+
+// NVFP4 stacks: whole 64-weight blocks per row (FLINT.md §3), 16-byte aligned codes and 4-byte
+// aligned scales (the in-kernel decode copies 32 code bytes and 4 scale bytes per row and stage).
+void check_nvfp4_stacks(const char* what, int kdim, std::initializer_list<const Nvfp4Stack*> stacks) {
+  if (kdim % 64 != 0)
+    throw Error(std::string(what) + ": NVFP4 reduction width " + std::to_string(kdim) + " is not a multiple of 64");
+  for (const Nvfp4Stack* s : stacks) {
     if (!s->m.codes || !s->m.scales || !s->scale2)
       throw Error(std::string(what) + ": NVFP4 stack with a null codes, scales or scale2 pointer");
+    if (reinterpret_cast<uintptr_t>(s->m.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(s->m.scales) % 4 != 0)
+      throw Error(std::string(what) + ": NVFP4 codes must be 16-byte and scales 4-byte aligned");
+  }
 }
 
 }  // namespace
@@ -245,17 +364,8 @@ void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf
   if (T <= 0) return;
   constexpr const char* what = "moe_grouped_gate_up_wgmma";
   check_wgmma(what, T, K, hidden, inter, r, x, w_gate, w_up, act_sorted);
-  const WgmmaArgs args{reinterpret_cast<const bf16_t*>(x),
-                       r.sorted_slot,
-                       K,
-                       hidden,
-                       inter,
-                       (inter + wg_out_cols(true) - 1) / wg_out_cols(true),
-                       {scale2_gate, scale2_up},
-                       r.tiles,
-                       r.num_tiles,
-                       reinterpret_cast<bf16_t*>(act_sorted)};
-  launch_wgmma<true>(what, args, w_gate, w_up, T, K, r, stream);
+  const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, true, scale2_gate, scale2_up, r, act_sorted);
+  launch_wgmma<true>(what, args, tma_weights(what, w_gate, w_up, args), T, K, r, stream);
 }
 
 void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
@@ -263,24 +373,17 @@ void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, con
   if (T <= 0) return;
   constexpr const char* what = "moe_grouped_down_wgmma";
   check_wgmma(what, T, K, inter, hidden, r, act_sorted, w_down, w_down, y_sorted);
-  const WgmmaArgs args{reinterpret_cast<const bf16_t*>(act_sorted),
-                       nullptr,
-                       K,
-                       inter,
-                       hidden,
-                       (hidden + wg_out_cols(false) - 1) / wg_out_cols(false),
-                       {scale2_down, nullptr},
-                       r.tiles,
-                       r.num_tiles,
-                       reinterpret_cast<bf16_t*>(y_sorted)};
-  launch_wgmma<false>(what, args, w_down, w_down, T, K, r, stream);
+  const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, false, scale2_down, nullptr, r, y_sorted);
+  launch_wgmma<false>(what, args, tma_weights(what, w_down, w_down, args), T, K, r, stream);
 }
 
 void moe_grouped_gate_up_nvfp4_wgmma(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
                                      const Nvfp4Stack& up, int inter, const MoeRouting& r, bf16* scratch,
                                      int64_t scratch_elems, bf16* act_sorted, cudaStream_t stream) {
   if (T <= 0) return;
-  check_nvfp4_scratch("moe_grouped_gate_up_nvfp4_wgmma", r, inter, hidden, 2, scratch, scratch_elems, {&gate, &up});
+  constexpr const char* what = "moe_grouped_gate_up_nvfp4_wgmma";
+  check_nvfp4_stacks(what, hidden, {&gate, &up});
+  check_nvfp4_scratch(what, r, inter, hidden, 2, scratch, scratch_elems);
   const int64_t rows = int64_t(r.experts) * inter;
   bf16* wg = scratch;
   bf16* wu = scratch + rows * hidden;
@@ -293,9 +396,34 @@ void moe_grouped_down_nvfp4_wgmma(const bf16* act_sorted, int T, int K, int inte
                                   const MoeRouting& r, bf16* scratch, int64_t scratch_elems, bf16* y_sorted,
                                   cudaStream_t stream) {
   if (T <= 0) return;
-  check_nvfp4_scratch("moe_grouped_down_nvfp4_wgmma", r, hidden, inter, 1, scratch, scratch_elems, {&down});
+  constexpr const char* what = "moe_grouped_down_nvfp4_wgmma";
+  check_nvfp4_stacks(what, inter, {&down});
+  check_nvfp4_scratch(what, r, hidden, inter, 1, scratch, scratch_elems);
   nvfp4_dequantize(down.m, int64_t(r.experts) * hidden, inter, scratch, stream);
   moe_grouped_down_wgmma(act_sorted, T, K, inter, scratch, hidden, down.scale2, r, y_sorted, stream);
+}
+
+void moe_grouped_gate_up_nvfp4_wgmma_fused(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
+                                           const Nvfp4Stack& up, int inter, const MoeRouting& r, bf16* act_sorted,
+                                           cudaStream_t stream) {
+  if (T <= 0) return;
+  constexpr const char* what = "moe_grouped_gate_up_nvfp4_wgmma_fused";
+  check_wgmma(what, T, K, hidden, inter, r, x, gate.m.codes, up.m.codes, act_sorted);
+  check_nvfp4_stacks(what, hidden, {&gate, &up});
+  const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, true, gate.scale2, up.scale2, r, act_sorted);
+  launch_wgmma<true>(what, args, Nvfp4WgmmaWeights{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}}, T, K,
+                     r, stream);
+}
+
+void moe_grouped_down_nvfp4_wgmma_fused(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down,
+                                        int hidden, const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  constexpr const char* what = "moe_grouped_down_nvfp4_wgmma_fused";
+  check_wgmma(what, T, K, inter, hidden, r, act_sorted, down.m.codes, down.m.codes, y_sorted);
+  check_nvfp4_stacks(what, inter, {&down});
+  const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, false, down.scale2, nullptr, r, y_sorted);
+  launch_wgmma<false>(what, args, Nvfp4WgmmaWeights{{down.m.codes, down.m.codes}, {down.m.scales, down.m.scales}},
+                      T, K, r, stream);
 }
 
 }  // namespace striker::cuda

@@ -48,4 +48,14 @@ void moe_grouped_down_nvfp4_wgmma(const bf16* act_sorted, int T, int K, int inte
                                   const MoeRouting& routing, bf16* scratch, int64_t scratch_elems, bf16* y_sorted,
                                   cudaStream_t stream);
 
+// The same NVFP4 products with the decode inside the kernel (no scratch): the producer warpgroup
+// copies each stage's codes and scales and expands them into the swizzled bf16 tile. Measured
+// against the scratch route in `bench_cuda_kernels grouped-moe`; the slower one goes once the
+// H200 numbers are in (until then the backend uses the scratch route).
+void moe_grouped_gate_up_nvfp4_wgmma_fused(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
+                                           const Nvfp4Stack& up, int inter, const MoeRouting& routing,
+                                           bf16* act_sorted, cudaStream_t stream);
+void moe_grouped_down_nvfp4_wgmma_fused(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down,
+                                        int hidden, const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
+
 }  // namespace striker::cuda
