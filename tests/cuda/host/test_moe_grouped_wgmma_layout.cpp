@@ -43,6 +43,19 @@ TEST(MoeGroupedWgmmaLayout, RingFitsAndStaysAligned) {
     EXPECT_EQ((wg_b_stage(s) + kWgHalfBRows * kSw128RowBytes) % kSw128AtomBytes, 0u);
     EXPECT_LE(wg_b_stage(s) + uint32_t(kWgBBytes), uint32_t(kWgStages * kWgStageBytes));
   }
+  // NVFP4 raw slots: past the ring, 16-byte aligned code rows, 4-byte aligned scale words, no
+  // overlap, inside the NVFP4 launch's shared memory (less the 1024-byte alignment slack).
+  EXPECT_LE(kWgNvfp4SmemBytes, 227 * 1024);
+  std::set<uint32_t> bytes;
+  for (int slot = 0; slot < kWgRawSlots; ++slot)
+    for (int br = 0; br < kWgBRows; ++br) {
+      EXPECT_EQ(wg_raw_codes(slot, br) % 16, 0u);
+      EXPECT_EQ(wg_raw_scales(slot, br) % 4, 0u);
+      EXPECT_GE(wg_raw_codes(slot, br), uint32_t(kWgStages * kWgStageBytes));
+      for (uint32_t b = 0; b < 32; ++b) EXPECT_TRUE(bytes.insert(wg_raw_codes(slot, br) + b).second);
+      for (uint32_t b = 0; b < 4; ++b) EXPECT_TRUE(bytes.insert(wg_raw_scales(slot, br) + b).second);
+    }
+  EXPECT_LE(*bytes.rbegin() + 1, uint32_t(kWgNvfp4SmemBytes - kSw128AtomBytes));
 }
 
 // One stage of k = 64 for a gated CTA: tile rows x A[128][64], weights B[256][64] (gate rows 0..127,
