@@ -1,5 +1,5 @@
-// Hopper grouped expert GEMMs (moe_grouped_wgmma.h): one CTA per (128-row tile of one expert,
-// column block), warp-specialised.
+// Hopper grouped expert GEMMs (moe_grouped_wgmma.h): persistent CTAs (one per SM) walking the
+// work items (128-row tile of one expert, column block), warp-specialised.
 //
 //   warpgroup 0 (producer, 56 registers): per 64-wide k slice, thread 0 issues two TMA loads of
 //     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
@@ -24,6 +24,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -54,10 +55,11 @@ struct WgmmaArgs {
   bf16_t* out;                 // [T·K, n] in sorted row order
 };
 
-// Weight-tile policies of the producer warpgroup. For stage kt in ring slot s:
-//   issue(kt, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage);
-//   land(kt, b_dst, ...)         runs once the thread's cp.async group of kt has completed, before
-//                                its fence.proxy.async and its arrival on full[s].
+// Weight-tile policies of the producer warpgroup. For k slice kt of an item, the CTA's stage g
+// (ring slot s = g % kWgStages):
+//   issue(kt, g, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage);
+//   land(g, b_dst, ...)             runs once the thread's cp.async group of g has completed, before
+//                                   its fence.proxy.async and its arrival on full[s].
 // B row br of the tile: gated, gate row n0 + br (br < 128) or up row n0 + br - 128; plain, row
 // n0 + br of expert e's [n, kdim] matrix; rows past the stack (E·n) read zeros, rows past n inside
 // it belong to the next expert and only reach columns the epilogue does not store.
@@ -72,8 +74,8 @@ struct TmaWeights {
     tma_prefetch_map(&map[1]);
   }
   template <bool kGated>
-  __device__ __forceinline__ void issue(int kt, uint8_t* b_dst, uint8_t*, uint64_t* full, int t, int b_row0,
-                                        const WgmmaArgs&) const {
+  __device__ __forceinline__ void issue(int kt, int /*g*/, uint8_t* b_dst, uint8_t*, uint64_t* full, int t,
+                                        int b_row0, const WgmmaArgs&) const {
     if (t != 0) return;
     mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
     tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
@@ -100,9 +102,9 @@ struct Nvfp4WgmmaWeights {
   static constexpr int kSmemBytes = kWgNvfp4SmemBytes;
   __device__ __forceinline__ void prefetch() const {}
   template <bool kGated>
-  __device__ __forceinline__ void issue(int kt, uint8_t*, uint8_t* ring, uint64_t*, int t, int b_row0,
+  __device__ __forceinline__ void issue(int kt, int g, uint8_t*, uint8_t* ring, uint64_t*, int t, int b_row0,
                                         const WgmmaArgs& args) const {
-    const int slot = kt % kWgRawSlots;
+    const int slot = g % kWgRawSlots;
     const int64_t stack_rows = int64_t(args.experts) * args.n;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -118,8 +120,8 @@ struct Nvfp4WgmmaWeights {
       cp_async4(ring + wg_raw_scales(slot, br), sc, ok);
     }
   }
-  __device__ __forceinline__ void land(int kt, uint8_t* b_dst, uint8_t* ring, int t) const {
-    const int slot = kt % kWgRawSlots;
+  __device__ __forceinline__ void land(int g, uint8_t* b_dst, uint8_t* ring, int t) const {
+    const int slot = g % kWgRawSlots;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int br = t + h * kWgHalfBRows;
@@ -143,15 +145,18 @@ struct Nvfp4WgmmaWeights {
   }
 };
 
+// Persistent: CTA b takes the work items b, b + gridDim.x, ... (item = row tile · col_blocks +
+// column block, so the column blocks of one row tile and the row tiles of one expert stay close in
+// time) until the device-side tile count runs out. The ring and its barriers carry over from item
+// to item: stage g (counted over all of the CTA's items) lives in slot g % kWgStages and its
+// phases have parity (g / kWgStages) & 1, so the producer fills the next item's first stages while
+// the consumers run the previous item's epilogue.
 template <bool kGated, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
-  const int tile_index = int(blockIdx.x) / args.col_blocks;
-  if (tile_index >= *args.num_tiles) return;  // the grid is an upper bound on the tiles
-  const MoeTile tile = args.tiles[tile_index];
-  const int cb = int(blockIdx.x) % args.col_blocks;
-  const int n0 = cb * wg_out_cols(kGated);
+  const int items = *args.num_tiles * args.col_blocks;
+  if (int(blockIdx.x) >= items) return;
 
   __shared__ uint64_t full[kWgStages], empty[kWgStages];
   extern __shared__ uint8_t wg_smem[];
@@ -176,105 +181,117 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
   if (warpgroup == 0) {
     // ---------------- producer ----------------
-    warpgroup_reg_dealloc<56>();
+    warpgroup_reg_dealloc<88>();
     const int t = threadIdx.x;
     const int chunk = wg_a_chunk(t);
-    int src[kWgAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
-#pragma unroll
-    for (int p = 0; p < kWgAPasses; ++p) {
-      const int r = wg_a_row(t, p);
-      int row = -1;
-      if (r < tile.rows) {
-        row = tile.first + r;
-        if (args.sorted_slot) row = args.sorted_slot[row] / args.slots_per_token;
-      }
-      src[p] = row;
-    }
-    const int b_row0 = tile.expert * args.n + n0;
-    // Stage kt's data have landed: finish the weight tile, make the generic-proxy writes visible
+    // Stage g's data have landed: finish the weight tile, make the generic-proxy writes visible
     // to wgmma (async proxy), signal.
-    auto signal = [&](int kt) {
-      const int s = kt % kWgStages;
-      weights.land(kt, ring + wg_b_stage(s), ring, t);
+    auto signal = [&](int g) {
+      const int s = g % kWgStages;
+      weights.land(g, ring + wg_b_stage(s), ring, t);
       fence_proxy_async_shared();
       mbar_arrive(&full[s]);
     };
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % kWgStages;
-      if (kt >= kWgStages) mbar_wait(&empty[s], uint32_t((kt / kWgStages - 1) & 1));
-      weights.template issue<kGated>(kt, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
-      uint8_t* a_dst = ring + wg_a_stage(s);
-      const int k = kt * kWgBK + chunk * 8;
-      const bool k_ok = k < args.kdim;
+    int g = 0;
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const MoeTile tile = args.tiles[item / args.col_blocks];
+      const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
+      int src[kWgAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
 #pragma unroll
       for (int p = 0; p < kWgAPasses; ++p) {
-        const bool ok = k_ok && src[p] >= 0;
-        cp_async16(reinterpret_cast<bf16_t*>(a_dst + sw128_offset(wg_a_row(t, p), chunk)),
-                   ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
+        const int r = wg_a_row(t, p);
+        int row = -1;
+        if (r < tile.rows) {
+          row = tile.first + r;
+          if (args.sorted_slot) row = args.sorted_slot[row] / args.slots_per_token;
+        }
+        src[p] = row;
       }
-      cp_async_commit();
-      if (kt >= kWgLag) {
-        cp_async_wait<kWgLag>();  // the group of stage kt - kWgLag has landed
-        signal(kt - kWgLag);
+      const int b_row0 = tile.expert * args.n + n0;
+      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+        const int s = g % kWgStages;
+        if (g >= kWgStages) mbar_wait(&empty[s], uint32_t((g / kWgStages - 1) & 1));
+        weights.template issue<kGated>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
+        uint8_t* a_dst = ring + wg_a_stage(s);
+        const int k = kt * kWgBK + chunk * 8;
+        const bool k_ok = k < args.kdim;
+#pragma unroll
+        for (int p = 0; p < kWgAPasses; ++p) {
+          const bool ok = k_ok && src[p] >= 0;
+          cp_async16(reinterpret_cast<bf16_t*>(a_dst + sw128_offset(wg_a_row(t, p), chunk)),
+                     ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
+        }
+        cp_async_commit();
+        if (g >= kWgLag) {
+          cp_async_wait<kWgLag>();  // the group of stage g - kWgLag has landed
+          signal(g - kWgLag);
+        }
       }
     }
     cp_async_wait<0>();
-    for (int kt = k_tiles > kWgLag ? k_tiles - kWgLag : 0; kt < k_tiles; ++kt) signal(kt);
+    for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
     return;
   }
 
   // ---------------- consumers ----------------
-  warpgroup_reg_alloc<224>();  // 56·128 + 224·256 = 64512 = the 168·384 the CTA launched with
+  warpgroup_reg_alloc<208>();  // 88·128 + 208·256 = 64512 = the 168·384 the CTA launched with
   const int wg = warpgroup - 1;
   const int t = int(threadIdx.x) % 128;
-  const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
-  if (!active) {  // keep the barrier protocol: wait for each stage, release the one before
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      mbar_wait(&full[kt % kWgStages], uint32_t((kt / kWgStages) & 1));
-      if (kt > 0 && t % 32 == 0) mbar_arrive(&empty[(kt - 1) % kWgStages]);
-    }
-    return;
-  }
-  float acc[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-  wgmma_fence_operands(acc);
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % kWgStages;
-    mbar_wait(&full[s], uint32_t((kt / kWgStages) & 1));
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kWgBK / 16; ++kk)
-      wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(ring_s + wg_a_desc_offset(s, wg, kk)),
-                            wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
-    wgmma_commit();
-    wgmma_wait<1>();  // the group of stage kt - 1 has completed: its buffers may be refilled
-    if (kt > 0 && t % 32 == 0) mbar_arrive(&empty[(kt - 1) % kWgStages]);
-  }
-  wgmma_wait<0>();
-  wgmma_fence_operands(acc);
-
-  const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
-  const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
-  constexpr int kOutRegs = kGated ? 64 : 128;  // gated: registers i + 64 are the up columns of i
-#pragma unroll
-  for (int i = 0; i < kOutRegs; i += 2) {
-    const int r = wg * 64 + wgmma_acc_row(t, i);
-    const int col = n0 + wgmma_acc_col(t, i);
-    if (r >= tile.rows || col >= args.n) continue;  // n % 8 == 0 and col is even: col + 1 < n too
-    float v[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      if constexpr (kGated) {
-        const float g = round_bf16(acc[i + j] * s0);
-        const float u = round_bf16(acc[i + j + 64] * s1);
-        v[j] = silu_bf16(g) * u;
-      } else {
-        v[j] = acc[i + j] * s0;
+  const bool releaser = t % 32 == 0;  // one arrival per warp on the empty barriers
+  int g = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const MoeTile tile = args.tiles[item / args.col_blocks];
+    const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
+    const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
+    if (!active) {  // keep the barrier protocol: wait for each stage, release it
+      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+        mbar_wait(&full[g % kWgStages], uint32_t((g / kWgStages) & 1));
+        if (releaser) mbar_arrive(&empty[g % kWgStages]);
       }
+      continue;
     }
-    *reinterpret_cast<__nv_bfloat162*>(args.out + int64_t(tile.first + r) * args.n + col) =
-        __floats2bfloat162_rn(v[0], v[1]);
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    wgmma_fence_operands(acc);
+    for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+      const int s = g % kWgStages;
+      mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kWgBK / 16; ++kk)
+        wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(ring_s + wg_a_desc_offset(s, wg, kk)),
+                              wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
+      wgmma_commit();
+      wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
+      if (kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);
+    }
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc);
+    if (releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);  // the item's last stage
+
+    const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
+    const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
+    constexpr int kOutRegs = kGated ? 64 : 128;  // gated: registers i + 64 are the up columns of i
+#pragma unroll
+    for (int i = 0; i < kOutRegs; i += 2) {
+      const int r = wg * 64 + wgmma_acc_row(t, i);
+      const int col = n0 + wgmma_acc_col(t, i);
+      if (r >= tile.rows || col >= args.n) continue;  // n % 8 == 0 and col is even: col + 1 < n too
+      float v[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        if constexpr (kGated) {
+          const float gv = round_bf16(acc[i + j] * s0);
+          const float uv = round_bf16(acc[i + j + 64] * s1);
+          v[j] = silu_bf16(gv) * uv;
+        } else {
+          v[j] = acc[i + j] * s0;
+        }
+      }
+      *reinterpret_cast<__nv_bfloat162*>(args.out + int64_t(tile.first + r) * args.n + col) =
+          __floats2bfloat162_rn(v[0], v[1]);
+    }
   }
 }
 
@@ -305,8 +322,14 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int
     return true;
   }();
   (void)configured;
-  const int64_t ctas = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
-  if (ctas > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
+  // Persistent CTAs, one per SM (one fits: 193-220 KiB of shared memory, 384 threads × 168
+  // registers), never more than the work items of the largest routing of T tokens.
+  int device = 0, sms = 0;
+  STRIKER_CUDA_CHECK(cudaGetDevice(&device));
+  STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
+  if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
+  const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
   launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
