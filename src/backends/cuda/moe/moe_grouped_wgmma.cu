@@ -1,13 +1,14 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h): persistent CTAs (one per SM) walking the
 // work items (128-row tile of one expert, column block), warp-specialised.
 //
-//   warpgroup 0 (producer, 56 registers): per 64-wide k slice, thread 0 issues two TMA loads of
-//     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
+//   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
+//     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down; NVFP4:
+//     every thread copies codes + scales of two rows and decodes them into the tile) and
 //     all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into the same
 //     128B-swizzled layout TMA writes; each thread signals the stage's "full" barrier once its
 //     copies have landed (cp.async.wait_group + fence.proxy.async: wgmma reads through the async
 //     proxy), kWgLag stages behind its issue, so loads of kWgLag + 1 stages are in flight.
-//   warpgroups 1, 2 (consumers, 224 registers): rows 0-63 and 64-127 of the tile; per stage four
+//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage four
 //     wgmma m64n256k16 (k16 steps) into 128 fp32 registers, then release the previous stage's
 //     "empty" barrier once its wgmma group has completed. A warpgroup whose 64 rows are all past
 //     the expert's end skips the MMAs (still keeps the barrier protocol).
@@ -16,9 +17,9 @@
 //
 // Why gathered rows by cp.async instead of a gather pass + TMA: Hopper's TMA has no row gather,
 // and a pass writing x in expert order would write and re-read T·K·hidden·2 bytes (201 MB at 8K
-// tokens, ~50 µs of HBM per layer, a quarter of this kernel's budget) to save only the producer's
-// address arithmetic; the 33 MB of x stay L2-resident while its tiles are gathered, and eight
-// threads per row keep every 32-byte sector whole. The down GEMM reads act_sorted the same way
+// tokens, ~50 µs of HBM per layer, ~8 % of the layer's predicted 600-800 µs) to save only the
+// producer's address arithmetic; the 33 MB of x stay L2-resident while its tiles are gathered,
+// and eight threads per row keep every 32-byte sector whole. The down GEMM reads act_sorted the same way
 // (identity gather) so both share one producer.
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
 
