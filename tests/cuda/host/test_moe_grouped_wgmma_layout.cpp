@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cuda/common/wgmma_layout.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/moe_grouped_wgmma_layout.h"
 
 namespace striker::cuda {
@@ -33,6 +34,16 @@ TEST(MoeGroupedWgmmaLayout, ProducerCopiesEveryAChunkOnce) {
       for (int l = 0; l < 32; ++l) rows.insert(wg_a_row(w * 32 + l, p));
       EXPECT_EQ(rows.size(), 4u);
     }
+}
+
+// Which steps take the Hopper path, and the NVFP4 decode scratch at Flint's size (1 GiB of bf16).
+TEST(MoeGroupedWgmmaLayout, PathSelectionAndScratchSize) {
+  EXPECT_FALSE(moe_wgmma_for(256 * 6, 256));  // decode batch: 6 rows per expert, 16-row mma.sync tiles
+  EXPECT_FALSE(moe_wgmma_for(682 * 6, 256));
+  EXPECT_TRUE(moe_wgmma_for(683 * 6, 256));
+  EXPECT_TRUE(moe_wgmma_for(8192 * 6, 256));  // 8K prefill: 192 rows per expert
+  EXPECT_EQ(moe_wgmma_nvfp4_scratch_elems(256, 2048, 512), int64_t(1) << 29);
+  EXPECT_EQ(kMoeWgmmaTileRows, kWgTileRows);
 }
 
 TEST(MoeGroupedWgmmaLayout, RingFitsAndStaysAligned) {
