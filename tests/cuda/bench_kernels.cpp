@@ -2,11 +2,14 @@
 // against the CPU reference on the same data. Prints one table row per kernel:
 //   kernel | check (max error ratio, <= 1 passes) | µs | GB/s | fraction of 4.6 TB/s (H200 streaming read), each launch timed inside a replayed graph.
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
-// main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order.
+// main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
+// `bench_cuda_kernels grouped-moe` runs only the grouped MoE rows (both paths, BF16 and NVFP4) at
+// the prefill sizes T = 2048 and 8192.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "backends/cuda/attention/attention.h"
@@ -30,9 +33,26 @@ void bench_copy() {
   row("copy 2 GiB (read+write)", nullptr, us, 2.0 * n);
 }
 
+// The grouped-MoE rows at prefill sizes: the mma.sync path and the Hopper path side by side.
+void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
+  for (int T : {2048, 8192}) {
+    bench_moe_grouped(rng, lt, T);
+    bench_moe_grouped_wgmma(rng, T);
+  }
+  for (int T : {2048, 8192}) {
+    bench_nvfp4_moe_grouped(rng, stacks, T);
+    bench_nvfp4_moe_grouped_wgmma(rng, stacks, T);
+  }
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (!only.empty() && only != "grouped-moe")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe]\n");
+    return 2;
+  }
   try {
     std::printf("device: %s\n", device_summary().c_str());
     if (device_count() == 0) {
@@ -41,6 +61,14 @@ int main() {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (only == "grouped-moe") {
+      LtGemm lt;
+      const Nvfp4ExpertStacks stacks;
+      bench_grouped_moe_prefill(rng, lt, stacks);
+      const int failures = kernel_check_failures();
+      std::printf("kernel checks failed: %d\n", failures);
+      return failures == 0 ? 0 : 1;
+    }
     bench_copy();
     bench_embedding(rng);
     bench_rmsnorm(rng, 1, 2048);
@@ -65,10 +93,11 @@ int main() {
     LtGemm lt;
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
-    for (int T : {16, 64, 256, 8192}) bench_moe_grouped(rng, lt, T);
+    for (int T : {16, 64, 256}) bench_moe_grouped(rng, lt, T);
     {
       const Nvfp4ExpertStacks stacks;
-      for (int T : {16, 64, 256, 8192}) bench_nvfp4_moe_grouped(rng, stacks, T);
+      for (int T : {16, 64, 256}) bench_nvfp4_moe_grouped(rng, stacks, T);
+      bench_grouped_moe_prefill(rng, lt, stacks);
     }
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);

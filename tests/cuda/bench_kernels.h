@@ -40,6 +40,9 @@ void bench_router_moe(std::mt19937& rng);
 // cuBLASLt GEMMs per active expert). GB/s counts the weights of the experts the routing touches;
 // the check compares h of the first 4 tokens with moe_ref.
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
+// The Hopper grouped path (moe_grouped_wgmma.h) at the same shape: µs, TFLOP/s, fraction of 774;
+// checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
 // bench_nvfp4.cpp
 void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits);
@@ -87,6 +90,10 @@ struct Nvfp4ExpertStacks {
 // NVFP4 bytes (codes + scales) of the experts the routing touches; the check compares h of the
 // first 4 tokens with moe_float_ref on those tokens' experts.
 void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
+// The Hopper grouped path with NVFP4 experts: decode into a bf16 scratch + the wgmma kernels
+// with scale2, step by step and in all; checked against the NVFP4 mma.sync path on every row and
+// against moe_float_ref on the first 4 tokens.
+void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
 void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out);
 

@@ -12,6 +12,7 @@
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 
 namespace striker::cuda {
 namespace {
@@ -114,6 +115,12 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);
     w.nv_scratch.elems = nvfp4_scratch_elems(model_);
+    // Prefill-sized steps decode NVFP4 routed experts into this scratch too (gate and up stacks of
+    // all experts at once: 1 GiB at Flint's size; moe_grouped_wgmma.h), one use at a time on the stream.
+    const bool nv_experts = std::any_of(model_.layers.begin(), model_.layers.end(),
+                                        [](const DeviceLayer& L) { return L.nv_exp_gate.present(); });
+    if (nv_experts && moe_wgmma_for(slots, E))
+      w.nv_scratch.elems = std::max(w.nv_scratch.elems, moe_wgmma_nvfp4_scratch_elems(E, int(H), int(I)));
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
   }
 }

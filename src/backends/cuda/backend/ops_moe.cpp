@@ -2,13 +2,15 @@
 // The router always runs first (router_topk: one launch per step up to 8 tokens); then
 //   up to kGemvMaxTokens tokens: kernels that read only the selected experts' rows, BF16 or NVFP4
 //     (moe.h, nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
-//   above: a device-side routing sort and grouped tensor-core GEMMs (moe_grouped.h).
+//   above: a device-side routing sort and grouped tensor-core GEMMs (moe_grouped.h; at prefill
+//     sizes the Hopper wgmma kernels of moe_grouped_wgmma.h).
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
@@ -64,18 +66,30 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 
 // Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
 // routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
-// SwiGLU, down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (the
-// NVFP4 kernels decode the weight tiles in shared memory and apply the expert's scale2). No host
-// sync, so the step can be graph-captured.
+// SwiGLU, down) stream each routed expert's weights once per tile of rows. Decode batches (experts
+// average <= 16 rows) use the 16-row mma.sync tiles of moe_grouped.h (NVFP4 tiles decoded in
+// shared memory); prefill sizes the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks decoded
+// into the scratch first, scale2 on the accumulator). No host sync, so the step can be
+// graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
             K = int(c.num_experts_per_tok), E = int(c.n_routed_experts);
   MoeRouting r = w.routing;
-  r.tile_rows = moe_tile_rows_for(int64_t(T) * K, E);
+  const bool wgmma = moe_wgmma_for(int64_t(T) * K, E);
+  r.tile_rows = wgmma ? kMoeWgmmaTileRows : 16;
   moe_route_sort(w.topk_ids, T, K, r, stream_);
-  if (L.nv_exp_gate.present()) {
+  const bool nv = L.nv_exp_gate.present();
+  if (wgmma && nv) {
+    moe_grouped_gate_up_nvfp4_wgmma(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.nv_scratch.data,
+                                    w.nv_scratch.elems, w.a_sorted, stream_);
+    moe_grouped_down_nvfp4_wgmma(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.nv_scratch.data,
+                                 w.nv_scratch.elems, w.y_sorted, stream_);
+  } else if (wgmma) {
+    moe_grouped_gate_up_wgmma(w.x, T, K, H, L.exp_gate, L.exp_up, I, nullptr, nullptr, r, w.a_sorted, stream_);
+    moe_grouped_down_wgmma(w.a_sorted, T, K, I, L.exp_down, H, nullptr, r, w.y_sorted, stream_);
+  } else if (nv) {
     moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_);
     moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
   } else {
