@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "backends/cuda/attention/attention.h"
@@ -30,9 +31,19 @@ void bench_copy() {
   row("copy 2 GiB (read+write)", nullptr, us, 2.0 * n);
 }
 
+// The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
+// 8192-token chunks from position 0, and an 8192-token chunk over a 90K-token prefix (the
+// chunks of a 100K prompt after the first).
+void bench_prefill_rows(std::mt19937& rng, int sms) {
+  bench_prefill_attention(rng, "prefill attn full 8192", 8192, 0, 0, sms);
+  bench_prefill_attention(rng, "prefill attn sliding W=513 8192", 8192, 0, 513, sms);
+  bench_prefill_attention(rng, "prefill attn 8192 over 90K prefix", 8192, 90000, 0, sms);
+  bench_prefill_attention(rng, "prefill attn W=513 8192 over 90K", 8192, 90000, 513, sms);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
     std::printf("device: %s\n", device_summary().c_str());
     if (device_count() == 0) {
@@ -41,6 +52,17 @@ int main() {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (argc > 1 && std::string(argv[1]) == "prefill") {
+      int sms = 0;
+      STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      bench_prefill_rows(rng, sms);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
+    if (argc > 1) {
+      std::fprintf(stderr, "usage: bench_cuda_kernels [prefill]\n");
+      return 2;
+    }
     bench_copy();
     bench_embedding(rng);
     bench_rmsnorm(rng, 1, 2048);
@@ -60,8 +82,7 @@ int main() {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, t);
     }
-    bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
-    bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
+    bench_prefill_rows(rng, sms);
     LtGemm lt;
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
