@@ -21,6 +21,7 @@ struct PrefillCase {
   int window;  // 0 = full
   std::vector<Chunk> seqs;
   bool sinks;
+  int block = 16;  // tokens per cache block (a power of two takes the kernels' shift path)
 };
 
 // Host copies of one step: cache, queries, metadata and the reference output.
@@ -34,7 +35,7 @@ struct PrefillData {
 
 PrefillData make_case(const PrefillCase& pc, std::mt19937& rng) {
   PrefillData d;
-  const int B = 16, nh = 32, nkv = 4, hd = 128;
+  const int B = pc.block, nh = 32, nkv = 4, hd = 128;
   d.shape = AttentionShape{nh, nkv, hd, B, pc.window};
   int total_blocks = 0;
   for (const Chunk& c : pc.seqs) total_blocks += (c.start + c.n + B - 1) / B;
@@ -83,7 +84,8 @@ PrefillData make_case(const PrefillCase& pc, std::mt19937& rng) {
 }
 
 std::string describe_case(const PrefillCase& pc) {
-  std::string s = "window " + std::to_string(pc.window) + (pc.sinks ? " sinks" : " no sinks") + " seqs";
+  std::string s = "window " + std::to_string(pc.window) + (pc.sinks ? " sinks" : " no sinks") + " block " +
+                  std::to_string(pc.block) + " seqs";
   for (const Chunk& c : pc.seqs) s += " [" + std::to_string(c.start) + "+" + std::to_string(c.n) + "]";
   return s;
 }
@@ -211,6 +213,14 @@ TEST(CudaPrefillAttention, TileEdges) {
   for (int window : {64, 65, 127, 128, 129, 513})      // window edges at and inside key tiles
     run_prefill_case({window, {{window + 37, 150}, {3 * window + 1, 16}, {0, 2 * window + 5}}, true}, rng);
   run_prefill_case({513, {{9000, 40}}, true}, rng);    // window far from position 0
+}
+
+TEST(CudaPrefillAttention, OtherBlockSizes) {
+  std::mt19937 rng(49);
+  for (int block : {1, 12, 32, 48}) {
+    run_prefill_case({0, {{37, 150}, {0, 20}}, true, block}, rng);
+    run_prefill_case({129, {{200, 70}}, false, block}, rng);
+  }
 }
 
 TEST(CudaPrefillAttention, RejectsOtherShapes) {

@@ -2,7 +2,7 @@
 // attention_prefill_layout.h. Per CTA (tile of queries, KV head, key split):
 //   Q fragments in registers; for each 64-key tile of the CTA's key range (cp.async double
 //   buffered into swizzled shared memory): S = Q·Kᵀ (mma.sync m16n8k16), mask (causal, window,
-//   split end), online softmax in fp32 (scores in the log2 domain, one exp2 each), O += P·V.
+//   split end), online softmax in fp32 (scores in the log2 domain, one fma + exp2 each), O += P·V.
 //   The sink joins the denominator once at the end (or in the split combine).
 // Rounding: like the decode tensor-core kernel, P is rounded to bf16 for the P·V mma (the
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
@@ -53,7 +53,9 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
                      reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
                      qs.block_tables, tiles.tiles, tiles.num_tiles, s.n_kv_heads, s.block_size, s.window,
                      int(chunk), int(splits), splits > 1 ? scratch.data : nullptr,
-                     reinterpret_cast<bf16_t*>(out)};
+                     reinterpret_cast<bf16_t*>(out), -1};
+  if ((s.block_size & (s.block_size - 1)) == 0)
+    for (args.block_shift = 0; (1 << args.block_shift) < s.block_size;) ++args.block_shift;
   return true;
 }
 
@@ -96,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
       const int kk = stage_key(tid, i), key = kb + kk;
       const bool ok = key < range.end;
       int64_t off = 0;
-      if (ok) off = ((int64_t(table[key / a.block_size]) * a.nkv + kvh) * a.block_size + key % a.block_size) * kHeadDim;
+      if (ok) off = kv_row_offset(a, table, key, kvh);
       off += chunk * 8;
       cp_async16(k_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.kc + off, ok);
       cp_async16(v_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.vc + off, ok);
@@ -139,9 +141,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int key = kb + 8 * j + acc_col(lane, i);
-          s[j][i] = key_visible(key, pos[acc_half(i)], a.window, range) ? s[j][i] * score_scale : kNegInf;
+          if (!key_visible(key, pos[acc_half(i)], a.window, range)) s[j][i] = kNegInf;
         }
-      online_softmax_step(s, m, l, o);
+      online_softmax_step(s, score_scale, m, l, o);
 #pragma unroll
       for (int kt = 0; kt < kKeyTile / 16; ++kt) {
         uint32_t pa[4];

@@ -28,6 +28,7 @@ struct PrefillArgs {
   int num_tiles, nkv, block_size, window, chunk, num_splits;
   float* partials;               // split records, or nullptr: normalise and write `out` here
   bf16_t* out;
+  int block_shift;               // log2(block_size) when a power of two (shifts, not divisions), else -1
 };
 
 // Checks the arguments (throws striker::Error) and plans the key splits for key tiles of
@@ -43,6 +44,20 @@ void finish_prefill(const PrefillArgs& args, const AttentionShape& s, const Atte
 // 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
 __device__ __forceinline__ float rescale(float m_old, float m_new) {
   return m_old == kNegInf ? 0.f : exp2f(m_old - m_new);
+}
+
+// Element offset of key `key`'s row (KV head kvh) in the paged cache, through the sequence's
+// block table.
+__device__ __forceinline__ int64_t kv_row_offset(const PrefillArgs& a, const int32_t* table, int key, int kvh) {
+  int blk, in;
+  if (a.block_shift >= 0) {
+    blk = key >> a.block_shift;
+    in = key & ((1 << a.block_shift) - 1);
+  } else {
+    blk = key / a.block_size;
+    in = key - blk * a.block_size;
+  }
+  return ((int64_t(table[blk]) * a.nkv + kvh) * a.block_size + in) * kHeadDim;
 }
 
 // Q rows of this thread (head g of tokens tok[0], tok[1]) as the A operand of the 8 k steps
@@ -63,13 +78,15 @@ __device__ __forceinline__ void load_q_fragments(const PrefillArgs& a, int q0, i
     }
 }
 
-// One online-softmax step over NT 8-key column tiles of scores s (already scaled to the log2
-// domain, masked keys = -inf): new row maxima m, P = 2^(s - m) in place (masked -> 0), the
-// running sums l (this thread's columns only) and the accumulators o rescaled.
+// One online-softmax step over NT 8-key column tiles of raw scores s (Q·K, masked keys = -inf):
+// new row maxima m (log2 domain: score · scale, scale = log2(e)/sqrt(d)), P = 2^(s·scale - m)
+// in place with the scale folded into one fma (masked -> 0), the running sums l (this thread's
+// columns only) and the accumulators o rescaled. m is exactly the maximum of the rounded scaled
+// scores (rounding is monotonic), as when the scores are scaled first.
 template <int NT>
-__device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float (&m)[2], float (&l)[2],
+__device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
                                                     float (&o)[kHeadDim / 8][4]) {
-  float mx[2] = {m[0], m[1]};
+  float mx[2] = {kNegInf, kNegInf};
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -79,6 +96,7 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float (&m
   for (int h = 0; h < 2; ++h) {  // the 4 threads of a group hold one row's columns
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    mx[h] = fmaxf(m[h], mx[h] * scale);
     corr[h] = rescale(m[h], mx[h]);
     m[h] = mx[h];
   }
@@ -87,7 +105,7 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float (&m
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int h = acc_half(i);
-      s[j][i] = s[j][i] == kNegInf ? 0.f : exp2f(s[j][i] - mx[h]);
+      s[j][i] = s[j][i] == kNegInf ? 0.f : exp2f(fmaf(s[j][i], scale, -mx[h]));
       rs[h] += s[j][i];
     }
   l[0] = l[0] * corr[0] + rs[0];

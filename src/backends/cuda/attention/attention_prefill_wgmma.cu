@@ -27,6 +27,7 @@ namespace prefill::wg {
 namespace {
 
 constexpr int kKeyCols = kKeyTile / 8;  // 8-key column tiles of S
+constexpr int kPingPongBarrier = 1;     // named barrier 0 is __syncthreads
 
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
@@ -66,7 +67,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
       const int kk = stage_key(tid, i), key = kb + kk;
       const bool ok = key < range.end;
       int64_t off = 0;
-      if (ok) off = ((int64_t(table[key / a.block_size]) * a.nkv + kvh) * a.block_size + key % a.block_size) * kHeadDim;
+      if (ok) off = kv_row_offset(a, table, key, kvh);
       off += chunk * 8;
       const int at = tile_offset(kk, chunk);
       cp_async16(reinterpret_cast<bf16_t*>(k_tile + at), a.kc + off, ok);
@@ -82,43 +83,57 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
   if (num_kt > 0) stage(0, range.begin);
   cp_async_commit();
+  // Per key tile: one __syncthreads (the tile has landed; the other buffer is free), the next
+  // tile's copies issued while this one's MMAs run, S, mask, softmax, P·V.
   for (int it = 0; it < num_kt; ++it) {
     const int buf = it & 1;
     cp_async_wait<0>();                   // this thread's copies of tile `it` have landed,
     wgmma::fence_proxy_async_shared();    // are visible to wgmma's reads,
     __syncthreads();                      // and everyone's are; tile it-1's buffer is free
-    if (it + 1 < num_kt) stage(buf ^ 1, range.begin + (it + 1) * kKeyTile);
-    cp_async_commit();
     const int kb = range.begin + it * kKeyTile;
-    if (!wg_has_rows || !warp_tile_needed(kb, pos_first, pos_last, a.window, kKeyTile)) continue;
+    const bool active = wg_has_rows && warp_tile_needed(kb, pos_first, pos_last, a.window, kKeyTile);
     const uint32_t k_tile = base + uint32_t(buf * kStageBytes), v_tile = k_tile + kTileBytes;
-
     float s[kKeyCols][4];
+    auto scores = [&] {  // S = Q·Kᵀ
+      if (!active) return;
 #pragma unroll
-    for (int j = 0; j < kKeyCols; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-    wgmma::fence();
+      for (int j = 0; j < kKeyCols; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      wgmma::fence();
 #pragma unroll
-    for (int ks = 0; ks < kHeadDim / 16; ++ks)
-      wgmma::mma_m64n128k16_rs<0>(s, qa[ks], smem_desc(k_desc_start(k_tile, ks), kKLbo, kSbo), ks > 0 ? 1 : 0);
-    wgmma::commit_group();
-    wgmma::wait_group<0>();
-    wgmma::fence_operands(s);
-
-    if (tile_unmasked(kb, pos_first, pos_last, a.window, range)) {
-#pragma unroll
-      for (int j = 0; j < kKeyCols; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) s[j][i] *= score_scale;
-    } else {
-#pragma unroll
-      for (int j = 0; j < kKeyCols; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int key = kb + 8 * j + acc_col(lane, i);
-          s[j][i] = key_visible(key, pos[acc_half(i)], a.window, range) ? s[j][i] * score_scale : kNegInf;
-        }
+      for (int ks = 0; ks < kHeadDim / 16; ++ks)
+        wgmma::mma_m64n128k16_rs<0>(s, qa[ks], smem_desc(k_desc_start(k_tile, ks), kKLbo, kSbo), ks > 0 ? 1 : 0);
+      wgmma::commit_group();
+      wgmma::wait_group<0>();
+      wgmma::fence_operands(s);
+    };
+    auto stage_next = [&] {
+      if (it + 1 < num_kt) stage(buf ^ 1, range.begin + (it + 1) * kKeyTile);
+      cp_async_commit();
+    };
+    // Ping-pong: warpgroup 1 starts its S only when warpgroup 0's is done, so warpgroup 0's
+    // softmax overlaps warpgroup 1's MMAs (and warpgroup 1's softmax warpgroup 0's P·V) instead
+    // of both warpgroups' softmax leaving the tensor cores idle together. Both meet the named
+    // barrier every tile, skipped or not. (Issue and wait stay in one block: split across the
+    // `active` branch, ptxas serialises every wgmma.)
+    if (wgi == 1) {
+      stage_next();
+      wgmma::named_barrier_sync(kPingPongBarrier, kThreads);
     }
-    online_softmax_step(s, m, l, o);
+    scores();
+    if (wgi == 0) {
+      wgmma::named_barrier_arrive(kPingPongBarrier, kThreads);
+      stage_next();
+    }
+    if (!active) continue;
+
+    if (!tile_unmasked(kb, pos_first, pos_last, a.window, range)) {
+#pragma unroll
+      for (int j = 0; j < kKeyCols; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (!key_visible(kb + 8 * j + acc_col(lane, i), pos[acc_half(i)], a.window, range)) s[j][i] = kNegInf;
+    }
+    online_softmax_step(s, score_scale, m, l, o);
 
     uint32_t pa[kKeyTile / 16][4];
 #pragma unroll
