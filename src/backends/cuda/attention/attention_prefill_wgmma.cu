@@ -2,8 +2,8 @@
 // attention_prefill_wgmma_layout.h. Same work unit, key ranges, masks, rounding points and split
 // records as the mma.sync kernel (attention_prefill.cu); per CTA (tile of 16 queries × 8 heads,
 // KV head, key split), two warpgroups of 64 rows each:
-//   Q fragments in registers; for each 128-key tile of the CTA's key range (cp.async double
-//   buffered, all 256 threads copying, into 128-byte-swizzled shared memory):
+//   Q fragments in registers; for each 128-key tile of the CTA's key range (a 3-stage cp.async
+//   ring, all 256 threads copying, into 128-byte-swizzled shared memory):
 //   S = Q·Kᵀ (8 × wgmma m64n128k16, K from shared memory), scale and mask (tiles inside every
 //   row's range skip the mask), online softmax in fp32 (log2 domain, one exp2 each), P rounded
 //   to bf16 in registers, O += P·V (8 × wgmma m64n128k16, V read N-major from shared memory).
@@ -81,13 +81,17 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
 
   const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
-  if (num_kt > 0) stage(0, range.begin);
-  cp_async_commit();
-  // Per key tile: one __syncthreads (the tile has landed; the other buffer is free), the next
-  // tile's copies issued while this one's MMAs run, S, mask, softmax, P·V.
+  // One cp.async group per key tile (empty past the end), kStages - 1 tiles ahead.
+#pragma unroll
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < num_kt) stage(t, range.begin + t * kKeyTile);
+    cp_async_commit();
+  }
+  // Per key tile: one __syncthreads (the tile has landed; the buffer of tile it-1 is free), the
+  // copies of tile it+kStages-1 issued while this one's MMAs run, S, mask, softmax, P·V.
   for (int it = 0; it < num_kt; ++it) {
-    const int buf = it & 1;
-    cp_async_wait<0>();                   // this thread's copies of tile `it` have landed,
+    const int buf = it % kStages;
+    cp_async_wait<kStages - 2>();         // this thread's copies of tile `it` have landed,
     wgmma::fence_proxy_async_shared();    // are visible to wgmma's reads,
     __syncthreads();                      // and everyone's are; tile it-1's buffer is free
     const int kb = range.begin + it * kKeyTile;
@@ -107,7 +111,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
       wgmma::fence_operands(s);
     };
     auto stage_next = [&] {
-      if (it + 1 < num_kt) stage(buf ^ 1, range.begin + (it + 1) * kKeyTile);
+      const int next = it + kStages - 1;
+      if (next < num_kt) stage(next % kStages, range.begin + next * kKeyTile);
       cp_async_commit();
     };
     // Ping-pong: warpgroup 1 starts its S only when warpgroup 0's is done, so warpgroup 0's
@@ -160,7 +165,7 @@ void prefill_attention_wgmma(const bf16* q, const bf16* k_cache, const bf16* v_c
   using namespace prefill;
   PrefillArgs args{};
   if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, wg::kKeyTile, args)) return;
-  // 129 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
+  // 193 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
   STRIKER_CUDA_CHECK(cudaFuncSetAttribute(wg::attention_prefill_wgmma_kernel,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, wg::kSmemBytes));

@@ -33,7 +33,7 @@ constexpr int kThreads = kWarpgroups * 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTokensPerWarpgroup = kTokens / kWarpgroups;  // 8 tokens × 8 heads = 64 rows
 constexpr int kKeyTile = 128;                                // keys per stage = wgmma N of S
-constexpr int kStages = 2;                                   // cp.async double buffering
+constexpr int kStages = 3;                                   // cp.async ring, 2 tiles ahead
 constexpr int kRowBytes = 128;                               // one swizzled row: 64 dims
 constexpr int kHalfBytes = kKeyTile * kRowBytes;             // one 64-dim half of a K or V tile
 constexpr int kTileBytes = 2 * kHalfBytes;                   // a K (or V) tile: 32 KiB
