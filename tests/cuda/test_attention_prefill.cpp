@@ -1,7 +1,7 @@
 // Tensor-core prefill attention (prefill_attention, both kernels: mma.sync and wgmma) against the
 // CPU reference paged_attention_ref: chunks of several sequences over cached prefixes, full and
 // sliding windows, with and without sinks, shuffled physical blocks, NaN-poisoned outputs and
-// NaN in every cache slot no query may read, one CTA per tile and split key ranges.
+// NaN in the cache where no query may look, one CTA per tile and split key ranges.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -57,14 +57,14 @@ PrefillData make_case(const PrefillCase& pc, std::mt19937& rng) {
   const size_t cache_elems = phys.size() * size_t(nkv) * B * hd;
   d.kc = random_bf16(rng, cache_elems);
   d.vc = random_bf16(rng, cache_elems);
-  // NaN in every slot no query reads (spare blocks, slots past a sequence's end in its last
-  // block, slots before a sliding window): a key tile that reaches one must mask it by select,
-  // never by multiplying with 0.
+  // NaN where no query may look (spare blocks, slots past a sequence's end in its last block,
+  // which a real cache fills with stale bits, and whole blocks before a sliding window): a key
+  // tile that reaches one must zero-fill or mask it by select, never multiply it by 0.
   std::vector<char> read(phys.size() * size_t(B), 0);
   size_t at = 0;
   for (const Chunk& c : pc.seqs) {
     const int len = c.start + c.n, lo = pc.window > 0 ? std::max(0, c.start - pc.window + 1) : 0;
-    for (int p = lo; p < len; ++p) read[size_t(d.tables[at + size_t(p / B)]) * B + size_t(p % B)] = 1;
+    for (int p = lo / B * B; p < len; ++p) read[size_t(d.tables[at + size_t(p / B)]) * B + size_t(p % B)] = 1;
     at += size_t((len + B - 1) / B);
   }
   const bf16 nan{0x7FC0};
