@@ -234,7 +234,7 @@ TEST(CudaPrefillAttention, RejectsOtherShapes) {
                                  nullptr, nullptr),
                Error);
   EXPECT_THROW(prefill_attention(nullptr, nullptr, nullptr, nullptr, AttentionShape{16, 4, 128, 16, 0}, qs, tiles, {},
-                                 nullptr, nullptr, PrefillKernel::kWgmma),
+                                 nullptr, nullptr, PrefillKernel::kMmaSync),
                Error);
   int32_t id = 0;
   qs.query_ids = &id;

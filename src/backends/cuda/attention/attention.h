@@ -88,9 +88,9 @@ void append_prefill_tiles(int first, int count, std::vector<int32_t>& tiles);
 
 // Two kernels compute prefill_attention, the same function with the same rounding points, until
 // the GPU measurements pick one (the other is then deleted; docs/performance.md, "Prefill
-// attention on tensor cores"): kMmaSync (attention_prefill.cu: mma.sync m16n8k16, 64-key tiles)
-// and kWgmma (attention_prefill_wgmma.cu: Hopper wgmma m64n128k16, 128-key tiles). Production
-// passes neither (the default); the GPU tests and benchmarks run both.
+// attention on tensor cores"): kWgmma (attention_prefill_wgmma.cu: Hopper wgmma m64n128k16,
+// 128-key tiles; the default, which production uses) and kMmaSync (attention_prefill.cu:
+// mma.sync m16n8k16, 64-key tiles; kept for the GPU tests and benchmarks to compare against).
 enum class PrefillKernel { kMmaSync, kWgmma };
 
 // Same arguments as paged_attention. Splits the key range of each tile across CTAs (and merges
@@ -99,7 +99,7 @@ enum class PrefillKernel { kMmaSync, kWgmma };
 void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                        const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
                        const AttentionScratch& scratch, bf16* out, cudaStream_t stream,
-                       PrefillKernel kernel = PrefillKernel::kMmaSync);
+                       PrefillKernel kernel = PrefillKernel::kWgmma);
 // The kWgmma kernel (sm_90a).
 void prefill_attention_wgmma(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                              const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
