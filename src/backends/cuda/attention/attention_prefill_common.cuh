@@ -78,11 +78,20 @@ __device__ __forceinline__ void load_q_fragments(const PrefillArgs& a, int q0, i
     }
 }
 
+// 2^x in one MUFU.EX2 (ex2.approx.ftz; exp2f's non-ftz form adds denormal fix-ups around it).
+// 2^-inf = +0; results below 2^-126 flush to 0, far under P's bf16 rounding.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // One online-softmax step over NT 8-key column tiles of raw scores s (Q·K, masked keys = -inf):
 // new row maxima m (log2 domain: score · scale, scale = log2(e)/sqrt(d)), P = 2^(s·scale - m)
-// in place with the scale folded into one fma (masked -> 0), the running sums l (this thread's
-// columns only) and the accumulators o rescaled. m is exactly the maximum of the rounded scaled
-// scores (rounding is monotonic), as when the scores are scaled first.
+// in place with the scale folded into one fma, the running sums l (this thread's columns only)
+// and the accumulators o rescaled. m is exactly the maximum of the rounded scaled scores
+// (rounding is monotonic), as when the scores are scaled first. Masked keys give 2^-inf = 0
+// without a branch: a row with no visible key yet (m = -inf) subtracts 0 instead of m.
 template <int NT>
 __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
                                                     float (&o)[kHeadDim / 8][4]) {
@@ -99,13 +108,14 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float sca
     mx[h] = fmaxf(m[h], mx[h] * scale);
     corr[h] = rescale(m[h], mx[h]);
     m[h] = mx[h];
+    mx[h] = mx[h] == kNegInf ? 0.f : mx[h];
   }
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int h = acc_half(i);
-      s[j][i] = s[j][i] == kNegInf ? 0.f : exp2f(fmaf(s[j][i], scale, -mx[h]));
+      s[j][i] = exp2_ftz(fmaf(s[j][i], scale, -mx[h]));
       rs[h] += s[j][i];
     }
   l[0] = l[0] * corr[0] + rs[0];
@@ -120,12 +130,16 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float sca
 }
 
 // P of k step kt (keys 16kt..16kt+15) as a bf16 A operand: the S accumulators of column tiles
-// 2kt and 2kt+1 (p_reg_tile / p_reg_elem).
+// 2kt and 2kt+1 (p_reg_tile / p_reg_elem), each pair rounded to nearest-even by one
+// cvt.rn.bf16x2 (the same rounding as pack_bf16x2, in one instruction instead of four).
 template <int NT>
 __device__ __forceinline__ void pack_p(const float (&s)[NT][4], int kt, uint32_t (&pa)[4]) {
 #pragma unroll
-  for (int r = 0; r < 4; ++r)
-    pa[r] = pack_bf16x2(s[p_reg_tile(kt, r)][p_reg_elem(r)], s[p_reg_tile(kt, r)][p_reg_elem(r) + 1]);
+  for (int r = 0; r < 4; ++r) {
+    const __nv_bfloat162 v =
+        __floats2bfloat162_rn(s[p_reg_tile(kt, r)][p_reg_elem(r)], s[p_reg_tile(kt, r)][p_reg_elem(r) + 1]);
+    pa[r] = *reinterpret_cast<const uint32_t*>(&v);
+  }
 }
 
 // Epilogue of this thread's two rows: a split record (m, l, unnormalised o) as
