@@ -55,9 +55,6 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
   const bool wg_has_rows = wg_first_token(wgi) < n;
   const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
 
-  uint32_t qa[kHeadDim / 16][4];
-  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
-
   // Copies key tile [kb, kb + kKeyTile) into stage buf; keys past the range are zero-filled.
   auto stage = [&](int buf, int kb) {
     const int chunk = stage_chunk(tid);
@@ -87,6 +84,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
     if (t < num_kt) stage(t, range.begin + t * kKeyTile);
     cp_async_commit();
   }
+  uint32_t qa[kHeadDim / 16][4];  // Q after the first copies are under way (its loads overlap them)
+  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
   // Per key tile: one __syncthreads (the tile has landed; the buffer of tile it-1 is free), the
   // copies of tile it+kStages-1 issued while this one's MMAs run, S, mask, softmax, P·V.
   for (int it = 0; it < num_kt; ++it) {
