@@ -12,7 +12,9 @@
 namespace striker::cuda::testing {
 namespace {
 
-void run_probe(bool values) {
+// Wrong elements of 64×128 (the first few reported when `report`).
+int probe_errors(WgmmaProbe mode, bool report) {
+  const bool values = mode != WgmmaProbe::kScores;
   std::mt19937 rng(values ? 3 : 2);
   std::uniform_int_distribution<int> small(-3, 3);
   std::vector<float> a(64 * 128), b(128 * 128);
@@ -24,22 +26,32 @@ void run_probe(bool values) {
   DeviceBuffer<bf16> da(ab), db(bb);
   DeviceBuffer<float> dout(64 * 128);
   dout.poison();
-  wgmma_probe(da.get(), db.get(), values, dout.get());
+  wgmma_probe(da.get(), db.get(), mode, dout.get());
   const std::vector<float> got = dout.download();
   int wrong = 0;
   for (int r = 0; r < 64; ++r)
     for (int c = 0; c < 128; ++c) {
       float want = 0;
-      for (int k = 0; k < 128; ++k) want += a[size_t(r) * 128 + size_t(k)] * (values ? b[size_t(k) * 128 + size_t(c)] : b[size_t(c) * 128 + size_t(k)]);
-      if (got[size_t(r) * 128 + size_t(c)] != want && ++wrong <= 5)
+      for (int k = 0; k < 128; ++k)
+        want += a[size_t(r) * 128 + size_t(k)] * (values ? b[size_t(k) * 128 + size_t(c)] : b[size_t(c) * 128 + size_t(k)]);
+      if (got[size_t(r) * 128 + size_t(c)] != want && ++wrong <= 5 && report)
         ADD_FAILURE() << (values ? "O = P·V" : "S = Q·Kᵀ") << " row " << r << " col " << c << ": got "
                       << got[size_t(r) * 128 + size_t(c)] << ", want " << want;
     }
-  EXPECT_EQ(wrong, 0) << "wrong elements of 64×128";
+  return wrong;
 }
 
-TEST(CudaWgmmaProbe, ScoresThroughKMajorDescriptors) { run_probe(false); }
-TEST(CudaWgmmaProbe, ValuesThroughNMajorDescriptors) { run_probe(true); }
+TEST(CudaWgmmaProbe, ScoresThroughKMajorDescriptors) {
+  EXPECT_EQ(probe_errors(WgmmaProbe::kScores, true), 0) << "wrong elements of 64×128";
+}
+
+TEST(CudaWgmmaProbe, ValuesThroughNMajorDescriptors) {
+  const int wrong = probe_errors(WgmmaProbe::kValues, true);
+  EXPECT_EQ(wrong, 0) << "wrong elements of 64×128";
+  if (wrong > 0)  // which way round the leading/stride offsets would have been right
+    ADD_FAILURE() << "with the V descriptor's leading and stride byte offsets exchanged: "
+                  << probe_errors(WgmmaProbe::kValuesSwappedOffsets, false) << " wrong elements";
+}
 
 }  // namespace
 }  // namespace striker::cuda::testing

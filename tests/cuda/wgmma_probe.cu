@@ -23,9 +23,12 @@ using prefill::q_frag_dim;
 using prefill::q_frag_half;
 
 // a: [64][128] bf16 row-major (the A rows), b: [128][128] bf16 [key][dim], out: [64][128] fp32.
-// trans 0: out = a · bᵀ (b as the K tile); trans 1: out = a · b (b as the V tile).
+// kTrans 0: out = a · bᵀ (b as the K tile); kTrans 1: out = a · b (b as the V tile), with the V
+// descriptor's leading and stride byte offsets as the kernel sets them or, swap_v, exchanged
+// (a diagnostic for the one layout rule the host tests cannot settle).
 template <int kTrans>
-__global__ void __launch_bounds__(128) wgmma_probe_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b, float* out) {
+__global__ void __launch_bounds__(128)
+    wgmma_probe_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b, bool swap_v, float* out) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t base = (raw + kSwizzleAtomBytes - 1) & ~uint32_t(kSwizzleAtomBytes - 1);
@@ -47,8 +50,9 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const __nv_bfloat16* a
   float d[16][4] = {};
   wgmma::fence();
   for (int ks = 0; ks < 8; ++ks) {
-    const uint64_t desc = kTrans ? smem_desc(v_desc_start(base, ks), kVLbo, kSbo)
-                                 : smem_desc(k_desc_start(base, ks), kKLbo, kSbo);
+    const uint64_t desc = !kTrans ? smem_desc(k_desc_start(base, ks), kKLbo, kSbo)
+                          : swap_v  ? smem_desc(v_desc_start(base, ks), kSbo, kVLbo)
+                                    : smem_desc(v_desc_start(base, ks), kVLbo, kSbo);
     wgmma::mma_m64n128k16_rs<kTrans>(d, af[ks], desc, 1);
   }
   wgmma::commit_group();
@@ -61,16 +65,17 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const __nv_bfloat16* a
 
 }  // namespace
 
-void wgmma_probe(const bf16* a, const bf16* b, bool values, float* out) {
+void wgmma_probe(const bf16* a, const bf16* b, WgmmaProbe mode, float* out) {
+  const bool values = mode != WgmmaProbe::kScores, swap_v = mode == WgmmaProbe::kValuesSwappedOffsets;
   const auto* pa = reinterpret_cast<const __nv_bfloat16*>(a);
   const auto* pb = reinterpret_cast<const __nv_bfloat16*>(b);
   const size_t smem = kTileBytes + kSwizzleAtomBytes;
   if (values) {
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(wgmma_probe_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    wgmma_probe_kernel<1><<<1, 128, smem>>>(pa, pb, out);
+    wgmma_probe_kernel<1><<<1, 128, smem>>>(pa, pb, swap_v, out);
   } else {
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(wgmma_probe_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    wgmma_probe_kernel<0><<<1, 128, smem>>>(pa, pb, out);
+    wgmma_probe_kernel<0><<<1, 128, smem>>>(pa, pb, false, out);
   }
   STRIKER_CUDA_CHECK(cudaGetLastError());
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());

@@ -4,8 +4,12 @@
 
 namespace striker::cuda::testing {
 
+// kScores: out = a·bᵀ (b staged as the K tile); kValues: out = a·b (b staged as the V tile);
+// kValuesSwappedOffsets: the same with the V descriptor's leading and stride byte offsets
+// exchanged (diagnostic only: tells which assignment the hardware wants if kValues fails).
+enum class WgmmaProbe { kScores, kValues, kValuesSwappedOffsets };
+
 // a: [64][128], b: [128][128] ([key][dim]) bf16 on the device; out: [64][128] fp32 on the device.
-// values false: out = a·bᵀ (b staged as the K tile); true: out = a·b (b staged as the V tile).
-void wgmma_probe(const bf16* a, const bf16* b, bool values, float* out);
+void wgmma_probe(const bf16* a, const bf16* b, WgmmaProbe mode, float* out);
 
 }  // namespace striker::cuda::testing
