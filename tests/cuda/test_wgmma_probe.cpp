@@ -14,7 +14,7 @@ namespace {
 
 // Wrong elements of 64×128 (the first few reported when `report`).
 int probe_errors(WgmmaProbe mode, bool report) {
-  const bool values = mode != WgmmaProbe::kScores;
+  const bool values = mode == WgmmaProbe::kValues || mode == WgmmaProbe::kValuesSwappedOffsets;
   std::mt19937 rng(values ? 3 : 2);
   std::uniform_int_distribution<int> small(-3, 3);
   std::vector<float> a(64 * 128), b(128 * 128);
@@ -42,7 +42,11 @@ int probe_errors(WgmmaProbe mode, bool report) {
 }
 
 TEST(CudaWgmmaProbe, ScoresThroughKMajorDescriptors) {
-  EXPECT_EQ(probe_errors(WgmmaProbe::kScores, true), 0) << "wrong elements of 64×128";
+  const int wrong = probe_errors(WgmmaProbe::kScores, true);
+  EXPECT_EQ(wrong, 0) << "wrong elements of 64×128";
+  if (wrong > 0)  // register A fragments or the K descriptor?
+    ADD_FAILURE() << "with A from shared memory (SS form, K-major descriptor) instead of registers: "
+                  << probe_errors(WgmmaProbe::kScoresSmemA, false) << " wrong elements";
 }
 
 TEST(CudaWgmmaProbe, ValuesThroughNMajorDescriptors) {
