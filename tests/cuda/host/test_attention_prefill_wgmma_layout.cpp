@@ -138,8 +138,10 @@ TEST(PrefillWgmmaLayout, TilesSkipsAndMaskFreeTilesCoverEachQueryRangeOnce) {
         for (int kb = r.begin; kb < r.end; kb += kKeyTile) {
           const bool needed = warp_tile_needed(kb, pos_first, pos_last, window, kKeyTile);
           const bool unmasked = tile_unmasked(kb, pos_first, pos_last, window, r);
+          const KeyInterval v = visible_keys(p, window, r);
           for (int key = kb; key < kb + kKeyTile; ++key) {
             const bool visible = key_visible(key, p, window, r);
+            ASSERT_EQ(visible, key >= v.lo && key <= v.hi) << "interval of p " << p << " at key " << key;
             if (unmasked) ASSERT_TRUE(visible) << "mask-free tile at " << kb << " hides key " << key << " from " << p;
             if (visible) {
               ASSERT_TRUE(needed) << "warpgroup skipped a visible key tile at " << kb << " (p " << p << ")";

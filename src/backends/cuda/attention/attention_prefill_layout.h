@@ -99,6 +99,16 @@ STRIKER_HOST_DEVICE constexpr bool key_visible(int j, int p, int window, KeyRang
   return j >= r.begin && j < r.end && j <= p && j >= key_lo(p, window);
 }
 
+// The same as an interval: key j is visible to the query at p iff lo <= j <= hi (empty when
+// lo > hi), so a kernel can mask a tile with two compares per key.
+struct KeyInterval {
+  int lo, hi;
+};
+STRIKER_HOST_DEVICE constexpr KeyInterval visible_keys(int p, int window, KeyRange r) {
+  const int lo = key_lo(p, window) > r.begin ? key_lo(p, window) : r.begin;
+  return {lo, p < r.end - 1 ? p : r.end - 1};
+}
+
 // Whether a warp (or warpgroup) must process key tile [kb, kb + key_tile): some key in it is
 // visible to one of its rows (positions pos0 < pos1, the second possibly past the chunk's end:
 // harmless extra work).

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
 
   // This thread's accumulator rows: head g of tokens tok[0] (row g) and tok[1] (row g + 8).
   const int tok[2] = {row_token(warp, 0), row_token(warp, 1)};
-  const int pos[2] = {p0 + tok[0], p0 + tok[1]};
+  const KeyInterval vis[2] = {visible_keys(p0 + tok[0], a.window, range), visible_keys(p0 + tok[1], a.window, range)};
   // The warpgroup's rows, for its (uniform) skip and mask decisions.
   const bool wg_has_rows = wg_first_token(wgi) < n;
   const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
@@ -134,8 +134,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_wgmma_kernel(co
 #pragma unroll
       for (int j = 0; j < kKeyCols; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (!key_visible(kb + 8 * j + acc_col(lane, i), pos[acc_half(i)], a.window, range)) s[j][i] = kNegInf;
+        for (int i = 0; i < 4; ++i) {
+          const int key = kb + 8 * j + acc_col(lane, i);
+          const KeyInterval& v = vis[acc_half(i)];
+          if (key < v.lo || key > v.hi) s[j][i] = kNegInf;
+        }
     }
     online_softmax_step(s, score_scale, m, l, o);
 
