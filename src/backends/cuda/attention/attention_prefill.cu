@@ -1,5 +1,7 @@
 // Tensor-core prefill attention (flash-attention style), see attention.h and the tile layout in
-// attention_prefill_layout.h. Per CTA (tile of queries, KV head, key split):
+// attention_prefill_layout.h: the host checks and split plan both prefill kernels share
+// (plan_prefill, finish_prefill), the entry point, and the mma.sync kernel. Per CTA (tile of
+// queries, KV head, key split):
 //   Q fragments in registers; for each 64-key tile of the CTA's key range (cp.async double
 //   buffered into swizzled shared memory): S = Q·Kᵀ (mma.sync m16n8k16), mask (causal, window,
 //   split end), online softmax in fp32 (scores in the log2 domain, one fma + exp2 each), O += P·V.
