@@ -4,14 +4,14 @@
 // KV head, key split), two warpgroups of 64 rows each:
 //   Q fragments in registers; for each 128-key tile of the CTA's key range (a 3-stage cp.async
 //   ring, all 256 threads copying, into 128-byte-swizzled shared memory):
-//   S = Q·Kᵀ (8 × wgmma m64n128k16, K from shared memory), scale and mask (tiles inside every
-//   row's range skip the mask), online softmax in fp32 (log2 domain, one exp2 each), P rounded
-//   to bf16 in registers, O += P·V (8 × wgmma m64n128k16, V read N-major from shared memory).
-//   The sink joins the denominator once at the end (or in the split combine).
+//   S = Q·Kᵀ (8 × wgmma m64n128k16, K from shared memory), mask only on boundary tiles, online
+//   softmax in fp32 (log2 domain, one fma + ex2 each), P rounded to bf16 in registers, O += P·V
+//   (8 × wgmma m64n128k16, V read N-major from shared memory). The sink joins the denominator
+//   once at the end (or in the split combine).
 // One __syncthreads per key tile: after it, this tile's copies have landed (each thread waited
 // for its own and fenced them to the async proxy) and every warpgroup has finished the previous
-// tile, whose buffer the next copies overwrite. The two warpgroups' MMAs and softmax interleave
-// on the tensor cores without an explicit ping-pong.
+// tile, whose buffer the next copies overwrite. A named barrier orders the two warpgroups'
+// S = Q·Kᵀ (ping-pong), so one's softmax overlaps the other's MMAs.
 #include <algorithm>
 
 #include "backends/cuda/attention/attention.h"
