@@ -45,12 +45,23 @@ void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertS
   }
 }
 
+// The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
+// 8192-token chunks from position 0, and an 8192-token chunk over a 90K-token prefix (the
+// chunks of a 100K prompt after the first).
+void bench_prefill_rows(std::mt19937& rng, int sms) {
+  bench_prefill_attention(rng, "prefill attn full 8192", 8192, 0, 0, sms);
+  bench_prefill_attention(rng, "prefill attn sliding W=513 8192", 8192, 0, 513, sms);
+  bench_prefill_attention(rng, "prefill attn 8192 over 90K prefix", 8192, 90000, 0, sms);
+  bench_prefill_attention(rng, "prefill attn W=513 8192 over 90K", 8192, 90000, 513, sms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One section alone: `grouped-moe` (prefill-sized grouped MoE) or `prefill` (prefill attention).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe]\n");
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill]\n");
     return 2;
   }
   try {
@@ -68,6 +79,13 @@ int main(int argc, char** argv) {
       const int failures = kernel_check_failures();
       std::printf("kernel checks failed: %d\n", failures);
       return failures == 0 ? 0 : 1;
+    }
+    if (only == "prefill") {
+      int sms = 0;
+      STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      bench_prefill_rows(rng, sms);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
     }
     bench_copy();
     bench_embedding(rng);
@@ -88,8 +106,7 @@ int main(int argc, char** argv) {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, t);
     }
-    bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
-    bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
+    bench_prefill_rows(rng, sms);
     LtGemm lt;
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);

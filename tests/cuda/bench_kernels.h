@@ -24,12 +24,11 @@ void bench_pdl_chain_floor();
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
-// Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
-// heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
-// same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
-// last ones included) and new against old on every output. TFLOP/s counts the causal FLOPs
-// (4·d per visible key, query head); GB/s counts the K/V cache once.
-void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms);
+// Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
+// both prefill kernels (mma.sync, wgmma) and, from position 0, the decode kernel over the same
+// queries; each checked against the CPU reference on sampled queries, wgmma against mma.sync on
+// every output. Prints ms, causal TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak.
+void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
 
 // bench_moe.cpp
