@@ -3,7 +3,6 @@
 #include "backends/cuda/backend/cuda_backend.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/backend/cuda_backend_state.h"
@@ -47,10 +46,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_start_));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_end_));
-  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&prefetch_stream_, cudaStreamNonBlocking));
-  STRIKER_CUDA_CHECK(cudaEventCreateWithFlags(&ev_fork_, cudaEventDisableTiming));
-  STRIKER_CUDA_CHECK(cudaEventCreateWithFlags(&ev_join_, cudaEventDisableTiming));
-  if (const char* m = std::getenv("STRIKER_L2_PREFETCH")) l2_prefetch_mask_ = std::atoi(m);
   const int64_t Tm = options_.max_tokens, H = c.hidden_size, d = c.head_dim, nh = c.num_attention_heads,
                 nkv = c.num_key_value_heads, K = c.num_experts_per_tok;
   const int64_t qkv_dim = (nh + 2 * nkv) * d;
@@ -132,9 +127,6 @@ CudaBackend::~CudaBackend() {
   for (void* p : kv_allocations_) cudaFree(p);
   if (ev_start_) cudaEventDestroy(ev_start_);
   if (ev_end_) cudaEventDestroy(ev_end_);
-  if (ev_fork_) cudaEventDestroy(ev_fork_);
-  if (ev_join_) cudaEventDestroy(ev_join_);
-  if (prefetch_stream_) cudaStreamDestroy(prefetch_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -229,13 +221,9 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
       if (p.T > kGemvMaxTokens) flint_forward(p);
       cudaGraph_t g = nullptr;
       STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      warming_ = true;
       try {
         flint_forward(p);
-        warming_ = false;
       } catch (...) {
-        warming_ = false;
-        branch_pending_ = false;
         cudaStreamEndCapture(stream_, &g);
         if (g) cudaGraphDestroy(g);
         throw;

@@ -12,7 +12,6 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/backend/device_model.h"
-#include "backends/cuda/common/l2_prefetch.h"
 #include "backends/cuda/sampling/sampling.h"
 #include "backends/cuda/sampling/sampling_masks.h"
 
@@ -95,21 +94,10 @@ class CudaBackend : public Backend {
   void moe_decode_nvfp4(const DeviceLayer& layer, int T);
   void moe_batched(const DeviceLayer& layer, int T);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
-  // L2 warming (ops_prefetch.cpp, l2_prefetch.h): in captured decode steps, a side branch of the
-  // graph requests weights a later kernel reads while the step's own chain is latency-bound.
-  L2Ranges o_proj_weights(const DeviceLayer& layer) const;
-  L2Ranges ffn_and_next_qkv_weights(int64_t layer) const;  // shared expert of `layer`, QKV of the next
-  void warm_l2(const L2Ranges& ranges);  // forks the prefetch branch from the stream's current point
-  void join_l2_branch();                 // the step's stream waits for the branch (before capture ends)
 
   DeviceModel model_;
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
-  cudaStream_t prefetch_stream_ = nullptr;  // the L2-warming branch of captured steps
-  cudaEvent_t ev_fork_ = nullptr, ev_join_ = nullptr;
-  bool warming_ = false;        // true while a step graph is captured (warm_l2 forks only then)
-  bool branch_pending_ = false;  // a prefetch was forked since the last join
-  int l2_prefetch_mask_ = 7;    // TEMPORARY A/B switch (STRIKER_L2_PREFETCH): 1 o_proj, 2 shared expert, 4 next QKV
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<SamplingBuffers> sampling_;  // null unless options.device_sampling
   std::unique_ptr<TokenMaskBuffers> masks_;    // structured-output masks; with sampling_

@@ -28,14 +28,12 @@ void CudaBackend::flint_forward(const StepPlan& p) {
     // Attention block.
     rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                            // x = rmsnorm(h)
     linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                            // q|k|v = bf16(mm(x, Wqkv))
-    warm_l2(o_proj_weights(L));                                                     // (L2 warming, no result)
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,       // q, k = per-head rmsnorm,
                           sliding ? w.inv_freq : nullptr,                           // rope on sliding layers;
                           sliding ? p.slots_sliding : p.slots_full, kv_spec_.block_size,  // k, v into the cache
                           k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
     attention(p, l);                                                                // o = softmax with sinks · v
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                       // h = bf16(h + bf16(mm(o, Wo)))
-    warm_l2(ffn_and_next_qkv_weights(l));                                           // (L2 warming, no result)
 
     // Feed-forward block.
     rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
@@ -44,7 +42,6 @@ void CudaBackend::flint_forward(const StepPlan& p) {
     else
       moe(L, T);                                                                    // h = bf16(h + y), y routed + shared
   }
-  join_l2_branch();
   lm_head_logits(p);  // logits = bf16(mm(rmsnorm(h), lm_head)), requested rows only
 }
 
