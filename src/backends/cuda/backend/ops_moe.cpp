@@ -1,5 +1,6 @@
-// CudaBackend::moe: the routed + shared experts of a MoE layer, h = bf16(h + y) (FLINT.md §4).
-// The router always runs first (router_topk: one launch per step up to 8 tokens); then
+// CudaBackend::moe: x = rmsnorm(h), then the routed + shared experts of a MoE layer, h = bf16(h + y)
+// (FLINT.md §4). The router always runs first and normalises h itself (router_topk with an input
+// norm: one launch per step up to 8 tokens, the norm included); then
 //   up to kGemvMaxTokens tokens: kernels that read only the selected experts' rows, BF16 or NVFP4
 //     (moe.h, nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
 //   above: a device-side routing sort and grouped tensor-core GEMMs (moe_grouped.h; at prefill
@@ -21,8 +22,9 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
   Workspace& w = *ws_;
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
                        c.routed_scaling_factor};
-  router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
-              w.topk_w, stream_);
+  const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
+  router_topk(w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
+              w.topk_w, stream_, &post_norm);
   if (T > kGemvMaxTokens) moe_batched(L, T);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
