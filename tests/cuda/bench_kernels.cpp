@@ -2,11 +2,14 @@
 // against the CPU reference on the same data. Prints one table row per kernel:
 //   kernel | check (max error ratio, <= 1 passes) | µs | GB/s | fraction of 4.6 TB/s (H200 streaming read), each launch timed inside a replayed graph.
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
-// main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order.
+// main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
+// `bench_cuda_kernels decode` runs only the decode rows of 1, 2, 4 and 8 tokens (bench_decode.cpp
+// and the MoE of those steps, BF16 and NVFP4).
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "backends/cuda/attention/attention.h"
@@ -30,10 +33,28 @@ void bench_copy() {
   row("copy 2 GiB (read+write)", nullptr, us, 2.0 * n);
 }
 
+// Decode steps of 1, 2, 4, 8 tokens: the projections, then the routed experts (per-slot and
+// grouped), BF16 and NVFP4.
+void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
+  const std::vector<int> tokens = {1, 2, 4, 8};
+  bench_decode_bf16(rng, tokens);
+  bench_decode_nvfp4(rng, tokens);
+  bench_router_moe(rng);  // includes the T = 1 per-slot MoE with its shared expert
+  for (int T : tokens) bench_moe_grouped(rng, lt, T);
+  const Nvfp4ExpertStacks stacks;
+  bench_nvfp4_moe(rng);
+  for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
+    const std::string only = argc > 1 ? argv[1] : "";
+    if (!only.empty() && only != "decode") {
+      std::fprintf(stderr, "usage: bench_cuda_kernels [decode]\n");
+      return 2;
+    }
     std::printf("device: %s\n", device_summary().c_str());
     if (device_count() == 0) {
       std::printf("no GPU: nothing measured\n");
@@ -42,16 +63,21 @@ int main() {
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
     bench_copy();
+    if (only == "decode") {
+      LtGemm lt;
+      bench_decode_steps(rng, lt);
+      const int failures = kernel_check_failures();
+      std::printf("kernel checks failed: %d\n", failures);
+      return failures == 0 ? 0 : 1;
+    }
     bench_embedding(rng);
     bench_rmsnorm(rng, 1, 2048);
     bench_qk_rope(rng);
     bench_gemv(rng, "gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
-    bench_gemv(rng, "gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
     bench_gemv(rng, "gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_gemv(rng, "gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
-    bench_router_moe(rng);
     bench_pdl_chain_floor();
     int sms = 0;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -63,6 +89,7 @@ int main() {
     bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
     bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
     LtGemm lt;
+    bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
     for (int T : {16, 64, 256, 8192}) bench_moe_grouped(rng, lt, T);
@@ -71,13 +98,9 @@ int main() {
       for (int T : {16, 64, 256, 8192}) bench_nvfp4_moe_grouped(rng, stacks, T);
     }
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
-    bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=1", 1, 2048, 151552, true);
-    bench_nvfp4_moe(rng);
-    bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=2", 2, 2048, 5120, false);
-    bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=8", 8, 2048, 151552, true);
     bench_nvfp4_gemm(rng, lt, "nvfp4 gemm qkv T=8192 (deq+Lt)", 8192, 2048, 5120);
     const int g_failures = kernel_check_failures();
     std::printf("kernel checks failed: %d\n", g_failures);

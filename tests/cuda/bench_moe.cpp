@@ -139,11 +139,6 @@ void bench_router_moe(std::mt19937& rng) {
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
 }
 
-// Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared
-// expert): the device-side grouped path (sort, gate/up + SwiGLU, down, combine) kernel by
-// kernel and in all, then the path it replaced (routing read back, host counting sort, three
-// cuBLASLt GEMMs per active expert). GB/s counts the weights of the experts the routing touches;
-// the check compares h of the first 4 tokens with moe_ref.
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const int E = 256, H = 2048, I = 512, K = 6, S = T * K;
   const int64_t expert_elems = int64_t(E) * I * H;
@@ -157,6 +152,9 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   const int tm = moe_tile_rows_for(S, E);
+  // Launch i sorts routing i % R (routing 0 is `ids`, the checked one): a few tokens' experts
+  // would otherwise stay in L2 from one launch to the next.
+  const RotatedRoutings rot(rng, ids, T, K, E);
   DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
   DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, tm)));
   const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, tm};
@@ -164,7 +162,7 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_y.poison();
-  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
+  auto sort = [&](int i) { moe_route_sort(rot.ids(i), T, K, r, bench_stream()); };
   auto gate_up = [&](int) {
     moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r, d_act.get(), bench_stream());
   };
@@ -211,6 +209,24 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   row(tag + "combine", nullptr, time_us(combine), double(S) * H * 2 + double(T) * H * 4);
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(flops, us_all));
+  if (T <= 8) {  // decode: the per-slot kernels (moe.h) the grouped path replaces from 2 tokens on
+    DeviceBuffer<bf16> d_sact(size_t(T) * I);
+    auto per_slot = [&](int i) {
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
+                  nullptr, bench_stream());
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
+                       bench_stream());
+    };
+    d_h.upload(h0);
+    per_slot(0);
+    auto got_slot = d_h.download();
+    got_slot.resize(hc.size());
+    const auto cs = compare(got_slot, hc, 2 * kBf16Rtol, kBf16Atol);
+    const double us_slot = time_us(per_slot);
+    row("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", &cs, us_slot,
+        active * 3 * mat, tflops(flops, us_slot));
+    return;  // the host-sort path below is for prefill-sized steps
+  }
 
   // The replaced path: routing to the host (one sync), counting sort there, per-expert GEMMs.
   std::vector<int32_t> ids_host(static_cast<size_t>(S));

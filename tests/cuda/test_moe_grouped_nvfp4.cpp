@@ -152,7 +152,7 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
   const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
   const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
   const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
-  for (int T : {9, 16, 64, 300, 2100})
+  for (int T : {2, 5, 8, 9, 16, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);

@@ -95,7 +95,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
   }
-  if (Tm > kGemvMaxTokens) {
+  if (Tm >= kGroupedMoeMinTokens) {
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
     const int E = int(c.n_routed_experts);
     if (E > kMoeMaxExperts)
@@ -108,6 +108,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);
+  }
+  if (Tm > kGemvMaxTokens) {  // NVFP4 weights dequantised for the cuBLASLt GEMMs of longer steps
     w.nv_scratch.elems = nvfp4_scratch_elems(model_);
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
   }

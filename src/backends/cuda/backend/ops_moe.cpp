@@ -1,8 +1,11 @@
 // CudaBackend::moe: the routed + shared experts of a MoE layer, h = bf16(h + y) (FLINT.md §4).
 // The router always runs first (router_topk: one launch per step up to 8 tokens); then
-//   up to kGemvMaxTokens tokens: kernels that read only the selected experts' rows, BF16 or NVFP4
+//   one token (NVFP4: up to kGemvMaxTokens): kernels that read only the selected experts' rows
 //     (moe.h, nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
-//   above: a device-side routing sort and grouped tensor-core GEMMs (moe_grouped.h).
+//   BF16 from kGroupedMoeMinTokens on, NVFP4 above kGemvMaxTokens: a device-side routing sort and
+//     grouped tensor-core GEMMs (moe_grouped.h), which read each distinct expert once per 16-row
+//     tile — 8 decode tokens route 48 slots to ~45 distinct experts, which the per-slot kernels
+//     read once per slot.
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -21,8 +24,11 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
                        c.routed_scaling_factor};
   router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
               w.topk_w, stream_);
-  if (T > kGemvMaxTokens) moe_batched(L, T);
-  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
+  const bool nvfp4 = L.nv_exp_gate.present();
+  // NVFP4 decode batches keep the per-slot kernels: the grouped NVFP4 kernels decode their weight
+  // tiles into shared memory and ran at 0.18–0.23 of the roofline (docs/performance.md).
+  if (T > kGemvMaxTokens || (T >= kGroupedMoeMinTokens && !nvfp4)) moe_batched(L, T);
+  else if (nvfp4) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
 }
 
@@ -62,7 +68,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
 }
 
-// Routed experts of a step above 8 tokens (batched decode or prefill), all on the device: the
+// Routed experts of a step of 2+ tokens (batched decode or prefill), all on the device: the
 // routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
 // SwiGLU, down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (the
 // NVFP4 kernels decode the weight tiles in shared memory and apply the expert's scale2). No host
@@ -82,13 +88,11 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
     moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
     moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   }
-  // Shared expert, in its own format (NVFP4: dequantise + cuBLASLt with alpha = scale2; BF16:
-  // cuBLASLt): plain SwiGLU over the chunk, output in w.tmp.
+  // Shared expert, in its own format (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4
+  // dequantised first with alpha = scale2): SwiGLU over the chunk, output in w.tmp.
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   if (shared) {
-    linear(w.x, T, H, L.sh_gate, L.nv_sh_gate, Is, w.gate);
-    linear(w.x, T, H, L.sh_up, L.nv_sh_up, Is, w.up);
-    swiglu_act(w.gate, w.up, w.act, int64_t(T) * Is, stream_);
+    swiglu_front(w.x, T, H, L.sh_gate, L.nv_sh_gate, L.sh_up, L.nv_sh_up, Is, w.act);
     linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
   }
   moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_);
