@@ -15,6 +15,7 @@
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
@@ -160,7 +161,24 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
   if (T > 8) return;
-  // Decode: the per-slot kernels (nvfp4_moe.h) the grouped path replaces from 2 tokens on.
+  // Decode: the skinny kernels (moe_skinny.h, production from 2 tokens on), then the per-slot
+  // kernels (nvfp4_moe.h) they replace.
+  DeviceBuffer<MoeTile> d_tiles8(static_cast<size_t>(moe_max_tiles(S, E, kMoeSkinnyTileRows)));
+  const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
+  auto skinny = [&](int i) {
+    moe_route_sort(rot.ids(i), T, K, r8, bench_stream());
+    moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r8, d_act.get(), bench_stream());
+    moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), bench_stream());
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
+  };
+  d_h.upload(h0);
+  skinny(0);
+  auto got8 = d_h.download();
+  got8.resize(hc.size());
+  const auto c8 = compare(got8, hc, 2 * kBf16Rtol, kBf16Atol);
+  const double us8 = time_us(skinny);
+  row("nvfp4 moe skinny T=" + std::to_string(T) + " all 4 kernels", &c8, us8, active * 3 * mat,
+      tflops(2.0 * S * 3 * I * H, us8));
   auto per_slot = [&](int i) {
     nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
                       bench_stream());

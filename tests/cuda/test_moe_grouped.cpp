@@ -1,12 +1,14 @@
-// Device-side grouped MoE (moe_grouped.h) against its CPU references: the routing sort must
-// match exactly; the grouped GEMMs within bf16 rounding, on routings with idle experts, one
-// expert holding every row, token counts that are not multiples of the tile, both tile heights,
+// Device-side grouped MoE (moe_grouped.h, and the skinny decode form of moe_skinny.h with its
+// 8-row tiles) against its CPU references: the routing sort must match exactly; the grouped
+// GEMMs within bf16 rounding, on routings with idle experts, one expert holding every row, token
+// counts that are not multiples of the tile, every tile height,
 // widths that are not multiples of the 64-wide tiles, NaN-poisoned outputs; and one captured
 // CUDA graph replayed on a different routing.
 #include <gtest/gtest.h>
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 
@@ -88,7 +90,7 @@ TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
       std::vector<bf16> act_ref, h_ref = h0;
       moe_grouped_gate_up_ref(x, K, H, wg, wu, I, sorted, tiles, act_ref);
       moe_ref(x, T, H, I, 0, MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {16, 64}) {
+      for (int tm : {kMoeSkinnyTileRows, 16, 64}) {  // 8: the skinny kernels, 16/64: the grouped ones
         const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) +
                                   " tile_rows=" + std::to_string(tm) + ": ";
         DeviceRouting d(ids, T, K, E, tm);
@@ -97,8 +99,10 @@ TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
         d_act.poison();
         d_y.poison();
         moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-        moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), nullptr);
-        moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr);
+        const bool skinny = tm == kMoeSkinnyTileRows;
+        (skinny ? moe_skinny_gate_up : moe_grouped_gate_up)(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r,
+                                                            d_act.get(), nullptr);
+        (skinny ? moe_skinny_down : moe_grouped_down)(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr);
         moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
         const auto act = d_act.download();
         const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
@@ -224,6 +228,11 @@ TEST(CudaMoeGrouped, RejectsUnsupportedShapes) {
   EXPECT_THROW(moe_route_sort(d.ids.get(), 1, 2, bad, nullptr), Error);
   EXPECT_THROW(moe_grouped_gate_up(buf.get(), 1, 2, 12, buf.get(), buf.get(), 8, d.r, buf.get(), nullptr), Error);
   EXPECT_THROW(moe_grouped_down(buf.get(), 1, 2, 8, buf.get(), 20, d.r, buf.get(), nullptr), Error);
+  // The skinny kernels take only their own 8-row tiles (and widths that are multiples of 8).
+  EXPECT_THROW(moe_skinny_gate_up(buf.get(), 1, 2, 16, buf.get(), buf.get(), 8, d.r, buf.get(), nullptr), Error);
+  MoeRouting skinny = d.r;
+  skinny.tile_rows = kMoeSkinnyTileRows;
+  EXPECT_THROW(moe_skinny_down(buf.get(), 1, 2, 12, buf.get(), 16, skinny, buf.get(), nullptr), Error);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
@@ -166,7 +167,7 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
       const bool per_token = T <= 300 || kind == RoutingKind::uniform;  // the slow reference once at T = 2100
       if (per_token)
         moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {16, 64}) {
+      for (int tm : {kMoeSkinnyTileRows, 16, 64}) {  // 8: the skinny kernels, 16/64: the grouped ones
         const std::string where =
             "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm) + ": ";
         DeviceRouting r(ids, T, K, E, tm);
@@ -175,8 +176,11 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
         d_act.poison();
         d_y.poison();
         moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-        moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr);
-        moe_grouped_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr);
+        const bool skinny = tm == kMoeSkinnyTileRows;
+        (skinny ? moe_skinny_gate_up_nvfp4 : moe_grouped_gate_up_nvfp4)(d_x.get(), T, K, H, ng.view(), nu.view(), I,
+                                                                        r.r, d_act.get(), nullptr);
+        (skinny ? moe_skinny_down_nvfp4 : moe_grouped_down_nvfp4)(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(),
+                                                                  nullptr);
         moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
         const auto act = d_act.download();
         const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);

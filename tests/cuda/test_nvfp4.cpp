@@ -183,7 +183,7 @@ TEST(CudaNvfp4, TwoToEightTokensMatchReferenceOnEveryPath) {
   std::mt19937 rng(68);
   std::vector<Shape> shapes;
   const int ins[] = {64, 192, 576, 1024, 2048, 4096, 8192};
-  const int outs[] = {17, 300, 5129, 1001, 77, 2050, 40000};
+  const int outs[] = {17, 300, 5129, 1001, 77, 2050, 16500};
   for (int T = 2; T <= 8; ++T) shapes.push_back(Shape{T, ins[T - 2], outs[T - 2]});
   for (bool cuda_core : {false, true})
     for (size_t k = 0; k < shapes.size(); ++k) {

@@ -104,7 +104,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.routing.experts = E;
     w.routing.sorted_slot = w.arena.get<int32_t>(slots);
     w.routing.slot_row = w.arena.get<int32_t>(slots);
-    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, 16));  // 16-row tiles need the most
+    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, kMoeSkinnyTileRows));  // the most tiles
     w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);

@@ -1,17 +1,19 @@
 // CudaBackend::moe: the routed + shared experts of a MoE layer, h = bf16(h + y) (FLINT.md §4).
 // The router always runs first (router_topk: one launch per step up to 8 tokens); then
-//   one token (NVFP4: up to kGemvMaxTokens): kernels that read only the selected experts' rows
-//     (moe.h, nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
-//   BF16 from kGroupedMoeMinTokens on, NVFP4 above kGemvMaxTokens: a device-side routing sort and
-//     grouped tensor-core GEMMs (moe_grouped.h), which read each distinct expert once per 16-row
-//     tile — 8 decode tokens route 48 slots to ~45 distinct experts, which the per-slot kernels
-//     read once per slot.
+//   one token: kernels that read only the selected experts' rows, BF16 or NVFP4 (moe.h,
+//     nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
+//   from kGroupedMoeMinTokens on: a device-side routing sort, then per expert tile the routed
+//     experts' GEMMs — skinny tensor-core GEMMs of <= 8 rows up to kGemvMaxTokens tokens
+//     (moe_skinny.h), grouped tensor-core GEMMs of 16/64-row tiles above (moe_grouped.h). Both
+//     read each distinct expert once: 8 decode tokens route 48 slots to ~45 distinct experts,
+//     which the per-slot kernels read once per slot.
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
@@ -24,11 +26,8 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
                        c.routed_scaling_factor};
   router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
               w.topk_w, stream_);
-  const bool nvfp4 = L.nv_exp_gate.present();
-  // NVFP4 decode batches keep the per-slot kernels: the grouped NVFP4 kernels decode their weight
-  // tiles into shared memory and ran at 0.18–0.23 of the roofline (docs/performance.md).
-  if (T > kGemvMaxTokens || (T >= kGroupedMoeMinTokens && !nvfp4)) moe_batched(L, T);
-  else if (nvfp4) moe_decode_nvfp4(L, T);
+  if (T >= kGroupedMoeMinTokens) moe_batched(L, T);
+  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
 }
 
@@ -69,21 +68,31 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 }
 
 // Routed experts of a step of 2+ tokens (batched decode or prefill), all on the device: the
-// routing is counting-sorted by expert, then two grouped tensor-core launches (gate/up with
-// SwiGLU, down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (the
-// NVFP4 kernels decode the weight tiles in shared memory and apply the expert's scale2). No host
-// sync, so the step can be graph-captured.
+// routing is counting-sorted by expert, then two launches (gate/up with SwiGLU, down) stream each
+// routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded exactly to bf16,
+// the expert's scale2 applied to the fp32 sums): decode steps as skinny GEMMs of <= 8-row tiles,
+// longer steps as grouped GEMMs of 16/64-row tiles. No host sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
             K = int(c.num_experts_per_tok), E = int(c.n_routed_experts);
   MoeRouting r = w.routing;
-  r.tile_rows = moe_tile_rows_for(int64_t(T) * K, E);
+  const bool skinny = T <= kGemvMaxTokens;
+  r.tile_rows = skinny ? kMoeSkinnyTileRows : moe_tile_rows_for(int64_t(T) * K, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   if (L.nv_exp_gate.present()) {
-    moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_);
-    moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
+    const Nvfp4Stack g = L.nv_exp_gate.stack(), u = L.nv_exp_up.stack(), d = L.nv_exp_down.stack();
+    if (skinny) {
+      moe_skinny_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, stream_);
+      moe_skinny_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, stream_);
+    } else {
+      moe_grouped_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, stream_);
+      moe_grouped_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, stream_);
+    }
+  } else if (skinny) {
+    moe_skinny_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
+    moe_skinny_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   } else {
     moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
     moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row

@@ -7,7 +7,7 @@
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/linear/gemv_cuda_core.h"
-#include "backends/cuda/linear/skinny_mma.cuh"
+#include "backends/cuda/linear/skinny_bf16.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -138,68 +138,6 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
       }
 }
 
-// 2..8 tokens: the skinny tensor-core GEMM of skinny_mma.cuh. A lane's chunk of step s is the
-// 8 weights s·32 + t·8 .. +7 of rows g and g + 8 (2 MMAs); U steps are in flight per warp, the
-// first U requested before the wait. Tiles past `rows` compute clamped rows and store nothing.
-template <int S, int U, SkinnyTile K, Mode M>
-__global__ void __launch_bounds__(kWarps * 32, U <= 4 ? 3 : 2)
-    skinny_kernel(const bf16_t* __restrict__ x, int T, int in, const bf16_t* __restrict__ W0,
-                  const bf16_t* __restrict__ W1, int rows, void* out) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int tile0 = blockIdx.x * (kWarps / S);
-  const int o0 = (tile0 + warp / S) * SkinnyRows<K>::kOut, part = warp % S;
-  const int t0 = blockIdx.y * kSkinnyTokens;
-  const int nt = min(kSkinnyTokens, T - t0);
-  const bf16_t* wt = W0 + int64_t(min(SkinnyRows<K>::top(o0, g), rows - 1)) * in + t * 8;
-  const bf16_t* wb = W1 + int64_t(min(SkinnyRows<K>::bottom(o0, g), rows - 1)) * in + t * 8;
-  const bf16_t* xg = x + int64_t(t0 + min(g, nt - 1)) * in + t * 8;  // tokens past nt: unused columns
-  const int steps = (in + 31) / 32, per = (steps + S - 1) / S;
-  const int s0 = part * per, s1 = min(steps, s0 + per);
-  uint4 qt[U], qb[U];
-  // in % 8 == 0, so a lane's chunk is wholly inside the row or wholly past it (then zeros).
-  auto load = [&](int u, int s) {
-    const bool live = s < s1 && s * 32 + t * 8 < in;
-    qt[u] = live ? load_stream(wt + int64_t(s) * 32) : make_uint4(0, 0, 0, 0);
-    qb[u] = live ? load_stream(wb + int64_t(s) * 32) : make_uint4(0, 0, 0, 0);
-  };
-#pragma unroll
-  for (int u = 0; u < U; ++u) load(u, s0 + u);
-  pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-  SkinnyAcc acc;
-  for (int s = s0; s < s1; s += U) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
-        const uint4 xq = (s + u) * 32 + t * 8 < in ? load_cached(xg + int64_t(s + u) * 32) : make_uint4(0, 0, 0, 0);
-        skinny_mma(acc.c[0], qt[u].x, qb[u].x, qt[u].y, qb[u].y, xq.x, xq.y);
-        skinny_mma(acc.c[1], qt[u].z, qb[u].z, qt[u].w, qb[u].w, xq.z, xq.w);
-        load(u, s + u + U);  // refill the slot just consumed
-      }
-    }
-  }
-  skinny_store<S, K, M>(acc, tile0, t0, nt, rows, [](int) { return 1.f; }, out);
-}
-
-// CTAs below which a split-8 launch keeps 8 steps in flight per warp instead of 4 (one CTA per SM
-// would otherwise hold ~32 KiB of loads: o_proj and dense down have 128 CTAs).
-constexpr unsigned kDeepRingCtas = 264;
-
-template <SkinnyTile K, Mode M>
-void launch_skinny(const bf16_t* x, int T, int in, const bf16_t* W0, const bf16_t* W1, int rows, void* out,
-                   cudaStream_t stream) {
-  const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut;
-  const int S = skinny_split((in + 31) / 32, 4);
-  const dim3 grid = skinny_grid(tiles, S, T);
-  auto go = [&](auto kernel) { launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, x, T, in, W0, W1, rows, out); };
-  if (S == 1) go(skinny_kernel<1, 4, K, M>);
-  else if (S == 2) go(skinny_kernel<2, 4, K, M>);
-  else if (S == 4) go(skinny_kernel<4, 4, K, M>);
-  else if (grid.x < kDeepRingCtas) go(skinny_kernel<8, 8, K, M>);
-  else go(skinny_kernel<8, 4, K, M>);
-}
-
 void check_shapes(const char* what, const void* x, int in, const void* W, const void* out) {
   auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
   if (in <= 0 || in % 8 != 0)
@@ -216,7 +154,7 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
   if (T > 1 && !cuda_core) {
-    launch_skinny<SkinnyTile::Gemv, M>(xd, T, in, Wd, Wd, out_dim, out, stream);
+    launch_skinny_bf16<SkinnyTile::Gemv, M>(xd, in, Wd, Wd, out_dim, out, skinny_token_groups(T), SkinnyTokens{T}, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
     return;
   }
@@ -269,7 +207,8 @@ void launch_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu
   const auto* u = reinterpret_cast<const bf16_t*>(Wu);
   auto* a = reinterpret_cast<bf16_t*>(act);
   if (T > 1 && !cuda_core) {
-    launch_skinny<SkinnyTile::GateUp, Mode::Store>(xd, T, in, g, u, inter, a, stream);
+    launch_skinny_bf16<SkinnyTile::GateUp, Mode::Store>(xd, in, g, u, inter, a, skinny_token_groups(T), SkinnyTokens{T},
+                                                       stream);
     STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
     return;
   }

@@ -40,6 +40,32 @@ struct SkinnyRows {
   __device__ static int bottom(int o0, int g) { return K == SkinnyTile::Gemv ? o0 + 8 + g : o0 + g; }
 };
 
+// The rows one CTA works on, resolved at kernel start by the launch's Job (SkinnyTokens below, or
+// the MoE jobs of moe_skinny.cu).
+struct SkinnyWork {
+  bool live = true;    // false: nothing to do (a MoE tile slot past the routing's tiles); CTA-uniform
+  int nt = 0;          // live tokens, <= 8
+  int out_row0 = 0;    // output row of token 0 (a CTA's tokens write consecutive rows)
+  int64_t x_row = 0;   // activation row of this lane group's token (groups past nt repeat the last)
+  int64_t w_row0 = 0;  // first weight row (an expert's block in a stack)
+  int expert = 0;
+};
+
+// Tokens of one matrix: grid.y covers groups of 8 tokens. The weights do not depend on earlier
+// kernels, so they are requested before griddepcontrol.wait.
+struct SkinnyTokens {
+  static constexpr bool kWeightsBeforeWait = true;
+  int T;
+  __device__ SkinnyWork work(int g) const {
+    SkinnyWork w;
+    const int t0 = blockIdx.y * kSkinnyTokens;
+    w.nt = min(kSkinnyTokens, T - t0);
+    w.out_row0 = t0;
+    w.x_row = t0 + min(g, w.nt - 1);
+    return w;
+  }
+};
+
 // One warp's accumulators: two chains (even and odd MMA of a step) so consecutive MMAs do not wait
 // on each other; c[j][0..1] = (row g, tokens 2t, 2t+1), c[j][2..3] = (row g + 8, same tokens).
 struct SkinnyAcc {
@@ -59,7 +85,7 @@ __device__ __forceinline__ void skinny_mma(float (&d)[4], uint32_t top0, uint32_
 // act = bf16(bf16(g·sigmoid(g))·u), g and u rounded first). rows = the matrix's output rows
 // (Gemv) or inter (GateUp); scale(o) = the row's scale2 (1 for BF16).
 template <int S, SkinnyTile K, GemvOut M, typename Scale>
-__device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int tile0, int t0, int nt, int rows,
+__device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int tile0, int row0, int nt, int rows,
                                              Scale scale, void* out) {
   constexpr int kTiles = kSkinnyWarps / S;
   constexpr int kOut = SkinnyRows<K>::kOut;
@@ -82,7 +108,7 @@ __device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int tile0, in
     const int tok = j / kOut, r = j % kOut;  // consecutive threads: consecutive rows of one token
     const int o = (tile0 + tile) * kOut + r;
     if (tok >= nt || o >= rows) continue;
-    const int64_t idx = int64_t(t0 + tok) * rows + o;
+    const int64_t idx = int64_t(row0 + tok) * rows + o;
     if constexpr (K == SkinnyTile::Gemv) {
       store_gemv_out<M>(out, idx, round_bf16(sum(tile, r, tok) * scale(o)));
     } else {
@@ -93,11 +119,14 @@ __device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int tile0, in
   }
 }
 
-// Grid of a skinny launch: x over CTAs of (8 / S) tiles, y over groups of 8 tokens.
-inline dim3 skinny_grid(int tiles, int S, int T) {
+// Grid of a skinny launch: x over CTAs of (8 / S) tiles, y over the Job's work items (groups of
+// 8 tokens; MoE: tile slots of the routing).
+inline dim3 skinny_grid(int tiles, int S, int items) {
   const int per_cta = kSkinnyWarps / S;
-  return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned((T + kSkinnyTokens - 1) / kSkinnyTokens));
+  return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned(items));
 }
+
+inline int skinny_token_groups(int T) { return (T + kSkinnyTokens - 1) / kSkinnyTokens; }
 
 // Split-K factor for a reduction of `steps` chunk steps per row: as many warps per tile as keep
 // at least `min_steps` steps each (so each warp's ring still fills), at most 8.

@@ -8,7 +8,7 @@
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/linear/gemv_cuda_core.h"
-#include "backends/cuda/linear/skinny_mma.cuh"
+#include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -111,99 +111,6 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
       }
 }
 
-// 2..8 tokens: the skinny tensor-core GEMM of skinny_mma.cuh. A lane's chunk of step s is code
-// chunk 4s + t of rows g and g + 8 (32 weights each, two scale bytes): decoded exactly into bf16
-// (E2M1·E4M3 has at most 5 significant bits, see nvfp4_dequant_kernel) as 8 MMAs; scale2 is
-// applied to the fp32 sum before the bf16 rounding (skinny_store). The weight pairs come out of
-// the decoder as (j, j + 4) of a code word (e2m1_word_pair_bits), so the activations are paired
-// the same way. scale(o): the row's scale2 (Gemv), or gate's at 0 and up's at 1 (GateUp).
-__device__ __forceinline__ uint32_t e2m1_bf16_pair(uint32_t word, int j, float scale_x2p14) {
-  const uint32_t h = j == 0 ? e2m1_word_pair_bits<0>(word)
-                     : j == 1 ? e2m1_word_pair_bits<1>(word)
-                     : j == 2 ? e2m1_word_pair_bits<2>(word)
-                              : e2m1_word_pair_bits<3>(word);
-  const float2 f = half2_bits_to_float2(h);
-  return pack_bf16x2(f.x * scale_x2p14, f.y * scale_x2p14);  // exact products, exact roundings
-}
-
-// Activations j and j + 4 of 8 (one 16-byte load) as a bf16x2, j in the low half.
-__device__ __forceinline__ uint32_t x_pair(const uint4& q, int j) {
-  const uint32_t lo = j < 2 ? q.x : q.y, hi = j < 2 ? q.z : q.w;
-  return __byte_perm(lo, hi, (j & 1) ? 0x7632 : 0x5410);
-}
-
-__device__ __forceinline__ uint32_t word_of(const uint4& q, int i) { return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w; }
-
-template <int S, int U, SkinnyTile K, Mode M>
-__global__ void __launch_bounds__(kWarps * 32, 2)
-    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, RowScale2 s2,
-                        int rows, void* out) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int tile0 = blockIdx.x * (kWarps / S);
-  const int o0 = (tile0 + warp / S) * SkinnyRows<K>::kOut, part = warp % S;
-  const int t0 = blockIdx.y * kSkinnyTokens;
-  const int nt = min(kSkinnyTokens, T - t0);
-  const int64_t rt = min(SkinnyRows<K>::top(o0, g), rows - 1), rb = min(SkinnyRows<K>::bottom(o0, g), rows - 1);
-  const uint8_t* ct = W0.codes + rt * (in / 2) + t * 16;
-  const uint8_t* cb = W1.codes + rb * (in / 2) + t * 16;
-  const uint8_t* st = W0.scales + rt * (in / 16) + t * 2;
-  const uint8_t* sb = W1.scales + rb * (in / 16) + t * 2;
-  const bf16_t* xg = x + int64_t(t0 + min(g, nt - 1)) * in + t * 32;  // tokens past nt: unused columns
-  const int steps = (in + 127) / 128, per = (steps + S - 1) / S;
-  const int s0 = part * per, s1 = min(steps, s0 + per);
-  uint4 qt[U], qb[U];
-  uint32_t scale_t[U], scale_b[U];
-  // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
-  auto load = [&](int u, int s) {
-    const bool live = s < s1 && s * 128 + t * 32 < in;
-    qt[u] = live ? load_stream(ct + int64_t(s) * 64) : make_uint4(0, 0, 0, 0);
-    qb[u] = live ? load_stream(cb + int64_t(s) * 64) : make_uint4(0, 0, 0, 0);
-    scale_t[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(st + int64_t(s) * 8)) : 0u;
-    scale_b[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(sb + int64_t(s) * 8)) : 0u;
-  };
-#pragma unroll
-  for (int u = 0; u < U; ++u) load(u, s0 + u);
-  pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-  SkinnyAcc acc;
-  for (int s = s0; s < s1; s += U) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
-        const bool live = (s + u) * 128 + t * 32 < in;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-          const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
-          const float at = ue4m3_x2p14((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
-          const float ab = ue4m3_x2p14((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-          const uint32_t wt = word_of(qt[u], i), wb = word_of(qb[u], i);
-#pragma unroll
-          for (int h = 0; h < 2; ++h)  // pairs (2h, 2h + 4) and (2h + 1, 2h + 5): 16 k values over the quad
-            skinny_mma(acc.c[h], e2m1_bf16_pair(wt, 2 * h, at), e2m1_bf16_pair(wb, 2 * h, ab),
-                       e2m1_bf16_pair(wt, 2 * h + 1, at), e2m1_bf16_pair(wb, 2 * h + 1, ab), x_pair(xq, 2 * h),
-                       x_pair(xq, 2 * h + 1));
-        }
-        load(u, s + u + U);  // refill the slot just consumed
-      }
-    }
-  }
-  skinny_store<S, K, M>(acc, tile0, t0, nt, rows, [&](int o) { return s2.at(o); }, out);
-}
-
-template <SkinnyTile K, Mode M>
-void launch_nvfp4_skinny(const bf16_t* x, int T, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, RowScale2 s2, int rows,
-                         void* out, cudaStream_t stream) {
-  const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut;
-  const int S = skinny_split((in + 127) / 128, 2);
-  const dim3 grid = skinny_grid(tiles, S, T);
-  auto go = [&](auto kernel) { launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, x, T, in, W0, W1, s2, rows, out); };
-  if (S == 1) go(nvfp4_skinny_kernel<1, 4, K, M>);
-  else if (S == 2) go(nvfp4_skinny_kernel<2, 4, K, M>);
-  else if (S == 4) go(nvfp4_skinny_kernel<4, 4, K, M>);
-  else go(nvfp4_skinny_kernel<8, 4, K, M>);
-}
-
 // One thread per 16-weight group (8 code bytes, 1 scale byte -> 32 output bytes). Exact: an
 // E2M1 value has at most 2 significant bits and an E4M3 scale at most 4 (subnormal scales
 // m·2^-9 have at most 3), so the product has at most 5 of bf16's 8; its magnitude lies in
@@ -263,7 +170,8 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   if (T > 1 && !cuda_core) {
-    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, T, in, W, W, s2, out_dim, out, stream);
+    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, skinny_token_groups(T),
+                                             Nvfp4SkinnyTokens{{T}, s2}, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
     return;
   }
@@ -324,7 +232,8 @@ void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g
   if (T > 1 && !cuda_core) {
     // skinny_store reads gate's scale2 at 0 and up's at 1.
     const RowScale2 s2{1, 2, {scale2_g, scale2_u, scale2_u}};
-    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, T, in, Wg, Wu, s2, inter, a, stream);
+    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, skinny_token_groups(T),
+                                                         Nvfp4SkinnyTokens{{T}, s2}, stream);
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
     return;
   }

@@ -1,0 +1,82 @@
+// The BF16 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
+// (gemv.cu) and the routed experts of decode steps (moe/moe_skinny.cu).
+#pragma once
+#include "backends/cuda/linear/skinny_mma.cuh"
+
+namespace striker::cuda {
+
+// A lane's chunk of step s is the 8 weights s·32 + t·8 .. +7 of rows g and g + 8 (2 MMAs); U
+// steps are in flight per warp, the first U requested before the wait when the Job allows it.
+// Tiles past `rows` compute clamped rows and store nothing. W0/W1: the matrices (gate, up for
+// GateUp) at the Job's w_row0.
+// 3 CTAs per SM (80 registers) for the 4-deep ring of dense launches; 2 for the 8-deep ring and
+// for the MoE jobs, whose routing state would spill at 80.
+template <int S, int U, SkinnyTile K, GemvOut M, typename Job>
+__global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 && Job::kWeightsBeforeWait ? 3 : 2)
+    skinny_bf16_kernel(const bf16_t* __restrict__ x, int in, const bf16_t* __restrict__ W0,
+                       const bf16_t* __restrict__ W1, int rows, void* out, Job job) {
+  pdl_launch_dependents();  // see launch.cuh
+  if constexpr (!Job::kWeightsBeforeWait) pdl_wait();  // the rows to read come from earlier kernels
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const SkinnyWork wk = job.work(g);
+  if (!wk.live) return;
+  const int tile0 = blockIdx.x * (kSkinnyWarps / S);
+  const int o0 = (tile0 + warp / S) * SkinnyRows<K>::kOut, part = warp % S;
+  const bf16_t* wt = W0 + (wk.w_row0 + min(SkinnyRows<K>::top(o0, g), rows - 1)) * in + t * 8;
+  const bf16_t* wb = W1 + (wk.w_row0 + min(SkinnyRows<K>::bottom(o0, g), rows - 1)) * in + t * 8;
+  const bf16_t* xg = x + wk.x_row * in + t * 8;
+  const int steps = (in + 31) / 32, per = (steps + S - 1) / S;
+  const int s0 = part * per, s1 = min(steps, s0 + per);
+  uint4 qt[U], qb[U];
+  // in % 8 == 0, so a lane's chunk is wholly inside the row or wholly past it (then zeros).
+  auto load = [&](int u, int s) {
+    const bool live = s < s1 && s * 32 + t * 8 < in;
+    qt[u] = live ? load_stream(wt + int64_t(s) * 32) : make_uint4(0, 0, 0, 0);
+    qb[u] = live ? load_stream(wb + int64_t(s) * 32) : make_uint4(0, 0, 0, 0);
+  };
+#pragma unroll
+  for (int u = 0; u < U; ++u) load(u, s0 + u);
+  if constexpr (Job::kWeightsBeforeWait) pdl_wait();  // x (and h in Residual mode) come from earlier kernels
+  SkinnyAcc acc;
+  for (int s = s0; s < s1; s += U) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
+        const uint4 xq = (s + u) * 32 + t * 8 < in ? load_cached(xg + int64_t(s + u) * 32) : make_uint4(0, 0, 0, 0);
+        skinny_mma(acc.c[0], qt[u].x, qb[u].x, qt[u].y, qb[u].y, xq.x, xq.y);
+        skinny_mma(acc.c[1], qt[u].z, qb[u].z, qt[u].w, qb[u].w, xq.z, xq.w);
+        load(u, s + u + U);  // refill the slot just consumed
+      }
+    }
+  }
+  skinny_store<S, K, M>(acc, tile0, wk.out_row0, wk.nt, rows, [](int) { return 1.f; }, out);
+}
+
+// CTAs below which a split-8 dense launch keeps 8 steps in flight per warp instead of 4 (one CTA
+// per SM would otherwise hold ~32 KiB of loads: o_proj and dense down have 128 CTAs).
+constexpr unsigned kSkinnyDeepRingCtas = 264;
+
+// grid.y = items (the Job's work items). Shapes are checked by the callers (in % 8 == 0, 16-byte
+// aligned rows).
+template <SkinnyTile K, GemvOut M, typename Job>
+void launch_skinny_bf16(const bf16_t* x, int in, const bf16_t* W0, const bf16_t* W1, int rows, void* out, int items,
+                        Job job, cudaStream_t stream) {
+  const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut;
+  const int S = skinny_split((in + 31) / 32, 4);
+  const dim3 grid = skinny_grid(tiles, S, items);
+  auto go = [&](auto kernel) {
+    launch_pdl(kernel, grid, dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
+  };
+  if (S == 1) go(skinny_bf16_kernel<1, 4, K, M, Job>);
+  else if (S == 2) go(skinny_bf16_kernel<2, 4, K, M, Job>);
+  else if (S == 4) go(skinny_bf16_kernel<4, 4, K, M, Job>);
+  else if constexpr (Job::kWeightsBeforeWait) {
+    if (grid.x * grid.y < kSkinnyDeepRingCtas) go(skinny_bf16_kernel<8, 8, K, M, Job>);
+    else go(skinny_bf16_kernel<8, 4, K, M, Job>);
+  } else {
+    go(skinny_bf16_kernel<8, 4, K, M, Job>);
+  }
+}
+
+}  // namespace striker::cuda
