@@ -43,8 +43,8 @@ void bench_router_moe(std::mt19937& rng);
 // path. Launch i uses routing i % 8 (RotatedRoutings) so a few tokens' experts are not L2 hits.
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 
-// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`: the
-// production kernels and, from T = 2, the CUDA-core ones (gemv_cuda_core.h), one reference each.
+// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`, through
+// both kernel families (gemv_variants.h; the production one marked "*"), one reference each.
 void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens);
 void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens);
 

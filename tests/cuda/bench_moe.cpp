@@ -225,32 +225,21 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
       down8(i);
       combine(i);
     };
-    d_h.upload(h0);
-    skinny(0);
-    auto got8 = d_h.download();
-    got8.resize(hc.size());
-    const auto c8 = compare(got8, hc, 2 * kBf16Rtol, kBf16Atol);
     const std::string tag8 = "moe skinny T=" + std::to_string(T) + " ";
-    sort8(0);  // the single-kernel rows below time the checked routing's tiles (L2-warm across launches)
-    const double gu8 = time_us(gate_up8), dn8 = time_us(down8), all8 = time_us(skinny);
+    sort8(0);  // the single-kernel rows time the checked routing's tiles (its experts may stay in L2)
+    const double gu8 = time_us(gate_up8), dn8 = time_us(down8);
     row(tag8 + "gate/up+SwiGLU (same experts)", nullptr, gu8, active * 2 * mat, tflops(2.0 * S * 2 * I * H, gu8));
     row(tag8 + "down (same experts)", nullptr, dn8, active * mat, tflops(2.0 * S * I * H, dn8));
-    row(tag8 + "all 4 kernels", &c8, all8, active * 3 * mat, tflops(flops, all8));
-    DeviceBuffer<bf16> d_sact(size_t(T) * I);
+    auto notes = [&](double us) { return tflops(flops, us); };
+    row_checked_h(tag8 + "all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat, notes);
     auto per_slot = [&](int i) {
       moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
                   nullptr, bench_stream());
       moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
                        bench_stream());
     };
-    d_h.upload(h0);
-    per_slot(0);
-    auto got_slot = d_h.download();
-    got_slot.resize(hc.size());
-    const auto cs = compare(got_slot, hc, 2 * kBf16Rtol, kBf16Atol);
-    const double us_slot = time_us(per_slot);
-    row("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", &cs, us_slot,
-        active * 3 * mat, tflops(flops, us_slot));
+    row_checked_h("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", per_slot,
+                  d_h, h0, hc, active * 3 * mat, notes);
     return;  // the host-sort path below is for prefill-sized steps
   }
 

@@ -171,28 +171,17 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
     moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), bench_stream());
     moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
   };
-  d_h.upload(h0);
-  skinny(0);
-  auto got8 = d_h.download();
-  got8.resize(hc.size());
-  const auto c8 = compare(got8, hc, 2 * kBf16Rtol, kBf16Atol);
-  const double us8 = time_us(skinny);
-  row("nvfp4 moe skinny T=" + std::to_string(T) + " all 4 kernels", &c8, us8, active * 3 * mat,
-      tflops(2.0 * S * 3 * I * H, us8));
+  auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };
+  row_checked_h("nvfp4 moe skinny T=" + std::to_string(T) + " all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat,
+                notes);
   auto per_slot = [&](int i) {
     nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
                       bench_stream());
     nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
                            d_h.get(), bench_stream());
   };
-  d_h.upload(h0);
-  per_slot(0);
-  auto got_slot = d_h.download();
-  got_slot.resize(hc.size());
-  const auto cs = compare(got_slot, hc, 2 * kBf16Rtol, kBf16Atol);
-  const double us_slot = time_us(per_slot);
-  row("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", &cs, us_slot, active * 3 * mat,
-      tflops(2.0 * S * 3 * I * H, us_slot));
+  row_checked_h("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", per_slot, d_h, h0, hc, active * 3 * mat,
+                notes);
 }
 
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.

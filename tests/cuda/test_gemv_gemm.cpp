@@ -5,7 +5,7 @@
 
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
-#include "backends/cuda/linear/gemv_cuda_core.h"
+#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/common/pdl_probe.h"
 #include "cuda_test_util.h"
 
@@ -71,21 +71,22 @@ TEST(CudaGemv, GateUpSwigluMatchesReference) {
   }
 }
 
-// 2..8 tokens (the tensor-core skinny kernels, and the CUDA-core kernels they replace while both
-// exist): every split-K width (in = 264 / 520 / 1000 / 2048 / 8200: S = 2, 4, 8, the deep ring;
+// 1..8 tokens through both kernel families (production: tensor-core skinny kernels from 2 tokens,
+// CUDA-core kernels at 1; gemv_variants.h serves either at any T for the A/B): every split-K width (in = 264 / 520 / 1000 / 2048 / 8200: S = 2, 4, 8, the deep ring;
 // 264, 520 and 8200 are not multiples of 32, so a lane's last chunk lies past the row), output
 // widths off the 16-row tile, many-CTA grids; poisoned outputs with a poisoned tail that must
 // stay untouched; NaN never passes (compare).
-TEST(CudaGemv, TwoToEightTokensMatchReferenceOnEveryPath) {
+TEST(CudaGemv, OneToEightTokensMatchReferenceOnBothKernelFamilies) {
   std::mt19937 rng(24);
   std::vector<Shape> shapes;
   const int ins[] = {264, 520, 1000, 2048, 8200, 4096, 2048};
   const int outs[] = {37, 300, 5120 + 9, 1001, 33, 2050, 40000};
   for (int T = 2; T <= 8; ++T) shapes.push_back(Shape{T, ins[T - 2], outs[T - 2]});
   shapes.push_back(Shape{8, 96, 17});  // fewer k steps than warps of a tile
-  for (bool cuda_core : {false, true})
+  shapes.push_back(Shape{1, 2048, 5120});  // one token through the tensor-core kernels too
+  for (DecodeKernels k : {DecodeKernels::TensorCores, DecodeKernels::CudaCores})
     for (Shape s : shapes) {
-      SCOPED_TRACE(std::string(cuda_core ? "cuda cores" : "tensor cores") + " T=" + std::to_string(s.T) +
+      SCOPED_TRACE(std::string(k == DecodeKernels::CudaCores ? "cuda cores" : "tensor cores") + " T=" + std::to_string(s.T) +
                    " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
       auto x = random_bf16(rng, size_t(s.T) * s.in);
       auto W = random_bf16(rng, size_t(s.out) * s.in, 0.05f);
@@ -97,8 +98,8 @@ TEST(CudaGemv, TwoToEightTokensMatchReferenceOnEveryPath) {
       DeviceBuffer<float> d_l(n + pad);
       d_y.poison();
       d_l.poison();
-      (cuda_core ? gemv_bf16_cuda_core : gemv_bf16)(d_x.get(), s.T, s.in, d_W.get(), s.out, d_y.get(), nullptr);
-      (cuda_core ? gemv_logits_cuda_core : gemv_logits)(d_x.get(), s.T, s.in, d_W.get(), s.out, d_l.get(), nullptr);
+      gemv_bf16_using(k, d_x.get(), s.T, s.in, d_W.get(), s.out, d_y.get(), nullptr);
+      gemv_logits_using(k, d_x.get(), s.T, s.in, d_W.get(), s.out, d_l.get(), nullptr);
       auto y = to_float(d_y.download());
       y.resize(n);
       auto c = compare(y, ref, kBf16Rtol, 1e-3);
@@ -114,8 +115,7 @@ TEST(CudaGemv, TwoToEightTokensMatchReferenceOnEveryPath) {
       std::vector<float> h_ref(n);
       for (size_t i = 0; i < n; ++i) h_ref[i] = round_bf16(bf16_to_float(h[i]) + ref[i]);
       DeviceBuffer<bf16> d_h(h);
-      (cuda_core ? gemv_residual_cuda_core : gemv_residual)(d_x.get(), s.T, s.in, d_W.get(), s.out, d_h.get(),
-                                                            nullptr);
+      gemv_residual_using(k, d_x.get(), s.T, s.in, d_W.get(), s.out, d_h.get(), nullptr);
       c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
       EXPECT_TRUE(c.ok()) << "residual " << c.describe();
 
@@ -126,8 +126,7 @@ TEST(CudaGemv, TwoToEightTokensMatchReferenceOnEveryPath) {
       gate_up_ref(x, s.T, s.in, Wg, Wu, inter, act_ref);
       DeviceBuffer<bf16> d_g(Wg), d_u(Wu), d_a(act_ref.size() + pad);
       d_a.poison();
-      (cuda_core ? gemv_gate_up_cuda_core : gemv_gate_up)(d_x.get(), s.T, s.in, d_g.get(), d_u.get(), inter,
-                                                          d_a.get(), nullptr);
+      gemv_gate_up_using(k, d_x.get(), s.T, s.in, d_g.get(), d_u.get(), inter, d_a.get(), nullptr);
       auto a = d_a.download();
       a.resize(act_ref.size());
       c = compare(a, act_ref, 2 * kBf16Rtol, 1e-3);

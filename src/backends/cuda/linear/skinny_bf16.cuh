@@ -17,17 +17,13 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 && Job::kWeightsBefo
                        const bf16_t* __restrict__ W1, int rows, void* out, Job job) {
   pdl_launch_dependents();  // see launch.cuh
   if constexpr (!Job::kWeightsBeforeWait) pdl_wait();  // the rows to read come from earlier kernels
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const SkinnyWork wk = job.work(g);
+  const SkinnyWork wk = job.work((threadIdx.x & 31) >> 2);
   if (!wk.live) return;
-  const int tile0 = blockIdx.x * (kSkinnyWarps / S);
-  const int o0 = (tile0 + warp / S) * SkinnyRows<K>::kOut, part = warp % S;
-  const bf16_t* wt = W0 + (wk.w_row0 + min(SkinnyRows<K>::top(o0, g), rows - 1)) * in + t * 8;
-  const bf16_t* wb = W1 + (wk.w_row0 + min(SkinnyRows<K>::bottom(o0, g), rows - 1)) * in + t * 8;
-  const bf16_t* xg = x + wk.x_row * in + t * 8;
-  const int steps = (in + 31) / 32, per = (steps + S - 1) / S;
-  const int s0 = part * per, s1 = min(steps, s0 + per);
+  const SkinnyLane l = skinny_lane<S, K>(rows, (in + 31) / 32);
+  const int t = l.t, s0 = l.s0, s1 = l.s1;
+  const bf16_t* wt = W0 + int64_t(wk.w_row0 + l.top) * in + t * 8;
+  const bf16_t* wb = W1 + int64_t(wk.w_row0 + l.bottom) * in + t * 8;
+  const bf16_t* xg = x + int64_t(wk.x_row) * in + t * 8;
   uint4 qt[U], qb[U];
   // in % 8 == 0, so a lane's chunk is wholly inside the row or wholly past it (then zeros).
   auto load = [&](int u, int s) {
@@ -50,7 +46,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 && Job::kWeightsBefo
       }
     }
   }
-  skinny_store<S, K, M>(acc, tile0, wk.out_row0, wk.nt, rows, [](int) { return 1.f; }, out);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [](int) { return 1.f; }, out);
 }
 
 // CTAs below which a split-8 dense launch keeps 8 steps in flight per warp instead of 4 (one CTA
@@ -62,21 +58,13 @@ constexpr unsigned kSkinnyDeepRingCtas = 264;
 template <SkinnyTile K, GemvOut M, typename Job>
 void launch_skinny_bf16(const bf16_t* x, int in, const bf16_t* W0, const bf16_t* W1, int rows, void* out, int items,
                         Job job, cudaStream_t stream) {
-  const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut;
   const int S = skinny_split((in + 31) / 32, 4);
-  const dim3 grid = skinny_grid(tiles, S, items);
-  auto go = [&](auto kernel) {
-    launch_pdl(kernel, grid, dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
-  };
-  if (S == 1) go(skinny_bf16_kernel<1, 4, K, M, Job>);
-  else if (S == 2) go(skinny_bf16_kernel<2, 4, K, M, Job>);
-  else if (S == 4) go(skinny_bf16_kernel<4, 4, K, M, Job>);
-  else if constexpr (Job::kWeightsBeforeWait) {
-    if (grid.x * grid.y < kSkinnyDeepRingCtas) go(skinny_bf16_kernel<8, 8, K, M, Job>);
-    else go(skinny_bf16_kernel<8, 4, K, M, Job>);
-  } else {
-    go(skinny_bf16_kernel<8, 4, K, M, Job>);
-  }
+  const dim3 grid = skinny_grid<K>(rows, S, items);
+  // The MoE jobs (weights after the wait, thousands of CTAs) never take the deep ring.
+  skinny_dispatch<Job::kWeightsBeforeWait>(S, grid.x * grid.y < kSkinnyDeepRingCtas, [&](auto s, auto u) {
+    launch_pdl(skinny_bf16_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, grid, dim3(kSkinnyWarps * 32),
+               0, stream, x, in, W0, W1, rows, out, job);
+  });
 }
 
 }  // namespace striker::cuda

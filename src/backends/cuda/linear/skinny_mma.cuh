@@ -15,6 +15,7 @@
 // requested before griddepcontrol.wait (weights only), streamed while the kernel in front drains.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
@@ -46,8 +47,8 @@ struct SkinnyWork {
   bool live = true;    // false: nothing to do (a MoE tile slot past the routing's tiles); CTA-uniform
   int nt = 0;          // live tokens, <= 8
   int out_row0 = 0;    // output row of token 0 (a CTA's tokens write consecutive rows)
-  int64_t x_row = 0;   // activation row of this lane group's token (groups past nt repeat the last)
-  int64_t w_row0 = 0;  // first weight row (an expert's block in a stack)
+  int x_row = 0;       // activation row of this lane group's token (groups past nt repeat the last)
+  int w_row0 = 0;      // first weight row (an expert's block in a stack)
   int expert = 0;
 };
 
@@ -65,6 +66,26 @@ struct SkinnyTokens {
     return w;
   }
 };
+
+// Where one lane of a skinny CTA works: lane group g / thread t of the MMA, the matrix rows of its MMA rows g and g + 8 (clamped: rows past the matrix are computed, never
+// stored; add the Job's w_row0) and its warp's chunk steps [s0, s1) of `steps` (split-K over S
+// warps per tile).
+struct SkinnyLane {
+  int g, t, s0, s1, top, bottom;
+};
+
+template <int S, SkinnyTile K>
+__device__ __forceinline__ SkinnyLane skinny_lane(int rows, int steps) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  SkinnyLane l;
+  l.g = lane >> 2, l.t = lane & 3;
+  const int o0 = (blockIdx.x * (kSkinnyWarps / S) + warp / S) * SkinnyRows<K>::kOut, per = (steps + S - 1) / S;
+  l.s0 = (warp % S) * per;
+  l.s1 = min(steps, l.s0 + per);
+  l.top = min(SkinnyRows<K>::top(o0, l.g), rows - 1);
+  l.bottom = min(SkinnyRows<K>::bottom(o0, l.g), rows - 1);
+  return l;
+}
 
 // One warp's accumulators: two chains (even and odd MMA of a step) so consecutive MMAs do not wait
 // on each other; c[j][0..1] = (row g, tokens 2t, 2t+1), c[j][2..3] = (row g + 8, same tokens).
@@ -85,9 +106,10 @@ __device__ __forceinline__ void skinny_mma(float (&d)[4], uint32_t top0, uint32_
 // act = bf16(bf16(g·sigmoid(g))·u), g and u rounded first). rows = the matrix's output rows
 // (Gemv) or inter (GateUp); scale(o) = the row's scale2 (1 for BF16).
 template <int S, SkinnyTile K, GemvOut M, typename Scale>
-__device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int tile0, int row0, int nt, int rows,
-                                             Scale scale, void* out) {
+__device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int row0, int nt, int rows, Scale scale,
+                                             void* out) {
   constexpr int kTiles = kSkinnyWarps / S;
+  const int tile0 = blockIdx.x * kTiles;
   constexpr int kOut = SkinnyRows<K>::kOut;
   __shared__ float red[kSkinnyWarps][16 * kSkinnyTokens];  // [warp][row * 8 + token]
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -119,11 +141,24 @@ __device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int tile0, in
   }
 }
 
-// Grid of a skinny launch: x over CTAs of (8 / S) tiles, y over the Job's work items (groups of
-// 8 tokens; MoE: tile slots of the routing).
-inline dim3 skinny_grid(int tiles, int S, int items) {
-  const int per_cta = kSkinnyWarps / S;
+// Grid of a skinny launch over `rows` output rows: x over CTAs of (8 / S) tiles, y over the Job's
+// work items (groups of 8 tokens; MoE: tile slots of the routing).
+template <SkinnyTile K>
+dim3 skinny_grid(int rows, int S, int items) {
+  const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut, per_cta = kSkinnyWarps / S;
   return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned(items));
+}
+
+// Calls launch(S, U) with the split S (1, 2, 4 or 8) and the ring depth U (8 when kAllowDeep,
+// `deep` and S == 8; else 4) as std::integral_constant values, so each picks its kernel instance.
+template <bool kAllowDeep, typename Launch>
+void skinny_dispatch(int S, bool deep, Launch launch) {
+  using U4 = std::integral_constant<int, 4>;
+  if (S == 1) launch(std::integral_constant<int, 1>{}, U4{});
+  else if (S == 2) launch(std::integral_constant<int, 2>{}, U4{});
+  else if (S == 4) launch(std::integral_constant<int, 4>{}, U4{});
+  else if (kAllowDeep && deep) launch(std::integral_constant<int, 8>{}, std::integral_constant<int, kAllowDeep ? 8 : 4>{});
+  else launch(std::integral_constant<int, 8>{}, U4{});
 }
 
 inline int skinny_token_groups(int T) { return (T + kSkinnyTokens - 1) / kSkinnyTokens; }

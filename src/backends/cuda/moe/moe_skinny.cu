@@ -21,7 +21,7 @@ struct SkinnyMoeJob {
   const int32_t* num_tiles;
   const int32_t* sorted_slot;
   int K;
-  int64_t rows_per_expert;         // weight rows of one expert's matrix (inter for gate/up, hidden for down)
+  int rows_per_expert;              // weight rows of one expert's matrix (inter for gate/up, hidden for down)
   const float* scale2_a = nullptr;  // NVFP4: per-expert scale2 of gate (or down) ...
   const float* scale2_b = nullptr;  // ... and of up (gate/up only)
   __device__ SkinnyWork work(int g) const {
@@ -36,7 +36,7 @@ struct SkinnyMoeJob {
     w.expert = tile.expert;
     const int r = tile.first + min(g, tile.rows - 1);
     w.x_row = kGather ? sorted_slot[r] / K : r;
-    w.w_row0 = int64_t(tile.expert) * rows_per_expert;
+    w.w_row0 = tile.expert * rows_per_expert;  // < 2^31: E <= 512 experts of < 2^22 rows (checked)
     return w;
   }
   // GateUp asks for o = 0 (gate) and o = 1 (up); Gemv (down) for every row of the expert.
@@ -53,7 +53,7 @@ int check_skinny(const char* what, int T, int K, int kdim, int kdim_multiple, in
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % kdim_multiple != 0)
     fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of " + std::to_string(kdim_multiple));
-  if (n <= 0) fail("output width " + std::to_string(n) + " is not positive");
+  if (n <= 0 || n >= (1 << 22)) fail("output width " + std::to_string(n) + " is not in 1..2^22");
   if (r.tile_rows != kMoeSkinnyTileRows)
     fail("tile_rows " + std::to_string(r.tile_rows) + " is not " + std::to_string(kMoeSkinnyTileRows));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)

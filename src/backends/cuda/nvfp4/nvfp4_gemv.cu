@@ -7,7 +7,7 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/linear/gemv_cuda_core.h"
+#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
@@ -165,11 +165,11 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream, bool cuda_core = false) {
+                 cudaStream_t stream, DecodeKernels kernels) {
   check_nvfp4(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
-  if (T > 1 && !cuda_core) {
+  if (kernels == DecodeKernels::TensorCores) {
     launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, skinny_token_groups(T),
                                              Nvfp4SkinnyTokens{{T}, s2}, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
@@ -203,33 +203,14 @@ unsigned grid_for(int64_t n, int threads) {
   return unsigned(std::min<int64_t>((n + threads - 1) / threads, 65535 * 8));
 }
 
-}  // namespace
-
-void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
-}
-
-void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
-}
-
-void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
-}
-
-namespace {
-
 void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu, float scale2_u,
-                    int inter, bf16* act, cudaStream_t stream, bool cuda_core) {
+                    int inter, bf16* act, cudaStream_t stream, DecodeKernels kernels) {
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
-  if (T > 1 && !cuda_core) {
+  if (kernels == DecodeKernels::TensorCores) {
     // skinny_store reads gate's scale2 at 0 and up's at 1.
     const RowScale2 s2{1, 2, {scale2_g, scale2_u, scale2_u}};
     launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, skinny_token_groups(T),
@@ -243,31 +224,49 @@ void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }
 
+// Production: tensor cores from 2 tokens on (skinny_mma.cuh), the CUDA-core kernels at 1.
+DecodeKernels production(int T) { return T > 1 ? DecodeKernels::TensorCores : DecodeKernels::CudaCores; }
+
 }  // namespace
+
+void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
+                cudaStream_t stream) {
+  nvfp4_gemv_using(production(T), x, T, in, W, scale2, out_dim, out, stream);
+}
+
+void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
+                         cudaStream_t stream) {
+  nvfp4_gemv_residual_using(production(T), x, T, in, W, scale2, out_dim, h, stream);
+}
+
+void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
+                       cudaStream_t stream) {
+  nvfp4_gemv_logits_using(production(T), x, T, in, W, scale2, out_dim, logits, stream);
+}
 
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
                         float scale2_u, int inter, bf16* act, cudaStream_t stream) {
-  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream, false);
+  nvfp4_gemv_gate_up_using(production(T), x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream);
 }
 
-void nvfp4_gemv_cuda_core(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                          cudaStream_t stream) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream, true);
+void nvfp4_gemv_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim,
+                      bf16* out, cudaStream_t stream) {
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream, k);
 }
 
-void nvfp4_gemv_residual_cuda_core(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim,
-                                   bf16* h, cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream, true);
+void nvfp4_gemv_residual_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2,
+                               int out_dim, bf16* h, cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream, k);
 }
 
-void nvfp4_gemv_logits_cuda_core(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim,
-                                 float* logits, cudaStream_t stream) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream, true);
+void nvfp4_gemv_logits_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2,
+                             int out_dim, float* logits, cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream, k);
 }
 
-void nvfp4_gemv_gate_up_cuda_core(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                                  float scale2_u, int inter, bf16* act, cudaStream_t stream) {
-  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream, true);
+void nvfp4_gemv_gate_up_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g,
+                              Nvfp4Matrix Wu, float scale2_u, int inter, bf16* act, cudaStream_t stream) {
+  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream, k);
 }
 
 void nvfp4_dequantize(Nvfp4Matrix W, int64_t rows, int in, bf16* out, cudaStream_t stream) {

@@ -45,21 +45,15 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
                         Job job) {
   pdl_launch_dependents();  // see launch.cuh
   if constexpr (!Job::kWeightsBeforeWait) pdl_wait();  // the rows to read come from earlier kernels
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const SkinnyWork wk = job.work(g);
+  const SkinnyWork wk = job.work((threadIdx.x & 31) >> 2);
   if (!wk.live) return;
-  const int tile0 = blockIdx.x * (kSkinnyWarps / S);
-  const int o0 = (tile0 + warp / S) * SkinnyRows<K>::kOut, part = warp % S;
-  const int64_t rt = wk.w_row0 + min(SkinnyRows<K>::top(o0, g), rows - 1);
-  const int64_t rb = wk.w_row0 + min(SkinnyRows<K>::bottom(o0, g), rows - 1);
-  const uint8_t* ct = W0.codes + rt * (in / 2) + t * 16;
-  const uint8_t* cb = W1.codes + rb * (in / 2) + t * 16;
-  const uint8_t* st = W0.scales + rt * (in / 16) + t * 2;
-  const uint8_t* sb = W1.scales + rb * (in / 16) + t * 2;
-  const bf16_t* xg = x + wk.x_row * in + t * 32;
-  const int steps = (in + 127) / 128, per = (steps + S - 1) / S;
-  const int s0 = part * per, s1 = min(steps, s0 + per);
+  const SkinnyLane l = skinny_lane<S, K>(rows, (in + 127) / 128);
+  const int t = l.t, s0 = l.s0, s1 = l.s1;
+  const uint8_t* ct = W0.codes + int64_t(wk.w_row0 + l.top) * (in / 2) + t * 16;
+  const uint8_t* cb = W1.codes + int64_t(wk.w_row0 + l.bottom) * (in / 2) + t * 16;
+  const uint8_t* st = W0.scales + int64_t(wk.w_row0 + l.top) * (in / 16) + t * 2;
+  const uint8_t* sb = W1.scales + int64_t(wk.w_row0 + l.bottom) * (in / 16) + t * 2;
+  const bf16_t* xg = x + int64_t(wk.x_row) * in + t * 32;
   uint4 qt[U], qb[U];
   uint32_t scale_t[U], scale_b[U];
   // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
@@ -95,7 +89,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
       }
     }
   }
-  skinny_store<S, K, M>(acc, tile0, wk.out_row0, wk.nt, rows, [&](int o) { return job.scale(wk, o); }, out);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return job.scale(wk, o); }, out);
 }
 
 // grid.y = items (the Job's work items). Shapes are checked by the callers (in % 64 == 0, 16-byte
@@ -103,16 +97,11 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 template <SkinnyTile K, GemvOut M, typename Job>
 void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int items,
                          Job job, cudaStream_t stream) {
-  const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut;
   const int S = skinny_split((in + 127) / 128, 2);
-  const dim3 grid = skinny_grid(tiles, S, items);
-  auto go = [&](auto kernel) {
-    launch_pdl(kernel, grid, dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
-  };
-  if (S == 1) go(nvfp4_skinny_kernel<1, 4, K, M, Job>);
-  else if (S == 2) go(nvfp4_skinny_kernel<2, 4, K, M, Job>);
-  else if (S == 4) go(nvfp4_skinny_kernel<4, 4, K, M, Job>);
-  else go(nvfp4_skinny_kernel<8, 4, K, M, Job>);
+  skinny_dispatch<false>(S, false, [&](auto s, auto u) {
+    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, skinny_grid<K>(rows, S, items),
+               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
+  });
 }
 
 }  // namespace striker::cuda
