@@ -97,7 +97,9 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 template <SkinnyTile K, GemvOut M, typename Job>
 void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int items,
                          Job job, cudaStream_t stream) {
-  const int S = skinny_split((in + 127) / 128, 2);
+  // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
+  // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
+  const int S = skinny_split((in + 127) / 128, 4);
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
     launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, skinny_grid<K>(rows, S, items),
                dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
