@@ -48,9 +48,9 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
   std::mt19937 rng(101);
   const int K = 6;
   for (int E : {16, 256})
-    for (int T : {1, 9, 16, 64, 300, 2100, 8192})
+    for (int T : {1, 2, 8, 9, 16, 64, 300, 2100, 8192})
       for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical})
-        for (int tm : {16, 64}) {
+        for (int tm : {kMoeSkinnyTileRows, 16, 64}) {
           const std::string where = "E=" + std::to_string(E) + " T=" + std::to_string(T) + " " + routing_name(kind) +
                                     " tile_rows=" + std::to_string(tm);
           const auto ids = make_routing(rng, kind, T, K, E);
