@@ -216,9 +216,13 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
     const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
     auto sort8 = [&](int i) { moe_route_sort(rot.ids(i), T, K, r8, bench_stream()); };
     auto gate_up8 = [&](int) {
-      moe_skinny_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r8, d_act.get(), bench_stream());
+      moe_skinny_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r8, d_act.get(), nullptr, nullptr, 0, nullptr,
+                         bench_stream());
     };
-    auto down8 = [&](int) { moe_skinny_down(d_act.get(), T, K, I, d_wd.get(), H, r8, d_y.get(), bench_stream()); };
+    auto down8 = [&](int) {
+      moe_skinny_down(d_act.get(), T, K, I, d_wd.get(), H, r8, d_y.get(), nullptr, nullptr, 0, nullptr,
+                      bench_stream());
+    };
     auto skinny = [&](int i) {
       sort8(i);
       gate_up8(i);

@@ -167,8 +167,10 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
   auto skinny = [&](int i) {
     moe_route_sort(rot.ids(i), T, K, r8, bench_stream());
-    moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r8, d_act.get(), bench_stream());
-    moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), bench_stream());
+    moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r8, d_act.get(), nullptr, nullptr,
+                             bench_stream());
+    moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), nullptr, nullptr, nullptr,
+                          bench_stream());
     moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
   };
   auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };

@@ -81,26 +81,34 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const bool skinny = T <= kGemvMaxTokens;
   r.tile_rows = skinny ? kMoeSkinnyTileRows : moe_tile_rows_for(int64_t(T) * K, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
+  const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
+  // Decode steps run a shared expert of the experts' format inside the skinny launches; otherwise
+  // it runs on its own below (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4 dequantised first
+  // with alpha = scale2).
+  bool shared_done = false;
   if (L.nv_exp_gate.present()) {
     const Nvfp4Stack g = L.nv_exp_gate.stack(), u = L.nv_exp_up.stack(), d = L.nv_exp_down.stack();
     if (skinny) {
-      moe_skinny_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, stream_);
-      moe_skinny_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, stream_);
+      const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
+                           L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
+      const Nvfp4Shared* fused = L.nv_sh_gate.present() ? &sh : nullptr;
+      moe_skinny_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, fused, w.shared_act, stream_);
+      moe_skinny_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, fused, w.shared_act, w.tmp, stream_);
+      shared_done = fused != nullptr;
     } else {
       moe_grouped_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, stream_);
       moe_grouped_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, stream_);
     }
   } else if (skinny) {
-    moe_skinny_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
-    moe_skinny_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
+    moe_skinny_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, L.sh_gate, L.sh_up, Is, w.shared_act,
+                       stream_);
+    moe_skinny_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, w.shared_act, L.sh_down, Is, w.tmp, stream_);
+    shared_done = L.sh_gate != nullptr;
   } else {
     moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
     moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   }
-  // Shared expert, in its own format (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4
-  // dequantised first with alpha = scale2): SwiGLU over the chunk, output in w.tmp.
-  const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
-  if (shared) {
+  if (shared && !shared_done) {  // SwiGLU over the chunk, output in w.tmp
     swiglu_front(w.x, T, H, L.sh_gate, L.nv_sh_gate, L.sh_up, L.nv_sh_up, Is, w.act);
     linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
   }

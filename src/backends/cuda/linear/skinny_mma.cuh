@@ -50,12 +50,34 @@ struct SkinnyWork {
   int x_row = 0;       // activation row of this lane group's token (groups past nt repeat the last)
   int w_row0 = 0;      // first weight row (an expert's block in a stack)
   int expert = 0;
+  bool alt = false;    // read the Job's alternative operands (the MoE's shared expert), not the launch's
 };
+
+// What a work item multiplies: activations x [.., in], the matrices (Wt: const bf16_t* or
+// Nvfp4Matrix; W1 = up for GateUp), the output [.., rows] and the widths. A launch passes its own;
+// a Job with kHasAlt may send some work items to its `alt` operands instead.
+template <class Wt>
+struct SkinnyOperands {
+  const bf16_t* x;
+  Wt w0, w1;
+  void* out;
+  int in, rows;
+};
+
+template <class Job, class Wt>
+__device__ __forceinline__ SkinnyOperands<Wt> skinny_operands(const Job& job, const SkinnyWork& wk,
+                                                              const SkinnyOperands<Wt>& launch) {
+  if constexpr (Job::kHasAlt) {
+    if (wk.alt) return job.alt;
+  }
+  return launch;
+}
 
 // Tokens of one matrix: grid.y covers groups of 8 tokens. The weights do not depend on earlier
 // kernels, so they are requested before griddepcontrol.wait.
 struct SkinnyTokens {
   static constexpr bool kWeightsBeforeWait = true;
+  static constexpr bool kHasAlt = false;
   int T;
   __device__ SkinnyWork work(int g) const {
     SkinnyWork w;
@@ -67,9 +89,9 @@ struct SkinnyTokens {
   }
 };
 
-// Where one lane of a skinny CTA works: lane group g / thread t of the MMA, the matrix rows of its MMA rows g and g + 8 (clamped: rows past the matrix are computed, never
-// stored; add the Job's w_row0) and its warp's chunk steps [s0, s1) of `steps` (split-K over S
-// warps per tile).
+// Where one lane of a skinny CTA works: lane group g / thread t of the MMA, the matrix rows of
+// its MMA rows g and g + 8 (clamped: rows past the matrix are computed, never stored; add the
+// Job's w_row0) and its warp's chunk steps [s0, s1) of `steps` (split-K over S warps per tile).
 struct SkinnyLane {
   int g, t, s0, s1, top, bottom;
 };
@@ -141,7 +163,7 @@ __device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int row0, int
   }
 }
 
-// Grid of a skinny launch over `rows` output rows: x over CTAs of (8 / S) tiles, y over the Job's
+// Grid of a skinny launch over `rows` output rows (the most any work item has): x over CTAs of (8 / S) tiles, y over the Job's
 // work items (groups of 8 tokens; MoE: tile slots of the routing).
 template <SkinnyTile K>
 dim3 skinny_grid(int rows, int S, int items) {

@@ -47,18 +47,21 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
   if constexpr (!Job::kWeightsBeforeWait) pdl_wait();  // the rows to read come from earlier kernels
   const SkinnyWork wk = job.work((threadIdx.x & 31) >> 2);
   if (!wk.live) return;
-  const SkinnyLane l = skinny_lane<S, K>(rows, (in + 127) / 128);
+  const SkinnyOperands<Nvfp4Matrix> launch{x, W0, W1, out, in, rows};
+  const SkinnyOperands<Nvfp4Matrix> op = skinny_operands(job, wk, launch);
+  const int in_ = op.in;
+  const SkinnyLane l = skinny_lane<S, K>(op.rows, (in_ + 127) / 128);
   const int t = l.t, s0 = l.s0, s1 = l.s1;
-  const uint8_t* ct = W0.codes + int64_t(wk.w_row0 + l.top) * (in / 2) + t * 16;
-  const uint8_t* cb = W1.codes + int64_t(wk.w_row0 + l.bottom) * (in / 2) + t * 16;
-  const uint8_t* st = W0.scales + int64_t(wk.w_row0 + l.top) * (in / 16) + t * 2;
-  const uint8_t* sb = W1.scales + int64_t(wk.w_row0 + l.bottom) * (in / 16) + t * 2;
-  const bf16_t* xg = x + int64_t(wk.x_row) * in + t * 32;
+  const uint8_t* ct = op.w0.codes + int64_t(wk.w_row0 + l.top) * (in_ / 2) + t * 16;
+  const uint8_t* cb = op.w1.codes + int64_t(wk.w_row0 + l.bottom) * (in_ / 2) + t * 16;
+  const uint8_t* st = op.w0.scales + int64_t(wk.w_row0 + l.top) * (in_ / 16) + t * 2;
+  const uint8_t* sb = op.w1.scales + int64_t(wk.w_row0 + l.bottom) * (in_ / 16) + t * 2;
+  const bf16_t* xg = op.x + int64_t(wk.x_row) * in_ + t * 32;
   uint4 qt[U], qb[U];
   uint32_t scale_t[U], scale_b[U];
   // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
   auto load = [&](int u, int s) {
-    const bool live = s < s1 && s * 128 + t * 32 < in;
+    const bool live = s < s1 && s * 128 + t * 32 < in_;
     qt[u] = live ? load_stream(ct + int64_t(s) * 64) : make_uint4(0, 0, 0, 0);
     qb[u] = live ? load_stream(cb + int64_t(s) * 64) : make_uint4(0, 0, 0, 0);
     scale_t[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(st + int64_t(s) * 8)) : 0u;
@@ -72,7 +75,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
-        const bool live = (s + u) * 128 + t * 32 < in;
+        const bool live = (s + u) * 128 + t * 32 < in_;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
           const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
@@ -89,19 +92,20 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
       }
     }
   }
-  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return job.scale(wk, o); }, out);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, op.rows, [&](int o) { return job.scale(wk, o); }, op.out);
 }
 
 // grid.y = items (the Job's work items). Shapes are checked by the callers (in % 64 == 0, 16-byte
 // aligned codes, 4-byte aligned scales).
+// grid_rows: the most output rows of any work item (rows, unless the Job's alt has more).
 template <SkinnyTile K, GemvOut M, typename Job>
 void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int items,
-                         Job job, cudaStream_t stream) {
+                         Job job, cudaStream_t stream, int grid_rows = 0) {
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
   const int S = skinny_split((in + 127) / 128, 4);
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
-    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, skinny_grid<K>(rows, S, items),
+    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, skinny_grid<K>(grid_rows > 0 ? grid_rows : rows, S, items),
                dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
   });
 }
