@@ -4,7 +4,8 @@
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
 // `bench_cuda_kernels decode` runs only the decode rows of 1, 2, 4 and 8 tokens (bench_decode.cpp
-// and the MoE of those steps, BF16 and NVFP4).
+// and the MoE of those steps, BF16 and NVFP4); `grouped-moe` only the grouped MoE rows (both paths,
+// BF16 and NVFP4) at the prefill sizes T = 2048 and 8192; `prefill` only the prefill attention.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -46,15 +47,39 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
   for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
 }
 
+// The grouped-MoE rows at prefill sizes: the mma.sync path and the Hopper path side by side.
+void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
+  for (int T : {2048, 8192}) {
+    bench_moe_grouped(rng, lt, T);
+    bench_moe_grouped_wgmma(rng, T);
+  }
+  for (int T : {2048, 8192}) {
+    bench_nvfp4_moe_grouped(rng, stacks, T);
+    bench_nvfp4_moe_grouped_wgmma(rng, stacks, T);
+  }
+}
+
+// The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
+// 8192-token chunks from position 0, and an 8192-token chunk over a 90K-token prefix (the
+// chunks of a 100K prompt after the first).
+void bench_prefill_rows(std::mt19937& rng, int sms) {
+  bench_prefill_attention(rng, "prefill attn full 8192", 8192, 0, 0, sms);
+  bench_prefill_attention(rng, "prefill attn sliding W=513 8192", 8192, 0, 513, sms);
+  bench_prefill_attention(rng, "prefill attn 8192 over 90K prefix", 8192, 90000, 0, sms);
+  bench_prefill_attention(rng, "prefill attn W=513 8192 over 90K", 8192, 90000, 513, sms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One section alone: `decode` (1..8-token decode rows), `grouped-moe` (prefill-sized grouped MoE)
+  // or `prefill` (prefill attention).
+  const std::string only = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (!only.empty() && only != "decode" && only != "grouped-moe" && only != "prefill")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [decode | grouped-moe | prefill]\n");
+    return 2;
+  }
   try {
-    const std::string only = argc > 1 ? argv[1] : "";
-    if (!only.empty() && only != "decode") {
-      std::fprintf(stderr, "usage: bench_cuda_kernels [decode]\n");
-      return 2;
-    }
     std::printf("device: %s\n", device_summary().c_str());
     if (device_count() == 0) {
       std::printf("no GPU: nothing measured\n");
@@ -62,6 +87,21 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (only == "grouped-moe") {
+      LtGemm lt;
+      const Nvfp4ExpertStacks stacks;
+      bench_grouped_moe_prefill(rng, lt, stacks);
+      const int failures = kernel_check_failures();
+      std::printf("kernel checks failed: %d\n", failures);
+      return failures == 0 ? 0 : 1;
+    }
+    if (only == "prefill") {
+      int sms = 0;
+      STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      bench_prefill_rows(rng, sms);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     bench_copy();
     if (only == "decode") {
       LtGemm lt;
@@ -86,16 +126,16 @@ int main(int argc, char** argv) {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, t);
     }
-    bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
-    bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
+    bench_prefill_rows(rng, sms);
     LtGemm lt;
     bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
-    for (int T : {16, 64, 256, 8192}) bench_moe_grouped(rng, lt, T);
+    for (int T : {16, 64, 256}) bench_moe_grouped(rng, lt, T);
     {
       const Nvfp4ExpertStacks stacks;
-      for (int T : {16, 64, 256, 8192}) bench_nvfp4_moe_grouped(rng, stacks, T);
+      for (int T : {16, 64, 256}) bench_nvfp4_moe_grouped(rng, stacks, T);
+      bench_grouped_moe_prefill(rng, lt, stacks);
     }
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);

@@ -24,12 +24,11 @@ void bench_pdl_chain_floor();
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
-// Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
-// heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
-// same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
-// last ones included) and new against old on every output. TFLOP/s counts the causal FLOPs
-// (4·d per visible key, query head); GB/s counts the K/V cache once.
-void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms);
+// Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
+// both prefill kernels (mma.sync, wgmma) and, from position 0, the decode kernel over the same
+// queries; each checked against the CPU reference on sampled queries, wgmma against mma.sync on
+// every output. Prints ms, causal TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak.
+void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
 
 // bench_moe.cpp
@@ -42,6 +41,9 @@ void bench_router_moe(std::mt19937& rng);
 // Up to 8 tokens (decode), the per-slot kernels (moe.h) on the same routings instead of the old
 // path. Launch i uses routing i % 8 (RotatedRoutings) so a few tokens' experts are not L2 hits.
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
+// The Hopper grouped path (moe_grouped_wgmma.h) at the same shape: µs, TFLOP/s, fraction of 774;
+// checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
 // bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`, through
 // both kernel families (gemv_variants.h; the production one marked "*"), one reference each.
@@ -96,6 +98,10 @@ struct Nvfp4ExpertStacks {
 // NVFP4 bytes (codes + scales) of the experts the routing touches; the check compares h of the
 // first 4 tokens with moe_float_ref on those tokens' experts.
 void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
+// The Hopper grouped path with NVFP4 experts: decode into a bf16 scratch + the wgmma kernels
+// with scale2, step by step and in all; checked against the NVFP4 mma.sync path on every row and
+// against moe_float_ref on the first 4 tokens.
+void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
 void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out);
 

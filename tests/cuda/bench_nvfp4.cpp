@@ -15,6 +15,7 @@
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -184,6 +185,115 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   };
   row_checked_h("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", per_slot, d_h, h0, hc, active * 3 * mat,
                 notes);
+}
+
+// The Hopper grouped path with NVFP4 experts (moe_grouped_wgmma.h): the two decodes into the
+// bf16 scratch and the wgmma kernels with scale2 timed apart, then the whole layer (sort, decode +
+// gate/up, decode + down, combine). Checked on every row against the NVFP4 mma.sync path on the
+// same data, and h of the first 4 tokens against moe_float_ref.
+void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T) {
+  constexpr int E = Nvfp4ExpertStacks::E, H = Nvfp4ExpertStacks::H, I = Nvfp4ExpertStacks::I;
+  const int K = 6, S = T * K;
+  const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+  const auto x = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
+  DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, 16)));
+  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaTileRows};
+  MoeRouting r64 = r;
+  r64.tile_rows = 64;
+  const int64_t scratch_elems = moe_wgmma_nvfp4_scratch_elems(E, H, I);
+  const int64_t gate_elems = int64_t(E) * I * H;
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H), d_act64(size_t(S) * I),
+      d_y64(size_t(S) * H), d_scratch(static_cast<size_t>(scratch_elems));
+  DeviceBuffer<float> d_tw(tw);
+  for (auto* b : {&d_act, &d_y, &d_act64, &d_y64}) b->poison();
+  moe_route_sort(d_ids.get(), T, K, r64, bench_stream());
+  moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r64, d_act64.get(), bench_stream());
+  moe_grouped_down_nvfp4(d_act64.get(), T, K, I, w.stack(2), H, r64, d_y64.get(), bench_stream());
+  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
+  auto decode_gate_up = [&](int) {
+    nvfp4_dequantize(w.stack(0).m, int64_t(E) * I, H, d_scratch.get(), bench_stream());
+    nvfp4_dequantize(w.stack(1).m, int64_t(E) * I, H, d_scratch.get() + gate_elems, bench_stream());
+  };
+  auto gate_up_kernel = [&](int) {
+    moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, d_scratch.get(), d_scratch.get() + gate_elems, I,
+                              w.stack(0).scale2, w.stack(1).scale2, r, d_act.get(), bench_stream());
+  };
+  auto decode_down = [&](int) { nvfp4_dequantize(w.stack(2).m, int64_t(E) * H, I, d_scratch.get(), bench_stream()); };
+  auto down_kernel = [&](int) {
+    moe_grouped_down_wgmma(d_act.get(), T, K, I, d_scratch.get(), H, w.stack(2).scale2, r, d_y.get(), bench_stream());
+  };
+  auto all = [&](int) {
+    sort(0);
+    moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_scratch.get(), scratch_elems,
+                                    d_act.get(), bench_stream());
+    moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, w.stack(2), H, r, d_scratch.get(), scratch_elems, d_y.get(),
+                                 bench_stream());
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
+  };
+  all(0);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  const auto ca = compare_finite(d_act.download(), d_act64.download(), 2 * kBf16Rtol, kBf16Atol);
+  moe_grouped_down_nvfp4_wgmma(d_act64.get(), T, K, I, w.stack(2), H, r, d_scratch.get(), scratch_elems, d_y.get(),
+                               bench_stream());
+  const auto cy = compare_finite(d_y.download(), d_y64.download(), 2 * kBf16Rtol, kBf16Atol);
+  const int Tc = std::min(T, 4);
+  std::vector<int32_t> experts, idc;  // the first tokens' experts, renumbered 0..
+  for (int s = 0; s < Tc * K; ++s) {
+    auto it = std::find(experts.begin(), experts.end(), ids[size_t(s)]);
+    if (it == experts.end()) it = experts.insert(experts.end(), ids[size_t(s)]);
+    idc.push_back(int32_t(it - experts.begin()));
+  }
+  const auto fg = w.host_floats(0, experts), fu = w.host_floats(1, experts), fd = w.host_floats(2, experts);
+  std::vector<bf16> xc(x.begin(), x.begin() + size_t(Tc) * H), hc(h0.begin(), h0.begin() + size_t(Tc) * H);
+  std::vector<float> twc(tw.begin(), tw.begin() + size_t(Tc) * K);
+  moe_float_ref(xc, Tc, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, idc, twc, K, hc);
+  auto got = d_h.download();
+  got.resize(hc.size());
+  const auto ch = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
+  const double nv = nvfp4_bytes(I, H), bf = double(I) * H * 2;  // bytes of one expert matrix
+  const std::string tag = "nvfp4 wgmma T=" + std::to_string(T) + " ";
+  row(tag + "decode gate+up -> bf16", nullptr, time_us(decode_gate_up), E * 2 * (nv + bf));
+  const double gu = time_us(gate_up_kernel);
+  row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * bf, tflops_note(2.0 * S * 2 * I * H, gu));
+  row(tag + "decode down -> bf16", nullptr, time_us(decode_down), E * (nv + bf));
+  const double dn = time_us(down_kernel);
+  row(tag + "down vs mma.sync", &cy, dn, E * bf, tflops_note(2.0 * S * I * H, dn));
+  const double us_all = time_us(all);
+  row(tag + "all (sort, 2 decodes, 2 GEMMs, combine) vs ref", &ch, us_all, E * 3 * nv,
+      tflops_note(2.0 * S * 3 * I * H, us_all));
+  // The in-kernel decode route on the same data: checked bit for bit against the scratch route
+  // (same bf16 weights, same kernel order), then timed.
+  DeviceBuffer<bf16> d_act_f(size_t(S) * I), d_y_f(size_t(S) * H);
+  d_act_f.poison();
+  d_y_f.poison();
+  auto gate_up_fused = [&](int) {
+    moe_grouped_gate_up_nvfp4_wgmma_fused(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act_f.get(),
+                                          bench_stream());
+  };
+  auto down_fused = [&](int) {
+    moe_grouped_down_nvfp4_wgmma_fused(d_act.get(), T, K, I, w.stack(2), H, r, d_y_f.get(), bench_stream());
+  };
+  all(0);  // d_act, d_y of the scratch route on this routing
+  gate_up_fused(0);
+  down_fused(0);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  const auto cf_a = compare_finite(d_act_f.download(), d_act.download(), 0.0, 0.0);
+  const auto cf_y = compare_finite(d_y_f.download(), d_y.download(), 0.0, 0.0);
+  const double guf = time_us(gate_up_fused), dnf = time_us(down_fused);
+  row(tag + "gate/up in-kernel decode vs scratch", &cf_a, guf, E * 2 * nv, tflops_note(2.0 * S * 2 * I * H, guf));
+  row(tag + "down in-kernel decode vs scratch", &cf_y, dnf, E * nv, tflops_note(2.0 * S * I * H, dnf));
+  auto all_fused = [&](int i) {
+    sort(i);
+    gate_up_fused(i);
+    down_fused(i);
+    moe_combine_sorted(d_y_f.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
+  };
+  const double us_all_f = time_us(all_fused);
+  row(tag + "all, in-kernel decode (4 kernels)", nullptr, us_all_f, E * 3 * nv,
+      tflops_note(2.0 * S * 3 * I * H, us_all_f));
 }
 
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.

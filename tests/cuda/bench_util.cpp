@@ -124,4 +124,19 @@ std::vector<float> rounded(const std::vector<float>& v) {
   return r;
 }
 
+Comparison compare_finite(const std::vector<bf16>& got, const std::vector<bf16>& ref, double rtol, double atol_rel) {
+  Comparison c = compare(got, ref, rtol, atol_rel);
+  for (bf16 v : got)
+    if (!std::isfinite(bf16_to_float(v))) ++c.nan_count;
+  return c;
+}
+
+std::string tflops_note(double flops, double us) {
+  constexpr double kBf16Peak = 774e12;  // FLOP/s, dense bf16 measured on the H200 (docs/performance.md)
+  const double rate = flops / (us * 1e-6);
+  char b[64];
+  std::snprintf(b, sizeof b, "%.0f TFLOP/s (%.2f of 774)", rate / 1e12, rate / kBf16Peak);
+  return b;
+}
+
 }  // namespace striker::cuda::testing

@@ -11,26 +11,11 @@
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_skinny.h"
 #include "cuda_test_util.h"
+#include "moe_grouped_test_util.h"
 #include "moe_routing_util.h"
 
 namespace striker::cuda::testing {
 namespace {
-
-// Device buffers of one routing, sized for T tokens (outputs NaN/-1 poisoned).
-struct DeviceRouting {
-  DeviceBuffer<int32_t> ids, sorted, row, num;
-  DeviceBuffer<MoeTile> tiles;
-  MoeRouting r;
-  DeviceRouting(const std::vector<int32_t>& topk_ids, int T, int K, int E, int tile_rows)
-      : ids(topk_ids), sorted(size_t(T) * K), row(size_t(T) * K), num(1),
-        tiles(size_t(moe_max_tiles(int64_t(T) * K, E, tile_rows))) {
-    sorted.poison();
-    row.poison();
-    num.poison();
-    tiles.poison();
-    r = MoeRouting{sorted.get(), row.get(), tiles.get(), num.get(), E, tile_rows};
-  }
-};
 
 // "" when equal, else the first differing index with both values.
 std::string first_difference(const std::vector<int32_t>& got, const std::vector<int32_t>& want) {
@@ -51,7 +36,7 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
   for (int E : {16, 256})
     for (int T : {1, 2, 8, 9, 16, 64, 300, 2100, 8192})
       for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical})
-        for (int tm : {kMoeSkinnyTileRows, 16, 64}) {
+        for (int tm : {kMoeSkinnyTileRows, 16, 64, 128}) {  // 128: the wgmma path (moe_grouped_wgmma.h)
           const std::string where = "E=" + std::to_string(E) + " T=" + std::to_string(T) + " " + routing_name(kind) +
                                     " tile_rows=" + std::to_string(tm);
           const auto ids = make_routing(rng, kind, T, K, E);

@@ -19,68 +19,11 @@
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
+#include "moe_grouped_test_util.h"
 #include "moe_routing_util.h"
 
 namespace striker::cuda::testing {
 namespace {
-
-// Codes uniform over all bytes; scale bytes uniform in [lo, hi].
-Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in, int lo = 0x30, int hi = 0x40) {
-  Nvfp4HostMatrix m;
-  m.codes.resize(size_t(rows) * size_t(in / 2));
-  m.scales.resize(size_t(rows) * size_t(in / 16));
-  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
-  std::uniform_int_distribution<int> sd(lo, hi);
-  for (auto& s : m.scales) s = uint8_t(sd(rng));
-  return m;
-}
-
-// One NVFP4 expert stack on the device, with its per-expert scale2.
-struct DeviceStack {
-  DeviceBuffer<uint8_t> codes, scales;
-  DeviceBuffer<float> s2;
-  DeviceStack(const Nvfp4HostMatrix& m, const std::vector<float>& scale2)
-      : codes(m.codes), scales(m.scales), s2(scale2) {}
-  Nvfp4Stack view() const { return {{codes.get(), scales.get()}, s2.get()}; }
-};
-
-// Per-expert scale2: even experts a power of two, odd ones not (both around 2^-7).
-std::vector<float> mixed_scale2(int E, float base) {
-  std::vector<float> s(static_cast<size_t>(E));
-  for (int e = 0; e < E; ++e)
-    s[size_t(e)] = e % 2 == 0 ? std::ldexp(1.f, -6 - e % 5) : base * (1.f + 0.37f * float(e % 7));
-  return s;
-}
-
-// The stack dequantised to bf16 (exact) and scaled by scale2 into floats (moe_float_ref's input).
-std::vector<bf16> dequantized_bf16(const Nvfp4HostMatrix& m, int64_t rows, int in) {
-  const auto f = nvfp4_dequantize_ref(m, rows, in);
-  std::vector<bf16> out(f.size());
-  for (size_t i = 0; i < f.size(); ++i) out[i] = float_to_bf16(f[i]);
-  return out;
-}
-std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in, const std::vector<float>& s2,
-                                 int64_t per_expert) {
-  auto f = nvfp4_dequantize_ref(m, rows, in);
-  for (size_t i = 0; i < f.size(); ++i) f[i] *= s2[i / size_t(per_expert)];
-  return f;
-}
-
-// Device buffers of one routing, sized for T tokens (outputs poisoned).
-struct DeviceRouting {
-  DeviceBuffer<int32_t> ids, sorted, row, num;
-  DeviceBuffer<MoeTile> tiles;
-  MoeRouting r;
-  DeviceRouting(const std::vector<int32_t>& topk_ids, int T, int K, int E, int tile_rows)
-      : ids(topk_ids), sorted(size_t(T) * K), row(size_t(T) * K), num(1),
-        tiles(size_t(moe_max_tiles(int64_t(T) * K, E, tile_rows))) {
-    sorted.poison();
-    row.poison();
-    num.poison();
-    tiles.poison();
-    r = MoeRouting{sorted.get(), row.get(), tiles.get(), num.get(), E, tile_rows};
-  }
-};
 
 // Index of the first bit difference of two bf16 vectors (both as raw bits), or -1.
 int64_t first_bit_difference(const std::vector<bf16>& a, const std::vector<bf16>& b) {

@@ -11,6 +11,7 @@
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 
 namespace striker::cuda {
 namespace {
@@ -95,9 +96,9 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
   }
+  const int64_t slots = Tm * K, I = c.moe_intermediate_size;
+  const int E = int(c.n_routed_experts);
   if (Tm >= kGroupedMoeMinTokens) {
-    const int64_t slots = Tm * K, I = c.moe_intermediate_size;
-    const int E = int(c.n_routed_experts);
     if (E > kMoeMaxExperts)
       throw Error("CUDA backend: n_routed_experts " + std::to_string(E) + " above " + std::to_string(kMoeMaxExperts) +
                   " is not supported by the grouped MoE kernels");
@@ -111,6 +112,12 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   }
   if (Tm > kGemvMaxTokens) {  // NVFP4 weights dequantised for the cuBLASLt GEMMs of longer steps
     w.nv_scratch.elems = nvfp4_scratch_elems(model_);
+    // Prefill-sized steps decode NVFP4 routed experts into this scratch too (gate and up stacks of
+    // all experts at once: 1 GiB at Flint's size; moe_grouped_wgmma.h), one use at a time on the stream.
+    const bool nv_experts = std::any_of(model_.layers.begin(), model_.layers.end(),
+                                        [](const DeviceLayer& L) { return L.nv_exp_gate.present(); });
+    if (nv_experts && moe_wgmma_for(slots, E))
+      w.nv_scratch.elems = std::max(w.nv_scratch.elems, moe_wgmma_nvfp4_scratch_elems(E, int(H), int(I)));
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
   }
 }

@@ -92,7 +92,7 @@ class CudaBackend : public Backend {
   // act = bf16(bf16(g·sigmoid(g))·u), g/u = bf16(mm(x, gate/up)), each weight BF16 or NVFP4.
   void swiglu_front(const bf16* x, int T, int in, const bf16* Wg, const Nvfp4Linear& qg, const bf16* Wu,
                     const Nvfp4Linear& qu, int inter, bf16* act);
-  void moe(const DeviceLayer& layer, int T);             // h = bf16(h + routed + shared experts of x)
+  void moe(const DeviceLayer& layer, int T);             // x = rmsnorm(h); h = bf16(h + routed + shared experts of x)
   void moe_decode_bf16(const DeviceLayer& layer, int T);
   void moe_decode_nvfp4(const DeviceLayer& layer, int T);
   void moe_batched(const DeviceLayer& layer, int T);

@@ -1,18 +1,21 @@
-// CudaBackend::moe: the routed + shared experts of a MoE layer, h = bf16(h + y) (FLINT.md §4).
-// The router always runs first (router_topk: one launch per step up to 8 tokens); then
+// CudaBackend::moe: x = rmsnorm(h), then the routed + shared experts of a MoE layer, h = bf16(h + y)
+// (FLINT.md §4). The router always runs first and normalises h itself (router_topk with an input
+// norm: one launch per step up to 8 tokens, the norm included); then
 //   one token: kernels that read only the selected experts' rows, BF16 or NVFP4 (moe.h,
 //     nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
 //   from kGroupedMoeMinTokens on: a device-side routing sort, then per expert tile the routed
 //     experts' GEMMs — skinny tensor-core GEMMs of <= 8 rows up to kGemvMaxTokens tokens
-//     (moe_skinny.h), grouped tensor-core GEMMs of 16/64-row tiles above (moe_grouped.h). Both
-//     read each distinct expert once: 8 decode tokens route 48 slots to ~45 distinct experts,
-//     which the per-slot kernels read once per slot.
+//     (moe_skinny.h), grouped tensor-core GEMMs of 16-row tiles above (moe_grouped.h; at prefill
+//     sizes the Hopper wgmma kernels of moe_grouped_wgmma.h). All read each distinct expert once
+//     per tile: 8 decode tokens route 48 slots to ~45 distinct experts, which the per-slot
+//     kernels read once per slot.
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -24,8 +27,9 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
   Workspace& w = *ws_;
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
                        c.routed_scaling_factor};
-  router_topk(w.x, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
-              w.topk_w, stream_);
+  const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
+  router_topk(w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
+              w.topk_w, stream_, &post_norm);
   if (T >= kGroupedMoeMinTokens) moe_batched(L, T);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
@@ -69,9 +73,11 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 
 // Routed experts of a step of 2+ tokens (batched decode or prefill), all on the device: the
 // routing is counting-sorted by expert, then two launches (gate/up with SwiGLU, down) stream each
-// routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded exactly to bf16,
-// the expert's scale2 applied to the fp32 sums): decode steps as skinny GEMMs of <= 8-row tiles,
-// longer steps as grouped GEMMs of 16/64-row tiles. No host sync, so the step can be graph-captured.
+// routed expert's weights once per tile of rows, BF16 or NVFP4 (scale2 on the fp32 sums): decode
+// steps as skinny GEMMs of <= 8-row tiles (NVFP4 decoded in registers), decode batches above 8
+// tokens (experts average <= 16 rows) as the 16-row mma.sync tiles of moe_grouped.h (NVFP4 tiles
+// decoded in shared memory), prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4
+// stacks decoded into the scratch first). No host sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
@@ -79,31 +85,40 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
             K = int(c.num_experts_per_tok), E = int(c.n_routed_experts);
   MoeRouting r = w.routing;
   const bool skinny = T <= kGemvMaxTokens;
-  r.tile_rows = skinny ? kMoeSkinnyTileRows : moe_tile_rows_for(int64_t(T) * K, E);
+  const bool wgmma = !skinny && moe_wgmma_for(int64_t(T) * K, E);
+  r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? kMoeWgmmaTileRows : 16;
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   // Decode steps run a shared expert of the experts' format inside the skinny launches; otherwise
   // it runs on its own below (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4 dequantised first
   // with alpha = scale2).
   bool shared_done = false;
-  if (L.nv_exp_gate.present()) {
-    const Nvfp4Stack g = L.nv_exp_gate.stack(), u = L.nv_exp_up.stack(), d = L.nv_exp_down.stack();
-    if (skinny) {
-      const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
-                           L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
-      const Nvfp4Shared* fused = L.nv_sh_gate.present() ? &sh : nullptr;
-      moe_skinny_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, fused, w.shared_act, stream_);
-      moe_skinny_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, fused, w.shared_act, w.tmp, stream_);
-      shared_done = fused != nullptr;
-    } else {
-      moe_grouped_gate_up_nvfp4(w.x, T, K, H, g, u, I, r, w.a_sorted, stream_);
-      moe_grouped_down_nvfp4(w.a_sorted, T, K, I, d, H, r, w.y_sorted, stream_);
-    }
+  const bool nv = L.nv_exp_gate.present();
+  if (nv && skinny) {
+    const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
+                         L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
+    const Nvfp4Shared* fused = L.nv_sh_gate.present() ? &sh : nullptr;
+    moe_skinny_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, fused,
+                             w.shared_act, stream_);
+    moe_skinny_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, fused, w.shared_act, w.tmp,
+                          stream_);
+    shared_done = fused != nullptr;
   } else if (skinny) {
     moe_skinny_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, L.sh_gate, L.sh_up, Is, w.shared_act,
                        stream_);
     moe_skinny_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, w.shared_act, L.sh_down, Is, w.tmp, stream_);
     shared_done = L.sh_gate != nullptr;
+  } else if (wgmma && nv) {
+    moe_grouped_gate_up_nvfp4_wgmma(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.nv_scratch.data,
+                                    w.nv_scratch.elems, w.a_sorted, stream_);
+    moe_grouped_down_nvfp4_wgmma(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.nv_scratch.data,
+                                 w.nv_scratch.elems, w.y_sorted, stream_);
+  } else if (wgmma) {
+    moe_grouped_gate_up_wgmma(w.x, T, K, H, L.exp_gate, L.exp_up, I, nullptr, nullptr, r, w.a_sorted, stream_);
+    moe_grouped_down_wgmma(w.a_sorted, T, K, I, L.exp_down, H, nullptr, r, w.y_sorted, stream_);
+  } else if (nv) {
+    moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_);
+    moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
   } else {
     moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
     moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row

@@ -18,6 +18,8 @@
 #include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/moe/router_math.cuh"
 
 namespace striker::cuda {
@@ -149,7 +151,7 @@ constexpr int kClusterCtas = 8;    // portable cluster size
 constexpr int kClusterWarps = 16;
 
 struct ClusterLayout {  // dynamic shared memory of one CTA
-  size_t weights, x, logits, total;
+  size_t weights, x, logits, gamma, bias, partial, total;
 };
 __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E, size_t weight_bytes) {
   const int per = (E + kClusterCtas - 1) / kClusterCtas;
@@ -157,16 +159,23 @@ __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E
   l.weights = 0;
   l.x = (size_t(per) * hidden * weight_bytes + 15) & ~size_t(15);
   l.logits = l.x + ((size_t(T) * hidden * 2 + 15) & ~size_t(15));
-  l.total = l.logits + size_t(T) * E * 4;
+  l.gamma = l.logits + ((size_t(T) * E * 4 + 15) & ~size_t(15));  // the norm's weights (fused form)
+  l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));    // the router bias (CTA 0)
+  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials
+  l.total = l.partial + kRmsnormRowThreads / 32 * 4;
   return l;
 }
 constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
 
+// With `gamma` set, the input is h and every CTA first computes x = rmsnorm(h, gamma) itself
+// (rmsnorm_row.cuh: the rmsnorm kernel's bits; the norm's gamma and the bias are copied before
+// the wait), and CTA 0 writes x to x_out for the expert kernels: the post-attention norm costs no
+// launch of its own (3.3 µs per layer in the knock-out profile, docs/performance.md).
 template <typename W>
 __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, int32_t* __restrict__ ids,
-    float* __restrict__ weights) {
+    float* __restrict__ weights, const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();
   // Relaxed arrive now, wait before the first DSMEM store: no CTA writes into CTA 0's shared memory
@@ -183,12 +192,32 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   const auto* src = reinterpret_cast<const bf16_t*>(weight + int64_t(e0) * hidden);
   for (int64_t i = threadIdx.x; i < wchunks; i += blockDim.x)
     cp_async16(reinterpret_cast<bf16_t*>(ws) + i * 8, src + i * 8, true);
+  auto* gs = reinterpret_cast<float*>(smem + lay.gamma);
+  auto* bs = reinterpret_cast<float*>(smem + lay.bias);
+  if (gamma != nullptr)
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) gs[i] = gamma[i];
+  if (rank == 0)
+    for (int e = threadIdx.x; e < E; e += blockDim.x) bs[e] = bias != nullptr ? bias[e] : 0.f;
   cp_async_commit();
-  pdl_wait();  // x is the previous kernel's output
+  pdl_wait();  // x (or h) is the previous kernel's output
   for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
     reinterpret_cast<uint4*>(xs)[i] = load_cached(x + int64_t(i) * 8);
   cp_async_wait<0>();
   __syncthreads();
+  if (gamma != nullptr) {  // xs holds h: normalise it in place, token by token
+    auto* partial = reinterpret_cast<float*>(smem + lay.partial);
+    for (int t = 0; t < T; ++t) {
+      bf16_t* row = xs + t * hidden;
+      const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(row[i]); });
+      const float r = rmsnorm_scale(ss, hidden, eps, partial);
+      for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+        row[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(row[i]), r, gs[i]));
+      __syncthreads();
+    }
+    if (rank == 0)
+      for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
+        reinterpret_cast<uint4*>(x_out)[i] = reinterpret_cast<const uint4*>(xs)[i];
+  }
   asm volatile("barrier.cluster.wait;" ::: "memory");
   float* rank0_logits = cluster.map_shared_rank(reinterpret_cast<float*>(smem + lay.logits), 0u);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
@@ -222,7 +251,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   if (rank != 0) return;  // nothing reads another CTA's shared memory after the barrier
   const float* all = reinterpret_cast<const float*>(smem + lay.logits);
   for (int t = warp; t < T; t += kClusterWarps)
-    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bias, norm, rsf, ids, weights);
+    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm, rsf, ids, weights);
 }
 
 // Whether the cluster form fits this shape (else the spread form runs).
@@ -232,7 +261,8 @@ bool cluster_fits(int T, int hidden, int E, size_t weight_bytes) {
 
 template <typename W>
 void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
-                           float* logits, int32_t* ids, float* topk_w, cudaStream_t stream) {
+                           float* logits, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm,
+                           cudaStream_t stream) {
   auto* kernel = router_cluster_kernel<W>;
   // Over 48 KiB of dynamic shared memory needs the opt-in (a function attribute, allowed while a
   // graph is being captured); set once per instantiation.
@@ -244,18 +274,27 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
   const size_t smem = cluster_layout(T, rs.hidden, rs.n_experts, sizeof(W)).total;
   launch_pdl_cluster(kernel, dim3(kClusterCtas), dim3(kClusterWarps * 32), smem, kClusterCtas, stream,
                      reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
-                     rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w);
+                     rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w,
+                     in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
+                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr);
   STRIKER_CUDA_CHECK_LAUNCH("router_cluster");
 }
 
+// `in_norm`: x is h, to be normalised first (in the cluster launch when it fits, else by the rmsnorm
+// kernel into in_norm->x_out, which then is the router's input).
 template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
-                   unsigned int* counter, int32_t* ids, float* topk_w, cudaStream_t stream) {
-  const auto* xb = reinterpret_cast<const bf16_t*>(x);
+                   unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm,
+                   cudaStream_t stream) {
   if (cluster_fits(T, rs.hidden, rs.n_experts, sizeof(W))) {
-    launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, stream);
+    launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, in_norm, stream);
     return;
   }
+  if (in_norm != nullptr) {
+    rmsnorm(x, in_norm->gamma, in_norm->x_out, T, rs.hidden, in_norm->eps, stream);
+    x = in_norm->x_out;
+  }
+  const auto* xb = reinterpret_cast<const bf16_t*>(x);
   if (T <= kRouterDecodeMaxTokens) {
     launch_pdl(router_decode_kernel<W>, dim3(unsigned((rs.n_experts + kDecodeWarps - 1) / kDecodeWarps)),
                dim3(kDecodeWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
@@ -277,7 +316,7 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const RouterInputNorm* in_norm) {
   if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kRouterMaxExperts || rs.top_k <= 0 || rs.top_k > kRouterMaxTopK ||
       rs.top_k > rs.n_experts)
@@ -289,11 +328,13 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
   if (T <= kRouterDecodeMaxTokens && counter == nullptr)
     throw Error("router_topk: a decode step (T <= 8) needs a zero-initialised device counter");
+  if (in_norm != nullptr && (in_norm->gamma == nullptr || in_norm->x_out == nullptr || in_norm->x_out == x))
+    throw Error("router_topk: the input norm needs its weights and an output buffer apart from h");
   if (weight_f32 != nullptr)
-    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, stream);
+    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, in_norm, stream);
   else
     launch_router(x, T, rs, reinterpret_cast<const bf16_t*>(weight_bf16), bias, logits_scratch, counter, topk_ids,
-                  topk_w, stream);
+                  topk_w, in_norm, stream);
 }
 
 }  // namespace striker::cuda

@@ -1,0 +1,277 @@
+// Hopper grouped expert GEMMs (moe_grouped_wgmma.h) against the CPU references of the grouped
+// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points): experts with row counts that are not
+// multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
+// the 64/128/256 grids; NaN-poisoned outputs (a row left unwritten fails the comparison); full
+// size shapes; NVFP4 stacks through the decode scratch with per-expert scale2; one captured
+// graph replayed on a new routing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "cuda_test_util.h"
+#include "moe_grouped_test_util.h"
+#include "moe_routing_util.h"
+
+namespace striker::cuda::testing {
+namespace {
+
+constexpr int kTm = kMoeWgmmaTileRows;
+
+// K = 1 routing in which expert e gets exactly counts[e] tokens, in shuffled token order.
+std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<int>& counts) {
+  std::vector<int32_t> ids;
+  for (size_t e = 0; e < counts.size(); ++e) ids.insert(ids.end(), size_t(counts[e]), int32_t(e));
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+// BF16 weights of E experts, on the host and the device.
+struct Bf16Experts {
+  std::vector<bf16> g, u, d;
+  DeviceBuffer<bf16> dg, du, dd;
+  Bf16Experts(std::mt19937& rng, int E, int H, int I, float scale)
+      : g(random_bf16(rng, size_t(E) * I * H, scale)), u(random_bf16(rng, g.size(), scale)),
+        d(random_bf16(rng, size_t(E) * H * I, scale)), dg(g), du(u), dd(d) {}
+};
+
+// Runs sort + gate/up + down (+ combine) on the wgmma path and checks each kernel against its
+// reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own
+// act rows, h vs the per-token moe_ref when `per_token`.
+void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
+                int I, bool per_token, const std::string& where) {
+  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+  const auto x = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  std::vector<int32_t> sorted, row;
+  std::vector<MoeTile> tiles;
+  moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
+  std::vector<bf16> act_ref;
+  moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act_ref);
+  DeviceRouting d(ids, T, K, E, kTm);
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+  DeviceBuffer<float> d_tw(tw);
+  d_act.poison();
+  d_y.poison();
+  moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
+  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
+                            nullptr);
+  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), nullptr);
+  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
+  const auto act = d_act.download();
+  const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+  std::vector<bf16> y_ref;
+  moe_grouped_down_ref(act, I, w.d, H, tiles, y_ref);
+  const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+  if (per_token) {
+    std::vector<bf16> h_ref = h0;
+    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
+    const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
+  }
+}
+
+// Row counts around the tile: 0, 1, 63, 64, 65, 127, 128, 129, 300 (3 tiles, the last one with
+// 44 rows: only the first consumer warpgroup has rows), 513. Widths off every grid: H = 264 (k
+// tail of 8 in gate/up, a third 256-column block of 8 columns in down), I = 136 (k tail in down,
+// a second 128-column block of 8 columns in gate/up).
+TEST(CudaMoeGroupedWgmma, RowCountsAroundTheTileMatchReference) {
+  std::mt19937 rng(301);
+  const std::vector<int> counts = {128, 129, 0, 1, 300, 64, 65, 127, 0, 63, 513, 2};
+  const int E = int(counts.size()), H = 264, I = 136, K = 1;
+  const Bf16Experts w(rng, E, H, I, 0.06f);
+  const auto ids = routing_with_counts(rng, counts);
+  const int T = int(ids.size());
+  check_bf16(rng, w, ids, T, K, E, H, I, true, "counts around 128: ");
+}
+
+TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {
+  std::mt19937 rng(302);
+  const int E = 16, H = 264, I = 72, K = 6;
+  const Bf16Experts w(rng, E, H, I, 0.06f);
+  for (int T : {1, 9, 64, 300, 2100})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
+      const auto ids = make_routing(rng, kind, T, K, E);
+      check_bf16(rng, w, ids, T, K, E, H, I, T <= 300,
+                 "T=" + std::to_string(T) + " " + routing_name(kind) + ": ");
+    }
+}
+
+// Flint's expert shape (hidden 2048, inter 512) on 32 experts: 32 k slices in gate/up (the ring
+// wraps many times), four 128-column blocks in gate/up, eight 256-column blocks in down; the identical routing gives 6
+// experts 400 rows each (4 tiles, the last with 16 rows).
+TEST(CudaMoeGroupedWgmma, FullSizeShapesMatchReference) {
+  std::mt19937 rng(303);
+  const int E = 32, H = 2048, I = 512, K = 6;
+  const Bf16Experts w(rng, E, H, I, 0.03f);
+  check_bf16(rng, w, make_routing(rng, RoutingKind::uniform, 256, K, E), 256, K, E, H, I, true, "full size uniform: ");
+  check_bf16(rng, w, make_routing(rng, RoutingKind::identical, 400, K, E), 400, K, E, H, I, false,
+             "full size identical: ");
+}
+
+// NVFP4 stacks, both routes (decoded into the scratch first; decoded by the producer warpgroup),
+// scale2 on the accumulator: against the NVFP4 references (the scalar codec + double products
+// scaled by scale2) and, after the combine, moe_float_ref. Widths: hidden 320 (5 k slices),
+// inter 192 (a second 128-column block of 64 columns in gate/up; 3 k slices in down, fewer than the ring).
+TEST(CudaMoeGroupedWgmma, Nvfp4ScaledExpertsMatchReference) {
+  std::mt19937 rng(304);
+  const int E = 16, H = 320, I = 192, K = 6;
+  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  const auto dn = random_nvfp4(rng, int64_t(E) * H, I);
+  const auto s2g = mixed_scale2(E, 0.0061f), s2u = mixed_scale2(E, 0.0093f), s2d = mixed_scale2(E, 0.0042f);
+  DeviceStack ng(g, s2g), nu(u, s2u), nd(dn, s2d);
+  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
+  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
+  const auto fd = scaled_floats(dn, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const int64_t scratch_elems = moe_wgmma_nvfp4_scratch_elems(E, H, I);
+  DeviceBuffer<bf16> scratch{size_t(scratch_elems)};
+  for (int T : {9, 300, 700})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::identical}) {
+      const auto ids = make_routing(rng, kind, T, K, E);
+      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+      const auto x = random_bf16(rng, size_t(T) * H);
+      const auto h0 = random_bf16(rng, size_t(T) * H);
+      std::vector<int32_t> sorted, row;
+      std::vector<MoeTile> tiles;
+      moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
+      std::vector<bf16> act_ref, h_ref = h0;
+      moe_grouped_gate_up_nvfp4_ref(x, K, H, g, s2g, u, s2u, I, sorted, tiles, act_ref);
+      moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
+      for (bool fused : {false, true}) {
+        const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) +
+                                  (fused ? " in-kernel decode: " : " scratch decode: ");
+        DeviceRouting r(ids, T, K, E, kTm);
+        DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+        DeviceBuffer<float> d_tw(tw);
+        d_act.poison();
+        d_y.poison();
+        scratch.poison();
+        moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
+        if (fused) {
+          moe_grouped_gate_up_nvfp4_wgmma_fused(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr);
+          moe_grouped_down_nvfp4_wgmma_fused(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr);
+        } else {
+          moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, scratch.get(),
+                                          scratch_elems, d_act.get(), nullptr);
+          moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, nd.view(), H, r.r, scratch.get(), scratch_elems,
+                                       d_y.get(), nullptr);
+        }
+        moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+        const auto act = d_act.download();
+        const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+        std::vector<bf16> y_ref;
+        moe_grouped_down_nvfp4_ref(act, I, dn, s2d, H, tiles, y_ref);
+        const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+        const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
+      }
+    }
+}
+
+// Both NVFP4 routes multiply the same exact bf16 weights in the same order (one kernel, the tile
+// filled by TMA from the scratch or by the producer's decode): bit-identical outputs, with every
+// scale byte but 0xFF (see test_moe_grouped_nvfp4.cpp) in the gate stack.
+TEST(CudaMoeGroupedWgmma, Nvfp4RoutesAgreeBitForBit) {
+  std::mt19937 rng(306);
+  const int E = 8, H = 256, I = 128, K = 4, T = 333;
+  auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  const auto dn = random_nvfp4(rng, int64_t(E) * H, I, 0x28, 0x38);
+  for (size_t i = 0; i < g.scales.size(); ++i) {
+    const uint8_t b = uint8_t((i * 131) & 0xFF);
+    g.scales[i] = b == 0xFF ? 0x7F : b;
+  }
+  const auto s2 = mixed_scale2(E, 0.0071f);
+  DeviceStack ng(g, s2), nu(u, s2), nd(dn, s2);
+  const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+  DeviceRouting r(ids, T, K, E, kTm);
+  const int64_t scratch_elems = moe_wgmma_nvfp4_scratch_elems(E, H, I);
+  DeviceBuffer<bf16> scratch{size_t(scratch_elems)};
+  DeviceBuffer<bf16> x(random_bf16(rng, size_t(T) * H, 0.01f)), a1(size_t(T) * K * I), a2(size_t(T) * K * I),
+      y1(size_t(T) * K * H), y2(size_t(T) * K * H);
+  for (auto* b : {&a1, &a2, &y1, &y2}) b->poison();
+  moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
+  moe_grouped_gate_up_nvfp4_wgmma(x.get(), T, K, H, ng.view(), nu.view(), I, r.r, scratch.get(), scratch_elems,
+                                  a1.get(), nullptr);
+  moe_grouped_gate_up_nvfp4_wgmma_fused(x.get(), T, K, H, ng.view(), nu.view(), I, r.r, a2.get(), nullptr);
+  moe_grouped_down_nvfp4_wgmma(a1.get(), T, K, I, nd.view(), H, r.r, scratch.get(), scratch_elems, y1.get(), nullptr);
+  moe_grouped_down_nvfp4_wgmma_fused(a1.get(), T, K, I, nd.view(), H, r.r, y2.get(), nullptr);
+  const auto h1 = a1.download(), h2 = a2.download(), z1 = y1.download(), z2 = y2.download();
+  size_t nan = 0;
+  for (const auto* v : {&h1, &z1})
+    for (bf16 b : *v) nan += std::isnan(bf16_to_float(b));
+  ASSERT_EQ(nan, 0u) << "the scratch route left unwritten (NaN) rows: the comparison would be void";
+  EXPECT_EQ(0, std::memcmp(h1.data(), h2.data(), h1.size() * sizeof(bf16))) << "gate/up differs";
+  EXPECT_EQ(0, std::memcmp(z1.data(), z2.data(), z1.size() * sizeof(bf16))) << "down differs";
+}
+
+// The tensor maps travel by value in the kernel parameters: a captured graph replays them on a
+// new routing of the same T.
+TEST(CudaMoeGroupedWgmma, CapturedGraphReplaysOnANewRouting) {
+  std::mt19937 rng(305);
+  const int E = 16, H = 136, I = 48, K = 6, T = 200;
+  const Bf16Experts w(rng, E, H, I, 0.08f);
+  const auto x = random_bf16(rng, size_t(T) * H);
+  const auto h0 = random_bf16(rng, size_t(T) * H);
+  const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
+  const auto ids_a = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+  DeviceBuffer<float> d_tw(tw);
+  DeviceRouting d(ids_a, T, K, E, kTm);
+  cudaStream_t stream = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  moe_route_sort(d.ids.get(), T, K, d.r, stream);
+  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(), stream);
+  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), stream);
+  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
+  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const auto* ids : {&ids_a, &ids_b}) {
+    d.ids.upload(*ids);
+    d_h.upload(h0);
+    d_act.poison();
+    d_y.poison();
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<bf16> h_ref = h0;
+    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
+    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
+                        << c.describe();
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(CudaMoeGroupedWgmma, RejectsRoutingsOfAnotherTileHeightAndBadShapes) {
+  DeviceRouting d({0, 1}, 1, 2, 4, 64);
+  DeviceBuffer<bf16> buf(4096);
+  EXPECT_THROW(moe_grouped_gate_up_wgmma(buf.get(), 1, 2, 64, buf.get(), buf.get(), 64, nullptr, nullptr, d.r,
+                                         buf.get(), nullptr),
+               Error);  // sorted with 64-row tiles
+  MoeRouting r = d.r;
+  r.tile_rows = kTm;
+  EXPECT_THROW(moe_grouped_down_wgmma(buf.get(), 1, 2, 12, buf.get(), 64, nullptr, r, buf.get(), nullptr), Error);
+  EXPECT_THROW(moe_grouped_down_wgmma(buf.get() + 1, 1, 2, 64, buf.get(), 64, nullptr, r, buf.get(), nullptr), Error);
+  EXPECT_THROW(moe_grouped_gate_up_nvfp4_wgmma(buf.get(), 1, 2, 64, Nvfp4Stack{}, Nvfp4Stack{}, 64, r, buf.get(), 16,
+                                               buf.get(), nullptr),
+               Error);  // scratch too small
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing
