@@ -3,9 +3,9 @@
 //   kernel | check (max error ratio, <= 1 passes) | µs | GB/s | fraction of 4.6 TB/s (H200 streaming read), each launch timed inside a replayed graph.
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
-// `bench_cuda_kernels decode` runs only the decode rows of 1, 2, 4 and 8 tokens (bench_decode.cpp
-// and the MoE of those steps, BF16 and NVFP4); `grouped-moe` only the grouped MoE rows (both paths,
-// BF16 and NVFP4) at the prefill sizes T = 2048 and 8192; `prefill` only the prefill attention.
+// Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
+// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention), `decode` (the
+// decode rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -34,19 +34,6 @@ void bench_copy() {
   row("copy 2 GiB (read+write)", nullptr, us, 2.0 * n);
 }
 
-// Decode steps of 1, 2, 4, 8 tokens: the projections, then the routed experts (per-slot and
-// grouped), BF16 and NVFP4.
-void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
-  const std::vector<int> tokens = {1, 2, 4, 8};
-  bench_decode_bf16(rng, tokens);
-  bench_decode_nvfp4(rng, tokens);
-  bench_router_moe(rng);  // includes the T = 1 per-slot MoE with its shared expert
-  for (int T : tokens) bench_moe_grouped(rng, lt, T);
-  const Nvfp4ExpertStacks stacks;
-  bench_nvfp4_moe(rng);
-  for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
-}
-
 // The grouped-MoE rows at prefill sizes: the mma.sync path and the Hopper path side by side.
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
@@ -69,14 +56,26 @@ void bench_prefill_rows(std::mt19937& rng, int sms) {
   bench_prefill_attention(rng, "prefill attn W=513 8192 over 90K", 8192, 90000, 513, sms);
 }
 
+// Decode steps of 1, 2, 4, 8 tokens: the projections, then the routed experts (per-slot and
+// grouped), BF16 and NVFP4.
+void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
+  const std::vector<int> tokens = {1, 2, 4, 8};
+  bench_decode_bf16(rng, tokens);
+  bench_decode_nvfp4(rng, tokens);
+  bench_router_moe(rng);  // includes the T = 1 per-slot MoE with its shared expert
+  for (int T : tokens) bench_moe_grouped(rng, lt, T);
+  const Nvfp4ExpertStacks stacks;
+  bench_nvfp4_moe(rng);
+  for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // One section alone: `decode` (1..8-token decode rows), `grouped-moe` (prefill-sized grouped MoE)
-  // or `prefill` (prefill attention).
+  // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "decode" && only != "grouped-moe" && only != "prefill")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [decode | grouped-moe | prefill]\n");
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "decode")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | decode]\n");
     return 2;
   }
   try {

@@ -29,13 +29,6 @@ void count_kernel_check_failure();
 // Checks that failed so far.
 int kernel_check_failures();
 
-// A row for a launch that updates the residual h: uploads h0 into d_h, runs launch(0), compares the
-// first want.size() values of h with want (2x bf16 tolerance), then times launch; `extra(us)`
-// fills the notes column.
-void row_checked_h(const std::string& name, const std::function<void(int)>& launch, DeviceBuffer<bf16>& d_h,
-                   const std::vector<bf16>& h0, const std::vector<bf16>& want, double bytes,
-                   const std::function<std::string(double)>& extra);
-
 // compare(got, ref) that also fails on any NaN/Inf in `got`, even where `ref` has one too (compare()
 // accepts a NaN that the reference expects; between two kernels, a row both left unwritten must fail).
 Comparison compare_finite(const std::vector<bf16>& got, const std::vector<bf16>& ref, double rtol, double atol_rel);
@@ -43,6 +36,13 @@ Comparison compare_finite(const std::vector<bf16>& got, const std::vector<bf16>&
 // "N TFLOP/s (f of 774)": FLOP rate of `flops` in `us`, and its fraction of the H200's measured
 // dense bf16 peak (774 TFLOP/s, docs/performance.md).
 std::string tflops_note(double flops, double us);
+
+// A row for a launch that updates the residual h: uploads h0 into d_h, runs launch(0), compares the
+// first want.size() values of h with want (2x bf16 tolerance), then times launch; `extra(us)`
+// fills the notes column.
+void row_checked_h(const std::string& name, const std::function<void(int)>& launch, DeviceBuffer<bf16>& d_h,
+                   const std::vector<bf16>& h0, const std::vector<bf16>& want, double bytes,
+                   const std::function<std::string(double)>& extra);
 
 // Weight copies to rotate over so one pass reads >= 256 MiB (timings are not L2 hits).
 int copies_for(double bytes);

@@ -5,10 +5,10 @@
 //     nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
 //   from kGroupedMoeMinTokens on: a device-side routing sort, then per expert tile the routed
 //     experts' GEMMs — skinny tensor-core GEMMs of <= 8 rows up to kGemvMaxTokens tokens
-//     (moe_skinny.h), grouped tensor-core GEMMs of 16-row tiles above (moe_grouped.h; at prefill
-//     sizes the Hopper wgmma kernels of moe_grouped_wgmma.h). All read each distinct expert once
-//     per tile: 8 decode tokens route 48 slots to ~45 distinct experts, which the per-slot
-//     kernels read once per slot.
+//     (moe_skinny.h), grouped mma.sync GEMMs of 16-row tiles for batched decode above
+//     (moe_grouped.h), and the Hopper wgmma kernels at prefill sizes (moe_grouped_wgmma.h). All
+//     read each distinct expert once per tile: 8 decode tokens route 48 slots to ~45 distinct
+//     experts, which the per-slot kernels read once per slot.
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -73,11 +73,11 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 
 // Routed experts of a step of 2+ tokens (batched decode or prefill), all on the device: the
 // routing is counting-sorted by expert, then two launches (gate/up with SwiGLU, down) stream each
-// routed expert's weights once per tile of rows, BF16 or NVFP4 (scale2 on the fp32 sums): decode
-// steps as skinny GEMMs of <= 8-row tiles (NVFP4 decoded in registers), decode batches above 8
-// tokens (experts average <= 16 rows) as the 16-row mma.sync tiles of moe_grouped.h (NVFP4 tiles
-// decoded in shared memory), prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4
-// stacks decoded into the scratch first). No host sync, so the step can be graph-captured.
+// routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded exactly to bf16,
+// the expert's scale2 applied to the fp32 sums): decode steps as skinny GEMMs of <= 8-row tiles,
+// batched decode above 8 tokens as 16-row mma.sync tiles (NVFP4 tiles decoded in shared memory),
+// prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks decoded into the
+// scratch first). No host sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
@@ -88,13 +88,13 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const bool wgmma = !skinny && moe_wgmma_for(int64_t(T) * K, E);
   r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? kMoeWgmmaTileRows : 16;
   moe_route_sort(w.topk_ids, T, K, r, stream_);
+  const bool nv = L.nv_exp_gate.present();
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   // Decode steps run a shared expert of the experts' format inside the skinny launches; otherwise
   // it runs on its own below (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4 dequantised first
   // with alpha = scale2).
   bool shared_done = false;
-  const bool nv = L.nv_exp_gate.present();
-  if (nv && skinny) {
+  if (skinny && nv) {
     const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
                          L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
     const Nvfp4Shared* fused = L.nv_sh_gate.present() ? &sh : nullptr;
