@@ -96,9 +96,9 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
   }
-  const int64_t slots = Tm * K, I = c.moe_intermediate_size;
-  const int E = int(c.n_routed_experts);
   if (Tm >= kGroupedMoeMinTokens) {
+    const int64_t slots = Tm * K, I = c.moe_intermediate_size;
+    const int E = int(c.n_routed_experts);
     if (E > kMoeMaxExperts)
       throw Error("CUDA backend: n_routed_experts " + std::to_string(E) + " above " + std::to_string(kMoeMaxExperts) +
                   " is not supported by the grouped MoE kernels");
