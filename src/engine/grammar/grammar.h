@@ -42,6 +42,19 @@ struct Rule {
   std::vector<Sequence> alts;  // an empty alternative matches the empty string
 };
 
+// A place inside a bounded repetition that `Grammar::repeat` unrolled: position `pos` of
+// alternative `alt` of `rule` is the same point of the repeated element as `ref_pos` of
+// `ref_alt` of `ref_rule` (the chain's first link), and the two differ only in how many more
+// copies may (or must) follow. Up to `agree` further copies fit either way, so any token of at
+// most `agree` bytes fares the same from both (when the element cannot match the empty string,
+// which the matcher checks): the matcher shares one token walk between all the counts.
+struct CountedPosition {
+  int32_t rule, alt, pos;
+  int32_t ref_rule, ref_alt, ref_pos;
+  int64_t agree;
+  Element element;  // the repeated element
+};
+
 // Size limits every builder checks, so a hostile schema or grammar is refused, not compiled for
 // minutes: the matcher's work per byte grows with these.
 struct GrammarLimits {
@@ -77,19 +90,24 @@ class Grammar {
   Element optional(const Element& e);                         // e | ""
   Element star(const Element& e);                             // e*  (right recursive)
   Element plus(const Element& e);                             // e+
-  // e{min,max}; max < 0 means unbounded. Bounded repeats unroll into max rules.
+  // e{min,max}; max < 0 means unbounded. Bounded repeats unroll into max rules (each unrolled
+  // position is recorded in counted_positions()).
   Element repeat(const Element& e, int64_t min, int64_t max);
+  const std::vector<CountedPosition>& counted_positions() const { return counted_; }
 
   // Throws GrammarError when a rule has no alternative, a reference is dangling, or a rule
   // can reach itself without consuming input (left recursion, which a pushdown matcher
   // cannot run); also computes which rules match the empty string.
   void validate() const;
+  std::vector<char> nullable() const;  // per rule: it can match the empty string
   std::string describe() const;  // GBNF-like dump for tests and errors
 
  private:
   void count(size_t elements);
+  void record_counted(const Element& e, int64_t min, int32_t repeat_rule, const std::vector<int32_t>& tails);
   std::vector<Rule> rules_;
   std::vector<ByteSet> sets_;
+  std::vector<CountedPosition> counted_;
   std::unordered_map<ByteSet, int32_t> set_index_;  // sets repeat a lot (digits, string characters)
   int32_t root_ = -1;
   size_t elements_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace striker::grammar {
 
@@ -51,6 +52,15 @@ void GrammarAutomaton::flatten(const Grammar& g) {
       kind_.push_back(kEnd);
       arg_.push_back(0);
     }
+  }
+  // Counted positions of non-empty elements (an element that may match nothing could fit
+  // any number of copies in one byte, so its copies do not agree).
+  const std::vector<char> nullable = g.nullable();
+  for (const CountedPosition& c : g.counted_positions()) {
+    if (c.element.kind == Element::Rule && nullable[size_t(c.element.index)]) continue;
+    const int32_t at = alt_starts_[size_t(c.rule)][size_t(c.alt)] + c.pos;
+    const int32_t ref = alt_starts_[size_t(c.ref_rule)][size_t(c.ref_alt)] + c.ref_pos;
+    if (at != ref) counted_[at] = {ref, c.agree};
   }
   bottom_pos_ = int32_t(kind_.size());
   kind_.push_back(kBottom);
@@ -229,11 +239,15 @@ bool GrammarAutomaton::complete(int32_t state) {
 }
 
 void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
-                                  std::vector<std::pair<int32_t, std::string>>* uncertain) {
+                                  std::vector<std::pair<int32_t, std::string>>* uncertain, size_t shallow) {
   const auto& n = vocab_->nodes();
   if (begin >= end) return;
   walk_states_[n.depth[begin] - 1u] = state;
   for (size_t i = begin; i < end;) {
+    if (n.deepest[i] <= shallow) {
+      i = size_t(n.subtree_end[i]);
+      continue;
+    }
     const uint16_t d = n.depth[i];
     const int32_t from = walk_states_[d - 1u];
     const int32_t* table = next_[size_t(from)];
@@ -249,7 +263,7 @@ void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::
       const int32_t id = n.token_ids[size_t(k)];
       words[size_t(id) >> 5] |= 1u << (id & 31);
     }
-    if (uncertain && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
+    if (uncertain && d > shallow && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
       uncertain->emplace_back(int32_t(i), walk_path_.substr(0, d));
     ++i;
   }
@@ -257,14 +271,45 @@ void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::
 
 const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask(const Stack& stack) {
   Stack top{bottom_pos_};
-  top.insert(top.end(), stack.end() - long(kTopFrames), stack.end());
+  top.insert(top.end(), stack.end() - long(std::min(stack.size(), kTopFrames)), stack.end());
+  return top_mask_of(top);
+}
+
+const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask_of(const Stack& top) {
   std::vector<Stack> one{top};
   const int32_t t = intern(one);
-  auto it = top_masks_.find(t);
-  if (it != top_masks_.end()) return *it->second;
-  auto m = std::make_unique<TopMask>();
+  if (auto it = top_masks_.find(t); it != top_masks_.end()) return *it->second;
+  // A top inside counted copies: the same top at the chain's reference, and how far they agree.
+  Stack ref = top;
+  int64_t agree = -1;
+  for (size_t i = 1; i < ref.size(); ++i)
+    if (auto c = counted_.find(ref[i]); c != counted_.end()) {
+      ref[i] = c->second.ref;
+      agree = agree < 0 ? c->second.agree : std::min(agree, c->second.agree);
+    }
+  const auto& n = vocab_->nodes();
   std::vector<uint32_t> words(vocab_->words(), 0u);
-  walk_nodes(t, 0, vocab_->nodes().byte.size(), words, &m->uncertain);
+  auto m = std::make_shared<TopMask>();
+  if (agree >= 1) {
+    const TopMask& r = top_mask_of(ref);
+    const size_t shallow = size_t(agree);
+    if (shallow >= vocab_->max_depth()) {  // every token agrees: the reference's walk is this one's
+      auto alias = top_masks_.at(intern(one = {ref}));
+      return *top_masks_.emplace(t, std::move(alias)).first->second;
+    }
+    // Tokens of up to `shallow` bytes (and the subtrees they lead into) as the reference found
+    // them; the deeper subtrees walked from this top.
+    or_mask(r.viable, words);
+    const uint32_t* up_to = vocab_->tokens_up_to(shallow);
+    for (size_t w = 0; w < words.size(); ++w) words[w] &= up_to[w];
+    for (const auto& u : r.uncertain)
+      if (n.depth[size_t(u.first)] <= shallow) m->uncertain.push_back(u);
+    walk_nodes(t, 0, n.byte.size(), words, &m->uncertain, shallow);
+    ++shared_walks_;
+  } else {
+    walk_nodes(t, 0, n.byte.size(), words, &m->uncertain);
+    ++top_walks_;
+  }
   store_mask(m->viable, words);
   mask_bytes_ += m->uncertain.size() * 24;
   return *top_masks_.emplace(t, std::move(m)).first->second;
@@ -274,17 +319,12 @@ void GrammarAutomaton::compute_mask(int32_t state, std::span<uint32_t> words) {
   std::fill(words.begin(), words.end(), 0u);
   const auto& n = vocab_->nodes();
   std::vector<std::pair<int32_t, std::string>> pending;
-  std::vector<Stack> exact;  // stacks short enough to walk whole
   for (const Stack& st : stacks_of(state)) {
-    if (st.size() <= kTopFrames) {
-      exact.push_back(st);
-      continue;
-    }
+    if (st.empty()) continue;  // the input may end here: the caller adds the stop tokens
     const TopMask& m = top_mask(st);
     or_mask(m.viable, words);
     pending.insert(pending.end(), m.uncertain.begin(), m.uncertain.end());
   }
-  if (!exact.empty()) walk_nodes(intern(exact), 0, n.byte.size(), words, nullptr);
   // Tokens that ran past a truncated top: finish them from the real state. Several stacks may
   // name the same node; each is walked once.
   std::vector<int32_t> seen;
@@ -384,6 +424,43 @@ void GrammarAutomaton::fill_mask(int32_t state, std::span<uint32_t> words) {
   if (mask_bytes_ < limits_.max_mask_cache_bytes) store_mask(states_[size_t(state)].mask, words);
 }
 
+void GrammarAutomaton::fill_mask_exact(int32_t state, std::span<uint32_t> words) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (words.size() != vocab_->words()) throw Error("grammar mask: wrong buffer size");
+  std::fill(words.begin(), words.end(), 0u);
+  if (state == kDead) return;
+  walk_nodes(state, 0, vocab_->nodes().byte.size(), words, nullptr);
+  compute_token_transitions(state);
+  for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
+}
+
+void GrammarAutomaton::precompute(std::chrono::steady_clock::time_point deadline) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Every stack evolves on its own (a state is a set of them), and what follows a stack's
+  // terminal does not depend on which byte matched it: one expansion per stack finds them all.
+  std::unordered_set<Stack, KeyHash> seen;
+  std::vector<Stack> queue;
+  for (Stack& s : stacks_of(initial_))
+    if (seen.insert(s).second) queue.push_back(std::move(s));
+  std::vector<Stack> next;
+  std::unordered_set<Stack, KeyHash> tops;
+  for (size_t i = 0; i < queue.size() && i < limits_.precompute_stacks; ++i) {
+    Stack s = queue[i];
+    if (s.empty()) continue;
+    if (tops.emplace(s.end() - long(std::min(s.size(), kTopFrames)), s.end()).second) top_mask(s);
+    if (std::chrono::steady_clock::now() > deadline || mask_bytes_ > limits_.max_mask_cache_bytes)
+      throw GrammarError("the structured output grammar has too many distinct token masks to prepare in time (" +
+                             std::to_string(top_masks_.size()) + " so far); simplify the schema, pattern or grammar",
+                         "size");
+    s.back() += 1;
+    next.clear();
+    expand(s, next, 0);
+    for (Stack& o : next)
+      if (o.size() <= limits_.precompute_depth && seen.insert(o).second) queue.push_back(std::move(o));
+    ++precomputed_stacks_;
+  }
+}
+
 GrammarAutomaton::Stats GrammarAutomaton::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
@@ -392,6 +469,10 @@ GrammarAutomaton::Stats GrammarAutomaton::stats() {
   s.mask_cache_bytes = mask_bytes_;
   s.mask_hits = hits_;
   s.mask_misses = misses_;
+  s.tops = top_masks_.size();
+  s.top_walks = top_walks_;
+  s.shared_walks = shared_walks_;
+  s.precomputed_stacks = precomputed_stacks_;
   return s;
 }
 

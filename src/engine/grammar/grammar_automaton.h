@@ -13,13 +13,20 @@
 //    top kTopFrames frames are walked on their own, above a "bottom" marker, once per distinct
 //    top (cached). Tokens that run past the marker (a closing quote and what follows) are
 //    recorded as trie subtrees and finished against the real state; only those are walked per
-//    state. This is xgrammar's context-independent token cache, built lazily.
+//    state. This is xgrammar's context-independent token cache.
+//  * The tops are walked when the grammar is compiled (precompute()): every stack the grammar
+//    can reach, up to a depth, contributes its top, so a new schema's first output meets few
+//    walks. The copies of an unrolled bounded repetition (maxLength, maxItems, {m,n}) share one
+//    walk: a top with c more copies allowed agrees with the chain's reference top on every
+//    token shorter than c bytes, so only the trie's deeper subtrees are walked for it
+//    (grammar.h, CountedPosition).
 //
 // After a state's first visit its mask costs a lookup and a copy, and advancing by a token is
 // one table lookup per byte. Both caches are bounded; the state bound turns a grammar whose
 // reachable states explode into a clear GrammarError instead of unbounded memory.
 // Thread safety: every public call takes the automaton's mutex (choices of one request share it).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,6 +45,10 @@ struct AutomatonLimits {
   size_t max_stacks_per_state = 4096;  // ambiguity bound
   size_t max_stack_depth = 4096;
   size_t max_mask_cache_bytes = size_t(64) << 20;
+  // precompute(): stacks deeper than this are left to the first visit (a recursive grammar's
+  // deep tops repeat its shallow ones), and at most this many stacks are visited.
+  size_t precompute_depth = 24;
+  size_t precompute_stacks = 200000;
 };
 
 class GrammarAutomaton {
@@ -57,12 +68,22 @@ class GrammarAutomaton {
   // Allowed next tokens as a packed bitset (bit i of word i/32 = token i), `words` long
   // (vocab.words()). The grammar's own tokens only; the caller adds stop tokens where accepts().
   void fill_mask(int32_t state, std::span<uint32_t> words);
+  // The same mask by the direct route: one walk of the whole trie from the real state, no top
+  // caches (tests compare the two; the benchmark times it).
+  void fill_mask_exact(int32_t state, std::span<uint32_t> words);
+  // Walks the tops of every stack the grammar can reach (see above). Throws
+  // GrammarError("size") past `deadline` or the mask cache bound.
+  void precompute(std::chrono::steady_clock::time_point deadline);
 
   struct Stats {
     size_t states = 0;
     size_t cached_masks = 0;
     size_t mask_cache_bytes = 0;
     uint64_t mask_hits = 0, mask_misses = 0;
+    size_t tops = 0;            // distinct stack tops with a cached walk
+    size_t top_walks = 0;       // of which walked the whole trie
+    size_t shared_walks = 0;    // walked only the subtrees deeper than a counted reference agrees on
+    size_t precomputed_stacks = 0;
   };
   Stats stats();
   const TokenVocabulary& vocab() const { return *vocab_; }
@@ -99,13 +120,15 @@ class GrammarAutomaton {
   // Walks trie nodes [begin, end) whose parent (at depth-1 of `begin`) is in `state`, OR-ing
   // viable tokens into `words`. With `uncertain`, nodes where a stack reached the bottom marker
   // and that have children are recorded (their children depend on the real stack below).
+  // Skips (and records nothing in) subtrees no deeper than `shallow`.
   void walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
-                  std::vector<std::pair<int32_t, std::string>>* uncertain);
+                  std::vector<std::pair<int32_t, std::string>>* uncertain, size_t shallow = 0);
   struct TopMask {
     CompactMask viable;                                      // viable for any context below
     std::vector<std::pair<int32_t, std::string>> uncertain;  // (trie node, its prefix bytes)
   };
-  const TopMask& top_mask(const Stack& stack);
+  const TopMask& top_mask(const Stack& stack);  // of the stack's top kTopFrames frames
+  const TopMask& top_mask_of(const Stack& top);  // `top` starts with the bottom marker
   void compute_mask(int32_t state, std::span<uint32_t> words);
   void store_mask(CompactMask& m, std::span<const uint32_t> words);
   bool load_mask(const CompactMask& m, std::span<uint32_t> words) const;
@@ -128,7 +151,13 @@ class GrammarAutomaton {
   std::vector<int32_t> walk_states_;  // per trie depth
   std::string walk_path_;             // bytes of the current trie path
   int32_t bottom_pos_ = 0;            // the kBottom position
-  std::unordered_map<int32_t, std::unique_ptr<TopMask>> top_masks_;  // truncated state -> its mask
+  std::unordered_map<int32_t, std::shared_ptr<const TopMask>> top_masks_;  // truncated state -> its mask
+  struct Counted {
+    int32_t ref;   // the reference position
+    int64_t agree;  // tokens of up to this many bytes fare the same
+  };
+  std::unordered_map<int32_t, Counted> counted_;  // position -> its chain's reference
+  size_t top_walks_ = 0, shared_walks_ = 0, precomputed_stacks_ = 0;
   std::vector<uint8_t> node_seen_;    // per trie node: already finished in this mask
   size_t mask_bytes_ = 0;
   uint64_t hits_ = 0, misses_ = 0;

@@ -77,7 +77,12 @@ std::shared_ptr<const CompiledGrammar> compile_structured_output(const Structure
   out->rules = g.rules().size();
   out->elements = g.num_elements();
   out->automaton = std::make_shared<GrammarAutomaton>(g, std::move(vocab), limits.automaton);
-  // The first mask is part of the compile: every request needs it before its first token.
+  // The stack tops' token walks, and the first mask, are part of the compile: the first output
+  // then meets (almost) no walk of the vocabulary.
+  if (limits.grammar.max_build_ms > 0)
+    out->automaton->precompute(t0 + std::chrono::microseconds(int64_t(limits.grammar.max_build_ms * 1000)));
+  else
+    out->automaton->precompute(std::chrono::steady_clock::time_point::max());
   std::vector<uint32_t> words(out->automaton->vocab().words());
   out->automaton->fill_mask(out->automaton->initial_state(), words);
   out->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
