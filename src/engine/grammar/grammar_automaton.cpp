@@ -5,6 +5,16 @@
 #include <unordered_set>
 
 namespace striker::grammar {
+namespace {
+
+// Inline bit count: without -mpopcnt, __builtin_popcount is a libgcc call, hot in store_mask.
+inline size_t bit_count(uint32_t w) {
+  w = w - ((w >> 1) & 0x55555555u);
+  w = (w & 0x33333333u) + ((w >> 2) & 0x33333333u);
+  return size_t((((w + (w >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
+}  // namespace
 
 size_t GrammarAutomaton::KeyHash::operator()(const std::vector<int32_t>& v) const {
   uint64_t h = 1469598103934665603ull ^ v.size();
@@ -29,8 +39,7 @@ GrammarAutomaton::GrammarAutomaton(const Grammar& grammar, std::shared_ptr<const
   }
   initial_ = intern(stacks);
   walk_states_.resize(vocab_->max_depth() + 1);
-  walk_path_.resize(vocab_->max_depth() + 1);
-  node_seen_.assign(vocab_->nodes().byte.size(), 0);
+  scratch_.resize(vocab_->words());
 }
 
 void GrammarAutomaton::flatten(const Grammar& g) {
@@ -239,7 +248,7 @@ bool GrammarAutomaton::complete(int32_t state) {
 }
 
 void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
-                                  std::vector<std::pair<int32_t, std::string>>* uncertain, size_t shallow) {
+                                  std::vector<int32_t>* uncertain, size_t shallow) {
   const auto& n = vocab_->nodes();
   if (begin >= end) return;
   walk_states_[n.depth[begin] - 1u] = state;
@@ -258,13 +267,12 @@ void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::
       continue;
     }
     walk_states_[d] = to;
-    walk_path_[d - 1u] = char(n.byte[i]);
     for (int32_t k = n.first_token[i]; k < n.first_token[i + 1]; ++k) {
       const int32_t id = n.token_ids[size_t(k)];
       words[size_t(id) >> 5] |= 1u << (id & 31);
     }
     if (uncertain && d > shallow && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
-      uncertain->emplace_back(int32_t(i), walk_path_.substr(0, d));
+      uncertain->push_back(int32_t(i));
     ++i;
   }
 }
@@ -302,8 +310,8 @@ const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask_of(const Stack& top)
     or_mask(r.viable, words);
     const uint32_t* up_to = vocab_->tokens_up_to(shallow);
     for (size_t w = 0; w < words.size(); ++w) words[w] &= up_to[w];
-    for (const auto& u : r.uncertain)
-      if (n.depth[size_t(u.first)] <= shallow) m->uncertain.push_back(u);
+    for (int32_t u : r.uncertain)
+      if (n.depth[size_t(u)] <= shallow) m->uncertain.push_back(u);
     walk_nodes(t, 0, n.byte.size(), words, &m->uncertain, shallow);
     ++shared_walks_;
   } else {
@@ -311,44 +319,55 @@ const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask_of(const Stack& top)
     ++top_walks_;
   }
   store_mask(m->viable, words);
-  mask_bytes_ += m->uncertain.size() * 24;
+  m->id = t;
+  mask_bytes_ += m->uncertain.size() * 4;
   return *top_masks_.emplace(t, std::move(m)).first->second;
+}
+
+int32_t GrammarAutomaton::rest_state(const Stack& stack) {
+  if (stack.size() <= kTopFrames) return kDead;
+  Stack rest(stack.begin(), stack.end() - long(kTopFrames));
+  if (auto it = rest_states_.find(rest); it != rest_states_.end()) return it->second;
+  // The top's last frame ended: the rest resumes where the automaton would (after a rule
+  // reference, or at the end of an alternative).
+  std::vector<Stack> stacks;
+  Stack s = rest;
+  expand(s, stacks, 0);
+  const int32_t id = intern(stacks);
+  rest_states_.emplace(std::move(rest), id);
+  return id;
+}
+
+const GrammarAutomaton::CompactMask& GrammarAutomaton::finish_mask(const TopMask& top, int32_t rest) {
+  const uint64_t key = uint64_t(uint32_t(top.id)) << 32 | uint32_t(rest);
+  if (auto it = finish_masks_.find(key); it != finish_masks_.end()) return it->second;
+  std::vector<uint32_t> words(vocab_->words(), 0u);
+  const auto& n = vocab_->nodes();
+  // The rest picks up after the node where the top's frames ran out: its subtree's bytes.
+  if (rest != kDead)
+    for (int32_t u : top.uncertain) walk_nodes(rest, size_t(u) + 1, size_t(n.subtree_end[size_t(u)]), words, nullptr);
+  CompactMask& m = finish_masks_[key];
+  store_mask(m, words);
+  return m;
+}
+
+void GrammarAutomaton::add_stack_mask(const Stack& stack, std::span<uint32_t> words) {
+  const TopMask& top = top_mask(stack);
+  or_mask(top.viable, words);
+  if (!top.uncertain.empty()) or_mask(finish_mask(top, rest_state(stack)), words);
 }
 
 void GrammarAutomaton::compute_mask(int32_t state, std::span<uint32_t> words) {
   std::fill(words.begin(), words.end(), 0u);
-  const auto& n = vocab_->nodes();
-  std::vector<std::pair<int32_t, std::string>> pending;
-  for (const Stack& st : stacks_of(state)) {
-    if (st.empty()) continue;  // the input may end here: the caller adds the stop tokens
-    const TopMask& m = top_mask(st);
-    or_mask(m.viable, words);
-    pending.insert(pending.end(), m.uncertain.begin(), m.uncertain.end());
-  }
-  // Tokens that ran past a truncated top: finish them from the real state. Several stacks may
-  // name the same node; each is walked once.
-  std::vector<int32_t> seen;
-  for (const auto& [node, prefix] : pending) {
-    if (node_seen_[size_t(node)]) continue;
-    node_seen_[size_t(node)] = 1;
-    seen.push_back(node);
-    int32_t s = state;
-    for (unsigned char c : prefix) {
-      const int32_t* table = next_[size_t(s)];
-      const int32_t to = table && table[c] != kUnknown ? table[c] : step_byte(s, c);
-      s = to;
-      if (s == kDead) break;
-    }
-    if (s != kDead) walk_nodes(s, size_t(node) + 1, size_t(n.subtree_end[size_t(node)]), words, nullptr);
-  }
-  for (int32_t node : seen) node_seen_[size_t(node)] = 0;
+  for (const Stack& st : stacks_of(state))
+    if (!st.empty()) add_stack_mask(st, words);  // empty: the input may end here (stop tokens)
   compute_token_transitions(state);
   for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
 }
 
 void GrammarAutomaton::store_mask(CompactMask& m, std::span<const uint32_t> words) {
   size_t allowed = 0;
-  for (uint32_t w : words) allowed += size_t(__builtin_popcount(w));
+  for (uint32_t w : words) allowed += bit_count(w);
   const size_t total = size_t(vocab_->vocab_size());
   const size_t sparse_limit = total / 64;  // ids are 32-bit: below this a list beats the bitset
   m.data.clear();

@@ -12,8 +12,9 @@
 //    the same in every field): a state's mask is the union over its stacks, and each stack's
 //    top kTopFrames frames are walked on their own, above a "bottom" marker, once per distinct
 //    top (cached). Tokens that run past the marker (a closing quote and what follows) are
-//    recorded as trie subtrees and finished against the real state; only those are walked per
-//    state. This is xgrammar's context-independent token cache.
+//    recorded as trie subtrees, finished from the state of the rest of the stack (what lies
+//    below the top), and cached per (top, rest) pair: the copies of a string's characters,
+//    or of an array's items, share both. This is xgrammar's context-independent token cache.
 //  * The tops are walked when the grammar is compiled (precompute()): every stack the grammar
 //    can reach, up to a depth, contributes its top, so a new schema's first output meets few
 //    walks. The copies of an unrolled bounded repetition (maxLength, maxItems, {m,n}) share one
@@ -122,13 +123,19 @@ class GrammarAutomaton {
   // and that have children are recorded (their children depend on the real stack below).
   // Skips (and records nothing in) subtrees no deeper than `shallow`.
   void walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
-                  std::vector<std::pair<int32_t, std::string>>* uncertain, size_t shallow = 0);
+                  std::vector<int32_t>* uncertain, size_t shallow = 0);
   struct TopMask {
-    CompactMask viable;                                      // viable for any context below
-    std::vector<std::pair<int32_t, std::string>> uncertain;  // (trie node, its prefix bytes)
+    int32_t id = 0;                  // the truncated state
+    CompactMask viable;              // viable for any context below
+    std::vector<int32_t> uncertain;  // trie nodes where a stack reached the bottom marker
   };
   const TopMask& top_mask(const Stack& stack);  // of the stack's top kTopFrames frames
   const TopMask& top_mask_of(const Stack& top);  // `top` starts with the bottom marker
+  // The state of what lies below a stack's top (kDead when the top is the whole stack), and the
+  // tokens of the top's uncertain subtrees that this rest accepts.
+  int32_t rest_state(const Stack& stack);
+  const CompactMask& finish_mask(const TopMask& top, int32_t rest);
+  void add_stack_mask(const Stack& stack, std::span<uint32_t> words);
   void compute_mask(int32_t state, std::span<uint32_t> words);
   void store_mask(CompactMask& m, std::span<const uint32_t> words);
   bool load_mask(const CompactMask& m, std::span<uint32_t> words) const;
@@ -149,7 +156,7 @@ class GrammarAutomaton {
   std::vector<int32_t*> next_;  // states_[i].next.get(): the trie walk's hot loop reads only this
   int32_t initial_ = kDead;
   std::vector<int32_t> walk_states_;  // per trie depth
-  std::string walk_path_;             // bytes of the current trie path
+  std::vector<uint32_t> scratch_;     // a mask being built
   int32_t bottom_pos_ = 0;            // the kBottom position
   std::unordered_map<int32_t, std::shared_ptr<const TopMask>> top_masks_;  // truncated state -> its mask
   struct Counted {
@@ -158,7 +165,8 @@ class GrammarAutomaton {
   };
   std::unordered_map<int32_t, Counted> counted_;  // position -> its chain's reference
   size_t top_walks_ = 0, shared_walks_ = 0, precomputed_stacks_ = 0;
-  std::vector<uint8_t> node_seen_;    // per trie node: already finished in this mask
+  std::unordered_map<Stack, int32_t, KeyHash> rest_states_;  // stack below a top -> its state
+  std::unordered_map<uint64_t, CompactMask> finish_masks_;    // (top, rest state) -> tokens
   size_t mask_bytes_ = 0;
   uint64_t hits_ = 0, misses_ = 0;
   std::mutex mu_;
