@@ -9,7 +9,8 @@
 //    by drawing uniformly from the mask (what the random-weight test model does), seeded.
 // Times are the thread's CPU time (one core; the build machine is shared and noisy).
 //
-//   bench_structured_masks [--schemas FILE] [--exact] [TOKENIZER_DIR]
+//   bench_structured_masks [--schemas FILE] [--each] [--exact] [TOKENIZER_DIR]
+//   --each prints every schema's line.
 //   --exact also times the direct mask (one whole-trie walk per state, no caches) for contrast.
 #include <algorithm>
 #include <chrono>
@@ -209,11 +210,12 @@ void print_stats_line(const char* what, std::vector<double> v) {
 
 int main(int argc, char** argv) {
   std::string dir = std::string(STRIKER_SHARED_DIR) + "/fixtures/flint-tokenizer", schemas_file;
-  bool with_exact = false;
+  bool with_exact = false, each = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--schemas" && i + 1 < argc) schemas_file = argv[++i];
     else if (a == "--exact") with_exact = true;
+    else if (a == "--each") each = true;
     else dir = a;
   }
   auto tok = Tokenizer::from_dir(dir);
@@ -261,6 +263,12 @@ int main(int argc, char** argv) {
     if (with_exact) exact_all.add(exact(cg.g, ids, words));
     cold_all.add(cold);
     warm_all.add(warm);
+    if (each) {
+      const auto st = cg.g->automaton->stats();
+      std::printf("schema %3zu: compile %7.1f ms, %3zu tokens | first pass %s | cached %s  (%zu tops: %zu walks, %zu shared; %.1f MiB)\n",
+                  i, cg.cpu_ms, ids.size(), cold.summary().c_str(), warm.summary().c_str(), st.tops, st.top_walks,
+                  st.shared_walks, double(st.mask_cache_bytes) / 1048576.0);
+    }
     compile_ms.push_back(cg.cpu_ms);
     schema_cold_mean.push_back(cold.mean());
     schema_warm_mean.push_back(warm.mean());

@@ -7,11 +7,15 @@
 namespace striker::grammar {
 namespace {
 
-// Inline bit count: without -mpopcnt, __builtin_popcount is a libgcc call, hot in store_mask.
-inline size_t bit_count(uint32_t w) {
-  w = w - ((w >> 1) & 0x55555555u);
-  w = (w & 0x33333333u) + ((w >> 2) & 0x33333333u);
-  return size_t((((w + (w >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+// Set bits of a mask. Without -mpopcnt, __builtin_popcount is a libgcc call per word; every
+// x86-64 server CPU has the instruction, so this loop asks for it (elsewhere the builtin is native).
+#if defined(__x86_64__)
+__attribute__((target("popcnt")))
+#endif
+size_t count_bits(std::span<const uint32_t> words) {
+  size_t n = 0;
+  for (uint32_t w : words) n += size_t(__builtin_popcount(w));
+  return n;
 }
 
 }  // namespace
@@ -71,6 +75,15 @@ void GrammarAutomaton::flatten(const Grammar& g) {
     const int32_t ref = alt_starts_[size_t(c.ref_rule)][size_t(c.ref_alt)] + c.ref_pos;
     if (at != ref) counted_[at] = {ref, c.agree};
   }
+  // precompute() walks the copies of a long repetition from the first one whose top agrees with
+  // its reference on every token (longer ones alias that top, see top_mask_of) down to the last.
+  const int64_t all = int64_t(vocab_->max_depth()) + 1;
+  std::unordered_map<int32_t, int32_t> first_full;  // reference -> its copy with agree == all
+  for (const auto& [at, c] : counted_)
+    if (c.agree == all) first_full[c.ref] = at;
+  for (const auto& [at, c] : counted_)
+    if (c.agree > all && first_full.count(c.ref)) precompute_skip_[at] = first_full[c.ref];
+  for (const auto& [ref, at] : first_full) precompute_skip_[ref] = at;
   bottom_pos_ = int32_t(kind_.size());
   kind_.push_back(kBottom);
   arg_.push_back(0);
@@ -306,10 +319,9 @@ const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask_of(const Stack& top)
       return *top_masks_.emplace(t, std::move(alias)).first->second;
     }
     // Tokens of up to `shallow` bytes (and the subtrees they lead into) as the reference found
-    // them; the deeper subtrees walked from this top.
-    or_mask(r.viable, words);
-    const uint32_t* up_to = vocab_->tokens_up_to(shallow);
-    for (size_t w = 0; w < words.size(); ++w) words[w] &= up_to[w];
+    // them (kept as a reference, not copied); the deeper subtrees walked from this top.
+    m->base = &r;
+    m->base_len = shallow;
     for (int32_t u : r.uncertain)
       if (n.depth[size_t(u)] <= shallow) m->uncertain.push_back(u);
     walk_nodes(t, 0, n.byte.size(), words, &m->uncertain, shallow);
@@ -341,18 +353,33 @@ int32_t GrammarAutomaton::rest_state(const Stack& stack) {
 const GrammarAutomaton::CompactMask& GrammarAutomaton::finish_mask(const TopMask& top, int32_t rest) {
   const uint64_t key = uint64_t(uint32_t(top.id)) << 32 | uint32_t(rest);
   if (auto it = finish_masks_.find(key); it != finish_masks_.end()) return it->second;
-  std::vector<uint32_t> words(vocab_->words(), 0u);
-  const auto& n = vocab_->nodes();
-  // The rest picks up after the node where the top's frames ran out: its subtree's bytes.
-  if (rest != kDead)
-    for (int32_t u : top.uncertain) walk_nodes(rest, size_t(u) + 1, size_t(n.subtree_end[size_t(u)]), words, nullptr);
   CompactMask& m = finish_masks_[key];
-  store_mask(m, words);
+  m.form = CompactMask::kAllowed;
+  if (rest == kDead) return m;
+  // The rest picks up after the node where the top's frames ran out: its subtree's bytes. The
+  // subtrees are small: their tokens are listed (and the scratch mask cleared) directly.
+  const auto& n = vocab_->nodes();
+  std::span<uint32_t> words(scratch_);
+  for (int32_t u : top.uncertain) {
+    const size_t begin = size_t(u) + 1, end = size_t(n.subtree_end[size_t(u)]);
+    walk_nodes(rest, begin, end, words, nullptr);
+    for (int32_t k = n.first_token[begin]; k < n.first_token[end]; ++k) {
+      const int32_t id = n.token_ids[size_t(k)];
+      uint32_t& w = words[size_t(id) >> 5];
+      if ((w >> (id & 31)) & 1) {
+        m.data.push_back(uint32_t(id));
+        w &= ~(1u << (id & 31));
+      }
+    }
+  }
+  m.data.shrink_to_fit();
+  mask_bytes_ += m.data.size() * 4 + 32;
   return m;
 }
 
 void GrammarAutomaton::add_stack_mask(const Stack& stack, std::span<uint32_t> words) {
   const TopMask& top = top_mask(stack);
+  if (top.base) or_mask(top.base->viable, words, vocab_->tokens_up_to(top.base_len));
   or_mask(top.viable, words);
   if (!top.uncertain.empty()) or_mask(finish_mask(top, rest_state(stack)), words);
 }
@@ -366,8 +393,7 @@ void GrammarAutomaton::compute_mask(int32_t state, std::span<uint32_t> words) {
 }
 
 void GrammarAutomaton::store_mask(CompactMask& m, std::span<const uint32_t> words) {
-  size_t allowed = 0;
-  for (uint32_t w : words) allowed += bit_count(w);
+  const size_t allowed = count_bits(words);
   const size_t total = size_t(vocab_->vocab_size());
   const size_t sparse_limit = total / 64;  // ids are 32-bit: below this a list beats the bitset
   m.data.clear();
@@ -402,24 +428,33 @@ bool GrammarAutomaton::load_mask(const CompactMask& m, std::span<uint32_t> words
   return true;
 }
 
-void GrammarAutomaton::or_mask(const CompactMask& m, std::span<uint32_t> words) const {
+void GrammarAutomaton::or_mask(const CompactMask& m, std::span<uint32_t> words, const uint32_t* only) const {
+  auto in = [&](uint32_t id) { return !only || ((only[id >> 5] >> (id & 31)) & 1); };
   switch (m.form) {
     case CompactMask::kNone:
       return;
     case CompactMask::kFull:
-      for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w];
+      if (only)
+        for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w] & only[w];
+      else
+        for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w];
       return;
     case CompactMask::kAllowed:
-      for (uint32_t id : m.data) words[id >> 5] |= 1u << (id & 31);
+      for (uint32_t id : m.data)
+        if (in(id)) words[id >> 5] |= 1u << (id & 31);
       return;
     case CompactMask::kDisallowed: {
-      // words |= everything but the listed ids: keep the listed ids' current bits.
+      // words |= everything (in `only`) but the listed ids: keep the listed ids' current bits.
       std::vector<uint32_t> keep;
       for (uint32_t id : m.data)
         if ((words[id >> 5] >> (id & 31)) & 1) keep.push_back(id);
-      std::fill(words.begin(), words.end(), ~0u);
-      const size_t total = size_t(vocab_->vocab_size());
-      if (total % 32) words.back() = (1u << (total % 32)) - 1;
+      if (only) {
+        for (size_t w = 0; w < words.size(); ++w) words[w] |= only[w];
+      } else {
+        std::fill(words.begin(), words.end(), ~0u);
+        const size_t total = size_t(vocab_->vocab_size());
+        if (total % 32) words.back() = (1u << (total % 32)) - 1;
+      }
       for (uint32_t id : m.data) words[id >> 5] &= ~(1u << (id & 31));
       for (uint32_t id : keep) words[id >> 5] |= 1u << (id & 31);
       return;
@@ -474,8 +509,11 @@ void GrammarAutomaton::precompute(std::chrono::steady_clock::time_point deadline
     s.back() += 1;
     next.clear();
     expand(s, next, 0);
-    for (Stack& o : next)
+    for (Stack& o : next) {
+      for (int32_t& f : o)
+        if (auto it = precompute_skip_.find(f); it != precompute_skip_.end()) f = it->second;
       if (o.size() <= limits_.precompute_depth && seen.insert(o).second) queue.push_back(std::move(o));
+    }
     ++precomputed_stacks_;
   }
 }

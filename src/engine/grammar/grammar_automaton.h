@@ -49,7 +49,7 @@ struct AutomatonLimits {
   // precompute(): stacks deeper than this are left to the first visit (a recursive grammar's
   // deep tops repeat its shallow ones), and at most this many stacks are visited.
   size_t precompute_depth = 24;
-  size_t precompute_stacks = 200000;
+  size_t precompute_stacks = 30000;
 };
 
 class GrammarAutomaton {
@@ -128,6 +128,9 @@ class GrammarAutomaton {
     int32_t id = 0;                  // the truncated state
     CompactMask viable;              // viable for any context below
     std::vector<int32_t> uncertain;  // trie nodes where a stack reached the bottom marker
+    // A counted copy: also the reference's viable tokens of at most base_len bytes.
+    const TopMask* base = nullptr;
+    size_t base_len = 0;
   };
   const TopMask& top_mask(const Stack& stack);  // of the stack's top kTopFrames frames
   const TopMask& top_mask_of(const Stack& top);  // `top` starts with the bottom marker
@@ -139,7 +142,8 @@ class GrammarAutomaton {
   void compute_mask(int32_t state, std::span<uint32_t> words);
   void store_mask(CompactMask& m, std::span<const uint32_t> words);
   bool load_mask(const CompactMask& m, std::span<uint32_t> words) const;
-  void or_mask(const CompactMask& m, std::span<uint32_t> words) const;
+  // words |= m; with `only`, just the ids set in that mask.
+  void or_mask(const CompactMask& m, std::span<uint32_t> words, const uint32_t* only = nullptr) const;
 
   std::shared_ptr<const TokenVocabulary> vocab_;
   AutomatonLimits limits_;
@@ -164,6 +168,7 @@ class GrammarAutomaton {
     int64_t agree;  // tokens of up to this many bytes fare the same
   };
   std::unordered_map<int32_t, Counted> counted_;  // position -> its chain's reference
+  std::unordered_map<int32_t, int32_t> precompute_skip_;  // copy -> the copy precompute() walks instead
   size_t top_walks_ = 0, shared_walks_ = 0, precomputed_stacks_ = 0;
   std::unordered_map<Stack, int32_t, KeyHash> rest_states_;  // stack below a top -> its state
   std::unordered_map<uint64_t, CompactMask> finish_masks_;    // (top, rest state) -> tokens

@@ -126,14 +126,21 @@ TEST(GrammarMaskPaths, PrecomputedMasksEqualTheDirectWalk) {
 }
 
 TEST(GrammarMaskPaths, CountedCopiesShareOneWalk) {
-  auto g = compile_structured_output(
-      schema_spec({{"type", "object"}, {"properties", {{"s", {{"type", "string"}, {"maxLength", 300}}}}}}, false),
-      flint_vocab());
-  const auto st = g->automaton->stats();
-  // 300 copies of the string character: one full walk per distinct character state, the
-  // copies past the longest token (128 bytes) share their reference's walk outright.
-  EXPECT_GT(st.shared_walks, 0u);
-  EXPECT_LT(st.top_walks + st.shared_walks, st.tops / 2);
+  auto stats_for = [](int max_length) {
+    return compile_structured_output(
+               schema_spec({{"type", "object"}, {"properties", {{"s", {{"type", "string"}, {"maxLength", max_length}}}}}}, false),
+               flint_vocab())
+        ->automaton->stats();
+  };
+  const auto short_string = stats_for(300), long_string = stats_for(3000);
+  // 300 copies of a string character: one whole-trie walk per distinct character state, the
+  // copies walk only the subtrees deeper than they agree on (shared walks).
+  EXPECT_GT(short_string.shared_walks, 10 * short_string.top_walks);
+  // Ten times the copies cost nothing more: copies past the longest token (128 bytes) are the
+  // same top as their reference and are not walked at all.
+  EXPECT_EQ(long_string.top_walks, short_string.top_walks);
+  EXPECT_EQ(long_string.shared_walks, short_string.shared_walks);
+  EXPECT_LT(long_string.mask_cache_bytes, short_string.mask_cache_bytes * 11 / 10);
 }
 
 TEST(GrammarMaskPaths, PrecomputeIsBoundedByTheCompileTimeLimit) {
