@@ -353,16 +353,13 @@ int32_t GrammarAutomaton::rest_state(const Stack& stack) {
 const GrammarAutomaton::CompactMask& GrammarAutomaton::finish_mask(const TopMask& top, int32_t rest) {
   const uint64_t key = uint64_t(uint32_t(top.id)) << 32 | uint32_t(rest);
   if (auto it = finish_masks_.find(key); it != finish_masks_.end()) return it->second;
-  CompactMask& m = finish_masks_[key];
+  CompactMask m;
   m.form = CompactMask::kAllowed;
-  if (rest == kDead) return m;
   // The rest picks up after the node where the top's frames ran out: its subtree's bytes. The
   // subtrees are small: their tokens are listed (and the scratch mask cleared) directly.
   const auto& n = vocab_->nodes();
   std::span<uint32_t> words(scratch_);
-  for (int32_t u : top.uncertain) {
-    const size_t begin = size_t(u) + 1, end = size_t(n.subtree_end[size_t(u)]);
-    walk_nodes(rest, begin, end, words, nullptr);
+  auto collect = [&](size_t begin, size_t end) {
     for (int32_t k = n.first_token[begin]; k < n.first_token[end]; ++k) {
       const int32_t id = n.token_ids[size_t(k)];
       uint32_t& w = words[size_t(id) >> 5];
@@ -371,10 +368,21 @@ const GrammarAutomaton::CompactMask& GrammarAutomaton::finish_mask(const TopMask
         w &= ~(1u << (id & 31));
       }
     }
-  }
+  };
+  if (rest != kDead)
+    for (int32_t u : top.uncertain) {
+      const size_t begin = size_t(u) + 1, end = size_t(n.subtree_end[size_t(u)]);
+      try {
+        walk_nodes(rest, begin, end, words, nullptr);
+      } catch (...) {  // a state limit: leave the scratch mask clean for the next caller
+        collect(begin, end);
+        throw;
+      }
+      collect(begin, end);
+    }
   m.data.shrink_to_fit();
   mask_bytes_ += m.data.size() * 4 + 32;
-  return m;
+  return finish_masks_.emplace(key, std::move(m)).first->second;
 }
 
 void GrammarAutomaton::add_stack_mask(const Stack& stack, std::span<uint32_t> words) {
