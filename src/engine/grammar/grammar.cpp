@@ -25,7 +25,7 @@ void Grammar::count(size_t elements) {
                            " symbols); simplify the schema, pattern or grammar",
                        "size");
   if (limits_.max_build_ms > 0 && (rules_.size() & 255) == 0) {  // the clock, now and then
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    const double ms = thread_cpu_ms() - started_ms_;
     if (ms > limits_.max_build_ms)
       throw GrammarError("compiling the structured output grammar took longer than " +
                              std::to_string(int64_t(limits_.max_build_ms)) + " ms; simplify the schema, pattern or grammar",

@@ -4,7 +4,6 @@
 #pragma once
 #include <array>
 #include <bitset>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_clock.h"
 
 namespace striker::grammar {
 
@@ -60,7 +60,7 @@ struct CountedPosition {
 struct GrammarLimits {
   size_t max_rules = 100000;
   size_t max_elements = 1000000;
-  double max_build_ms = 0;  // > 0: building for longer than this is refused
+  double max_build_ms = 0;  // > 0: compiling for longer than this (thread CPU time) is refused
 };
 
 class Grammar {
@@ -79,7 +79,7 @@ class Grammar {
   void set_root(int32_t rule) { root_ = rule; }
   void set_limits(const GrammarLimits& l) {
     limits_ = l;
-    started_ = std::chrono::steady_clock::now();
+    started_ms_ = thread_cpu_ms();
   }
   Rule& rule(int32_t id) { return rules_[size_t(id)]; }
 
@@ -112,7 +112,7 @@ class Grammar {
   int32_t root_ = -1;
   size_t elements_ = 0;
   GrammarLimits limits_;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  double started_ms_ = thread_cpu_ms();
 };
 
 ByteSet byte_range(uint8_t lo, uint8_t hi);

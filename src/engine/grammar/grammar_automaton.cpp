@@ -496,7 +496,7 @@ void GrammarAutomaton::fill_mask_exact(int32_t state, std::span<uint32_t> words)
   for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
 }
 
-void GrammarAutomaton::precompute(std::chrono::steady_clock::time_point deadline) {
+void GrammarAutomaton::precompute(double deadline_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   // Every stack evolves on its own (a state is a set of them), and what follows a stack's
   // terminal does not depend on which byte matched it: one expansion per stack finds them all.
@@ -510,7 +510,7 @@ void GrammarAutomaton::precompute(std::chrono::steady_clock::time_point deadline
     Stack s = queue[i];
     if (s.empty()) continue;
     if (tops.emplace(s.end() - long(std::min(s.size(), kTopFrames)), s.end()).second) top_mask(s);
-    if (std::chrono::steady_clock::now() > deadline || mask_bytes_ > limits_.max_mask_cache_bytes)
+    if (thread_cpu_ms() > deadline_ms || mask_bytes_ > limits_.max_mask_cache_bytes)
       throw GrammarError("the structured output grammar has too many distinct token masks to prepare in time (" +
                              std::to_string(top_masks_.size()) + " so far); simplify the schema, pattern or grammar",
                          "size");

@@ -27,7 +27,6 @@
 // reachable states explode into a clear GrammarError instead of unbounded memory.
 // Thread safety: every public call takes the automaton's mutex (choices of one request share it).
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -73,8 +72,9 @@ class GrammarAutomaton {
   // caches (tests compare the two; the benchmark times it).
   void fill_mask_exact(int32_t state, std::span<uint32_t> words);
   // Walks the tops of every stack the grammar can reach (see above). Throws
-  // GrammarError("size") past `deadline` or the mask cache bound.
-  void precompute(std::chrono::steady_clock::time_point deadline);
+  // GrammarError("size") once this thread's CPU time (thread_cpu_ms()) passes `deadline_ms`, or
+  // past the mask cache bound.
+  void precompute(double deadline_ms);
 
   struct Stats {
     size_t states = 0;
