@@ -265,9 +265,9 @@ int main(int argc, char** argv) {
     warm_all.add(warm);
     if (each) {
       const auto st = cg.g->automaton->stats();
-      std::printf("schema %3zu: compile %7.1f ms, %3zu tokens | first pass %s | cached %s  (%zu tops: %zu walks, %zu shared; %.1f MiB)\n",
+      std::printf("schema %3zu: compile %7.1f ms, %3zu tokens | first pass %s | cached %s  (%zu tops: %zu walks, %zu shared; %zu stacks; %.1f MiB)\n",
                   i, cg.cpu_ms, ids.size(), cold.summary().c_str(), warm.summary().c_str(), st.tops, st.top_walks,
-                  st.shared_walks, double(st.mask_cache_bytes) / 1048576.0);
+                  st.shared_walks, st.precomputed_stacks, double(st.mask_cache_bytes) / 1048576.0);
     }
     compile_ms.push_back(cg.cpu_ms);
     schema_cold_mean.push_back(cold.mean());

@@ -496,8 +496,9 @@ void GrammarAutomaton::fill_mask_exact(int32_t state, std::span<uint32_t> words)
   for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
 }
 
-void GrammarAutomaton::precompute(double deadline_ms) {
+bool GrammarAutomaton::precompute() {
   std::lock_guard<std::mutex> lock(mu_);
+  const double deadline = thread_cpu_ms() + limits_.precompute_ms;
   // Every stack evolves on its own (a state is a set of them), and what follows a stack's
   // terminal does not depend on which byte matched it: one expansion per stack finds them all.
   std::unordered_set<Stack, KeyHash> seen;
@@ -506,14 +507,21 @@ void GrammarAutomaton::precompute(double deadline_ms) {
     if (seen.insert(s).second) queue.push_back(std::move(s));
   std::vector<Stack> next;
   std::unordered_set<Stack, KeyHash> tops;
-  for (size_t i = 0; i < queue.size() && i < limits_.precompute_stacks; ++i) {
+  size_t since_new_top = 0;  // a recursive grammar's deeper stacks soon repeat its tops
+  for (size_t i = 0; i < queue.size() && since_new_top < limits_.precompute_stacks; ++i) {
     Stack s = queue[i];
     if (s.empty()) continue;
-    if (tops.emplace(s.end() - long(std::min(s.size(), kTopFrames)), s.end()).second) top_mask(s);
-    if (thread_cpu_ms() > deadline_ms || mask_bytes_ > limits_.max_mask_cache_bytes)
-      throw GrammarError("the structured output grammar has too many distinct token masks to prepare in time (" +
-                             std::to_string(top_masks_.size()) + " so far); simplify the schema, pattern or grammar",
-                         "size");
+    ++since_new_top;
+    if (tops.emplace(s.end() - long(std::min(s.size(), kTopFrames)), s.end()).second) {
+      top_mask(s);
+      since_new_top = 0;
+      if (mask_bytes_ > limits_.max_mask_cache_bytes)
+        throw GrammarError("the structured output grammar needs more than " +
+                               std::to_string(limits_.max_mask_cache_bytes >> 20) +
+                               " MiB of token masks; simplify the schema, pattern or grammar",
+                           "size");
+      if (thread_cpu_ms() > deadline) return false;  // the rest is walked on first use
+    }
     s.back() += 1;
     next.clear();
     expand(s, next, 0);
@@ -524,6 +532,7 @@ void GrammarAutomaton::precompute(double deadline_ms) {
     }
     ++precomputed_stacks_;
   }
+  return precompute_complete_ = true;
 }
 
 GrammarAutomaton::Stats GrammarAutomaton::stats() {
@@ -538,6 +547,7 @@ GrammarAutomaton::Stats GrammarAutomaton::stats() {
   s.top_walks = top_walks_;
   s.shared_walks = shared_walks_;
   s.precomputed_stacks = precomputed_stacks_;
+  s.precompute_complete = precompute_complete_;
   return s;
 }
 

@@ -46,9 +46,11 @@ struct AutomatonLimits {
   size_t max_stack_depth = 4096;
   size_t max_mask_cache_bytes = size_t(64) << 20;
   // precompute(): stacks deeper than this are left to the first visit (a recursive grammar's
-  // deep tops repeat its shallow ones), and at most this many stacks are visited.
+  // deep tops repeat its shallow ones); it stops after this many stacks without a new top, or
+  // after this much CPU time (the rest is walked on first use, as without a precompute).
   size_t precompute_depth = 24;
   size_t precompute_stacks = 30000;
+  double precompute_ms = 1000;
 };
 
 class GrammarAutomaton {
@@ -71,10 +73,9 @@ class GrammarAutomaton {
   // The same mask by the direct route: one walk of the whole trie from the real state, no top
   // caches (tests compare the two; the benchmark times it).
   void fill_mask_exact(int32_t state, std::span<uint32_t> words);
-  // Walks the tops of every stack the grammar can reach (see above). Throws
-  // GrammarError("size") once this thread's CPU time (thread_cpu_ms()) passes `deadline_ms`, or
-  // past the mask cache bound.
-  void precompute(double deadline_ms);
+  // Walks the tops of every stack the grammar can reach (see above), within the limits; false
+  // when it ran out of time first. Throws GrammarError("size") past the mask cache bound.
+  bool precompute();
 
   struct Stats {
     size_t states = 0;
@@ -85,6 +86,7 @@ class GrammarAutomaton {
     size_t top_walks = 0;       // of which walked the whole trie
     size_t shared_walks = 0;    // walked only the subtrees deeper than a counted reference agrees on
     size_t precomputed_stacks = 0;
+    bool precompute_complete = false;
   };
   Stats stats();
   const TokenVocabulary& vocab() const { return *vocab_; }
@@ -170,6 +172,7 @@ class GrammarAutomaton {
   std::unordered_map<int32_t, Counted> counted_;  // position -> its chain's reference
   std::unordered_map<int32_t, int32_t> precompute_skip_;  // copy -> the copy precompute() walks instead
   size_t top_walks_ = 0, shared_walks_ = 0, precomputed_stacks_ = 0;
+  bool precompute_complete_ = false;
   std::unordered_map<Stack, int32_t, KeyHash> rest_states_;  // stack below a top -> its state
   std::unordered_map<uint64_t, CompactMask> finish_masks_;    // (top, rest state) -> tokens
   size_t mask_bytes_ = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
 #include "engine/grammar/gbnf_grammar.h"
 #include "engine/grammar/json_grammar.h"
@@ -82,7 +81,7 @@ std::shared_ptr<const CompiledGrammar> compile_structured_output(const Structure
   out->automaton = std::make_shared<GrammarAutomaton>(g, std::move(vocab), limits.automaton);
   // The stack tops' token walks, and the first mask, are part of the compile: the first output
   // then meets (almost) no walk of the vocabulary.
-  out->automaton->precompute(limit > 0 ? cpu0 + limit : std::numeric_limits<double>::infinity());
+  out->automaton->precompute();
   std::vector<uint32_t> words(out->automaton->vocab().words());
   out->automaton->fill_mask(out->automaton->initial_state(), words);
   out->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

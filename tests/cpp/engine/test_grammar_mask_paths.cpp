@@ -1,7 +1,7 @@
 // The fast mask (stack tops walked at compile time, counted repetitions sharing their walks,
 // tokens that run past a top finished against the real state) against the direct one (one walk
 // of the whole trie from the real state, no caches), on the real Flint vocabulary, at every
-// state of seeded random outputs: bit for bit. Plus the compile-time bound on that precompute.
+// state of seeded random outputs: bit for bit. Plus the bounds on that precompute.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -42,9 +42,10 @@ size_t count(const std::vector<uint32_t>& m) {
 // Draws an output from the masks (uniformly, or among tokens of at most 2 bytes so the walk
 // reaches deep into structure and bounded repetitions) and compares the two masks at every
 // state. Returns the number of states compared.
-size_t compare_along_random_outputs(const StructuredOutputSpec& spec, int outputs, size_t max_tokens) {
+size_t compare_along_random_outputs(const StructuredOutputSpec& spec, int outputs, size_t max_tokens,
+                                    const CompileLimits& limits = {}) {
   auto vocab = flint_vocab();
-  auto g = compile_structured_output(spec, vocab);
+  auto g = compile_structured_output(spec, vocab, limits);
   GrammarAutomaton& a = *g->automaton;
   std::vector<uint32_t> fast(vocab->words()), direct(vocab->words());
   size_t compared = 0;
@@ -145,17 +146,41 @@ TEST(GrammarMaskPaths, CountedCopiesShareOneWalk) {
   EXPECT_LT(long_string.mask_cache_bytes, short_string.mask_cache_bytes * 11 / 10);
 }
 
-TEST(GrammarMaskPaths, PrecomputeIsBoundedByTheCompileTimeLimit) {
+json many_bounded_strings() {
   json props = json::object();
   for (int i = 0; i < 12; ++i) props["p" + std::to_string(i)] = {{"type", "string"}, {"minLength", 40 + i}, {"maxLength", 90 + i}};
-  CompileLimits tight;
-  tight.grammar.max_build_ms = 20;
+  return {{"type", "object"}, {"properties", props}};
+}
+
+TEST(GrammarMaskPaths, PrecomputeStopsAtItsTimeBudgetAndMasksStayExact) {
+  CompileLimits quick;
+  quick.automaton.precompute_ms = 2;
+  auto g = compile_structured_output(schema_spec(many_bounded_strings(), false), flint_vocab(), quick);
+  EXPECT_FALSE(g->automaton->stats().precompute_complete);
+  const json one = {{"type", "object"}, {"properties", {{"p", {{"type", "string"}, {"maxLength", 20}}}}}};
+  EXPECT_TRUE(compile_structured_output(schema_spec(one, false), flint_vocab())->automaton->stats().precompute_complete);
+  // The tops it did not reach are walked on first use, to the same masks.
+  EXPECT_GT(compare_along_random_outputs(schema_spec(many_bounded_strings(), false), 1, 40, quick), 20u);
+}
+
+TEST(GrammarMaskPaths, TooManyMasksOrTooSlowACompileIsRefused) {
+  CompileLimits small;
+  small.automaton.max_mask_cache_bytes = size_t(1) << 20;
   try {
-    compile_structured_output(schema_spec({{"type", "object"}, {"properties", props}}, true), flint_vocab(), tight);
+    compile_structured_output(schema_spec(many_bounded_strings(), true), flint_vocab(), small);
+    FAIL() << "fitted in 1 MiB of masks";
+  } catch (const GrammarError& e) {
+    EXPECT_EQ(e.keyword(), "size");
+    EXPECT_NE(std::string(e.what()).find("MiB of token masks"), std::string::npos) << e.what();
+  }
+  CompileLimits tight;
+  tight.grammar.max_build_ms = 20;  // thread CPU time of the whole compile
+  try {
+    compile_structured_output(schema_spec(many_bounded_strings(), true), flint_vocab(), tight);
     FAIL() << "compiled within 20 ms";
   } catch (const GrammarError& e) {
     EXPECT_EQ(e.keyword(), "size");
-    EXPECT_NE(std::string(e.what()).find("simplify the schema"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ms of CPU time"), std::string::npos) << e.what();
   }
 }
 
