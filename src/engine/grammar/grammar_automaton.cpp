@@ -507,14 +507,12 @@ bool GrammarAutomaton::precompute() {
     if (seen.insert(s).second) queue.push_back(std::move(s));
   std::vector<Stack> next;
   std::unordered_set<Stack, KeyHash> tops;
-  size_t since_new_top = 0;  // a recursive grammar's deeper stacks soon repeat its tops
-  for (size_t i = 0; i < queue.size() && since_new_top < limits_.precompute_stacks; ++i) {
+  bool recursive = false;  // a stack grew past precompute_depth: the grammar nests without end
+  for (size_t i = 0; i < queue.size() && !(recursive && i >= limits_.precompute_stacks); ++i) {
     Stack s = queue[i];
     if (s.empty()) continue;
-    ++since_new_top;
     if (tops.emplace(s.end() - long(std::min(s.size(), kTopFrames)), s.end()).second) {
       top_mask(s);
-      since_new_top = 0;
       if (mask_bytes_ > limits_.max_mask_cache_bytes)
         throw GrammarError("the structured output grammar needs more than " +
                                std::to_string(limits_.max_mask_cache_bytes >> 20) +
@@ -528,7 +526,8 @@ bool GrammarAutomaton::precompute() {
     for (Stack& o : next) {
       for (int32_t& f : o)
         if (auto it = precompute_skip_.find(f); it != precompute_skip_.end()) f = it->second;
-      if (o.size() <= limits_.precompute_depth && seen.insert(o).second) queue.push_back(std::move(o));
+      if (o.size() > limits_.precompute_depth) recursive = true;
+      else if (seen.insert(o).second) queue.push_back(std::move(o));
     }
     ++precomputed_stacks_;
   }

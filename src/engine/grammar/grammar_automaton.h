@@ -46,8 +46,8 @@ struct AutomatonLimits {
   size_t max_stack_depth = 4096;
   size_t max_mask_cache_bytes = size_t(64) << 20;
   // precompute(): stacks deeper than this are left to the first visit (a recursive grammar's
-  // deep tops repeat its shallow ones); it stops after this many stacks without a new top, or
-  // after this much CPU time (the rest is walked on first use, as without a precompute).
+  // deep tops repeat its shallow ones), a recursive grammar stops after this many stacks, and
+  // any after this much CPU time (the rest is walked on first use, as without a precompute).
   size_t precompute_depth = 24;
   size_t precompute_stacks = 30000;
   double precompute_ms = 1000;
