@@ -96,3 +96,10 @@ def schemas(count: int, seed: int = 1234) -> list:
     for i in range(count):
         out.append(schema_with_ref(r) if i % 10 == 9 else random_schema(r))
     return out
+
+
+if __name__ == "__main__":
+    # The same schemas for the C++ mask benchmark: python3 structured_schemas.py 200 > schemas.json
+    import json
+    import sys
+    print(json.dumps(schemas(int(sys.argv[1]) if len(sys.argv) > 1 else 200)))

@@ -25,7 +25,7 @@ void Grammar::count(size_t elements) {
                            " symbols); simplify the schema, pattern or grammar",
                        "size");
   if (limits_.max_build_ms > 0 && (rules_.size() & 255) == 0) {  // the clock, now and then
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+    const double ms = thread_cpu_ms() - started_ms_;
     if (ms > limits_.max_build_ms)
       throw GrammarError("compiling the structured output grammar took longer than " +
                              std::to_string(int64_t(limits_.max_build_ms)) + " ms; simplify the schema, pattern or grammar",
@@ -84,27 +84,45 @@ Element Grammar::repeat(const Element& e, int64_t min, int64_t max) {
     throw GrammarError("repetition count " + std::to_string(budget) + " is too large", "size");
   Sequence seq;
   for (int64_t i = 0; i < min; ++i) seq.push_back(e);
+  std::vector<int32_t> tails;  // tails[k - 1] = the rule of tail_k
   if (max < 0) {
     seq.push_back(star(e));
   } else if (max > min) {
     // tail_k ::= "" | e tail_{k-1}: at most k more
     Element tail = optional(e);
-    for (int64_t k = 1; k < max - min; ++k) tail = alternatives("rep", {{e, tail}, {}});
+    tails.push_back(tail.index);
+    for (int64_t k = 1; k < max - min; ++k) {
+      tail = alternatives("rep", {{e, tail}, {}});
+      tails.push_back(tail.index);
+    }
     seq.push_back(tail);
   }
-  return alternatives("repeat", {std::move(seq)});
+  const Element out = alternatives("repeat", {std::move(seq)});
+  record_counted(e, min, out.index, tails);
+  return out;
 }
 
-void Grammar::validate() const {
-  const size_t n = rules_.size();
-  if (root_ < 0 || size_t(root_) >= n) throw GrammarError("the grammar has no root rule", "grammar");
-  for (const auto& r : rules_) {
-    if (r.alts.empty()) throw GrammarError("rule '" + r.name + "' has no alternatives", "grammar");
-    for (const auto& a : r.alts)
-      for (const auto& e : a)
-        if (e.kind == Element::Rule && (e.index < 0 || size_t(e.index) >= n))
-          throw GrammarError("rule '" + r.name + "' refers to an undefined rule", "grammar");
+// Where the matcher can stand inside the unrolled copies: on the element itself (a byte set or
+// token, at position p) or just after it (a rule, whose return address is p + 1). The last
+// link of each part is the reference; a copy with c more allowed (or required) after it agrees
+// with the reference on tokens of up to c - 1 bytes (one byte of slack for the element in hand).
+void Grammar::record_counted(const Element& e, int64_t min, int32_t repeat_rule, const std::vector<int32_t>& tails) {
+  const int32_t at = e.kind == Element::Rule ? 1 : 0;
+  // Mandatory copies e_0 .. e_{min-1} in the repeat rule: in e_j, min-1-j more must follow.
+  for (int64_t j = 1; j < min; ++j) {
+    const int64_t agree = min - 2 - j;
+    if (agree < 1) break;
+    counted_.push_back({repeat_rule, 0, int32_t(j) + at, repeat_rule, 0, at, agree, e});
   }
+  // tail_k ::= e tail_{k-1} | "": in its e, up to k-1 more may follow. tail_n is the reference.
+  const int64_t n = int64_t(tails.size());
+  for (int64_t k = 2; k < n; ++k) {
+    counted_.push_back({tails[size_t(k - 1)], 0, at, tails[size_t(n - 1)], 0, at, k - 1, e});
+  }
+}
+
+std::vector<char> Grammar::nullable() const {
+  const size_t n = rules_.size();
   std::vector<char> nullable(n, 0);
   for (bool changed = true; changed;) {
     changed = false;
@@ -121,6 +139,20 @@ void Grammar::validate() const {
       }
     }
   }
+  return nullable;
+}
+
+void Grammar::validate() const {
+  const size_t n = rules_.size();
+  if (root_ < 0 || size_t(root_) >= n) throw GrammarError("the grammar has no root rule", "grammar");
+  for (const auto& r : rules_) {
+    if (r.alts.empty()) throw GrammarError("rule '" + r.name + "' has no alternatives", "grammar");
+    for (const auto& a : r.alts)
+      for (const auto& e : a)
+        if (e.kind == Element::Rule && (e.index < 0 || size_t(e.index) >= n))
+          throw GrammarError("rule '" + r.name + "' refers to an undefined rule", "grammar");
+  }
+  const std::vector<char> nullable = this->nullable();
   // Left-corner graph: rule -> rules reachable without consuming a byte. A cycle is left recursion.
   std::vector<std::vector<int32_t>> left(n);
   for (size_t i = 0; i < n; ++i)

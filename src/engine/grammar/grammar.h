@@ -4,7 +4,6 @@
 #pragma once
 #include <array>
 #include <bitset>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_clock.h"
 
 namespace striker::grammar {
 
@@ -42,12 +42,25 @@ struct Rule {
   std::vector<Sequence> alts;  // an empty alternative matches the empty string
 };
 
+// A place inside a bounded repetition that `Grammar::repeat` unrolled: position `pos` of
+// alternative `alt` of `rule` is the same point of the repeated element as `ref_pos` of
+// `ref_alt` of `ref_rule` (the chain's first link), and the two differ only in how many more
+// copies may (or must) follow. Up to `agree` further copies fit either way, so any token of at
+// most `agree` bytes fares the same from both (when the element cannot match the empty string,
+// which the matcher checks): the matcher shares one token walk between all the counts.
+struct CountedPosition {
+  int32_t rule, alt, pos;
+  int32_t ref_rule, ref_alt, ref_pos;
+  int64_t agree;
+  Element element;  // the repeated element
+};
+
 // Size limits every builder checks, so a hostile schema or grammar is refused, not compiled for
 // minutes: the matcher's work per byte grows with these.
 struct GrammarLimits {
   size_t max_rules = 100000;
   size_t max_elements = 1000000;
-  double max_build_ms = 0;  // > 0: building for longer than this is refused
+  double max_build_ms = 0;  // > 0: compiling for longer than this (thread CPU time) is refused
 };
 
 class Grammar {
@@ -66,7 +79,7 @@ class Grammar {
   void set_root(int32_t rule) { root_ = rule; }
   void set_limits(const GrammarLimits& l) {
     limits_ = l;
-    started_ = std::chrono::steady_clock::now();
+    started_ms_ = thread_cpu_ms();
   }
   Rule& rule(int32_t id) { return rules_[size_t(id)]; }
 
@@ -77,24 +90,29 @@ class Grammar {
   Element optional(const Element& e);                         // e | ""
   Element star(const Element& e);                             // e*  (right recursive)
   Element plus(const Element& e);                             // e+
-  // e{min,max}; max < 0 means unbounded. Bounded repeats unroll into max rules.
+  // e{min,max}; max < 0 means unbounded. Bounded repeats unroll into max rules (each unrolled
+  // position is recorded in counted_positions()).
   Element repeat(const Element& e, int64_t min, int64_t max);
+  const std::vector<CountedPosition>& counted_positions() const { return counted_; }
 
   // Throws GrammarError when a rule has no alternative, a reference is dangling, or a rule
   // can reach itself without consuming input (left recursion, which a pushdown matcher
   // cannot run); also computes which rules match the empty string.
   void validate() const;
+  std::vector<char> nullable() const;  // per rule: it can match the empty string
   std::string describe() const;  // GBNF-like dump for tests and errors
 
  private:
   void count(size_t elements);
+  void record_counted(const Element& e, int64_t min, int32_t repeat_rule, const std::vector<int32_t>& tails);
   std::vector<Rule> rules_;
   std::vector<ByteSet> sets_;
+  std::vector<CountedPosition> counted_;
   std::unordered_map<ByteSet, int32_t> set_index_;  // sets repeat a lot (digits, string characters)
   int32_t root_ = -1;
   size_t elements_ = 0;
   GrammarLimits limits_;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  double started_ms_ = thread_cpu_ms();
 };
 
 ByteSet byte_range(uint8_t lo, uint8_t hi);

@@ -2,8 +2,23 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace striker::grammar {
+namespace {
+
+// Set bits of a mask. Without -mpopcnt, __builtin_popcount is a libgcc call per word; every
+// x86-64 server CPU has the instruction, so this loop asks for it (elsewhere the builtin is native).
+#if defined(__x86_64__)
+__attribute__((target("popcnt")))
+#endif
+size_t count_bits(std::span<const uint32_t> words) {
+  size_t n = 0;
+  for (uint32_t w : words) n += size_t(__builtin_popcount(w));
+  return n;
+}
+
+}  // namespace
 
 size_t GrammarAutomaton::KeyHash::operator()(const std::vector<int32_t>& v) const {
   uint64_t h = 1469598103934665603ull ^ v.size();
@@ -28,8 +43,7 @@ GrammarAutomaton::GrammarAutomaton(const Grammar& grammar, std::shared_ptr<const
   }
   initial_ = intern(stacks);
   walk_states_.resize(vocab_->max_depth() + 1);
-  walk_path_.resize(vocab_->max_depth() + 1);
-  node_seen_.assign(vocab_->nodes().byte.size(), 0);
+  scratch_.resize(vocab_->words());
 }
 
 void GrammarAutomaton::flatten(const Grammar& g) {
@@ -52,6 +66,24 @@ void GrammarAutomaton::flatten(const Grammar& g) {
       arg_.push_back(0);
     }
   }
+  // Counted positions of non-empty elements (an element that may match nothing could fit
+  // any number of copies in one byte, so its copies do not agree).
+  const std::vector<char> nullable = g.nullable();
+  for (const CountedPosition& c : g.counted_positions()) {
+    if (c.element.kind == Element::Rule && nullable[size_t(c.element.index)]) continue;
+    const int32_t at = alt_starts_[size_t(c.rule)][size_t(c.alt)] + c.pos;
+    const int32_t ref = alt_starts_[size_t(c.ref_rule)][size_t(c.ref_alt)] + c.ref_pos;
+    if (at != ref) counted_[at] = {ref, c.agree};
+  }
+  // precompute() walks the copies of a long repetition from the first one whose top agrees with
+  // its reference on every token (longer ones alias that top, see top_mask_of) down to the last.
+  const int64_t all = int64_t(vocab_->max_depth()) + 1;
+  std::unordered_map<int32_t, int32_t> first_full;  // reference -> its copy with agree == all
+  for (const auto& [at, c] : counted_)
+    if (c.agree == all) first_full[c.ref] = at;
+  for (const auto& [at, c] : counted_)
+    if (c.agree > all && first_full.count(c.ref)) precompute_skip_[at] = first_full[c.ref];
+  for (const auto& [ref, at] : first_full) precompute_skip_[ref] = at;
   bottom_pos_ = int32_t(kind_.size());
   kind_.push_back(kBottom);
   arg_.push_back(0);
@@ -229,11 +261,15 @@ bool GrammarAutomaton::complete(int32_t state) {
 }
 
 void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
-                                  std::vector<std::pair<int32_t, std::string>>* uncertain) {
+                                  std::vector<int32_t>* uncertain, size_t shallow) {
   const auto& n = vocab_->nodes();
   if (begin >= end) return;
   walk_states_[n.depth[begin] - 1u] = state;
   for (size_t i = begin; i < end;) {
+    if (n.deepest[i] <= shallow) {
+      i = size_t(n.subtree_end[i]);
+      continue;
+    }
     const uint16_t d = n.depth[i];
     const int32_t from = walk_states_[d - 1u];
     const int32_t* table = next_[size_t(from)];
@@ -244,71 +280,128 @@ void GrammarAutomaton::walk_nodes(int32_t state, size_t begin, size_t end, std::
       continue;
     }
     walk_states_[d] = to;
-    walk_path_[d - 1u] = char(n.byte[i]);
     for (int32_t k = n.first_token[i]; k < n.first_token[i + 1]; ++k) {
       const int32_t id = n.token_ids[size_t(k)];
       words[size_t(id) >> 5] |= 1u << (id & 31);
     }
-    if (uncertain && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
-      uncertain->emplace_back(int32_t(i), walk_path_.substr(0, d));
+    if (uncertain && d > shallow && states_[size_t(to)].bottom && size_t(n.subtree_end[i]) > i + 1)
+      uncertain->push_back(int32_t(i));
     ++i;
   }
 }
 
 const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask(const Stack& stack) {
   Stack top{bottom_pos_};
-  top.insert(top.end(), stack.end() - long(kTopFrames), stack.end());
+  top.insert(top.end(), stack.end() - long(std::min(stack.size(), kTopFrames)), stack.end());
+  return top_mask_of(top);
+}
+
+const GrammarAutomaton::TopMask& GrammarAutomaton::top_mask_of(const Stack& top) {
   std::vector<Stack> one{top};
   const int32_t t = intern(one);
-  auto it = top_masks_.find(t);
-  if (it != top_masks_.end()) return *it->second;
-  auto m = std::make_unique<TopMask>();
+  if (auto it = top_masks_.find(t); it != top_masks_.end()) return *it->second;
+  // A top inside counted copies: the same top at the chain's reference, and how far they agree.
+  Stack ref = top;
+  int64_t agree = -1;
+  for (size_t i = 1; i < ref.size(); ++i)
+    if (auto c = counted_.find(ref[i]); c != counted_.end()) {
+      ref[i] = c->second.ref;
+      agree = agree < 0 ? c->second.agree : std::min(agree, c->second.agree);
+    }
+  const auto& n = vocab_->nodes();
   std::vector<uint32_t> words(vocab_->words(), 0u);
-  walk_nodes(t, 0, vocab_->nodes().byte.size(), words, &m->uncertain);
+  auto m = std::make_shared<TopMask>();
+  if (agree >= 1) {
+    const TopMask& r = top_mask_of(ref);
+    const size_t shallow = size_t(agree);
+    if (shallow >= vocab_->max_depth()) {  // every token agrees: the reference's walk is this one's
+      auto alias = top_masks_.at(intern(one = {ref}));
+      return *top_masks_.emplace(t, std::move(alias)).first->second;
+    }
+    // Tokens of up to `shallow` bytes (and the subtrees they lead into) as the reference found
+    // them (kept as a reference, not copied); the deeper subtrees walked from this top.
+    m->base = &r;
+    m->base_len = shallow;
+    for (int32_t u : r.uncertain)
+      if (n.depth[size_t(u)] <= shallow) m->uncertain.push_back(u);
+    walk_nodes(t, 0, n.byte.size(), words, &m->uncertain, shallow);
+    ++shared_walks_;
+  } else {
+    walk_nodes(t, 0, n.byte.size(), words, &m->uncertain);
+    ++top_walks_;
+  }
   store_mask(m->viable, words);
-  mask_bytes_ += m->uncertain.size() * 24;
+  m->id = t;
+  mask_bytes_ += m->uncertain.size() * 4;
   return *top_masks_.emplace(t, std::move(m)).first->second;
+}
+
+int32_t GrammarAutomaton::rest_state(const Stack& stack) {
+  if (stack.size() <= kTopFrames) return kDead;
+  Stack rest(stack.begin(), stack.end() - long(kTopFrames));
+  if (auto it = rest_states_.find(rest); it != rest_states_.end()) return it->second;
+  // The top's last frame ended: the rest resumes where the automaton would (after a rule
+  // reference, or at the end of an alternative).
+  std::vector<Stack> stacks;
+  Stack s = rest;
+  expand(s, stacks, 0);
+  const int32_t id = intern(stacks);
+  rest_states_.emplace(std::move(rest), id);
+  return id;
+}
+
+const GrammarAutomaton::CompactMask& GrammarAutomaton::finish_mask(const TopMask& top, int32_t rest) {
+  const uint64_t key = uint64_t(uint32_t(top.id)) << 32 | uint32_t(rest);
+  if (auto it = finish_masks_.find(key); it != finish_masks_.end()) return it->second;
+  CompactMask m;
+  m.form = CompactMask::kAllowed;
+  // The rest picks up after the node where the top's frames ran out: its subtree's bytes. The
+  // subtrees are small: their tokens are listed (and the scratch mask cleared) directly.
+  const auto& n = vocab_->nodes();
+  std::span<uint32_t> words(scratch_);
+  auto collect = [&](size_t begin, size_t end) {
+    for (int32_t k = n.first_token[begin]; k < n.first_token[end]; ++k) {
+      const int32_t id = n.token_ids[size_t(k)];
+      uint32_t& w = words[size_t(id) >> 5];
+      if ((w >> (id & 31)) & 1) {
+        m.data.push_back(uint32_t(id));
+        w &= ~(1u << (id & 31));
+      }
+    }
+  };
+  if (rest != kDead)
+    for (int32_t u : top.uncertain) {
+      const size_t begin = size_t(u) + 1, end = size_t(n.subtree_end[size_t(u)]);
+      try {
+        walk_nodes(rest, begin, end, words, nullptr);
+      } catch (...) {  // a state limit: leave the scratch mask clean for the next caller
+        collect(begin, end);
+        throw;
+      }
+      collect(begin, end);
+    }
+  m.data.shrink_to_fit();
+  mask_bytes_ += m.data.size() * 4 + 32;
+  return finish_masks_.emplace(key, std::move(m)).first->second;
+}
+
+void GrammarAutomaton::add_stack_mask(const Stack& stack, std::span<uint32_t> words) {
+  const TopMask& top = top_mask(stack);
+  if (top.base) or_mask(top.base->viable, words, vocab_->tokens_up_to(top.base_len));
+  or_mask(top.viable, words);
+  if (!top.uncertain.empty()) or_mask(finish_mask(top, rest_state(stack)), words);
 }
 
 void GrammarAutomaton::compute_mask(int32_t state, std::span<uint32_t> words) {
   std::fill(words.begin(), words.end(), 0u);
-  const auto& n = vocab_->nodes();
-  std::vector<std::pair<int32_t, std::string>> pending;
-  std::vector<Stack> exact;  // stacks short enough to walk whole
-  for (const Stack& st : stacks_of(state)) {
-    if (st.size() <= kTopFrames) {
-      exact.push_back(st);
-      continue;
-    }
-    const TopMask& m = top_mask(st);
-    or_mask(m.viable, words);
-    pending.insert(pending.end(), m.uncertain.begin(), m.uncertain.end());
-  }
-  if (!exact.empty()) walk_nodes(intern(exact), 0, n.byte.size(), words, nullptr);
-  // Tokens that ran past a truncated top: finish them from the real state. Several stacks may
-  // name the same node; each is walked once.
-  std::vector<int32_t> seen;
-  for (const auto& [node, prefix] : pending) {
-    if (node_seen_[size_t(node)]) continue;
-    node_seen_[size_t(node)] = 1;
-    seen.push_back(node);
-    int32_t s = state;
-    for (unsigned char c : prefix) {
-      const int32_t* table = next_[size_t(s)];
-      const int32_t to = table && table[c] != kUnknown ? table[c] : step_byte(s, c);
-      s = to;
-      if (s == kDead) break;
-    }
-    if (s != kDead) walk_nodes(s, size_t(node) + 1, size_t(n.subtree_end[size_t(node)]), words, nullptr);
-  }
-  for (int32_t node : seen) node_seen_[size_t(node)] = 0;
+  for (const Stack& st : stacks_of(state))
+    if (!st.empty()) add_stack_mask(st, words);  // empty: the input may end here (stop tokens)
   compute_token_transitions(state);
   for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
 }
 
 void GrammarAutomaton::store_mask(CompactMask& m, std::span<const uint32_t> words) {
-  size_t allowed = 0;
-  for (uint32_t w : words) allowed += size_t(__builtin_popcount(w));
+  const size_t allowed = count_bits(words);
   const size_t total = size_t(vocab_->vocab_size());
   const size_t sparse_limit = total / 64;  // ids are 32-bit: below this a list beats the bitset
   m.data.clear();
@@ -343,24 +436,33 @@ bool GrammarAutomaton::load_mask(const CompactMask& m, std::span<uint32_t> words
   return true;
 }
 
-void GrammarAutomaton::or_mask(const CompactMask& m, std::span<uint32_t> words) const {
+void GrammarAutomaton::or_mask(const CompactMask& m, std::span<uint32_t> words, const uint32_t* only) const {
+  auto in = [&](uint32_t id) { return !only || ((only[id >> 5] >> (id & 31)) & 1); };
   switch (m.form) {
     case CompactMask::kNone:
       return;
     case CompactMask::kFull:
-      for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w];
+      if (only)
+        for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w] & only[w];
+      else
+        for (size_t w = 0; w < words.size(); ++w) words[w] |= m.data[w];
       return;
     case CompactMask::kAllowed:
-      for (uint32_t id : m.data) words[id >> 5] |= 1u << (id & 31);
+      for (uint32_t id : m.data)
+        if (in(id)) words[id >> 5] |= 1u << (id & 31);
       return;
     case CompactMask::kDisallowed: {
-      // words |= everything but the listed ids: keep the listed ids' current bits.
+      // words |= everything (in `only`) but the listed ids: keep the listed ids' current bits.
       std::vector<uint32_t> keep;
       for (uint32_t id : m.data)
         if ((words[id >> 5] >> (id & 31)) & 1) keep.push_back(id);
-      std::fill(words.begin(), words.end(), ~0u);
-      const size_t total = size_t(vocab_->vocab_size());
-      if (total % 32) words.back() = (1u << (total % 32)) - 1;
+      if (only) {
+        for (size_t w = 0; w < words.size(); ++w) words[w] |= only[w];
+      } else {
+        std::fill(words.begin(), words.end(), ~0u);
+        const size_t total = size_t(vocab_->vocab_size());
+        if (total % 32) words.back() = (1u << (total % 32)) - 1;
+      }
       for (uint32_t id : m.data) words[id >> 5] &= ~(1u << (id & 31));
       for (uint32_t id : keep) words[id >> 5] |= 1u << (id & 31);
       return;
@@ -384,6 +486,54 @@ void GrammarAutomaton::fill_mask(int32_t state, std::span<uint32_t> words) {
   if (mask_bytes_ < limits_.max_mask_cache_bytes) store_mask(states_[size_t(state)].mask, words);
 }
 
+void GrammarAutomaton::fill_mask_exact(int32_t state, std::span<uint32_t> words) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (words.size() != vocab_->words()) throw Error("grammar mask: wrong buffer size");
+  std::fill(words.begin(), words.end(), 0u);
+  if (state == kDead) return;
+  walk_nodes(state, 0, vocab_->nodes().byte.size(), words, nullptr);
+  compute_token_transitions(state);
+  for (const auto& [t, to] : states_[size_t(state)].token_next) words[size_t(t) >> 5] |= 1u << (t & 31);
+}
+
+bool GrammarAutomaton::precompute() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double deadline = thread_cpu_ms() + limits_.precompute_ms;
+  // Every stack evolves on its own (a state is a set of them), and what follows a stack's
+  // terminal does not depend on which byte matched it: one expansion per stack finds them all.
+  std::unordered_set<Stack, KeyHash> seen;
+  std::vector<Stack> queue;
+  for (Stack& s : stacks_of(initial_))
+    if (seen.insert(s).second) queue.push_back(std::move(s));
+  std::vector<Stack> next;
+  std::unordered_set<Stack, KeyHash> tops;
+  bool recursive = false;  // a stack grew past precompute_depth: the grammar nests without end
+  for (size_t i = 0; i < queue.size() && !(recursive && i >= limits_.precompute_stacks); ++i) {
+    Stack s = queue[i];
+    if (s.empty()) continue;
+    if (tops.emplace(s.end() - long(std::min(s.size(), kTopFrames)), s.end()).second) {
+      top_mask(s);
+      if (mask_bytes_ > limits_.max_mask_cache_bytes)
+        throw GrammarError("the structured output grammar needs more than " +
+                               std::to_string(limits_.max_mask_cache_bytes >> 20) +
+                               " MiB of token masks; simplify the schema, pattern or grammar",
+                           "size");
+      if (thread_cpu_ms() > deadline) return false;  // the rest is walked on first use
+    }
+    s.back() += 1;
+    next.clear();
+    expand(s, next, 0);
+    for (Stack& o : next) {
+      for (int32_t& f : o)
+        if (auto it = precompute_skip_.find(f); it != precompute_skip_.end()) f = it->second;
+      if (o.size() > limits_.precompute_depth) recursive = true;
+      else if (seen.insert(o).second) queue.push_back(std::move(o));
+    }
+    ++precomputed_stacks_;
+  }
+  return precompute_complete_ = true;
+}
+
 GrammarAutomaton::Stats GrammarAutomaton::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s;
@@ -392,6 +542,11 @@ GrammarAutomaton::Stats GrammarAutomaton::stats() {
   s.mask_cache_bytes = mask_bytes_;
   s.mask_hits = hits_;
   s.mask_misses = misses_;
+  s.tops = top_masks_.size();
+  s.top_walks = top_walks_;
+  s.shared_walks = shared_walks_;
+  s.precomputed_stacks = precomputed_stacks_;
+  s.precompute_complete = precompute_complete_;
   return s;
 }
 

@@ -12,8 +12,15 @@
 //    the same in every field): a state's mask is the union over its stacks, and each stack's
 //    top kTopFrames frames are walked on their own, above a "bottom" marker, once per distinct
 //    top (cached). Tokens that run past the marker (a closing quote and what follows) are
-//    recorded as trie subtrees and finished against the real state; only those are walked per
-//    state. This is xgrammar's context-independent token cache, built lazily.
+//    recorded as trie subtrees, finished from the state of the rest of the stack (what lies
+//    below the top), and cached per (top, rest) pair: the copies of a string's characters,
+//    or of an array's items, share both. This is xgrammar's context-independent token cache.
+//  * The tops are walked when the grammar is compiled (precompute()): every stack the grammar
+//    can reach, up to a depth, contributes its top, so a new schema's first output meets few
+//    walks. The copies of an unrolled bounded repetition (maxLength, maxItems, {m,n}) share one
+//    walk: a top with c more copies allowed agrees with the chain's reference top on every
+//    token shorter than c bytes, so only the trie's deeper subtrees are walked for it
+//    (grammar.h, CountedPosition).
 //
 // After a state's first visit its mask costs a lookup and a copy, and advancing by a token is
 // one table lookup per byte. Both caches are bounded; the state bound turns a grammar whose
@@ -38,6 +45,12 @@ struct AutomatonLimits {
   size_t max_stacks_per_state = 4096;  // ambiguity bound
   size_t max_stack_depth = 4096;
   size_t max_mask_cache_bytes = size_t(64) << 20;
+  // precompute(): stacks deeper than this are left to the first visit (a recursive grammar's
+  // deep tops repeat its shallow ones), a recursive grammar stops after this many stacks, and
+  // any after this much CPU time (the rest is walked on first use, as without a precompute).
+  size_t precompute_depth = 24;
+  size_t precompute_stacks = 30000;
+  double precompute_ms = 1000;
 };
 
 class GrammarAutomaton {
@@ -57,12 +70,23 @@ class GrammarAutomaton {
   // Allowed next tokens as a packed bitset (bit i of word i/32 = token i), `words` long
   // (vocab.words()). The grammar's own tokens only; the caller adds stop tokens where accepts().
   void fill_mask(int32_t state, std::span<uint32_t> words);
+  // The same mask by the direct route: one walk of the whole trie from the real state, no top
+  // caches (tests compare the two; the benchmark times it).
+  void fill_mask_exact(int32_t state, std::span<uint32_t> words);
+  // Walks the tops of every stack the grammar can reach (see above), within the limits; false
+  // when it ran out of time first. Throws GrammarError("size") past the mask cache bound.
+  bool precompute();
 
   struct Stats {
     size_t states = 0;
     size_t cached_masks = 0;
     size_t mask_cache_bytes = 0;
     uint64_t mask_hits = 0, mask_misses = 0;
+    size_t tops = 0;            // distinct stack tops with a cached walk
+    size_t top_walks = 0;       // of which walked the whole trie
+    size_t shared_walks = 0;    // walked only the subtrees deeper than a counted reference agrees on
+    size_t precomputed_stacks = 0;
+    bool precompute_complete = false;
   };
   Stats stats();
   const TokenVocabulary& vocab() const { return *vocab_; }
@@ -99,17 +123,29 @@ class GrammarAutomaton {
   // Walks trie nodes [begin, end) whose parent (at depth-1 of `begin`) is in `state`, OR-ing
   // viable tokens into `words`. With `uncertain`, nodes where a stack reached the bottom marker
   // and that have children are recorded (their children depend on the real stack below).
+  // Skips (and records nothing in) subtrees no deeper than `shallow`.
   void walk_nodes(int32_t state, size_t begin, size_t end, std::span<uint32_t> words,
-                  std::vector<std::pair<int32_t, std::string>>* uncertain);
+                  std::vector<int32_t>* uncertain, size_t shallow = 0);
   struct TopMask {
-    CompactMask viable;                                      // viable for any context below
-    std::vector<std::pair<int32_t, std::string>> uncertain;  // (trie node, its prefix bytes)
+    int32_t id = 0;                  // the truncated state
+    CompactMask viable;              // viable for any context below
+    std::vector<int32_t> uncertain;  // trie nodes where a stack reached the bottom marker
+    // A counted copy: also the reference's viable tokens of at most base_len bytes.
+    const TopMask* base = nullptr;
+    size_t base_len = 0;
   };
-  const TopMask& top_mask(const Stack& stack);
+  const TopMask& top_mask(const Stack& stack);  // of the stack's top kTopFrames frames
+  const TopMask& top_mask_of(const Stack& top);  // `top` starts with the bottom marker
+  // The state of what lies below a stack's top (kDead when the top is the whole stack), and the
+  // tokens of the top's uncertain subtrees that this rest accepts.
+  int32_t rest_state(const Stack& stack);
+  const CompactMask& finish_mask(const TopMask& top, int32_t rest);
+  void add_stack_mask(const Stack& stack, std::span<uint32_t> words);
   void compute_mask(int32_t state, std::span<uint32_t> words);
   void store_mask(CompactMask& m, std::span<const uint32_t> words);
   bool load_mask(const CompactMask& m, std::span<uint32_t> words) const;
-  void or_mask(const CompactMask& m, std::span<uint32_t> words) const;
+  // words |= m; with `only`, just the ids set in that mask.
+  void or_mask(const CompactMask& m, std::span<uint32_t> words, const uint32_t* only = nullptr) const;
 
   std::shared_ptr<const TokenVocabulary> vocab_;
   AutomatonLimits limits_;
@@ -126,10 +162,19 @@ class GrammarAutomaton {
   std::vector<int32_t*> next_;  // states_[i].next.get(): the trie walk's hot loop reads only this
   int32_t initial_ = kDead;
   std::vector<int32_t> walk_states_;  // per trie depth
-  std::string walk_path_;             // bytes of the current trie path
+  std::vector<uint32_t> scratch_;     // a mask being built
   int32_t bottom_pos_ = 0;            // the kBottom position
-  std::unordered_map<int32_t, std::unique_ptr<TopMask>> top_masks_;  // truncated state -> its mask
-  std::vector<uint8_t> node_seen_;    // per trie node: already finished in this mask
+  std::unordered_map<int32_t, std::shared_ptr<const TopMask>> top_masks_;  // truncated state -> its mask
+  struct Counted {
+    int32_t ref;   // the reference position
+    int64_t agree;  // tokens of up to this many bytes fare the same
+  };
+  std::unordered_map<int32_t, Counted> counted_;  // position -> its chain's reference
+  std::unordered_map<int32_t, int32_t> precompute_skip_;  // copy -> the copy precompute() walks instead
+  size_t top_walks_ = 0, shared_walks_ = 0, precomputed_stacks_ = 0;
+  bool precompute_complete_ = false;
+  std::unordered_map<Stack, int32_t, KeyHash> rest_states_;  // stack below a top -> its state
+  std::unordered_map<uint64_t, CompactMask> finish_masks_;    // (top, rest state) -> tokens
   size_t mask_bytes_ = 0;
   uint64_t hits_ = 0, misses_ = 0;
   std::mutex mu_;

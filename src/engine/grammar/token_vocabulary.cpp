@@ -100,6 +100,20 @@ void TokenVocabulary::build(const std::vector<int32_t>& ids_in) {
     n.token_ids.insert(n.token_ids.end(), tokens_at[i].begin(), tokens_at[i].end());
   }
   n.first_token[n.byte.size()] = int32_t(n.token_ids.size());
+  // Deepest descendant, children first (a child comes after its parent in depth-first order).
+  n.deepest.assign(n.depth.begin(), n.depth.end());
+  for (size_t i = n.byte.size(); i-- > 0;)
+    for (size_t c = i + 1; c < size_t(n.subtree_end[i]); c = size_t(n.subtree_end[c]))
+      n.deepest[i] = std::max(n.deepest[i], n.deepest[c]);
+  // Cumulative masks by token length.
+  const size_t w = words();
+  short_tokens_.assign((max_depth_ + 1) * w, 0u);
+  for (int32_t id : ids) {
+    const size_t len = std::min(bytes_[size_t(id)].size(), max_depth_);
+    short_tokens_[len * w + size_t(id >> 5)] |= 1u << (id & 31);
+  }
+  for (size_t len = 1; len <= max_depth_; ++len)
+    for (size_t k = 0; k < w; ++k) short_tokens_[len * w + k] |= short_tokens_[(len - 1) * w + k];
 }
 
 }  // namespace striker::grammar

@@ -4,6 +4,7 @@
 // tokenizer. Added tokens (<|user|>, <tool_call>, ...) are not in the trie: inside a
 // constrained region they are allowed only where a grammar names them as whole tokens.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,9 +35,14 @@ class TokenVocabulary {
     std::vector<int32_t> subtree_end;
     std::vector<int32_t> first_token;  // into token_ids; tokens ending at node i: [first_token[i], first_token[i+1])
     std::vector<int32_t> token_ids;
+    std::vector<uint16_t> deepest;  // the largest depth in node i's subtree
   };
   const Nodes& nodes() const { return nodes_; }
   size_t max_depth() const { return max_depth_; }
+  // The trie's tokens of at most `len` bytes as a mask (words() long); len >= max_depth(): all.
+  const uint32_t* tokens_up_to(size_t len) const {
+    return short_tokens_.data() + std::min(len, max_depth_) * words();
+  }
 
  private:
   void build(const std::vector<int32_t>& ids_in_trie);
@@ -45,6 +51,7 @@ class TokenVocabulary {
   std::vector<uint8_t> in_trie_;
   Nodes nodes_;
   size_t max_depth_ = 0;
+  std::vector<uint32_t> short_tokens_;  // (max_depth + 1) masks: tokens_up_to(len) for each len
 };
 
 }  // namespace striker::grammar
