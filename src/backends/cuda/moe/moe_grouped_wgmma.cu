@@ -273,25 +273,39 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 
     const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
     const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
-    constexpr int kOutRegs = kGated ? 64 : 128;  // gated: registers i + 64 are the up columns of i
+    // Per row half h (rows r and r + 8 of the fragment) and 4 n8 blocks at a time: the values,
+    // rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole columns.
+    constexpr int kBlocks = wg_out_cols(kGated) / 8;  // gated: registers of block j + 16 are the up columns of j
+    const int q = t & 3;
 #pragma unroll
-    for (int i = 0; i < kOutRegs; i += 2) {
-      const int r = wg * 64 + wgmma_acc_row(t, i);
-      const int col = n0 + wgmma_acc_col(t, i);
-      if (r >= tile.rows || col >= args.n) continue;  // n % 8 == 0 and col is even: col + 1 < n too
-      float v[2];
+    for (int h = 0; h < 2; ++h) {
+      const int r = wg * 64 + wgmma_acc_row(t, 2 * h);
+      const bool row_ok = r < tile.rows;
+      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        if constexpr (kGated) {
-          const float gv = round_bf16(acc[i + j] * s0);
-          const float uv = round_bf16(acc[i + j + 64] * s1);
-          v[j] = silu_bf16(gv) * uv;
-        } else {
-          v[j] = acc[i + j] * s0;
+      for (int j0 = 0; j0 < kBlocks; j0 += 4) {
+        uint32_t m[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            if constexpr (kGated) {
+              const float gv = round_bf16(acc[i + e] * s0);
+              const float uv = round_bf16(acc[i + e + 64] * s1);
+              v[e] = silu_bf16(gv) * uv;
+            } else {
+              v[e] = acc[i + e] * s0;
+            }
+          }
+          m[b] = pack_bf16x2(v[0], v[1]);
         }
+        quad_transpose(m);  // now columns 8(j0 + q) .. + 7
+        const int col = n0 + 8 * (j0 + q);
+        if (row_ok && col < args.n)  // n % 8 == 0: a block is inside or outside as a whole
+          *reinterpret_cast<uint4*>(orow + col) = make_uint4(m[0], m[1], m[2], m[3]);
       }
-      *reinterpret_cast<__nv_bfloat162*>(args.out + int64_t(tile.first + r) * args.n + col) =
-          __floats2bfloat162_rn(v[0], v[1]);
     }
   }
 }
