@@ -2,7 +2,10 @@
 # The decode step's honest profile (issue 11): per-kernel device time and DRAM bytes of one
 # batch-1 decode step under ncu (real clocks, caches not flushed; each kernel replayed alone),
 # summarised per kernel family by scripts/ncu_summary.py, for BF16 and NVFP4 at the contexts in
-# STRIKER_PROFILE_CONTEXTS (default "8192 100000"). Usage: bash scripts/gpu_profile.sh BIN_DIR
+# STRIKER_PROFILE_CONTEXTS (default "8192 100000"; "" for none). STRIKER_PROFILE_PREFILL="8192" adds one
+# prefill chunk of that many tokens, BF16 and NVFP4: the kernels of a few middle layers only
+# (STRIKER_PROFILE_PREFILL_SKIP launches skipped, STRIKER_PROFILE_PREFILL_COUNT profiled; ncu replays
+# each kernel, so a whole 49-layer chunk would take minutes). Usage: bash scripts/gpu_profile.sh BIN_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-gpubin}
@@ -13,7 +16,7 @@ mkdir -p "$LOGS"
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "ncu not found: no profile taken"; exit 3; }
 for q in bf16 nvfp4; do
-  for ctx in ${STRIKER_PROFILE_CONTEXTS:-8192 100000}; do
+  for ctx in ${STRIKER_PROFILE_CONTEXTS-8192 100000}; do
     log="$LOGS/ncu_${q}_${ctx}.csv"
     qarg=""; [ "$q" = nvfp4 ] && qarg="--quantization nvfp4"
     timeout 300 "$NCU" --csv --clock-control none --cache-control none \
@@ -22,5 +25,18 @@ for q in bf16 nvfp4; do
       >"$log" 2>"$log.err"
     echo "ncu $q $ctx rc=$?"
     python3 scripts/ncu_summary.py "$log" "$q decode step at context $ctx (ncu, real clocks, each kernel alone)"
+  done
+done
+for tokens in ${STRIKER_PROFILE_PREFILL:-}; do
+  for q in bf16 nvfp4; do
+    log="$LOGS/ncu_prefill_${q}_${tokens}.csv"
+    qarg=""; [ "$q" = nvfp4 ] && qarg="--quantization nvfp4"
+    timeout 300 "$NCU" --csv --clock-control none --cache-control none \
+      --launch-skip "${STRIKER_PROFILE_PREFILL_SKIP:-300}" --launch-count "${STRIKER_PROFILE_PREFILL_COUNT:-60}" \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum -k 'regex:^(?!fill|nvfp4_fill|to_f32|kv_fill).*' \
+      "$BIN/striker" bench prefill --config "$CONFIG" $qarg --tokens="$tokens" --repeats 1 \
+      >"$log" 2>"$log.err"
+    echo "ncu prefill $q $tokens rc=$?"
+    python3 scripts/ncu_summary.py "$log" "$q prefill of $tokens tokens, ${STRIKER_PROFILE_PREFILL_COUNT:-60} kernels of middle layers (ncu, real clocks)"
   done
 done

@@ -59,14 +59,18 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   row(name + " t" + std::to_string(target), &c, time_us(launch), kv_bytes);
 }
 
-// Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
-// heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
-// same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
-// last ones included) and new against old on every output. TFLOP/s counts the causal FLOPs
-// (4·d per visible key, query head); GB/s counts the K/V cache once.
-void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms) {
+// Prefill attention of one T-token chunk at positions prefix..prefix+T-1 over a cached prefix
+// (Flint's shape: 32 query heads, 4 KV heads, d 128, block 16): both prefill kernels (mma.sync and
+// wgmma), and for a chunk from position 0 the decode kernel over the same T queries (the old
+// path). Each is checked against the CPU reference on sampled queries (the last ones included),
+// and wgmma against mma.sync on every output. TFLOP/s counts the causal FLOPs (4·d per visible
+// key and query head), as a fraction of the H200's measured dense bf16 peak (774 TFLOP/s);
+// GB/s counts the K/V cache once.
+void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms) {
+  constexpr double kPeakTflops = 774.0;
   const int nh = 32, nkv = 4, d = 128, B = 16;
-  const int blocks = (T + B - 1) / B;
+  const int len = prefix + T;
+  const int blocks = (len + B - 1) / B;
   std::vector<int32_t> table(static_cast<size_t>(blocks));
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
@@ -76,58 +80,70 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
   auto sinks = random_f32(rng, size_t(nh), 0.f, 2.f);
   const AttentionShape shape{nh, nkv, d, B, window};
   std::vector<int32_t> pos(static_cast<size_t>(T)), off(static_cast<size_t>(T), 0), tiles;
-  std::iota(pos.begin(), pos.end(), 0);
+  std::iota(pos.begin(), pos.end(), prefix);
   append_prefill_tiles(0, T, tiles);
   double flops = 0;
-  for (int p = 0; p < T; ++p) flops += double(window > 0 ? std::min(p + 1, window) : p + 1) * nh * d * 4;
-  const int keys = window > 0 ? std::min(T, window) : T;
-  // Reference on sampled queries.
-  std::vector<int32_t> sample_pos, sample_off;
+  for (int p = prefix; p < len; ++p) flops += double(window > 0 ? std::min(p + 1, window) : p + 1) * nh * d * 4;
+  const int keys = window > 0 ? std::min(len, window) : len;
+  // Reference on sampled queries (fewer over a long prefix: the CPU reference is O(keys)).
+  const int samples = prefix > 0 ? 12 : 48, last = samples / 3;
+  std::vector<int32_t> sample_pos, sample_off, sample_row;
   std::vector<bf16> sample_q;
-  for (int i = 0; i < 48; ++i) {
-    const int p = i < 16 ? T - 1 - i : int(int64_t(T) * (i - 16) / 32);
-    sample_pos.push_back(p);
+  for (int i = 0; i < samples; ++i) {
+    const int r = i < last ? T - 1 - i : int(int64_t(T) * (i - last) / (samples - last));
+    sample_row.push_back(r);
+    sample_pos.push_back(prefix + r);
     sample_off.push_back(0);
-    sample_q.insert(sample_q.end(), q.begin() + int64_t(p) * nh * d, q.begin() + int64_t(p + 1) * nh * d);
+    sample_q.insert(sample_q.end(), q.begin() + int64_t(r) * nh * d, q.begin() + int64_t(r + 1) * nh * d);
   }
   std::vector<bf16> ref;
   paged_attention_ref(sample_q, kc, vc, &sinks, shape, sample_pos, sample_off, table, ref);
-  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_new(size_t(T) * nh * d), d_old(size_t(T) * nh * d);
+  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_mma(size_t(T) * nh * d), d_wg(size_t(T) * nh * d),
+      d_old(size_t(T) * nh * d);
   DeviceBuffer<float> d_sinks(sinks);
   DeviceBuffer<int32_t> d_pos(pos), d_off(off), d_tab(table), d_tiles(tiles);
   const int64_t records = int64_t(T) * nkv * 2;
   DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
   const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), T, keys};
   const AttentionScratch scratch{d_scr.get(), records, int64_t(3) * sms};  // as CudaBackend sets it
-  auto run_new = [&](int) {
-    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
-                      PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, d_new.get(), bench_stream());
-  };
-  auto run_old = [&](int) {
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(), bench_stream());
+  auto prefill = [&](PrefillKernel kernel, DeviceBuffer<bf16>& out) {
+    return [&, kernel, dst = out.get()](int) {
+      prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
+                        PrefillTiles{d_tiles.get(), int(tiles.size() / 2)}, scratch, dst, bench_stream(), kernel);
+    };
   };
   auto sampled = [&](const std::vector<bf16>& out) {
     std::vector<bf16> s;
-    for (int p : sample_pos) s.insert(s.end(), out.begin() + int64_t(p) * nh * d, out.begin() + int64_t(p + 1) * nh * d);
+    for (int r : sample_row) s.insert(s.end(), out.begin() + int64_t(r) * nh * d, out.begin() + int64_t(r + 1) * nh * d);
     return s;
   };
-  d_new.poison();
-  d_old.poison();
-  run_new(0);
-  run_old(0);
-  const auto got_new = d_new.download(), got_old = d_old.download();
-  const auto c_new = compare(sampled(got_new), ref, kBf16Rtol, kBf16Atol);
-  const auto c_old = compare(sampled(got_old), ref, kBf16Rtol, kBf16Atol);
-  const auto c_pair = compare(got_new, got_old, 2 * kBf16Rtol, 2 * kBf16Atol);
-  const double kv_bytes = double(elems) * 2 * 2;
-  char extra[96];
-  const double us_new = time_us(run_new), us_old = time_us(run_old);
-  std::snprintf(extra, sizeof extra, "%.1f TFLOP/s causal; new vs old on all rows: %s %.3f",
-                flops / (us_new * 1e-6) / 1e12, c_pair.ok() ? "PASS" : "FAIL", c_pair.max_ratio);
+  const double kv_bytes = double(keys) * nkv * d * 2 * 2;
+  auto report = [&](const std::string& label, DeviceBuffer<bf16>& out, const std::function<void(int)>& run,
+                    const std::string& note) {
+    out.poison();
+    run(0);
+    const auto c = compare(sampled(out.download()), ref, kBf16Rtol, kBf16Atol);
+    const double us = time_us(run), tflops = flops / (us * 1e-6) / 1e12;
+    char extra[160];
+    std::snprintf(extra, sizeof extra, "%.3f ms, %.1f TFLOP/s causal = %.2f of %.0f%s", us * 1e-3, tflops,
+                  tflops / kPeakTflops, kPeakTflops, note.c_str());
+    row(name + " (" + label + ")", &c, us, kv_bytes, extra);
+  };
+  report("mma.sync", d_mma, prefill(PrefillKernel::kMmaSync, d_mma), "");
+  d_wg.poison();
+  prefill(PrefillKernel::kWgmma, d_wg)(0);
+  const auto c_pair = compare(d_wg.download(), d_mma.download(), 2 * kBf16Rtol, 2 * kBf16Atol);
   if (!c_pair.ok()) count_kernel_check_failure();
-  row(name + " (prefill kernel)", &c_new, us_new, kv_bytes, extra);
-  std::snprintf(extra, sizeof extra, "%.1f TFLOP/s causal", flops / (us_old * 1e-6) / 1e12);
-  row(name + " (decode kernel)", &c_old, us_old, kv_bytes, extra);
+  char pair[96];
+  std::snprintf(pair, sizeof pair, "; vs mma.sync on all rows: %s %.3f", c_pair.ok() ? "PASS" : "FAIL", c_pair.max_ratio);
+  report("wgmma", d_wg, prefill(PrefillKernel::kWgmma, d_wg), pair);
+  if (prefix == 0)
+    report("decode kernel", d_old,
+           [&](int) {
+             paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_old.get(),
+                             bench_stream());
+           },
+           "");
 }
 
 void bench_qk_rope(std::mt19937& rng) {

@@ -3,8 +3,9 @@
 //   kernel | check (max error ratio, <= 1 passes) | µs | GB/s | fraction of 4.6 TB/s (H200 streaming read), each launch timed inside a replayed graph.
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
-// `bench_cuda_kernels grouped-moe` runs only the grouped MoE rows (both paths, BF16 and NVFP4) at
-// the prefill sizes T = 2048 and 8192.
+// Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
+// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention), `decode` (the
+// decode rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -45,12 +46,36 @@ void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertS
   }
 }
 
+// The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
+// 8192-token chunks from position 0, and an 8192-token chunk over a 90K-token prefix (the
+// chunks of a 100K prompt after the first).
+void bench_prefill_rows(std::mt19937& rng, int sms) {
+  bench_prefill_attention(rng, "prefill attn full 8192", 8192, 0, 0, sms);
+  bench_prefill_attention(rng, "prefill attn sliding W=513 8192", 8192, 0, 513, sms);
+  bench_prefill_attention(rng, "prefill attn 8192 over 90K prefix", 8192, 90000, 0, sms);
+  bench_prefill_attention(rng, "prefill attn W=513 8192 over 90K", 8192, 90000, 513, sms);
+}
+
+// Decode steps of 1, 2, 4, 8 tokens: the projections, then the routed experts (per-slot and
+// grouped), BF16 and NVFP4.
+void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
+  const std::vector<int> tokens = {1, 2, 4, 8};
+  bench_decode_bf16(rng, tokens);
+  bench_decode_nvfp4(rng, tokens);
+  bench_router_moe(rng);  // includes the T = 1 per-slot MoE with its shared expert
+  for (int T : tokens) bench_moe_grouped(rng, lt, T);
+  const Nvfp4ExpertStacks stacks;
+  bench_nvfp4_moe(rng);
+  for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe]\n");
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "decode")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | decode]\n");
     return 2;
   }
   try {
@@ -69,17 +94,29 @@ int main(int argc, char** argv) {
       std::printf("kernel checks failed: %d\n", failures);
       return failures == 0 ? 0 : 1;
     }
+    if (only == "prefill") {
+      int sms = 0;
+      STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      bench_prefill_rows(rng, sms);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     bench_copy();
+    if (only == "decode") {
+      LtGemm lt;
+      bench_decode_steps(rng, lt);
+      const int failures = kernel_check_failures();
+      std::printf("kernel checks failed: %d\n", failures);
+      return failures == 0 ? 0 : 1;
+    }
     bench_embedding(rng);
     bench_rmsnorm(rng, 1, 2048);
     bench_qk_rope(rng);
     bench_gemv(rng, "gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
-    bench_gemv(rng, "gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
     bench_gemv(rng, "gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_gemv(rng, "gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_gemv(rng, "gemv expert down 2048x512 T=1", 1, 512, 2048, false);
     bench_gemv(rng, "lm_head 151552x2048 T=1 (fp32 out)", 1, 2048, 151552, true);
-    bench_router_moe(rng);
     bench_pdl_chain_floor();
     int sms = 0;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -88,9 +125,9 @@ int main(int argc, char** argv) {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, t);
     }
-    bench_prefill_attention(rng, "prefill attention full 8192 tokens", 8192, 0, sms);
-    bench_prefill_attention(rng, "sliding W=513 8192 tokens", 8192, 513, sms);
+    bench_prefill_rows(rng, sms);
     LtGemm lt;
+    bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);
     for (int T : {16, 64, 256}) bench_moe_grouped(rng, lt, T);
@@ -100,13 +137,9 @@ int main(int argc, char** argv) {
       bench_grouped_moe_prefill(rng, lt, stacks);
     }
     bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=1", 1, 2048, 5120, false);
-    bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=8", 8, 2048, 5120, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv o_proj 2048x4096 T=1", 1, 4096, 2048, false);
     bench_nvfp4_gemv(rng, "nvfp4 gemv dense down 2048x8192 T=1", 1, 8192, 2048, false);
     bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=1", 1, 2048, 151552, true);
-    bench_nvfp4_moe(rng);
-    bench_nvfp4_gemv(rng, "nvfp4 gemv qkv 5120x2048 T=2", 2, 2048, 5120, false);
-    bench_nvfp4_gemv(rng, "nvfp4 lm_head 151552x2048 T=8", 8, 2048, 151552, true);
     bench_nvfp4_gemm(rng, lt, "nvfp4 gemm qkv T=8192 (deq+Lt)", 8192, 2048, 5120);
     const int g_failures = kernel_check_failures();
     std::printf("kernel checks failed: %d\n", g_failures);

@@ -24,12 +24,11 @@ void bench_pdl_chain_floor();
 
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
-// Prefill attention of one T-token chunk from position 0 (Flint's shape: 32 query heads, 4 KV
-// heads, d 128, block 16): the tensor-core prefill kernel and the decode kernel run over the
-// same T queries (the old path). Checked against the CPU reference on 48 sampled queries (the
-// last ones included) and new against old on every output. TFLOP/s counts the causal FLOPs
-// (4·d per visible key, query head); GB/s counts the K/V cache once.
-void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int window, int sms);
+// Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
+// both prefill kernels (mma.sync, wgmma) and, from position 0, the decode kernel over the same
+// queries; each checked against the CPU reference on sampled queries, wgmma against mma.sync on
+// every output. Prints ms, causal TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak.
+void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
 
 // bench_moe.cpp
@@ -39,12 +38,21 @@ void bench_router_moe(std::mt19937& rng);
 // kernel and in all, then the path it replaced (routing read back, host counting sort, three
 // cuBLASLt GEMMs per active expert). GB/s counts the weights of the experts the routing touches;
 // the check compares h of the first 4 tokens with moe_ref.
+// Up to 8 tokens (decode), the per-slot kernels (moe.h) on the same routings instead of the old
+// path. Launch i uses routing i % 8 (RotatedRoutings) so a few tokens' experts are not L2 hits.
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // The Hopper grouped path (moe_grouped_wgmma.h) at the same shape: µs, TFLOP/s, fraction of 774;
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
 void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
+// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`, through
+// both kernel families (gemv_variants.h; the production one marked "*"), one reference each.
+void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens);
+void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens);
+
 // bench_nvfp4.cpp
+// Codes uniform over all bytes, scale bytes in 0x30..0x3F.
+Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in);
 void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits);
 // Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
 // routing rotated over 16 expert sets so the weights are not L2 hits.

@@ -20,6 +20,7 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
@@ -140,11 +141,6 @@ void bench_router_moe(std::mt19937& rng) {
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
 }
 
-// Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared
-// expert): the device-side grouped path (sort, gate/up + SwiGLU, down, combine) kernel by
-// kernel and in all, then the path it replaced (routing read back, host counting sort, three
-// cuBLASLt GEMMs per active expert). GB/s counts the weights of the experts the routing touches;
-// the check compares h of the first 4 tokens with moe_ref.
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const int E = 256, H = 2048, I = 512, K = 6, S = T * K;
   const int64_t expert_elems = int64_t(E) * I * H;
@@ -158,6 +154,9 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   const int tm = moe_tile_rows_for(S, E);
+  // Launch i sorts routing i % R (routing 0 is `ids`, the checked one): a few tokens' experts
+  // would otherwise stay in L2 from one launch to the next.
+  const RotatedRoutings rot(rng, ids, T, K, E);
   DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
   DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, tm)));
   const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, tm};
@@ -165,7 +164,7 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_y.poison();
-  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
+  auto sort = [&](int i) { moe_route_sort(rot.ids(i), T, K, r, bench_stream()); };
   auto gate_up = [&](int) {
     moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r, d_act.get(), bench_stream());
   };
@@ -212,6 +211,42 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   row(tag + "combine", nullptr, time_us(combine), double(S) * H * 2 + double(T) * H * 4);
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(flops, us_all));
+  if (T <= 8) {  // decode: the skinny kernels (moe_skinny.h, production from 2 tokens on), then the
+                 // per-slot kernels (moe.h) they replace
+    DeviceBuffer<MoeTile> d_tiles8(static_cast<size_t>(moe_max_tiles(S, E, kMoeSkinnyTileRows)));
+    const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
+    auto sort8 = [&](int i) { moe_route_sort(rot.ids(i), T, K, r8, bench_stream()); };
+    auto gate_up8 = [&](int) {
+      moe_skinny_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r8, d_act.get(), nullptr, nullptr, 0, nullptr,
+                         bench_stream());
+    };
+    auto down8 = [&](int) {
+      moe_skinny_down(d_act.get(), T, K, I, d_wd.get(), H, r8, d_y.get(), nullptr, nullptr, 0, nullptr,
+                      bench_stream());
+    };
+    auto skinny = [&](int i) {
+      sort8(i);
+      gate_up8(i);
+      down8(i);
+      combine(i);
+    };
+    const std::string tag8 = "moe skinny T=" + std::to_string(T) + " ";
+    sort8(0);  // the single-kernel rows time the checked routing's tiles (its experts may stay in L2)
+    const double gu8 = time_us(gate_up8), dn8 = time_us(down8);
+    row(tag8 + "gate/up+SwiGLU (same experts)", nullptr, gu8, active * 2 * mat, tflops(2.0 * S * 2 * I * H, gu8));
+    row(tag8 + "down (same experts)", nullptr, dn8, active * mat, tflops(2.0 * S * I * H, dn8));
+    auto notes = [&](double us) { return tflops(flops, us); };
+    row_checked_h(tag8 + "all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat, notes);
+    auto per_slot = [&](int i) {
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
+                  nullptr, bench_stream());
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
+                       bench_stream());
+    };
+    row_checked_h("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", per_slot,
+                  d_h, h0, hc, active * 3 * mat, notes);
+    return;  // the host-sort path below is for prefill-sized steps
+  }
 
   // The replaced path: routing to the host (one sync), counting sort there, per-expert GEMMs.
   std::vector<int32_t> ids_host(static_cast<size_t>(S));

@@ -16,6 +16,7 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
@@ -29,6 +30,8 @@ namespace {
 // NVFP4 (W4A16): weight bytes are codes (in/2) + scale bytes (in/16) per row.
 double nvfp4_bytes(double rows, double in) { return rows * in * (0.5 + 1.0 / 16); }
 
+}  // namespace
+
 Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in) {
   Nvfp4HostMatrix m;
   m.codes.resize(size_t(rows) * size_t(in / 2));
@@ -37,8 +40,6 @@ Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in) {
   for (auto& s : m.scales) s = uint8_t(0x30 + rng() % 16);
   return m;
 }
-
-}  // namespace
 
 void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int out, bool logits) {
   const int nc = copies_for(nvfp4_bytes(out, in));
@@ -111,14 +112,15 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   const int tm = moe_tile_rows_for(S, E);
-  DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
+  const RotatedRoutings rot(rng, ids, T, K, E);  // launch i: routing i % R (0 is `ids`)
+  DeviceBuffer<int32_t> d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
   DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, tm)));
   const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, tm};
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H);
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
   d_y.poison();
-  auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
+  auto sort = [&](int i) { moe_route_sort(rot.ids(i), T, K, r, bench_stream()); };
   auto gate_up = [&](int) {
     moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
   };
@@ -159,6 +161,30 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   row(tag + "down", nullptr, dn, active * mat, tflops(2.0 * S * I * H, dn));
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
+  if (T > 8) return;
+  // Decode: the skinny kernels (moe_skinny.h, production from 2 tokens on), then the per-slot
+  // kernels (nvfp4_moe.h) they replace.
+  DeviceBuffer<MoeTile> d_tiles8(static_cast<size_t>(moe_max_tiles(S, E, kMoeSkinnyTileRows)));
+  const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
+  auto skinny = [&](int i) {
+    moe_route_sort(rot.ids(i), T, K, r8, bench_stream());
+    moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r8, d_act.get(), nullptr, nullptr,
+                             bench_stream());
+    moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), nullptr, nullptr, nullptr,
+                          bench_stream());
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
+  };
+  auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };
+  row_checked_h("nvfp4 moe skinny T=" + std::to_string(T) + " all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat,
+                notes);
+  auto per_slot = [&](int i) {
+    nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
+                      bench_stream());
+    nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
+                           d_h.get(), bench_stream());
+  };
+  row_checked_h("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", per_slot, d_h, h0, hc, active * 3 * mat,
+                notes);
 }
 
 // The Hopper grouped path with NVFP4 experts (moe_grouped_wgmma.h): the two decodes into the

@@ -104,6 +104,18 @@ void row(const std::string& name, const Comparison* c, double us, double bytes, 
 void count_kernel_check_failure() { ++g_failures; }
 int kernel_check_failures() { return g_failures; }
 
+void row_checked_h(const std::string& name, const std::function<void(int)>& launch, DeviceBuffer<bf16>& d_h,
+                   const std::vector<bf16>& h0, const std::vector<bf16>& want, double bytes,
+                   const std::function<std::string(double)>& extra) {
+  d_h.upload(h0);
+  launch(0);
+  auto got = d_h.download();
+  got.resize(want.size());
+  const auto c = compare(got, want, 2 * kBf16Rtol, kBf16Atol);
+  const double us = time_us(launch);
+  row(name, &c, us, bytes, extra(us));
+}
+
 int copies_for(double bytes) { return int(std::max(1.0, std::ceil(256.0 * (1 << 20) / bytes))); }
 
 std::vector<float> rounded(const std::vector<float>& v) {

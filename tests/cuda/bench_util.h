@@ -37,6 +37,13 @@ Comparison compare_finite(const std::vector<bf16>& got, const std::vector<bf16>&
 // dense bf16 peak (774 TFLOP/s, docs/performance.md).
 std::string tflops_note(double flops, double us);
 
+// A row for a launch that updates the residual h: uploads h0 into d_h, runs launch(0), compares the
+// first want.size() values of h with want (2x bf16 tolerance), then times launch; `extra(us)`
+// fills the notes column.
+void row_checked_h(const std::string& name, const std::function<void(int)>& launch, DeviceBuffer<bf16>& d_h,
+                   const std::vector<bf16>& h0, const std::vector<bf16>& want, double bytes,
+                   const std::function<std::string(double)>& extra);
+
 // Weight copies to rotate over so one pass reads >= 256 MiB (timings are not L2 hits).
 int copies_for(double bytes);
 // Each value rounded to bf16 (kept as float).

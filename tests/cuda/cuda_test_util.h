@@ -82,6 +82,16 @@ inline std::vector<float> to_float(const std::vector<bf16>& v) {
   return f;
 }
 
+// All bytes past `n` values of `buf` (a poisoned buffer) are still the poison (0xFF): nothing was written out of bounds.
+template <typename T>
+bool tail_untouched(const DeviceBuffer<T>& buf, size_t n) {
+  const auto v = buf.download();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = n * sizeof(T); i < v.size() * sizeof(T); ++i)
+    if (bytes[i] != 0xFF) return false;
+  return true;
+}
+
 struct Comparison {
   double max_abs = 0;      // max |got - ref|
   double max_ratio = 0;    // max |got - ref| / (atol + rtol |ref|); <= 1 passes

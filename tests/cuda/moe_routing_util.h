@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.h"
+
 namespace striker::cuda::testing {
 
 enum class RoutingKind {
@@ -44,5 +46,20 @@ inline std::vector<int32_t> make_routing(std::mt19937& rng, RoutingKind kind, in
   }
   return ids;
 }
+
+// R device copies of uniform routings for T tokens, the first one `first`: benchmarks launch
+// with routing i % R so the experts a few decode tokens read are not L2 hits from the launch before.
+class RotatedRoutings {
+ public:
+  static constexpr int R = 8;
+  RotatedRoutings(std::mt19937& rng, const std::vector<int32_t>& first, int T, int K, int E) {
+    bufs_.emplace_back(first);
+    for (int r = 1; r < R; ++r) bufs_.emplace_back(make_routing(rng, RoutingKind::uniform, T, K, E));
+  }
+  const int32_t* ids(int i) const { return bufs_[size_t(i % R)].get(); }
+
+ private:
+  std::vector<DeviceBuffer<int32_t>> bufs_;
+};
 
 }  // namespace striker::cuda::testing

@@ -1,6 +1,7 @@
-// Tensor-core prefill attention (prefill_attention) against the CPU reference paged_attention_ref:
-// chunks of several sequences over cached prefixes, full and sliding windows, with and without
-// sinks, shuffled physical blocks, NaN-poisoned outputs, one CTA per tile and split key ranges.
+// Tensor-core prefill attention (prefill_attention, both kernels: mma.sync and wgmma) against the
+// CPU reference paged_attention_ref: chunks of several sequences over cached prefixes, full and
+// sliding windows, with and without sinks, shuffled physical blocks, NaN-poisoned outputs and
+// NaN in the cache where no query may look, one CTA per tile and split key ranges.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -20,6 +21,7 @@ struct PrefillCase {
   int window;  // 0 = full
   std::vector<Chunk> seqs;
   bool sinks;
+  int block = 16;  // tokens per cache block (a power of two takes the kernels' shift path)
 };
 
 // Host copies of one step: cache, queries, metadata and the reference output.
@@ -33,7 +35,7 @@ struct PrefillData {
 
 PrefillData make_case(const PrefillCase& pc, std::mt19937& rng) {
   PrefillData d;
-  const int B = 16, nh = 32, nkv = 4, hd = 128;
+  const int B = pc.block, nh = 32, nkv = 4, hd = 128;
   d.shape = AttentionShape{nh, nkv, hd, B, pc.window};
   int total_blocks = 0;
   for (const Chunk& c : pc.seqs) total_blocks += (c.start + c.n + B - 1) / B;
@@ -55,6 +57,25 @@ PrefillData make_case(const PrefillCase& pc, std::mt19937& rng) {
   const size_t cache_elems = phys.size() * size_t(nkv) * B * hd;
   d.kc = random_bf16(rng, cache_elems);
   d.vc = random_bf16(rng, cache_elems);
+  // NaN where no query may look (spare blocks, slots past a sequence's end in its last block,
+  // which a real cache fills with stale bits, and whole blocks before a sliding window): a key
+  // tile that reaches one must zero-fill or mask it by select, never multiply it by 0.
+  std::vector<char> read(phys.size() * size_t(B), 0);
+  size_t at = 0;
+  for (const Chunk& c : pc.seqs) {
+    const int len = c.start + c.n, lo = pc.window > 0 ? std::max(0, c.start - pc.window + 1) : 0;
+    for (int p = lo / B * B; p < len; ++p) read[size_t(d.tables[at + size_t(p / B)]) * B + size_t(p % B)] = 1;
+    at += size_t((len + B - 1) / B);
+  }
+  const bf16 nan{0x7FC0};
+  for (size_t slot = 0; slot < read.size(); ++slot)
+    if (!read[slot])
+      for (int h = 0; h < nkv; ++h)
+        for (int e = 0; e < hd; ++e) {
+          const size_t i = ((slot / B * nkv + size_t(h)) * B + slot % B) * hd + size_t(e);
+          d.kc[i] = nan;
+          d.vc[i] = nan;
+        }
   d.q = random_bf16(rng, d.positions.size() * size_t(nh) * hd, 0.3f);
   d.sinks = random_f32(rng, size_t(nh), 0.f, 2.f);
   paged_attention_ref(d.q, d.kc, d.vc, pc.sinks ? &d.sinks : nullptr, d.shape, d.positions, d.offsets, d.tables,
@@ -63,13 +84,17 @@ PrefillData make_case(const PrefillCase& pc, std::mt19937& rng) {
 }
 
 std::string describe_case(const PrefillCase& pc) {
-  std::string s = "window " + std::to_string(pc.window) + (pc.sinks ? " sinks" : " no sinks") + " seqs";
+  std::string s = "window " + std::to_string(pc.window) + (pc.sinks ? " sinks" : " no sinks") + " block " +
+                  std::to_string(pc.block) + " seqs";
   for (const Chunk& c : pc.seqs) s += " [" + std::to_string(c.start) + "+" + std::to_string(c.n) + "]";
   return s;
 }
 
-// Runs the case with one CTA per tile (no scratch) and with split key ranges (scratch, a large
-// CTA target), each into a NaN-poisoned output.
+constexpr PrefillKernel kKernels[] = {PrefillKernel::kMmaSync, PrefillKernel::kWgmma};
+const char* kernel_name(PrefillKernel k) { return k == PrefillKernel::kWgmma ? "wgmma" : "mma.sync"; }
+
+// Runs the case through both kernels with one CTA per tile (no scratch) and with split key
+// ranges (scratch, a large CTA target), each into a NaN-poisoned output.
 void run_prefill_case(const PrefillCase& pc, std::mt19937& rng) {
   SCOPED_TRACE(describe_case(pc));
   const PrefillData d = make_case(pc, rng);
@@ -85,16 +110,18 @@ void run_prefill_case(const PrefillCase& pc, std::mt19937& rng) {
     const char* name;
     AttentionScratch scratch;
   };
-  for (const Variant& v : {Variant{"one CTA per tile", AttentionScratch{}},
-                           Variant{"split keys (up to 8)", AttentionScratch{d_scratch.get(), records, 1 << 20}},
-                           Variant{"split keys (2)", AttentionScratch{d_scratch.get(), int64_t(NQ) * 4 * 2, 1 << 20}}}) {
-    d_out.poison();
-    d_scratch.poison();
-    prefill_attention(d_q.get(), d_k.get(), d_v.get(), pc.sinks ? d_sinks.get() : nullptr, d.shape, qs, tiles,
-                      v.scratch, d_out.get(), nullptr);
-    const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << v.name << ": " << c.describe();
-  }
+  for (const PrefillKernel kernel : kKernels)
+    for (const Variant& v : {Variant{"one CTA per tile", AttentionScratch{}},
+                             Variant{"split keys (up to 8)", AttentionScratch{d_scratch.get(), records, 1 << 20}},
+                             Variant{"split keys (2)", AttentionScratch{d_scratch.get(), int64_t(NQ) * 4 * 2, 1 << 20}}}) {
+      d_out.poison();
+      d_scratch.poison();
+      prefill_attention(d_q.get(), d_k.get(), d_v.get(), pc.sinks ? d_sinks.get() : nullptr, d.shape, qs, tiles,
+                        v.scratch, d_out.get(), nullptr, kernel);
+      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << kernel_name(kernel) << ", " << v.name << ": " << c.describe();
+    }
 }
 
 TEST(CudaPrefillAttention, FullChunkLengthsFromZero) {
@@ -157,19 +184,42 @@ TEST(CudaPrefillAttention, MixedStepWithDecodeQueries) {
         d_tiled(tiled);
     const int64_t records = int64_t(NQ) * 4 * 64;
     DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(d.shape)));
-    d_out.poison();
-    d_scratch.poison();
     const AttentionScratch scratch{d_scratch.get(), records, 0};
     const AttentionQueries all{d_pos.get(), d_off.get(), d_tab.get(), NQ, d.max_keys};
     AttentionQueries decodes = all;
     decodes.num_queries = int(rest.size());
     decodes.query_ids = d_rest.get();
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
-    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
-                      PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
-                      scratch, d_out.get(), nullptr);
-    const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "mixed step: " << c.describe();
+    for (const PrefillKernel kernel : kKernels) {
+      d_out.poison();
+      d_scratch.poison();
+      paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
+      prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
+                        PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
+                        scratch, d_out.get(), nullptr, kernel);
+      const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "mixed step, " << kernel_name(kernel) << ": " << c.describe();
+    }
+  }
+}
+
+// Tile edges of both kernels (16-query tiles; 64- and 128-key tiles): lengths around the key
+// tiles, chunks starting mid-block and mid-key-tile, window edges inside a key tile, and
+// prefixes many key tiles long for one CTA.
+TEST(CudaPrefillAttention, TileEdges) {
+  std::mt19937 rng(48);
+  for (int n : {63, 64, 65, 127, 128, 129, 255, 257}) run_prefill_case({0, {{0, n}}, true}, rng);
+  for (int start : {5, 63, 64, 65, 120, 127, 128, 129, 250}) run_prefill_case({0, {{start, 33}}, true}, rng);
+  run_prefill_case({0, {{4093, 131}}, false}, rng);    // a long prefix, a ragged chunk
+  for (int window : {64, 65, 127, 128, 129, 513})      // window edges at and inside key tiles
+    run_prefill_case({window, {{window + 37, 150}, {3 * window + 1, 16}, {0, 2 * window + 5}}, true}, rng);
+  run_prefill_case({513, {{9000, 40}}, true}, rng);    // window far from position 0
+}
+
+TEST(CudaPrefillAttention, OtherBlockSizes) {
+  std::mt19937 rng(49);
+  for (int block : {1, 12, 32, 48}) {
+    run_prefill_case({0, {{37, 150}, {0, 20}}, true, block}, rng);
+    run_prefill_case({129, {{200, 70}}, false, block}, rng);
   }
 }
 
@@ -182,6 +232,9 @@ TEST(CudaPrefillAttention, RejectsOtherShapes) {
                Error);
   EXPECT_THROW(prefill_attention(nullptr, nullptr, nullptr, nullptr, AttentionShape{16, 4, 128, 16, 0}, qs, tiles, {},
                                  nullptr, nullptr),
+               Error);
+  EXPECT_THROW(prefill_attention(nullptr, nullptr, nullptr, nullptr, AttentionShape{16, 4, 128, 16, 0}, qs, tiles, {},
+                                 nullptr, nullptr, PrefillKernel::kMmaSync),
                Error);
   int32_t id = 0;
   qs.query_ids = &id;

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
@@ -95,7 +96,7 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
   const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
   const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
   const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
-  for (int T : {9, 16, 64, 300, 2100})
+  for (int T : {2, 5, 8, 9, 16, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
@@ -109,7 +110,7 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
       const bool per_token = T <= 300 || kind == RoutingKind::uniform;  // the slow reference once at T = 2100
       if (per_token)
         moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {16, 64}) {
+      for (int tm : {kMoeSkinnyTileRows, 16, 64}) {  // 8: the skinny kernels, 16/64: the grouped ones
         const std::string where =
             "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm) + ": ";
         DeviceRouting r(ids, T, K, E, tm);
@@ -118,8 +119,14 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
         d_act.poison();
         d_y.poison();
         moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-        moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr);
-        moe_grouped_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr);
+        if (tm == kMoeSkinnyTileRows) {
+          moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr, nullptr,
+                                   nullptr);
+          moe_skinny_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr, nullptr, nullptr, nullptr);
+        } else {
+          moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr);
+          moe_grouped_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr);
+        }
         moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
         const auto act = d_act.download();
         const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
@@ -133,6 +140,54 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
           EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
         }
       }
+    }
+}
+
+// Decode steps with an NVFP4 shared expert inside the skinny launches (width 128 beside the
+// experts' 192, its own three scale2): h after the combine against moe_float_ref with the shared
+// expert.
+TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
+  std::mt19937 rng(205);
+  const int E = 16, H = 320, I = 192, Is = 128, K = 6;
+  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  const auto d = random_nvfp4(rng, int64_t(E) * H, I);
+  const auto s2g = mixed_scale2(E, 0.0061f), s2u = mixed_scale2(E, 0.0093f), s2d = mixed_scale2(E, 0.0042f);
+  DeviceStack ng(g, s2g), nu(u, s2u), nd(d, s2d);
+  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
+  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
+  const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sd = random_nvfp4(rng, H, Is);
+  const float ssg = 0.0071f, ssu = 0.0113f, ssd = 0.0052f;
+  const auto fsg = scaled_floats(sg, Is, H, {ssg}, int64_t(Is) * H);
+  const auto fsu = scaled_floats(su, Is, H, {ssu}, int64_t(Is) * H);
+  const auto fsd = scaled_floats(sd, H, Is, {ssd}, int64_t(H) * Is);
+  DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
+  const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()}, ssg, ssu, ssd, Is};
+  for (int T : {1, 3, 8})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::identical}) {
+      const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
+      const auto ids = make_routing(rng, kind, T, K, E);
+      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+      const auto x = random_bf16(rng, size_t(T) * H);
+      const auto h0 = random_bf16(rng, size_t(T) * H);
+      std::vector<bf16> h_ref = h0;
+      moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&fg, &fu, &fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
+      DeviceRouting r(ids, T, K, E, kMoeSkinnyTileRows);
+      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+      DeviceBuffer<bf16> d_sact(size_t(T) * Is), d_ys(size_t(T) * H);
+      DeviceBuffer<float> d_tw(tw);
+      d_act.poison();
+      d_y.poison();
+      d_sact.poison();
+      d_ys.poison();
+      moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
+      moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), &sh, d_sact.get(),
+                               nullptr);
+      moe_skinny_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), &sh, d_sact.get(), d_ys.get(),
+                            nullptr);
+      moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), d_ys.get(), T, K, H, d_h.get(), nullptr);
+      const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ch.ok()) << where << "h vs moe_float_ref with the shared expert " << ch.describe();
     }
 }
 

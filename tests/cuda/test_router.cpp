@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
@@ -95,6 +96,58 @@ TEST(CudaRouterDecode, BitIdenticalToTwoLaunchPathAndMatchesReference) {
       }
     }
   }
+}
+
+// The router that normalises its own input (x = rmsnorm(h) inside the cluster launch; the rmsnorm
+// kernel in front of the other forms) against the rmsnorm kernel followed by the plain router: x,
+// logits, ids and weights bit for bit, and x against the CPU rmsnorm reference. h is left as it was.
+TEST(CudaRouterDecode, InputNormMatchesRmsnormKernelThenRouter) {
+  std::mt19937 rng(81);
+  const RouterShape shapes[] = {{2048, 256, 6, true, 2.5f}, {1000, 250, 8, false, 1.5f}};
+  for (const RouterShape& rs : shapes)
+    for (bool f32 : {false, true})  // bf16: the cluster form (fused norm); fp32: the spread form
+      for (int T : {1, 3, 8, 9}) {  // 9: the batched two-launch form
+        SCOPED_TRACE("hidden=" + std::to_string(rs.hidden) + (f32 ? " fp32" : " bf16") + " T=" + std::to_string(T));
+        const auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
+        const auto wf = f32 ? random_f32(rng, wb.size(), 0.f, 0.03f) : to_float(wb);
+        const auto bias = random_f32(rng, size_t(rs.n_experts), 0.f, 0.05f);
+        const auto gamma = random_f32(rng, size_t(rs.hidden), 1.f, 0.5f);
+        const auto h = random_bf16(rng, size_t(T) * rs.hidden, 2.f);
+        DeviceBuffer<bf16> d_wb(wb), d_h(h), d_x(std::vector<bf16>(h.size())), d_x2(std::vector<bf16>(h.size()));
+        DeviceBuffer<float> d_wf(wf), d_bias(bias), d_gamma(gamma);
+        d_x.poison();
+        const bf16* wbp = f32 ? nullptr : d_wb.get();
+        const float* wfp = f32 ? d_wf.get() : nullptr;
+        const float eps = 1e-6f;
+        // Fused: router_topk on h with the input norm.
+        DeviceBuffer<float> d_logits(size_t(T) * rs.n_experts), d_w(size_t(T) * rs.top_k);
+        DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
+        d_logits.poison();
+        d_w.poison();
+        d_ids.poison();
+        auto counter = zero_counters(1);
+        const RouterInputNorm in{d_gamma.get(), eps, d_x.get()};
+        router_topk(d_h.get(), T, rs, wbp, wfp, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(), d_w.get(),
+                    nullptr, &in);
+        // Separate: the rmsnorm kernel, then the router on x.
+        rmsnorm(d_h.get(), d_gamma.get(), d_x2.get(), T, rs.hidden, eps, nullptr);
+        STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+        const RouterRun sep = run_router(rs, T, d_x2, wbp, wfp, d_bias.get(), T);
+        const auto x_fused = d_x.download(), x_sep = d_x2.download();
+        ASSERT_EQ(x_fused.size(), x_sep.size());
+        for (size_t i = 0; i < x_fused.size(); ++i)
+          ASSERT_EQ(x_fused[i].bits, x_sep[i].bits) << "x[" << i << "] differs from the rmsnorm kernel's";
+        EXPECT_EQ(bit_diff(d_logits.download(), sep.logits, "logits"), "");
+        EXPECT_EQ(bit_diff(d_w.download(), sep.w, "weights"), "");
+        EXPECT_EQ(d_ids.download(), sep.ids);
+        EXPECT_TRUE(counters_are_zero(counter));
+        const auto ch = compare(d_h.download(), h, 0.0, 0.0);
+        EXPECT_TRUE(ch.ok()) << "the router wrote into h: " << ch.describe();
+        std::vector<bf16> x_ref;
+        rmsnorm_ref(h, gamma, x_ref, T, rs.hidden, eps);
+        const auto c = compare(x_fused, x_ref, kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(c.ok()) << "x vs the CPU rmsnorm: " << c.describe();
+      }
 }
 
 // The batched logits kernel puts passes of 8 tokens on grid.y and strides past 65,535 of them: a

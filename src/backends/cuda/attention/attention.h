@@ -86,12 +86,24 @@ constexpr int kPrefillTileTokens = 16;
 // Appends the tiles of one run of `count` consecutive queries starting at query `first`.
 void append_prefill_tiles(int first, int count, std::vector<int32_t>& tiles);
 
+// Two kernels compute prefill_attention, the same function with the same rounding points, until
+// the GPU measurements pick one (the other is then deleted; docs/performance.md, "Prefill
+// attention on tensor cores"): kWgmma (attention_prefill_wgmma.cu: Hopper wgmma m64n128k16,
+// 128-key tiles; the default, which production uses) and kMmaSync (attention_prefill.cu:
+// mma.sync m16n8k16, 64-key tiles; kept for the GPU tests and benchmarks to compare against).
+enum class PrefillKernel { kMmaSync, kWgmma };
+
 // Same arguments as paged_attention. Splits the key range of each tile across CTAs (and merges
 // them with the split combine kernel) only when the tiles alone would not fill the GPU; the
 // scratch then needs NQ·n_kv_heads·splits records, otherwise it is unused (may be empty).
 void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                        const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
-                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
+                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream,
+                       PrefillKernel kernel = PrefillKernel::kWgmma);
+// The kWgmma kernel (sm_90a).
+void prefill_attention_wgmma(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
+                             const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
+                             const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
 
 // Merges `num_splits` partial records per (query, KV head) (the layout attention_partial_floats
 // describes, scores in the log2 domain, records of query qi at index qi) and adds the sinks, for

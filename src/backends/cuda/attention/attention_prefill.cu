@@ -1,8 +1,10 @@
 // Tensor-core prefill attention (flash-attention style), see attention.h and the tile layout in
-// attention_prefill_layout.h. Per CTA (tile of queries, KV head, key split):
+// attention_prefill_layout.h: the host checks and split plan both prefill kernels share
+// (plan_prefill, finish_prefill), the entry point, and the mma.sync kernel. Per CTA (tile of
+// queries, KV head, key split):
 //   Q fragments in registers; for each 64-key tile of the CTA's key range (cp.async double
 //   buffered into swizzled shared memory): S = Q·Kᵀ (mma.sync m16n8k16), mask (causal, window,
-//   split end), online softmax in fp32 (scores in the log2 domain, one exp2 each), O += P·V.
+//   split end), online softmax in fp32 (scores in the log2 domain, one fma + exp2 each), O += P·V.
 //   The sink joins the denominator once at the end (or in the split combine).
 // Rounding: like the decode tensor-core kernel, P is rounded to bf16 for the P·V mma (the
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/attention_prefill_common.cuh"
 #include "backends/cuda/attention/attention_prefill_layout.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_math.cuh"
@@ -18,32 +21,54 @@
 #include "backends/cuda/common/tensor_core.cuh"
 
 namespace striker::cuda {
-namespace {
+namespace prefill {
 
-using namespace prefill;
-
-constexpr float kNegInf = -__builtin_huge_valf();
-constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kDefaultTargetCtas = 1024;
 
-// 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
-__device__ __forceinline__ float rescale(float m_old, float m_new) {
-  return m_old == kNegInf ? 0.f : exp2f(m_old - m_new);
+bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
+                  const AttentionShape& s, const AttentionQueries& qs, const PrefillTiles& tiles,
+                  const AttentionScratch& scratch, bf16* out, int key_tile, PrefillArgs& args) {
+  static_assert(kTokens == kPrefillTileTokens, "attention.h and the layout disagree on the tile size");
+  if (s.head_dim != kHeadDim || s.n_kv_heads <= 0 || s.n_heads != kGroup * s.n_kv_heads)
+    throw Error("prefill_attention: only head_dim 128 with 8 query heads per KV head is built (got head_dim " +
+                std::to_string(s.head_dim) + ", heads " + std::to_string(s.n_heads) + "/" +
+                std::to_string(s.n_kv_heads) + ")");
+  if (s.block_size <= 0) throw Error("prefill_attention: bad block size " + std::to_string(s.block_size));
+  if (qs.query_ids) throw Error("prefill_attention: query_ids is a paged_attention option; pass tiles instead");
+  if (qs.num_queries <= 0 || tiles.num_tiles <= 0) return false;
+  if (tiles.query_ids && (tiles.num_queries <= 0 || tiles.num_queries > qs.num_queries))
+    throw Error("prefill_attention: " + std::to_string(tiles.num_queries) + " tiled queries of " +
+                std::to_string(qs.num_queries));
+  if (tiles.num_tiles > qs.num_queries)
+    throw Error("prefill_attention: " + std::to_string(tiles.num_tiles) + " tiles for " +
+                std::to_string(qs.num_queries) + " queries");
+  if (s.n_kv_heads > 65535) throw Error("prefill_attention: too many KV heads for one launch");
+  // Keys one CTA may read: a window (or the full prefix) plus the tile's other 15 positions.
+  const int64_t keys = std::max<int64_t>(1, int64_t(qs.max_keys) + kTokens - 1);
+  const int64_t ctas = int64_t(tiles.num_tiles) * s.n_kv_heads;
+  const int64_t target = scratch.target_records > 0 ? scratch.target_records : kDefaultTargetCtas;
+  const int64_t per_split = int64_t(qs.num_queries) * s.n_kv_heads;  // records one split needs
+  const auto [splits, chunk] =
+      plan_key_splits(keys, ctas, target, scratch.data ? scratch.max_partials / per_split : 0, key_tile);
+  if (chunk > (int64_t(1) << 30)) throw Error("prefill_attention: key range " + std::to_string(keys) + " too large");
+  args = PrefillArgs{reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
+                     reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
+                     qs.block_tables, tiles.tiles, tiles.num_tiles, s.n_kv_heads, s.block_size, s.window,
+                     int(chunk), int(splits), splits > 1 ? scratch.data : nullptr,
+                     reinterpret_cast<bf16_t*>(out), -1};
+  if ((s.block_size & (s.block_size - 1)) == 0)
+    for (args.block_shift = 0; (1 << args.block_shift) < s.block_size;) ++args.block_shift;
+  return true;
 }
 
-struct PrefillArgs {
-  const bf16_t* q;
-  const bf16_t* kc;
-  const bf16_t* vc;
-  const float* sinks;            // [n_heads] or nullptr
-  const int32_t* positions;      // [NQ]
-  const int32_t* table_offset;   // [NQ]
-  const int32_t* block_tables;
-  const int32_t* tiles;          // [num_tiles][2]: first query, count
-  int num_tiles, nkv, block_size, window, chunk, num_splits;
-  float* partials;               // split records, or nullptr: normalise and write `out` here
-  bf16_t* out;
-};
+void finish_prefill(const PrefillArgs& args, const AttentionShape& s, const AttentionQueries& qs,
+                    const PrefillTiles& tiles, bf16* out, cudaStream_t stream) {
+  if (args.num_splits > 1)
+    attention_combine_splits(args.partials, args.sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
+                             tiles.query_ids, args.num_splits, out, stream);
+}
+
+namespace {
 
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
@@ -55,7 +80,6 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   const int kvh = blockIdx.y, split = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = row_head(lane);
-  const int nh = a.nkv * kGroup;
   const int q0 = a.tiles[2 * tile], n = a.tiles[2 * tile + 1];
   const int p0 = a.positions[q0];
   const int32_t* table = a.block_tables + a.table_offset[q0];
@@ -67,17 +91,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   const int pos[2] = {p0 + tok[0], p0 + tok[1]};
 
   uint32_t qa[kHeadDim / 16][4];
-#pragma unroll
-  for (int ks = 0; ks < kHeadDim / 16; ++ks)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int t = tok[q_frag_half(i)];
-      qa[ks][i] = 0u;
-      if (t < n) {
-        const bf16_t* src = a.q + (int64_t(q0 + t) * nh + kvh * kGroup + g) * kHeadDim + q_frag_dim(lane, ks, i);
-        qa[ks][i] = __ldg(reinterpret_cast<const unsigned int*>(src));
-      }
-    }
+  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
 
   auto stage = [&](int buf, int kb) {
     const int chunk = stage_chunk(tid);
@@ -86,7 +100,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
       const int kk = stage_key(tid, i), key = kb + kk;
       const bool ok = key < range.end;
       int64_t off = 0;
-      if (ok) off = ((int64_t(table[key / a.block_size]) * a.nkv + kvh) * a.block_size + key % a.block_size) * kHeadDim;
+      if (ok) off = kv_row_offset(a, table, key, kvh);
       off += chunk * 8;
       cp_async16(k_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.kc + off, ok);
       cp_async16(v_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.vc + off, ok);
@@ -124,46 +138,18 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
           mma_m16n8k16(s[2 * np], qa[ks], b[0], b[1]);
           mma_m16n8k16(s[2 * np + 1], qa[ks], b[2], b[3]);
         }
-      float mx[2] = {m[0], m[1]};
 #pragma unroll
       for (int j = 0; j < kKeyTile / 8; ++j)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const int h = acc_half(i), key = kb + 8 * j + acc_col(lane, i);
-          s[j][i] = key_visible(key, pos[h], a.window, range) ? s[j][i] * score_scale : kNegInf;
-          mx[h] = fmaxf(mx[h], s[j][i]);
+          const int key = kb + 8 * j + acc_col(lane, i);
+          if (!key_visible(key, pos[acc_half(i)], a.window, range)) s[j][i] = kNegInf;
         }
-      float corr[2], rs[2] = {0.f, 0.f};
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // the 4 threads of a group hold one row's columns
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        corr[h] = rescale(m[h], mx[h]);
-        m[h] = mx[h];
-      }
-#pragma unroll
-      for (int j = 0; j < kKeyTile / 8; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int h = acc_half(i);
-          s[j][i] = s[j][i] == kNegInf ? 0.f : exp2f(s[j][i] - mx[h]);
-          rs[h] += s[j][i];
-        }
-      l[0] = l[0] * corr[0] + rs[0];
-      l[1] = l[1] * corr[1] + rs[1];
-#pragma unroll
-      for (int j = 0; j < kHeadDim / 8; ++j) {
-        o[j][0] *= corr[0];
-        o[j][1] *= corr[0];
-        o[j][2] *= corr[1];
-        o[j][3] *= corr[1];
-      }
+      online_softmax_step(s, score_scale, m, l, o);
 #pragma unroll
       for (int kt = 0; kt < kKeyTile / 16; ++kt) {
         uint32_t pa[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          pa[r] = pack_bf16x2(s[p_reg_tile(kt, r)][p_reg_elem(r)], s[p_reg_tile(kt, r)][p_reg_elem(r) + 1]);
+        pack_p(s, kt, pa);
 #pragma unroll
         for (int dp = 0; dp < kHeadDim / 16; ++dp) {
           uint32_t b[4];
@@ -176,90 +162,38 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
     __syncthreads();  // the next iteration refills this buffer
   }
   cp_async_wait<0>();
-
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-  }
-  const int c2 = acc_col(lane, 0);  // this thread's first column in each 8-dim n tile
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (tok[h] >= n) continue;
-    const int64_t qi = q0 + tok[h];
-    if (a.partials) {  // split record, as attention_combine_kernel reads it
-      float* rec = a.partials + ((qi * a.nkv + kvh) * a.num_splits + split) * (kGroup * (kHeadDim + 2));
-      if ((lane & 3) == 0) {
-        rec[2 * g] = m[h];
-        rec[2 * g + 1] = l[h];
-      }
-      float* acc = rec + 2 * kGroup + g * kHeadDim;
-#pragma unroll
-      for (int j = 0; j < kHeadDim / 8; ++j)
-        *reinterpret_cast<float2*>(acc + 8 * j + c2) = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-    } else {  // whole key range in this CTA: add the sink and normalise
-      const float sink = a.sinks ? a.sinks[kvh * kGroup + g] * kLog2e : kNegInf;
-      const float mf = fmaxf(m[h], sink);  // finite: the query's own key is in range
-      const float cm = rescale(m[h], mf);
-      const float f = cm / (l[h] * cm + rescale(sink, mf));
-      bf16_t* dst = a.out + (qi * nh + kvh * kGroup + g) * kHeadDim;
-#pragma unroll
-      for (int j = 0; j < kHeadDim / 8; ++j)
-        *reinterpret_cast<uint32_t*>(dst + 8 * j + c2) = pack_bf16x2(o[j][2 * h] * f, o[j][2 * h + 1] * f);
-    }
-  }
+  store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
 }
 
 }  // namespace
+}  // namespace prefill
 
 void append_prefill_tiles(int first, int count, std::vector<int32_t>& tiles) {
-  for (int i = 0; i < count; i += kTokens) {
+  for (int i = 0; i < count; i += prefill::kTokens) {
     tiles.push_back(first + i);
-    tiles.push_back(std::min(kTokens, count - i));
+    tiles.push_back(std::min(prefill::kTokens, count - i));
   }
 }
 
 void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                        const AttentionShape& s, const AttentionQueries& qs, const PrefillTiles& tiles,
-                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
-  static_assert(kTokens == kPrefillTileTokens, "attention.h and the layout disagree on the tile size");
-  if (s.head_dim != kHeadDim || s.n_kv_heads <= 0 || s.n_heads != kGroup * s.n_kv_heads)
-    throw Error("prefill_attention: only head_dim 128 with 8 query heads per KV head is built (got head_dim " +
-                std::to_string(s.head_dim) + ", heads " + std::to_string(s.n_heads) + "/" +
-                std::to_string(s.n_kv_heads) + ")");
-  if (s.block_size <= 0) throw Error("prefill_attention: bad block size " + std::to_string(s.block_size));
-  if (qs.query_ids) throw Error("prefill_attention: query_ids is a paged_attention option; pass tiles instead");
-  if (qs.num_queries <= 0 || tiles.num_tiles <= 0) return;
-  if (tiles.query_ids && (tiles.num_queries <= 0 || tiles.num_queries > qs.num_queries))
-    throw Error("prefill_attention: " + std::to_string(tiles.num_queries) + " tiled queries of " +
-                std::to_string(qs.num_queries));
-  if (tiles.num_tiles > qs.num_queries)
-    throw Error("prefill_attention: " + std::to_string(tiles.num_tiles) + " tiles for " +
-                std::to_string(qs.num_queries) + " queries");
-  if (s.n_kv_heads > 65535) throw Error("prefill_attention: too many KV heads for one launch");
-  // Keys one CTA may read: a window (or the full prefix) plus the tile's other 15 positions.
-  const int64_t keys = std::max<int64_t>(1, int64_t(qs.max_keys) + kTokens - 1);
-  const int64_t ctas = int64_t(tiles.num_tiles) * s.n_kv_heads;
-  const int64_t target = scratch.target_records > 0 ? scratch.target_records : kDefaultTargetCtas;
-  const int64_t per_split = int64_t(qs.num_queries) * s.n_kv_heads;  // records one split needs
-  const auto [splits, chunk] =
-      plan_key_splits(keys, ctas, target, scratch.data ? scratch.max_partials / per_split : 0);
-  if (chunk > (int64_t(1) << 30)) throw Error("prefill_attention: key range " + std::to_string(keys) + " too large");
-  const PrefillArgs args{reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
-                         reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
-                         qs.block_tables, tiles.tiles, tiles.num_tiles, s.n_kv_heads, s.block_size, s.window,
-                         int(chunk), int(splits), splits > 1 ? scratch.data : nullptr,
-                         reinterpret_cast<bf16_t*>(out)};
+                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream, PrefillKernel kernel) {
+  if (kernel == PrefillKernel::kWgmma) {
+    prefill_attention_wgmma(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, stream);
+    return;
+  }
+  using namespace prefill;
+  PrefillArgs args{};
+  if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, kKeyTile, args)) return;
   // 64 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
   STRIKER_CUDA_CHECK(
       cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  launch_pdl(attention_prefill_kernel, dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(splits)),
-             dim3(kThreads), size_t(kSmemBytes), stream, args);
+  launch_pdl(attention_prefill_kernel,
+             dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kThreads),
+             size_t(kSmemBytes), stream, args);
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
-  if (splits > 1)
-    attention_combine_splits(scratch.data, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
-                             tiles.query_ids, int(splits), out, stream);
+  finish_prefill(args, s, qs, tiles, out, stream);
 }
 
 }  // namespace striker::cuda

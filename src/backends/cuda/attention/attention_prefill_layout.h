@@ -99,31 +99,43 @@ STRIKER_HOST_DEVICE constexpr bool key_visible(int j, int p, int window, KeyRang
   return j >= r.begin && j < r.end && j <= p && j >= key_lo(p, window);
 }
 
-// Whether a warp must process key tile [kb, kb + kKeyTile): some key in it is visible to one of
-// its rows (positions pos0 < pos1, the second possibly past the chunk's end: harmless extra work).
-STRIKER_HOST_DEVICE constexpr bool warp_tile_needed(int kb, int pos0, int pos1, int window) {
-  return kb <= pos1 && kb + kKeyTile - 1 >= key_lo(pos0, window);
+// The same as an interval: key j is visible to the query at p iff lo <= j <= hi (empty when
+// lo > hi), so a kernel can mask a tile with two compares per key.
+struct KeyInterval {
+  int lo, hi;
+};
+STRIKER_HOST_DEVICE constexpr KeyInterval visible_keys(int p, int window, KeyRange r) {
+  const int lo = key_lo(p, window) > r.begin ? key_lo(p, window) : r.begin;
+  return {lo, p < r.end - 1 ? p : r.end - 1};
+}
+
+// Whether a warp (or warpgroup) must process key tile [kb, kb + key_tile): some key in it is
+// visible to one of its rows (positions pos0 < pos1, the second possibly past the chunk's end:
+// harmless extra work).
+STRIKER_HOST_DEVICE constexpr bool warp_tile_needed(int kb, int pos0, int pos1, int window, int key_tile = kKeyTile) {
+  return kb <= pos1 && kb + key_tile - 1 >= key_lo(pos0, window);
 }
 
 // Host-side split of each CTA's key range: the CTA reads at most `key_bound` keys (the step's
 // max keys per query plus kTokens-1); splits·chunk covers that, chunk a whole number of key
-// tiles. Splits only when the tiles give fewer than target_ctas CTAs, and only as far as
-// max_splits (scratch records) allows.
+// tiles (of key_tile keys). Splits only when the tiles give fewer than target_ctas CTAs, and only
+// as far as max_splits (scratch records) allows.
 struct SplitPlan {
   int64_t splits, chunk;
 };
-inline SplitPlan plan_key_splits(int64_t key_bound, int64_t ctas, int64_t target_ctas, int64_t max_splits) {
+inline SplitPlan plan_key_splits(int64_t key_bound, int64_t ctas, int64_t target_ctas, int64_t max_splits,
+                                 int64_t key_tile = kKeyTile) {
   int64_t splits = 1;
   if (ctas < target_ctas && max_splits >= 2) {
     splits = (target_ctas + ctas - 1) / ctas;
-    const int64_t cap_tiles = (key_bound + kKeyTile - 1) / kKeyTile;
+    const int64_t cap_tiles = (key_bound + key_tile - 1) / key_tile;
     const int64_t cap = max_splits < cap_tiles ? max_splits : cap_tiles;
     splits = splits < cap ? splits : cap;
     splits = splits < 65535 ? splits : 65535;
     splits = splits > 1 ? splits : 1;
   }
   int64_t chunk = (key_bound + splits - 1) / splits;
-  chunk = (chunk + kKeyTile - 1) / kKeyTile * kKeyTile;
+  chunk = (chunk + key_tile - 1) / key_tile * key_tile;
   return {(key_bound + chunk - 1) / chunk, chunk};
 }
 

@@ -89,7 +89,10 @@ class CudaBackend : public Backend {
   void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
   void swiglu_dense(const DeviceLayer& layer, int T);    // h = bf16(h + swiglu(x))
-  void moe(const DeviceLayer& layer, int T);             // h = bf16(h + routed + shared experts of x)
+  // act = bf16(bf16(g·sigmoid(g))·u), g/u = bf16(mm(x, gate/up)), each weight BF16 or NVFP4.
+  void swiglu_front(const bf16* x, int T, int in, const bf16* Wg, const Nvfp4Linear& qg, const bf16* Wu,
+                    const Nvfp4Linear& qu, int inter, bf16* act);
+  void moe(const DeviceLayer& layer, int T);             // x = rmsnorm(h); h = bf16(h + routed + shared experts of x)
   void moe_decode_bf16(const DeviceLayer& layer, int T);
   void moe_decode_nvfp4(const DeviceLayer& layer, int T);
   void moe_batched(const DeviceLayer& layer, int T);

@@ -36,11 +36,12 @@ void CudaBackend::flint_forward(const StepPlan& p) {
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                       // h = bf16(h + bf16(mm(o, Wo)))
 
     // Feed-forward block.
-    rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                             // x = rmsnorm(h)
-    if (c.is_dense_layer(l))
+    if (c.is_dense_layer(l)) {
+      rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                           // x = rmsnorm(h)
       swiglu_dense(L, T);                                                           // h = bf16(h + swiglu(x))
-    else
-      moe(L, T);                                                                    // h = bf16(h + y), y routed + shared
+    } else {
+      moe(L, T);  // x = rmsnorm(h) (inside the router's launch); h = bf16(h + y), y routed + shared
+    }
   }
   lm_head_logits(p);  // logits = bf16(mm(rmsnorm(h), lm_head)), requested rows only
 }

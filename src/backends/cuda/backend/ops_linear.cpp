@@ -44,23 +44,29 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
   }
 }
 
-// Dense layers: h = bf16(h + swiglu(x)). Decode steps fuse gate, up and SwiGLU into one GEMV
-// launch when both weights share a format; otherwise two projections and an elementwise SwiGLU.
+// Dense layers: h = bf16(h + swiglu(x)).
 void CudaBackend::swiglu_dense(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), Id = int(c.intermediate_size);
-  if (T <= kGemvMaxTokens && L.gate && L.up) {
-    gemv_gate_up(w.x, T, H, L.gate, L.up, Id, w.act, stream_);
-  } else if (T <= kGemvMaxTokens && L.nv_gate.present() && L.nv_up.present()) {
-    nvfp4_gemv_gate_up(w.x, T, H, L.nv_gate.matrix(), L.nv_gate.scale2.s[0], L.nv_up.matrix(), L.nv_up.scale2.s[0],
-                       Id, w.act, stream_);
-  } else {  // prefill, or gate and up in different formats
-    linear(w.x, T, H, L.gate, L.nv_gate, Id, w.gate);
-    linear(w.x, T, H, L.up, L.nv_up, Id, w.up);
-    swiglu_act(w.gate, w.up, w.act, int64_t(T) * Id, stream_);
-  }
+  swiglu_front(w.x, T, H, L.gate, L.nv_gate, L.up, L.nv_up, Id, w.act);
   linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);
+}
+
+// Decode steps fuse gate, up and SwiGLU into one GEMV launch when both weights share a format;
+// otherwise two projections (into ws_->gate / ws_->up) and an elementwise SwiGLU.
+void CudaBackend::swiglu_front(const bf16* x, int T, int in, const bf16* Wg, const Nvfp4Linear& qg, const bf16* Wu,
+                               const Nvfp4Linear& qu, int inter, bf16* act) {
+  Workspace& w = *ws_;
+  if (T <= kGemvMaxTokens && Wg && Wu) {
+    gemv_gate_up(x, T, in, Wg, Wu, inter, act, stream_);
+  } else if (T <= kGemvMaxTokens && qg.present() && qu.present()) {
+    nvfp4_gemv_gate_up(x, T, in, qg.matrix(), qg.scale2.s[0], qu.matrix(), qu.scale2.s[0], inter, act, stream_);
+  } else {  // prefill, or gate and up in different formats
+    linear(x, T, in, Wg, qg, inter, w.gate);
+    linear(x, T, in, Wu, qu, inter, w.up);
+    swiglu_act(w.gate, w.up, act, int64_t(T) * inter, stream_);
+  }
 }
 
 // logits = float(bf16(mm(rmsnorm(h), lm_head))) for the plan's requested rows only (the LM head

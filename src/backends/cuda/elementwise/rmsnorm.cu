@@ -3,14 +3,15 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/device_math.cuh"
+#include "backends/cuda/elementwise/rmsnorm_row.cuh"
 
 namespace striker::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kRmsnormRowThreads;
 
 // One block per row. The row is read twice (sum of squares, then scale); the second read
-// hits L1/L2 since a row is at most a few KiB.
+// hits L1/L2 since a row is at most a few KiB. The arithmetic is rmsnorm_row.cuh's.
 template <bool kAdd>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16_t* __restrict__ delta,
                                                            const float* __restrict__ w, bf16_t* out, int hidden,
@@ -20,28 +21,19 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16
   bf16_t* x = h + row * hidden;
   const bf16_t* d = kAdd ? delta + row * hidden : nullptr;
   bf16_t* y = out + row * hidden;
-  float ss = 0.f;
-  for (int i = threadIdx.x; i < hidden; i += kThreads) {
+  const float ss = rmsnorm_partial(hidden, [&](int i) {
     float v = __bfloat162float(x[i]);
     if constexpr (kAdd) {
       v = round_bf16(v + __bfloat162float(d[i]));
       x[i] = __float2bfloat16_rn(v);
     }
-    ss += v * v;
-  }
+    return v;
+  });
   __shared__ float partial[kThreads / 32];
-  ss = warp_sum(ss);
-  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float total = 0.f;
-#pragma unroll
-  for (int i = 0; i < kThreads / 32; ++i) total += partial[i];
-  const float r = 1.0f / sqrtf(total / float(hidden) + eps);
+  const float r = rmsnorm_scale(ss, hidden, eps, partial);
   // Each thread re-reads only the elements it wrote itself, so no barrier is needed here.
-  for (int i = threadIdx.x; i < hidden; i += kThreads) {
-    const float v = __bfloat162float(x[i]);
-    y[i] = __float2bfloat16_rn(round_bf16(v * r) * w[i]);
-  }
+  for (int i = threadIdx.x; i < hidden; i += kThreads)
+    y[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(x[i]), r, w[i]));
 }
 
 }  // namespace

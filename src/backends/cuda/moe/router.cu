@@ -6,7 +6,8 @@
 // - other decode steps (an fp32 Flint router is 2 MiB): one warp per expert row over the whole
 //   GPU, the row in registers before the wait, the top K in the CTA that finishes last
 //   (router_decode_kernel, common/last_block.cuh).
-// - larger steps: a logits kernel (one warp per expert, 8 tokens per pass), then a selection kernel.
+// - larger steps: a logits kernel (register blocks of 8 experts × 8 tokens per warp), then a
+//   selection kernel.
 #include "backends/cuda/moe/router.h"
 
 #include <cooperative_groups.h>
@@ -18,6 +19,8 @@
 #include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/moe/router_math.cuh"
 
 namespace striker::cuda {
@@ -25,48 +28,82 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kWarps = 2;  // batched logits: small blocks, the 256 expert rows spread over 128 SMs
-constexpr int kTokensPerPass = 8;
+// Every form computes a (token, expert) logit in one order, "the router's lane order": lane l of
+// a warp accumulates chunks c = l, l + 32, ... of 8 values (fmaf over the 8 in order, x times w),
+// then warp_sum adds the lanes. So a token's logits are the same bits in each form.
 
-// One warp's dot products of expert row w with tokens t0 .. t0 + nt - 1 (nt <= kMaxT), lane-partial.
-template <int kMaxT, typename W>
-__device__ __forceinline__ void router_row_dot(const bf16_t* __restrict__ x, int t0, int nt, int hidden,
-                                               const W* __restrict__ w, int lane, float (&acc)[kMaxT]) {
-#pragma unroll
-  for (int t = 0; t < kMaxT; ++t) acc[t] = 0.f;
-#pragma unroll 8  // all of a 2048-wide row's loads in flight at once
-  for (int c = lane; c < hidden / 8; c += 32) {
-    float wf[8];
-    RouterWeight<W>::unpack(RouterWeight<W>::load(w + c * 8), wf);
-#pragma unroll
-    for (int t = 0; t < kMaxT; ++t)
-      if (t < nt) {
-        float xf[8];
-        unpack8(load_cached(x + int64_t(t0 + t) * hidden + c * 8), xf);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[t] = fmaf(xf[i], wf[i], acc[t]);
-      }
-  }
-}
+// Batched logits (steps above 8 tokens): a CTA covers kTileE experts × kTileT tokens, each warp an
+// 8 × 8 block of them, every (expert, token) dot product accumulated by its lanes in exactly the
+// router's lane order, so a token's logits are the same bits as in the decode forms. The register block
+// reuses each loaded chunk 8 times and the CTA's warps share their x rows and weight rows
+// through L1: one warp per expert over 8 tokens (the first version) re-read every token's x row
+// for every expert, ~9.7 GB of L2 traffic at 8192 tokens.
+constexpr int kBlockE = 8, kBlockT = 8;                 // one warp's experts × tokens
+constexpr int kTileWarpsE = 4, kTileWarpsT = 2;         // warps per CTA along each
+constexpr int kTileE = kBlockE * kTileWarpsE;           // 32 experts per CTA
+constexpr int kTileT = kBlockT * kTileWarpsT;           // 16 tokens per CTA
+constexpr int kTileThreads = 32 * kTileWarpsE * kTileWarpsT;
 
 template <typename W>
-__global__ void __launch_bounds__(kWarps * 32) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
-                                                                    int E, const W* __restrict__ weight,
-                                                                    float* __restrict__ logits) {
+struct CachedChunk;  // 8 router weights loaded through L1 (reused by the CTA's other warps)
+template <>
+struct CachedChunk<bf16_t> {
+  static __device__ __forceinline__ void load(const bf16_t* p, float (&f)[8]) { unpack8(load_cached(p), f); }
+};
+template <>
+struct CachedChunk<float> {
+  static __device__ __forceinline__ void load(const float* p, float (&f)[8]) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(p)), b = __ldg(reinterpret_cast<const float4*>(p + 4));
+    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+  }
+};
+
+template <typename W>
+__global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_t* __restrict__ x, int T, int hidden,
+                                                                     int E, const W* __restrict__ weight,
+                                                                     float* __restrict__ logits) {
   pdl_grid_start();  // see launch.cuh
-  const int e = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (e >= E) return;
-  const int lane = threadIdx.x & 31;
-  // Passes of kTokensPerPass tokens stride over grid.y (at most kMaxGridYZ): any step length.
-  for (int t0 = blockIdx.y * kTokensPerPass; t0 < T; t0 += gridDim.y * kTokensPerPass) {
-    const int nt = min(kTokensPerPass, T - t0);
-    float acc[kTokensPerPass];
-    router_row_dot<kTokensPerPass>(x, t0, nt, hidden, weight + int64_t(e) * hidden, lane, acc);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int e0 = blockIdx.x * kTileE + (warp % kTileWarpsE) * kBlockE;
+  if (e0 >= E) return;
+  const int chunks = hidden / 8;
+  // Tiles of kTileT tokens stride over grid.y (at most kMaxGridYZ): any step length.
+  for (int tile = blockIdx.y; tile * kTileT < T; tile += gridDim.y) {
+    const int t0 = tile * kTileT + (warp / kTileWarpsE) * kBlockT;
+    if (t0 >= T) continue;
+    const W* wrow[kBlockE];
+    const bf16_t* xrow[kBlockT];
 #pragma unroll
-    for (int t = 0; t < kTokensPerPass; ++t) {
-      const float v = warp_sum(acc[t]);
-      if (lane == 0 && t < nt) logits[int64_t(t0 + t) * E + e] = v;
+    for (int i = 0; i < kBlockE; ++i) wrow[i] = weight + int64_t(min(e0 + i, E - 1)) * hidden;
+#pragma unroll
+    for (int j = 0; j < kBlockT; ++j) xrow[j] = x + int64_t(min(t0 + j, T - 1)) * hidden;
+    float acc[kBlockE][kBlockT];
+#pragma unroll
+    for (int i = 0; i < kBlockE; ++i)
+#pragma unroll
+      for (int j = 0; j < kBlockT; ++j) acc[i][j] = 0.f;
+    for (int c = lane; c < chunks; c += 32) {
+      float xf[kBlockT][8];
+#pragma unroll
+      for (int j = 0; j < kBlockT; ++j) unpack8(load_cached(xrow[j] + c * 8), xf[j]);
+#pragma unroll
+      for (int i = 0; i < kBlockE; ++i) {
+        float wf[8];
+        CachedChunk<W>::load(wrow[i] + c * 8, wf);
+#pragma unroll
+        for (int j = 0; j < kBlockT; ++j)
+#pragma unroll
+          for (int k = 0; k < 8; ++k) acc[i][j] = fmaf(xf[j][k], wf[k], acc[i][j]);
+      }
     }
+#pragma unroll
+    for (int i = 0; i < kBlockE; ++i)
+#pragma unroll
+      for (int j = 0; j < kBlockT; ++j) {
+        const float v = warp_sum(acc[i][j]);
+        // Stores spread over the lanes: lane (i·8 + j) % 32 writes (token t0 + j, expert e0 + i).
+        if (lane == (i * kBlockT + j) % 32 && e0 + i < E && t0 + j < T) logits[int64_t(t0 + j) * E + e0 + i] = v;
+      }
   }
 }
 
@@ -83,7 +120,7 @@ constexpr int kDecodeWarps = 4;  // expert rows per CTA: 64 CTAs for 256 experts
 constexpr int kHeld = 8;         // 16-byte weight chunks per lane held in registers (rows <= 2048)
 
 // One warp's fp32 dot products of its expert row with tokens 0..T-1, lane-partial over chunks
-// c = lane, lane + 32, ... in order (the summation order of router_row_dot, so the logits are the
+// c = lane, lane + 32, ... in order (the router's lane order, so the logits are the
 // same bits as the batched router's).
 template <typename W>
 __device__ __forceinline__ void row_dots(const W* __restrict__ w, const bf16_t* __restrict__ x, int T, int hidden,
@@ -142,14 +179,14 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) router_decode_kernel(
 // [r·per, (r+1)·per) into its shared memory with cp.async *before* griddepcontrol.wait (the matrix
 // does not depend on earlier kernels, so its 1 MiB streams while the o_proj kernel in front
 // drains), then, after the wait, the tokens' x, the dot products out of shared memory (same
-// per-lane chunk order and fmaf chain as router_row_dot: the same bits), each logit into CTA 0's
+// per-lane chunk order and fmaf chain as the other forms: the same bits), each logit into CTA 0's
 // shared memory through DSMEM, a cluster barrier, and CTA 0's warps select the top K per token.
 // No fence or atomic on any CTA's tail (they cost more than they save: docs/performance.md).
 constexpr int kClusterCtas = 8;    // portable cluster size
 constexpr int kClusterWarps = 16;
 
 struct ClusterLayout {  // dynamic shared memory of one CTA
-  size_t weights, x, logits, total;
+  size_t weights, x, logits, gamma, bias, partial, total;
 };
 __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E, size_t weight_bytes) {
   const int per = (E + kClusterCtas - 1) / kClusterCtas;
@@ -157,16 +194,23 @@ __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E
   l.weights = 0;
   l.x = (size_t(per) * hidden * weight_bytes + 15) & ~size_t(15);
   l.logits = l.x + ((size_t(T) * hidden * 2 + 15) & ~size_t(15));
-  l.total = l.logits + size_t(T) * E * 4;
+  l.gamma = l.logits + ((size_t(T) * E * 4 + 15) & ~size_t(15));  // the norm's weights (fused form)
+  l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));    // the router bias (CTA 0)
+  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials
+  l.total = l.partial + kRmsnormRowThreads / 32 * 4;
   return l;
 }
 constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
 
+// With `gamma` set, the input is h and every CTA first computes x = rmsnorm(h, gamma) itself
+// (rmsnorm_row.cuh: the rmsnorm kernel's bits; the norm's gamma and the bias are copied before
+// the wait), and CTA 0 writes x to x_out for the expert kernels: the post-attention norm costs no
+// launch of its own (3.3 µs per layer in the knock-out profile, docs/performance.md).
 template <typename W>
 __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, int32_t* __restrict__ ids,
-    float* __restrict__ weights) {
+    float* __restrict__ weights, const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();
   // Relaxed arrive now, wait before the first DSMEM store: no CTA writes into CTA 0's shared memory
@@ -183,12 +227,32 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   const auto* src = reinterpret_cast<const bf16_t*>(weight + int64_t(e0) * hidden);
   for (int64_t i = threadIdx.x; i < wchunks; i += blockDim.x)
     cp_async16(reinterpret_cast<bf16_t*>(ws) + i * 8, src + i * 8, true);
+  auto* gs = reinterpret_cast<float*>(smem + lay.gamma);
+  auto* bs = reinterpret_cast<float*>(smem + lay.bias);
+  if (gamma != nullptr)
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) gs[i] = gamma[i];
+  if (rank == 0)
+    for (int e = threadIdx.x; e < E; e += blockDim.x) bs[e] = bias != nullptr ? bias[e] : 0.f;
   cp_async_commit();
-  pdl_wait();  // x is the previous kernel's output
+  pdl_wait();  // x (or h) is the previous kernel's output
   for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
     reinterpret_cast<uint4*>(xs)[i] = load_cached(x + int64_t(i) * 8);
   cp_async_wait<0>();
   __syncthreads();
+  if (gamma != nullptr) {  // xs holds h: normalise it in place, token by token
+    auto* partial = reinterpret_cast<float*>(smem + lay.partial);
+    for (int t = 0; t < T; ++t) {
+      bf16_t* row = xs + t * hidden;
+      const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(row[i]); });
+      const float r = rmsnorm_scale(ss, hidden, eps, partial);
+      for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+        row[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(row[i]), r, gs[i]));
+      __syncthreads();
+    }
+    if (rank == 0)
+      for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
+        reinterpret_cast<uint4*>(x_out)[i] = reinterpret_cast<const uint4*>(xs)[i];
+  }
   asm volatile("barrier.cluster.wait;" ::: "memory");
   float* rank0_logits = cluster.map_shared_rank(reinterpret_cast<float*>(smem + lay.logits), 0u);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
@@ -222,7 +286,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   if (rank != 0) return;  // nothing reads another CTA's shared memory after the barrier
   const float* all = reinterpret_cast<const float*>(smem + lay.logits);
   for (int t = warp; t < T; t += kClusterWarps)
-    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bias, norm, rsf, ids, weights);
+    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm, rsf, ids, weights);
 }
 
 // Whether the cluster form fits this shape (else the spread form runs).
@@ -232,7 +296,8 @@ bool cluster_fits(int T, int hidden, int E, size_t weight_bytes) {
 
 template <typename W>
 void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
-                           float* logits, int32_t* ids, float* topk_w, cudaStream_t stream) {
+                           float* logits, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm,
+                           cudaStream_t stream) {
   auto* kernel = router_cluster_kernel<W>;
   // Over 48 KiB of dynamic shared memory needs the opt-in (a function attribute, allowed while a
   // graph is being captured); set once per instantiation.
@@ -244,18 +309,27 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
   const size_t smem = cluster_layout(T, rs.hidden, rs.n_experts, sizeof(W)).total;
   launch_pdl_cluster(kernel, dim3(kClusterCtas), dim3(kClusterWarps * 32), smem, kClusterCtas, stream,
                      reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
-                     rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w);
+                     rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w,
+                     in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
+                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr);
   STRIKER_CUDA_CHECK_LAUNCH("router_cluster");
 }
 
+// `in_norm`: x is h, to be normalised first (in the cluster launch when it fits, else by the rmsnorm
+// kernel into in_norm->x_out, which then is the router's input).
 template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
-                   unsigned int* counter, int32_t* ids, float* topk_w, cudaStream_t stream) {
-  const auto* xb = reinterpret_cast<const bf16_t*>(x);
+                   unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm,
+                   cudaStream_t stream) {
   if (cluster_fits(T, rs.hidden, rs.n_experts, sizeof(W))) {
-    launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, stream);
+    launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, in_norm, stream);
     return;
   }
+  if (in_norm != nullptr) {
+    rmsnorm(x, in_norm->gamma, in_norm->x_out, T, rs.hidden, in_norm->eps, stream);
+    x = in_norm->x_out;
+  }
+  const auto* xb = reinterpret_cast<const bf16_t*>(x);
   if (T <= kRouterDecodeMaxTokens) {
     launch_pdl(router_decode_kernel<W>, dim3(unsigned((rs.n_experts + kDecodeWarps - 1) / kDecodeWarps)),
                dim3(kDecodeWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
@@ -263,9 +337,9 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
     STRIKER_CUDA_CHECK_LAUNCH("router_decode");
     return;
   }
-  const dim3 grid(unsigned((rs.n_experts + kWarps - 1) / kWarps),
-                  unsigned(std::min((T + kTokensPerPass - 1) / kTokensPerPass, kMaxGridYZ)));
-  launch_pdl(router_logits_kernel<W>, grid, dim3(kWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, weight,
+  const dim3 grid(unsigned((rs.n_experts + kTileE - 1) / kTileE),
+                  unsigned(std::min((T + kTileT - 1) / kTileT, kMaxGridYZ)));
+  launch_pdl(router_logits_kernel<W>, grid, dim3(kTileThreads), 0, stream, xb, T, rs.hidden, rs.n_experts, weight,
              logits);
   STRIKER_CUDA_CHECK_LAUNCH("router_logits");
   launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits, rs.n_experts, rs.top_k, bias,
@@ -277,7 +351,7 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const RouterInputNorm* in_norm) {
   if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kRouterMaxExperts || rs.top_k <= 0 || rs.top_k > kRouterMaxTopK ||
       rs.top_k > rs.n_experts)
@@ -289,11 +363,13 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
   if (T <= kRouterDecodeMaxTokens && counter == nullptr)
     throw Error("router_topk: a decode step (T <= 8) needs a zero-initialised device counter");
+  if (in_norm != nullptr && (in_norm->gamma == nullptr || in_norm->x_out == nullptr || in_norm->x_out == x))
+    throw Error("router_topk: the input norm needs its weights and an output buffer apart from h");
   if (weight_f32 != nullptr)
-    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, stream);
+    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, in_norm, stream);
   else
     launch_router(x, T, rs, reinterpret_cast<const bf16_t*>(weight_bf16), bias, logits_scratch, counter, topk_ids,
-                  topk_w, stream);
+                  topk_w, in_norm, stream);
 }
 
 }  // namespace striker::cuda

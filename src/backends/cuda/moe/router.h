@@ -18,6 +18,14 @@ struct RouterShape {
   float routed_scaling_factor = 1.f;
 };
 
+// The router's input normalised by the router itself (FLINT.md §4's post-attention RMSNorm):
+// router_topk's x is then h, and x_out = rmsnorm(h, gamma) is written for the expert kernels.
+struct RouterInputNorm {
+  const float* gamma = nullptr;  // [hidden] fp32
+  float eps = 0.f;
+  bf16* x_out = nullptr;         // [T, hidden], not h
+};
+
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
 // T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster holding the
@@ -25,9 +33,11 @@ struct RouterShape {
 // counter: a zero-initialised device counter, left zero). Larger T: a logits kernel, then a
 // selection kernel (counter unused). Both forms compute each token's logits with the same
 // per-lane order, so a token gets the same bits (logits_scratch, ids, weights) either way.
+// in_norm: x is h and the router normalises it first — inside the cluster launch when that form
+// runs (no launch of its own), else with the rmsnorm kernel; the same bits either way.
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream);
+                 cudaStream_t stream, const RouterInputNorm* in_norm = nullptr);
 
 // CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
 void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,

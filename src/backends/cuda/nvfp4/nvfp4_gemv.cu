@@ -7,6 +7,8 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/linear/gemv_variants.h"
+#include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -163,10 +165,16 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, DecodeKernels kernels) {
   check_nvfp4(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  if (kernels == DecodeKernels::TensorCores) {
+    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, skinny_token_groups(T),
+                                             Nvfp4SkinnyTokens{{T}, s2}, stream);
+    STRIKER_CUDA_CHECK_LAUNCH(what);
+    return;
+  }
   const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   // A row is in/32 chunks of 16 bytes. Long rows of short matrices (o_proj, dense down) split
@@ -195,34 +203,70 @@ unsigned grid_for(int64_t n, int threads) {
   return unsigned(std::min<int64_t>((n + threads - 1) / threads, 65535 * 8));
 }
 
-}  // namespace
-
-void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
-}
-
-void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
-                         cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
-}
-
-void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
-}
-
-void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream) {
+void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu, float scale2_u,
+                    int inter, bf16* act, cudaStream_t stream, DecodeKernels kernels) {
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
+  if (kernels == DecodeKernels::TensorCores) {
+    // skinny_store reads gate's scale2 at 0 and up's at 1.
+    const RowScale2 s2{1, 2, {scale2_g, scale2_u, scale2_u}};
+    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, skinny_token_groups(T),
+                                                         Nvfp4SkinnyTokens{{T}, s2}, stream);
+    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
+    return;
+  }
   const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), unsigned((T + kNT - 1) / kNT));
   auto kernel = T == 1 ? nvfp4_gate_up_kernel<1> : nvfp4_gate_up_kernel<kNT>;
   launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
+}
+
+// Production: tensor cores from 2 tokens on (skinny_mma.cuh), the CUDA-core kernels at 1.
+DecodeKernels production(int T) { return T > 1 ? DecodeKernels::TensorCores : DecodeKernels::CudaCores; }
+
+}  // namespace
+
+void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
+                cudaStream_t stream) {
+  nvfp4_gemv_using(production(T), x, T, in, W, scale2, out_dim, out, stream);
+}
+
+void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
+                         cudaStream_t stream) {
+  nvfp4_gemv_residual_using(production(T), x, T, in, W, scale2, out_dim, h, stream);
+}
+
+void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
+                       cudaStream_t stream) {
+  nvfp4_gemv_logits_using(production(T), x, T, in, W, scale2, out_dim, logits, stream);
+}
+
+void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream) {
+  nvfp4_gemv_gate_up_using(production(T), x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream);
+}
+
+void nvfp4_gemv_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim,
+                      bf16* out, cudaStream_t stream) {
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream, k);
+}
+
+void nvfp4_gemv_residual_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2,
+                               int out_dim, bf16* h, cudaStream_t stream) {
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream, k);
+}
+
+void nvfp4_gemv_logits_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2,
+                             int out_dim, float* logits, cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream, k);
+}
+
+void nvfp4_gemv_gate_up_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g,
+                              Nvfp4Matrix Wu, float scale2_u, int inter, bf16* act, cudaStream_t stream) {
+  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream, k);
 }
 
 void nvfp4_dequantize(Nvfp4Matrix W, int64_t rows, int in, bf16* out, cudaStream_t stream) {

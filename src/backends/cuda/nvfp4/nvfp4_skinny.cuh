@@ -1,0 +1,113 @@
+// The NVFP4 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
+// (nvfp4_gemv.cu) and the routed experts of decode steps (moe/moe_skinny.cu).
+#pragma once
+#include "backends/cuda/linear/skinny_mma.cuh"
+#include "backends/cuda/nvfp4/nvfp4_decode.cuh"
+#include "backends/cuda/nvfp4/nvfp4_linear.h"
+
+namespace striker::cuda {
+
+// A lane's chunk of step s is code chunk 4s + t of rows g and g + 8 (32 weights each, two scale
+// bytes): decoded exactly into bf16 (E2M1·E4M3 has at most 5 significant bits, see
+// nvfp4_dequant_kernel) as 8 MMAs; scale2 is applied to the fp32 sum before the bf16 rounding
+// (skinny_store). The weight pairs come out of the decoder as (j, j + 4) of a code word
+// (e2m1_word_pair_bits), so the activations are paired the same way.
+__device__ __forceinline__ uint32_t e2m1_bf16_pair(uint32_t word, int j, float scale_x2p14) {
+  const uint32_t h = j == 0 ? e2m1_word_pair_bits<0>(word)
+                     : j == 1 ? e2m1_word_pair_bits<1>(word)
+                     : j == 2 ? e2m1_word_pair_bits<2>(word)
+                              : e2m1_word_pair_bits<3>(word);
+  const float2 f = half2_bits_to_float2(h);
+  return pack_bf16x2(f.x * scale_x2p14, f.y * scale_x2p14);  // exact products, exact roundings
+}
+
+// Activations j and j + 4 of 8 (one 16-byte load) as a bf16x2, j in the low half.
+__device__ __forceinline__ uint32_t x_pair(const uint4& q, int j) {
+  const uint32_t lo = j < 2 ? q.x : q.y, hi = j < 2 ? q.z : q.w;
+  return __byte_perm(lo, hi, (j & 1) ? 0x7632 : 0x5410);
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
+  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
+
+// Dense NVFP4 decode: SkinnyTokens with the matrix's scale2 by output row (Gemv), or gate's
+// scale2 at 0 and up's at 1 (GateUp).
+struct Nvfp4SkinnyTokens : SkinnyTokens {
+  RowScale2 s2;
+  __device__ float scale(const SkinnyWork&, int o) const { return s2.at(o); }
+};
+
+// W0/W1: the matrices (gate, up for GateUp) at the Job's w_row0; job.scale(work, o) the scale2.
+template <int S, int U, SkinnyTile K, GemvOut M, typename Job>
+__global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
+    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
+                        Job job) {
+  pdl_launch_dependents();  // see launch.cuh
+  if constexpr (!Job::kWeightsBeforeWait) pdl_wait();  // the rows to read come from earlier kernels
+  const SkinnyWork wk = job.work((threadIdx.x & 31) >> 2);
+  if (!wk.live) return;
+  const SkinnyOperands<Nvfp4Matrix> launch{x, W0, W1, out, in, rows};
+  const SkinnyOperands<Nvfp4Matrix> op = skinny_operands(job, wk, launch);
+  const int in_ = op.in;
+  const SkinnyLane l = skinny_lane<S, K>(op.rows, (in_ + 127) / 128);
+  const int t = l.t, s0 = l.s0, s1 = l.s1;
+  const uint8_t* ct = op.w0.codes + int64_t(wk.w_row0 + l.top) * (in_ / 2) + t * 16;
+  const uint8_t* cb = op.w1.codes + int64_t(wk.w_row0 + l.bottom) * (in_ / 2) + t * 16;
+  const uint8_t* st = op.w0.scales + int64_t(wk.w_row0 + l.top) * (in_ / 16) + t * 2;
+  const uint8_t* sb = op.w1.scales + int64_t(wk.w_row0 + l.bottom) * (in_ / 16) + t * 2;
+  const bf16_t* xg = op.x + int64_t(wk.x_row) * in_ + t * 32;
+  uint4 qt[U], qb[U];
+  uint32_t scale_t[U], scale_b[U];
+  // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
+  auto load = [&](int u, int s) {
+    const bool live = s < s1 && s * 128 + t * 32 < in_;
+    qt[u] = live ? load_stream(ct + int64_t(s) * 64) : make_uint4(0, 0, 0, 0);
+    qb[u] = live ? load_stream(cb + int64_t(s) * 64) : make_uint4(0, 0, 0, 0);
+    scale_t[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(st + int64_t(s) * 8)) : 0u;
+    scale_b[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(sb + int64_t(s) * 8)) : 0u;
+  };
+#pragma unroll
+  for (int u = 0; u < U; ++u) load(u, s0 + u);
+  if constexpr (Job::kWeightsBeforeWait) pdl_wait();  // x (and h in Residual mode) come from earlier kernels
+  SkinnyAcc acc;
+  for (int s = s0; s < s1; s += U) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
+        const bool live = (s + u) * 128 + t * 32 < in_;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
+          const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
+          const float at = ue4m3_x2p14((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
+          const float ab = ue4m3_x2p14((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
+          const uint32_t wt = word_of(qt[u], i), wb = word_of(qb[u], i);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)  // pairs (2h, 2h + 4) and (2h + 1, 2h + 5): 16 k values over the quad
+            skinny_mma(acc.c[h], e2m1_bf16_pair(wt, 2 * h, at), e2m1_bf16_pair(wb, 2 * h, ab),
+                       e2m1_bf16_pair(wt, 2 * h + 1, at), e2m1_bf16_pair(wb, 2 * h + 1, ab), x_pair(xq, 2 * h),
+                       x_pair(xq, 2 * h + 1));
+        }
+        load(u, s + u + U);  // refill the slot just consumed
+      }
+    }
+  }
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, op.rows, [&](int o) { return job.scale(wk, o); }, op.out);
+}
+
+// grid.y = items (the Job's work items). Shapes are checked by the callers (in % 64 == 0, 16-byte
+// aligned codes, 4-byte aligned scales).
+// grid_rows: the most output rows of any work item (rows, unless the Job's alt has more).
+template <SkinnyTile K, GemvOut M, typename Job>
+void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int items,
+                         Job job, cudaStream_t stream, int grid_rows = 0) {
+  // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
+  // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
+  const int S = skinny_split((in + 127) / 128, 4);
+  skinny_dispatch<false>(S, false, [&](auto s, auto u) {
+    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, skinny_grid<K>(grid_rows > 0 ? grid_rows : rows, S, items),
+               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
+  });
+}
+
+}  // namespace striker::cuda
