@@ -143,30 +143,28 @@ TEST(CudaMoeGroupedWgmma, Nvfp4ScaledExpertsMatchReference) {
       std::vector<bf16> act_ref, h_ref = h0;
       moe_grouped_gate_up_nvfp4_ref(x, K, H, g, s2g, u, s2u, I, sorted, tiles, act_ref);
       moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      {
-        const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
-        DeviceRouting r(ids, T, K, E, kTm);
-        DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-        DeviceBuffer<float> d_tw(tw);
-        d_act.poison();
-        d_y.poison();
-        scratch.poison();
-        moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-        moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, scratch.get(), scratch_elems,
-                                        d_act.get(), nullptr);
-        moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, nd.view(), H, r.r, scratch.get(), scratch_elems, d_y.get(),
-                                     nullptr);
-        moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-        const auto act = d_act.download();
-        const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-        std::vector<bf16> y_ref;
-        moe_grouped_down_nvfp4_ref(act, I, dn, s2d, H, tiles, y_ref);
-        const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-        const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
-      }
+      const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
+      DeviceRouting r(ids, T, K, E, kTm);
+      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+      DeviceBuffer<float> d_tw(tw);
+      d_act.poison();
+      d_y.poison();
+      scratch.poison();
+      moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
+      moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, scratch.get(), scratch_elems,
+                                      d_act.get(), nullptr);
+      moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, nd.view(), H, r.r, scratch.get(), scratch_elems, d_y.get(),
+                                   nullptr);
+      moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+      const auto act = d_act.download();
+      const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+      std::vector<bf16> y_ref;
+      moe_grouped_down_nvfp4_ref(act, I, dn, s2d, H, tiles, y_ref);
+      const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+      const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
     }
 }
 
