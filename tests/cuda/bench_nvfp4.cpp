@@ -264,36 +264,6 @@ void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w
   const double us_all = time_us(all);
   row(tag + "all (sort, 2 decodes, 2 GEMMs, combine) vs ref", &ch, us_all, E * 3 * nv,
       tflops_note(2.0 * S * 3 * I * H, us_all));
-  // The in-kernel decode route on the same data: checked bit for bit against the scratch route
-  // (same bf16 weights, same kernel order), then timed.
-  DeviceBuffer<bf16> d_act_f(size_t(S) * I), d_y_f(size_t(S) * H);
-  d_act_f.poison();
-  d_y_f.poison();
-  auto gate_up_fused = [&](int) {
-    moe_grouped_gate_up_nvfp4_wgmma_fused(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act_f.get(),
-                                          bench_stream());
-  };
-  auto down_fused = [&](int) {
-    moe_grouped_down_nvfp4_wgmma_fused(d_act.get(), T, K, I, w.stack(2), H, r, d_y_f.get(), bench_stream());
-  };
-  all(0);  // d_act, d_y of the scratch route on this routing
-  gate_up_fused(0);
-  down_fused(0);
-  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
-  const auto cf_a = compare_finite(d_act_f.download(), d_act.download(), 0.0, 0.0);
-  const auto cf_y = compare_finite(d_y_f.download(), d_y.download(), 0.0, 0.0);
-  const double guf = time_us(gate_up_fused), dnf = time_us(down_fused);
-  row(tag + "gate/up in-kernel decode vs scratch", &cf_a, guf, E * 2 * nv, tflops_note(2.0 * S * 2 * I * H, guf));
-  row(tag + "down in-kernel decode vs scratch", &cf_y, dnf, E * nv, tflops_note(2.0 * S * I * H, dnf));
-  auto all_fused = [&](int i) {
-    sort(i);
-    gate_up_fused(i);
-    down_fused(i);
-    moe_combine_sorted(d_y_f.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
-  };
-  const double us_all_f = time_us(all_fused);
-  row(tag + "all, in-kernel decode (4 kernels)", nullptr, us_all_f, E * 3 * nv,
-      tflops_note(2.0 * S * 3 * I * H, us_all_f));
 }
 
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.

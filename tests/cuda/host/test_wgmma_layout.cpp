@@ -83,5 +83,28 @@ TEST(WgmmaLayout, AccumulatorFragmentCoversTheTileOnce) {
     }
 }
 
+// The two exchange steps of the epilogue's quad transpose, replayed over the 4 threads: thread q
+// starts with m[b] = (its column pair q of block b) and must end with m[p] = (pair p of block q).
+TEST(WgmmaLayout, QuadTransposeGivesEachThreadOneWholeBlock) {
+  uint32_t m[4][4];
+  for (int q = 0; q < 4; ++q)
+    for (int b = 0; b < 4; ++b) m[q][b] = uint32_t(10 * b + q);  // block b, pair q
+  for (int mask : {2, 1}) {
+    uint32_t sent[4][2];
+    for (int q = 0; q < 4; ++q)
+      for (int x = 0; x < 2; ++x) sent[q][x] = m[q][quad_exchange_index(q, mask, x)];
+    for (int q = 0; q < 4; ++q)
+      for (int x = 0; x < 2; ++x) m[q][quad_exchange_index(q, mask, x)] = sent[q ^ mask][x];
+  }
+  for (int q = 0; q < 4; ++q)
+    for (int p = 0; p < 4; ++p) EXPECT_EQ(m[q][p], uint32_t(10 * q + p)) << "thread " << q << " entry " << p;
+  // Each step touches two distinct entries, and partners exchange the same entry positions.
+  for (int mask : {2, 1})
+    for (int q = 0; q < 4; ++q) {
+      EXPECT_NE(quad_exchange_index(q, mask, 0), quad_exchange_index(q, mask, 1));
+      for (int x = 0; x < 2; ++x) EXPECT_EQ(quad_exchange_index(q, mask, x) ^ quad_exchange_index(q ^ mask, mask, x), mask);
+    }
+}
+
 }  // namespace
 }  // namespace striker::cuda

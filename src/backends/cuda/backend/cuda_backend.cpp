@@ -117,7 +117,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     const bool nv_experts = std::any_of(model_.layers.begin(), model_.layers.end(),
                                         [](const DeviceLayer& L) { return L.nv_exp_gate.present(); });
     const int E = int(c.n_routed_experts);
-    if (nv_experts && moe_wgmma_for(Tm * K, E))
+    if (nv_experts && moe_wgmma_nvfp4_for(Tm * K, E))
       w.nv_scratch.elems =
           std::max(w.nv_scratch.elems, moe_wgmma_nvfp4_scratch_elems(E, int(H), int(c.moe_intermediate_size)));
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);

@@ -77,18 +77,20 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 // the expert's scale2 applied to the fp32 sums): decode steps as skinny GEMMs of <= 8-row tiles,
 // batched decode above 8 tokens as 16-row mma.sync tiles (NVFP4 tiles decoded in shared memory),
 // prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks decoded into the
-// scratch first). No host sync, so the step can be graph-captured.
+// scratch first, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
             K = int(c.num_experts_per_tok), E = int(c.n_routed_experts);
   MoeRouting r = w.routing;
-  const bool skinny = T <= kGemvMaxTokens;
-  const bool wgmma = !skinny && moe_wgmma_for(int64_t(T) * K, E);
-  r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? kMoeWgmmaTileRows : 16;
-  moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool nv = L.nv_exp_gate.present();
+  const int64_t slots = int64_t(T) * K;
+  const bool skinny = T <= kGemvMaxTokens;
+  const bool wgmma = !skinny && (nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E));
+  // mma.sync tiles: 16 rows for decode batches, 64 for NVFP4 steps below the wgmma threshold.
+  r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? kMoeWgmmaTileRows : moe_tile_rows_for(slots, E);
+  moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   // Decode steps run a shared expert of the experts' format inside the skinny launches; otherwise
   // it runs on its own below (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4 dequantised first

@@ -109,6 +109,30 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Quad transpose of four bf16x2 words for the epilogue's 16-byte stores (wgmma_layout.h,
+// quad_exchange_index): on entry m[b] is this thread's column pair (t % 4) of n8 block b, on exit
+// m[p] is column pair p of block t % 4. Every lane of the warp must call it (shfl.bfly).
+__device__ __forceinline__ void quad_transpose(uint32_t (&m)[4]) {
+  const int q = int(threadIdx.x) & 3;
+#pragma unroll
+  for (int mask = 2; mask >= 1; mask >>= 1) {
+    uint32_t send[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int idx = quad_exchange_index(q, mask, x);
+      send[x] = idx == 0 ? m[0] : idx == 1 ? m[1] : idx == 2 ? m[2] : m[3];  // selects, no local memory
+    }
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const uint32_t r = __shfl_xor_sync(0xffffffffu, send[x], mask);
+      const int idx = quad_exchange_index(q, mask, x);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (i == idx) m[i] = r;
+    }
+  }
+}
+
 // D[64×256] (+)= A[64×16] · B[256×16]ᵀ, bf16 in, fp32 accumulate, both operands K-major in shared
 // memory (descriptors from wgmma_desc_sw128); accumulate = 0 overwrites D. Register i of D is
 // (wgmma_acc_row, wgmma_acc_col) of the warpgroup's 64×256 tile.

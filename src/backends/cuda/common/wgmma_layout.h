@@ -64,4 +64,14 @@ STRIKER_HOST_DEVICE constexpr int wgmma_acc_col(int thread_in_wg, int i) {
   return (i / 4) * 8 + 2 * (thread_in_wg % 4) + (i % 2);
 }
 
+// Epilogue stores: in an accumulator fragment, the 4 threads of a quad (t % 4 = q) hold the 4
+// column pairs (2q, 2q+1) of one row in each n8 block. Transposing 4 consecutive blocks across the
+// quad gives thread q the whole 8 columns (16 bytes) of block q: one vector store instead of four
+// 4-byte ones spread over 4 lines. Two exchange steps (partner q ^ 2, then q ^ 1); in each, thread
+// q sends its entries quad_exchange_index(q, mask, 0/1) and overwrites the same entries with what
+// the partner sent (PTX shfl.bfly). Host-tested in tests/cuda/host/test_wgmma_layout.cpp.
+STRIKER_HOST_DEVICE constexpr int quad_exchange_index(int q, int mask, int x) {
+  return ((q & mask) ? 0 : mask) + x * (mask == 2 ? 1 : 2);
+}
+
 }  // namespace striker::cuda

@@ -2,8 +2,7 @@
 // work items (128-row tile of one expert, column block), warp-specialised.
 //
 //   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
-//     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down; NVFP4:
-//     every thread copies codes + scales of two rows and decodes them into the tile) and
+//     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
 //     all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into the same
 //     128B-swizzled layout TMA writes; each thread signals the stage's "full" barrier once its
 //     copies have landed (cp.async.wait_group + fence.proxy.async: wgmma reads through the async
@@ -36,7 +35,6 @@
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/common/wgmma.cuh"
 #include "backends/cuda/moe/moe_grouped_wgmma_layout.h"
-#include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 
 namespace striker::cuda {
@@ -56,8 +54,9 @@ struct WgmmaArgs {
   bf16_t* out;                 // [T·K, n] in sorted row order
 };
 
-// Weight-tile policies of the producer warpgroup. For k slice kt of an item, the CTA's stage g
-// (ring slot s = g % kWgStages):
+// Weight-tile policy of the producer warpgroup (one today; an NVFP4 policy decoding in the
+// producer was measured slower than decoding into a scratch first and removed, docs/performance.md).
+// For k slice kt of an item, the CTA's stage g (ring slot s = g % kWgStages):
 //   issue(kt, g, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage);
 //   land(g, b_dst, ...)             runs once the thread's cp.async group of g has completed, before
 //                                   its fence.proxy.async and its arrival on full[s].
@@ -84,66 +83,6 @@ struct TmaWeights {
                 kGated ? b_row0 : b_row0 + kWgHalfBRows);
   }
   __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
-};
-
-// 4-byte cp.async (scales); zero-fills when !full.
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool full) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(full ? 4 : 0)
-               : "memory");
-}
-
-// NVFP4 stacks decoded in the kernel (layout: moe_grouped_wgmma_layout.h, kWgRawSlots): thread t
-// copies the codes and scales of B rows t and t + 128 and later decodes exactly those bytes, so
-// its own cp.async.wait_group orders the copy before the decode. E2M1 × UE4M3 is exact in bf16, the
-// same values nvfp4_dequantize writes (moe_grouped_tile.cuh's policy decodes the same way).
-struct Nvfp4WgmmaWeights {
-  const uint8_t* codes[2];   // [E·n, kdim/2]
-  const uint8_t* scales[2];  // [E·n, kdim/16]
-  static constexpr uint32_t kFullArrivals = kWgProducerThreads;
-  static constexpr int kSmemBytes = kWgNvfp4SmemBytes;
-  __device__ __forceinline__ void prefetch() const {}
-  template <bool kGated>
-  __device__ __forceinline__ void issue(int kt, int g, uint8_t*, uint8_t* ring, uint64_t*, int t, int b_row0,
-                                        const WgmmaArgs& args) const {
-    const int slot = g % kWgRawSlots;
-    const int64_t stack_rows = int64_t(args.experts) * args.n;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int br = t + h * kWgHalfBRows;
-      const int j = kGated ? h : 0;
-      const int64_t row = int64_t(b_row0) + (kGated ? t : br);
-      const bool ok = row < stack_rows;
-      const uint8_t* c = codes[j] + (ok ? row * (args.kdim / 2) + kt * (kWgBK / 2) : 0);
-      const uint8_t* sc = scales[j] + (ok ? row * (args.kdim / 16) + kt * (kWgBK / 16) : 0);
-      uint8_t* dc = ring + wg_raw_codes(slot, br);
-      cp_async16(reinterpret_cast<bf16_t*>(dc), reinterpret_cast<const bf16_t*>(c), ok);
-      cp_async16(reinterpret_cast<bf16_t*>(dc + 16), reinterpret_cast<const bf16_t*>(c + 16), ok);
-      cp_async4(ring + wg_raw_scales(slot, br), sc, ok);
-    }
-  }
-  __device__ __forceinline__ void land(int g, uint8_t* b_dst, uint8_t* ring, int t) const {
-    const int slot = g % kWgRawSlots;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int br = t + h * kWgHalfBRows;
-      const uint4 q0 = *reinterpret_cast<const uint4*>(ring + wg_raw_codes(slot, br));
-      const uint4 q1 = *reinterpret_cast<const uint4*>(ring + wg_raw_codes(slot, br) + 16);
-      const uint32_t sc = *reinterpret_cast<const uint32_t*>(ring + wg_raw_scales(slot, br));
-      const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {  // word c = weights 8c..8c+7 = 16-byte chunk c; scale byte c/2
-        const float s = ue4m3_x2p14((sc >> (8 * (c >> 1))) & 0xFFu);
-        float f[8];
-        decode8(words[c], f);
-        uint4 packed;
-        packed.x = pack_bf16x2(f[0] * s, f[1] * s);
-        packed.y = pack_bf16x2(f[2] * s, f[3] * s);
-        packed.z = pack_bf16x2(f[4] * s, f[5] * s);
-        packed.w = pack_bf16x2(f[6] * s, f[7] * s);
-        *reinterpret_cast<uint4*>(b_dst + sw128_offset(br, c)) = packed;
-      }
-    }
-  }
 };
 
 // Persistent: CTA b takes the work items b, b + gridDim.x, ... (item = row tile · col_blocks +
@@ -273,25 +212,39 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 
     const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
     const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
-    constexpr int kOutRegs = kGated ? 64 : 128;  // gated: registers i + 64 are the up columns of i
+    // Per row half h (rows r and r + 8 of the fragment) and 4 n8 blocks at a time: the values,
+    // rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole columns.
+    constexpr int kBlocks = wg_out_cols(kGated) / 8;  // gated: registers of block j + 16 are the up columns of j
+    const int q = t & 3;
 #pragma unroll
-    for (int i = 0; i < kOutRegs; i += 2) {
-      const int r = wg * 64 + wgmma_acc_row(t, i);
-      const int col = n0 + wgmma_acc_col(t, i);
-      if (r >= tile.rows || col >= args.n) continue;  // n % 8 == 0 and col is even: col + 1 < n too
-      float v[2];
+    for (int h = 0; h < 2; ++h) {
+      const int r = wg * 64 + wgmma_acc_row(t, 2 * h);
+      const bool row_ok = r < tile.rows;
+      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        if constexpr (kGated) {
-          const float gv = round_bf16(acc[i + j] * s0);
-          const float uv = round_bf16(acc[i + j + 64] * s1);
-          v[j] = silu_bf16(gv) * uv;
-        } else {
-          v[j] = acc[i + j] * s0;
+      for (int j0 = 0; j0 < kBlocks; j0 += 4) {
+        uint32_t m[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            if constexpr (kGated) {
+              const float gv = round_bf16(acc[i + e] * s0);
+              const float uv = round_bf16(acc[i + e + 64] * s1);
+              v[e] = silu_bf16(gv) * uv;
+            } else {
+              v[e] = acc[i + e] * s0;
+            }
+          }
+          m[b] = pack_bf16x2(v[0], v[1]);
         }
+        quad_transpose(m);  // now columns 8(j0 + q) .. + 7
+        const int col = n0 + 8 * (j0 + q);
+        if (row_ok && col < args.n)  // n % 8 == 0: a block is inside or outside as a whole
+          *reinterpret_cast<uint4*>(orow + col) = make_uint4(m[0], m[1], m[2], m[3]);
       }
-      *reinterpret_cast<__nv_bfloat162*>(args.out + int64_t(tile.first + r) * args.n + col) =
-          __floats2bfloat162_rn(v[0], v[1]);
     }
   }
 }
@@ -367,17 +320,14 @@ void check_nvfp4_scratch(const char* what, const MoeRouting& r, int rows, int in
                 std::to_string(need) + " needed");
 }
 
-// NVFP4 stacks: whole 64-weight blocks per row (FLINT.md §3), 16-byte aligned codes and 4-byte
-// aligned scales (the in-kernel decode copies 32 code bytes and 4 scale bytes per row and stage).
+// NVFP4 stacks: whole 64-weight blocks per row (FLINT.md §3) and every pointer present
+// (nvfp4_dequantize checks the alignment it needs).
 void check_nvfp4_stacks(const char* what, int kdim, std::initializer_list<const Nvfp4Stack*> stacks) {
   if (kdim % 64 != 0)
     throw Error(std::string(what) + ": NVFP4 reduction width " + std::to_string(kdim) + " is not a multiple of 64");
-  for (const Nvfp4Stack* s : stacks) {
+  for (const Nvfp4Stack* s : stacks)
     if (!s->m.codes || !s->m.scales || !s->scale2)
       throw Error(std::string(what) + ": NVFP4 stack with a null codes, scales or scale2 pointer");
-    if (reinterpret_cast<uintptr_t>(s->m.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(s->m.scales) % 4 != 0)
-      throw Error(std::string(what) + ": NVFP4 codes must be 16-byte and scales 4-byte aligned");
-  }
 }
 
 }  // namespace
@@ -425,29 +375,6 @@ void moe_grouped_down_nvfp4_wgmma(const bf16* act_sorted, int T, int K, int inte
   check_nvfp4_scratch(what, r, hidden, inter, 1, scratch, scratch_elems);
   nvfp4_dequantize(down.m, int64_t(r.experts) * hidden, inter, scratch, stream);
   moe_grouped_down_wgmma(act_sorted, T, K, inter, scratch, hidden, down.scale2, r, y_sorted, stream);
-}
-
-void moe_grouped_gate_up_nvfp4_wgmma_fused(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
-                                           const Nvfp4Stack& up, int inter, const MoeRouting& r, bf16* act_sorted,
-                                           cudaStream_t stream) {
-  if (T <= 0) return;
-  constexpr const char* what = "moe_grouped_gate_up_nvfp4_wgmma_fused";
-  check_wgmma(what, T, K, hidden, inter, r, x, gate.m.codes, up.m.codes, act_sorted);
-  check_nvfp4_stacks(what, hidden, {&gate, &up});
-  const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, true, gate.scale2, up.scale2, r, act_sorted);
-  launch_wgmma<true>(what, args, Nvfp4WgmmaWeights{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}}, T, K,
-                     r, stream);
-}
-
-void moe_grouped_down_nvfp4_wgmma_fused(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down,
-                                        int hidden, const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
-  if (T <= 0) return;
-  constexpr const char* what = "moe_grouped_down_nvfp4_wgmma_fused";
-  check_wgmma(what, T, K, inter, hidden, r, act_sorted, down.m.codes, down.m.codes, y_sorted);
-  check_nvfp4_stacks(what, inter, {&down});
-  const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, false, down.scale2, nullptr, r, y_sorted);
-  launch_wgmma<false>(what, args, Nvfp4WgmmaWeights{{down.m.codes, down.m.codes}, {down.m.scales, down.m.scales}},
-                      T, K, r, stream);
 }
 
 }  // namespace striker::cuda

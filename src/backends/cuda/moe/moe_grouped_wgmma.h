@@ -22,6 +22,11 @@ constexpr int kMoeWgmmaTileRows = 128;
 // where experts average more than 16 rows (moe_tile_rows_for); below, the 16-row mma.sync tiles
 // of moe_grouped.h read each selected expert once per step.
 inline bool moe_wgmma_for(int64_t slots, int experts) { return moe_tile_rows_for(slots, experts) != 16; }
+// NVFP4 stacks take this path (decode scratch + the kernels above) only from 80 rows per expert
+// (T > 3413 at E = 256, top-6): the decode of all stacks costs a fixed ~0.57 ms per layer, and the
+// mma.sync NVFP4 kernels with 64-row tiles (0.3 µs per token per layer) win below. H200, per
+// layer: T = 2048 mma.sync 731 µs vs decode + wgmma 1126 µs; T = 8192 2512 µs vs ~1430 µs.
+inline bool moe_wgmma_nvfp4_for(int64_t slots, int experts) { return slots > int64_t(80) * experts; }
 
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g = bf16(scale2_gate[e]·mm(x[token(r)], W_gate[e])), u likewise.
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
@@ -47,15 +52,5 @@ void moe_grouped_gate_up_nvfp4_wgmma(const bf16* x, int T, int K, int hidden, co
 void moe_grouped_down_nvfp4_wgmma(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
                                   const MoeRouting& routing, bf16* scratch, int64_t scratch_elems, bf16* y_sorted,
                                   cudaStream_t stream);
-
-// The same NVFP4 products with the decode inside the kernel (no scratch): the producer warpgroup
-// copies each stage's codes and scales and expands them into the swizzled bf16 tile. Measured
-// against the scratch route in `bench_cuda_kernels grouped-moe`; the slower one goes once the
-// H200 numbers are in (until then the backend uses the scratch route).
-void moe_grouped_gate_up_nvfp4_wgmma_fused(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
-                                           const Nvfp4Stack& up, int inter, const MoeRouting& routing,
-                                           bf16* act_sorted, cudaStream_t stream);
-void moe_grouped_down_nvfp4_wgmma_fused(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down,
-                                        int hidden, const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
 
 }  // namespace striker::cuda

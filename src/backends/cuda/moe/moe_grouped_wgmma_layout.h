@@ -35,23 +35,6 @@ constexpr int kWgLag = 2;
 static_assert(kWgLag < kWgStages, "the producer would wait on a stage it has not signalled");
 static_assert(kWgABytes % kSw128AtomBytes == 0 && kWgBBytes % kSw128AtomBytes == 0, "tiles stay 1024-aligned");
 
-// NVFP4 weights decoded in the kernel (Nvfp4WgmmaWeights): each producer thread copies the raw
-// codes (32 bytes) and scales (4 bytes) of B rows t and t + 128 of a stage with cp.async into a
-// small ring of kWgLag + 1 raw slots, and when they have landed decodes them into the stage's
-// swizzled B tile. Slot kt % (kWgLag + 1) is rewritten at kt + kWgLag + 1, after its decode at kt + kWgLag.
-constexpr int kWgRawSlots = kWgLag + 1;
-constexpr int kWgRawCodeBytes = kWgBRows * (kWgBK / 2);   // 8 KiB per slot
-constexpr int kWgRawScaleBytes = kWgBRows * (kWgBK / 16);  // 1 KiB per slot
-constexpr int kWgNvfp4SmemBytes = kWgSmemBytes + kWgRawSlots * (kWgRawCodeBytes + kWgRawScaleBytes);
-static_assert(kWgNvfp4SmemBytes <= 227 * 1024, "one CTA per SM");
-STRIKER_HOST_DEVICE constexpr uint32_t wg_raw_codes(int slot, int brow) {
-  return uint32_t(kWgStages * kWgStageBytes) + uint32_t(slot) * kWgRawCodeBytes + uint32_t(brow) * (kWgBK / 2);
-}
-STRIKER_HOST_DEVICE constexpr uint32_t wg_raw_scales(int slot, int brow) {
-  return uint32_t(kWgStages * kWgStageBytes + kWgRawSlots * kWgRawCodeBytes) + uint32_t(slot) * kWgRawScaleBytes +
-         uint32_t(brow) * (kWgBK / 16);
-}
-
 // Output columns a CTA writes: 128 activations (gated) or 256 outputs (plain).
 STRIKER_HOST_DEVICE constexpr int wg_out_cols(bool gated) { return gated ? kWgHalfBRows : kWgBRows; }
 
