@@ -1,4 +1,4 @@
-// Test-only probe of the wgmma prefill kernel's building blocks in isolation (one warpgroup, one
+// Test-only probe of the prefill kernel's wgmma building blocks in isolation (one warpgroup, one
 // CTA): S = A·Kᵀ through the K-major descriptors and O = P·V through the N-major ones, with the
 // tiles written where the kernel's staging writes them (tile_offset). If the prefill tests fail,
 // these two say which operand path is wrong (test_wgmma_probe.cpp).
@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/attention/attention_prefill_layout.h"
-#include "backends/cuda/attention/attention_prefill_wgmma_layout.h"
 #include "backends/cuda/attention/wgmma_sm90.cuh"
 #include "backends/cuda/common/cuda_check.h"
 #include "wgmma_probe.h"
@@ -14,13 +13,7 @@
 namespace striker::cuda::testing {
 namespace {
 
-using namespace prefill::wg;
-using prefill::acc_col;
-using prefill::kChunks;
-using prefill::kHeadDim;
-using prefill::acc_half;
-using prefill::q_frag_dim;
-using prefill::q_frag_half;
+using namespace prefill;
 
 // The SS form (A from shared memory too, K-major like the K tile): only the probe uses it, to
 // tell a wrong register A layout from a wrong B descriptor.

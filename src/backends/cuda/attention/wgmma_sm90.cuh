@@ -1,6 +1,6 @@
-// Hopper (sm_90a) warpgroup MMA primitives for the prefill attention (attention_prefill_wgmma.cu):
+// Hopper (sm_90a) warpgroup MMA primitives for the prefill attention (attention_prefill.cu):
 // wgmma.mma_async m64n128k16 with bf16 inputs, fp32 accumulators, A from registers and B from a
-// shared-memory descriptor (attention_prefill_wgmma_layout.h builds the descriptors), and the
+// shared-memory descriptor (attention_prefill_layout.h builds the descriptors), and the
 // fences around it. PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate".
 //
 // All four warps of a warpgroup must execute these together (.sync.aligned): callers branch only
