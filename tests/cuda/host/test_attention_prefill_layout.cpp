@@ -17,7 +17,7 @@
 namespace striker::cuda::prefill {
 namespace {
 
-constexpr uint32_t kBase = 3 * kSwizzleAtomBytes;  // any 1024-byte aligned stage address
+constexpr uint32_t kBase = 3 * kSw128AtomBytes;  // any 1024-byte aligned stage address
 
 // Byte address the kernel's staging writes dim `dim` of tile key `key` to.
 uint32_t staged_address(uint32_t tile, int key, int dim) {
@@ -28,7 +28,7 @@ TEST(PrefillAttentionLayout, KDescriptorsReadWhatStagingWrote) {
   for (int ks = 0; ks < kHeadDim / 16; ++ks)
     for (int key = 0; key < kKeyTile; ++key)
       for (int k = 0; k < 16; ++k)
-        ASSERT_EQ(kmajor_address(k_desc_start(kBase, ks), kSbo, key, k), staged_address(kBase, key, 16 * ks + k))
+        ASSERT_EQ(wgmma_operand_address(k_desc(kBase, ks), key, k), staged_address(kBase, key, 16 * ks + k))
             << "k step " << ks << " key " << key << " k " << k;
 }
 
@@ -37,24 +37,26 @@ TEST(PrefillAttentionLayout, VDescriptorsReadWhatStagingWrote) {
   for (int kt = 0; kt < kKeyTile / 16; ++kt)
     for (int dim = 0; dim < kHeadDim; ++dim)
       for (int k = 0; k < 16; ++k)
-        ASSERT_EQ(mnmajor_address(v_desc_start(v, kt), kVLbo, kSbo, dim, k), staged_address(v, 16 * kt + k, dim))
+        ASSERT_EQ(wgmma_operand_address_mn(v_desc(v, kt), dim, k), staged_address(v, 16 * kt + k, dim))
             << "k step " << kt << " dim " << dim << " k " << k;
 }
 
 TEST(PrefillAttentionLayout, DescriptorBitFields) {
-  const uint32_t start = 200 * 1024 + 96, lbo = kVLbo, sbo = kSbo;
-  const uint64_t d = smem_desc(start, lbo, sbo);
-  EXPECT_EQ(d & 0x3FFF, start >> 4);
-  EXPECT_EQ((d >> 16) & 0x3FFF, lbo >> 4);
-  EXPECT_EQ((d >> 32) & 0x3FFF, sbo >> 4);
-  EXPECT_EQ((d >> 49) & 0x7, 0u);  // base offset: tiles are 1024-byte aligned
-  EXPECT_EQ(d >> 62, 1u);          // 128-byte swizzle
-  EXPECT_EQ((d >> 14) & 0x3, 0u);
-  EXPECT_EQ((d >> 30) & 0x3, 0u);
+  const uint32_t v = 200 * 1024, k = 64 * 1024;
+  const uint64_t dv = v_desc(v, 3), dk = k_desc(k, 5);
+  EXPECT_EQ(dv & 0x3FFF, (v + 3 * 2048) >> 4);
+  EXPECT_EQ((dv >> 16) & 0x3FFF, uint64_t(kHalfBytes) >> 4);  // leading: dims 0-63 -> 64-127
+  EXPECT_EQ((dv >> 32) & 0x3FFF, 1024u >> 4);                  // stride: 8 keys
+  EXPECT_EQ(dk & 0x3FFF, (k + kHalfBytes + 32) >> 4);           // k step 5: half 1, 32 bytes in
+  EXPECT_EQ((dk >> 32) & 0x3FFF, 1024u >> 4);
+  for (uint64_t d : {dv, dk}) {
+    EXPECT_EQ((d >> 49) & 0x7, 0u);  // base offset: tiles are 1024-byte aligned
+    EXPECT_EQ(d >> 62, 1u);          // 128-byte swizzle
+  }
   // Every field fits its 14 bits for the whole 227 KiB of shared memory.
-  static_assert((kVLbo >> 4) < (1 << 14) && (kSbo >> 4) < (1 << 14) && ((kSmemBytes + 1024) >> 4) < (1 << 14));
+  static_assert((kHalfBytes >> 4) < (1 << 14) && ((kSmemBytes + 1024) >> 4) < (1 << 14));
   static_assert(kSmemBytes <= 227 * 1024, "over the opt-in shared memory limit");
-  static_assert(kStageBytes % kSwizzleAtomBytes == 0 && kTileBytes % kSwizzleAtomBytes == 0,
+  static_assert(kStageBytes % kSw128AtomBytes == 0 && kTileBytes % kSw128AtomBytes == 0,
                 "stages and tiles must stay 1024-byte aligned");
 }
 
@@ -100,7 +102,7 @@ TEST(PrefillAttentionLayout, OneWarpgroupReplaysScoresAndValues) {
         for (int ks = 0; ks < kHeadDim / 16; ++ks)
           for (int k = 0; k < 16; ++k)
             s += Q[size_t(r) * kHeadDim + size_t(16 * ks + k)] *
-                 smem[kmajor_address(k_desc_start(kBase, ks), kSbo, n, k) / 2];
+                 smem[wgmma_operand_address(k_desc(kBase, ks), n, k) / 2];
         for (int dim = 0; dim < kHeadDim; ++dim)
           want += Q[size_t(r) * kHeadDim + size_t(dim)] * K[size_t(n) * kHeadDim + size_t(dim)];
         ASSERT_EQ(s, want) << "S row " << r << " key " << n;
@@ -111,7 +113,7 @@ TEST(PrefillAttentionLayout, OneWarpgroupReplaysScoresAndValues) {
         for (int kt = 0; kt < kKeyTile / 16; ++kt)
           for (int k = 0; k < 16; ++k)
             o += P[size_t(r) * kKeyTile + size_t(16 * kt + k)] *
-                 smem[mnmajor_address(v_desc_start(kBase + kTileBytes, kt), kVLbo, kSbo, dim, k) / 2];
+                 smem[wgmma_operand_address_mn(v_desc(kBase + kTileBytes, kt), dim, k) / 2];
         for (int key = 0; key < kKeyTile; ++key)
           want += P[size_t(r) * kKeyTile + size_t(key)] * V[size_t(key) * kHeadDim + size_t(dim)];
         ASSERT_EQ(o, want) << "O row " << r << " dim " << dim;

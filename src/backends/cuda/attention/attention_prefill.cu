@@ -19,11 +19,11 @@
 
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/attention/attention_prefill_layout.h"
-#include "backends/cuda/attention/wgmma_sm90.cuh"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/common/wgmma.cuh"
 
 namespace striker::cuda {
 namespace prefill {
@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   // The 128-byte swizzle pattern repeats every 1024 bytes: align the tiles to that (kSmemBytes
   // has the slack) so the descriptors' base offset is 0.
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  const uint32_t base = (raw + kSwizzleAtomBytes - 1) & ~uint32_t(kSwizzleAtomBytes - 1);
+  const uint32_t base = (raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1);
   unsigned char* smem = smem_raw + (base - raw);
   // Tiles are listed in sequence order, so later tiles of a chunk have more keys: start those first.
   const int tile = a.num_tiles - 1 - int(blockIdx.x);
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   for (int it = 0; it < num_kt; ++it) {
     const int buf = it % kStages;
     cp_async_wait<kStages - 2>();         // this thread's copies of tile `it` have landed,
-    wgmma::fence_proxy_async_shared();    // are visible to wgmma's reads,
+    fence_proxy_async_shared();           // are visible to wgmma's reads,
     __syncthreads();                      // and everyone's are; tile it-1's buffer is free
     const int kb = range.begin + it * kKeyTile;
     const bool active = wg_has_rows && tile_needed(kb, pos_first, pos_last, a.window);
@@ -303,13 +303,13 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
       if (!active) return;
 #pragma unroll
       for (int j = 0; j < kKeyCols; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-      wgmma::fence();
+      wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < kHeadDim / 16; ++ks)
-        wgmma::mma_m64n128k16_rs<0>(s, qa[ks], smem_desc(k_desc_start(k_tile, ks), kKLbo, kSbo), ks > 0 ? 1 : 0);
-      wgmma::commit_group();
-      wgmma::wait_group<0>();
-      wgmma::fence_operands(s);
+        wgmma_m64n128k16_bf16_rs<0>(s, qa[ks], k_desc(k_tile, ks), ks > 0 ? 1 : 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(s);
     };
     auto stage_next = [&] {
       const int next = it + kStages - 1;
@@ -323,11 +323,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
     // `active` branch, ptxas serialises every wgmma.)
     if (wgi == 1) {
       stage_next();
-      wgmma::named_barrier_sync(kPingPongBarrier, kThreads);
+      named_barrier_sync(kPingPongBarrier, kThreads);
     }
     scores();
     if (wgi == 0) {
-      wgmma::named_barrier_arrive(kPingPongBarrier, kThreads);
+      named_barrier_arrive(kPingPongBarrier, kThreads);
       stage_next();
     }
     if (!active) continue;
@@ -347,14 +347,14 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
     uint32_t pa[kKeyTile / 16][4];
 #pragma unroll
     for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
-    wgmma::fence_operands(o);
-    wgmma::fence();
+    wgmma_fence_operands(o);
+    wgmma_fence();
 #pragma unroll
     for (int kt = 0; kt < kKeyTile / 16; ++kt)
-      wgmma::mma_m64n128k16_rs<1>(o, pa[kt], smem_desc(v_desc_start(v_tile, kt), kVLbo, kSbo), 1);
-    wgmma::commit_group();
-    wgmma::wait_group<0>();
-    wgmma::fence_operands(o);
+      wgmma_m64n128k16_bf16_rs<1>(o, pa[kt], v_desc(v_tile, kt), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(o);
   }
   cp_async_wait<0>();
   store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);

@@ -23,13 +23,14 @@
 // warp over its 16 rows.
 //
 // Shared memory: a K or V tile is two 64-dim halves, each [128 keys][128 bytes] in the canonical
-// 128-byte swizzle (16-byte chunk c of key r at chunk c ^ (r & 7), atoms of 8 keys = 1024
-// bytes), 1024-byte aligned so the descriptors' base offset is 0.
+// 128-byte swizzle (wgmma_layout.h: 16-byte chunk c of key r at chunk c ^ (r & 7), atoms of 8
+// keys = 1024 bytes), 1024-byte aligned so the descriptors' base offset is 0.
 #pragma once
 
 #include <cstdint>
 
 #include "backends/cuda/common/host_device.h"
+#include "backends/cuda/common/wgmma_layout.h"
 
 namespace striker::cuda::prefill {
 
@@ -42,12 +43,10 @@ constexpr int kTokensPerWarpgroup = kTokens / kWarpgroups;  // 8 tokens × 8 hea
 constexpr int kChunks = kHeadDim / 8;                        // 16-byte chunks per key row
 constexpr int kKeyTile = 128;                                // keys per stage = wgmma N of S
 constexpr int kStages = 3;                                   // cp.async ring, 2 tiles ahead
-constexpr int kRowBytes = 128;                               // one swizzled row: 64 dims
-constexpr int kHalfBytes = kKeyTile * kRowBytes;             // one 64-dim half of a K or V tile
+constexpr int kHalfBytes = kKeyTile * kSw128RowBytes;        // one 64-dim half of a K or V tile
 constexpr int kTileBytes = 2 * kHalfBytes;                   // a K (or V) tile: 32 KiB
 constexpr int kStageBytes = 2 * kTileBytes;                  // K and V: 64 KiB
-constexpr int kSwizzleAtomBytes = 1024;                      // 8 rows of 128 bytes
-constexpr int kSmemBytes = kStages * kStageBytes + kSwizzleAtomBytes;  // + slack to align the base
+constexpr int kSmemBytes = kStages * kStageBytes + kSw128AtomBytes;  // + slack to align the base
 
 static_assert(kThreads / 32 * 2 == kTokens, "each warp owns two tokens");
 
@@ -57,46 +56,25 @@ constexpr int kStagePasses = kKeyTile * kChunks / kThreads;
 STRIKER_HOST_DEVICE constexpr int stage_key(int tid, int pass) { return (tid + pass * kThreads) / kChunks; }
 STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid % kChunks; }
 
-// Byte offset of 16-byte chunk `chunk` (dims 8chunk..8chunk+7) of tile key `key`.
-STRIKER_HOST_DEVICE constexpr int tile_offset(int key, int chunk) {
-  return (chunk >> 3) * kHalfBytes + key * kRowBytes + (((chunk & 7) ^ (key & 7)) << 4);
+// Byte offset of 16-byte chunk `chunk` (dims 8chunk..8chunk+7) of tile key `key`: its 64-dim
+// half, then the 128-byte swizzle within it (wgmma_layout.h).
+STRIKER_HOST_DEVICE constexpr uint32_t tile_offset(int key, int chunk) {
+  return uint32_t((chunk >> 3) * kHalfBytes) + sw128_offset(key, chunk & 7);
 }
 
-// wgmma shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address,
-// leading and stride byte offsets (each >> 4, 14 bits), base offset 0, swizzle mode 1 = 128-byte.
-STRIKER_HOST_DEVICE constexpr uint64_t smem_desc(uint32_t start, uint32_t lbo, uint32_t sbo) {
-  return uint64_t((start & 0x3FFFF) >> 4) | (uint64_t((lbo & 0x3FFFF) >> 4) << 16) |
-         (uint64_t((sbo & 0x3FFFF) >> 4) << 32) | (uint64_t(1) << 62);
-}
-
-// Both operands: 8-row groups (keys for K, keys along K for V) are one swizzle atom apart.
-constexpr uint32_t kSbo = kSwizzleAtomBytes;
-// K (K-major, swizzled): the leading byte offset is unused ("assumed 1", i.e. 16 bytes). K step
-// ks reads dims 16ks..16ks+15: half ks/4, 32 bytes in per k step inside the 128-byte row.
-constexpr uint32_t kKLbo = 16;
+// Descriptors (wgmma_layout.h). K, K-major: k step ks reads dims 16ks..16ks+15 = half ks/4,
+// 32 bytes in per k step inside the 128-byte row. V, N-major: k step kt reads keys
+// 16kt..16kt+15 = two 8-key swizzle atoms; the leading byte offset steps from dims 0-63 to
+// 64-127 (the next 64-element block along N).
 STRIKER_HOST_DEVICE constexpr uint32_t k_desc_start(uint32_t k_tile, int ks) {
   return k_tile + uint32_t((ks >> 2) * kHalfBytes + (ks & 3) * 32);
 }
-// V (MN-major, swizzled): the leading byte offset steps from dims 0-63 to 64-127 (the next
-// 64-element block along N); k step kt reads keys 16kt..16kt+15 = two 8-key atoms.
-constexpr uint32_t kVLbo = kHalfBytes;
+STRIKER_HOST_DEVICE constexpr uint64_t k_desc(uint32_t k_tile, int ks) { return wgmma_desc_sw128(k_desc_start(k_tile, ks)); }
 STRIKER_HOST_DEVICE constexpr uint32_t v_desc_start(uint32_t v_tile, int kt) {
-  return v_tile + uint32_t(kt * 2 * kSwizzleAtomBytes);
+  return v_tile + uint32_t(kt * 2 * kSw128AtomBytes);
 }
-
-// The PTX ISA's canonical 128-byte-swizzle layouts, as the hardware addresses them (an atom
-// must start on a 1024-byte boundary): bits 4-6 of the byte address are XORed with bits 7-9.
-STRIKER_HOST_DEVICE constexpr uint32_t swizzle128(uint32_t addr) { return addr ^ (((addr >> 7) & 7) << 4); }
-// K-major operand, element (mn, k) of a k16 step (k < 16) whose descriptor starts at `start`:
-// rows of 128 bytes along k, 8-row groups `sbo` apart along MN.
-STRIKER_HOST_DEVICE constexpr uint32_t kmajor_address(uint32_t start, uint32_t sbo, int mn, int k) {
-  return swizzle128(start + uint32_t(mn / 8) * sbo + uint32_t(mn % 8) * 128 + uint32_t(k) * 2);
-}
-// MN-major operand, element (mn, k): rows of 64 elements along MN, 8 rows (k) per atom, atoms
-// `sbo` apart along k and `lbo` apart along MN.
-STRIKER_HOST_DEVICE constexpr uint32_t mnmajor_address(uint32_t start, uint32_t lbo, uint32_t sbo, int mn, int k) {
-  return swizzle128(start + uint32_t(mn / 64) * lbo + uint32_t(k / 8) * sbo + uint32_t(k % 8) * 128 +
-                    uint32_t(mn % 64) * 2);
+STRIKER_HOST_DEVICE constexpr uint64_t v_desc(uint32_t v_tile, int kt) {
+  return wgmma_desc_sw128_mn(v_desc_start(v_tile, kt), kHalfBytes);
 }
 
 // Token (0..kTokens-1) of the CTA and query head (0..7) of accumulator row half `half` (0: row
