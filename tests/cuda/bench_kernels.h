@@ -25,9 +25,9 @@ void bench_pdl_chain_floor();
 // bench_attention.cpp
 void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
 // Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
-// both prefill kernels (mma.sync, wgmma) and, from position 0, the decode kernel over the same
-// queries; each checked against the CPU reference on sampled queries, wgmma against mma.sync on
-// every output. Prints ms, causal TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak.
+// the prefill kernel and, from position 0, the decode kernel over the same queries; each checked
+// against the CPU reference on sampled queries, the two against each other on every output.
+// Prints ms, causal TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak.
 void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
 

@@ -1,5 +1,5 @@
-// Tensor-core prefill attention (prefill_attention, both kernels: mma.sync and wgmma) against the
-// CPU reference paged_attention_ref: chunks of several sequences over cached prefixes, full and
+// Tensor-core prefill attention (prefill_attention, Hopper wgmma) against the CPU reference
+// paged_attention_ref: chunks of several sequences over cached prefixes, full and
 // sliding windows, with and without sinks, shuffled physical blocks, NaN-poisoned outputs and
 // NaN in the cache where no query may look, one CTA per tile and split key ranges.
 #include <gtest/gtest.h>
@@ -90,11 +90,8 @@ std::string describe_case(const PrefillCase& pc) {
   return s;
 }
 
-constexpr PrefillKernel kKernels[] = {PrefillKernel::kMmaSync, PrefillKernel::kWgmma};
-const char* kernel_name(PrefillKernel k) { return k == PrefillKernel::kWgmma ? "wgmma" : "mma.sync"; }
-
-// Runs the case through both kernels with one CTA per tile (no scratch) and with split key
-// ranges (scratch, a large CTA target), each into a NaN-poisoned output.
+// Runs the case with one CTA per tile (no scratch) and with split key ranges (scratch, a large
+// CTA target), each into a NaN-poisoned output.
 void run_prefill_case(const PrefillCase& pc, std::mt19937& rng) {
   SCOPED_TRACE(describe_case(pc));
   const PrefillData d = make_case(pc, rng);
@@ -110,18 +107,16 @@ void run_prefill_case(const PrefillCase& pc, std::mt19937& rng) {
     const char* name;
     AttentionScratch scratch;
   };
-  for (const PrefillKernel kernel : kKernels)
-    for (const Variant& v : {Variant{"one CTA per tile", AttentionScratch{}},
-                             Variant{"split keys (up to 8)", AttentionScratch{d_scratch.get(), records, 1 << 20}},
-                             Variant{"split keys (2)", AttentionScratch{d_scratch.get(), int64_t(NQ) * 4 * 2, 1 << 20}}}) {
-      d_out.poison();
-      d_scratch.poison();
-      prefill_attention(d_q.get(), d_k.get(), d_v.get(), pc.sinks ? d_sinks.get() : nullptr, d.shape, qs, tiles,
-                        v.scratch, d_out.get(), nullptr, kernel);
-      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << kernel_name(kernel) << ", " << v.name << ": " << c.describe();
-    }
+  for (const Variant& v : {Variant{"one CTA per tile", AttentionScratch{}},
+                           Variant{"split keys (up to 8)", AttentionScratch{d_scratch.get(), records, 1 << 20}},
+                           Variant{"split keys (2)", AttentionScratch{d_scratch.get(), int64_t(NQ) * 4 * 2, 1 << 20}}}) {
+    d_out.poison();
+    d_scratch.poison();
+    prefill_attention(d_q.get(), d_k.get(), d_v.get(), pc.sinks ? d_sinks.get() : nullptr, d.shape, qs, tiles,
+                      v.scratch, d_out.get(), nullptr);
+    const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << v.name << ": " << c.describe();
+  }
 }
 
 TEST(CudaPrefillAttention, FullChunkLengthsFromZero) {
@@ -189,21 +184,18 @@ TEST(CudaPrefillAttention, MixedStepWithDecodeQueries) {
     AttentionQueries decodes = all;
     decodes.num_queries = int(rest.size());
     decodes.query_ids = d_rest.get();
-    for (const PrefillKernel kernel : kKernels) {
-      d_out.poison();
-      d_scratch.poison();
-      paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
-      prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
-                        PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
-                        scratch, d_out.get(), nullptr, kernel);
-      const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << "mixed step, " << kernel_name(kernel) << ": " << c.describe();
-    }
+    d_out.poison();
+    d_scratch.poison();
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
+    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
+                      PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
+                      scratch, d_out.get(), nullptr);
+    const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "mixed step: " << c.describe();
   }
 }
 
-// Tile edges of both kernels (16-query tiles; 64- and 128-key tiles): lengths around the key
-// tiles, chunks starting mid-block and mid-key-tile, window edges inside a key tile, and
+// Tile edges (16-query tiles, 128-key tiles): lengths around the key tiles, chunks starting mid-block and mid-key-tile, window edges inside a key tile, and
 // prefixes many key tiles long for one CTA.
 TEST(CudaPrefillAttention, TileEdges) {
   std::mt19937 rng(48);
@@ -232,9 +224,6 @@ TEST(CudaPrefillAttention, RejectsOtherShapes) {
                Error);
   EXPECT_THROW(prefill_attention(nullptr, nullptr, nullptr, nullptr, AttentionShape{16, 4, 128, 16, 0}, qs, tiles, {},
                                  nullptr, nullptr),
-               Error);
-  EXPECT_THROW(prefill_attention(nullptr, nullptr, nullptr, nullptr, AttentionShape{16, 4, 128, 16, 0}, qs, tiles, {},
-                                 nullptr, nullptr, PrefillKernel::kMmaSync),
                Error);
   int32_t id = 0;
   qs.query_ids = &id;

@@ -1,4 +1,4 @@
-// Test-only probe of the wgmma prefill kernel's building blocks in isolation (one warpgroup, one
+// Test-only probe of the prefill kernel's wgmma building blocks in isolation (one warpgroup, one
 // CTA): S = A·Kᵀ through the K-major descriptors and O = P·V through the N-major ones, with the
 // tiles written where the kernel's staging writes them (tile_offset). If the prefill tests fail,
 // these two say which operand path is wrong (test_wgmma_probe.cpp).
@@ -6,21 +6,14 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/attention/attention_prefill_layout.h"
-#include "backends/cuda/attention/attention_prefill_wgmma_layout.h"
-#include "backends/cuda/attention/wgmma_sm90.cuh"
 #include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/wgmma.cuh"
 #include "wgmma_probe.h"
 
 namespace striker::cuda::testing {
 namespace {
 
-using namespace prefill::wg;
-using prefill::acc_col;
-using prefill::kChunks;
-using prefill::kHeadDim;
-using prefill::acc_half;
-using prefill::q_frag_dim;
-using prefill::q_frag_half;
+using namespace prefill;
 
 // The SS form (A from shared memory too, K-major like the K tile): only the probe uses it, to
 // tell a wrong register A layout from a wrong B descriptor.
@@ -53,6 +46,12 @@ __device__ __forceinline__ void mma_m64n128k16_ss(float (&d)[16][4], uint64_t de
       : "l"(desc_a), "l"(desc_b));
 }
 
+// A descriptor with its leading and stride byte offsets exchanged.
+__host__ __device__ constexpr uint64_t swapped_offsets(uint64_t desc) {
+  const uint64_t lbo = (desc >> 16) & 0x3FFF, sbo = (desc >> 32) & 0x3FFF;
+  return (desc & ~((uint64_t(0x3FFF) << 16) | (uint64_t(0x3FFF) << 32))) | (sbo << 16) | (lbo << 32);
+}
+
 // a: [64][128] bf16 row-major (the A rows), b: [128][128] bf16 [key][dim], out: [64][128] fp32.
 // kTrans 0: out = a · bᵀ (b as the K tile); kTrans 1: out = a · b (b as the V tile), with the V
 // descriptor's leading and stride byte offsets as the kernel sets them or, swap_v, exchanged
@@ -63,7 +62,7 @@ __global__ void __launch_bounds__(128)
     wgmma_probe_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b, bool swap_v, bool smem_a, float* out) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  const uint32_t base = (raw + kSwizzleAtomBytes - 1) & ~uint32_t(kSwizzleAtomBytes - 1);
+  const uint32_t base = (raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1);
   unsigned char* tile = smem_raw + (base - raw);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
   for (int i = tid; i < kKeyTile * kChunks; i += 128) {
@@ -77,7 +76,7 @@ __global__ void __launch_bounds__(128)
     *reinterpret_cast<uint4*>(tile + kTileBytes + tile_offset(row, chunk)) =
         *reinterpret_cast<const uint4*>(a + row * kHeadDim + chunk * 8);
   }
-  wgmma::fence_proxy_async_shared();
+  fence_proxy_async_shared();
   __syncthreads();
   uint32_t af[8][4];
   for (int ks = 0; ks < 8; ++ks)
@@ -86,19 +85,17 @@ __global__ void __launch_bounds__(128)
       af[ks][i] = *reinterpret_cast<const uint32_t*>(a + row * 128 + q_frag_dim(lane, ks, i));
     }
   float d[16][4] = {};
-  wgmma::fence();
+  wgmma_fence();
   for (int ks = 0; ks < 8; ++ks) {
-    const uint64_t desc = !kTrans ? smem_desc(k_desc_start(base, ks), kKLbo, kSbo)
-                          : swap_v  ? smem_desc(v_desc_start(base, ks), kSbo, kVLbo)
-                                    : smem_desc(v_desc_start(base, ks), kVLbo, kSbo);
+    const uint64_t desc = !kTrans ? k_desc(base, ks) : swap_v ? swapped_offsets(v_desc(base, ks)) : v_desc(base, ks);
     if (!kTrans && smem_a)
-      mma_m64n128k16_ss(d, smem_desc(k_desc_start(a_tile, ks), kKLbo, kSbo), desc);
+      mma_m64n128k16_ss(d, k_desc(a_tile, ks), desc);
     else
-      wgmma::mma_m64n128k16_rs<kTrans>(d, af[ks], desc, 1);
+      wgmma_m64n128k16_bf16_rs<kTrans>(d, af[ks], desc, 1);
   }
-  wgmma::commit_group();
-  wgmma::wait_group<0>();
-  wgmma::fence_operands(d);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operands(d);
   for (int j = 0; j < 16; ++j)
     for (int i = 0; i < 4; ++i)
       out[(16 * warp + g + 8 * acc_half(i)) * 128 + 8 * j + acc_col(lane, i)] = d[j][i];
@@ -111,7 +108,7 @@ void wgmma_probe(const bf16* a, const bf16* b, WgmmaProbe mode, float* out) {
   const bool swap_v = mode == WgmmaProbe::kValuesSwappedOffsets, smem_a = mode == WgmmaProbe::kScoresSmemA;
   const auto* pa = reinterpret_cast<const __nv_bfloat16*>(a);
   const auto* pb = reinterpret_cast<const __nv_bfloat16*>(b);
-  const size_t smem = 2 * kTileBytes + kSwizzleAtomBytes;
+  const size_t smem = 2 * kTileBytes + kSw128AtomBytes;
   if (values) {
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(wgmma_probe_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     wgmma_probe_kernel<1><<<1, 128, smem>>>(pa, pb, swap_v, false, out);

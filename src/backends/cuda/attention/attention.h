@@ -65,10 +65,11 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
                      bf16* out, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------
-// Tensor-core prefill attention (attention_prefill.cu): a CTA takes a tile of up to 16
-// consecutive queries of one sequence × the 8 query heads of one KV head and reads each K/V row
-// of their key range once (flash-attention style), instead of once per query as above. Built for
-// head_dim 128 and 8 query heads per KV head only (Flint's shape); other shapes throw.
+// Tensor-core prefill attention (attention_prefill.cu, Hopper wgmma, sm_90a): a CTA takes a tile
+// of up to 16 consecutive queries of one sequence × the 8 query heads of one KV head and reads
+// each K/V row of their key range once (flash-attention style), instead of once per query as
+// above. Built for head_dim 128 and 8 query heads per KV head only (Flint's shape); other shapes
+// throw.
 //
 // tiles: device array of `num_tiles` pairs {first query index, query count (1..16)}; the queries
 // of a tile must be consecutive positions of one sequence (same block table), and no query may
@@ -86,24 +87,12 @@ constexpr int kPrefillTileTokens = 16;
 // Appends the tiles of one run of `count` consecutive queries starting at query `first`.
 void append_prefill_tiles(int first, int count, std::vector<int32_t>& tiles);
 
-// Two kernels compute prefill_attention, the same function with the same rounding points, until
-// the GPU measurements pick one (the other is then deleted; docs/performance.md, "Prefill
-// attention on tensor cores"): kWgmma (attention_prefill_wgmma.cu: Hopper wgmma m64n128k16,
-// 128-key tiles; the default, which production uses) and kMmaSync (attention_prefill.cu:
-// mma.sync m16n8k16, 64-key tiles; kept for the GPU tests and benchmarks to compare against).
-enum class PrefillKernel { kMmaSync, kWgmma };
-
 // Same arguments as paged_attention. Splits the key range of each tile across CTAs (and merges
 // them with the split combine kernel) only when the tiles alone would not fill the GPU; the
 // scratch then needs NQ·n_kv_heads·splits records, otherwise it is unused (may be empty).
 void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                        const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
-                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream,
-                       PrefillKernel kernel = PrefillKernel::kWgmma);
-// The kWgmma kernel (sm_90a).
-void prefill_attention_wgmma(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
-                             const AttentionShape& shape, const AttentionQueries& queries, const PrefillTiles& tiles,
-                             const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
+                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
 
 // Merges `num_splits` partial records per (query, KV head) (the layout attention_partial_floats
 // describes, scores in the log2 domain, records of query qi at index qi) and adds the sinks, for

@@ -1,33 +1,200 @@
-// Tensor-core prefill attention (flash-attention style), see attention.h and the tile layout in
-// attention_prefill_layout.h: the host checks and split plan both prefill kernels share
-// (plan_prefill, finish_prefill), the entry point, and the mma.sync kernel. Per CTA (tile of
-// queries, KV head, key split):
-//   Q fragments in registers; for each 64-key tile of the CTA's key range (cp.async double
-//   buffered into swizzled shared memory): S = Q·Kᵀ (mma.sync m16n8k16), mask (causal, window,
-//   split end), online softmax in fp32 (scores in the log2 domain, one fma + exp2 each), O += P·V.
-//   The sink joins the denominator once at the end (or in the split combine).
-// Rounding: like the decode tensor-core kernel, P is rounded to bf16 for the P·V mma (the
+// Prefill attention on Hopper's warpgroup MMA (wgmma), see attention.h and the tile layout in
+// attention_prefill_layout.h. Per CTA (tile of 16 queries × 8 heads, KV head, key split), two
+// warpgroups of 64 rows each:
+//   for each 128-key tile of the CTA's key range (a 3-stage cp.async ring, all 256 threads
+//   copying, into 128-byte-swizzled shared memory): S = Q·Kᵀ (8 × wgmma m64n128k16, Q from
+//   registers, K from shared memory), mask only on boundary tiles, online softmax in fp32 (log2
+//   domain, one fma + ex2 each), P rounded to bf16 in registers, O += P·V (8 × wgmma
+//   m64n128k16, V read N-major from shared memory). The sink joins the denominator once at the
+//   end (or in the split combine).
+// One __syncthreads per key tile: after it, this tile's copies have landed (each thread waited
+// for its own and fenced them to the async proxy) and every warpgroup has finished the previous
+// tile, whose buffer the next copies overwrite. A named barrier orders the two warpgroups'
+// S = Q·Kᵀ (ping-pong), so one's softmax overlaps the other's MMAs.
+// Rounding: like the decode tensor-core kernel, P is rounded to bf16 for the P·V MMA (the
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
 // output tolerance (docs/performance.md).
 #include <algorithm>
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
-#include "backends/cuda/attention/attention_prefill_common.cuh"
 #include "backends/cuda/attention/attention_prefill_layout.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/common/wgmma.cuh"
 
 namespace striker::cuda {
 namespace prefill {
+namespace {
+
+constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct PrefillArgs {
+  const bf16_t* q;
+  const bf16_t* kc;
+  const bf16_t* vc;
+  const float* sinks;            // [n_heads] or nullptr
+  const int32_t* positions;      // [NQ]
+  const int32_t* table_offset;   // [NQ]
+  const int32_t* block_tables;
+  const int32_t* tiles;          // [num_tiles][2]: first query, count
+  int num_tiles, nkv, block_size, window, chunk, num_splits;
+  float* partials;               // split records, or nullptr: normalise and write `out` here
+  bf16_t* out;
+  int block_shift;               // log2(block_size) when a power of two (shifts, not divisions), else -1
+};
+
+// 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
+__device__ __forceinline__ float rescale(float m_old, float m_new) {
+  return m_old == kNegInf ? 0.f : exp2f(m_old - m_new);
+}
+
+// Element offset of key `key`'s row (KV head kvh) in the paged cache, through the sequence's
+// block table.
+__device__ __forceinline__ int64_t kv_row_offset(const PrefillArgs& a, const int32_t* table, int key, int kvh) {
+  int blk, in;
+  if (a.block_shift >= 0) {
+    blk = key >> a.block_shift;
+    in = key & ((1 << a.block_shift) - 1);
+  } else {
+    blk = key / a.block_size;
+    in = key - blk * a.block_size;
+  }
+  return ((int64_t(table[blk]) * a.nkv + kvh) * a.block_size + in) * kHeadDim;
+}
+
+// Q rows of this thread (head g of tokens tok[0], tok[1]) as the A operand of the 8 k steps
+// (the mma.sync m16n8k16 A fragment layout, which is wgmma's register A layout); zeros past n.
+__device__ __forceinline__ void load_q_fragments(const PrefillArgs& a, int q0, int n, int kvh, int g, int lane,
+                                                 const int (&tok)[2], uint32_t (&qa)[kHeadDim / 16][4]) {
+  const int nh = a.nkv * kGroup;
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int t = tok[q_frag_half(i)];
+      qa[ks][i] = 0u;
+      if (t < n) {
+        const bf16_t* src = a.q + (int64_t(q0 + t) * nh + kvh * kGroup + g) * kHeadDim + q_frag_dim(lane, ks, i);
+        qa[ks][i] = __ldg(reinterpret_cast<const unsigned int*>(src));
+      }
+    }
+}
+
+// 2^x in one MUFU.EX2 (ex2.approx.ftz; exp2f's non-ftz form adds denormal fix-ups around it).
+// 2^-inf = +0; results below 2^-126 flush to 0, far under P's bf16 rounding.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// One online-softmax step over NT 8-key column tiles of raw scores s (Q·K, masked keys = -inf):
+// new row maxima m (log2 domain: score · scale, scale = log2(e)/sqrt(d)), P = 2^(s·scale - m)
+// in place with the scale folded into one fma, the running sums l (this thread's columns only)
+// and the accumulators o rescaled. m is exactly the maximum of the rounded scaled scores
+// (rounding is monotonic), as when the scores are scaled first. Masked keys give 2^-inf = 0
+// without a branch: a row with no visible key yet (m = -inf) subtracts 0 instead of m.
+template <int NT>
+__device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
+                                                    float (&o)[kHeadDim / 8][4]) {
+  float mx[2] = {kNegInf, kNegInf};
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mx[acc_half(i)] = fmaxf(mx[acc_half(i)], s[j][i]);
+  float corr[2], rs[2] = {0.f, 0.f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // the 4 threads of a group hold one row's columns
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    mx[h] = fmaxf(m[h], mx[h] * scale);
+    corr[h] = rescale(m[h], mx[h]);
+    m[h] = mx[h];
+    mx[h] = mx[h] == kNegInf ? 0.f : mx[h];
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int h = acc_half(i);
+      s[j][i] = exp2_ftz(fmaf(s[j][i], scale, -mx[h]));
+      rs[h] += s[j][i];
+    }
+  l[0] = l[0] * corr[0] + rs[0];
+  l[1] = l[1] * corr[1] + rs[1];
+#pragma unroll
+  for (int j = 0; j < kHeadDim / 8; ++j) {
+    o[j][0] *= corr[0];
+    o[j][1] *= corr[0];
+    o[j][2] *= corr[1];
+    o[j][3] *= corr[1];
+  }
+}
+
+// P of k step kt (keys 16kt..16kt+15) as a bf16 A operand: the S accumulators of column tiles
+// 2kt and 2kt+1 (p_reg_tile / p_reg_elem), each pair rounded to nearest-even by one
+// cvt.rn.bf16x2 (the same rounding as pack_bf16x2, in one instruction instead of four).
+template <int NT>
+__device__ __forceinline__ void pack_p(const float (&s)[NT][4], int kt, uint32_t (&pa)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const __nv_bfloat162 v =
+        __floats2bfloat162_rn(s[p_reg_tile(kt, r)][p_reg_elem(r)], s[p_reg_tile(kt, r)][p_reg_elem(r) + 1]);
+    pa[r] = *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// Epilogue of this thread's two rows: a split record (m, l, unnormalised o) as
+// attention_combine_kernel reads it, or, with the whole key range in this CTA, the sink added
+// to the denominator and the normalised bf16 output.
+__device__ __forceinline__ void store_rows(const PrefillArgs& a, int q0, int n, int kvh, int split, int g, int lane,
+                                           const int (&tok)[2], float (&m)[2], float (&l)[2],
+                                           const float (&o)[kHeadDim / 8][4]) {
+  const int nh = a.nkv * kGroup;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+  const int c2 = acc_col(lane, 0);  // this thread's first column in each 8-dim n tile
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (tok[h] >= n) continue;
+    const int64_t qi = q0 + tok[h];
+    if (a.partials) {
+      float* rec = a.partials + ((qi * a.nkv + kvh) * a.num_splits + split) * (kGroup * (kHeadDim + 2));
+      if ((lane & 3) == 0) {
+        rec[2 * g] = m[h];
+        rec[2 * g + 1] = l[h];
+      }
+      float* acc = rec + 2 * kGroup + g * kHeadDim;
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j)
+        *reinterpret_cast<float2*>(acc + 8 * j + c2) = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+    } else {
+      const float sink = a.sinks ? a.sinks[kvh * kGroup + g] * kLog2e : kNegInf;
+      const float mf = fmaxf(m[h], sink);  // finite: the query's own key is in range
+      const float cm = rescale(m[h], mf);
+      const float f = cm / (l[h] * cm + rescale(sink, mf));
+      bf16_t* dst = a.out + (qi * nh + kvh * kGroup + g) * kHeadDim;
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 8; ++j)
+        *reinterpret_cast<uint32_t*>(dst + 8 * j + c2) = pack_bf16x2(o[j][2 * h] * f, o[j][2 * h + 1] * f);
+    }
+  }
+}
 
 constexpr int kDefaultTargetCtas = 1024;
 
+// Checks the arguments (throws striker::Error) and plans the key splits; false when there is
+// nothing to do.
 bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                   const AttentionShape& s, const AttentionQueries& qs, const PrefillTiles& tiles,
-                  const AttentionScratch& scratch, bf16* out, int key_tile, PrefillArgs& args) {
+                  const AttentionScratch& scratch, bf16* out, PrefillArgs& args) {
   static_assert(kTokens == kPrefillTileTokens, "attention.h and the layout disagree on the tile size");
   if (s.head_dim != kHeadDim || s.n_kv_heads <= 0 || s.n_heads != kGroup * s.n_kv_heads)
     throw Error("prefill_attention: only head_dim 128 with 8 query heads per KV head is built (got head_dim " +
@@ -49,7 +216,7 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
   const int64_t target = scratch.target_records > 0 ? scratch.target_records : kDefaultTargetCtas;
   const int64_t per_split = int64_t(qs.num_queries) * s.n_kv_heads;  // records one split needs
   const auto [splits, chunk] =
-      plan_key_splits(keys, ctas, target, scratch.data ? scratch.max_partials / per_split : 0, key_tile);
+      plan_key_splits(keys, ctas, target, scratch.data ? scratch.max_partials / per_split : 0);
   if (chunk > (int64_t(1) << 30)) throw Error("prefill_attention: key range " + std::to_string(keys) + " too large");
   args = PrefillArgs{reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
                      reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
@@ -61,24 +228,21 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
   return true;
 }
 
-void finish_prefill(const PrefillArgs& args, const AttentionShape& s, const AttentionQueries& qs,
-                    const PrefillTiles& tiles, bf16* out, cudaStream_t stream) {
-  if (args.num_splits > 1)
-    attention_combine_splits(args.partials, args.sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
-                             tiles.query_ids, args.num_splits, out, stream);
-}
-
-namespace {
+constexpr int kKeyCols = kKeyTile / 8;  // 8-key column tiles of S
+constexpr int kPingPongBarrier = 1;     // named barrier 0 is __syncthreads
 
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  bf16_t* k_tiles = reinterpret_cast<bf16_t*>(smem_raw);  // [kStages][kKeyTile][kHeadDim], swizzled
-  bf16_t* v_tiles = k_tiles + kStages * kTileElems;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // The 128-byte swizzle pattern repeats every 1024 bytes: align the tiles to that (kSmemBytes
+  // has the slack) so the descriptors' base offset is 0.
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t base = (raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1);
+  unsigned char* smem = smem_raw + (base - raw);
   // Tiles are listed in sequence order, so later tiles of a chunk have more keys: start those first.
   const int tile = a.num_tiles - 1 - int(blockIdx.x);
   const int kvh = blockIdx.y, split = blockIdx.z;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wgi = warp >> 2;
   const int g = row_head(lane);
   const int q0 = a.tiles[2 * tile], n = a.tiles[2 * tile + 1];
   const int p0 = a.positions[q0];
@@ -88,13 +252,15 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
 
   // This thread's accumulator rows: head g of tokens tok[0] (row g) and tok[1] (row g + 8).
   const int tok[2] = {row_token(warp, 0), row_token(warp, 1)};
-  const int pos[2] = {p0 + tok[0], p0 + tok[1]};
+  const KeyInterval vis[2] = {visible_keys(p0 + tok[0], a.window, range), visible_keys(p0 + tok[1], a.window, range)};
+  // The warpgroup's rows, for its (uniform) skip and mask decisions.
+  const bool wg_has_rows = wg_first_token(wgi) < n;
+  const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
 
-  uint32_t qa[kHeadDim / 16][4];
-  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
-
+  // Copies key tile [kb, kb + kKeyTile) into stage buf; keys past the range are zero-filled.
   auto stage = [&](int buf, int kb) {
     const int chunk = stage_chunk(tid);
+    unsigned char* k_tile = smem + buf * kStageBytes;
 #pragma unroll
     for (int i = 0; i < kStagePasses; ++i) {
       const int kk = stage_key(tid, i), key = kb + kk;
@@ -102,8 +268,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
       int64_t off = 0;
       if (ok) off = kv_row_offset(a, table, key, kvh);
       off += chunk * 8;
-      cp_async16(k_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.kc + off, ok);
-      cp_async16(v_tiles + buf * kTileElems + kv_swizzled(kk, chunk), a.vc + off, ok);
+      const int at = tile_offset(kk, chunk);
+      cp_async16(reinterpret_cast<bf16_t*>(k_tile + at), a.kc + off, ok);
+      cp_async16(reinterpret_cast<bf16_t*>(k_tile + kTileBytes + at), a.vc + off, ok);
     }
   };
 
@@ -113,53 +280,81 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
 
   const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
-  const bool warp_has_rows = tok[0] < n;
-  if (num_kt > 0) stage(0, range.begin);
-  cp_async_commit();
-  for (int it = 0; it < num_kt; ++it) {
-    const int buf = it & 1;
-    if (it + 1 < num_kt) stage(buf ^ 1, range.begin + (it + 1) * kKeyTile);
-    cp_async_commit();
-    cp_async_wait<1>();  // this thread's copies of tile `it` have landed ...
-    __syncthreads();           // ... and everyone's
-    const int kb = range.begin + it * kKeyTile;
-    if (warp_has_rows && warp_tile_needed(kb, pos[0], pos[1], a.window)) {
-      const bf16_t* kt_s = k_tiles + buf * kTileElems;
-      const bf16_t* vt_s = v_tiles + buf * kTileElems;
-      float s[kKeyTile / 8][4];
+  // One cp.async group per key tile (empty past the end), kStages - 1 tiles ahead.
 #pragma unroll
-      for (int j = 0; j < kKeyTile / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < num_kt) stage(t, range.begin + t * kKeyTile);
+    cp_async_commit();
+  }
+  uint32_t qa[kHeadDim / 16][4];  // Q after the first copies are under way (its loads overlap them)
+  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
+  // Per key tile: one __syncthreads (the tile has landed; the buffer of tile it-1 is free), the
+  // copies of tile it+kStages-1 issued while this one's MMAs run, S, mask, softmax, P·V.
+  for (int it = 0; it < num_kt; ++it) {
+    const int buf = it % kStages;
+    cp_async_wait<kStages - 2>();         // this thread's copies of tile `it` have landed,
+    fence_proxy_async_shared();           // are visible to wgmma's reads,
+    __syncthreads();                      // and everyone's are; tile it-1's buffer is free
+    const int kb = range.begin + it * kKeyTile;
+    const bool active = wg_has_rows && tile_needed(kb, pos_first, pos_last, a.window);
+    const uint32_t k_tile = base + uint32_t(buf * kStageBytes), v_tile = k_tile + kTileBytes;
+    float s[kKeyCols][4];
+    auto scores = [&] {  // S = Q·Kᵀ
+      if (!active) return;
+#pragma unroll
+      for (int j = 0; j < kKeyCols; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < kHeadDim / 16; ++ks)
+        wgmma_m64n128k16_bf16_rs<0>(s, qa[ks], k_desc(k_tile, ks), ks > 0 ? 1 : 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(s);
+    };
+    auto stage_next = [&] {
+      const int next = it + kStages - 1;
+      if (next < num_kt) stage(next % kStages, range.begin + next * kKeyTile);
+      cp_async_commit();
+    };
+    // Ping-pong: warpgroup 1 starts its S only when warpgroup 0's is done, so warpgroup 0's
+    // softmax overlaps warpgroup 1's MMAs (and warpgroup 1's softmax warpgroup 0's P·V) instead
+    // of both warpgroups' softmax leaving the tensor cores idle together. Both meet the named
+    // barrier every tile, skipped or not. (Issue and wait stay in one block: split across the
+    // `active` branch, ptxas serialises every wgmma.)
+    if (wgi == 1) {
+      stage_next();
+      named_barrier_sync(kPingPongBarrier, kThreads);
+    }
+    scores();
+    if (wgi == 0) {
+      named_barrier_arrive(kPingPongBarrier, kThreads);
+      stage_next();
+    }
+    if (!active) continue;
+
+    if (!tile_unmasked(kb, pos_first, pos_last, a.window, range)) {
 #pragma unroll
-        for (int np = 0; np < kKeyTile / 16; ++np) {
-          uint32_t b[4];
-          ldmatrix_x4(b, kt_s + kv_swizzled(k_ldm_key(lane, np), k_ldm_chunk(lane, ks)));
-          mma_m16n8k16(s[2 * np], qa[ks], b[0], b[1]);
-          mma_m16n8k16(s[2 * np + 1], qa[ks], b[2], b[3]);
-        }
-#pragma unroll
-      for (int j = 0; j < kKeyTile / 8; ++j)
+      for (int j = 0; j < kKeyCols; ++j)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int key = kb + 8 * j + acc_col(lane, i);
-          if (!key_visible(key, pos[acc_half(i)], a.window, range)) s[j][i] = kNegInf;
+          const KeyInterval& v = vis[acc_half(i)];
+          if (key < v.lo || key > v.hi) s[j][i] = kNegInf;
         }
-      online_softmax_step(s, score_scale, m, l, o);
-#pragma unroll
-      for (int kt = 0; kt < kKeyTile / 16; ++kt) {
-        uint32_t pa[4];
-        pack_p(s, kt, pa);
-#pragma unroll
-        for (int dp = 0; dp < kHeadDim / 16; ++dp) {
-          uint32_t b[4];
-          ldmatrix_x4_trans(b, vt_s + kv_swizzled(v_ldm_key(lane, kt), v_ldm_chunk(lane, dp)));
-          mma_m16n8k16(o[2 * dp], pa, b[0], b[1]);
-          mma_m16n8k16(o[2 * dp + 1], pa, b[2], b[3]);
-        }
-      }
     }
-    __syncthreads();  // the next iteration refills this buffer
+    online_softmax_step(s, score_scale, m, l, o);
+
+    uint32_t pa[kKeyTile / 16][4];
+#pragma unroll
+    for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
+    wgmma_fence_operands(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kt = 0; kt < kKeyTile / 16; ++kt)
+      wgmma_m64n128k16_bf16_rs<1>(o, pa[kt], v_desc(v_tile, kt), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(o);
   }
   cp_async_wait<0>();
   store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
@@ -177,15 +372,11 @@ void append_prefill_tiles(int first, int count, std::vector<int32_t>& tiles) {
 
 void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
                        const AttentionShape& s, const AttentionQueries& qs, const PrefillTiles& tiles,
-                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream, PrefillKernel kernel) {
-  if (kernel == PrefillKernel::kWgmma) {
-    prefill_attention_wgmma(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, stream);
-    return;
-  }
+                       const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
   using namespace prefill;
   PrefillArgs args{};
-  if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, kKeyTile, args)) return;
-  // 64 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
+  if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, args)) return;
+  // 193 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
   STRIKER_CUDA_CHECK(
       cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
@@ -193,7 +384,9 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
              dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kThreads),
              size_t(kSmemBytes), stream, args);
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
-  finish_prefill(args, s, qs, tiles, out, stream);
+  if (args.num_splits > 1)
+    attention_combine_splits(args.partials, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
+                             tiles.query_ids, args.num_splits, out, stream);
 }
 
 }  // namespace striker::cuda

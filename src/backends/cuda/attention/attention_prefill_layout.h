@@ -1,11 +1,12 @@
-// Tile shapes and index arithmetic of the tensor-core prefill attention (attention_prefill.cu),
-// kept free of device code so host tests (tests/cuda/host) can replay one warp's ldmatrix/mma
-// data flow against the PTX fragment definitions and check the key ranges and masks.
+// Tile shapes and index arithmetic of the Hopper prefill attention (attention_prefill.cu), kept
+// free of device code so host tests (tests/cuda/host) can check them against the PTX ISA's
+// definitions of wgmma's operands, and the key ranges and masks.
 //
-// A CTA takes up to kPrefillTokens consecutive queries of one sequence and one KV head: its
-// kPrefillTokens × 8 query heads are the 128 rows of the mma M dimension, 16 rows per warp.
-// Warp w owns tokens 2w (rows 0-7 of its m16 tile, one per query head) and 2w+1 (rows 8-15), so
-// a thread's two accumulator rows g and g+8 are the same head g of two adjacent tokens.
+// A CTA takes up to kTokens = 16 consecutive queries of one sequence and one KV head: its
+// 16 × 8 query heads are 128 rows, split over two warpgroups of 64 rows (one wgmma M each).
+// Warp w (0..7) owns tokens 2w (rows 0-7 of its 16, one per query head) and 2w+1 (rows 8-15),
+// so a thread's two accumulator rows g and g+8 are the same head g of two adjacent tokens, and
+// warpgroup wg holds tokens 8wg..8wg+7.
 //
 // Why 16 tokens × 8 heads: the 8 heads of a KV head share every K/V row, so the tile reuses each
 // key for 128 rows (16× fewer key reads than the decode kernel's one-token CTAs) while keeping
@@ -13,30 +14,41 @@
 // 512 CTAs per KV head for an 8K prefill. 64 tokens × 2 heads would reuse a key equally but waste
 // more work at the diagonal and in the 513-key windows.
 //
-// K and V tiles hold kKeyTile keys × 128 dims (256 bytes = 16 chunks of 16 bytes per key). Chunk
-// c of key r is stored at chunk c ^ (r & 7): the eight keys one ldmatrix phase reads then sit
-// in eight different 16-byte bank groups, so fragment loads are conflict-free.
+// Per 128-key tile both warpgroups multiply against the same K and V tiles in shared memory:
+//   S  = Q·Kᵀ: wgmma.m64n128k16, A = Q from registers (the m16n8k16 A fragment), B = K tile,
+//        K-major (head dims contiguous), 8 k steps of 16 dims;
+//   O += P·V:  wgmma.m64n128k16, A = P from registers (the S accumulators rounded to bf16, FA2's
+//        register reuse), B = V tile, N-major (imm-trans-b: dims contiguous), 8 k steps of 16 keys.
+// The accumulator layout of m64nN is mma.sync's m16n8 layout repeated over N/8 column tiles, per
+// warp over its 16 rows.
+//
+// Shared memory: a K or V tile is two 64-dim halves, each [128 keys][128 bytes] in the canonical
+// 128-byte swizzle (wgmma_layout.h: 16-byte chunk c of key r at chunk c ^ (r & 7), atoms of 8
+// keys = 1024 bytes), 1024-byte aligned so the descriptors' base offset is 0.
 #pragma once
 
+#include <cstdint>
+
 #include "backends/cuda/common/host_device.h"
+#include "backends/cuda/common/wgmma_layout.h"
 
 namespace striker::cuda::prefill {
 
 constexpr int kHeadDim = 128;
-constexpr int kGroup = 8;                          // query heads per KV head
-constexpr int kTokens = 16;                        // queries per CTA
-constexpr int kWarps = kTokens / 2;                // each warp: 2 tokens × 8 heads = 16 rows
-constexpr int kThreads = kWarps * 32;
-constexpr int kKeyTile = 64;                       // keys per pipeline stage
-constexpr int kStages = 2;                         // cp.async double buffering
-constexpr int kChunks = kHeadDim / 8;              // 16-byte chunks per key row
-constexpr int kTileElems = kKeyTile * kHeadDim;    // bf16 elements of one K (or V) stage
-constexpr int kSmemBytes = kStages * 2 * kTileElems * 2;  // K and V, all stages: 64 KiB
+constexpr int kGroup = 8;                                    // query heads per KV head
+constexpr int kTokens = 16;                                  // queries per CTA
+constexpr int kWarpgroups = 2;
+constexpr int kThreads = kWarpgroups * 128;
+constexpr int kTokensPerWarpgroup = kTokens / kWarpgroups;  // 8 tokens × 8 heads = 64 rows
+constexpr int kChunks = kHeadDim / 8;                        // 16-byte chunks per key row
+constexpr int kKeyTile = 128;                                // keys per stage = wgmma N of S
+constexpr int kStages = 3;                                   // cp.async ring, 2 tiles ahead
+constexpr int kHalfBytes = kKeyTile * kSw128RowBytes;        // one 64-dim half of a K or V tile
+constexpr int kTileBytes = 2 * kHalfBytes;                   // a K (or V) tile: 32 KiB
+constexpr int kStageBytes = 2 * kTileBytes;                  // K and V: 64 KiB
+constexpr int kSmemBytes = kStages * kStageBytes + kSw128AtomBytes;  // + slack to align the base
 
-// Element offset of (key, 16-byte chunk) in a swizzled [kKeyTile][kHeadDim] tile.
-STRIKER_HOST_DEVICE constexpr int kv_swizzled(int key, int chunk) {
-  return key * kHeadDim + ((chunk ^ (key & 7)) << 3);
-}
+static_assert(kThreads / 32 * 2 == kTokens, "each warp owns two tokens");
 
 // cp.async staging: in pass i (0 .. kStagePasses-1) thread tid copies chunk stage_chunk(tid) of
 // tile key stage_key(tid, i); 16 consecutive threads read one key's 256 contiguous bytes.
@@ -44,34 +56,46 @@ constexpr int kStagePasses = kKeyTile * kChunks / kThreads;
 STRIKER_HOST_DEVICE constexpr int stage_key(int tid, int pass) { return (tid + pass * kThreads) / kChunks; }
 STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid % kChunks; }
 
+// Byte offset of 16-byte chunk `chunk` (dims 8chunk..8chunk+7) of tile key `key`: its 64-dim
+// half, then the 128-byte swizzle within it (wgmma_layout.h).
+STRIKER_HOST_DEVICE constexpr uint32_t tile_offset(int key, int chunk) {
+  return uint32_t((chunk >> 3) * kHalfBytes) + sw128_offset(key, chunk & 7);
+}
+
+// Descriptors (wgmma_layout.h). K, K-major: k step ks reads dims 16ks..16ks+15 = half ks/4,
+// 32 bytes in per k step inside the 128-byte row. V, N-major: k step kt reads keys
+// 16kt..16kt+15 = two 8-key swizzle atoms; the leading byte offset steps from dims 0-63 to
+// 64-127 (the next 64-element block along N).
+STRIKER_HOST_DEVICE constexpr uint32_t k_desc_start(uint32_t k_tile, int ks) {
+  return k_tile + uint32_t((ks >> 2) * kHalfBytes + (ks & 3) * 32);
+}
+STRIKER_HOST_DEVICE constexpr uint64_t k_desc(uint32_t k_tile, int ks) { return wgmma_desc_sw128(k_desc_start(k_tile, ks)); }
+STRIKER_HOST_DEVICE constexpr uint32_t v_desc_start(uint32_t v_tile, int kt) {
+  return v_tile + uint32_t(kt * 2 * kSw128AtomBytes);
+}
+STRIKER_HOST_DEVICE constexpr uint64_t v_desc(uint32_t v_tile, int kt) {
+  return wgmma_desc_sw128_mn(v_desc_start(v_tile, kt), kHalfBytes);
+}
+
 // Token (0..kTokens-1) of the CTA and query head (0..7) of accumulator row half `half` (0: row
 // g, 1: row g+8) of `lane` in `warp`.
 STRIKER_HOST_DEVICE constexpr int row_token(int warp, int half) { return 2 * warp + half; }
 STRIKER_HOST_DEVICE constexpr int row_head(int lane) { return lane >> 2; }
+// Warpgroup wg's first and last token of the CTA (its rows, tokens past the chunk included).
+STRIKER_HOST_DEVICE constexpr int wg_first_token(int wg) { return wg * kTokensPerWarpgroup; }
+STRIKER_HOST_DEVICE constexpr int wg_last_token(int wg) { return wg * kTokensPerWarpgroup + kTokensPerWarpgroup - 1; }
 
 // Q as the A operand of k step ks (head dims 16ks..16ks+15), loaded straight from global memory:
 // register i (two bf16) holds row q_frag_row, dims q_frag_dim and q_frag_dim+1.
 STRIKER_HOST_DEVICE constexpr int q_frag_half(int i) { return i & 1; }  // 0: row g, 1: row g+8
 STRIKER_HOST_DEVICE constexpr int q_frag_dim(int lane, int ks, int i) { return 16 * ks + 2 * (lane & 3) + 8 * (i >> 1); }
 
-// S = Q·Kᵀ: ldmatrix.x4 (no transpose) row address of `lane` for keys 16np..16np+15 and k step
-// ks. Matrices (keys 0-7, dims 0-7), (keys 0-7, dims 8-15), (keys 8-15, dims 0-7), (keys 8-15,
-// dims 8-15) = b0, b1 of key n tile 2np, then b0, b1 of key n tile 2np+1.
-STRIKER_HOST_DEVICE constexpr int k_ldm_key(int lane, int np) { return 16 * np + (lane & 7) + ((lane >> 4) << 3); }
-STRIKER_HOST_DEVICE constexpr int k_ldm_chunk(int lane, int ks) { return 2 * ks + ((lane >> 3) & 1); }
-
-// O += P·V: ldmatrix.x4.trans row address of `lane` for keys 16kt..16kt+15 (k step kt) and head
-// dims 16dp..16dp+15. Matrices (keys 0-7, dims 0-7), (keys 8-15, dims 0-7), (keys 0-7, dims
-// 8-15), (keys 8-15, dims 8-15); transposed they are b0, b1 of dim n tile 2dp, then of 2dp+1.
-STRIKER_HOST_DEVICE constexpr int v_ldm_key(int lane, int kt) { return 16 * kt + (lane & 7) + (((lane >> 3) & 1) << 3); }
-STRIKER_HOST_DEVICE constexpr int v_ldm_chunk(int lane, int dp) { return 2 * dp + (lane >> 4); }
-
-// Accumulator element i (0..3) of `lane` in an m16n8 tile: row half (0: g, 1: g+8) and column.
+// Accumulator element i (0..3) of `lane` in an 8-column tile: row half (0: g, 1: g+8) and column.
 STRIKER_HOST_DEVICE constexpr int acc_half(int i) { return i >> 1; }
 STRIKER_HOST_DEVICE constexpr int acc_col(int lane, int i) { return 2 * (lane & 3) + (i & 1); }
 
-// The S accumulators of key n tiles 2kt and 2kt+1 are, element for element, the A operand of
-// P·V k step kt (FA2's register reuse): A register r = S tile 2kt + (r >> 1), elements
+// The S accumulators of key column tiles 2kt and 2kt+1 are, element for element, the A operand
+// of P·V k step kt (FA2's register reuse): A register r = S tile 2kt + (r >> 1), elements
 // 2(r & 1) and 2(r & 1)+1. This is the PTX A layout: registers 0/1 are rows g/g+8 at columns
 // 2c, registers 2/3 the same rows at columns 2c+8.
 STRIKER_HOST_DEVICE constexpr int p_reg_tile(int kt, int r) { return 2 * kt + (r >> 1); }
@@ -109,33 +133,38 @@ STRIKER_HOST_DEVICE constexpr KeyInterval visible_keys(int p, int window, KeyRan
   return {lo, p < r.end - 1 ? p : r.end - 1};
 }
 
-// Whether a warp (or warpgroup) must process key tile [kb, kb + key_tile): some key in it is
-// visible to one of its rows (positions pos0 < pos1, the second possibly past the chunk's end:
+// Whether a warpgroup must process key tile [kb, kb + kKeyTile): some key in it is visible to
+// one of its rows (positions pos_first..pos_last, the last possibly past the chunk's end:
 // harmless extra work).
-STRIKER_HOST_DEVICE constexpr bool warp_tile_needed(int kb, int pos0, int pos1, int window, int key_tile = kKeyTile) {
-  return kb <= pos1 && kb + key_tile - 1 >= key_lo(pos0, window);
+STRIKER_HOST_DEVICE constexpr bool tile_needed(int kb, int pos_first, int pos_last, int window) {
+  return kb <= pos_last && kb + kKeyTile - 1 >= key_lo(pos_first, window);
+}
+
+// Whether every key of tile [kb, kb + kKeyTile) is visible to every row of a warpgroup whose
+// positions run pos_first..pos_last: the tile needs no mask (most tiles of a long prefix).
+STRIKER_HOST_DEVICE constexpr bool tile_unmasked(int kb, int pos_first, int pos_last, int window, KeyRange r) {
+  return kb >= r.begin && kb + kKeyTile <= r.end && kb + kKeyTile - 1 <= pos_first && kb >= key_lo(pos_last, window);
 }
 
 // Host-side split of each CTA's key range: the CTA reads at most `key_bound` keys (the step's
 // max keys per query plus kTokens-1); splits·chunk covers that, chunk a whole number of key
-// tiles (of key_tile keys). Splits only when the tiles give fewer than target_ctas CTAs, and only
-// as far as max_splits (scratch records) allows.
+// tiles. Splits only when the tiles give fewer than target_ctas CTAs, and only as far as
+// max_splits (scratch records) allows.
 struct SplitPlan {
   int64_t splits, chunk;
 };
-inline SplitPlan plan_key_splits(int64_t key_bound, int64_t ctas, int64_t target_ctas, int64_t max_splits,
-                                 int64_t key_tile = kKeyTile) {
+inline SplitPlan plan_key_splits(int64_t key_bound, int64_t ctas, int64_t target_ctas, int64_t max_splits) {
   int64_t splits = 1;
   if (ctas < target_ctas && max_splits >= 2) {
     splits = (target_ctas + ctas - 1) / ctas;
-    const int64_t cap_tiles = (key_bound + key_tile - 1) / key_tile;
+    const int64_t cap_tiles = (key_bound + kKeyTile - 1) / kKeyTile;
     const int64_t cap = max_splits < cap_tiles ? max_splits : cap_tiles;
     splits = splits < cap ? splits : cap;
     splits = splits < 65535 ? splits : 65535;
     splits = splits > 1 ? splits : 1;
   }
   int64_t chunk = (key_bound + splits - 1) / splits;
-  chunk = (chunk + key_tile - 1) / key_tile * key_tile;
+  chunk = (chunk + kKeyTile - 1) / kKeyTile * kKeyTile;
   return {(key_bound + chunk - 1) / chunk, chunk};
 }
 

@@ -54,6 +54,23 @@ STRIKER_HOST_DEVICE constexpr uint32_t wgmma_operand_address(uint64_t desc, int 
   return sw128_address(start + uint32_t(row / 8) * sbo + uint32_t(row % 8) * kSw128RowBytes + uint32_t(k) * 2);
 }
 
+// Descriptor of an MN-major (N-major B, imm-trans-b = 1) 128B-swizzled operand: rows of 64 bf16
+// along MN (128 bytes), 8 rows along K per swizzle atom. Stride byte offset: from one 8-row group
+// along K to the next (1024 B); leading byte offset `lbo`: from one 64-element block along MN to
+// the next (PTX ISA canonical layout ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO))).
+STRIKER_HOST_DEVICE constexpr uint64_t wgmma_desc_sw128_mn(uint32_t addr, uint32_t lbo) {
+  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t((lbo & 0x3FFFFu) >> 4) << 16) |
+         (uint64_t(kSw128AtomBytes >> 4) << 32) | (uint64_t(1) << 62);
+}
+// Byte address the hardware reads for element (mn, k) (k < 16) of such an operand.
+STRIKER_HOST_DEVICE constexpr uint32_t wgmma_operand_address_mn(uint64_t desc, int mn, int k) {
+  const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
+  const uint32_t lbo = uint32_t((desc >> 16) & 0x3FFFu) << 4;
+  const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
+  return sw128_address(start + uint32_t(mn / 64) * lbo + uint32_t(k / 8) * sbo + uint32_t(k % 8) * kSw128RowBytes +
+                       uint32_t(mn % 64) * 2);
+}
+
 // Accumulator fragment of wgmma .m64nNk16 with f32 D (PTX ISA "Register fragments, matrix D"):
 // warp w of the warpgroup owns rows 16w..16w+15; register i of a thread is in the n8 block i/4,
 // element i%4 laid out as mma.m16n8's C fragment.
