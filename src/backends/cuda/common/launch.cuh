@@ -5,9 +5,6 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <mutex>
-#include <unordered_set>
 #include <utility>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -32,29 +29,12 @@ __device__ __forceinline__ void pdl_grid_start() {
   pdl_wait();
 }
 
-// TEMPORARY A/B (STRIKER_SMEM_CARVEOUT=1): every kernel prefers the largest shared-memory carveout, so
-// an SM never has to drain to reconfigure L1/shared memory before a kernel with a large shared
-// footprint (the router's 8-CTA cluster) can start beside the kernel in front of it.
-inline void prefer_max_shared_carveout(const void* kernel) {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIKER_SMEM_CARVEOUT");
-    return e != nullptr && e[0] == '1';
-  }();
-  if (!on) return;
-  static std::mutex mu;
-  static std::unordered_set<const void*> done;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!done.insert(kernel).second) return;
-  STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-}
-
 // cluster_x > 0: the grid's x dimension is split into thread-block clusters of cluster_x CTAs
 // (grid.x must be a multiple of it; at most 8 portable), whose CTAs can read each other's shared
 // memory (cooperative_groups::this_cluster().map_shared_rank) between cluster barriers.
 template <typename... KernelArgs, typename... Args>
 void launch_pdl_cluster(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, int cluster_x,
                         cudaStream_t stream, Args&&... args) {
-  prefer_max_shared_carveout(reinterpret_cast<const void*>(kernel));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
