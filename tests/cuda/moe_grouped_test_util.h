@@ -70,4 +70,26 @@ inline std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, 
   return f;
 }
 
+// Random NVFP4 gate/up/down stacks of E experts (hidden H, inter I) with mixed per-expert scale2:
+// on the device, and dequantised and scaled on the host (moe_float_ref's weights).
+struct ScaledNvfp4Experts {
+  Nvfp4HostMatrix g, u, d;  // drawn from rng in this order
+  std::vector<float> s2g, s2u, s2d;
+  DeviceStack ng, nu, nd;
+  std::vector<float> fg, fu, fd;
+  ScaledNvfp4Experts(std::mt19937& rng, int E, int H, int I)
+      : g(random_nvfp4(rng, int64_t(E) * I, H)),
+        u(random_nvfp4(rng, int64_t(E) * I, H)),
+        d(random_nvfp4(rng, int64_t(E) * H, I)),
+        s2g(mixed_scale2(E, 0.0061f)),
+        s2u(mixed_scale2(E, 0.0093f)),
+        s2d(mixed_scale2(E, 0.0042f)),
+        ng(g, s2g),
+        nu(u, s2u),
+        nd(d, s2d),
+        fg(scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H)),
+        fu(scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H)),
+        fd(scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I)) {}
+};
+
 }  // namespace striker::cuda::testing

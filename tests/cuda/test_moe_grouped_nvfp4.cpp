@@ -89,13 +89,7 @@ TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
 TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
   std::mt19937 rng(202);
   const int E = 16, H = 320, I = 192, K = 6;
-  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
-  const auto d = random_nvfp4(rng, int64_t(E) * H, I);
-  const auto s2g = mixed_scale2(E, 0.0061f), s2u = mixed_scale2(E, 0.0093f), s2d = mixed_scale2(E, 0.0042f);
-  DeviceStack ng(g, s2g), nu(u, s2u), nd(d, s2d);
-  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
-  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
-  const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const ScaledNvfp4Experts w(rng, E, H, I);
   for (int T : {2, 5, 8, 9, 16, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
@@ -106,10 +100,10 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
       std::vector<MoeTile> tiles;
       moe_route_sort_ref(ids, T, K, E, 16, sorted, row, tiles);  // the sorted order does not depend on the tile height
       std::vector<bf16> act_ref, h_ref = h0;
-      moe_grouped_gate_up_nvfp4_ref(x, K, H, g, s2g, u, s2u, I, sorted, tiles, act_ref);
+      moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
       const bool per_token = T <= 300 || kind == RoutingKind::uniform;  // the slow reference once at T = 2100
       if (per_token)
-        moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
+        moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
       for (int tm : {kMoeSkinnyTileRows, 16, 64}) {  // 8: the skinny kernels, 16/64: the grouped ones
         const std::string where =
             "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm) + ": ";
@@ -120,19 +114,19 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
         d_y.poison();
         moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
         if (tm == kMoeSkinnyTileRows) {
-          moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr, nullptr,
+          moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr, nullptr,
                                    nullptr);
-          moe_skinny_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr, nullptr, nullptr, nullptr);
+          moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr, nullptr, nullptr, nullptr);
         } else {
-          moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), nullptr);
-          moe_grouped_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), nullptr);
+          moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr);
+          moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr);
         }
         moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
         const auto act = d_act.download();
         const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
         EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
         std::vector<bf16> y_ref;  // the down kernel alone: its reference reads the device's own act rows
-        moe_grouped_down_nvfp4_ref(act, I, d, s2d, H, tiles, y_ref);
+        moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
         const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
         EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
         if (per_token) {
@@ -149,13 +143,7 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
 TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
   std::mt19937 rng(205);
   const int E = 16, H = 320, I = 192, Is = 128, K = 6;
-  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
-  const auto d = random_nvfp4(rng, int64_t(E) * H, I);
-  const auto s2g = mixed_scale2(E, 0.0061f), s2u = mixed_scale2(E, 0.0093f), s2d = mixed_scale2(E, 0.0042f);
-  DeviceStack ng(g, s2g), nu(u, s2u), nd(d, s2d);
-  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
-  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
-  const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const ScaledNvfp4Experts w(rng, E, H, I);
   const auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sd = random_nvfp4(rng, H, Is);
   const float ssg = 0.0071f, ssu = 0.0113f, ssd = 0.0052f;
   const auto fsg = scaled_floats(sg, Is, H, {ssg}, int64_t(Is) * H);
@@ -171,7 +159,7 @@ TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
       const auto x = random_bf16(rng, size_t(T) * H);
       const auto h0 = random_bf16(rng, size_t(T) * H);
       std::vector<bf16> h_ref = h0;
-      moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&fg, &fu, &fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
+      moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
       DeviceRouting r(ids, T, K, E, kMoeSkinnyTileRows);
       DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
       DeviceBuffer<bf16> d_sact(size_t(T) * Is), d_ys(size_t(T) * H);
@@ -181,9 +169,9 @@ TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
       d_sact.poison();
       d_ys.poison();
       moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-      moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), &sh, d_sact.get(),
+      moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), &sh, d_sact.get(),
                                nullptr);
-      moe_skinny_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), &sh, d_sact.get(), d_ys.get(),
+      moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), &sh, d_sact.get(), d_ys.get(),
                             nullptr);
       moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), d_ys.get(), T, K, H, d_h.get(), nullptr);
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);

@@ -122,13 +122,7 @@ TEST(CudaMoeGroupedWgmma, FullSizeShapesMatchReference) {
 TEST(CudaMoeGroupedWgmma, Nvfp4ScaledExpertsMatchReference) {
   std::mt19937 rng(304);
   const int E = 16, H = 320, I = 192, K = 6;
-  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
-  const auto dn = random_nvfp4(rng, int64_t(E) * H, I);
-  const auto s2g = mixed_scale2(E, 0.0061f), s2u = mixed_scale2(E, 0.0093f), s2d = mixed_scale2(E, 0.0042f);
-  DeviceStack ng(g, s2g), nu(u, s2u), nd(dn, s2d);
-  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
-  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
-  const auto fd = scaled_floats(dn, int64_t(E) * H, I, s2d, int64_t(H) * I);
+  const ScaledNvfp4Experts w(rng, E, H, I);
   const int64_t scratch_elems = moe_wgmma_nvfp4_scratch_elems(E, H, I);
   DeviceBuffer<bf16> scratch{size_t(scratch_elems)};
   for (int T : {9, 300, 700})
@@ -141,8 +135,8 @@ TEST(CudaMoeGroupedWgmma, Nvfp4ScaledExpertsMatchReference) {
       std::vector<MoeTile> tiles;
       moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
       std::vector<bf16> act_ref, h_ref = h0;
-      moe_grouped_gate_up_nvfp4_ref(x, K, H, g, s2g, u, s2u, I, sorted, tiles, act_ref);
-      moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
+      moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
+      moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
       const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
       DeviceRouting r(ids, T, K, E, kTm);
       DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
@@ -151,16 +145,16 @@ TEST(CudaMoeGroupedWgmma, Nvfp4ScaledExpertsMatchReference) {
       d_y.poison();
       scratch.poison();
       moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-      moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, scratch.get(), scratch_elems,
+      moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, scratch.get(), scratch_elems,
                                       d_act.get(), nullptr);
-      moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, nd.view(), H, r.r, scratch.get(), scratch_elems, d_y.get(),
+      moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, w.nd.view(), H, r.r, scratch.get(), scratch_elems, d_y.get(),
                                    nullptr);
       moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
       const auto act = d_act.download();
       const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
       std::vector<bf16> y_ref;
-      moe_grouped_down_nvfp4_ref(act, I, dn, s2d, H, tiles, y_ref);
+      moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
       const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
