@@ -16,6 +16,7 @@
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
@@ -38,7 +39,7 @@ void bench_copy() {
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
-    bench_moe_grouped_wgmma(rng, T);
+    for (int tm : {kMoeWgmmaTileRows, kMoeWgmmaPairTileRows}) bench_moe_grouped_wgmma(rng, T, tm);
   }
   for (int T : {2048, 8192}) {
     bench_nvfp4_moe_grouped(rng, stacks, T);

@@ -36,7 +36,7 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
   for (int E : {16, 256})
     for (int T : {1, 2, 8, 9, 16, 64, 300, 2100, 8192})
       for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical})
-        for (int tm : {kMoeSkinnyTileRows, 16, 64, 128}) {  // 8: moe_skinny.h; 128: the wgmma path
+        for (int tm : {kMoeSkinnyTileRows, 16, 64, 128, 256}) {  // 8: moe_skinny.h; 128, 256: the wgmma path
           const std::string where = "E=" + std::to_string(E) + " T=" + std::to_string(T) + " " + routing_name(kind) +
                                     " tile_rows=" + std::to_string(tm);
           const auto ids = make_routing(rng, kind, T, K, E);

@@ -1,5 +1,6 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h) against the CPU references of the grouped
-// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points): experts with row counts that are not
+// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points), on both routing tile heights (128: one
+// CTA per tile; 256: 2-CTA pairs multicasting the weight tiles): experts with row counts that are not
 // multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
 // the 64/128/256 grids; NaN-poisoned outputs (a row left unwritten fails the comparison); full
 // size shapes; NVFP4 stacks through the decode scratch with per-expert scale2; one captured
@@ -19,7 +20,9 @@
 namespace striker::cuda::testing {
 namespace {
 
-constexpr int kTm = kMoeWgmmaTileRows;
+// Both routing tile heights of the path: one CTA per 128-row tile, a 2-CTA pair per 256-row tile.
+constexpr int kTileHeights[] = {kMoeWgmmaTileRows, kMoeWgmmaPairTileRows};
+std::string tile_tag(int tm) { return "tile " + std::to_string(tm) + ", "; }
 
 // K = 1 routing in which expert e gets exactly counts[e] tokens, in shuffled token order.
 std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<int>& counts) {
@@ -42,16 +45,17 @@ struct Bf16Experts {
 // reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own
 // act rows, h vs the per-token moe_ref when `per_token`.
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
-                int I, bool per_token, const std::string& where) {
+                int I, bool per_token, const std::string& what, int tm) {
+  const std::string where = tile_tag(tm) + what;
   const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   std::vector<int32_t> sorted, row;
   std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
+  moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
   std::vector<bf16> act_ref;
   moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act_ref);
-  DeviceRouting d(ids, T, K, E, kTm);
+  DeviceRouting d(ids, T, K, E, tm);
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
@@ -89,7 +93,7 @@ TEST(CudaMoeGroupedWgmma, RowCountsAroundTheTileMatchReference) {
   const Bf16Experts w(rng, E, H, I, 0.06f);
   const auto ids = routing_with_counts(rng, counts);
   const int T = int(ids.size());
-  check_bf16(rng, w, ids, T, K, E, H, I, true, "counts around 128: ");
+  for (int tm : kTileHeights) check_bf16(rng, w, ids, T, K, E, H, I, true, "counts around 128: ", tm);
 }
 
 TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {
@@ -99,8 +103,9 @@ TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {
   for (int T : {1, 9, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
-      check_bf16(rng, w, ids, T, K, E, H, I, T <= 300,
-                 "T=" + std::to_string(T) + " " + routing_name(kind) + ": ");
+      for (int tm : kTileHeights)
+        check_bf16(rng, w, ids, T, K, E, H, I, T <= 300, "T=" + std::to_string(T) + " " + routing_name(kind) + ": ",
+                   tm);
     }
 }
 
@@ -111,9 +116,12 @@ TEST(CudaMoeGroupedWgmma, FullSizeShapesMatchReference) {
   std::mt19937 rng(303);
   const int E = 32, H = 2048, I = 512, K = 6;
   const Bf16Experts w(rng, E, H, I, 0.03f);
-  check_bf16(rng, w, make_routing(rng, RoutingKind::uniform, 256, K, E), 256, K, E, H, I, true, "full size uniform: ");
-  check_bf16(rng, w, make_routing(rng, RoutingKind::identical, 400, K, E), 400, K, E, H, I, false,
-             "full size identical: ");
+  for (int tm : kTileHeights) {
+    check_bf16(rng, w, make_routing(rng, RoutingKind::uniform, 256, K, E), 256, K, E, H, I, true, "full size uniform: ",
+               tm);
+    check_bf16(rng, w, make_routing(rng, RoutingKind::identical, 400, K, E), 400, K, E, H, I, false,
+               "full size identical: ", tm);
+  }
 }
 
 // NVFP4 stacks decoded into the scratch first, scale2 on the accumulator: against the NVFP4 references (the scalar codec + double products
@@ -126,40 +134,42 @@ TEST(CudaMoeGroupedWgmma, Nvfp4ScaledExpertsMatchReference) {
   const int64_t scratch_elems = moe_wgmma_nvfp4_scratch_elems(E, H, I);
   DeviceBuffer<bf16> scratch{size_t(scratch_elems)};
   for (int T : {9, 300, 700})
-    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::identical}) {
-      const auto ids = make_routing(rng, kind, T, K, E);
-      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-      const auto x = random_bf16(rng, size_t(T) * H);
-      const auto h0 = random_bf16(rng, size_t(T) * H);
-      std::vector<int32_t> sorted, row;
-      std::vector<MoeTile> tiles;
-      moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
-      std::vector<bf16> act_ref, h_ref = h0;
-      moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
-      moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
-      DeviceRouting r(ids, T, K, E, kTm);
-      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-      DeviceBuffer<float> d_tw(tw);
-      d_act.poison();
-      d_y.poison();
-      scratch.poison();
-      moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-      moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, scratch.get(), scratch_elems,
-                                      d_act.get(), nullptr);
-      moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, w.nd.view(), H, r.r, scratch.get(), scratch_elems, d_y.get(),
-                                   nullptr);
-      moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-      const auto act = d_act.download();
-      const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-      std::vector<bf16> y_ref;
-      moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
-      const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-      const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
-    }
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::identical})
+      for (int tm : kTileHeights) {
+        const auto ids = make_routing(rng, kind, T, K, E);
+        const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+        const auto x = random_bf16(rng, size_t(T) * H);
+        const auto h0 = random_bf16(rng, size_t(T) * H);
+        std::vector<int32_t> sorted, row;
+        std::vector<MoeTile> tiles;
+        moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
+        std::vector<bf16> act_ref, h_ref = h0;
+        moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
+        moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K,
+                      h_ref);
+        const std::string where = tile_tag(tm) + "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
+        DeviceRouting r(ids, T, K, E, tm);
+        DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+        DeviceBuffer<float> d_tw(tw);
+        d_act.poison();
+        d_y.poison();
+        scratch.poison();
+        moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
+        moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, scratch.get(),
+                                        scratch_elems, d_act.get(), nullptr);
+        moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, w.nd.view(), H, r.r, scratch.get(), scratch_elems, d_y.get(),
+                                     nullptr);
+        moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+        const auto act = d_act.download();
+        const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+        std::vector<bf16> y_ref;
+        moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
+        const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+        const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
+      }
 }
 
 // The tensor maps travel by value in the kernel parameters: a captured graph replays them on a
@@ -175,35 +185,38 @@ TEST(CudaMoeGroupedWgmma, CapturedGraphReplaysOnANewRouting) {
   const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
   DeviceBuffer<float> d_tw(tw);
-  DeviceRouting d(ids_a, T, K, E, kTm);
-  cudaStream_t stream = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  moe_route_sort(d.ids.get(), T, K, d.r, stream);
-  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(), stream);
-  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), stream);
-  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
-  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (const auto* ids : {&ids_a, &ids_b}) {
-    d.ids.upload(*ids);
-    d_h.upload(h0);
-    d_act.poison();
-    d_y.poison();
-    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<bf16> h_ref = h0;
-    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
-    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
-                        << c.describe();
+  for (int tm : kTileHeights) {
+    DeviceRouting d(ids_a, T, K, E, tm);
+    cudaStream_t stream = nullptr;
+    STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph = nullptr;
+    STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    moe_route_sort(d.ids.get(), T, K, d.r, stream);
+    moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
+                              stream);
+    moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), stream);
+    moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
+    STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (const auto* ids : {&ids_a, &ids_b}) {
+      d.ids.upload(*ids);
+      d_h.upload(h0);
+      d_act.poison();
+      d_y.poison();
+      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+      STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::vector<bf16> h_ref = h0;
+      moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
+      const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << tile_tag(tm) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)")
+                          << ": " << c.describe();
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 }
 
 TEST(CudaMoeGroupedWgmma, RejectsRoutingsOfAnotherTileHeightAndBadShapes) {
@@ -213,7 +226,7 @@ TEST(CudaMoeGroupedWgmma, RejectsRoutingsOfAnotherTileHeightAndBadShapes) {
                                          buf.get(), nullptr),
                Error);  // sorted with 64-row tiles
   MoeRouting r = d.r;
-  r.tile_rows = kTm;
+  r.tile_rows = kMoeWgmmaTileRows;
   EXPECT_THROW(moe_grouped_down_wgmma(buf.get(), 1, 2, 12, buf.get(), 64, nullptr, r, buf.get(), nullptr), Error);
   EXPECT_THROW(moe_grouped_down_wgmma(buf.get() + 1, 1, 2, 64, buf.get(), 64, nullptr, r, buf.get(), nullptr), Error);
   EXPECT_THROW(moe_grouped_gate_up_nvfp4_wgmma(buf.get(), 1, 2, 64, Nvfp4Stack{}, Nvfp4Stack{}, 64, r, buf.get(), 16,

@@ -48,6 +48,12 @@ TEST(MoeGroupedWgmmaLayout, PathSelectionAndScratchSize) {
   EXPECT_EQ(moe_tile_rows_for(2048 * 6, 256), 64);
   EXPECT_EQ(moe_wgmma_nvfp4_scratch_elems(256, 2048, 512), int64_t(1) << 29);
   EXPECT_EQ(kMoeWgmmaTileRows, kWgTileRows);
+  // 2-CTA pairs (256-row routing tiles, kWgTileRows per CTA) from an average of 160 rows per expert.
+  EXPECT_EQ(kMoeWgmmaPairTileRows, 2 * kWgTileRows);
+  EXPECT_EQ(moe_wgmma_tile_rows(2048 * 6, 256), kMoeWgmmaTileRows);
+  EXPECT_EQ(moe_wgmma_tile_rows(6826 * 6, 256), kMoeWgmmaTileRows);
+  EXPECT_EQ(moe_wgmma_tile_rows(6827 * 6, 256), kMoeWgmmaPairTileRows);
+  EXPECT_EQ(moe_wgmma_tile_rows(8192 * 6, 256), kMoeWgmmaPairTileRows);
 }
 
 TEST(MoeGroupedWgmmaLayout, RingFitsAndStaysAligned) {

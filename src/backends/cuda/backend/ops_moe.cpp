@@ -89,7 +89,7 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   const bool skinny = T <= kGemvMaxTokens;
   const bool wgmma = !skinny && (nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E));
   // mma.sync tiles: 16 rows for decode batches, 64 for NVFP4 steps below the wgmma threshold.
-  r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? kMoeWgmmaTileRows : moe_tile_rows_for(slots, E);
+  r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? moe_wgmma_tile_rows(slots, E) : moe_tile_rows_for(slots, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   // Decode steps run a shared expert of the experts' format inside the skinny launches; otherwise

@@ -63,7 +63,9 @@ struct MoeRouting {
   MoeTile* tiles = nullptr;        // [moe_max_tiles(T·K, experts, tile_rows)]
   int32_t* num_tiles = nullptr;    // [1] tiles written
   int experts = 0;                 // E (<= kMoeMaxExperts)
-  int tile_rows = 16;              // 16 or 64 (moe_grouped_*), 128 (moe_grouped_*_wgmma), 8 (moe_skinny.h); the same for the sort and the GEMMs
+  // 16 or 64 (moe_grouped_*), 128 or 256 (moe_grouped_*_wgmma), 8 (moe_skinny.h); the same for the
+  // sort and the GEMMs
+  int tile_rows = 16;
 };
 
 // topk_ids [T·K] in 0..E-1 (the router's output). An id outside that range (never produced by

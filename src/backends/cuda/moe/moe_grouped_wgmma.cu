@@ -73,14 +73,24 @@ struct TmaWeights {
     tma_prefetch_map(&map[0]);
     tma_prefetch_map(&map[1]);
   }
-  template <bool kGated>
+  // Box h (0, 1) of the tile: gate rows / up rows (gated), or B rows 128h.. of W_down (plain).
+  // kCluster 2: CTA `rank` loads only box `rank` and multicasts it to both CTAs of the cluster, so
+  // each weight tile leaves L2 once for the 256 rows of the pair; each CTA's full barrier still
+  // expects the whole tile (its own box and its partner's).
+  template <bool kGated, int kCluster>
   __device__ __forceinline__ void issue(int kt, int /*g*/, uint8_t* b_dst, uint8_t*, uint64_t* full, int t,
-                                        int b_row0, const WgmmaArgs&) const {
+                                        int b_row0, const WgmmaArgs&, uint32_t rank) const {
     if (t != 0) return;
     mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
-    tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
-    tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
-                kGated ? b_row0 : b_row0 + kWgHalfBRows);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint8_t* dst = b_dst + h * kWgHalfBRows * kSw128RowBytes;
+      const int row = kGated ? b_row0 : b_row0 + h * kWgHalfBRows;
+      if constexpr (kCluster == 1)
+        tma_load_2d(dst, &map[h], full, kt * kWgBK, row);
+      else if (uint32_t(h) == rank)
+        tma_load_2d_multicast(dst, &map[h], full, kt * kWgBK, row, uint16_t((1u << kCluster) - 1));
+    }
   }
   __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
 };
@@ -91,12 +101,28 @@ struct TmaWeights {
 // to item: stage g (counted over all of the CTA's items) lives in slot g % kWgStages and its
 // phases have parity (g / kWgStages) & 1, so the producer fills the next item's first stages while
 // the consumers run the previous item's epilogue.
-template <bool kGated, class Weights>
+// kCluster 2 (routing tiles of 256 rows): cluster c takes the items c, c + clusters, ...; CTA
+// `rank` computes rows 128·rank.. of the tile (none when the expert has fewer) and the pair shares
+// each weight tile (TmaWeights::issue); a stage is free again once the consumers of both CTAs have
+// released it (empty counts the warps of both), and neither CTA exits before the other is done.
+template <bool kGated, int kCluster, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
+  static_assert(kCluster == 1 || kCluster == 2, "one CTA or a pair");
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
   const int items = *args.num_tiles * args.col_blocks;
-  if (int(blockIdx.x) >= items) return;
+  const int first_item = int(blockIdx.x) / kCluster, item_stride = int(gridDim.x) / kCluster;
+  if (first_item >= items) return;  // the same for both CTAs of a cluster
+  const uint32_t rank = kCluster > 1 ? cluster_cta_rank() : 0;
+  // This CTA's rows of work item `item`.
+  auto cta_tile = [&](int item) {
+    MoeTile tile = args.tiles[item / args.col_blocks];
+    if constexpr (kCluster > 1) {
+      tile.first += kWgTileRows * int(rank);
+      tile.rows = max(0, min(kWgTileRows, tile.rows - kWgTileRows * int(rank)));
+    }
+    return tile;
+  };
 
   __shared__ uint64_t full[kWgStages], empty[kWgStages];
   extern __shared__ uint8_t wg_smem[];
@@ -109,12 +135,13 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWgStages; ++s) {
       mbar_init(&full[s], Weights::kFullArrivals);
-      mbar_init(&empty[s], kWgConsumerWarpgroups * 4);  // one arrival per consumer warp
+      mbar_init(&empty[s], kCluster * kWgConsumerWarpgroups * 4);  // one arrival per consumer warp of the cluster
     }
     mbar_fence_init();
     weights.prefetch();
   }
   __syncthreads();
+  if constexpr (kCluster > 1) cluster_sync_all();  // the partner's barriers exist before any remote arrival
 
   // Warpgroup index broadcast from lane 0: provably warp-uniform, so ptxas does not treat the
   // wgmma paths as divergent (it would serialise the wgmmas, warning C7518).
@@ -133,8 +160,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       mbar_arrive(&full[s]);
     };
     int g = 0;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const MoeTile tile = args.tiles[item / args.col_blocks];
+    for (int item = first_item; item < items; item += item_stride) {
+      const MoeTile tile = cta_tile(item);
       const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
       int src[kWgAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
 #pragma unroll
@@ -151,7 +178,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kWgStages;
         if (g >= kWgStages) mbar_wait(&empty[s], uint32_t((g / kWgStages - 1) & 1));
-        weights.template issue<kGated>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
+        weights.template issue<kGated, kCluster>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args,
+                                                 rank);
         uint8_t* a_dst = ring + wg_a_stage(s);
         const int k = kt * kWgBK + chunk * 8;
         const bool k_ok = k < args.kdim;
@@ -170,83 +198,88 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     }
     cp_async_wait<0>();
     for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
-    return;
-  }
-
-  // ---------------- consumers ----------------
-  warpgroup_reg_alloc<208>();  // 88·128 + 208·256 = 64512 = the 168·384 the CTA launched with
-  const int wg = warpgroup - 1;
-  const int t = int(threadIdx.x) % 128;
-  const bool releaser = t % 32 == 0;  // one arrival per warp on the empty barriers
-  int g = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const MoeTile tile = args.tiles[item / args.col_blocks];
-    const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
-    const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
-    if (!active) {  // keep the barrier protocol: wait for each stage, release it
-      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
-        mbar_wait(&full[g % kWgStages], uint32_t((g / kWgStages) & 1));
-        if (releaser) mbar_arrive(&empty[g % kWgStages]);
-      }
-      continue;
-    }
-    float acc[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-    wgmma_fence_operands(acc);
-    for (int kt = 0; kt < k_tiles; ++kt, ++g) {
-      const int s = g % kWgStages;
-      mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kWgBK / 16; ++kk)
-        wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(ring_s + wg_a_desc_offset(s, wg, kk)),
-                              wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
-      wgmma_commit();
-      wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
-      if (kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);
-    }
-    wgmma_wait<0>();
-    wgmma_fence_operands(acc);
-    if (releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);  // the item's last stage
-
-    const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
-    const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
-    // Per row half h (rows r and r + 8 of the fragment) and 4 n8 blocks at a time: the values,
-    // rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole columns.
-    constexpr int kBlocks = wg_out_cols(kGated) / 8;  // gated: registers of block j + 16 are the up columns of j
-    const int q = t & 3;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = wg * 64 + wgmma_acc_row(t, 2 * h);
-      const bool row_ok = r < tile.rows;
-      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
-#pragma unroll
-      for (int j0 = 0; j0 < kBlocks; j0 += 4) {
-        uint32_t m[4];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
-          float v[2];
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            if constexpr (kGated) {
-              const float gv = round_bf16(acc[i + e] * s0);
-              const float uv = round_bf16(acc[i + e + 64] * s1);
-              v[e] = silu_bf16(gv) * uv;
-            } else {
-              v[e] = acc[i + e] * s0;
-            }
-          }
-          m[b] = pack_bf16x2(v[0], v[1]);
+  } else {
+    // ---------------- consumers ----------------
+    warpgroup_reg_alloc<208>();  // 88·128 + 208·256 = 64512 = the 168·384 the CTA launched with
+    const int wg = warpgroup - 1;
+    const int t = int(threadIdx.x) % 128;
+    // One arrival per warp on the empty barriers (of both CTAs of a pair).
+    auto release = [&](int s) {
+      if (t % 32 != 0) return;
+      mbar_arrive(&empty[s]);
+      if constexpr (kCluster > 1) mbar_arrive_cluster(&empty[s], rank ^ 1u);
+    };
+    int g = 0;
+    for (int item = first_item; item < items; item += item_stride) {
+      const MoeTile tile = cta_tile(item);
+      const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
+      const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
+      if (!active) {  // keep the barrier protocol: wait for each stage, release it
+        for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+          mbar_wait(&full[g % kWgStages], uint32_t((g / kWgStages) & 1));
+          release(g % kWgStages);
         }
-        quad_transpose(m);  // now columns 8(j0 + q) .. + 7
-        const int col = n0 + 8 * (j0 + q);
-        if (row_ok && col < args.n)  // n % 8 == 0: a block is inside or outside as a whole
-          *reinterpret_cast<uint4*>(orow + col) = make_uint4(m[0], m[1], m[2], m[3]);
+        continue;
+      }
+      float acc[128];
+  #pragma unroll
+      for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+      wgmma_fence_operands(acc);
+      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+        const int s = g % kWgStages;
+        mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
+        wgmma_fence();
+  #pragma unroll
+        for (int kk = 0; kk < kWgBK / 16; ++kk)
+          wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(ring_s + wg_a_desc_offset(s, wg, kk)),
+                                wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
+        if (kt > 0) release((g - 1) % kWgStages);
+      }
+      wgmma_wait<0>();
+      wgmma_fence_operands(acc);
+      release((g - 1) % kWgStages);  // the item's last stage
+
+      const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
+      const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
+      // Per row half h (rows r and r + 8 of the fragment) and 4 n8 blocks at a time: the values,
+      // rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole columns.
+      constexpr int kBlocks = wg_out_cols(kGated) / 8;  // gated: registers of block j + 16 are the up columns of j
+      const int q = t & 3;
+  #pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = wg * 64 + wgmma_acc_row(t, 2 * h);
+        const bool row_ok = r < tile.rows;
+        bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
+  #pragma unroll
+        for (int j0 = 0; j0 < kBlocks; j0 += 4) {
+          uint32_t m[4];
+  #pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
+            float v[2];
+  #pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              if constexpr (kGated) {
+                const float gv = round_bf16(acc[i + e] * s0);
+                const float uv = round_bf16(acc[i + e + 64] * s1);
+                v[e] = silu_bf16(gv) * uv;
+              } else {
+                v[e] = acc[i + e] * s0;
+              }
+            }
+            m[b] = pack_bf16x2(v[0], v[1]);
+          }
+          quad_transpose(m);  // now columns 8(j0 + q) .. + 7
+          const int col = n0 + 8 * (j0 + q);
+          if (row_ok && col < args.n)  // n % 8 == 0: a block is inside or outside as a whole
+            *reinterpret_cast<uint4*>(orow + col) = make_uint4(m[0], m[1], m[2], m[3]);
+        }
       }
     }
   }
+  if constexpr (kCluster > 1) cluster_sync_all();  // the partner no longer writes here or arrives on our barriers
 }
 
 void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouting& r, const void* a,
@@ -254,9 +287,9 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % 8 != 0) fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of 8");
   if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
-  if (r.tile_rows != kMoeWgmmaTileRows)
+  if (r.tile_rows != kMoeWgmmaTileRows && r.tile_rows != kMoeWgmmaPairTileRows)
     fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
-         std::to_string(kMoeWgmmaTileRows));
+         std::to_string(kMoeWgmmaTileRows) + " or " + std::to_string(kMoeWgmmaPairTileRows));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
   if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
@@ -265,10 +298,10 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail("activations, weights and outputs must be 16-byte aligned");
 }
 
-template <bool kGated, class Weights>
-void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
-                  cudaStream_t stream) {
-  auto* kernel = grouped_wgmma_kernel<kGated, Weights>;
+template <bool kGated, int kCluster, class Weights>
+void launch_wgmma_cluster(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
+                          cudaStream_t stream) {
+  auto* kernel = grouped_wgmma_kernel<kGated, kCluster, Weights>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
@@ -276,16 +309,46 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int
     return true;
   }();
   (void)configured;
-  // Persistent CTAs, one per SM (one fits: 193-220 KiB of shared memory, 384 threads × 168
-  // registers), never more than the work items of the largest routing of T tokens.
+  // Persistent: one CTA per SM (one fits: 193-220 KiB of shared memory, 384 threads × 168
+  // registers), or as many pairs as the GPCs hold at once; never more than the work items of the
+  // largest routing of T tokens.
   int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
-  if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
-  const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
-  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
+  int64_t resident = std::max(sms, 1);
+  if constexpr (kCluster > 1) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(kCluster * std::max(sms / kCluster, 1)));
+    cfg.blockDim = dim3(kWgThreads);
+    cfg.dynamicSmemBytes = size_t(Weights::kSmemBytes);
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(kCluster);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    STRIKER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    if (clusters <= 0) throw Error(std::string(what) + ": the device co-schedules no pair of this kernel's CTAs");
+    resident = clusters;
+  }
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, r.tile_rows) * args.col_blocks;
+  if (items > (int64_t(1) << 30)) throw Error(std::string(what) + ": too many tiles for one launch");
+  const int64_t ctas = kCluster * std::min<int64_t>(items, resident);
+  launch_pdl_cluster(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes),
+                     kCluster > 1 ? kCluster : 0, stream, w, args);
   STRIKER_CUDA_CHECK_LAUNCH(what);
+}
+
+// 128-row routing tiles: one CTA per tile; 256-row tiles: CTA pairs sharing the weight tiles.
+template <bool kGated, class Weights>
+void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
+                  cudaStream_t stream) {
+  if (r.tile_rows == kMoeWgmmaPairTileRows)
+    launch_wgmma_cluster<kGated, 2>(what, args, w, T, K, r, stream);
+  else
+    launch_wgmma_cluster<kGated, 1>(what, args, w, T, K, r, stream);
 }
 
 // Both matrices of a gated launch (or the one of a plain launch, twice) as TMA maps of the
