@@ -1,5 +1,7 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h): persistent CTAs (one per SM) walking the
-// work items (128-row tile of one expert, column block), warp-specialised.
+// work items (128-row tile of one expert, column block), warp-specialised; or, on routings sorted
+// into 256-row tiles, persistent 2-CTA clusters that split each tile's rows and multicast each
+// weight tile to both CTAs (half the weight bytes leaving L2 per row).
 //
 //   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
 //     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
@@ -222,14 +224,14 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         continue;
       }
       float acc[128];
-  #pragma unroll
+#pragma unroll
       for (int i = 0; i < 128; ++i) acc[i] = 0.f;
       wgmma_fence_operands(acc);
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kWgStages;
         mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
         wgmma_fence();
-  #pragma unroll
+#pragma unroll
         for (int kk = 0; kk < kWgBK / 16; ++kk)
           wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(ring_s + wg_a_desc_offset(s, wg, kk)),
                                 wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
@@ -247,19 +249,19 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       // rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole columns.
       constexpr int kBlocks = wg_out_cols(kGated) / 8;  // gated: registers of block j + 16 are the up columns of j
       const int q = t & 3;
-  #pragma unroll
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = wg * 64 + wgmma_acc_row(t, 2 * h);
         const bool row_ok = r < tile.rows;
         bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
-  #pragma unroll
+#pragma unroll
         for (int j0 = 0; j0 < kBlocks; j0 += 4) {
           uint32_t m[4];
-  #pragma unroll
+#pragma unroll
           for (int b = 0; b < 4; ++b) {
             const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
             float v[2];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 2; ++e) {
               if constexpr (kGated) {
                 const float gv = round_bf16(acc[i + e] * s0);
