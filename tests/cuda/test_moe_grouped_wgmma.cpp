@@ -41,44 +41,50 @@ struct Bf16Experts {
         d(random_bf16(rng, size_t(E) * H * I, scale)), dg(g), du(u), dd(d) {}
 };
 
-// Runs sort + gate/up + down (+ combine) on the wgmma path and checks each kernel against its
-// reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own
-// act rows, h vs the per-token moe_ref when `per_token`.
+// Runs sort + gate/up + down (+ combine) on the wgmma path, for each routing tile height (128:
+// one CTA per tile; 256: 2-CTA pairs), and checks each kernel against its reference: gate/up vs
+// moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own act rows, h vs the
+// per-token moe_ref when `per_token`. The sorted row order, hence every reference row, is the same
+// for both heights; only the tile lists differ.
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
-                int I, bool per_token, const std::string& what, int tm) {
-  const std::string where = tile_tag(tm) + what;
+                int I, bool per_token, const std::string& what) {
   const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   std::vector<int32_t> sorted, row;
   std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
-  std::vector<bf16> act_ref;
+  moe_route_sort_ref(ids, T, K, E, kMoeWgmmaTileRows, sorted, row, tiles);
+  std::vector<bf16> act_ref, h_ref = h0;
   moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act_ref);
-  DeviceRouting d(ids, T, K, E, tm);
-  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-  DeviceBuffer<float> d_tw(tw);
-  d_act.poison();
-  d_y.poison();
-  moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
-                            nullptr);
-  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), nullptr);
-  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
-  const auto act = d_act.download();
-  const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-  std::vector<bf16> y_ref;
-  moe_grouped_down_ref(act, I, w.d, H, tiles, y_ref);
-  const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-  if (per_token) {
-    std::vector<bf16> h_ref = h0;
-    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-    const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
+  if (per_token) moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
+  for (int tm : kTileHeights) {
+    const std::string where = tile_tag(tm) + what;
+    std::vector<int32_t> tm_sorted, tm_row;
+    moe_route_sort_ref(ids, T, K, E, tm, tm_sorted, tm_row, tiles);
+    DeviceRouting d(ids, T, K, E, tm);
+    DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+    DeviceBuffer<float> d_tw(tw);
+    d_act.poison();
+    d_y.poison();
+    moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
+    moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
+                              nullptr);
+    moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), nullptr);
+    moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_EQ(tm_sorted, sorted) << where << "sorted rows differ between tile heights";
+    ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
+    const auto act = d_act.download();
+    const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+    std::vector<bf16> y_ref;
+    moe_grouped_down_ref(act, I, w.d, H, tiles, y_ref);
+    const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+    if (per_token) {
+      const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
+    }
   }
 }
 
@@ -93,7 +99,7 @@ TEST(CudaMoeGroupedWgmma, RowCountsAroundTheTileMatchReference) {
   const Bf16Experts w(rng, E, H, I, 0.06f);
   const auto ids = routing_with_counts(rng, counts);
   const int T = int(ids.size());
-  for (int tm : kTileHeights) check_bf16(rng, w, ids, T, K, E, H, I, true, "counts around 128: ", tm);
+  check_bf16(rng, w, ids, T, K, E, H, I, true, "counts around 128: ");
 }
 
 TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {
@@ -103,9 +109,7 @@ TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {
   for (int T : {1, 9, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
-      for (int tm : kTileHeights)
-        check_bf16(rng, w, ids, T, K, E, H, I, T <= 300, "T=" + std::to_string(T) + " " + routing_name(kind) + ": ",
-                   tm);
+      check_bf16(rng, w, ids, T, K, E, H, I, T <= 300, "T=" + std::to_string(T) + " " + routing_name(kind) + ": ");
     }
 }
 
@@ -116,12 +120,9 @@ TEST(CudaMoeGroupedWgmma, FullSizeShapesMatchReference) {
   std::mt19937 rng(303);
   const int E = 32, H = 2048, I = 512, K = 6;
   const Bf16Experts w(rng, E, H, I, 0.03f);
-  for (int tm : kTileHeights) {
-    check_bf16(rng, w, make_routing(rng, RoutingKind::uniform, 256, K, E), 256, K, E, H, I, true, "full size uniform: ",
-               tm);
-    check_bf16(rng, w, make_routing(rng, RoutingKind::identical, 400, K, E), 400, K, E, H, I, false,
-               "full size identical: ", tm);
-  }
+  check_bf16(rng, w, make_routing(rng, RoutingKind::uniform, 256, K, E), 256, K, E, H, I, true, "full size uniform: ");
+  check_bf16(rng, w, make_routing(rng, RoutingKind::identical, 400, K, E), 400, K, E, H, I, false,
+             "full size identical: ");
 }
 
 // NVFP4 stacks decoded into the scratch first, scale2 on the accumulator: against the NVFP4 references (the scalar codec + double products
