@@ -39,7 +39,7 @@ void bench_copy() {
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
-    for (int tm : {kMoeWgmmaTileRows, kMoeWgmmaPairTileRows}) bench_moe_grouped_wgmma(rng, T, tm);
+    for (int tm : {kMoeWgmmaTileRows, kMoeWgmmaTallTileRows}) bench_moe_grouped_wgmma(rng, T, tm);
   }
   for (int T : {2048, 8192}) {
     bench_nvfp4_moe_grouped(rng, stacks, T);

@@ -283,7 +283,7 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
 }
 
 // The Hopper path (moe_grouped_wgmma.h) at full size: sort with `tm`-row tiles (128: one CTA per
-// tile; 256: 2-CTA pairs sharing the weight tiles, rows tagged "pair"), gate/up, down,
+// tile of 128 rows × 256 weight rows; 256: "tall" CTAs of 256 rows × 128 weight rows), gate/up, down,
 // all four kernels; TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak count the useful
 // FLOPs (2·T·K·3·I·H). Checked on every row against the mma.sync 64-row path run on the same
 // data (act and y within bf16 rounding; a NaN anywhere fails), and h of the first 4 tokens
@@ -350,7 +350,7 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, int tm) {
   const auto ch = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
   const double mat = double(I) * H * 2;
   const std::string tag =
-      std::string(tm == kMoeWgmmaPairTileRows ? "moe wgmma pair" : "moe wgmma") + " T=" + std::to_string(T) + " ";
+      std::string(tm == kMoeWgmmaTallTileRows ? "moe wgmma tall" : "moe wgmma") + " T=" + std::to_string(T) + " ";
   row(tag + "sort (tile " + std::to_string(tm) + ")", nullptr, time_us(sort), double(S) * 4 * 3);
   const double gu = time_us(gate_up), dn = time_us(down);
   row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * mat, tflops_note(2.0 * S * 2 * I * H, gu));

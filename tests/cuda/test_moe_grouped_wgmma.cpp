@@ -1,6 +1,6 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h) against the CPU references of the grouped
-// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points), on both routing tile heights (128: one
-// CTA per tile; 256: 2-CTA pairs multicasting the weight tiles): experts with row counts that are not
+// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points), on both routing tile heights (128: 128 rows ×
+// 256 weight rows per CTA; 256: 256 rows × 128 weight rows, "tall"): experts with row counts that are not
 // multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
 // the 64/128/256 grids; NaN-poisoned outputs (a row left unwritten fails the comparison); full
 // size shapes; NVFP4 stacks through the decode scratch with per-expert scale2; one captured
@@ -20,8 +20,8 @@
 namespace striker::cuda::testing {
 namespace {
 
-// Both routing tile heights of the path: one CTA per 128-row tile, a 2-CTA pair per 256-row tile.
-constexpr int kTileHeights[] = {kMoeWgmmaTileRows, kMoeWgmmaPairTileRows};
+// Both routing tile heights of the path: one CTA per 128-row tile, a tall CTA (256 rows × 128 weight rows) per 256-row tile.
+constexpr int kTileHeights[] = {kMoeWgmmaTileRows, kMoeWgmmaTallTileRows};
 std::string tile_tag(int tm) { return "tile " + std::to_string(tm) + ", "; }
 
 // K = 1 routing in which expert e gets exactly counts[e] tokens, in shuffled token order.
@@ -41,8 +41,8 @@ struct Bf16Experts {
         d(random_bf16(rng, size_t(E) * H * I, scale)), dg(g), du(u), dd(d) {}
 };
 
-// Runs sort + gate/up + down (+ combine) on the wgmma path, for each routing tile height (128:
-// one CTA per tile; 256: 2-CTA pairs), and checks each kernel against its reference: gate/up vs
+// Runs sort + gate/up + down (+ combine) on the wgmma path, for each routing tile height (128: 128 rows
+// × 256 weight rows per CTA; 256: 256 × 128, "tall"), and checks each kernel against its reference: gate/up vs
 // moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own act rows, h vs the
 // per-token moe_ref when `per_token`. The sorted row order, hence every reference row, is the same
 // for both heights; only the tile lists differ.

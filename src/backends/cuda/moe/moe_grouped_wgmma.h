@@ -2,7 +2,7 @@
 // moe_grouped_gate_up / moe_grouped_down (moe_grouped.h), same FLINT.md §4 rounding points, on
 // wgmma with a TMA + cp.async producer warpgroup feeding two consumer warpgroups through an
 // mbarrier ring (moe_grouped_wgmma.cu). The routing must be sorted with
-// tile_rows = moe_wgmma_tile_rows (kMoeWgmmaTileRows or kMoeWgmmaPairTileRows; moe_route_sort).
+// tile_rows = moe_wgmma_tile_rows (kMoeWgmmaTileRows or kMoeWgmmaTallTileRows; moe_route_sort).
 //
 // scale2_* (device [E], may be null = 1) multiplies the fp32 accumulator before the bf16 rounding:
 // NVFP4 experts run here as bf16 weights decoded exactly (nvfp4_dequantize) with their scale2.
@@ -17,15 +17,14 @@
 namespace striker::cuda {
 
 constexpr int kMoeWgmmaTileRows = 128;
-// Routing tiles of 256 rows run on 2-CTA clusters: each CTA computes 128 of the rows and the pair
-// loads every weight tile from L2 once (TMA multicast), for 36 % fewer L2 bytes per FLOP at ~192
-// rows per expert (docs/performance.md, "2-CTA clusters").
-constexpr int kMoeWgmmaPairTileRows = 256;
-// The routing tile height of this path for a step: pairs from an average of 160 rows per expert
-// (T > 6826 at E = 256, top-6), where nearly every expert fills both CTAs; below, the second CTA
-// of a pair would idle on most experts.
+// Routing tiles of 256 rows run as "tall" tiles (256 rows × 128 weight rows per CTA, two m64n128
+// blocks per consumer warpgroup): an expert of up to 256 rows is one tile, so every weight tile
+// is read once per layer instead of once per 128 rows (docs/performance.md, "tall tiles").
+constexpr int kMoeWgmmaTallTileRows = 256;
+// The routing tile height of this path for a step: tall tiles from an average of 160 rows per
+// expert (T > 6826 at E = 256, top-6), where nearly every expert would need two 128-row tiles.
 inline int moe_wgmma_tile_rows(int64_t slots, int experts) {
-  return slots > int64_t(160) * experts ? kMoeWgmmaPairTileRows : kMoeWgmmaTileRows;
+  return slots > int64_t(160) * experts ? kMoeWgmmaTallTileRows : kMoeWgmmaTileRows;
 }
 
 // Whether a step of `slots` = T·K routed rows over `experts` runs on this path: prefill sizes,
