@@ -283,8 +283,8 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
 }
 
 // The Hopper path (moe_grouped_wgmma.h) at full size: sort with `tm`-row tiles (128: one CTA per
-// tile of 128 rows × 256 weight rows; 256: "tall" CTAs of 256 rows × 128 weight rows), gate/up, down,
-// all four kernels; TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak count the useful
+// tile of 128 rows × 256 weight rows; 256: "tall" CTAs of 256 rows × 128 weight rows), gate/up,
+// down, all four kernels; TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak count the useful
 // FLOPs (2·T·K·3·I·H). Checked on every row against the mma.sync 64-row path run on the same
 // data (act and y within bf16 rounding; a NaN anywhere fails), and h of the first 4 tokens
 // against moe_ref.

@@ -1,7 +1,7 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h) against the CPU references of the grouped
-// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points), on both routing tile heights (128: 128 rows ×
-// 256 weight rows per CTA; 256: 256 rows × 128 weight rows, "tall"): experts with row counts that are not
-// multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
+// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points), on both routing tile heights (128:
+// 128 rows × 256 weight rows per CTA; 256: "tall", 256 rows × 128 weight rows): experts with row
+// counts that are not multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
 // the 64/128/256 grids; NaN-poisoned outputs (a row left unwritten fails the comparison); full
 // size shapes; NVFP4 stacks through the decode scratch with per-expert scale2; one captured
 // graph replayed on a new routing.
@@ -20,7 +20,7 @@
 namespace striker::cuda::testing {
 namespace {
 
-// Both routing tile heights of the path: one CTA per 128-row tile, a tall CTA (256 rows × 128 weight rows) per 256-row tile.
+// Both routing tile heights of the path: 128 rows × 256 weight rows per CTA, or 256 × 128 ("tall").
 constexpr int kTileHeights[] = {kMoeWgmmaTileRows, kMoeWgmmaTallTileRows};
 std::string tile_tag(int tm) { return "tile " + std::to_string(tm) + ", "; }
 
@@ -41,9 +41,9 @@ struct Bf16Experts {
         d(random_bf16(rng, size_t(E) * H * I, scale)), dg(g), du(u), dd(d) {}
 };
 
-// Runs sort + gate/up + down (+ combine) on the wgmma path, for each routing tile height (128: 128 rows
-// × 256 weight rows per CTA; 256: 256 × 128, "tall"), and checks each kernel against its reference: gate/up vs
-// moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own act rows, h vs the
+// Runs sort + gate/up + down (+ combine) on the wgmma path, for each routing tile height (128:
+// 128 rows × 256 weight rows per CTA; 256: "tall", 256 × 128), and checks each kernel against its
+// reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own act rows, h vs the
 // per-token moe_ref when `per_token`. The sorted row order, hence every reference row, is the same
 // for both heights; only the tile lists differ.
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
