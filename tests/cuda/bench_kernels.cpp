@@ -4,8 +4,9 @@
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
-// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention), `decode` (the
-// decode rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
+// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention, then the small
+// prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
+// rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -74,8 +75,9 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "decode")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | decode]\n");
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "prefill-small" &&
+                    only != "decode")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode]\n");
     return 2;
   }
   try {
@@ -94,10 +96,12 @@ int main(int argc, char** argv) {
       std::printf("kernel checks failed: %d\n", failures);
       return failures == 0 ? 0 : 1;
     }
-    if (only == "prefill") {
+    if (only == "prefill" || only == "prefill-small") {
       int sms = 0;
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      bench_prefill_rows(rng, sms);
+      if (only == "prefill") bench_prefill_rows(rng, sms);
+      LtGemm lt;
+      bench_prefill_small_kernels(rng, lt);
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
       return kernel_check_failures() == 0 ? 0 : 1;
     }
@@ -127,6 +131,7 @@ int main(int argc, char** argv) {
     }
     bench_prefill_rows(rng, sms);
     LtGemm lt;
+    bench_prefill_small_kernels(rng, lt);
     bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);

@@ -31,6 +31,10 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
 void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
 
+// bench_prefill_small.cpp: the router, QK-norm + RoPE + KV write, residual add, SwiGLU and RMSNorm
+// at T = 2048 and 8192 (also alone: `bench_cuda_kernels prefill-small`).
+void bench_prefill_small_kernels(std::mt19937& rng, LtGemm& lt);
+
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);
 // Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared

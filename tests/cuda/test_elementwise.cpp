@@ -101,5 +101,30 @@ TEST(CudaElementwise, SwigluResidualAndRandomFill) {
   EXPECT_NEAR(std::sqrt(var / double(n)), 0.1, 0.005);  // NaN poison left anywhere would fail both
 }
 
+// The 16-byte forms (16-byte aligned pointers, n / 8 vectors, the tail scalar) against the scalar
+// kernels (the same data one element off 16-byte alignment), bit for bit, into poisoned outputs.
+TEST(CudaElementwise, VectorFormsMatchScalarFormsBitForBit) {
+  std::mt19937 rng(15);
+  const int64_t n = 8192 * 3 + 5;
+  auto g = random_bf16(rng, size_t(n), 3.f), u = random_bf16(rng, size_t(n));
+  std::vector<bf16> g1(g), u1(u);  // one leading element: g1.data() + 1 is off 16-byte alignment
+  g1.insert(g1.begin(), bf16{}), u1.insert(u1.begin(), bf16{});
+  DeviceBuffer<bf16> d_g(g), d_u(u), d_g1(g1), d_u1(u1), d_a{size_t(n)}, d_a1{size_t(n) + 1};
+  d_a.poison();
+  d_a1.poison();
+  swiglu_act(d_g.get(), d_u.get(), d_a.get(), n, nullptr);
+  swiglu_act(d_g1.get() + 1, d_u1.get() + 1, d_a1.get() + 1, n, nullptr);
+  auto a = d_a.download(), a1 = d_a1.download();
+  a1.erase(a1.begin());
+  auto c = compare(a, a1, 0.0, 0.0);
+  EXPECT_TRUE(c.ok()) << "swiglu vector vs scalar " << c.describe();
+  residual_add(d_g.get(), d_u.get(), n, nullptr);
+  residual_add(d_g1.get() + 1, d_u1.get() + 1, n, nullptr);
+  auto h = d_g.download(), h1 = d_g1.download();
+  h1.erase(h1.begin());
+  c = compare(h, h1, 0.0, 0.0);
+  EXPECT_TRUE(c.ok()) << "residual vector vs scalar " << c.describe();
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/router.h"
@@ -31,8 +32,9 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
     auto counter = zero_counters(1);
     d_w.poison();
     d_ids.poison();
+    LtGemm lt;  // the bf16 router's batched logits
     router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(),
-                d_w.get(), nullptr);
+                d_w.get(), nullptr, nullptr, &lt);
     const auto ids = d_ids.download();
     const auto w = d_w.download();
     EXPECT_EQ(ids, ref_ids);

@@ -12,6 +12,36 @@ namespace {
 
 constexpr int kWarps = 4;
 
+// A lane's E consecutive bf16 values of a head in one 2-, 4- or 8-byte access.
+template <int E>
+struct LaneVec;
+template <>
+struct LaneVec<1> {
+  using T = unsigned short;
+};
+template <>
+struct LaneVec<2> {
+  using T = unsigned int;
+};
+template <>
+struct LaneVec<4> {
+  using T = uint2;
+};
+template <int E>
+__device__ __forceinline__ void lane_to_float(const typename LaneVec<E>::T& v, float (&x)[E]) {
+  const auto* b = reinterpret_cast<const bf16_t*>(&v);
+#pragma unroll
+  for (int e = 0; e < E; ++e) x[e] = __bfloat162float(b[e]);
+}
+template <int E>
+__device__ __forceinline__ void store_lane(bf16_t* dst, const float (&x)[E]) {
+  typename LaneVec<E>::T v;
+  auto* b = reinterpret_cast<bf16_t*>(&v);
+#pragma unroll
+  for (int e = 0; e < E; ++e) b[e] = __float2bfloat16_rn(x[e]);
+  *reinterpret_cast<typename LaneVec<E>::T*>(dst) = v;
+}
+
 // The per-(token, head) math of the attention front (FLINT.md §4): RMSNorm of a q or k head with
 // q_norm / k_norm, RoPE on sliding layers, and the write of q to q_out or of k / v into the paged
 // cache. One warp holds one head: lane l holds elements [l*E, l*E+E), so the RoPE partner
@@ -92,8 +122,7 @@ __device__ __forceinline__ void finish(float (&x)[E], const Prep<E>& pr, int t, 
     bf16_t* cache = is_v ? v_cache : k_cache;
     dst = cache + ((block * nkv + kvh) * block_size + off) * d;
   }
-#pragma unroll
-  for (int e = 0; e < E; ++e) dst[lane * E + e] = __float2bfloat16_rn(x[e]);
+  store_lane<E>(dst + lane * E, x);
 }
 
 // One warp per (token, head) over q heads, then k heads, then v heads. The norm gammas and the
@@ -128,6 +157,70 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
   finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
 }
 
+// Steps of more than kDecodeMaxTokens tokens: one CTA per token, its warps over the token's heads,
+// kHeadBatch heads per warp loaded before any is processed (bytes in flight). The token's RoPE
+// cos/sin are computed once into shared memory (d/2 double sincos, by d/2 threads) instead of once
+// per head and lane as the decode kernel does (36 q/k heads x 2 lanes per frequency: most of that
+// kernel's time at 8192 tokens); each value is the same expression as prepare()'s, so the bits
+// are the same.
+constexpr int kDecodeMaxTokens = 8;
+constexpr int kTokenWarps = 8, kHeadBatch = 5;  // 40 heads (Flint's 32 q + 4 k + 4 v) in one pass
+
+template <int E>
+__global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
+    const bf16_t* __restrict__ qkv, int nh, int nkv, const float* __restrict__ q_norm_w,
+    const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
+    const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
+    bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  pdl_launch_dependents();  // see launch.cuh
+  constexpr int d = 32 * E;
+  __shared__ float cs_s[d / 2], sn_s[d / 2];
+  const int t = int(blockIdx.x), heads = nh + 2 * nkv;
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+  // Before the wait, as in the decode kernel: weights and positions only.
+  if (inv_freq != nullptr && threadIdx.x < d / 2) {
+    const int i = int(threadIdx.x);
+    const float phi = __fmul_rn(float(positions[t]), inv_freq[i]);
+    double sd, cd;
+    sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
+    cs_s[i] = round_bf16(float(cd));
+    sn_s[i] = round_bf16(float(sd));
+  }
+  float gq[E], gk[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    gq[e] = q_norm_w[lane * E + e];
+    gk[e] = k_norm_w[lane * E + e];
+  }
+  pdl_wait();  // qkv comes from the GEMM in front
+  __syncthreads();
+  const bf16_t* row = qkv + int64_t(t) * heads * d + lane * E;
+  for (int h0 = warp; h0 < heads; h0 += kTokenWarps * kHeadBatch) {
+    typename LaneVec<E>::T raw[kHeadBatch];
+#pragma unroll
+    for (int j = 0; j < kHeadBatch; ++j) {
+      const int head = h0 + j * kTokenWarps;
+      if (head < heads) raw[j] = *reinterpret_cast<const typename LaneVec<E>::T*>(row + int64_t(head) * d);
+    }
+#pragma unroll
+    for (int j = 0; j < kHeadBatch; ++j) {
+      const int head = h0 + j * kTokenWarps;
+      if (head >= heads) continue;
+      Prep<E> pr;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        pr.gamma[e] = head < nh ? gq[e] : gk[e];
+        const int i = (lane & 15) * E + e;  // frequency index < d/2
+        pr.cs[e] = inv_freq != nullptr ? cs_s[i] : 0.f;
+        pr.sn[e] = inv_freq != nullptr ? sn_s[i] : 0.f;
+      }
+      float x[E];
+      lane_to_float<E>(raw[j], x);
+      finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<float> rope_inv_freq(float theta, int head_dim) {
@@ -147,10 +240,14 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
+  const bool per_token = T > kDecodeMaxTokens;
 #define STRIKER_QKR(E)                                                                                             \
-  launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in,                                   \
-              T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots,       \
-             block_size, kc, vc, qo)
+  if (per_token)                                                                                                   \
+    launch_pdl(qk_rope_kv_token_kernel<E>, dim3(unsigned(T)), dim3(kTokenWarps * 32), 0, stream, in, hs.n_heads,   \
+               hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo);        \
+  else                                                                                                             \
+    launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in, T, hs.n_heads, hs.n_kv_heads,   \
+               q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo)
   switch (hs.head_dim) {
     case 32: STRIKER_QKR(1); break;
     case 64: STRIKER_QKR(2); break;

@@ -29,7 +29,7 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
                        c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   router_topk(w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
-              w.topk_w, stream_, &post_norm);
+              w.topk_w, stream_, &post_norm, &w.lt);
   if (T >= kGroupedMoeMinTokens) moe_batched(L, T);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
