@@ -108,11 +108,17 @@ __global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_
   }
 }
 
-__global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
-                                                           const float* __restrict__ bias, bool norm, float rsf,
-                                                           int32_t* __restrict__ ids, float* __restrict__ weights) {
+// Selection of steps above 8 tokens: one warp per token, kSelectWarps tokens per CTA (one-warp
+// CTAs left an SM at most 32 warps: 16 µs at 8192 tokens).
+constexpr int kSelectWarps = 4;
+__global__ void __launch_bounds__(kSelectWarps * 32) router_select_kernel(const float* __restrict__ logits, int T,
+                                                                          int E, int K, const float* __restrict__ bias,
+                                                                          bool norm, float rsf,
+                                                                          int32_t* __restrict__ ids,
+                                                                          float* __restrict__ weights) {
   pdl_grid_start();  // see launch.cuh
-  const int t = blockIdx.x;
+  const int t = int(blockIdx.x) * kSelectWarps + int(threadIdx.x >> 5);
+  if (t >= T) return;  // whole warps only: router_select's shuffles see full warps
   router_select([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
 }
 
@@ -347,7 +353,8 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
   } else {  // bf16 router: logits[T, E] = x · Wrᵀ on the tensor cores, fp32 out (366 -> ~20 µs at 8K tokens)
     lt->gemm_bf16_f32out(x, T, rs.hidden, reinterpret_cast<const bf16*>(weight), rs.n_experts, logits, stream);
   }
-  launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits, rs.n_experts, rs.top_k, bias,
+  launch_pdl(router_select_kernel, dim3(unsigned((T + kSelectWarps - 1) / kSelectWarps)), dim3(kSelectWarps * 32), 0,
+             stream, logits, T, rs.n_experts, rs.top_k, bias,
              rs.norm_topk_prob, rs.routed_scaling_factor, ids, topk_w);
   STRIKER_CUDA_CHECK_LAUNCH("router_select");
 }
