@@ -84,6 +84,7 @@ TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
       DeviceBuffer<bf16> v[2] = {DeviceBuffer<bf16>(cache_elems), DeviceBuffer<bf16>(cache_elems)};
       DeviceBuffer<bf16> q[2] = {DeviceBuffer<bf16>(size_t(T) * g.nh * g.d), DeviceBuffer<bf16>(size_t(T) * g.nh * g.d)};
       for (int r = 0; r < 2; ++r) k[r].poison(), v[r].poison(), q[r].poison();
+      std::vector<bf16> ref_k = k[1].download(), ref_v = v[1].download(), ref_q;  // poisoned, as the GPU's start
       const float* inv_ptr = rope ? d_inv.get() : nullptr;
       qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
                             k[0].get(), v[0].get(), q[0].get(), nullptr);
@@ -92,7 +93,6 @@ TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
                               1e-6f, d_pos.get() + t0, inv_ptr, d_slots.get() + t0, B, k[1].get(), v[1].get(),
                               q[1].get() + size_t(t0) * g.nh * g.d, nullptr);
       STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-      std::vector<bf16> ref_k = k[1].download(), ref_v = v[1].download(), ref_q;  // poisoned, as the GPU's start
       qk_norm_rope_kv_write_ref(qkv, T, hs, qw, kw, 1e-6f, positions, rope ? &inv : nullptr, slots, B, ref_k, ref_v,
                                 ref_q);
       const char* names[3] = {"q", "k cache", "v cache"};
