@@ -4,12 +4,12 @@
 set -uo pipefail
 echo "== GPU: $(nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 echo "== tests: router, qk-norm/rope/kv, elementwise, rmsnorm, backend end-to-end"
-timeout 150 ./test_cuda_kernels --gtest_brief=1 \
+timeout 90 ./test_cuda_kernels --gtest_brief=1 \
   --gtest_filter='CudaRouter*:CudaQkRopeKv*:CudaElementwise*:CudaRmsNorm*:CudaBackend*' 2>&1 |
   grep -E "^\[  (FAILED|PASSED) |Failure|error|Expected|expected|max_ratio|differ|Which is|tests ran" | head -60
 echo "tests rc=${PIPESTATUS[0]}"
 echo "== bench rows: bench_cuda_kernels prefill-small"
-timeout 60 ./bench_cuda_kernels prefill-small 2>&1 | tail -25
+timeout 40 ./bench_cuda_kernels prefill-small 2>&1 | tail -25
 echo "bench rc=${PIPESTATUS[0]}"
 for q in "" "--quantization nvfp4"; do
   echo "== striker bench prefill --tokens=8192 ${q:-(bf16)}"
