@@ -45,8 +45,8 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
 void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
-// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`, through
-// both kernel families (gemv_variants.h; the production one marked "*"), one reference each.
+// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
+// (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.
 void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens);
 void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens);
 

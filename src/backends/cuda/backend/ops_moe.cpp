@@ -9,6 +9,8 @@
 //     (moe_grouped.h), and the Hopper wgmma kernels at prefill sizes (moe_grouped_wgmma.h). All
 //     read each distinct expert once per tile: 8 decode tokens route 48 slots to ~45 distinct
 //     experts, which the per-slot kernels read once per slot.
+#include <cstdlib>
+
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -30,7 +32,9 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   router_topk(w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
               w.topk_w, stream_, &post_norm);
-  if (T >= kGroupedMoeMinTokens) moe_batched(L, T);
+  // TEMPORARY A/B (session 6, one GPU run): STRIKER_SKINNY_MOE=1 keeps the skinny kernels for 2..8 tokens.
+  static const bool skinny_ab = std::getenv("STRIKER_SKINNY_MOE") != nullptr;
+  if (T > kGemvMaxTokens || (skinny_ab && T >= 2)) moe_batched(L, T);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
 }
