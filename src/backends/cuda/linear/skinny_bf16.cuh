@@ -1,5 +1,5 @@
 // The BF16 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
-// (gemv.cu) and the routed experts of decode steps (moe/moe_skinny.cu).
+// (gemv.cu).
 #pragma once
 #include "backends/cuda/linear/skinny_mma.cuh"
 

@@ -42,7 +42,7 @@ struct SkinnyRows {
 };
 
 // The rows one CTA works on, resolved at kernel start by the launch's Job (SkinnyTokens below, or
-// the MoE jobs of moe_skinny.cu).
+// a Job of its own).
 struct SkinnyWork {
   bool live = true;    // false: nothing to do (a MoE tile slot past the routing's tiles); CTA-uniform
   int nt = 0;          // live tokens, <= 8

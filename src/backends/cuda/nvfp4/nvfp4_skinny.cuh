@@ -1,5 +1,5 @@
 // The NVFP4 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
-// (nvfp4_gemv.cu) and the routed experts of decode steps (moe/moe_skinny.cu).
+// (nvfp4_gemv.cu).
 #pragma once
 #include "backends/cuda/linear/skinny_mma.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
