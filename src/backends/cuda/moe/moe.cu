@@ -1,7 +1,6 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -18,15 +17,12 @@ constexpr int kMaxTopK = 8;
 
 // grid (row pairs, T*K [+ T]): each warp computes gate and up of two rows of one slot. Slots
 // t*K+k are routed experts; slots T*K+t (when a shared expert is given) are token t's shared expert.
-template <bool kLateTrigger>
 __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
   constexpr int kPre = 2;  // shared-expert chunks per lane loaded before the wait
-  // Late trigger: the down kernel starts only once every CTA here is past its wait, i.e. once the
-  // router's ids are complete and visible, so it may read them (and its weights) before its own wait.
-  if (!kLateTrigger) pdl_launch_dependents();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
@@ -47,11 +43,9 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     WarpDotPrologue<4, kPre> pr;
     warp_dot_prologue<4, kPre>(w, hidden, pr);
     pdl_wait();  // x comes from the previous kernel
-    if (kLateTrigger) pdl_launch_dependents();
     warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc);
   } else {
     pdl_wait();  // x and the routing come from earlier kernels
-    if (kLateTrigger) pdl_launch_dependents();
     rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
     warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
   }
@@ -64,11 +58,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   }
 }
 
-// One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel). kEarly: the ids
-// and the first chunk of every expert's rows are read before griddepcontrol.wait (the gate/up
-// kernel in front triggered only after its own wait, so the router's ids are complete); ids and
-// weights through L2 (__ldcg) so no line an earlier layer left in L1 is read.
-template <bool kEarly>
+// One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel).
 __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd,
                                               int inter, int hidden, const int32_t* __restrict__ ids,
                                               const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
@@ -84,34 +74,19 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 #pragma unroll
   for (int k = 0; k < kMaxTopK; ++k) {
     const int slot = t * K + min(k, K - 1);
-    const int64_t base = int64_t(kEarly ? __ldcg(ids + slot) : ids[slot]) * hidden;
+    const int64_t base = int64_t(ids[slot]) * hidden;
     w0[k] = wd + (base + o0) * inter;
     w1[k] = wd + (base + o1) * inter;
     xa[k] = act + int64_t(slot) * inter;
     acc[k][0] = acc[k][1] = 0.f;
-  }
-  uint4 p0[kMaxTopK], p1[kMaxTopK];  // kEarly: chunk `lane` of each row, requested before the wait
-  if (kEarly) {
-#pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K && lane < inter / 8) {
-        p0[k] = load_stream(w0[k] + lane * 8);
-        p1[k] = load_stream(w1[k] + lane * 8);
-      }
-    pdl_wait();  // act comes from the gate/up kernel
   }
   for (int c = lane; c < inter / 8; c += 32) {
     uint4 q0[kMaxTopK], q1[kMaxTopK], qx[kMaxTopK];
 #pragma unroll
     for (int k = 0; k < kMaxTopK; ++k)
       if (k < K) {
-        if (kEarly && c == lane) {
-          q0[k] = p0[k];
-          q1[k] = p1[k];
-        } else {
-          q0[k] = load_stream(w0[k] + c * 8);
-          q1[k] = load_stream(w1[k] + c * 8);
-        }
+        q0[k] = load_stream(w0[k] + c * 8);
+        q1[k] = load_stream(w1[k] + c * 8);
         qx[k] = load_cached(xa[k] + c * 8);
       }
 #pragma unroll
@@ -132,7 +107,7 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 #pragma unroll
   for (int k = 0; k < kMaxTopK; ++k)
     if (k < K) {
-      const float wk = kEarly ? __ldcg(topk_w + t * K + k) : topk_w[t * K + k];
+      const float wk = topk_w[t * K + k];
       sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
       sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
     }
@@ -155,25 +130,13 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 // grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
 // rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
 // fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
-template <bool kEarly>
 __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
-  if (kEarly) pdl_launch_dependents();
-  else pdl_grid_start();  // see launch.cuh
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  if (o0 < hidden)
-    moe_down_rows<kEarly>(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
-  else if (kEarly)
-    pdl_wait();  // (nothing to do, but no CTA may finish before the grid in front)
-}
-
-// TEMPORARY A/B (session 6, one GPU run): STRIKER_DOWN_EARLY=1 starts the down kernel's routed
-// weights before its wait.
-bool down_early() {
-  static const bool on = std::getenv("STRIKER_DOWN_EARLY") != nullptr;
-  return on;
+  if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
 }
 
 // Each thread combines 8 consecutive columns of one token with 16-byte loads (K expert rows, the
@@ -248,7 +211,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(down_early() ? moe_gate_up_kernel<true> : moe_gate_up_kernel<false>, dim3(grid), dim3(kWarps * 32), 0, stream, 
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
       reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
       reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up), shared_inter,
@@ -264,7 +227,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  launch_pdl(down_early() ? moe_down_kernel<true> : moe_down_kernel<false>, dim3(grid), dim3(kWarps * 32), 0, stream, 
+  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h));
