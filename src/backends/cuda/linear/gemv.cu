@@ -152,7 +152,7 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
   if (T > 1) {
-    launch_skinny_bf16<SkinnyTile::Gemv, M>(xd, in, Wd, Wd, out_dim, out, skinny_token_groups(T), SkinnyTokens{T}, stream);
+    launch_skinny_bf16<SkinnyTile::Gemv, M>(xd, in, Wd, Wd, out_dim, out, T, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
     return;
   }
@@ -181,8 +181,7 @@ void launch_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu
   const auto* u = reinterpret_cast<const bf16_t*>(Wu);
   auto* a = reinterpret_cast<bf16_t*>(act);
   if (T > 1) {
-    launch_skinny_bf16<SkinnyTile::GateUp, Mode::Store>(xd, in, g, u, inter, a, skinny_token_groups(T), SkinnyTokens{T},
-                                                       stream);
+    launch_skinny_bf16<SkinnyTile::GateUp, Mode::Store>(xd, in, g, u, inter, a, T, stream);
     STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
     return;
   }

@@ -168,8 +168,7 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   if (T > 1) {
-    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, skinny_token_groups(T),
-                                             Nvfp4SkinnyTokens{{T}, s2}, stream);
+    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, T, s2, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
     return;
   }
@@ -201,8 +200,7 @@ void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g
   if (T > 1) {
     // skinny_store reads gate's scale2 at 0 and up's at 1.
     const RowScale2 s2{1, 2, {scale2_g, scale2_u, scale2_u}};
-    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, skinny_token_groups(T),
-                                                         Nvfp4SkinnyTokens{{T}, s2}, stream);
+    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, T, s2, stream);
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
     return;
   }
