@@ -107,6 +107,13 @@ int main(int argc, char** argv) {
     }
     bench_copy();
     if (only == "decode") {
+      int sms = 0;
+      STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
+        const std::string tag = " x" + std::to_string(seqs) + " seqs";
+        bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
+        bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
+      }
       LtGemm lt;
       bench_decode_steps(rng, lt);
       const int failures = kernel_check_failures();
@@ -129,6 +136,8 @@ int main(int argc, char** argv) {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, t);
     }
+    bench_attention(rng, "attn full ctx=8192 x8 seqs", 8192, 0, 3 * sms, 8);  // batch-8 decode
+    bench_attention(rng, "attn sliding W=513 x8 seqs", 8192, 513, 3 * sms, 8);
     bench_prefill_rows(rng, sms);
     LtGemm lt;
     bench_prefill_small_kernels(rng, lt);

@@ -23,7 +23,7 @@ void bench_embedding(std::mt19937& rng);
 void bench_pdl_chain_floor();
 
 // bench_attention.cpp
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1);
 // Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
 // the prefill kernel and, from position 0, the decode kernel over the same queries; each checked
 // against the CPU reference on sampled queries, the two against each other on every output.
@@ -49,8 +49,8 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
 void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
-// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`, through
-// both kernel families (gemv_variants.h; the production one marked "*"), one reference each.
+// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
+// (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.
 void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens);
 void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens);
 

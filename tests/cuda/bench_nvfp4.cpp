@@ -16,7 +16,6 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
-#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
@@ -162,21 +161,8 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
   if (T > 8) return;
-  // Decode: the skinny kernels (moe_skinny.h, production from 2 tokens on), then the per-slot
-  // kernels (nvfp4_moe.h) they replace.
-  DeviceBuffer<MoeTile> d_tiles8(static_cast<size_t>(moe_max_tiles(S, E, kMoeSkinnyTileRows)));
-  const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
-  auto skinny = [&](int i) {
-    moe_route_sort(rot.ids(i), T, K, r8, bench_stream());
-    moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r8, d_act.get(), nullptr, nullptr,
-                             bench_stream());
-    moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), nullptr, nullptr, nullptr,
-                          bench_stream());
-    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
-  };
+  // Decode steps: the per-slot kernels (nvfp4_moe.h, production up to 8 tokens).
   auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };
-  row_checked_h("nvfp4 moe skinny T=" + std::to_string(T) + " all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat,
-                notes);
   auto per_slot = [&](int i) {
     nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
                       bench_stream());

@@ -96,7 +96,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
   }
-  if (Tm >= kGroupedMoeMinTokens) {
+  if (Tm > kGemvMaxTokens) {  // the routing sort of the grouped MoE (decode steps run per slot)
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
     const int E = int(c.n_routed_experts);
     if (E > kMoeMaxExperts)
@@ -105,7 +105,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.routing.experts = E;
     w.routing.sorted_slot = w.arena.get<int32_t>(slots);
     w.routing.slot_row = w.arena.get<int32_t>(slots);
-    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, kMoeSkinnyTileRows));  // the most tiles
+    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, 16));  // 16-row tiles: the most
     w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);

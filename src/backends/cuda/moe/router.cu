@@ -203,8 +203,8 @@ __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E
   l.logits = l.x + ((size_t(T) * hidden * 2 + 15) & ~size_t(15));
   l.gamma = l.logits + ((size_t(T) * E * 4 + 15) & ~size_t(15));  // the norm's weights (fused form)
   l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));    // the router bias (CTA 0)
-  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials
-  l.total = l.partial + kRmsnormRowThreads / 32 * 4;
+  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials, then r, per token
+  l.total = l.partial + size_t(T) * (kRmsnormRowThreads / 32 + 1) * 4;
   return l;
 }
 constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
@@ -246,16 +246,25 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     reinterpret_cast<uint4*>(xs)[i] = load_cached(x + int64_t(i) * 8);
   cp_async_wait<0>();
   __syncthreads();
-  if (gamma != nullptr) {  // xs holds h: normalise it in place, token by token
-    auto* partial = reinterpret_cast<float*>(smem + lay.partial);
-    for (int t = 0; t < T; ++t) {
-      bf16_t* row = xs + t * hidden;
-      const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(row[i]); });
-      const float r = rmsnorm_scale(ss, hidden, eps, partial);
-      for (int i = threadIdx.x; i < hidden; i += blockDim.x)
-        row[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(row[i]), r, gs[i]));
-      __syncthreads();
+  if (gamma != nullptr) {  // xs holds h: normalise every token in place, all tokens at once
+    // Each kRmsnormRowThreads-thread half of the CTA takes every other token; its thread i sums
+    // elements i, i + 256, ... (the rmsnorm kernel's order: the same bits), two barriers in all
+    // instead of three per token.
+    constexpr int kWarpsPerRow = kRmsnormRowThreads / 32, kHalves = kClusterWarps * 32 / kRmsnormRowThreads;
+    auto* partial = reinterpret_cast<float*>(smem + lay.partial);  // [T][kWarpsPerRow]
+    float* rs = partial + T * kWarpsPerRow;                        // [T]
+    const int ti = int(threadIdx.x) % kRmsnormRowThreads;
+    for (int t = int(threadIdx.x) / kRmsnormRowThreads; t < T; t += kHalves) {
+      const bf16_t* row = xs + t * hidden;
+      const float ss = warp_sum(rmsnorm_partial_of(ti, hidden, [&](int i) { return __bfloat162float(row[i]); }));
+      if ((ti & 31) == 0) partial[t * kWarpsPerRow + (ti >> 5)] = ss;
     }
+    __syncthreads();
+    if (threadIdx.x < unsigned(T)) rs[threadIdx.x] = rmsnorm_r(partial + threadIdx.x * kWarpsPerRow, hidden, eps);
+    __syncthreads();
+    for (int i = threadIdx.x; i < T * hidden; i += blockDim.x)
+      xs[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(xs[i]), rs[i / hidden], gs[i % hidden]));
+    __syncthreads();
     if (rank == 0)
       for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
         reinterpret_cast<uint4*>(x_out)[i] = reinterpret_cast<const uint4*>(xs)[i];
