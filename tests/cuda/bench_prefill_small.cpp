@@ -1,6 +1,7 @@
 // The small kernels of a prefill layer at T = 2048 and 8192 tokens (Flint's shapes: hidden 2048,
 // 256 experts top-6, 32 q + 4 kv heads of 128): the batched router (cuBLASLt logits + selection),
-// the per-token QK-norm + RoPE + KV write, the residual add, RMSNorm and SwiGLU. Each checked
+// the per-token QK-norm + RoPE + KV write, the residual add (alone and with the norm after it in
+// one pass), RMSNorm and SwiGLU. Each checked
 // against its CPU reference (the router: against the selection rule on its own logits, and the
 // logits of sampled tokens against the CPU reference's).
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/moe/router.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
@@ -98,6 +100,21 @@ void bench_residual_swiglu_prefill(std::mt19937& rng, int T) {
   Comparison c = compare(to_float(d_h.download()), want, 0.0, 0.0);
   auto add = [&](int) { residual_add(d_h.get(), d_y.get(), n, bench_stream()); };
   row("residual add T=" + std::to_string(T) + " H=2048", &c, time_us(add), 3.0 * double(n) * 2);
+
+  // The o_proj residual with the post-attention norm in its pass (add_rmsnorm), as prefill runs it.
+  {
+    const auto w = random_f32(rng, 2048, 1.f, 0.2f);
+    DeviceBuffer<bf16> d_h2(h), d_x(static_cast<size_t>(n));
+    DeviceBuffer<float> d_w(w);
+    d_x.poison();
+    add_rmsnorm(d_h2.get(), d_y.get(), d_w.get(), d_x.get(), T, 2048, 1e-6f, nullptr);
+    std::vector<bf16> ref_h = h, ref_x;
+    add_rmsnorm_ref(ref_h, y, w, ref_x, T, 2048, 1e-6f);
+    Comparison cn = compare(d_x.download(), ref_x, kBf16Rtol, kBf16Atol);
+    if (!compare(d_h2.download(), ref_h, 0.0, 0.0).ok()) cn.nan_count += 1;
+    auto fused = [&](int) { add_rmsnorm(d_h2.get(), d_y.get(), d_w.get(), d_x.get(), T, 2048, 1e-6f, bench_stream()); };
+    row("residual + rmsnorm T=" + std::to_string(T) + " H=2048", &cn, time_us(fused), 4.0 * double(n) * 2);
+  }
 
   const int64_t m = int64_t(T) * 512;  // the shared expert's intermediate width
   const std::vector<bf16> g(h.begin(), h.begin() + m), u(y.begin(), y.begin() + m);

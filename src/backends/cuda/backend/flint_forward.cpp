@@ -33,14 +33,16 @@ void CudaBackend::flint_forward(const StepPlan& p) {
                           sliding ? p.slots_sliding : p.slots_full, kv_spec_.block_size,  // k, v into the cache
                           k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
     attention(p, l);                                                                // o = softmax with sinks · v
-    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                       // h = bf16(h + bf16(mm(o, Wo)))
+    // h = bf16(h + bf16(mm(o, Wo))); above 8 tokens also x = rmsnorm(h), in the residual's pass.
+    const bool post_norm_fused = T > kGemvMaxTokens;
+    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h, post_norm_fused ? L.post_norm : nullptr);
 
     // Feed-forward block.
     if (c.is_dense_layer(l)) {
-      rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                           // x = rmsnorm(h)
+      if (!post_norm_fused) rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);    // x = rmsnorm(h)
       swiglu_dense(L, T);                                                           // h = bf16(h + swiglu(x))
     } else {
-      moe(L, T);  // x = rmsnorm(h) (inside the router's launch); h = bf16(h + y), y routed + shared
+      moe(L, T);  // x = rmsnorm(h) (decode: inside the router's launch); h = bf16(h + y), y routed + shared
     }
   }
   lm_head_logits(p);  // logits = bf16(mm(rmsnorm(h), lm_head)), requested rows only

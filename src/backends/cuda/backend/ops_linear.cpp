@@ -18,13 +18,20 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, b
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
 
-void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h) {
+void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h,
+                                  const float* norm_w) {
   if (T <= kGemvMaxTokens) {
     gemv_residual(x, T, in, W, out, h, stream_);
+    if (norm_w != nullptr) rmsnorm(h, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
   } else {
     ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
-    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+    add_tmp_residual(h, T, out, norm_w);
   }
+}
+
+void CudaBackend::add_tmp_residual(bf16* h, int T, int out, const float* norm_w) {
+  if (norm_w != nullptr) add_rmsnorm(h, ws_->tmp, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
+  else residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
 }
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
@@ -34,13 +41,14 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
 }
 
 void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
-                                  bf16* h) {
-  if (!q.present()) return linear_residual(x, T, in, W, out, h);
+                                  bf16* h, const float* norm_w) {
+  if (!q.present()) return linear_residual(x, T, in, W, out, h, norm_w);
   if (T <= kGemvMaxTokens) {
     nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
+    if (norm_w != nullptr) rmsnorm(h, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
   } else {
     nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
-    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+    add_tmp_residual(h, T, out, norm_w);
   }
 }
 

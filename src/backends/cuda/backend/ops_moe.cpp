@@ -1,6 +1,7 @@
 // CudaBackend::moe: x = rmsnorm(h), then the routed + shared experts of a MoE layer, h = bf16(h + y)
-// (FLINT.md §4). The router always runs first and normalises h itself (router_topk with an input
-// norm: one launch per step up to 8 tokens, the norm included); then
+// (FLINT.md §4). The router always runs first; up to 8 tokens it normalises h itself (router_topk
+// with an input norm: one launch, the norm included), above that the o_proj residual has already
+// written x = rmsnorm(h) in its own pass (add_rmsnorm); then
 //   decode steps (<= kGemvMaxTokens tokens): kernels that read only the selected experts' rows,
 //     one slot at a time, BF16 or NVFP4 (moe.h, nvfp4_moe.h), with the shared expert fused in when
 //     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
@@ -26,8 +27,9 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
                        c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
-  router_topk(w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
-              w.topk_w, stream_, &post_norm, &w.lt);
+  const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
+  router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
+              w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
   if (T > kGemvMaxTokens) moe_batched(L, T);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
