@@ -6,6 +6,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/device_math.cuh"
+#include "backends/cuda/common/tensor_core.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -157,67 +158,63 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
   finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
 }
 
-// Steps of more than kDecodeMaxTokens tokens: one CTA per token, its warps over the token's heads,
-// kHeadBatch heads per warp loaded before any is processed (bytes in flight). The token's RoPE
-// cos/sin are computed once into shared memory (d/2 double sincos, by d/2 threads) instead of once
-// per head and lane as the decode kernel does (36 q/k heads x 2 lanes per frequency: most of that
-// kernel's time at 8192 tokens); each value is the same expression as prepare()'s, so the bits
-// are the same.
+// Steps of more than kDecodeMaxTokens tokens: kTokensPerCta tokens per CTA. Their q|k|v rows (one
+// contiguous range) are staged into shared memory with cp.async, all issued at once, so the bytes
+// in flight do not depend on registers (the first form, one token per CTA loading through
+// registers, ran 4 CTAs per SM at 56 registers: 88 µs at 8192 tokens, 0.42 of the bandwidth); then
+// the warps take (token, head) items from there. Each token's RoPE cos/sin are computed once into
+// shared memory (d/2 double sincos) instead of once per head and lane as the decode kernel does
+// (36 q/k heads x 2 lanes per frequency); each value is the same expression as prepare()'s, and
+// finish() is the decode kernel's, so the bits are the same.
 constexpr int kDecodeMaxTokens = 8;
-constexpr int kTokenWarps = 8, kHeadBatch = 5;  // 40 heads (Flint's 32 q + 4 k + 4 v) in one pass
+constexpr int kTokenWarps = 8, kTokensPerCta = 2;
+constexpr size_t kTokenMaxSmem = 40 * 1024;  // dynamic shared memory: Flint's 2 × 40 heads × 128 = 20 KiB
 
 template <int E>
 __global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
-    const bf16_t* __restrict__ qkv, int nh, int nkv, const float* __restrict__ q_norm_w,
+    const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
     const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
     const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
     bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();  // see launch.cuh
   constexpr int d = 32 * E;
-  __shared__ float cs_s[d / 2], sn_s[d / 2];
-  const int t = int(blockIdx.x), heads = nh + 2 * nkv;
+  __shared__ float cs_s[kTokensPerCta][d / 2], sn_s[kTokensPerCta][d / 2];
+  const int t0 = int(blockIdx.x) * kTokensPerCta, nt = min(kTokensPerCta, T - t0), heads = nh + 2 * nkv;
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
   // Before the wait, as in the decode kernel: weights and positions only.
-  if (inv_freq != nullptr && threadIdx.x < d / 2) {
-    const int i = int(threadIdx.x);
-    const float phi = __fmul_rn(float(positions[t]), inv_freq[i]);
-    double sd, cd;
-    sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
-    cs_s[i] = round_bf16(float(cd));
-    sn_s[i] = round_bf16(float(sd));
-  }
-  float gq[E], gk[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    gq[e] = q_norm_w[lane * E + e];
-    gk[e] = k_norm_w[lane * E + e];
-  }
+  if (inv_freq != nullptr)
+    for (int k = int(threadIdx.x); k < nt * (d / 2); k += kTokenWarps * 32) {
+      const int tt = k / (d / 2), i = k % (d / 2);
+      const float phi = __fmul_rn(float(positions[t0 + tt]), inv_freq[i]);
+      double sd, cd;
+      sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
+      cs_s[tt][i] = round_bf16(float(cd));
+      sn_s[tt][i] = round_bf16(float(sd));
+    }
   pdl_wait();  // qkv comes from the GEMM in front
+  const int64_t row = int64_t(heads) * d;
+  auto* rows = reinterpret_cast<bf16_t*>(smem);
+  const bf16_t* src = qkv + int64_t(t0) * row;
+  for (int c = int(threadIdx.x); c < nt * row / 8; c += kTokenWarps * 32) cp_async16(rows + c * 8, src + c * 8, true);
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
-  const bf16_t* row = qkv + int64_t(t) * heads * d + lane * E;
-  for (int h0 = warp; h0 < heads; h0 += kTokenWarps * kHeadBatch) {
-    typename LaneVec<E>::T raw[kHeadBatch];
+  for (int item = warp; item < nt * heads; item += kTokenWarps) {
+    const int tt = item / heads, head = item % heads;
+    Prep<E> pr;
+    const float* gamma = head < nh ? q_norm_w : k_norm_w;
 #pragma unroll
-    for (int j = 0; j < kHeadBatch; ++j) {
-      const int head = h0 + j * kTokenWarps;
-      if (head < heads) raw[j] = *reinterpret_cast<const typename LaneVec<E>::T*>(row + int64_t(head) * d);
+    for (int e = 0; e < E; ++e) {
+      pr.gamma[e] = head < nh + nkv ? gamma[lane * E + e] : 0.f;
+      const int i = (lane & 15) * E + e;  // frequency index < d/2
+      pr.cs[e] = inv_freq != nullptr ? cs_s[tt][i] : 0.f;
+      pr.sn[e] = inv_freq != nullptr ? sn_s[tt][i] : 0.f;
     }
-#pragma unroll
-    for (int j = 0; j < kHeadBatch; ++j) {
-      const int head = h0 + j * kTokenWarps;
-      if (head >= heads) continue;
-      Prep<E> pr;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        pr.gamma[e] = head < nh ? gq[e] : gk[e];
-        const int i = (lane & 15) * E + e;  // frequency index < d/2
-        pr.cs[e] = inv_freq != nullptr ? cs_s[i] : 0.f;
-        pr.sn[e] = inv_freq != nullptr ? sn_s[i] : 0.f;
-      }
-      float x[E];
-      lane_to_float<E>(raw[j], x);
-      finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
-    }
+    float x[E];
+    lane_to_float<E>(*reinterpret_cast<const typename LaneVec<E>::T*>(rows + tt * row + int64_t(head) * d + lane * E),
+                     x);
+    finish<E>(x, pr, t0 + tt, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
   }
 }
 
@@ -240,11 +237,17 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
-  const bool per_token = T > kDecodeMaxTokens;
+  // The staged form takes steps above 8 tokens whose rows fit its shared memory and start 16-byte
+  // aligned (cp.async); the per-(token, head) kernel everything else (the same bits).
+  const size_t staged_smem = size_t(kTokensPerCta) * (hs.n_heads + 2 * hs.n_kv_heads) * hs.head_dim * 2;
+  const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem &&
+                         reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
+  const unsigned token_grid = unsigned((T + kTokensPerCta - 1) / kTokensPerCta);
 #define STRIKER_QKR(E)                                                                                             \
   if (per_token)                                                                                                   \
-    launch_pdl(qk_rope_kv_token_kernel<E>, dim3(unsigned(T)), dim3(kTokenWarps * 32), 0, stream, in, hs.n_heads,   \
-               hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo);        \
+    launch_pdl(qk_rope_kv_token_kernel<E>, dim3(token_grid), dim3(kTokenWarps * 32), staged_smem, stream, in, T,   \
+               hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, \
+               qo);                                                                                                \
   else                                                                                                             \
     launch_pdl(qk_rope_kv_kernel<E>, dim3(grid), dim3(kWarps * 32), 0, stream, in, T, hs.n_heads, hs.n_kv_heads,   \
                q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, qo)
