@@ -108,9 +108,11 @@ __global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_
   }
 }
 
-// Selection of steps above 8 tokens: one warp per token, kSelectWarps tokens per CTA (one-warp
-// CTAs left an SM at most 32 warps: 16 µs at 8192 tokens).
+// Selection of steps above 8 tokens: one warp per token, kSelectWarps tokens per CTA, P experts
+// per lane as router_select picks it (a kernel per P: one kernel holding both paths took the
+// E <= 1024 path's 117 registers, 16 warps per SM).
 constexpr int kSelectWarps = 4;
+template <int P>
 __global__ void __launch_bounds__(kSelectWarps * 32) router_select_kernel(const float* __restrict__ logits, int T,
                                                                           int E, int K, const float* __restrict__ bias,
                                                                           bool norm, float rsf,
@@ -118,8 +120,8 @@ __global__ void __launch_bounds__(kSelectWarps * 32) router_select_kernel(const 
                                                                           float* __restrict__ weights) {
   pdl_grid_start();  // see launch.cuh
   const int t = int(blockIdx.x) * kSelectWarps + int(threadIdx.x >> 5);
-  if (t >= T) return;  // whole warps only: router_select's shuffles see full warps
-  router_select([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
+  if (t >= T) return;  // whole warps only: the selection's shuffles see full warps
+  router_select_warp<P>([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
 }
 
 // ---- decode steps ----
@@ -362,9 +364,11 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
   } else {  // bf16 router: logits[T, E] = x · Wrᵀ on the tensor cores, fp32 out (366 -> ~20 µs at 8K tokens)
     lt->gemm_bf16_f32out(x, T, rs.hidden, reinterpret_cast<const bf16*>(weight), rs.n_experts, logits, stream);
   }
-  launch_pdl(router_select_kernel, dim3(unsigned((T + kSelectWarps - 1) / kSelectWarps)), dim3(kSelectWarps * 32), 0,
-             stream, logits, T, rs.n_experts, rs.top_k, bias,
-             rs.norm_topk_prob, rs.routed_scaling_factor, ids, topk_w);
+  const dim3 grid(unsigned((T + kSelectWarps - 1) / kSelectWarps));
+  launch_pdl(rs.n_experts <= kRouterSelectNarrow ? router_select_kernel<kRouterSelectNarrow / 32>
+                                                 : router_select_kernel<kRouterMaxExperts / 32>,
+             grid, dim3(kSelectWarps * 32), 0, stream, logits, T, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
+             rs.routed_scaling_factor, ids, topk_w);
   STRIKER_CUDA_CHECK_LAUNCH("router_select");
 }
 
