@@ -5,7 +5,7 @@ set -uo pipefail
 echo "== GPU: $(nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 echo "== tests: router, qk-norm/rope/kv, elementwise, rmsnorm, backend end-to-end"
 timeout 90 ./test_cuda_kernels --gtest_brief=1 \
-  --gtest_filter='CudaRouter*:CudaQkRopeKv*:CudaElementwise*:CudaRmsNorm*:CudaBackend*' 2>&1 |
+  --gtest_filter='CudaRouter*:CudaQkRopeKv*:CudaElementwise*:CudaRmsNorm*:CudaMoe.*:CudaMoeGrouped.SortAndCombine*:CudaBackend*' 2>&1 |
   grep -E "^\[  (FAILED|PASSED) |Failure|error|Expected|expected|max_ratio|differ|Which is|tests ran" | head -60
 echo "tests rc=${PIPESTATUS[0]}"
 echo "== bench rows: bench_cuda_kernels prefill-small"

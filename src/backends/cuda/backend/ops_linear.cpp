@@ -53,12 +53,12 @@ void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, c
 }
 
 // Dense layers: h = bf16(h + swiglu(x)).
-void CudaBackend::swiglu_dense(const DeviceLayer& L, int T) {
+void CudaBackend::swiglu_dense(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), Id = int(c.intermediate_size);
   swiglu_front(w.x, T, H, L.gate, L.nv_gate, L.up, L.nv_up, Id, w.act);
-  linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);
+  linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h, next_norm);
 }
 
 // Decode steps fuse gate, up and SwiGLU into one GEMV launch when both weights share a format;

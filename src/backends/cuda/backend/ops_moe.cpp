@@ -21,7 +21,7 @@
 
 namespace striker::cuda {
 
-void CudaBackend::moe(const DeviceLayer& L, int T) {
+void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
@@ -30,7 +30,7 @@ void CudaBackend::moe(const DeviceLayer& L, int T) {
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
               w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
-  if (T > kGemvMaxTokens) moe_batched(L, T);
+  if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
 }
@@ -77,7 +77,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 // exactly to bf16, the expert's scale2 applied to the fp32 sums): batched decode as 16-row mma.sync tiles (NVFP4 tiles decoded in shared memory),
 // prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks decoded into the
 // scratch first, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
-void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
+void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -109,7 +109,9 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
     swiglu_front(w.x, T, H, L.sh_gate, L.nv_sh_gate, L.sh_up, L.nv_sh_up, Is, w.act);
     linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
   }
-  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_);
+  const RowNorm next{next_norm, c.rms_norm_eps, w.x};  // the next layer's x = rmsnorm(h), in the combine's pass
+  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_,
+                     next_norm != nullptr ? &next : nullptr);
 }
 
 }  // namespace striker::cuda
