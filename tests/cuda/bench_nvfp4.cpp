@@ -16,6 +16,7 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "backends/cuda/moe/moe_grouped_wgmma_nvfp4.h"
 #include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -264,6 +265,41 @@ void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w
   const double us_all = time_us(all);
   row(tag + "all (sort, 2 decodes, 2 GEMMs, combine) vs ref", &ch, us_all, E * 3 * nv,
       tflops_note(2.0 * S * 3 * I * H, us_all));
+
+  // The same layer without the scratch (moe_grouped_wgmma_nvfp4.h: weights decoded in registers).
+  auto gate_up_direct = [&](int) {
+    moe_grouped_gate_up_nvfp4_direct(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
+  };
+  auto down_direct = [&](int) {
+    moe_grouped_down_nvfp4_direct(d_act64.get(), T, K, I, w.stack(2), H, r, d_y.get(), bench_stream());
+  };
+  auto all_direct = [&](int) {
+    sort(0);
+    moe_grouped_gate_up_nvfp4_direct(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
+    moe_grouped_down_nvfp4_direct(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), bench_stream());
+    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
+  };
+  d_act.poison();
+  d_y.poison();
+  d_h.upload(h0);
+  all_direct(0);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  auto got_d = d_h.download();
+  got_d.resize(hc.size());
+  const auto chd = compare(got_d, hc, 2 * kBf16Rtol, kBf16Atol);
+  const auto cad = compare_finite(d_act.download(), d_act64.download(), 2 * kBf16Rtol, kBf16Atol);
+  d_y.poison();
+  down_direct(0);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  const auto cyd = compare_finite(d_y.download(), d_y64.download(), 2 * kBf16Rtol, kBf16Atol);
+  const std::string dtag = "nvfp4 direct T=" + std::to_string(T) + " ";
+  const double gud = time_us(gate_up_direct);
+  row(dtag + "gate/up+SwiGLU vs mma.sync", &cad, gud, E * 2 * nv, tflops_note(2.0 * S * 2 * I * H, gud));
+  const double dnd = time_us(down_direct);
+  row(dtag + "down vs mma.sync", &cyd, dnd, E * nv, tflops_note(2.0 * S * I * H, dnd));
+  const double us_alld = time_us(all_direct);
+  row(dtag + "all (sort, 2 GEMMs, combine) vs ref", &chd, us_alld, E * 3 * nv,
+      tflops_note(2.0 * S * 3 * I * H, us_alld));
 }
 
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.

@@ -1,0 +1,355 @@
+// NVFP4 grouped expert GEMMs on Hopper with A and B swapped (moe_grouped_wgmma_nvfp4.h): per work
+// item (128-token routing tile, block of 256 weight rows) the CTA computes
+// outᵀ[weight rows, tokens] = W · Xᵀ with wgmma m64n128k16, A = weights from registers, B = the
+// tile's activation rows from 128B-swizzled shared memory. Persistent CTAs, warp-specialised
+// like moe_grouped_wgmma.cu:
+//
+//   warpgroup 0 (producer): per 64-wide k slice, cp.async of the 128 gathered activation rows
+//     (16 KiB, swizzled as TMA would), of the 256 weight rows' raw codes (8 KiB) and scale bytes
+//     (1 KiB); once its copies have landed, each thread decodes the scale bytes of its two rows to
+//     bf16 (2 KiB) — once per row instead of once per consumer lane — and signals "full".
+//   warpgroups 1, 2 (consumers): 128 weight rows each, two m64 blocks; per k16 step each thread
+//     builds its two A fragments from 2 × 2 code words and 2 × 2 scales (nvfp4_bf16_bits.h:
+//     ~28 instructions per block, no shared-memory writes), then issues the block's two wgmmas.
+//     Fragments are double-buffered: step kk+1 is decoded while step kk's group runs
+//     (wgmma.wait_group 1 keeps the registers of the running group untouched).
+//   epilogue: FLINT.md §4 rounding as moe_grouped_wgmma.cu, from the transposed accumulators
+//     (a thread holds one column of 32 tokens; gated: g in d[.][0..1], u of the same column in
+//     d[.][2..3]).
+//
+// Why: the scratch route decoded every expert stack into bf16 each step (0.4 GB read, 1.6 GB
+// written and re-read per layer at 8K tokens, ~600 µs); an earlier in-kernel decode into the
+// swizzled shared B tile was producer-bound (docs/performance.md). Here each weight is decoded in
+// registers by the one thread that feeds it to the tensor cores, and the producer only moves
+// 4.5x fewer weight bytes than the BF16 kernel.
+#include "backends/cuda/moe/moe_grouped_wgmma_nvfp4.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/common/wgmma.cuh"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "backends/cuda/moe/moe_grouped_wgmma_nvfp4_layout.h"
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
+
+namespace striker::cuda {
+namespace {
+
+struct NvArgs {
+  const bf16_t* a;             // activations [rows, kdim]
+  const int32_t* sorted_slot;  // non-null: activation row of sorted row r is sorted_slot[r] / slots_per_token
+  int slots_per_token;
+  int kdim;
+  int n;                       // output columns (rows per expert of each matrix)
+  int col_blocks;
+  int experts;
+  Nvfp4Matrix w[2];            // gated: gate, up; plain: down twice
+  const float* scale2[2];
+  const MoeTile* tiles;
+  const int32_t* num_tiles;
+  bf16_t* out;                 // [T·K, n] in sorted row order
+};
+
+// 4-byte global -> shared copy, zero-filled when !full.
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool full) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(full ? 4 : 0)
+               : "memory");
+}
+
+// Staged row r (0..255) of the item's weight block: matrix and row of the [E·n, ·] stack, or -1
+// past the stack (zero-filled; rows past n inside the stack belong to the next expert and only
+// reach columns the epilogue does not store).
+template <bool kGated>
+__device__ __forceinline__ int64_t stack_row(int r, int b_row0, const NvArgs& args) {
+  const int64_t row = int64_t(b_row0) + (kGated ? r % (kNvWRows / 2) : r);
+  return row < int64_t(args.experts) * args.n ? row : -1;
+}
+
+template <bool kGated>
+__global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvArgs args) {
+  pdl_grid_start();
+  const int items = *args.num_tiles * args.col_blocks;
+  if (int(blockIdx.x) >= items) return;
+
+  __shared__ uint64_t full[kNvStages], empty[kNvStages];
+  extern __shared__ uint8_t nv_smem[];
+  const uint32_t raw = smem_u32(nv_smem);
+  uint8_t* ring = nv_smem + (((raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1)) - raw);
+  const uint32_t ring_s = smem_u32(ring);
+
+  const int k_tiles = args.kdim / kNvBK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kNvStages; ++s) {
+      mbar_init(&full[s], kNvProducerThreads);
+      mbar_init(&empty[s], kNvConsumerWarpgroups * 4);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+
+  const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
+  if (warpgroup == 0) {
+    // ---------------- producer ----------------
+    warpgroup_reg_dealloc<88>();
+    const int t = threadIdx.x;
+    const int code_stride = args.kdim / 2, scale_stride = args.kdim / 16;
+    // The thread's scale rows have landed: decode them to bf16 for the consumers, fence the
+    // activation tile for wgmma (async proxy), signal.
+    auto signal = [&](int g) {
+      const int s = g % kNvStages;
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int r = nv_scale_row(t, p);
+        const uint32_t b = *reinterpret_cast<const uint32_t*>(ring + nv_scales_stage(s) + r * kNvScaleRowBytes);
+        uint32_t h[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = ue4m3_bf16_bits((b >> (8 * i)) & 0xFFu) * 0x10001u;
+        *reinterpret_cast<uint4*>(ring + nv_scales_bf16_stage(s) + r * kNvScaleWordRowBytes) =
+            make_uint4(h[0], h[1], h[2], h[3]);
+      }
+      fence_proxy_async_shared();
+      mbar_arrive(&full[s]);
+    };
+    int g = 0;
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const MoeTile tile = args.tiles[item / args.col_blocks];
+      const int n0 = (item % args.col_blocks) * nv_out_cols(kGated);
+      const int b_row0 = tile.expert * args.n + n0;
+      int src[kNvXPasses];  // activation row of each of this thread's token rows; -1 past the tile
+#pragma unroll
+      for (int p = 0; p < kNvXPasses; ++p) {
+        const int r = nv_x_row(t, p);
+        int row = -1;
+        if (r < tile.rows) {
+          row = tile.first + r;
+          if (args.sorted_slot) row = args.sorted_slot[row] / args.slots_per_token;
+        }
+        src[p] = row;
+      }
+      const uint8_t* code_src[kNvCodePasses];  // row start + the thread's 16-byte half, or null
+#pragma unroll
+      for (int p = 0; p < kNvCodePasses; ++p) {
+        const int r = nv_code_row(t, p);
+        const int64_t row = stack_row<kGated>(r, b_row0, args);
+        const Nvfp4Matrix& m = args.w[kGated && p >= kNvCodePasses / 2 ? 1 : 0];  // rows 128+ are up rows
+        code_src[p] = row < 0 ? nullptr : m.codes + row * code_stride + nv_code_half(t) * 16;
+      }
+      const uint8_t* scale_src[2];
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int r = nv_scale_row(t, p);
+        const int64_t row = stack_row<kGated>(r, b_row0, args);
+        const Nvfp4Matrix& m = args.w[kGated ? p : 0];
+        scale_src[p] = row < 0 ? nullptr : m.scales + row * scale_stride;
+      }
+      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+        const int s = g % kNvStages;
+        if (g >= kNvStages) mbar_wait(&empty[s], uint32_t((g / kNvStages - 1) & 1));
+        uint8_t* x_dst = ring + nv_x_stage(s);
+        const int k = kt * kNvBK + nv_x_chunk(t) * 8;
+#pragma unroll
+        for (int p = 0; p < kNvXPasses; ++p) {
+          const bool ok = src[p] >= 0;
+          cp_async16(reinterpret_cast<bf16_t*>(x_dst + sw128_offset(nv_x_row(t, p), nv_x_chunk(t))),
+                     ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
+        }
+#pragma unroll
+        for (int p = 0; p < kNvCodePasses; ++p) {
+          const bool ok = code_src[p] != nullptr;
+          cp_async16(reinterpret_cast<bf16_t*>(ring + nv_codes_stage(s) + nv_code_row(t, p) * kNvCodeRowBytes +
+                                               nv_code_half(t) * 16),
+                     reinterpret_cast<const bf16_t*>(ok ? code_src[p] + kt * kNvCodeRowBytes : args.w[0].codes), ok);
+        }
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+          const bool ok = scale_src[p] != nullptr;
+          cp_async4(ring + nv_scales_stage(s) + nv_scale_row(t, p) * kNvScaleRowBytes,
+                    ok ? scale_src[p] + kt * kNvScaleRowBytes : args.w[0].scales, ok);
+        }
+        cp_async_commit();
+        if (g >= kNvLag) {
+          cp_async_wait<kNvLag>();
+          signal(g - kNvLag);
+        }
+      }
+    }
+    cp_async_wait<0>();
+    for (int r = g > kNvLag ? g - kNvLag : 0; r < g; ++r) signal(r);
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  warpgroup_reg_alloc<208>();
+  const int wg = warpgroup - 1;
+  const int t = int(threadIdx.x) % 128;
+  const int warp = t / 32, lane = t % 32, f = lane / 4, c = lane % 4;
+  const bool releaser = lane == 0;
+  // Staged row of the thread's fragment row f in block 0; rows f + 8 and those of block 1 are
+  // fixed distances away (immediate offsets: one address register).
+  const int wrow0 = nv_frag_wrow(kGated, wg, 0, warp, f);
+  constexpr int kHalfRows = nv_frag_wrow(kGated, 0, 0, 0, 8) - nv_frag_wrow(kGated, 0, 0, 0, 0);
+  constexpr int kBlockRows = nv_frag_wrow(kGated, 0, 1, 0, 0) - nv_frag_wrow(kGated, 0, 0, 0, 0);
+  const uint32_t code_off = uint32_t(wrow0) * kNvCodeRowBytes, scale_off = uint32_t(wrow0) * kNvScaleWordRowBytes;
+  int g = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const MoeTile tile = args.tiles[item / args.col_blocks];
+    const int n0 = (item % args.col_blocks) * nv_out_cols(kGated);
+    float acc0[16][4], acc1[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc0[j][i] = acc1[j][i] = 0.f;
+    wgmma_fence_operands(acc0);
+    wgmma_fence_operands(acc1);
+    uint32_t frag[2][4];  // [block][register]
+    for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+      const int s = g % kNvStages;
+      mbar_wait(&full[s], uint32_t((g / kNvStages) & 1));
+      const uint8_t* codes = ring + nv_codes_stage(s) + code_off;
+      const uint8_t* scales = ring + nv_scales_bf16_stage(s) + scale_off;
+#pragma unroll
+      for (int kk = 0; kk < kNvBK / 16; ++kk) {
+        const uint64_t desc = wgmma_desc_sw128(ring_s + nv_x_stage(s) + uint32_t(kk) * 32);
+        // One commit group per block: a block's fragment is rebuilt only after wait_group 1 has
+        // retired the group that read it (the other block's group keeps the tensor cores busy).
+#pragma unroll
+        for (int mb = 0; mb < 2; ++mb) {
+          const uint8_t* cr = codes + mb * kBlockRows * kNvCodeRowBytes + kk * 8;
+          const uint8_t* sr = scales + mb * kBlockRows * kNvScaleWordRowBytes + kk * 4;
+          const uint2 wa = *reinterpret_cast<const uint2*>(cr);
+          const uint2 wb = *reinterpret_cast<const uint2*>(cr + kHalfRows * kNvCodeRowBytes);
+          const uint32_t sa = *reinterpret_cast<const uint32_t*>(sr);
+          const uint32_t sb = *reinterpret_cast<const uint32_t*>(sr + kHalfRows * kNvScaleWordRowBytes);
+          nvfp4_a_fragment(wa.x, wa.y, wb.x, wb.y, sa, sb, c, frag[mb]);
+          wgmma_fence();
+          if (mb == 0) wgmma_m64n128k16_bf16_rs<0>(acc0, frag[0], desc, 1);
+          else wgmma_m64n128k16_bf16_rs<0>(acc1, frag[1], desc, 1);
+          wgmma_commit();
+          wgmma_wait<1>();
+        }
+        // Both groups of the previous stage have completed by the first step's second wait.
+        if (kk == 0 && kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kNvStages]);
+      }
+    }
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc0);
+    wgmma_fence_operands(acc1);
+    if (releaser) mbar_arrive(&empty[(g - 1) % kNvStages]);
+
+    const float s0 = __ldg(args.scale2[0] + tile.expert);
+    const float s1 = kGated ? __ldg(args.scale2[1] + tile.expert) : s0;
+    // Register (j, e) of row half h is token 8j + 2c + e of fragment row f + 8h; a thread
+    // writes one column (gated) or two (plain) of 32 tokens.
+    bf16_t* out_tile = args.out + int64_t(tile.first) * args.n + n0;
+    auto store = [&](const float (&acc)[16][4], int mb) {
+      if constexpr (kGated) {
+        const int col = nv_frag_col(true, wg, mb, warp, f);
+        if (n0 + col >= args.n) return;
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int tok = 8 * j + 2 * c + e;
+            const float gv = round_bf16(acc[j][e] * s0);
+            const float uv = round_bf16(acc[j][2 + e] * s1);
+            if (tok < tile.rows) out_tile[tok * int64_t(args.n) + col] = __float2bfloat16_rn(silu_bf16(gv) * uv);
+          }
+      } else {
+        const int col = nv_frag_col(false, wg, mb, warp, f);  // and col + 8 (row half 1)
+        const bool ok0 = n0 + col < args.n, ok1 = n0 + col + 8 < args.n;
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int tok = 8 * j + 2 * c + e;
+            if (tok >= tile.rows) continue;
+            bf16_t* p = out_tile + (tok * args.n + col);  // tile-local offset: 128·n < 2^31
+            if (ok0) p[0] = __float2bfloat16_rn(acc[j][e] * s0);
+            if (ok1) p[8] = __float2bfloat16_rn(acc[j][2 + e] * s0);
+          }
+      }
+    };
+    store(acc0, 0);
+    store(acc1, 1);
+  }
+}
+
+void check_args(const char* what, int T, int K, int kdim, int n, const MoeRouting& r, const void* a,
+                std::initializer_list<const Nvfp4Stack*> stacks, const void* out) {
+  auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
+  if (kdim <= 0 || kdim % 64 != 0) fail("NVFP4 reduction width " + std::to_string(kdim) + " is not a positive multiple of 64");
+  if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
+  if (r.tile_rows != kMoeWgmmaTileRows)
+    fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
+         std::to_string(kMoeWgmmaTileRows));
+  if (r.experts <= 0 || r.experts > kMoeMaxExperts)
+    fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
+  if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
+  if (reinterpret_cast<uintptr_t>(a) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 2 != 0)
+    fail("activations must be 16-byte aligned");
+  for (const Nvfp4Stack* s : stacks) {
+    if (!s->m.codes || !s->m.scales || !s->scale2) fail("NVFP4 stack with a null codes, scales or scale2 pointer");
+    if (reinterpret_cast<uintptr_t>(s->m.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(s->m.scales) % 4 != 0)
+      fail("NVFP4 codes must be 16-byte and scales 4-byte aligned");
+  }
+}
+
+template <bool kGated>
+void launch(const char* what, const NvArgs& args, int T, int K, const MoeRouting& r, cudaStream_t stream) {
+  auto* kernel = grouped_nvfp4_kernel<kGated>;
+  static const bool configured = [&] {
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kNvSmemBytes));
+    return true;
+  }();
+  (void)configured;
+  int device = 0, sms = 0;
+  STRIKER_CUDA_CHECK(cudaGetDevice(&device));
+  STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kNvTokens) * args.col_blocks;
+  if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
+  const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kNvThreads), size_t(kNvSmemBytes), stream, args);
+  STRIKER_CUDA_CHECK_LAUNCH(what);
+}
+
+NvArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, int n, bool gated, const Nvfp4Stack& w0,
+                 const Nvfp4Stack& w1, const MoeRouting& r, bf16* out) {
+  return NvArgs{reinterpret_cast<const bf16_t*>(a),
+                sorted_slot,
+                K,
+                kdim,
+                n,
+                (n + nv_out_cols(gated) - 1) / nv_out_cols(gated),
+                r.experts,
+                {w0.m, w1.m},
+                {w0.scale2, w1.scale2},
+                r.tiles,
+                r.num_tiles,
+                reinterpret_cast<bf16_t*>(out)};
+}
+
+}  // namespace
+
+void moe_grouped_gate_up_nvfp4_direct(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
+                                      const Nvfp4Stack& up, int inter, const MoeRouting& r, bf16* act_sorted,
+                                      cudaStream_t stream) {
+  if (T <= 0) return;
+  constexpr const char* what = "moe_grouped_gate_up_nvfp4_direct";
+  check_args(what, T, K, hidden, inter, r, x, {&gate, &up}, act_sorted);
+  launch<true>(what, make_args(x, r.sorted_slot, K, hidden, inter, true, gate, up, r, act_sorted), T, K, r, stream);
+}
+
+void moe_grouped_down_nvfp4_direct(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down,
+                                   int hidden, const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+  if (T <= 0) return;
+  constexpr const char* what = "moe_grouped_down_nvfp4_direct";
+  check_args(what, T, K, inter, hidden, r, act_sorted, {&down}, y_sorted);
+  launch<false>(what, make_args(act_sorted, nullptr, K, inter, hidden, false, down, down, r, y_sorted), T, K, r,
+                stream);
+}
+
+}  // namespace striker::cuda
