@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
       for (int i = 0; i < 4; ++i) acc0[j][i] = acc1[j][i] = 0.f;
     wgmma_fence_operands(acc0);
     wgmma_fence_operands(acc1);
-    uint32_t frag[2][4];  // [block][register]
+    uint32_t frag[2][2][4];  // [buffer][block][register]
     for (int kt = 0; kt < k_tiles; ++kt, ++g) {
       const int s = g % kNvStages;
       mbar_wait(&full[s], uint32_t((g / kNvStages) & 1));
@@ -213,9 +213,9 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
       const uint8_t* scales = ring + nv_scales_bf16_stage(s) + scale_off;
 #pragma unroll
       for (int kk = 0; kk < kNvBK / 16; ++kk) {
-        const uint64_t desc = wgmma_desc_sw128(ring_s + nv_x_stage(s) + uint32_t(kk) * 32);
-        // One commit group per block: a block's fragment is rebuilt only after wait_group 1 has
-        // retired the group that read it (the other block's group keeps the tensor cores busy).
+        // Buffer kk % 2 was last read by the group of step kk - 2, retired by the wait below at
+        // step kk - 1: step kk is decoded while step kk - 1's group runs.
+        uint32_t(&fr)[2][4] = frag[kk % 2];
 #pragma unroll
         for (int mb = 0; mb < 2; ++mb) {
           const uint8_t* cr = codes + mb * kBlockRows * kNvCodeRowBytes + kk * 8;
@@ -224,14 +224,15 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
           const uint2 wb = *reinterpret_cast<const uint2*>(cr + kHalfRows * kNvCodeRowBytes);
           const uint32_t sa = *reinterpret_cast<const uint32_t*>(sr);
           const uint32_t sb = *reinterpret_cast<const uint32_t*>(sr + kHalfRows * kNvScaleWordRowBytes);
-          nvfp4_a_fragment(wa.x, wa.y, wb.x, wb.y, sa, sb, c, frag[mb]);
-          wgmma_fence();
-          if (mb == 0) wgmma_m64n128k16_bf16_rs<0>(acc0, frag[0], desc, 1);
-          else wgmma_m64n128k16_bf16_rs<0>(acc1, frag[1], desc, 1);
-          wgmma_commit();
-          wgmma_wait<1>();
+          nvfp4_a_fragment(wa.x, wa.y, wb.x, wb.y, sa, sb, c, fr[mb]);
         }
-        // Both groups of the previous stage have completed by the first step's second wait.
+        wgmma_fence();
+        const uint64_t desc = wgmma_desc_sw128(ring_s + nv_x_stage(s) + uint32_t(kk) * 32);
+        wgmma_m64n128k16_bf16_rs<0>(acc0, fr[0], desc, 1);
+        wgmma_m64n128k16_bf16_rs<0>(acc1, fr[1], desc, 1);
+        wgmma_commit();
+        wgmma_wait<1>();  // step kk - 1's group has completed
+        // At kk = 0 that was the previous stage's last group: release it.
         if (kk == 0 && kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kNvStages]);
       }
     }
