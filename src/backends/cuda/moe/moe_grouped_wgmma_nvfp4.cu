@@ -196,8 +196,6 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
   const uint32_t code_off = uint32_t(wrow0) * kNvCodeRowBytes, scale_off = uint32_t(wrow0) * kNvScaleWordRowBytes;
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const MoeTile tile = args.tiles[item / args.col_blocks];
-    const int n0 = (item % args.col_blocks) * nv_out_cols(kGated);
     float acc0[16][4], acc1[16][4];
 #pragma unroll
     for (int j = 0; j < 16; ++j)
@@ -241,41 +239,55 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
     wgmma_fence_operands(acc1);
     if (releaser) mbar_arrive(&empty[(g - 1) % kNvStages]);
 
+    // The item's tile is read only now: nothing but `item` stays live across the main loop.
+    const MoeTile tile = args.tiles[item / args.col_blocks];
+    const int n0 = (item % args.col_blocks) * nv_out_cols(kGated);
     const float s0 = __ldg(args.scale2[0] + tile.expert);
     const float s1 = kGated ? __ldg(args.scale2[1] + tile.expert) : s0;
-    // Register (j, e) of row half h is token 8j + 2c + e of fragment row f + 8h; a thread
-    // writes one column (gated) or two (plain) of 32 tokens.
-    bf16_t* out_tile = args.out + int64_t(tile.first) * args.n + n0;
-    auto store = [&](const float (&acc)[16][4], int mb) {
+    // Register (j, e) of row half h is token 8j + 2c + e of fragment row f + 8h. The values go to
+    // the warpgroup's staging tile column-wise, then out as 16-byte row chunks: thread t copies
+    // chunk t % 8 of tokens t / 8 + 16 i.
+    uint8_t* epi = ring + nv_epi_offset(wg);
+    auto stage_out = [&](int col0) {
+      named_barrier_sync(1 + wg, 128);  // the staging tile's writes are complete
+      const int q = t % 8;
+      const int col = n0 + col0 + 8 * q;
+#pragma unroll
+      for (int i = 0; i < kNvTokens * 8 / 128; ++i) {
+        const int tok = t / 8 + 16 * i;
+        const uint4 v = *reinterpret_cast<const uint4*>(epi + tok * kNvEpiPitch + q * 16);
+        if (tok < tile.rows && col < args.n)  // n % 8 == 0: a chunk is inside or outside as a whole
+          *reinterpret_cast<uint4*>(args.out + int64_t(tile.first + tok) * args.n + col) = v;
+      }
+      named_barrier_sync(1 + wg, 128);  // read back before the next pass overwrites it
+    };
+    auto put = [&](int tok, int col, float v) {
+      *reinterpret_cast<bf16_t*>(epi + tok * kNvEpiPitch + col * 2) = __float2bfloat16_rn(v);
+    };
+    // Block mb's values into the staging tile.
+    auto put_block = [&](const float (&acc)[16][4], int mb) {
       if constexpr (kGated) {
-        const int col = nv_frag_col(true, wg, mb, warp, f);
-        if (n0 + col >= args.n) return;
+        const int col = nv_epi_col(true, mb, warp, f);
 #pragma unroll
         for (int j = 0; j < 16; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int tok = 8 * j + 2 * c + e;
             const float gv = round_bf16(acc[j][e] * s0);
             const float uv = round_bf16(acc[j][2 + e] * s1);
-            if (tok < tile.rows) out_tile[tok * int64_t(args.n) + col] = __float2bfloat16_rn(silu_bf16(gv) * uv);
+            put(8 * j + 2 * c + e, col, silu_bf16(gv) * uv);
           }
       } else {
-        const int col = nv_frag_col(false, wg, mb, warp, f);  // and col + 8 (row half 1)
-        const bool ok0 = n0 + col < args.n, ok1 = n0 + col + 8 < args.n;
+        const int col = nv_epi_col(false, mb, warp, f);  // row half 1: col + 8
 #pragma unroll
         for (int j = 0; j < 16; ++j)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int tok = 8 * j + 2 * c + e;
-            if (tok >= tile.rows) continue;
-            bf16_t* p = out_tile + (tok * args.n + col);  // tile-local offset: 128·n < 2^31
-            if (ok0) p[0] = __float2bfloat16_rn(acc[j][e] * s0);
-            if (ok1) p[8] = __float2bfloat16_rn(acc[j][2 + e] * s0);
-          }
+          for (int i = 0; i < 4; ++i) put(8 * j + 2 * c + i % 2, col + 8 * (i / 2), acc[j][i] * s0);
       }
     };
-    store(acc0, 0);
-    store(acc1, 1);
+    put_block(acc0, 0);
+    if (!kGated) stage_out(nv_epi_col0(false, wg, 0));  // plain: 64 columns per block
+    put_block(acc1, 1);
+    stage_out(nv_epi_col0(kGated, wg, 1));  // gated: both blocks' 64 columns at once
   }
 }
 
@@ -290,8 +302,8 @@ void check_args(const char* what, int T, int K, int kdim, int n, const MoeRoutin
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
   if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
-  if (reinterpret_cast<uintptr_t>(a) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 2 != 0)
-    fail("activations must be 16-byte aligned");
+  if (reinterpret_cast<uintptr_t>(a) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
+    fail("activations and outputs must be 16-byte aligned");
   for (const Nvfp4Stack* s : stacks) {
     if (!s->m.codes || !s->m.scales || !s->scale2) fail("NVFP4 stack with a null codes, scales or scale2 pointer");
     if (reinterpret_cast<uintptr_t>(s->m.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(s->m.scales) % 4 != 0)

@@ -40,7 +40,15 @@ constexpr int kNvScaleBytes = kNvWRows * kNvScaleRowBytes;  // 1 KiB raw
 constexpr int kNvScaleWordRowBytes = kNvScaleRowBytes * 4;
 constexpr int kNvScaleBf16Bytes = kNvWRows * kNvScaleWordRowBytes;  // 4 KiB
 constexpr int kNvStageBytes = kNvXBytes + kNvCodeBytes + kNvScaleBytes + kNvScaleBf16Bytes;
-constexpr int kNvSmemBytes = kNvStages * kNvStageBytes + kSw128AtomBytes;  // + slack to align to 1024 B
+// Epilogue staging, one per consumer warpgroup: 128 tokens × 64 columns of bf16, the transposed
+// accumulators written column-wise (2 bytes per thread and register pair) and read back as
+// 16-byte row chunks for coalesced global stores. Rows padded by 16 bytes: the 4 tokens of one
+// warp store (2c + e, c = 0..3, 2 rows apart) land in 4 different bank groups.
+constexpr int kNvEpiCols = 64;
+constexpr int kNvEpiPitch = kNvEpiCols * 2 + 16;
+constexpr int kNvEpiBytes = kNvTokens * kNvEpiPitch;
+constexpr int kNvSmemBytes = kNvStages * kNvStageBytes + kNvConsumerWarpgroups * kNvEpiBytes +
+                             kSw128AtomBytes;  // + slack to align to 1024 B
 static_assert(kNvStageBytes % kSw128AtomBytes == 0, "every stage's activation tile stays 1024-aligned");
 static_assert(kNvLag < kNvStages, "the producer would wait on a stage it has not signalled");
 static_assert(kNvSmemBytes <= 227 * 1024, "one CTA per SM");
@@ -53,6 +61,17 @@ STRIKER_HOST_DEVICE constexpr uint32_t nv_x_stage(int s) { return uint32_t(s) * 
 STRIKER_HOST_DEVICE constexpr uint32_t nv_codes_stage(int s) { return nv_x_stage(s) + kNvXBytes; }
 STRIKER_HOST_DEVICE constexpr uint32_t nv_scales_stage(int s) { return nv_codes_stage(s) + kNvCodeBytes; }
 STRIKER_HOST_DEVICE constexpr uint32_t nv_scales_bf16_stage(int s) { return nv_scales_stage(s) + kNvScaleBytes; }
+// Consumer warpgroup wg's epilogue staging, after the ring.
+STRIKER_HOST_DEVICE constexpr uint32_t nv_epi_offset(int wg) {
+  return uint32_t(kNvStages) * kNvStageBytes + uint32_t(wg) * kNvEpiBytes;
+}
+// Column (0..63) of the staging tile of fragment row f: gated, the warpgroup's 64 columns (both
+// blocks at once); plain, the 64 columns of block mb (one pass per block).
+STRIKER_HOST_DEVICE constexpr int nv_epi_col(bool gated, int mb, int w, int f) {
+  return gated ? mb * 32 + w * 8 + f % 8 : w * 16 + f;
+}
+// First output column (from n0) of a staging pass: gated, warpgroup wg's 64; plain, block mb's.
+STRIKER_HOST_DEVICE constexpr int nv_epi_col0(bool gated, int wg, int mb) { return gated ? wg * 64 : wg * 128 + mb * 64; }
 
 // Staged weight row (0..255) of fragment row f (0..15) of warp w in block mb of warpgroup wg.
 STRIKER_HOST_DEVICE constexpr int nv_frag_wrow(bool gated, int wg, int mb, int w, int f) {
