@@ -138,6 +138,37 @@ TEST(MoeGroupedWgmmaNvfp4Layout, ProducerCopiesEveryChunkOnce) {
   EXPECT_EQ(*x_chunks.rbegin(), std::make_pair(kNvTokens - 1, 7));
 }
 
+// The epilogue's staging passes: every (token, column) of a warpgroup's 128 × 64 tile written
+// once per pass, at the output column the fragment row stands for; a warp's 2-byte stores
+// (fixed register) hit each bank with one 4-byte word at most.
+TEST(MoeGroupedWgmmaNvfp4Layout, EpilogueStagingCoversTheTileWithoutBankConflicts) {
+  for (bool gated : {false, true})
+    for (int wg = 0; wg < kNvConsumerWarpgroups; ++wg)
+      for (int pass = 0; pass < (gated ? 1 : 2); ++pass) {
+        std::set<std::pair<int, int>> seen;
+        for (int mb = 0; mb < 2; ++mb) {
+          if (!gated && mb != pass) continue;  // plain: one block per pass
+          for (int w = 0; w < 4; ++w)
+            for (int h = 0; h < (gated ? 1 : 2); ++h)
+              for (int j = 0; j < 16; ++j)
+                for (int e = 0; e < 2; ++e) {
+                  std::vector<std::set<uint32_t>> bank_words(32);
+                  for (int lane = 0; lane < 32; ++lane) {
+                    const int f = lane / 4 + 8 * h, c = lane % 4, tok = 8 * j + 2 * c + e;
+                    const int col = nv_epi_col(gated, mb, w, f);
+                    ASSERT_TRUE(col >= 0 && col < kNvEpiCols);
+                    EXPECT_EQ(nv_epi_col0(gated, wg, mb) + col, nv_frag_col(gated, wg, mb, w, f));
+                    ASSERT_TRUE(seen.insert({tok, col}).second) << "token " << tok << " column " << col;
+                    const uint32_t addr = uint32_t(tok * kNvEpiPitch + col * 2);
+                    bank_words[(addr / 4) % 32].insert(addr / 4);
+                  }
+                  for (const auto& words : bank_words) EXPECT_LE(words.size(), 1u);
+                }
+        }
+        EXPECT_EQ(seen.size(), size_t(kNvTokens * kNvEpiCols)) << (gated ? "gated" : "plain") << " pass " << pass;
+      }
+}
+
 TEST(MoeGroupedWgmmaNvfp4Layout, StageLayout) {
   for (int s = 0; s < kNvStages; ++s) {
     EXPECT_EQ(nv_x_stage(s) % kSw128AtomBytes, 0u);  // the swizzle keys on address bits 7-9
@@ -146,6 +177,10 @@ TEST(MoeGroupedWgmmaNvfp4Layout, StageLayout) {
     EXPECT_EQ(nv_codes_stage(s), nv_x_stage(s) + kNvXBytes);
     EXPECT_LE(nv_scales_bf16_stage(s) + kNvScaleBf16Bytes, nv_x_stage(s + 1));
   }
+  EXPECT_EQ(nv_epi_offset(0), uint32_t(kNvStages * kNvStageBytes));
+  EXPECT_EQ(nv_epi_offset(1) % 16, 0u);
+  EXPECT_EQ(kNvEpiPitch % 16, 0);  // 16-byte row chunks read back
+  EXPECT_LE(nv_epi_offset(kNvConsumerWarpgroups) + kSw128AtomBytes, uint32_t(kNvSmemBytes));
   EXPECT_LE(kNvSmemBytes, 227 * 1024);
 }
 
