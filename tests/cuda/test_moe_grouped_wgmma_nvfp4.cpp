@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
@@ -26,6 +29,30 @@ std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<in
   for (size_t e = 0; e < counts.size(); ++e) ids.insert(ids.end(), size_t(counts[e]), int32_t(e));
   std::shuffle(ids.begin(), ids.end(), rng);
   return ids;
+}
+
+// On a failure: the first mismatching (row, column) pairs and how many rows / columns hold one,
+// so a slip in the fragment or epilogue mapping shows its pattern in one GPU run.
+std::string mismatches(const std::vector<bf16>& got, const std::vector<bf16>& ref, int cols, double rtol,
+                       double atol_rel) {
+  double ref_max = 0;
+  for (const bf16 v : ref) ref_max = std::max(ref_max, double(std::fabs(bf16_to_float(v))));
+  std::set<size_t> rows, cs;
+  std::string first;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size() && i < ref.size(); ++i) {
+    const double g = bf16_to_float(got[i]), r = bf16_to_float(ref[i]);
+    if (!(std::fabs(g - r) <= atol_rel * ref_max + rtol * std::fabs(r))) {
+      ++bad;
+      rows.insert(i / size_t(cols));
+      cs.insert(i % size_t(cols));
+      if (bad <= 6)
+        first += " (" + std::to_string(i / size_t(cols)) + "," + std::to_string(i % size_t(cols)) + ": " +
+                 std::to_string(g) + " vs " + std::to_string(r) + ")";
+    }
+  }
+  return " | " + std::to_string(bad) + " bad in " + std::to_string(rows.size()) + " rows, " +
+         std::to_string(cs.size()) + " columns; first" + first;
 }
 
 // Sort + gate/up + down + combine on this path, each kernel against its reference: gate/up vs
@@ -54,11 +81,14 @@ void check(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int
   ASSERT_EQ(r.num.download()[0], int32_t(tiles.size())) << where << "tile count";
   const auto act = d_act.download();
   const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe()
+                       << (ca.ok() ? "" : mismatches(act, act_ref, I, 2 * kBf16Rtol, kBf16Atol));
   std::vector<bf16> y_ref;
   moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
-  const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+  const auto y = d_y.download();
+  const auto cy = compare(y, y_ref, kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe()
+                       << (cy.ok() ? "" : mismatches(y, y_ref, H, kBf16Rtol, kBf16Atol));
   if (per_token) {
     std::vector<bf16> h_ref = h0;
     moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
