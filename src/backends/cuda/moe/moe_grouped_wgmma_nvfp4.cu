@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
@@ -203,37 +204,51 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
       for (int i = 0; i < 4; ++i) acc0[j][i] = acc1[j][i] = 0.f;
     wgmma_fence_operands(acc0);
     wgmma_fence_operands(acc1);
-    uint32_t frag[2][2][4];  // [buffer][block][register]
-    for (int kt = 0; kt < k_tiles; ++kt, ++g) {
-      const int s = g % kNvStages;
-      mbar_wait(&full[s], uint32_t((g / kNvStages) & 1));
-      const uint8_t* codes = ring + nv_codes_stage(s) + code_off;
-      const uint8_t* scales = ring + nv_scales_bf16_stage(s) + scale_off;
+    // A tile of at most 64 tokens (an expert's last, or T = 2048's only one) multiplies only B
+    // rows 0-63: m64n64, half the tensor work. Warp-uniform (broadcast), two separate loops:
+    // ptxas sees no wgmma under divergent control flow.
+    const bool narrow = __shfl_sync(0xffffffffu, args.tiles[item / args.col_blocks].rows, 0) <= 64;
+    auto main_loop = [&](auto narrow_tag) {
+      constexpr bool kNarrow = decltype(narrow_tag)::value;
+      uint32_t frag[2][2][4];  // [buffer][block][register]
+      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+        const int s = g % kNvStages;
+        mbar_wait(&full[s], uint32_t((g / kNvStages) & 1));
+        const uint8_t* codes = ring + nv_codes_stage(s) + code_off;
+        const uint8_t* scales = ring + nv_scales_bf16_stage(s) + scale_off;
 #pragma unroll
-      for (int kk = 0; kk < kNvBK / 16; ++kk) {
-        // Buffer kk % 2 was last read by the group of step kk - 2, retired by the wait below at
-        // step kk - 1: step kk is decoded while step kk - 1's group runs.
-        uint32_t(&fr)[2][4] = frag[kk % 2];
+        for (int kk = 0; kk < kNvBK / 16; ++kk) {
+          // Buffer kk % 2 was last read by the group of step kk - 2, retired by the wait below at
+          // step kk - 1: step kk is decoded while step kk - 1's group runs.
+          uint32_t(&fr)[2][4] = frag[kk % 2];
 #pragma unroll
-        for (int mb = 0; mb < 2; ++mb) {
-          const uint8_t* cr = codes + mb * kBlockRows * kNvCodeRowBytes + kk * 8;
-          const uint8_t* sr = scales + mb * kBlockRows * kNvScaleWordRowBytes + kk * 4;
-          const uint2 wa = *reinterpret_cast<const uint2*>(cr);
-          const uint2 wb = *reinterpret_cast<const uint2*>(cr + kHalfRows * kNvCodeRowBytes);
-          const uint32_t sa = *reinterpret_cast<const uint32_t*>(sr);
-          const uint32_t sb = *reinterpret_cast<const uint32_t*>(sr + kHalfRows * kNvScaleWordRowBytes);
-          nvfp4_a_fragment(wa.x, wa.y, wb.x, wb.y, sa, sb, c, fr[mb]);
+          for (int mb = 0; mb < 2; ++mb) {
+            const uint8_t* cr = codes + mb * kBlockRows * kNvCodeRowBytes + kk * 8;
+            const uint8_t* sr = scales + mb * kBlockRows * kNvScaleWordRowBytes + kk * 4;
+            const uint2 wa = *reinterpret_cast<const uint2*>(cr);
+            const uint2 wb = *reinterpret_cast<const uint2*>(cr + kHalfRows * kNvCodeRowBytes);
+            const uint32_t sa = *reinterpret_cast<const uint32_t*>(sr);
+            const uint32_t sb = *reinterpret_cast<const uint32_t*>(sr + kHalfRows * kNvScaleWordRowBytes);
+            nvfp4_a_fragment(wa.x, wa.y, wb.x, wb.y, sa, sb, c, fr[mb]);
+          }
+          wgmma_fence();
+          const uint64_t desc = wgmma_desc_sw128(ring_s + nv_x_stage(s) + uint32_t(kk) * 32);
+          if constexpr (kNarrow) {  // n8 blocks 0-7 of the accumulators: tokens 0-63
+            wgmma_m64n64k16_bf16_rs<0>(reinterpret_cast<float(&)[8][4]>(acc0), fr[0], desc, 1);
+            wgmma_m64n64k16_bf16_rs<0>(reinterpret_cast<float(&)[8][4]>(acc1), fr[1], desc, 1);
+          } else {
+            wgmma_m64n128k16_bf16_rs<0>(acc0, fr[0], desc, 1);
+            wgmma_m64n128k16_bf16_rs<0>(acc1, fr[1], desc, 1);
+          }
+          wgmma_commit();
+          wgmma_wait<1>();  // step kk - 1's group has completed
+          // At kk = 0 that was the previous stage's last group: release it.
+          if (kk == 0 && kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kNvStages]);
         }
-        wgmma_fence();
-        const uint64_t desc = wgmma_desc_sw128(ring_s + nv_x_stage(s) + uint32_t(kk) * 32);
-        wgmma_m64n128k16_bf16_rs<0>(acc0, fr[0], desc, 1);
-        wgmma_m64n128k16_bf16_rs<0>(acc1, fr[1], desc, 1);
-        wgmma_commit();
-        wgmma_wait<1>();  // step kk - 1's group has completed
-        // At kk = 0 that was the previous stage's last group: release it.
-        if (kk == 0 && kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kNvStages]);
       }
-    }
+    };
+    if (narrow) main_loop(std::true_type{});
+    else main_loop(std::false_type{});
     wgmma_wait<0>();
     wgmma_fence_operands(acc0);
     wgmma_fence_operands(acc1);
