@@ -1,21 +1,23 @@
 // NVFP4 grouped expert GEMMs on Hopper with A and B swapped (moe_grouped_wgmma_nvfp4.h): per work
 // item (128-token routing tile, block of 256 weight rows) the CTA computes
-// outᵀ[weight rows, tokens] = W · Xᵀ with wgmma m64n128k16, A = weights from registers, B = the
-// tile's activation rows from 128B-swizzled shared memory. Persistent CTAs, warp-specialised
-// like moe_grouped_wgmma.cu:
+// outᵀ[weight rows, tokens] = W · Xᵀ with wgmma m64n128k16 (m64n64k16 for tiles of <= 64 tokens),
+// A = weights from registers, B = the tile's activation rows from 128B-swizzled shared memory.
+// Persistent CTAs, warp-specialised like moe_grouped_wgmma.cu:
 //
 //   warpgroup 0 (producer): per 64-wide k slice, cp.async of the 128 gathered activation rows
 //     (16 KiB, swizzled as TMA would), of the 256 weight rows' raw codes (8 KiB) and scale bytes
 //     (1 KiB); once its copies have landed, each thread decodes the scale bytes of its two rows to
-//     bf16 (2 KiB) — once per row instead of once per consumer lane — and signals "full".
+//     bf16 (4 KiB of bf16x2 words) — once per row instead of once per consumer lane — and signals
+//     "full".
 //   warpgroups 1, 2 (consumers): 128 weight rows each, two m64 blocks; per k16 step each thread
 //     builds its two A fragments from 2 × 2 code words and 2 × 2 scales (nvfp4_bf16_bits.h:
-//     ~28 instructions per block, no shared-memory writes), then issues the block's two wgmmas.
-//     Fragments are double-buffered: step kk+1 is decoded while step kk's group runs
+//     ~30 instructions per block, no shared-memory writes), then issues both blocks' wgmmas as
+//     one group. Fragments are double-buffered: step kk+1 is decoded while step kk's group runs
 //     (wgmma.wait_group 1 keeps the registers of the running group untouched).
 //   epilogue: FLINT.md §4 rounding as moe_grouped_wgmma.cu, from the transposed accumulators
 //     (a thread holds one column of 32 tokens; gated: g in d[.][0..1], u of the same column in
-//     d[.][2..3]).
+//     d[.][2..3]), through a padded 128 × 64 bf16 staging tile per warpgroup so the global
+//     stores are 16-byte row chunks.
 //
 // Why: the scratch route decoded every expert stack into bf16 each step (0.4 GB read, 1.6 GB
 // written and re-read per layer at 8K tokens, ~600 µs); an earlier in-kernel decode into the
