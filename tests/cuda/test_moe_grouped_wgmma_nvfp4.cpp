@@ -57,18 +57,26 @@ std::string mismatches(const std::vector<bf16>& got, const std::vector<bf16>& re
 
 // Sort + gate/up + down + combine on this path, each kernel against its reference: gate/up vs
 // moe_grouped_gate_up_nvfp4_ref, down vs moe_grouped_down_nvfp4_ref on the device's own act rows,
-// h vs moe_float_ref when `per_token`.
+// h vs moe_float_ref when `per_token`. Routing tiles of 128 rows, then of 256 (two 128-token
+// halves per tile, as the BF16 kernels' CTA pairs sort them).
+void check_tm(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E,
+              int H, int I, bool per_token, int tm, const std::string& where);
 void check(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
            int I, bool per_token, const std::string& where) {
+  for (int tm : {kTm, 2 * kTm})
+    check_tm(rng, w, ids, T, K, E, H, I, per_token, tm, where + "tiles of " + std::to_string(tm) + ": ");
+}
+void check_tm(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E,
+              int H, int I, bool per_token, int tm, const std::string& where) {
   const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   std::vector<int32_t> sorted, row;
   std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
+  moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
   std::vector<bf16> act_ref;
   moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
-  DeviceRouting r(ids, T, K, E, kTm);
+  DeviceRouting r(ids, T, K, E, tm);
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
   DeviceBuffer<float> d_tw(tw);
   d_act.poison();
