@@ -53,6 +53,7 @@ TEST(MoeGroupedWgmmaNvfp4Layout, ScaleBytesDecodeAsTheCodec) {
     const float want = codec_weight(one, uint8_t(b), 0);
     EXPECT_EQ(bf16_half(ue4m3_bf16_bits(b), 0), want) << "scale byte " << b;
     EXPECT_EQ(float_to_bf16(want).bits, uint16_t(ue4m3_bf16_bits(b))) << "scale byte " << b;
+    EXPECT_EQ(ue4m3_bf16x2_bits(b), ue4m3_bf16_bits(b) * 0x10001u) << "branch-free form, scale byte " << b;
   }
 }
 
@@ -116,27 +117,21 @@ TEST(MoeGroupedWgmmaNvfp4Layout, FragmentRowsCoverTheStagedRowsOnce) {
 }
 
 TEST(MoeGroupedWgmmaNvfp4Layout, ProducerCopiesEveryChunkOnce) {
-  std::set<std::pair<int, int>> code_chunks, x_chunks;
+  std::set<std::pair<int, int>> x_chunks;
   std::set<int> scale_rows;
   for (int t = 0; t < kNvProducerThreads; ++t) {
-    for (int p = 0; p < kNvCodePasses; ++p) {
-      const int r = nv_code_row(t, p);
-      ASSERT_TRUE(r >= 0 && r < kNvWRows);
-      // The kernel picks the up matrix for passes of the second half: those must be rows 128+.
-      EXPECT_EQ(r >= kNvWRows / 2, p >= kNvCodePasses / 2) << "thread " << t << " pass " << p;
-      ASSERT_TRUE(code_chunks.insert({r, nv_code_half(t)}).second);
-    }
     for (int p = 0; p < 2; ++p) {
       const int r = nv_scale_row(t, p);
-      EXPECT_EQ(r >= kNvWRows / 2, p == 1);
+      EXPECT_EQ(r >= kNvWRows / 2, p == 1);  // gated: pass 1 reads the up stack's scales
       ASSERT_TRUE(scale_rows.insert(r).second);
     }
     for (int p = 0; p < kNvXPasses; ++p) ASSERT_TRUE(x_chunks.insert({nv_x_row(t, p), nv_x_chunk(t)}).second);
   }
-  EXPECT_EQ(code_chunks.size(), size_t(kNvWRows * 2));
   EXPECT_EQ(scale_rows.size(), size_t(kNvWRows));
   EXPECT_EQ(x_chunks.size(), size_t(kNvTokens * 8));
   EXPECT_EQ(*x_chunks.rbegin(), std::make_pair(kNvTokens - 1, 7));
+  // The two code boxes fill the stage's code rows exactly (TMA writes a box row after row).
+  EXPECT_EQ(2 * (kNvWRows / 2) * kNvCodeRowBytes, kNvCodeBytes);
 }
 
 // The epilogue's staging passes: every (token, column) of a warpgroup's 128 × 64 tile written
@@ -195,7 +190,8 @@ TEST(MoeGroupedWgmmaNvfp4Layout, WorkItemsCoverTilesHalvesAndColumnBlocks) {
 TEST(MoeGroupedWgmmaNvfp4Layout, StageLayout) {
   for (int s = 0; s < kNvStages; ++s) {
     EXPECT_EQ(nv_x_stage(s) % kSw128AtomBytes, 0u);  // the swizzle keys on address bits 7-9
-    EXPECT_EQ(nv_codes_stage(s) % 16, 0u);
+    EXPECT_EQ(nv_codes_stage(s) % 128, 0u);  // TMA destination
+    EXPECT_EQ((nv_codes_stage(s) + (kNvWRows / 2) * kNvCodeRowBytes) % 128, 0u);
     EXPECT_EQ(nv_scales_bf16_stage(s) % 16, 0u);
     EXPECT_EQ(nv_codes_stage(s), nv_x_stage(s) + kNvXBytes);
     EXPECT_LE(nv_scales_bf16_stage(s) + kNvScaleBf16Bytes, nv_x_stage(s + 1));

@@ -33,6 +33,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/common/tma_map.h"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/common/wgmma.cuh"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
@@ -73,8 +74,15 @@ __device__ __forceinline__ int64_t stack_row(int r, int b_row0, const NvArgs& ar
   return row < int64_t(args.experts) * args.n ? row : -1;
 }
 
+// The code stacks as TMA maps ([E·n rows, kdim/2 bytes], boxes of 128 rows × 32 bytes = one
+// stage's codes of 128 rows): gated, the gate and up stacks; plain, the down stack twice.
+struct NvCodeMaps {
+  CUtensorMap m[2];
+};
+
 template <bool kGated>
-__global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvArgs args) {
+__global__ void __launch_bounds__(kNvThreads, 1)
+    grouped_nvfp4_kernel(const __grid_constant__ NvCodeMaps maps, const NvArgs args) {
   pdl_grid_start();
   const int items = *args.num_tiles * args.halves * args.col_blocks;
   if (int(blockIdx.x) >= items) return;
@@ -88,10 +96,12 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
   const int k_tiles = args.kdim / kNvBK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kNvStages; ++s) {
-      mbar_init(&full[s], kNvProducerThreads);
+      mbar_init(&full[s], kNvProducerThreads + 1);  // + thread 0's expect_tx arrival (the code boxes)
       mbar_init(&empty[s], kNvConsumerWarpgroups * 4);
     }
     mbar_fence_init();
+    tma_prefetch_map(&maps.m[0]);
+    tma_prefetch_map(&maps.m[1]);
   }
   __syncthreads();
 
@@ -100,7 +110,7 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
     // ---------------- producer ----------------
     warpgroup_reg_dealloc<88>();
     const int t = threadIdx.x;
-    const int code_stride = args.kdim / 2, scale_stride = args.kdim / 16;
+    const int scale_stride = args.kdim / 16;
     // The thread's scale rows have landed: decode them to bf16 for the consumers, fence the
     // activation tile for wgmma (async proxy), signal.
     auto signal = [&](int g) {
@@ -111,7 +121,7 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
         const uint32_t b = *reinterpret_cast<const uint32_t*>(ring + nv_scales_stage(s) + r * kNvScaleRowBytes);
         uint32_t h[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = ue4m3_bf16_bits((b >> (8 * i)) & 0xFFu) * 0x10001u;
+        for (int i = 0; i < 4; ++i) h[i] = ue4m3_bf16x2_bits((b >> (8 * i)) & 0xFFu);
         *reinterpret_cast<uint4*>(ring + nv_scales_bf16_stage(s) + r * kNvScaleWordRowBytes) =
             make_uint4(h[0], h[1], h[2], h[3]);
       }
@@ -126,57 +136,49 @@ __global__ void __launch_bounds__(kNvThreads, 1) grouped_nvfp4_kernel(const NvAr
       if (rows <= 0) continue;  // the consumers skip it too
       const int n0 = it.col_block * nv_out_cols(kGated);
       const int b_row0 = tile.expert * args.n + n0;
-      int src[kNvXPasses];  // activation row of each of this thread's token rows; -1 past the tile
+      // Per item, once: each copy's source (advanced by one k slice per stage) and whether it
+      // reads (rows past the tile or the stack are zero-filled).
+      const bf16_t* x_src[kNvXPasses];
+      uint32_t x_ok = 0;  // bit p: pass p reads
 #pragma unroll
       for (int p = 0; p < kNvXPasses; ++p) {
         const int r = nv_x_row(t, p);
-        int row = -1;
+        int row = 0;
         if (r < rows) {
           row = first + r;
           if (args.sorted_slot) row = args.sorted_slot[row] / args.slots_per_token;
+          x_ok |= 1u << p;
         }
-        src[p] = row;
-      }
-      const uint8_t* code_src[kNvCodePasses];  // row start + the thread's 16-byte half, or null
-#pragma unroll
-      for (int p = 0; p < kNvCodePasses; ++p) {
-        const int r = nv_code_row(t, p);
-        const int64_t row = stack_row<kGated>(r, b_row0, args);
-        const Nvfp4Matrix& m = args.w[kGated && p >= kNvCodePasses / 2 ? 1 : 0];  // rows 128+ are up rows
-        code_src[p] = row < 0 ? nullptr : m.codes + row * code_stride + nv_code_half(t) * 16;
+        x_src[p] = args.a + int64_t(row) * args.kdim + nv_x_chunk(t) * 8;
       }
       const uint8_t* scale_src[2];
+      uint32_t scale_ok = 0;
 #pragma unroll
       for (int p = 0; p < 2; ++p) {
-        const int r = nv_scale_row(t, p);
-        const int64_t row = stack_row<kGated>(r, b_row0, args);
+        const int64_t row = stack_row<kGated>(nv_scale_row(t, p), b_row0, args);
         const Nvfp4Matrix& m = args.w[kGated ? p : 0];
-        scale_src[p] = row < 0 ? nullptr : m.scales + row * scale_stride;
+        scale_src[p] = m.scales + (row < 0 ? 0 : row) * scale_stride;
+        if (row >= 0) scale_ok |= 1u << p;
       }
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kNvStages;
         if (g >= kNvStages) mbar_wait(&empty[s], uint32_t((g / kNvStages - 1) & 1));
+        if (t == 0) {  // the 256 rows' codes: two TMA boxes (rows past the stack read zeros)
+          mbar_arrive_expect_tx(&full[s], kNvCodeBytes);
+          uint8_t* c_dst = ring + nv_codes_stage(s);
+          tma_load_2d(c_dst, &maps.m[0], &full[s], kt * kNvCodeRowBytes, b_row0);
+          tma_load_2d(c_dst + (kNvWRows / 2) * kNvCodeRowBytes, &maps.m[1], &full[s], kt * kNvCodeRowBytes,
+                      kGated ? b_row0 : b_row0 + kNvWRows / 2);
+        }
         uint8_t* x_dst = ring + nv_x_stage(s);
-        const int k = kt * kNvBK + nv_x_chunk(t) * 8;
 #pragma unroll
-        for (int p = 0; p < kNvXPasses; ++p) {
-          const bool ok = src[p] >= 0;
+        for (int p = 0; p < kNvXPasses; ++p)
           cp_async16(reinterpret_cast<bf16_t*>(x_dst + sw128_offset(nv_x_row(t, p), nv_x_chunk(t))),
-                     ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
-        }
+                     x_src[p] + kt * kNvBK, (x_ok >> p) & 1u);
 #pragma unroll
-        for (int p = 0; p < kNvCodePasses; ++p) {
-          const bool ok = code_src[p] != nullptr;
-          cp_async16(reinterpret_cast<bf16_t*>(ring + nv_codes_stage(s) + nv_code_row(t, p) * kNvCodeRowBytes +
-                                               nv_code_half(t) * 16),
-                     reinterpret_cast<const bf16_t*>(ok ? code_src[p] + kt * kNvCodeRowBytes : args.w[0].codes), ok);
-        }
-#pragma unroll
-        for (int p = 0; p < 2; ++p) {
-          const bool ok = scale_src[p] != nullptr;
+        for (int p = 0; p < 2; ++p)
           cp_async4(ring + nv_scales_stage(s) + nv_scale_row(t, p) * kNvScaleRowBytes,
-                    ok ? scale_src[p] + kt * kNvScaleRowBytes : args.w[0].scales, ok);
-        }
+                    scale_src[p] + kt * kNvScaleRowBytes, (scale_ok >> p) & 1u);
         cp_async_commit();
         if (g >= kNvLag) {
           cp_async_wait<kNvLag>();
@@ -327,6 +329,7 @@ void check_args(const char* what, int T, int K, int kdim, int n, const MoeRoutin
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
   if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
+  if (int64_t(r.experts) * n > (int64_t(1) << 31) - kNvWRows) fail("expert stack too tall for TMA coordinates");
   if (reinterpret_cast<uintptr_t>(a) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
     fail("activations and outputs must be 16-byte aligned");
   for (const Nvfp4Stack* s : stacks) {
@@ -338,6 +341,11 @@ void check_args(const char* what, int T, int K, int kdim, int n, const MoeRoutin
 
 template <bool kGated>
 void launch(const char* what, const NvArgs& args, int T, int K, const MoeRouting& r, cudaStream_t stream) {
+  const int64_t stack_rows = int64_t(args.experts) * args.n;
+  auto map = [&](const Nvfp4Matrix& m) {
+    return make_tma_map_u8(m.codes, stack_rows, args.kdim / 2, kNvWRows / 2, kNvCodeRowBytes, what);
+  };
+  const NvCodeMaps maps{{map(args.w[0]), map(args.w[1])}};
   auto* kernel = grouped_nvfp4_kernel<kGated>;
   static const bool configured = [&] {
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kNvSmemBytes));
@@ -350,7 +358,7 @@ void launch(const char* what, const NvArgs& args, int T, int K, const MoeRouting
   const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, r.tile_rows) * args.halves * args.col_blocks;
   if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
   const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
-  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kNvThreads), size_t(kNvSmemBytes), stream, args);
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kNvThreads), size_t(kNvSmemBytes), stream, maps, args);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 

@@ -101,11 +101,9 @@ STRIKER_HOST_DEVICE constexpr int nv_frag_col(bool gated, int wg, int mb, int w,
   return gated ? wg * 64 + mb * 32 + w * 8 + f % 8 : nv_frag_wrow(false, wg, mb, w, f);
 }
 
-// Producer copies per stage: thread t copies 16-byte code chunk q = t + 128·p (p = 0..3) = half
-// q % 2 of staged row q / 2, and the 4 scale bytes of staged rows t and t + 128.
-constexpr int kNvCodePasses = kNvWRows * 2 / kNvProducerThreads;
-STRIKER_HOST_DEVICE constexpr int nv_code_row(int t, int p) { return (t + kNvProducerThreads * p) / 2; }
-STRIKER_HOST_DEVICE constexpr int nv_code_half(int t) { return t % 2; }
+// Producer copies per stage: the codes come as two TMA boxes of 128 rows × 32 bytes (staged rows
+// 0-127, then 128-255, row after row); thread t copies the 4 scale bytes of staged rows t and
+// t + 128 (cp.async: a TMA box is at least 16 bytes wide).
 STRIKER_HOST_DEVICE constexpr int nv_scale_row(int t, int p) { return t + kNvProducerThreads * p; }
 
 // Activation rows: gathered as the BF16 kernel gathers its A (moe_grouped_wgmma_layout.h): pass

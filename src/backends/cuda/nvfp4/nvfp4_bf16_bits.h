@@ -64,6 +64,25 @@ STRIKER_NVFP4_BF16_FN uint32_t ue4m3_bf16_bits(uint32_t b) {
   return ((p + 118u) << 7) | ((m - (1u << p)) << (7 - p));
 }
 
+// The same value as ue4m3_bf16_bits, branch-free, in both halves of a word (what bf16x2_mul
+// takes): the 7 magnitude bits as an fp32 exponent/mantissa with no bias give E4M3·2^-120 (fp32
+// subnormal for e = 0, exactly m·2^-129); one multiply by 2^120 (not flushed: mul.rn.f32 without
+// .ftz) makes it normal, and its top 16 bits are the bf16 (at most 4 significant bits: exact).
+STRIKER_NVFP4_BF16_FN uint32_t ue4m3_bf16x2_bits(uint32_t b) {
+  const uint32_t u = (b & 0x7Fu) << 20;
+  float f;
+#ifdef __CUDA_ARCH__
+  asm("mul.rn.f32 %0, %1, 0f7B800000;" : "=f"(f) : "f"(__uint_as_float(u)));  // 2^120
+  const uint32_t bits = __float_as_uint(f);
+#else
+  std::memcpy(&f, &u, 4);
+  f *= 0x1p120f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+#endif
+  return b == 0x7Fu ? 0u : byte_perm(bits, 0, 0x3232u);
+}
+
 // a·b per bf16 half, rounded to nearest-even (exact for the products above).
 STRIKER_NVFP4_BF16_FN uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
 #ifdef __CUDA_ARCH__
