@@ -41,7 +41,7 @@ void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertS
     bench_moe_grouped(rng, lt, T);
     bench_moe_grouped_wgmma(rng, T);
   }
-  for (int T : {2048, 8192}) {
+  for (int T : {1024, 2048, 8192}) {  // 1024: where NVFP4 steps switch from mma.sync to wgmma
     bench_nvfp4_moe_grouped(rng, stacks, T);
     bench_nvfp4_moe_grouped_wgmma(rng, stacks, T);
   }

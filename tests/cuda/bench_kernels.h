@@ -102,9 +102,9 @@ struct Nvfp4ExpertStacks {
 // NVFP4 bytes (codes + scales) of the experts the routing touches; the check compares h of the
 // first 4 tokens with moe_float_ref on those tokens' experts.
 void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
-// The Hopper grouped path with NVFP4 experts: decode into a bf16 scratch + the wgmma kernels
-// with scale2, step by step and in all; checked against the NVFP4 mma.sync path on every row and
-// against moe_float_ref on the first 4 tokens.
+// The Hopper grouped path with NVFP4 experts (weights decoded in registers): gate/up, down and
+// the whole layer; checked against the NVFP4 mma.sync path on every row and against
+// moe_float_ref on the first 4 tokens.
 void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
 void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out);

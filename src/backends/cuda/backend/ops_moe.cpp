@@ -16,6 +16,7 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "backends/cuda/moe/moe_grouped_wgmma_nvfp4.h"
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
@@ -75,8 +76,8 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
 // the device: the routing is counting-sorted by expert, then two launches (gate/up with SwiGLU,
 // down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded
 // exactly to bf16, the expert's scale2 applied to the fp32 sums): batched decode as 16-row mma.sync tiles (NVFP4 tiles decoded in shared memory),
-// prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks decoded into the
-// scratch first, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
+// prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks: moe_grouped_wgmma_nvfp4.h,
+// decoded in registers, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
@@ -91,10 +92,9 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   if (wgmma && nv) {
-    moe_grouped_gate_up_nvfp4_wgmma(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.nv_scratch.data,
-                                    w.nv_scratch.elems, w.a_sorted, stream_);
-    moe_grouped_down_nvfp4_wgmma(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.nv_scratch.data,
-                                 w.nv_scratch.elems, w.y_sorted, stream_);
+    moe_grouped_gate_up_nvfp4_direct(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted,
+                                     stream_);
+    moe_grouped_down_nvfp4_direct(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
   } else if (wgmma) {
     moe_grouped_gate_up_wgmma(w.x, T, K, H, L.exp_gate, L.exp_up, I, nullptr, nullptr, r, w.a_sorted, stream_);
     moe_grouped_down_wgmma(w.a_sorted, T, K, I, L.exp_down, H, nullptr, r, w.y_sorted, stream_);
