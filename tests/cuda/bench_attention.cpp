@@ -20,23 +20,24 @@
 
 namespace striker::cuda::testing {
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
-  const int blocks = (ctx + B - 1) / B;
+  const int blocks = (ctx + B - 1) / B;  // per sequence
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::vector<int32_t> table(size_t(blocks) * seqs);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
-  const size_t elems = size_t(blocks) * nkv * B * d;
+  const size_t elems = table.size() * nkv * B * d;
   auto kc = random_bf16(rng, elems), vc = random_bf16(rng, elems);
-  auto q = random_bf16(rng, size_t(nh) * d, 0.3f);
+  auto q = random_bf16(rng, size_t(seqs) * nh * d, 0.3f);
   auto sinks = random_f32(rng, size_t(nh), 0.f, 2.f);
   const AttentionShape shape{nh, nkv, d, B, window};
-  std::vector<int32_t> pos = {ctx - 1}, off = {0};
+  std::vector<int32_t> pos(static_cast<size_t>(seqs), ctx - 1), off(static_cast<size_t>(seqs));
+  for (int s = 0; s < seqs; ++s) off[size_t(s)] = s * blocks;  // one decode query per sequence
   std::vector<bf16> ref;
   paged_attention_ref(q, kc, vc, &sinks, shape, pos, off, table, ref);
   // Rotate over several caches when the window is small enough to sit in L2.
-  const double kv_bytes = double(keys) * nkv * d * 2 * 2;
+  const double kv_bytes = double(keys) * nkv * d * 2 * 2 * seqs;
   const int nc = window > 0 ? copies_for(double(elems) * 4) : 1;
   std::vector<DeviceBuffer<bf16>> ks, vs;
   for (int i = 0; i < nc; ++i) {
@@ -46,9 +47,9 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   DeviceBuffer<bf16> d_q(q), d_out(ref.size());
   DeviceBuffer<float> d_sinks(sinks);
   DeviceBuffer<int32_t> d_pos(pos), d_off(off), d_tab(table);
-  const int64_t records = nkv * 2048;
+  const int64_t records = int64_t(nkv) * 2048 * seqs;
   DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
-  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, keys};
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), seqs, keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
                     AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());

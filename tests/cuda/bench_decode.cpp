@@ -1,15 +1,13 @@
 // Decode projections of 1..8 tokens at Flint's shapes (QKV, o_proj + residual, dense gate/up +
-// SwiGLU, LM head), BF16 and NVFP4, through both kernel families at every token count
-// (gemv_variants.h: production takes the tensor-core skinny kernels from 2 tokens on, the CUDA-core
-// ones at 1), on the same data and checked against one CPU reference per token count. Rows: µs per launch in a replayed graph and
-// the fraction of 4.6 TB/s of the weight bytes.
+// SwiGLU, LM head), BF16 and NVFP4 (tensor-core skinny kernels from 2 tokens on, the CUDA-core
+// ones at 1), checked against one CPU reference per token count. Rows: µs per launch in a
+// replayed graph and the fraction of 4.6 TB/s of the weight bytes.
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/linear/gemv.h"
-#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
@@ -32,14 +30,14 @@ constexpr DecodeShape kShapes[] = {
     {"lm_head 151552x2048", 2048, 151552, Out::Logits},
 };
 
-// One format's kernels behind one signature: run(T, copy, kernels, x, out) launches on
+// One format's kernels behind one signature: run(T, copy, x, out) launches on
 // bench_stream(); reference(x, T) is the CPU result (rounded as the output is stored; for the
 // residual mode bf16(mm), which the driver adds to h).
 struct Format {
   const char* tag;
   double weight_bytes;  // per matrix
   int copies;
-  std::function<void(int, int, DecodeKernels, const bf16*, void*)> run;
+  std::function<void(int, int, const bf16*, void*)> run;
   std::function<std::vector<float>(const std::vector<bf16>&, int)> reference;
 };
 
@@ -56,19 +54,16 @@ void bench_shape(std::mt19937& rng, const DecodeShape& s, const Format& f, const
     DeviceBuffer<bf16> d_x(x), d_y(n);
     DeviceBuffer<float> d_l(n);
     void* out = s.out == Out::Logits ? static_cast<void*>(d_l.get()) : static_cast<void*>(d_y.get());
-    for (DecodeKernels k : {DecodeKernels::TensorCores, DecodeKernels::CudaCores}) {
-      if (s.out == Out::Residual) d_y.upload(h0);
-      else d_y.poison();
-      d_l.poison();
-      f.run(T, 0, k, d_x.get(), out);
-      const auto got = s.out == Out::Logits ? d_l.download() : to_float(d_y.download());
-      const auto c = compare(got, want, s.out == Out::Act ? 2 * kBf16Rtol : kBf16Rtol, 1e-3);
-      auto launch = [&](int i) { f.run(T, i % f.copies, k, d_x.get(), out); };
-      const bool production = (k == DecodeKernels::TensorCores) == (T > 1);
-      const std::string name = std::string(f.tag) + s.name + " T=" + std::to_string(T) +
-                               (k == DecodeKernels::TensorCores ? " tensor" : " cuda-core") + (production ? " *" : "");
-      row(name, &c, time_us(launch), f.weight_bytes * matrices);
-    }
+    if (s.out == Out::Residual) d_y.upload(h0);
+    else d_y.poison();
+    d_l.poison();
+    f.run(T, 0, d_x.get(), out);
+    const auto got = s.out == Out::Logits ? d_l.download() : to_float(d_y.download());
+    const auto c = compare(got, want, s.out == Out::Act ? 2 * kBf16Rtol : kBf16Rtol, 1e-3);
+    auto launch = [&](int i) { f.run(T, i % f.copies, d_x.get(), out); };
+    const std::string name = std::string(f.tag) + s.name + " T=" + std::to_string(T) +
+                             (T > 1 ? " tensor" : " cuda-core");
+    row(name, &c, time_us(launch), f.weight_bytes * matrices);
   }
 }
 
@@ -84,14 +79,14 @@ void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens) {
     Format f{"", bytes, copies_for(bytes * matrices), nullptr, nullptr};
     std::vector<DeviceBuffer<bf16>> ws;
     for (int i = 0; i < f.copies; ++i) ws.emplace_back(W);
-    f.run = [&](int T, int i, DecodeKernels k, const bf16* x, void* out) {
+    f.run = [&](int T, int i, const bf16* x, void* out) {
       const bf16* w = ws[size_t(i)].get();
       auto* y = static_cast<bf16*>(out);
       switch (s.out) {
-        case Out::Store: gemv_bf16_using(k, x, T, s.in, w, s.rows, y, bench_stream()); break;
-        case Out::Residual: gemv_residual_using(k, x, T, s.in, w, s.rows, y, bench_stream()); break;
-        case Out::Logits: gemv_logits_using(k, x, T, s.in, w, s.rows, static_cast<float*>(out), bench_stream()); break;
-        case Out::Act: gemv_gate_up_using(k, x, T, s.in, w, w + elems, s.rows, y, bench_stream()); break;
+        case Out::Store: gemv_bf16(x, T, s.in, w, s.rows, y, bench_stream()); break;
+        case Out::Residual: gemv_residual(x, T, s.in, w, s.rows, y, bench_stream()); break;
+        case Out::Logits: gemv_logits(x, T, s.in, w, s.rows, static_cast<float*>(out), bench_stream()); break;
+        case Out::Act: gemv_gate_up(x, T, s.in, w, w + elems, s.rows, y, bench_stream()); break;
       }
     };
     f.reference = [&](const std::vector<bf16>& x, int T) {
@@ -124,16 +119,16 @@ void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens) {
       const size_t k = size_t(i) * matrices + size_t(m);
       return Nvfp4Matrix{codes[k].get(), scales[k].get()};
     };
-    f.run = [&](int T, int i, DecodeKernels k, const bf16* x, void* out) {
+    f.run = [&](int T, int i, const bf16* x, void* out) {
       auto* y = static_cast<bf16*>(out);
       switch (s.out) {
-        case Out::Store: nvfp4_gemv_using(k, x, T, s.in, mat(i, 0), s2, s.rows, y, bench_stream()); break;
-        case Out::Residual: nvfp4_gemv_residual_using(k, x, T, s.in, mat(i, 0), s2, s.rows, y, bench_stream()); break;
+        case Out::Store: nvfp4_gemv(x, T, s.in, mat(i, 0), s2, s.rows, y, bench_stream()); break;
+        case Out::Residual: nvfp4_gemv_residual(x, T, s.in, mat(i, 0), s2, s.rows, y, bench_stream()); break;
         case Out::Logits:
-          nvfp4_gemv_logits_using(k, x, T, s.in, mat(i, 0), s2, s.rows, static_cast<float*>(out), bench_stream());
+          nvfp4_gemv_logits(x, T, s.in, mat(i, 0), s2, s.rows, static_cast<float*>(out), bench_stream());
           break;
         case Out::Act:
-          nvfp4_gemv_gate_up_using(k, x, T, s.in, mat(i, 0), s2g, mat(i, 1), s2u, s.rows, y, bench_stream());
+          nvfp4_gemv_gate_up(x, T, s.in, mat(i, 0), s2g, mat(i, 1), s2u, s.rows, y, bench_stream());
           break;
       }
     };

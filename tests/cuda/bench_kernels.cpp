@@ -4,8 +4,9 @@
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
-// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention), `decode` (the
-// decode rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
+// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention, then the small
+// prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
+// rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -41,7 +42,7 @@ void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertS
     bench_moe_grouped(rng, lt, T);
     for (int tm : {kMoeWgmmaTileRows, kMoeWgmmaTallTileRows}) bench_moe_grouped_wgmma(rng, T, tm);
   }
-  for (int T : {2048, 8192}) {
+  for (int T : {1024, 2048, 8192}) {  // 1024: where NVFP4 steps switch from mma.sync to wgmma
     bench_nvfp4_moe_grouped(rng, stacks, T);
     bench_nvfp4_moe_grouped_wgmma(rng, stacks, T);
   }
@@ -75,8 +76,9 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "decode")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | decode]\n");
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "prefill-small" &&
+                    only != "decode")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode]\n");
     return 2;
   }
   try {
@@ -95,15 +97,24 @@ int main(int argc, char** argv) {
       std::printf("kernel checks failed: %d\n", failures);
       return failures == 0 ? 0 : 1;
     }
-    if (only == "prefill") {
+    if (only == "prefill" || only == "prefill-small") {
       int sms = 0;
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      bench_prefill_rows(rng, sms);
+      if (only == "prefill") bench_prefill_rows(rng, sms);
+      LtGemm lt;
+      bench_prefill_small_kernels(rng, lt);
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
       return kernel_check_failures() == 0 ? 0 : 1;
     }
     bench_copy();
     if (only == "decode") {
+      int sms = 0;
+      STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
+        const std::string tag = " x" + std::to_string(seqs) + " seqs";
+        bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
+        bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
+      }
       LtGemm lt;
       bench_decode_steps(rng, lt);
       const int failures = kernel_check_failures();
@@ -126,8 +137,11 @@ int main(int argc, char** argv) {
       bench_attention(rng, "attn full ctx=100000", 100000, 0, t);
       bench_attention(rng, "attn sliding W=513", 100000, 513, t);
     }
+    bench_attention(rng, "attn full ctx=8192 x8 seqs", 8192, 0, 3 * sms, 8);  // batch-8 decode
+    bench_attention(rng, "attn sliding W=513 x8 seqs", 8192, 513, 3 * sms, 8);
     bench_prefill_rows(rng, sms);
     LtGemm lt;
+    bench_prefill_small_kernels(rng, lt);
     bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);

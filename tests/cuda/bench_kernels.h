@@ -23,13 +23,17 @@ void bench_embedding(std::mt19937& rng);
 void bench_pdl_chain_floor();
 
 // bench_attention.cpp
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target);
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1);
 // Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
 // the prefill kernel and, from position 0, the decode kernel over the same queries; each checked
 // against the CPU reference on sampled queries, the two against each other on every output.
 // Prints ms, causal TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak.
 void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, int prefix, int window, int sms);
 void bench_qk_rope(std::mt19937& rng);
+
+// bench_prefill_small.cpp: the router, QK-norm + RoPE + KV write, residual add, SwiGLU and RMSNorm
+// at T = 2048 and 8192 (also alone: `bench_cuda_kernels prefill-small`).
+void bench_prefill_small_kernels(std::mt19937& rng, LtGemm& lt);
 
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);
@@ -45,8 +49,8 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
 void bench_moe_grouped_wgmma(std::mt19937& rng, int T, int tm);  // tm: the routing tile height (128 or 256)
 
-// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`, through
-// both kernel families (gemv_variants.h; the production one marked "*"), one reference each.
+// bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
+// (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.
 void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens);
 void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens);
 
@@ -98,9 +102,9 @@ struct Nvfp4ExpertStacks {
 // NVFP4 bytes (codes + scales) of the experts the routing touches; the check compares h of the
 // first 4 tokens with moe_float_ref on those tokens' experts.
 void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
-// The Hopper grouped path with NVFP4 experts: decode into a bf16 scratch + the wgmma kernels
-// with scale2, step by step and in all; checked against the NVFP4 mma.sync path on every row and
-// against moe_float_ref on the first 4 tokens.
+// The Hopper grouped path with NVFP4 experts (weights decoded in registers): gate/up, down and
+// the whole layer; checked against the NVFP4 mma.sync path on every row and against
+// moe_float_ref on the first 4 tokens.
 void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T);
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.
 void bench_nvfp4_gemm(std::mt19937& rng, LtGemm& lt, const char* name, int T, int in, int out);

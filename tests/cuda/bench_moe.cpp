@@ -20,7 +20,6 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
-#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
@@ -211,32 +210,8 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   row(tag + "combine", nullptr, time_us(combine), double(S) * H * 2 + double(T) * H * 4);
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(flops, us_all));
-  if (T <= 8) {  // decode: the skinny kernels (moe_skinny.h, production from 2 tokens on), then the
-                 // per-slot kernels (moe.h) they replace
-    DeviceBuffer<MoeTile> d_tiles8(static_cast<size_t>(moe_max_tiles(S, E, kMoeSkinnyTileRows)));
-    const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
-    auto sort8 = [&](int i) { moe_route_sort(rot.ids(i), T, K, r8, bench_stream()); };
-    auto gate_up8 = [&](int) {
-      moe_skinny_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r8, d_act.get(), nullptr, nullptr, 0, nullptr,
-                         bench_stream());
-    };
-    auto down8 = [&](int) {
-      moe_skinny_down(d_act.get(), T, K, I, d_wd.get(), H, r8, d_y.get(), nullptr, nullptr, 0, nullptr,
-                      bench_stream());
-    };
-    auto skinny = [&](int i) {
-      sort8(i);
-      gate_up8(i);
-      down8(i);
-      combine(i);
-    };
-    const std::string tag8 = "moe skinny T=" + std::to_string(T) + " ";
-    sort8(0);  // the single-kernel rows time the checked routing's tiles (its experts may stay in L2)
-    const double gu8 = time_us(gate_up8), dn8 = time_us(down8);
-    row(tag8 + "gate/up+SwiGLU (same experts)", nullptr, gu8, active * 2 * mat, tflops(2.0 * S * 2 * I * H, gu8));
-    row(tag8 + "down (same experts)", nullptr, dn8, active * mat, tflops(2.0 * S * I * H, dn8));
+  if (T <= 8) {  // decode: the per-slot kernels (moe.h, production up to 8 tokens)
     auto notes = [&](double us) { return tflops(flops, us); };
-    row_checked_h(tag8 + "all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat, notes);
     auto per_slot = [&](int i) {
       moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
                   nullptr, bench_stream());

@@ -16,7 +16,7 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
-#include "backends/cuda/moe/moe_skinny.h"
+#include "backends/cuda/moe/moe_grouped_wgmma_nvfp4.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
@@ -162,21 +162,8 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
   if (T > 8) return;
-  // Decode: the skinny kernels (moe_skinny.h, production from 2 tokens on), then the per-slot
-  // kernels (nvfp4_moe.h) they replace.
-  DeviceBuffer<MoeTile> d_tiles8(static_cast<size_t>(moe_max_tiles(S, E, kMoeSkinnyTileRows)));
-  const MoeRouting r8{d_sorted.get(), d_row.get(), d_tiles8.get(), d_num.get(), E, kMoeSkinnyTileRows};
-  auto skinny = [&](int i) {
-    moe_route_sort(rot.ids(i), T, K, r8, bench_stream());
-    moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r8, d_act.get(), nullptr, nullptr,
-                             bench_stream());
-    moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.stack(2), H, r8, d_y.get(), nullptr, nullptr, nullptr,
-                          bench_stream());
-    moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
-  };
+  // Decode steps: the per-slot kernels (nvfp4_moe.h, production up to 8 tokens).
   auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };
-  row_checked_h("nvfp4 moe skinny T=" + std::to_string(T) + " all 4 kernels", skinny, d_h, h0, hc, active * 3 * mat,
-                notes);
   auto per_slot = [&](int i) {
     nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
                       bench_stream());
@@ -187,10 +174,10 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
                 notes);
 }
 
-// The Hopper grouped path with NVFP4 experts (moe_grouped_wgmma.h): the two decodes into the
-// bf16 scratch and the wgmma kernels with scale2 timed apart, then the whole layer (sort, decode +
-// gate/up, decode + down, combine). Checked on every row against the NVFP4 mma.sync path on the
-// same data, and h of the first 4 tokens against moe_float_ref.
+// The Hopper grouped path with NVFP4 experts (moe_grouped_wgmma_nvfp4.h: the weights decoded in
+// registers, no scratch): gate/up and down timed apart, then the whole layer (sort, gate/up, down,
+// combine). Checked on every row against the NVFP4 mma.sync path on the same data, and h of the
+// first 4 tokens against moe_float_ref.
 void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w, int T) {
   constexpr int E = Nvfp4ExpertStacks::E, H = Nvfp4ExpertStacks::H, I = Nvfp4ExpertStacks::I;
   const int K = 6, S = T * K;
@@ -203,41 +190,33 @@ void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w
   const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaTileRows};
   MoeRouting r64 = r;
   r64.tile_rows = 64;
-  const int64_t scratch_elems = moe_wgmma_nvfp4_scratch_elems(E, H, I);
-  const int64_t gate_elems = int64_t(E) * I * H;
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H), d_act64(size_t(S) * I),
-      d_y64(size_t(S) * H), d_scratch(static_cast<size_t>(scratch_elems));
+      d_y64(size_t(S) * H);
   DeviceBuffer<float> d_tw(tw);
   for (auto* b : {&d_act, &d_y, &d_act64, &d_y64}) b->poison();
   moe_route_sort(d_ids.get(), T, K, r64, bench_stream());
   moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r64, d_act64.get(), bench_stream());
   moe_grouped_down_nvfp4(d_act64.get(), T, K, I, w.stack(2), H, r64, d_y64.get(), bench_stream());
   auto sort = [&](int) { moe_route_sort(d_ids.get(), T, K, r, bench_stream()); };
-  auto decode_gate_up = [&](int) {
-    nvfp4_dequantize(w.stack(0).m, int64_t(E) * I, H, d_scratch.get(), bench_stream());
-    nvfp4_dequantize(w.stack(1).m, int64_t(E) * I, H, d_scratch.get() + gate_elems, bench_stream());
+  auto gate_up = [&](int) {
+    moe_grouped_gate_up_nvfp4_direct(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
   };
-  auto gate_up_kernel = [&](int) {
-    moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, d_scratch.get(), d_scratch.get() + gate_elems, I,
-                              w.stack(0).scale2, w.stack(1).scale2, r, d_act.get(), bench_stream());
-  };
-  auto decode_down = [&](int) { nvfp4_dequantize(w.stack(2).m, int64_t(E) * H, I, d_scratch.get(), bench_stream()); };
-  auto down_kernel = [&](int) {
-    moe_grouped_down_wgmma(d_act.get(), T, K, I, d_scratch.get(), H, w.stack(2).scale2, r, d_y.get(), bench_stream());
+  auto down = [&](int) {  // on the mma.sync path's act rows (same sorted order), checked against its y
+    moe_grouped_down_nvfp4_direct(d_act64.get(), T, K, I, w.stack(2), H, r, d_y.get(), bench_stream());
   };
   auto all = [&](int) {
     sort(0);
-    moe_grouped_gate_up_nvfp4_wgmma(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_scratch.get(), scratch_elems,
-                                    d_act.get(), bench_stream());
-    moe_grouped_down_nvfp4_wgmma(d_act.get(), T, K, I, w.stack(2), H, r, d_scratch.get(), scratch_elems, d_y.get(),
-                                 bench_stream());
+    moe_grouped_gate_up_nvfp4_direct(d_x.get(), T, K, H, w.stack(0), w.stack(1), I, r, d_act.get(), bench_stream());
+    moe_grouped_down_nvfp4_direct(d_act.get(), T, K, I, w.stack(2), H, r, d_y.get(), bench_stream());
     moe_combine_sorted(d_y.get(), d_row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), bench_stream());
   };
   all(0);
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
   const auto ca = compare_finite(d_act.download(), d_act64.download(), 2 * kBf16Rtol, kBf16Atol);
-  moe_grouped_down_nvfp4_wgmma(d_act64.get(), T, K, I, w.stack(2), H, r, d_scratch.get(), scratch_elems, d_y.get(),
-                               bench_stream());
+  auto got = d_h.download();
+  d_y.poison();
+  down(0);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
   const auto cy = compare_finite(d_y.download(), d_y64.download(), 2 * kBf16Rtol, kBf16Atol);
   const int Tc = std::min(T, 4);
   std::vector<int32_t> experts, idc;  // the first tokens' experts, renumbered 0..
@@ -250,20 +229,16 @@ void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w
   std::vector<bf16> xc(x.begin(), x.begin() + size_t(Tc) * H), hc(h0.begin(), h0.begin() + size_t(Tc) * H);
   std::vector<float> twc(tw.begin(), tw.begin() + size_t(Tc) * K);
   moe_float_ref(xc, Tc, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, idc, twc, K, hc);
-  auto got = d_h.download();
   got.resize(hc.size());
   const auto ch = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
-  const double nv = nvfp4_bytes(I, H), bf = double(I) * H * 2;  // bytes of one expert matrix
+  const double nv = nvfp4_bytes(I, H);  // bytes of one expert matrix
   const std::string tag = "nvfp4 wgmma T=" + std::to_string(T) + " ";
-  row(tag + "decode gate+up -> bf16", nullptr, time_us(decode_gate_up), E * 2 * (nv + bf));
-  const double gu = time_us(gate_up_kernel);
-  row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * bf, tflops_note(2.0 * S * 2 * I * H, gu));
-  row(tag + "decode down -> bf16", nullptr, time_us(decode_down), E * (nv + bf));
-  const double dn = time_us(down_kernel);
-  row(tag + "down vs mma.sync", &cy, dn, E * bf, tflops_note(2.0 * S * I * H, dn));
+  const double gu = time_us(gate_up);
+  row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * nv, tflops_note(2.0 * S * 2 * I * H, gu));
+  const double dn = time_us(down);
+  row(tag + "down vs mma.sync", &cy, dn, E * nv, tflops_note(2.0 * S * I * H, dn));
   const double us_all = time_us(all);
-  row(tag + "all (sort, 2 decodes, 2 GEMMs, combine) vs ref", &ch, us_all, E * 3 * nv,
-      tflops_note(2.0 * S * 3 * I * H, us_all));
+  row(tag + "all (sort, 2 GEMMs, combine) vs ref", &ch, us_all, E * 3 * nv, tflops_note(2.0 * S * 3 * I * H, us_all));
 }
 
 // Prefill projection: dequantise into the scratch + cuBLASLt with alpha = scale2.

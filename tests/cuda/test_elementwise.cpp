@@ -1,6 +1,8 @@
 // Embedding gather and RMSNorm against their CPU references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "cuda_test_util.h"
@@ -63,6 +65,48 @@ TEST(CudaRmsNorm, ResidualAddThenNorm) {
   EXPECT_TRUE(co.ok()) << "norm " << co.describe();
 }
 
+// Steps of more than 8 rows take the staged kernel (rows through shared memory, 16-byte accesses);
+// it must give the row kernel's bits: the same rows normalised 8 at a time (the row kernel) into
+// their own poisoned buffers must match bit for bit, for the plain norm and the residual add in
+// front, and both the CPU reference. 37 rows; hidden 2048 (Flint), 1000, 8200 (one row per CTA
+// with the add) and 2050 (not a multiple of 8: the row kernel throughout).
+TEST(CudaRmsNorm, StagedRowsMatchRowKernelBitForBit) {
+  std::mt19937 rng(16);
+  const int rows = 37;
+  for (int hidden : {2048, 1000, 8200, 2050}) {
+    for (bool add : {false, true}) {
+      SCOPED_TRACE("hidden=" + std::to_string(hidden) + (add ? " add" : ""));
+      const auto h = random_bf16(rng, size_t(rows) * hidden, 3.f), delta = random_bf16(rng, h.size(), 0.5f);
+      const auto w = random_f32(rng, size_t(hidden), 1.f, 0.3f);
+      DeviceBuffer<bf16> d_h0(h), d_h1(h), d_delta(delta), d_out0(h.size()), d_out1(h.size());
+      DeviceBuffer<float> d_w(w);
+      d_out0.poison();
+      d_out1.poison();
+      if (add) add_rmsnorm(d_h0.get(), d_delta.get(), d_w.get(), d_out0.get(), rows, hidden, 1e-6f, nullptr);
+      else rmsnorm(d_h0.get(), d_w.get(), d_out0.get(), rows, hidden, 1e-6f, nullptr);
+      for (int r0 = 0; r0 < rows; r0 += 8) {  // the row kernel, at most 8 rows per call
+        const size_t off = size_t(r0) * hidden;
+        const int n = std::min(8, rows - r0);
+        if (add)
+          add_rmsnorm(d_h1.get() + off, d_delta.get() + off, d_w.get(), d_out1.get() + off, n, hidden, 1e-6f, nullptr);
+        else
+          rmsnorm(d_h1.get() + off, d_w.get(), d_out1.get() + off, n, hidden, 1e-6f, nullptr);
+      }
+      const auto out0 = d_out0.download(), out1 = d_out1.download(), h0 = d_h0.download(), h1 = d_h1.download();
+      size_t differ = 0;
+      for (size_t i = 0; i < out0.size(); ++i) differ += out0[i].bits != out1[i].bits || h0[i].bits != h1[i].bits;
+      EXPECT_EQ(differ, 0u) << "staged kernel vs row kernel";
+      std::vector<bf16> ref_h = h, ref_out;
+      if (add) add_rmsnorm_ref(ref_h, delta, w, ref_out, rows, hidden, 1e-6f);
+      else rmsnorm_ref(h, w, ref_out, rows, hidden, 1e-6f);
+      const auto c = compare(out0, ref_out, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "norm vs the CPU reference: " << c.describe();
+      const auto ch = compare(h0, ref_h, 0.0, 0.0);
+      EXPECT_TRUE(ch.ok()) << "h vs the CPU reference: " << ch.describe();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing
 
@@ -99,6 +143,31 @@ TEST(CudaElementwise, SwigluResidualAndRandomFill) {
   for (float v : r) var += (v - mean) * (v - mean);
   EXPECT_NEAR(mean, 0.5, 0.005);
   EXPECT_NEAR(std::sqrt(var / double(n)), 0.1, 0.005);  // NaN poison left anywhere would fail both
+}
+
+// The 16-byte forms (16-byte aligned pointers, n / 8 vectors, the tail scalar) against the scalar
+// kernels (the same data one element off 16-byte alignment), bit for bit, into poisoned outputs.
+TEST(CudaElementwise, VectorFormsMatchScalarFormsBitForBit) {
+  std::mt19937 rng(15);
+  const int64_t n = 8192 * 3 + 5;
+  auto g = random_bf16(rng, size_t(n), 3.f), u = random_bf16(rng, size_t(n));
+  std::vector<bf16> g1(g), u1(u);  // one leading element: g1.data() + 1 is off 16-byte alignment
+  g1.insert(g1.begin(), bf16{}), u1.insert(u1.begin(), bf16{});
+  DeviceBuffer<bf16> d_g(g), d_u(u), d_g1(g1), d_u1(u1), d_a{size_t(n)}, d_a1{size_t(n) + 1};
+  d_a.poison();
+  d_a1.poison();
+  swiglu_act(d_g.get(), d_u.get(), d_a.get(), n, nullptr);
+  swiglu_act(d_g1.get() + 1, d_u1.get() + 1, d_a1.get() + 1, n, nullptr);
+  auto a = d_a.download(), a1 = d_a1.download();
+  a1.erase(a1.begin());
+  auto c = compare(a, a1, 0.0, 0.0);
+  EXPECT_TRUE(c.ok()) << "swiglu vector vs scalar " << c.describe();
+  residual_add(d_g.get(), d_u.get(), n, nullptr);
+  residual_add(d_g1.get() + 1, d_u1.get() + 1, n, nullptr);
+  auto h = d_g.download(), h1 = d_g1.download();
+  h1.erase(h1.begin());
+  c = compare(h, h1, 0.0, 0.0);
+  EXPECT_TRUE(c.ok()) << "residual vector vs scalar " << c.describe();
 }
 
 }  // namespace

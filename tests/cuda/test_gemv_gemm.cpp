@@ -5,7 +5,6 @@
 
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
-#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/common/pdl_probe.h"
 #include "cuda_test_util.h"
 
@@ -71,68 +70,66 @@ TEST(CudaGemv, GateUpSwigluMatchesReference) {
   }
 }
 
-// 1..8 tokens through both kernel families (production: tensor-core skinny kernels from 2 tokens,
-// CUDA-core kernels at 1; gemv_variants.h serves either at any T for the A/B): every split-K width (in = 264 / 520 / 1000 / 2048 / 8200: S = 2, 4, 8, the deep ring;
+// 1..8 tokens through both kernel families (tensor-core skinny kernels from 2 tokens, CUDA-core
+// kernels at 1; every width below runs at 1 token too): every split-K width (in = 264 / 520 / 1000 / 2048 / 8200: S = 2, 4, 8, the deep ring;
 // 264, 520 and 8200 are not multiples of 32, so a lane's last chunk lies past the row), output
 // widths off the 16-row tile, many-CTA grids; poisoned outputs with a poisoned tail that must
 // stay untouched; NaN never passes (compare).
-TEST(CudaGemv, OneToEightTokensMatchReferenceOnBothKernelFamilies) {
+TEST(CudaGemv, OneToEightTokensMatchReference) {
   std::mt19937 rng(24);
   std::vector<Shape> shapes;
   const int ins[] = {264, 520, 1000, 2048, 8200, 4096, 2048};
   const int outs[] = {37, 300, 5120 + 9, 1001, 33, 2050, 40000};
   for (int T = 2; T <= 8; ++T) shapes.push_back(Shape{T, ins[T - 2], outs[T - 2]});
+  for (int i = 0; i < 7; ++i) shapes.push_back(Shape{1, ins[i], outs[i]});  // the CUDA-core kernels
   shapes.push_back(Shape{8, 96, 17});  // fewer k steps than warps of a tile
-  shapes.push_back(Shape{1, 2048, 5120});  // one token through the tensor-core kernels too
-  for (DecodeKernels k : {DecodeKernels::TensorCores, DecodeKernels::CudaCores})
-    for (Shape s : shapes) {
-      SCOPED_TRACE(std::string(k == DecodeKernels::CudaCores ? "cuda cores" : "tensor cores") + " T=" + std::to_string(s.T) +
-                   " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
-      auto x = random_bf16(rng, size_t(s.T) * s.in);
-      auto W = random_bf16(rng, size_t(s.out) * s.in, 0.05f);
-      std::vector<float> dot;
-      gemv_ref(x, s.T, s.in, W, s.out, dot);
-      const auto ref = rounded(dot);
-      const size_t n = size_t(s.T) * s.out, pad = 64;
-      DeviceBuffer<bf16> d_x(x), d_W(W), d_y(n + pad);
-      DeviceBuffer<float> d_l(n + pad);
-      d_y.poison();
-      d_l.poison();
-      gemv_bf16_using(k, d_x.get(), s.T, s.in, d_W.get(), s.out, d_y.get(), nullptr);
-      gemv_logits_using(k, d_x.get(), s.T, s.in, d_W.get(), s.out, d_l.get(), nullptr);
-      auto y = to_float(d_y.download());
-      y.resize(n);
-      auto c = compare(y, ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "store " << c.describe();
-      auto l = d_l.download();
-      l.resize(n);
-      c = compare(l, ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "logits " << c.describe();
-      EXPECT_TRUE(tail_untouched(d_y, n)) << "store wrote past the output";
-      EXPECT_TRUE(tail_untouched(d_l, n)) << "logits wrote past the output";
+  for (Shape s : shapes) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    auto W = random_bf16(rng, size_t(s.out) * s.in, 0.05f);
+    std::vector<float> dot;
+    gemv_ref(x, s.T, s.in, W, s.out, dot);
+    const auto ref = rounded(dot);
+    const size_t n = size_t(s.T) * s.out, pad = 64;
+    DeviceBuffer<bf16> d_x(x), d_W(W), d_y(n + pad);
+    DeviceBuffer<float> d_l(n + pad);
+    d_y.poison();
+    d_l.poison();
+    gemv_bf16(d_x.get(), s.T, s.in, d_W.get(), s.out, d_y.get(), nullptr);
+    gemv_logits(d_x.get(), s.T, s.in, d_W.get(), s.out, d_l.get(), nullptr);
+    auto y = to_float(d_y.download());
+    y.resize(n);
+    auto c = compare(y, ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "store " << c.describe();
+    auto l = d_l.download();
+    l.resize(n);
+    c = compare(l, ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "logits " << c.describe();
+    EXPECT_TRUE(tail_untouched(d_y, n)) << "store wrote past the output";
+    EXPECT_TRUE(tail_untouched(d_l, n)) << "logits wrote past the output";
 
-      auto h = random_bf16(rng, n);
-      std::vector<float> h_ref(n);
-      for (size_t i = 0; i < n; ++i) h_ref[i] = round_bf16(bf16_to_float(h[i]) + ref[i]);
-      DeviceBuffer<bf16> d_h(h);
-      gemv_residual_using(k, d_x.get(), s.T, s.in, d_W.get(), s.out, d_h.get(), nullptr);
-      c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "residual " << c.describe();
+    auto h = random_bf16(rng, n);
+    std::vector<float> h_ref(n);
+    for (size_t i = 0; i < n; ++i) h_ref[i] = round_bf16(bf16_to_float(h[i]) + ref[i]);
+    DeviceBuffer<bf16> d_h(h);
+    gemv_residual(d_x.get(), s.T, s.in, d_W.get(), s.out, d_h.get(), nullptr);
+    c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "residual " << c.describe();
 
-      const int inter = s.out % 3000 + 5;  // gate/up: 8-row tiles, widths off the tile too
-      auto Wg = random_bf16(rng, size_t(inter) * s.in, 0.05f);
-      auto Wu = random_bf16(rng, size_t(inter) * s.in, 0.05f);
-      std::vector<bf16> act_ref;
-      gate_up_ref(x, s.T, s.in, Wg, Wu, inter, act_ref);
-      DeviceBuffer<bf16> d_g(Wg), d_u(Wu), d_a(act_ref.size() + pad);
-      d_a.poison();
-      gemv_gate_up_using(k, d_x.get(), s.T, s.in, d_g.get(), d_u.get(), inter, d_a.get(), nullptr);
-      auto a = d_a.download();
-      a.resize(act_ref.size());
-      c = compare(a, act_ref, 2 * kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "gate/up " << c.describe();
-      EXPECT_TRUE(tail_untouched(d_a, act_ref.size())) << "gate/up wrote past the output";
-    }
+    const int inter = s.out % 3000 + 5;  // gate/up: 8-row tiles, widths off the tile too
+    auto Wg = random_bf16(rng, size_t(inter) * s.in, 0.05f);
+    auto Wu = random_bf16(rng, size_t(inter) * s.in, 0.05f);
+    std::vector<bf16> act_ref;
+    gate_up_ref(x, s.T, s.in, Wg, Wu, inter, act_ref);
+    DeviceBuffer<bf16> d_g(Wg), d_u(Wu), d_a(act_ref.size() + pad);
+    d_a.poison();
+    gemv_gate_up(d_x.get(), s.T, s.in, d_g.get(), d_u.get(), inter, d_a.get(), nullptr);
+    auto a = d_a.download();
+    a.resize(act_ref.size());
+    c = compare(a, act_ref, 2 * kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "gate/up " << c.describe();
+    EXPECT_TRUE(tail_untouched(d_a, act_ref.size())) << "gate/up wrote past the output";
+  }
 }
 
 // A NaN in one weight row poisons exactly that row's outputs, and a NaN activation exactly its

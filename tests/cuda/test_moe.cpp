@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/router.h"
@@ -31,8 +33,9 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
     auto counter = zero_counters(1);
     d_w.poison();
     d_ids.poison();
+    LtGemm lt;  // the bf16 router's batched logits
     router_topk(d_x.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(),
-                d_w.get(), nullptr);
+                d_w.get(), nullptr, nullptr, &lt);
     const auto ids = d_ids.download();
     const auto w = d_w.download();
     EXPECT_EQ(ids, ref_ids);
@@ -131,6 +134,41 @@ TEST(CudaMoe, CombineOfExpertSortedRowsMatchesReference) {
                        nullptr);
     const auto c = compare(to_float(d_h.download()), ref, kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << (shared ? "with shared " : "routed only ") << c.describe();
+  }
+}
+
+// The combine with the next layer's input norm in its pass (prefill): h bit for bit as the plain
+// combine, x bit for bit as the rmsnorm kernel on that h (and the CPU reference within bf16
+// tolerance); 37 rows, Flint's 2048 columns and 2056 (a row over one CTA's 2048-column pass).
+TEST(CudaMoe, CombineWithNextNormMatchesCombineThenRmsnorm) {
+  std::mt19937 rng(45);
+  const int T = 37, K = 6;
+  for (int H : {2048, 2056}) {
+    SCOPED_TRACE("H=" + std::to_string(H));
+    const auto ys = random_bf16(rng, size_t(T) * K * H), ysh = random_bf16(rng, size_t(T) * H);
+    const auto h = random_bf16(rng, size_t(T) * H, 2.f);
+    const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
+    const auto gamma = random_f32(rng, size_t(H), 1.f, 0.3f);
+    std::vector<int32_t> inv(size_t(T) * K);
+    std::iota(inv.begin(), inv.end(), 0);
+    std::shuffle(inv.begin(), inv.end(), rng);
+    DeviceBuffer<bf16> d_ys(ys), d_ysh(ysh), d_h0(h), d_h1(h), d_x0(h.size()), d_x1(h.size());
+    DeviceBuffer<int32_t> d_inv(inv);
+    DeviceBuffer<float> d_tw(tw), d_gamma(gamma);
+    d_x0.poison();
+    d_x1.poison();
+    const RowNorm next{d_gamma.get(), 1e-6f, d_x0.get()};
+    moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h0.get(), nullptr, &next);
+    moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h1.get(), nullptr);
+    rmsnorm(d_h1.get(), d_gamma.get(), d_x1.get(), T, H, 1e-6f, nullptr);
+    const auto h0 = d_h0.download(), h1 = d_h1.download(), x0 = d_x0.download(), x1 = d_x1.download();
+    size_t differ = 0;
+    for (size_t i = 0; i < h0.size(); ++i) differ += h0[i].bits != h1[i].bits || x0[i].bits != x1[i].bits;
+    EXPECT_EQ(differ, 0u) << "fused combine + norm vs combine then the rmsnorm kernel";
+    std::vector<bf16> x_ref;
+    rmsnorm_ref(h1, gamma, x_ref, T, H, 1e-6f);
+    const auto c = compare(x0, x_ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "x vs the CPU rmsnorm: " << c.describe();
   }
 }
 

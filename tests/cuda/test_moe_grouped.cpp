@@ -1,5 +1,4 @@
-// Device-side grouped MoE (moe_grouped.h, and the skinny decode form of moe_skinny.h with its
-// 8-row tiles) against its CPU references: the routing sort must match exactly; the grouped
+// Device-side grouped MoE (moe_grouped.h) and the per-slot decode kernels (moe.h) against their CPU references: the routing sort must match exactly; the grouped
 // GEMMs within bf16 rounding, on routings with idle experts, one expert holding every row, token
 // counts that are not multiples of the tile, every tile height,
 // widths that are not multiples of the 64-wide tiles, NaN-poisoned outputs; and one captured
@@ -9,7 +8,6 @@
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
-#include "backends/cuda/moe/moe_skinny.h"
 #include "cuda_test_util.h"
 #include "moe_grouped_test_util.h"
 #include "moe_routing_util.h"
@@ -36,7 +34,7 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
   for (int E : {16, 256})
     for (int T : {1, 2, 8, 9, 16, 64, 300, 2100, 8192})
       for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical})
-        for (int tm : {kMoeSkinnyTileRows, 16, 64, 128, 256}) {  // 8: moe_skinny.h; 128, 256: the wgmma path
+        for (int tm : {16, 64, 128, 256}) {  // 128, 256: the wgmma paths
           const std::string where = "E=" + std::to_string(E) + " T=" + std::to_string(T) + " " + routing_name(kind) +
                                     " tile_rows=" + std::to_string(tm);
           const auto ids = make_routing(rng, kind, T, K, E);
@@ -76,7 +74,7 @@ TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
       std::vector<bf16> act_ref, h_ref = h0;
       moe_grouped_gate_up_ref(x, K, H, wg, wu, I, sorted, tiles, act_ref);
       moe_ref(x, T, H, I, 0, MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {kMoeSkinnyTileRows, 16, 64}) {  // 8: the skinny kernels, 16/64: the grouped ones
+      for (int tm : {16, 64}) {
         const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) +
                                   " tile_rows=" + std::to_string(tm) + ": ";
         DeviceRouting d(ids, T, K, E, tm);
@@ -85,14 +83,8 @@ TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
         d_act.poison();
         d_y.poison();
         moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-        if (tm == kMoeSkinnyTileRows) {
-          moe_skinny_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), nullptr, nullptr, 0,
-                             nullptr, nullptr);
-          moe_skinny_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr, nullptr, 0, nullptr, nullptr);
-        } else {
-          moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), nullptr);
-          moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr);
-        }
+        moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), nullptr);
+        moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr);
         moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
         const auto act = d_act.download();
         const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
@@ -138,10 +130,11 @@ TEST(CudaMoeGrouped, FullSizeShapesMatchPerTokenReference) {
 // A prefill step of more tokens than one grid dimension holds (65,535; the combine strides its
 // tokens over grid.y): the routing sort and the combine must cover every token. Narrow rows keep
 // the host reference quick; y_sorted is random (the GEMMs are covered above).
-// Decode steps with a shared expert inside the skinny launches (its own width, 40, beside the
-// experts' 72): shared_act against the dense SwiGLU reference, h after the combine against moe_ref
-// with the shared expert; outputs poisoned first.
-TEST(CudaMoeGrouped, SkinnySharedExpertRidesInTheSameLaunches) {
+// Decode steps of 1-8 tokens run the per-slot kernels (moe.h: every slot reads its expert's rows,
+// the shared expert, of its own width 40 beside the experts' 72, rides in the same two launches):
+// shared_act against the dense SwiGLU reference, h against moe_ref with the shared expert;
+// outputs poisoned first; routings with every token on one expert and with repeated experts.
+TEST(CudaMoe, DecodeStepsOfOneToEightTokensPerSlot) {
   std::mt19937 rng(104);
   const int E = 16, H = 264, I = 72, Is = 40, K = 6;
   auto wg = random_bf16(rng, size_t(E) * I * H, 0.06f), wu = random_bf16(rng, wg.size(), 0.06f);
@@ -149,8 +142,8 @@ TEST(CudaMoeGrouped, SkinnySharedExpertRidesInTheSameLaunches) {
   auto sg = random_bf16(rng, size_t(Is) * H, 0.06f), su = random_bf16(rng, sg.size(), 0.06f);
   auto sd = random_bf16(rng, size_t(H) * Is, 0.1f);
   DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd), d_sg(sg), d_su(su), d_sd(sd);
-  for (int T : {1, 3, 8})
-    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::identical}) {
+  for (int T : {1, 2, 3, 5, 8})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
       const auto ids = make_routing(rng, kind, T, K, E);
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
@@ -159,20 +152,15 @@ TEST(CudaMoeGrouped, SkinnySharedExpertRidesInTheSameLaunches) {
       std::vector<bf16> sact_ref, h_ref = h0;
       gate_up_ref(x, T, H, sg, su, Is, sact_ref);
       moe_ref(x, T, H, I, Is, MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}, ids, tw, K, h_ref);
-      DeviceRouting d(ids, T, K, E, kMoeSkinnyTileRows);
-      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-      DeviceBuffer<bf16> d_sact(size_t(T) * Is), d_ys(size_t(T) * H);
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
       DeviceBuffer<float> d_tw(tw);
       d_act.poison();
-      d_y.poison();
       d_sact.poison();
-      d_ys.poison();
-      moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-      moe_skinny_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), d_sg.get(), d_su.get(), Is,
-                         d_sact.get(), nullptr);
-      moe_skinny_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), d_sact.get(), d_sd.get(), Is, d_ys.get(),
-                      nullptr);
-      moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), d_ys.get(), T, K, H, d_h.get(), nullptr);
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
+                  d_sact.get(), nullptr);
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
+                       d_h.get(), nullptr);
       const auto cs = compare(d_sact.download(), sact_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(cs.ok()) << where << "shared act " << cs.describe();
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
@@ -260,25 +248,9 @@ TEST(CudaMoeGrouped, RejectsUnsupportedShapes) {
   EXPECT_THROW(moe_route_sort(d.ids.get(), 1, 2, bad, nullptr), Error);
   EXPECT_THROW(moe_grouped_gate_up(buf.get(), 1, 2, 12, buf.get(), buf.get(), 8, d.r, buf.get(), nullptr), Error);
   EXPECT_THROW(moe_grouped_down(buf.get(), 1, 2, 8, buf.get(), 20, d.r, buf.get(), nullptr), Error);
-  // The skinny kernels take only their own 8-row tiles (and widths that are multiples of 8).
-  EXPECT_THROW(moe_skinny_gate_up(buf.get(), 1, 2, 16, buf.get(), buf.get(), 8, d.r, buf.get(), nullptr, nullptr, 0,
-                                  nullptr, nullptr),
-               Error);
-  MoeRouting skinny = d.r;
-  skinny.tile_rows = kMoeSkinnyTileRows;
-  EXPECT_THROW(moe_skinny_down(buf.get(), 1, 2, 12, buf.get(), 16, skinny, buf.get(), nullptr, nullptr, 0, nullptr,
-                               nullptr),
-               Error);
-  // A shared expert needs both matrices, at most 8 tokens, and a reduction width that is a multiple of 8.
-  EXPECT_THROW(moe_skinny_gate_up(buf.get(), 1, 2, 16, buf.get(), buf.get(), 8, skinny, buf.get(), buf.get(), nullptr,
-                                  8, buf.get(), nullptr),
-               Error);
-  EXPECT_THROW(moe_skinny_down(buf.get(), 9, 2, 16, buf.get(), 16, skinny, buf.get(), buf.get(), buf.get(), 8,
-                               buf.get(), nullptr),
-               Error);
-  EXPECT_THROW(moe_skinny_down(buf.get(), 1, 2, 16, buf.get(), 16, skinny, buf.get(), buf.get(), buf.get(), 12,
-                               buf.get(), nullptr),
-               Error);
+  bad = d.r;
+  bad.tile_rows = 8;  // the deleted skinny decode form's tiles
+  EXPECT_THROW(moe_route_sort(d.ids.get(), 1, 2, bad, nullptr), Error);
 }
 
 }  // namespace

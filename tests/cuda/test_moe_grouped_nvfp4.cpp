@@ -15,7 +15,6 @@
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
-#include "backends/cuda/moe/moe_skinny.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
@@ -104,7 +103,7 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
       const bool per_token = T <= 300 || kind == RoutingKind::uniform;  // the slow reference once at T = 2100
       if (per_token)
         moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {kMoeSkinnyTileRows, 16, 64}) {  // 8: the skinny kernels, 16/64: the grouped ones
+      for (int tm : {16, 64}) {
         const std::string where =
             "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm) + ": ";
         DeviceRouting r(ids, T, K, E, tm);
@@ -113,14 +112,8 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
         d_act.poison();
         d_y.poison();
         moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-        if (tm == kMoeSkinnyTileRows) {
-          moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr, nullptr,
-                                   nullptr);
-          moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr, nullptr, nullptr, nullptr);
-        } else {
-          moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr);
-          moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr);
-        }
+        moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr);
+        moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr);
         moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
         const auto act = d_act.download();
         const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
@@ -137,10 +130,10 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
     }
 }
 
-// Decode steps with an NVFP4 shared expert inside the skinny launches (width 128 beside the
-// experts' 192, its own three scale2): h after the combine against moe_float_ref with the shared
-// expert.
-TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
+// Decode steps of 1-8 tokens through the per-slot kernels (nvfp4_moe.h) with an NVFP4 shared expert
+// in the same launches (width 128 beside the experts' 192, its own three scale2): h against
+// moe_float_ref with the shared expert; outputs poisoned first.
+TEST(CudaMoeGroupedNvfp4, DecodeStepsOfOneToEightTokensPerSlot) {
   std::mt19937 rng(205);
   const int E = 16, H = 320, I = 192, Is = 128, K = 6;
   const ScaledNvfp4Experts w(rng, E, H, I);
@@ -151,8 +144,8 @@ TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
   const auto fsd = scaled_floats(sd, H, Is, {ssd}, int64_t(H) * Is);
   DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
   const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()}, ssg, ssu, ssd, Is};
-  for (int T : {1, 3, 8})
-    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::identical}) {
+  for (int T : {1, 2, 3, 5, 8})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
       const auto ids = make_routing(rng, kind, T, K, E);
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
@@ -160,20 +153,15 @@ TEST(CudaMoeGroupedNvfp4, SkinnySharedExpertRidesInTheSameLaunches) {
       const auto h0 = random_bf16(rng, size_t(T) * H);
       std::vector<bf16> h_ref = h0;
       moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
-      DeviceRouting r(ids, T, K, E, kMoeSkinnyTileRows);
-      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-      DeviceBuffer<bf16> d_sact(size_t(T) * Is), d_ys(size_t(T) * H);
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
       DeviceBuffer<float> d_tw(tw);
       d_act.poison();
-      d_y.poison();
       d_sact.poison();
-      d_ys.poison();
-      moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-      moe_skinny_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), &sh, d_sact.get(),
-                               nullptr);
-      moe_skinny_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), &sh, d_sact.get(), d_ys.get(),
-                            nullptr);
-      moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), d_ys.get(), T, K, H, d_h.get(), nullptr);
+      nvfp4_moe_gate_up(d_x.get(), T, H, w.ng.view(), w.nu.view(), I, d_ids.get(), K, d_act.get(), &sh, d_sact.get(),
+                        nullptr);
+      nvfp4_moe_down_combine(d_act.get(), T, K, w.nd.view(), I, H, d_ids.get(), d_tw.get(), &sh, d_sact.get(), nullptr,
+                             d_h.get(), nullptr);
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ch.ok()) << where << "h vs moe_float_ref with the shared expert " << ch.describe();
     }

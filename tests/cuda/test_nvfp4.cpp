@@ -6,7 +6,6 @@
 #include <set>
 
 #include "backends/cuda/linear/gemm_lt.h"
-#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
@@ -174,74 +173,71 @@ TEST(CudaNvfp4, GateUpMatchesReferenceOnDecodeShapes) {
   }
 }
 
-// 1..8 tokens through both kernel families (production: tensor-core skinny kernels from 2 tokens,
-// CUDA-core kernels at 1; gemv_variants.h serves either at any T for the A/B): every split-K width (in = 64 / 192 / 576 / 1024 / 2048 / 4096 / 8192: a lane's last
+// 1..8 tokens through both kernel families (tensor-core skinny kernels from 2 tokens, CUDA-core
+// kernels at 1; every width below runs at 1 token too): every split-K width (in = 64 / 192 / 576 / 1024 / 2048 / 4096 / 8192: a lane's last
 // chunk past the row for 64, 192, 576), outputs off the 16-row tile, three scale2 ranges, subnormal
 // scale bytes and, in one shape, every scale byte (0x7F decodes as 0, 0xFF as 480); poisoned
 // outputs whose poisoned tail must stay untouched.
-TEST(CudaNvfp4, OneToEightTokensMatchReferenceOnBothKernelFamilies) {
+TEST(CudaNvfp4, OneToEightTokensMatchReference) {
   std::mt19937 rng(68);
   std::vector<Shape> shapes;
   const int ins[] = {64, 192, 576, 1024, 2048, 4096, 8192};
   const int outs[] = {17, 300, 5129, 1001, 77, 2050, 16500};
   for (int T = 2; T <= 8; ++T) shapes.push_back(Shape{T, ins[T - 2], outs[T - 2]});
-  shapes.push_back(Shape{1, 2048, 5120});  // one token through the tensor-core kernels too
-  for (DecodeKernels kernels : {DecodeKernels::TensorCores, DecodeKernels::CudaCores})
-    for (size_t k = 0; k < shapes.size(); ++k) {
-      const Shape s = shapes[k];
-      SCOPED_TRACE(std::string(kernels == DecodeKernels::CudaCores ? "cuda cores" : "tensor cores") +
-                   " T=" + std::to_string(s.T) +
-                   " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
-      auto x = random_bf16(rng, size_t(s.T) * s.in);
-      const bool all_scales = k == 1;
-      auto W = random_matrix(rng, s.out, s.in, all_scales ? 0x00 : 0x01, all_scales ? 0xFF : 0x45);
-      RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
-      std::vector<float> dot;
-      nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
-      const auto ref = rounded(dot);
-      const size_t n = size_t(s.T) * s.out, pad = 64;
-      DeviceMatrix dW(W);
-      DeviceBuffer<bf16> d_x(x), d_y(n + pad);
-      DeviceBuffer<float> d_l(n + pad);
-      d_y.poison();
-      d_l.poison();
-      nvfp4_gemv_using(kernels, d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr);
-      nvfp4_gemv_logits_using(kernels, d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_l.get(), nullptr);
-      EXPECT_TRUE(tail_untouched(d_y, n)) << "store wrote past the output";
-      EXPECT_TRUE(tail_untouched(d_l, n)) << "logits wrote past the output";
-      auto yb = d_y.download();
-      auto lb = d_l.download();
-      yb.resize(n);
-      lb.resize(n);
-      auto c = compare(to_float(yb), ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "store " << c.describe();
-      c = compare(lb, ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "logits " << c.describe();
+  for (int i = 0; i < 7; ++i) shapes.push_back(Shape{1, ins[i], outs[i]});  // the CUDA-core kernels
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Shape s = shapes[k];
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
+    auto x = random_bf16(rng, size_t(s.T) * s.in);
+    const bool all_scales = k == 1 || k == 8;  // one shape per family
+    auto W = random_matrix(rng, s.out, s.in, all_scales ? 0x00 : 0x01, all_scales ? 0xFF : 0x45);
+    RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
+    std::vector<float> dot;
+    nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
+    const auto ref = rounded(dot);
+    const size_t n = size_t(s.T) * s.out, pad = 64;
+    DeviceMatrix dW(W);
+    DeviceBuffer<bf16> d_x(x), d_y(n + pad);
+    DeviceBuffer<float> d_l(n + pad);
+    d_y.poison();
+    d_l.poison();
+    nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr);
+    nvfp4_gemv_logits(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_l.get(), nullptr);
+    EXPECT_TRUE(tail_untouched(d_y, n)) << "store wrote past the output";
+    EXPECT_TRUE(tail_untouched(d_l, n)) << "logits wrote past the output";
+    auto yb = d_y.download();
+    auto lb = d_l.download();
+    yb.resize(n);
+    lb.resize(n);
+    auto c = compare(to_float(yb), ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "store " << c.describe();
+    c = compare(lb, ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "logits " << c.describe();
 
-      auto h = random_bf16(rng, n);
-      std::vector<float> h_ref(n);
-      for (size_t i = 0; i < n; ++i) h_ref[i] = round_bf16(bf16_to_float(h[i]) + ref[i]);
-      DeviceBuffer<bf16> d_h(h);
-      nvfp4_gemv_residual_using(kernels, d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_h.get(), nullptr);
-      c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "residual " << c.describe();
+    auto h = random_bf16(rng, n);
+    std::vector<float> h_ref(n);
+    for (size_t i = 0; i < n; ++i) h_ref[i] = round_bf16(bf16_to_float(h[i]) + ref[i]);
+    DeviceBuffer<bf16> d_h(h);
+    nvfp4_gemv_residual(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_h.get(), nullptr);
+    c = compare(to_float(d_h.download()), h_ref, kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "residual " << c.describe();
 
-      const int inter = s.out % 3000 + 5;  // gate/up: 8-row tiles, widths off the tile too
-      auto Wg = random_matrix(rng, inter, s.in, 0x01, 0x45), Wu = random_matrix(rng, inter, s.in, 0x01, 0x45);
-      const float s2g = 0.011f, s2u = 0.0047f;
-      std::vector<bf16> act_ref;
-      nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, inter, act_ref);
-      DeviceMatrix dg(Wg), du(Wu);
-      DeviceBuffer<bf16> d_a(act_ref.size() + pad);
-      d_a.poison();
-      nvfp4_gemv_gate_up_using(kernels, d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, inter, d_a.get(),
-                               nullptr);
-      EXPECT_TRUE(tail_untouched(d_a, act_ref.size())) << "gate/up wrote past the output";
-      auto a = d_a.download();
-      a.resize(act_ref.size());
-      c = compare(a, act_ref, 2 * kBf16Rtol, 1e-3);
-      EXPECT_TRUE(c.ok()) << "gate/up " << c.describe();
-    }
+    const int inter = s.out % 3000 + 5;  // gate/up: 8-row tiles, widths off the tile too
+    auto Wg = random_matrix(rng, inter, s.in, 0x01, 0x45), Wu = random_matrix(rng, inter, s.in, 0x01, 0x45);
+    const float s2g = 0.011f, s2u = 0.0047f;
+    std::vector<bf16> act_ref;
+    nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, inter, act_ref);
+    DeviceMatrix dg(Wg), du(Wu);
+    DeviceBuffer<bf16> d_a(act_ref.size() + pad);
+    d_a.poison();
+    nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, inter, d_a.get(),
+                             nullptr);
+    EXPECT_TRUE(tail_untouched(d_a, act_ref.size())) << "gate/up wrote past the output";
+    auto a = d_a.download();
+    a.resize(act_ref.size());
+    c = compare(a, act_ref, 2 * kBf16Rtol, 1e-3);
+    EXPECT_TRUE(c.ok()) << "gate/up " << c.describe();
+  }
 }
 
 // Prefill projection: dequantise + cuBLASLt with alpha = scale2, in row chunks of a small

@@ -1,8 +1,10 @@
-// The one-launch decode router (router_topk with T <= 8: logits spread over the GPU, top-K in the
-// last CTA) against the two-launch path (T > 8) bit for bit (logits, ids, weights) and against the
-// CPU reference. The two-launch path is reached by appending 8 more tokens to the same T: both
-// paths compute a token's logit in the same per-lane order, so the first T rows of the longer run
-// must equal the decode run's. The decode launch must leave its counter at zero.
+// The one-launch decode router (router_topk with T <= 8) against the two-launch path (T > 8) and
+// the CPU reference. The two-launch path is reached by appending 8 more tokens to the same T. An
+// fp32 router computes a token's logits in the same per-lane order in both, so the first T rows
+// must be the same bits; a bf16 router's batched logits come from a cuBLASLt tensor-core GEMM
+// (another fp32 summation order, allowed by FLINT.md §4: router.h), so they are checked against the
+// CPU reference's logits with a tolerance, and its ids and weights against the selection rule
+// applied to those same logits. The decode launch must leave its counter at zero.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
@@ -23,14 +26,14 @@ struct RouterRun {
 
 // The first `keep` tokens' results of router_topk over T tokens.
 RouterRun run_router(const RouterShape& rs, int T, const DeviceBuffer<bf16>& x, const bf16* wb, const float* wf,
-                     const float* bias, int keep) {
+                     const float* bias, int keep, LtGemm* lt) {
   DeviceBuffer<float> d_logits(size_t(T) * rs.n_experts), d_w(size_t(T) * rs.top_k);
   DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
   d_logits.poison();
   d_w.poison();
   d_ids.poison();
   auto counter = zero_counters(1);
-  router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr);
+  router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr, nullptr, lt);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(counters_are_zero(counter));
   RouterRun r{d_logits.download(), d_w.download(), d_ids.download()};
@@ -56,7 +59,25 @@ std::string bit_diff(const std::vector<float>& a, const std::vector<float>& b, c
   return "";
 }
 
-TEST(CudaRouterDecode, BitIdenticalToTwoLaunchPathAndMatchesReference) {
+// A batched bf16-router run of tokens x [T, hidden] (weights wf as floats): logits against the CPU
+// reference's within fp32 summation-order noise (no NaN: every row written), ids and weights
+// against the selection rule applied to the run's own logits, and ids against the CPU reference.
+void expect_batched_bf16_matches(const RouterRun& run, const std::vector<bf16>& x, int T, const RouterShape& rs,
+                                 const std::vector<float>& wf, const std::vector<float>* bias) {
+  const std::vector<double> ref_logits = router_logits_ref(x, T, rs.hidden, rs.n_experts, wf);
+  const auto cl = compare(run.logits, std::vector<float>(ref_logits.begin(), ref_logits.end()), 1e-4, 1e-4);
+  EXPECT_TRUE(cl.ok()) << "batched logits vs the CPU reference: " << cl.describe();
+  std::vector<int32_t> rule_ids, ref_ids;
+  std::vector<float> rule_w, ref_w;
+  router_select_ref(std::vector<double>(run.logits.begin(), run.logits.end()), T, rs, bias, rule_ids, rule_w);
+  EXPECT_EQ(run.ids, rule_ids) << "the selection differs from the rule applied to the GPU's own logits";
+  const auto cw = compare(run.w, rule_w, 1e-5, 1e-6);
+  EXPECT_TRUE(cw.ok()) << "weights vs the rule on the GPU's logits: " << cw.describe();
+  router_select_ref(ref_logits, T, rs, bias, ref_ids, ref_w);
+  EXPECT_EQ(run.ids, ref_ids) << "batched path picks other experts than the CPU reference";
+}
+
+TEST(CudaRouterDecode, MatchesTwoLaunchPathAndReference) {
   std::mt19937 rng(77);
   struct Case {
     RouterShape rs;
@@ -74,19 +95,25 @@ TEST(CudaRouterDecode, BitIdenticalToTwoLaunchPathAndMatchesReference) {
       DeviceBuffer<bf16> d_wb(wb);
       DeviceBuffer<float> d_wf(wf), d_bias(bias);
       const float* bias_ptr = cs.with_bias ? d_bias.get() : nullptr;
+      LtGemm lt;
       for (int T = 1; T <= 8; ++T) {
         SCOPED_TRACE("E=" + std::to_string(rs.n_experts) + " hidden=" + std::to_string(rs.hidden) +
                      (f32 ? " fp32" : " bf16") + " weights, T=" + std::to_string(T));
         auto x = random_bf16(rng, size_t(T + 8) * rs.hidden);  // T tokens, then 8 that push T + 8 past 8
         DeviceBuffer<bf16> d_x(x);
-        x.resize(size_t(T) * rs.hidden);
         const bf16* wbp = f32 ? nullptr : d_wb.get();
         const float* wfp = f32 ? d_wf.get() : nullptr;
-        const RouterRun one = run_router(rs, T, d_x, wbp, wfp, bias_ptr, T);
-        const RouterRun two = run_router(rs, T + 8, d_x, wbp, wfp, bias_ptr, T);
-        EXPECT_EQ(bit_diff(one.logits, two.logits, "logits"), "");
-        EXPECT_EQ(bit_diff(one.w, two.w, "weights"), "");
-        EXPECT_EQ(one.ids, two.ids) << "expert ids differ between the decode and two-launch paths";
+        const RouterRun one = run_router(rs, T, d_x, wbp, wfp, bias_ptr, T, &lt);
+        if (f32) {  // the CUDA-core batched kernel: the decode forms' bits
+          const RouterRun two = run_router(rs, T + 8, d_x, wbp, wfp, bias_ptr, T, &lt);
+          EXPECT_EQ(bit_diff(one.logits, two.logits, "logits"), "");
+          EXPECT_EQ(bit_diff(one.w, two.w, "weights"), "");
+          EXPECT_EQ(one.ids, two.ids) << "expert ids differ between the decode and two-launch paths";
+        } else {  // the tensor-core GEMM: the reference's logits within tolerance, the rule on them
+          const RouterRun two = run_router(rs, T + 8, d_x, wbp, wfp, bias_ptr, T + 8, &lt);
+          expect_batched_bf16_matches(two, x, T + 8, rs, wf, cs.with_bias ? &bias : nullptr);
+        }
+        x.resize(size_t(T) * rs.hidden);
         std::vector<int32_t> ref_ids;
         std::vector<float> ref_w;
         router_topk_ref(x, T, rs, wf, cs.with_bias ? &bias : nullptr, ref_ids, ref_w);
@@ -127,12 +154,13 @@ TEST(CudaRouterDecode, InputNormMatchesRmsnormKernelThenRouter) {
         d_ids.poison();
         auto counter = zero_counters(1);
         const RouterInputNorm in{d_gamma.get(), eps, d_x.get()};
+        LtGemm lt;  // T = 9, bf16: both runs take the same GEMM, so the same bits
         router_topk(d_h.get(), T, rs, wbp, wfp, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(), d_w.get(),
-                    nullptr, &in);
+                    nullptr, &in, &lt);
         // Separate: the rmsnorm kernel, then the router on x.
         rmsnorm(d_h.get(), d_gamma.get(), d_x2.get(), T, rs.hidden, eps, nullptr);
         STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-        const RouterRun sep = run_router(rs, T, d_x2, wbp, wfp, d_bias.get(), T);
+        const RouterRun sep = run_router(rs, T, d_x2, wbp, wfp, d_bias.get(), T, &lt);
         const auto x_fused = d_x.download(), x_sep = d_x2.download();
         ASSERT_EQ(x_fused.size(), x_sep.size());
         for (size_t i = 0; i < x_fused.size(); ++i)
@@ -150,24 +178,77 @@ TEST(CudaRouterDecode, InputNormMatchesRmsnormKernelThenRouter) {
       }
 }
 
-// The batched logits kernel puts passes of 8 tokens on grid.y and strides past 65,535 of them: a
-// step of 524,296 tokens writes every token, and the last tokens' results are bit-identical to
-// routing them alone (a token's logits depend on its own row only, in the same per-lane order).
+// The batched logits kernel (fp32 router) puts passes of 16 tokens on grid.y and strides past
+// 65,535 of them: a step of 1,048,592 tokens writes every token, and the last tokens' results are
+// bit-identical to routing them alone (a token's logits depend on its own row only, in the same
+// per-lane order). The bf16 router's GEMM and the selection kernel (one CTA per token) at the same
+// length: every row written, the last tokens against the CPU reference.
 TEST(CudaRouterBatched, CoversMoreTokensThanOneGridDimension) {
   std::mt19937 rng(79);
   const RouterShape rs{64, 16, 4, true, 1.f};
-  const int T = 65535 * 8 + 16, tail = 16;
+  const int T = 65535 * 16 + 32, tail = 16;
   const auto x = random_bf16(rng, size_t(T) * rs.hidden);
   const auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.1f);
+  const auto wf = random_f32(rng, wb.size(), 0.f, 0.1f);
   const auto bias = random_f32(rng, size_t(rs.n_experts), 0.f, 0.05f);
-  DeviceBuffer<bf16> d_x(x), d_wb(wb), d_tail(std::vector<bf16>(x.end() - long(tail) * rs.hidden, x.end()));
-  DeviceBuffer<float> d_bias(bias);
-  const RouterRun all = run_router(rs, T, d_x, d_wb.get(), nullptr, d_bias.get(), T);
+  const std::vector<bf16> x_tail(x.end() - long(tail) * rs.hidden, x.end());
+  DeviceBuffer<bf16> d_x(x), d_wb(wb), d_tail(x_tail);
+  DeviceBuffer<float> d_wf(wf), d_bias(bias);
+  LtGemm lt;
+  const RouterRun all = run_router(rs, T, d_x, nullptr, d_wf.get(), d_bias.get(), T, &lt);
   EXPECT_EQ(bit_diff(all.logits, all.logits, "logits"), "");  // no NaN: every token's row was written
-  const RouterRun alone = run_router(rs, tail, d_tail, d_wb.get(), nullptr, d_bias.get(), tail);
+  const RouterRun alone = run_router(rs, tail, d_tail, nullptr, d_wf.get(), d_bias.get(), tail, &lt);
   const std::vector<float> last(all.logits.end() - long(tail) * rs.n_experts, all.logits.end());
   EXPECT_EQ(bit_diff(last, alone.logits, "last tokens' logits"), "");
   EXPECT_EQ(std::vector<int32_t>(all.ids.end() - long(tail) * rs.top_k, all.ids.end()), alone.ids);
+
+  RouterRun gemm = run_router(rs, T, d_x, d_wb.get(), nullptr, d_bias.get(), T, &lt);
+  EXPECT_EQ(bit_diff(gemm.logits, gemm.logits, "bf16-router logits"), "");
+  EXPECT_EQ(bit_diff(gemm.w, gemm.w, "bf16-router weights"), "");
+  gemm.logits.erase(gemm.logits.begin(), gemm.logits.end() - long(tail) * rs.n_experts);
+  gemm.w.erase(gemm.w.begin(), gemm.w.end() - long(tail) * rs.top_k);
+  gemm.ids.erase(gemm.ids.begin(), gemm.ids.end() - long(tail) * rs.top_k);
+  expect_batched_bf16_matches(gemm, x_tail, tail, rs, to_float(wb), &bias);
+}
+
+// Flint's router at a prefill-sized step that is no multiple of any tile (2,053 tokens): every
+// row written, each token's ids and weights the rule applied to its own logits, and the logits of
+// every 16th token against the CPU reference. A bf16 step of more than 8 tokens without the GEMM
+// is refused with a clear error.
+TEST(CudaRouterBatched, Bf16GemmLogitsAtPrefillSize) {
+  std::mt19937 rng(83);
+  const RouterShape rs{2048, 256, 6, true, 2.5f};
+  const int T = 2053;
+  const auto x = random_bf16(rng, size_t(T) * rs.hidden);
+  const auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
+  const auto bias = random_f32(rng, size_t(rs.n_experts), 0.f, 0.05f);
+  DeviceBuffer<bf16> d_x(x), d_wb(wb);
+  DeviceBuffer<float> d_bias(bias);
+  LtGemm lt;
+  const RouterRun run = run_router(rs, T, d_x, d_wb.get(), nullptr, d_bias.get(), T, &lt);
+  std::vector<int32_t> rule_ids;
+  std::vector<float> rule_w;
+  router_select_ref(std::vector<double>(run.logits.begin(), run.logits.end()), T, rs, &bias, rule_ids, rule_w);
+  EXPECT_EQ(bit_diff(run.logits, run.logits, "logits"), "");
+  EXPECT_EQ(run.ids, rule_ids);
+  const auto cw = compare(run.w, rule_w, 1e-5, 1e-6);
+  EXPECT_TRUE(cw.ok()) << cw.describe();
+  RouterRun sampled;
+  std::vector<bf16> xs;
+  const int E = rs.n_experts, K = rs.top_k;
+  for (int t = 0; t < T; t += 16) {
+    xs.insert(xs.end(), x.begin() + long(t) * rs.hidden, x.begin() + long(t + 1) * rs.hidden);
+    sampled.logits.insert(sampled.logits.end(), run.logits.begin() + long(t) * E, run.logits.begin() + long(t + 1) * E);
+    sampled.w.insert(sampled.w.end(), run.w.begin() + long(t) * K, run.w.begin() + long(t + 1) * K);
+    sampled.ids.insert(sampled.ids.end(), run.ids.begin() + long(t) * K, run.ids.begin() + long(t + 1) * K);
+  }
+  expect_batched_bf16_matches(sampled, xs, int(xs.size()) / rs.hidden, rs, to_float(wb), &bias);
+
+  DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
+  DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+  EXPECT_THROW(router_topk(d_x.get(), T, rs, d_wb.get(), nullptr, d_bias.get(), d_logits.get(), nullptr, d_ids.get(),
+                           d_w.get(), nullptr),
+               Error);
 }
 
 TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {
@@ -176,7 +257,7 @@ TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {
   std::vector<float> w(size_t(32) * 64, 0.f);  // every logit 0: all scores tie at 0.5
   DeviceBuffer<bf16> d_x(x);
   DeviceBuffer<float> d_wf(w);
-  const RouterRun r = run_router(rs, 1, d_x, nullptr, d_wf.get(), nullptr, 1);
+  const RouterRun r = run_router(rs, 1, d_x, nullptr, d_wf.get(), nullptr, 1, nullptr);
   EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 1, 2, 3}));
   EXPECT_EQ(r.w, (std::vector<float>{0.25f, 0.25f, 0.25f, 0.25f}));
 }

@@ -96,7 +96,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
   }
-  if (Tm >= kGroupedMoeMinTokens) {
+  if (Tm > kGemvMaxTokens) {  // the routing sort of the grouped MoE (decode steps run per slot)
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
     const int E = int(c.n_routed_experts);
     if (E > kMoeMaxExperts)
@@ -105,21 +105,13 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     w.routing.experts = E;
     w.routing.sorted_slot = w.arena.get<int32_t>(slots);
     w.routing.slot_row = w.arena.get<int32_t>(slots);
-    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, kMoeSkinnyTileRows));  // the most tiles
+    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, 16));  // 16-row tiles: the most
     w.routing.num_tiles = w.arena.get<int32_t>(1);
     w.a_sorted = w.arena.get<bf16>(slots * I);
     w.y_sorted = w.arena.get<bf16>(slots * H);
   }
   if (Tm > kGemvMaxTokens) {  // NVFP4 weights dequantised for the cuBLASLt GEMMs of longer steps
-    w.nv_scratch.elems = nvfp4_scratch_elems(model_);
-    // Prefill-sized steps decode NVFP4 routed experts into this scratch too (gate and up stacks of
-    // all experts at once: 1 GiB at Flint's size; moe_grouped_wgmma.h), one use at a time on the stream.
-    const bool nv_experts = std::any_of(model_.layers.begin(), model_.layers.end(),
-                                        [](const DeviceLayer& L) { return L.nv_exp_gate.present(); });
-    const int E = int(c.n_routed_experts);
-    if (nv_experts && moe_wgmma_nvfp4_for(Tm * K, E))
-      w.nv_scratch.elems =
-          std::max(w.nv_scratch.elems, moe_wgmma_nvfp4_scratch_elems(E, int(H), int(c.moe_intermediate_size)));
+    w.nv_scratch.elems = nvfp4_scratch_elems(model_);  // routed experts decode in registers: no scratch
     if (w.nv_scratch.elems > 0) w.nv_scratch.data = w.arena.get<bf16>(w.nv_scratch.elems);
   }
 }

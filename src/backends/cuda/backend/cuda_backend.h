@@ -81,21 +81,30 @@ class CudaBackend : public Backend {
   // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,
   // ops_moe.cpp). All work on ws_ and enqueue on stream_.
   void flint_forward(const StepPlan& plan);
-  // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W).
+  // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W). With `norm_w`, also
+  // ws_->x = rmsnorm(h, norm_w): above kGemvMaxTokens in the residual's own pass (add_rmsnorm).
   void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
-  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h, const float* norm_w = nullptr);
   // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
   void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
-  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h);
+  void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h,
+                       const float* norm_w = nullptr);
+  // h = bf16(h + ws_->tmp) (a GEMM's rounded output), with norm_w also ws_->x = rmsnorm(h).
+  void add_tmp_residual(bf16* h, int T, int out, const float* norm_w);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
-  void swiglu_dense(const DeviceLayer& layer, int T);    // h = bf16(h + swiglu(x))
+  // h = bf16(h + swiglu(x)). `next_norm` (steps above kGemvMaxTokens only): the next layer's input
+  // norm weights; x = rmsnorm(h) is then written in the residual's pass.
+  void swiglu_dense(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
   // act = bf16(bf16(g·sigmoid(g))·u), g/u = bf16(mm(x, gate/up)), each weight BF16 or NVFP4.
   void swiglu_front(const bf16* x, int T, int in, const bf16* Wg, const Nvfp4Linear& qg, const bf16* Wu,
                     const Nvfp4Linear& qu, int inter, bf16* act);
-  void moe(const DeviceLayer& layer, int T);             // x = rmsnorm(h); h = bf16(h + routed + shared experts of x)
+  // x = rmsnorm(h) (above kGemvMaxTokens already written by the o_proj residual); h = bf16(h + routed
+  // + shared experts of x).
+  // `next_norm` as for swiglu_dense: written by the combine (moe_batched).
+  void moe(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
   void moe_decode_bf16(const DeviceLayer& layer, int T);
   void moe_decode_nvfp4(const DeviceLayer& layer, int T);
-  void moe_batched(const DeviceLayer& layer, int T);
+  void moe_batched(const DeviceLayer& layer, int T, const float* next_norm);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 
   DeviceModel model_;

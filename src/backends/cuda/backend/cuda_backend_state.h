@@ -19,10 +19,6 @@
 namespace striker::cuda {
 
 constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are streamed by GEMV kernels
-// From this many tokens on, the routed experts run as grouped GEMMs over the expert-sorted
-// routing (moe_grouped.h, each distinct expert read once); a single token keeps the per-slot
-// kernels (moe.h), which need no sort.
-constexpr int kGroupedMoeMinTokens = 2;
 // Sequences with at least this many queries in a step take the tensor-core prefill attention
 // (one tile of 16 queries reads each key once); shorter ones, decodes above all, keep the
 // split-KV decode kernel, which spreads one query's long context over many CTAs.

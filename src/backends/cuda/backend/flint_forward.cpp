@@ -21,27 +21,34 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   const HeadShape hs{nh, nkv, d};
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
+  bool x_ready = false;  // x = rmsnorm(h) of this layer already written by the previous layer's last pass
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
+    // Above 8 tokens the layer's last pass (residual or MoE combine) also writes the next layer's x.
+    const float* next_norm =
+        T > kGemvMaxTokens && l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
 
     // Attention block.
-    rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);                            // x = rmsnorm(h)
+    if (!x_ready) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)
     linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                            // q|k|v = bf16(mm(x, Wqkv))
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,       // q, k = per-head rmsnorm,
                           sliding ? w.inv_freq : nullptr,                           // rope on sliding layers;
                           sliding ? p.slots_sliding : p.slots_full, kv_spec_.block_size,  // k, v into the cache
                           k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
     attention(p, l);                                                                // o = softmax with sinks · v
-    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h);                       // h = bf16(h + bf16(mm(o, Wo)))
+    // h = bf16(h + bf16(mm(o, Wo))); above 8 tokens also x = rmsnorm(h), in the residual's pass.
+    const bool post_norm_fused = T > kGemvMaxTokens;
+    linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h, post_norm_fused ? L.post_norm : nullptr);
 
     // Feed-forward block.
     if (c.is_dense_layer(l)) {
-      rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);                           // x = rmsnorm(h)
-      swiglu_dense(L, T);                                                           // h = bf16(h + swiglu(x))
+      if (!post_norm_fused) rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);    // x = rmsnorm(h)
+      swiglu_dense(L, T, next_norm);                                                // h = bf16(h + swiglu(x))
     } else {
-      moe(L, T);  // x = rmsnorm(h) (inside the router's launch); h = bf16(h + y), y routed + shared
+      moe(L, T, next_norm);  // x = rmsnorm(h) (decode: in the router's launch); h = bf16(h + y), y routed + shared
     }
+    x_ready = next_norm != nullptr;
   }
   lm_head_logits(p);  // logits = bf16(mm(rmsnorm(h), lm_head)), requested rows only
 }

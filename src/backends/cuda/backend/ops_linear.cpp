@@ -18,13 +18,20 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, b
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
 
-void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h) {
+void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h,
+                                  const float* norm_w) {
   if (T <= kGemvMaxTokens) {
     gemv_residual(x, T, in, W, out, h, stream_);
+    if (norm_w != nullptr) rmsnorm(h, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
   } else {
     ws_->lt.gemm_bf16(x, T, in, W, out, ws_->tmp, stream_);
-    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+    add_tmp_residual(h, T, out, norm_w);
   }
+}
+
+void CudaBackend::add_tmp_residual(bf16* h, int T, int out, const float* norm_w) {
+  if (norm_w != nullptr) add_rmsnorm(h, ws_->tmp, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
+  else residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
 }
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y) {
@@ -34,23 +41,24 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
 }
 
 void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
-                                  bf16* h) {
-  if (!q.present()) return linear_residual(x, T, in, W, out, h);
+                                  bf16* h, const float* norm_w) {
+  if (!q.present()) return linear_residual(x, T, in, W, out, h, norm_w);
   if (T <= kGemvMaxTokens) {
     nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
+    if (norm_w != nullptr) rmsnorm(h, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
   } else {
     nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, ws_->tmp, out, ws_->nv_scratch, stream_);
-    residual_add(h, ws_->tmp, int64_t(T) * out, stream_);
+    add_tmp_residual(h, T, out, norm_w);
   }
 }
 
 // Dense layers: h = bf16(h + swiglu(x)).
-void CudaBackend::swiglu_dense(const DeviceLayer& L, int T) {
+void CudaBackend::swiglu_dense(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), Id = int(c.intermediate_size);
   swiglu_front(w.x, T, H, L.gate, L.nv_gate, L.up, L.nv_up, Id, w.act);
-  linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h);
+  linear_residual(w.act, T, Id, L.down, L.nv_down, H, w.h, next_norm);
 }
 
 // Decode steps fuse gate, up and SwiGLU into one GEMV launch when both weights share a format;

@@ -1,14 +1,14 @@
 // CudaBackend::moe: x = rmsnorm(h), then the routed + shared experts of a MoE layer, h = bf16(h + y)
-// (FLINT.md §4). The router always runs first and normalises h itself (router_topk with an input
-// norm: one launch per step up to 8 tokens, the norm included); then
-//   one token: kernels that read only the selected experts' rows, BF16 or NVFP4 (moe.h,
-//     nvfp4_moe.h), with the shared expert fused in when it has the experts' format;
-//   from kGroupedMoeMinTokens on: a device-side routing sort, then per expert tile the routed
-//     experts' GEMMs — skinny tensor-core GEMMs of <= 8 rows up to kGemvMaxTokens tokens
-//     (moe_skinny.h), grouped mma.sync GEMMs of 16-row tiles for batched decode above
-//     (moe_grouped.h), and the Hopper wgmma kernels at prefill sizes (moe_grouped_wgmma.h). All
-//     read each distinct expert once per tile: 8 decode tokens route 48 slots to ~45 distinct
-//     experts, which the per-slot kernels read once per slot.
+// (FLINT.md §4). The router always runs first; up to 8 tokens it normalises h itself (router_topk
+// with an input norm: one launch, the norm included), above that the o_proj residual has already
+// written x = rmsnorm(h) in its own pass (add_rmsnorm); then
+//   decode steps (<= kGemvMaxTokens tokens): kernels that read only the selected experts' rows,
+//     one slot at a time, BF16 or NVFP4 (moe.h, nvfp4_moe.h), with the shared expert fused in when
+//     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
+//     tiles (docs/performance.md, "MoE at 2-8 decode tokens");
+//   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
+//     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
+//     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -16,21 +16,22 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
-#include "backends/cuda/moe/moe_skinny.h"
+#include "backends/cuda/moe/moe_grouped_wgmma_nvfp4.h"
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
 namespace striker::cuda {
 
-void CudaBackend::moe(const DeviceLayer& L, int T) {
+void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
                        c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
-  router_topk(w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits, w.router_counter, w.topk_ids,
-              w.topk_w, stream_, &post_norm);
-  if (T >= kGroupedMoeMinTokens) moe_batched(L, T);
+  const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
+  router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
+              w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
+  if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
   else moe_decode_bf16(L, T);
 }
@@ -71,14 +72,13 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
 }
 
-// Routed experts of a step of 2+ tokens (batched decode or prefill), all on the device: the
-// routing is counting-sorted by expert, then two launches (gate/up with SwiGLU, down) stream each
-// routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded exactly to bf16,
-// the expert's scale2 applied to the fp32 sums): decode steps as skinny GEMMs of <= 8-row tiles,
-// batched decode above 8 tokens as 16-row mma.sync tiles (NVFP4 tiles decoded in shared memory),
-// prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks decoded into the
-// scratch first, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
-void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
+// Routed experts of a step of more than kGemvMaxTokens tokens (batched decode or prefill), all on
+// the device: the routing is counting-sorted by expert, then two launches (gate/up with SwiGLU,
+// down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded
+// exactly to bf16, the expert's scale2 applied to the fp32 sums): batched decode as 16-row mma.sync tiles (NVFP4 tiles decoded in shared memory),
+// prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks: moe_grouped_wgmma_nvfp4.h,
+// decoded in registers, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
+void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -86,35 +86,15 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
   MoeRouting r = w.routing;
   const bool nv = L.nv_exp_gate.present();
   const int64_t slots = int64_t(T) * K;
-  const bool skinny = T <= kGemvMaxTokens;
-  const bool wgmma = !skinny && (nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E));
-  // mma.sync tiles: 16 rows for decode batches, 64 for NVFP4 steps below the wgmma threshold.
-  r.tile_rows = skinny ? kMoeSkinnyTileRows : wgmma ? moe_wgmma_tile_rows(slots, E) : moe_tile_rows_for(slots, E);
+  const bool wgmma = nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E);
+  // mma.sync tiles: 16 rows for batches of 9+ decode tokens, 64 for NVFP4 steps below the wgmma threshold.
+  r.tile_rows = wgmma ? moe_wgmma_tile_rows(slots, E) : moe_tile_rows_for(slots, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
-  // Decode steps run a shared expert of the experts' format inside the skinny launches; otherwise
-  // it runs on its own below (decode: the GEMV kernels; prefill: cuBLASLt, NVFP4 dequantised first
-  // with alpha = scale2).
-  bool shared_done = false;
-  if (skinny && nv) {
-    const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
-                         L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
-    const Nvfp4Shared* fused = L.nv_sh_gate.present() ? &sh : nullptr;
-    moe_skinny_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, fused,
-                             w.shared_act, stream_);
-    moe_skinny_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, fused, w.shared_act, w.tmp,
-                          stream_);
-    shared_done = fused != nullptr;
-  } else if (skinny) {
-    moe_skinny_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, L.sh_gate, L.sh_up, Is, w.shared_act,
-                       stream_);
-    moe_skinny_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, w.shared_act, L.sh_down, Is, w.tmp, stream_);
-    shared_done = L.sh_gate != nullptr;
-  } else if (wgmma && nv) {
-    moe_grouped_gate_up_nvfp4_wgmma(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.nv_scratch.data,
-                                    w.nv_scratch.elems, w.a_sorted, stream_);
-    moe_grouped_down_nvfp4_wgmma(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.nv_scratch.data,
-                                 w.nv_scratch.elems, w.y_sorted, stream_);
+  if (wgmma && nv) {
+    moe_grouped_gate_up_nvfp4_direct(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted,
+                                     stream_);
+    moe_grouped_down_nvfp4_direct(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
   } else if (wgmma) {
     moe_grouped_gate_up_wgmma(w.x, T, K, H, L.exp_gate, L.exp_up, I, nullptr, nullptr, r, w.a_sorted, stream_);
     moe_grouped_down_wgmma(w.a_sorted, T, K, I, L.exp_down, H, nullptr, r, w.y_sorted, stream_);
@@ -125,11 +105,13 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T) {
     moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
     moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   }
-  if (shared && !shared_done) {  // SwiGLU over the chunk, output in w.tmp
+  if (shared) {  // SwiGLU over the chunk, output in w.tmp (NVFP4: dequantised, alpha = scale2, above 8 tokens)
     swiglu_front(w.x, T, H, L.sh_gate, L.nv_sh_gate, L.sh_up, L.nv_sh_up, Is, w.act);
     linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
   }
-  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_);
+  const RowNorm next{next_norm, c.rms_norm_eps, w.x};  // the next layer's x = rmsnorm(h), in the combine's pass
+  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_,
+                     next_norm != nullptr ? &next : nullptr);
 }
 
 }  // namespace striker::cuda

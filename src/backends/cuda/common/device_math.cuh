@@ -1,5 +1,5 @@
 // Device helpers shared by the kernels: bf16 rounding as FLINT.md §4 defines it, 16-byte
-// vector loads of 8 bf16 values, and warp reductions.
+// vector loads and stores of 8 bf16 values, and warp reductions.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -33,6 +33,17 @@ __device__ __forceinline__ void unpack8(const uint4& q, float f[8]) {
     f[2 * i] = __uint_as_float(w[i] << 16);
     f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
   }
+}
+
+// Eight floats rounded to bf16 (round to nearest even) into one 16-byte register quad.
+__device__ __forceinline__ uint4 pack8(const float f[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);  // .x = f[2i] in the low half
+    w[i] = *reinterpret_cast<const uint32_t*>(&b);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // Streaming load of weights: read once per step, so keep them out of L1.

@@ -18,4 +18,10 @@ namespace striker::cuda {
 // any bad argument or driver failure.
 CUtensorMap make_tma_map_bf16_sw128(const bf16* base, int64_t rows, int64_t cols, int box_rows, const char* what);
 
+// A row-major [rows, cols] byte matrix (row stride `cols`, a multiple of 16; base 16-byte aligned)
+// read in unswizzled boxes of box_rows × box_cols bytes (box_cols a multiple of 16, <= 256): the
+// box lands row after row in shared memory (128-byte aligned). Reads outside fill zeros.
+CUtensorMap make_tma_map_u8(const uint8_t* base, int64_t rows, int64_t cols, int box_rows, int box_cols,
+                            const char* what);
+
 }  // namespace striker::cuda

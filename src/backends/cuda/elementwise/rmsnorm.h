@@ -9,6 +9,14 @@
 
 namespace striker::cuda {
 
+// An RMSNorm that a kernel applies to the rows it has just written (FLINT.md §4 rounding, the
+// rmsnorm kernel's bits): weights [hidden] fp32, eps, and where the normalised rows go.
+struct RowNorm {
+  const float* gamma = nullptr;
+  float eps = 0.f;
+  bf16* out = nullptr;
+};
+
 // x, out: [rows, hidden] bf16; w: [hidden] fp32 (norm weights are kept in fp32 on the device so
 // an F32 checkpoint weight is used exactly). x and out may alias.
 void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream);

@@ -13,14 +13,26 @@ constexpr int kRmsnormRowThreads = 256;
 // This thread's partial sum of squares (0 for threads >= kRmsnormRowThreads). `value(i)` gives
 // element i as fp32.
 template <class Value>
-__device__ __forceinline__ float rmsnorm_partial(int hidden, Value value) {
+__device__ __forceinline__ float rmsnorm_partial_of(int thread, int hidden, Value value) {
   float ss = 0.f;
-  if (threadIdx.x < kRmsnormRowThreads)
-    for (int i = threadIdx.x; i < hidden; i += kRmsnormRowThreads) {
+  if (thread < kRmsnormRowThreads)
+    for (int i = thread; i < hidden; i += kRmsnormRowThreads) {
       const float v = value(i);
       ss += v * v;
     }
   return ss;
+}
+template <class Value>
+__device__ __forceinline__ float rmsnorm_partial(int hidden, Value value) {
+  return rmsnorm_partial_of(int(threadIdx.x), hidden, value);
+}
+
+// r from the kRmsnormRowThreads/32 warp partials of a row, summed in order.
+__device__ __forceinline__ float rmsnorm_r(const float* partial, int hidden, float eps) {
+  float total = 0.f;
+#pragma unroll
+  for (int i = 0; i < kRmsnormRowThreads / 32; ++i) total += partial[i];
+  return 1.0f / sqrtf(total / float(hidden) + eps);
 }
 
 // r from every thread's partial (all threads of the block call it: it holds two barriers, so
@@ -29,11 +41,9 @@ __device__ __forceinline__ float rmsnorm_scale(float ss, int hidden, float eps, 
   ss = warp_sum(ss);
   if (threadIdx.x < kRmsnormRowThreads && (threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
   __syncthreads();
-  float total = 0.f;
-#pragma unroll
-  for (int i = 0; i < kRmsnormRowThreads / 32; ++i) total += partial[i];
+  const float r = rmsnorm_r(partial, hidden, eps);
   __syncthreads();
-  return 1.0f / sqrtf(total / float(hidden) + eps);
+  return r;
 }
 
 __device__ __forceinline__ float rmsnorm_apply(float v, float r, float w) { return round_bf16(round_bf16(v * r) * w); }

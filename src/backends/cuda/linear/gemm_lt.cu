@@ -41,6 +41,7 @@ LtGemm::LtGemm() {
 LtGemm::~LtGemm() {
   plans_.clear();
   scaled_plans_.clear();
+  f32_plans_.clear();
   if (workspace_) cudaFree(workspace_);
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
@@ -49,7 +50,8 @@ LtGemm::~LtGemm() {
 // A = W seen as col-major [in, out_dim] (transposed by the op) and B = x as col-major [in, T].
 // `ld_out` is C's leading dimension; `align16` tells the heuristics the pointers are only 16-byte
 // aligned (column blocks of q|k|v and LM-head chunks start at any multiple of 8 columns).
-std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int ld_out, bool align16) {
+// `f32_out`: C and D in fp32 (the accumulator as it is) instead of bf16.
+std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int ld_out, bool align16, bool f32_out) {
   auto p = std::make_unique<Plan>();
   lt_check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -57,7 +59,8 @@ std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int 
   lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
   lt_check(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, uint64_t(in), uint64_t(out_dim), int64_t(in)), "layout A");
   lt_check(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, uint64_t(in), uint64_t(T), int64_t(in)), "layout B");
-  lt_check(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, uint64_t(out_dim), uint64_t(T), int64_t(ld_out)),
+  lt_check(cublasLtMatrixLayoutCreate(&p->c, f32_out ? CUDA_R_32F : CUDA_R_16BF, uint64_t(out_dim), uint64_t(T),
+                                      int64_t(ld_out)),
            "layout C");
   cublasLtMatmulPreference_t pref = nullptr;
   lt_check(cublasLtMatmulPreferenceCreate(&pref), "preference");
@@ -77,7 +80,8 @@ std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int 
   cublasLtMatmulPreferenceDestroy(pref);
   lt_check(s, "algorithm heuristic");
   if (found == 0)
-    throw Error("cuBLASLt has no bf16 GEMM algorithm for T=" + std::to_string(T) + " in=" + std::to_string(in) +
+    throw Error(std::string("cuBLASLt has no bf16 GEMM algorithm (") + (f32_out ? "fp32" : "bf16") +
+                " output) for T=" + std::to_string(T) + " in=" + std::to_string(in) +
                 " out=" + std::to_string(out_dim) + " ld_out=" + std::to_string(ld_out));
   p->algo = result.algo;
   return p;
@@ -117,6 +121,22 @@ void LtGemm::gemm_bf16_scaled(const bf16* x, int T, int in, const bf16* W, int o
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) throw Error("gemm_bf16_scaled: pointers must be 16-byte aligned");
   Plan& p = scaled_plan_for(T, in, out_dim, ld_out);
   const float beta = 0.f;
+  lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
+                          p.c, &p.algo, workspace_, workspace_bytes_, stream),
+           "matmul");
+}
+
+void LtGemm::gemm_bf16_f32out(const bf16* x, int T, int in, const bf16* W, int out_dim, float* out,
+                              cudaStream_t stream) {
+  if (T <= 0 || out_dim <= 0) return;
+  if (in <= 0) throw Error("gemm_bf16_f32out: input width must be positive, got " + std::to_string(in));
+  for (const void* ptr : {static_cast<const void*>(x), static_cast<const void*>(W), static_cast<const void*>(out)})
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) throw Error("gemm_bf16_f32out: pointers must be 16-byte aligned");
+  auto key = std::make_tuple(T, in, out_dim);
+  auto it = f32_plans_.find(key);
+  if (it == f32_plans_.end()) it = f32_plans_.emplace(key, make_plan(T, in, out_dim, out_dim, true, true)).first;
+  Plan& p = *it->second;
+  const float alpha = 1.f, beta = 0.f;
   lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
                           p.c, &p.algo, workspace_, workspace_bytes_, stream),
            "matmul");

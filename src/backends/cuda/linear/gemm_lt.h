@@ -27,10 +27,14 @@ class LtGemm {
   // (ld_out >= out_dim). Pointers need only 16-byte alignment.
   void gemm_bf16_scaled(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, int ld_out, float alpha,
                         cudaStream_t stream);
+  // out[t·out_dim + o] = Σ_i x[t,i]·W[o,i] left in fp32 (no bf16 rounding): the batched MoE
+  // router's logits (FLINT.md §4: products of bf16 values are exact in fp32, only the summation
+  // order is the library's). Pointers need only 16-byte alignment.
+  void gemm_bf16_f32out(const bf16* x, int T, int in, const bf16* W, int out_dim, float* out, cudaStream_t stream);
 
  private:
   struct Plan;
-  std::unique_ptr<Plan> make_plan(int T, int in, int out_dim, int ld_out, bool align16);
+  std::unique_ptr<Plan> make_plan(int T, int in, int out_dim, int ld_out, bool align16, bool f32_out = false);
   Plan& plan_for(int T, int in, int out_dim);
   Plan& scaled_plan_for(int T, int in, int out_dim, int ld_out);
   void* handle_ = nullptr;
@@ -38,6 +42,7 @@ class LtGemm {
   size_t workspace_bytes_ = 0;
   std::map<std::tuple<int, int, int>, std::unique_ptr<Plan>> plans_;  // descriptors and chosen algorithm per shape
   std::map<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> scaled_plans_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<Plan>> f32_plans_;
 };
 
 }  // namespace striker::cuda

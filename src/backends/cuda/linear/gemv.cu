@@ -6,14 +6,12 @@
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/linear/skinny_bf16.cuh"
 
 namespace striker::cuda {
 namespace {
 
 constexpr int kWarps = 8;  // warps per block
-constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
 using Mode = GemvOut;
 
@@ -148,41 +146,33 @@ void check_shapes(const char* what, const void* x, int in, const void* W, const 
 
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, int out_dim, void* out,
-                 cudaStream_t stream, DecodeKernels kernels) {
+                 cudaStream_t stream) {
   check_shapes(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   const auto* Wd = reinterpret_cast<const bf16_t*>(W);
-  if (kernels == DecodeKernels::TensorCores) {
-    launch_skinny_bf16<SkinnyTile::Gemv, M>(xd, in, Wd, Wd, out_dim, out, skinny_token_groups(T), SkinnyTokens{T}, stream);
+  if (T > 1) {
+    launch_skinny_bf16<SkinnyTile::Gemv, M>(xd, in, Wd, Wd, out_dim, out, T, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
     return;
   }
   // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
-  const unsigned gy = unsigned((T + kNT - 1) / kNT);
   // Enough warps already (LM head: 75K of them) -> one warp per 2 rows. Otherwise split each
   // row over 8 warps when it is long enough (>= 256 chunks of 16 bytes).
   const bool many_rows = out_dim >= 32768;
   const bool split = !many_rows && in / 8 >= 256;
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
-  if (T == 1) {
-    if (split)
-      launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
-    else if (in < 1024)
-      launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
-    else
-      launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
-  } else {
-    if (split)
-      launch_pdl(gemv_kernel<2, kNT, 8, M>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
-    else
-      launch_pdl(gemv_kernel<2, kNT, 1, M>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
-  }
+  if (split)
+    launch_pdl(gemv_kernel<4, 1, 8, M>, dim3(dim3(blocks(4), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+  else if (in < 1024)
+    launch_pdl(gemv_kernel<4, 1, 1, M>, dim3(dim3(blocks(4 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
+  else
+    launch_pdl(gemv_kernel<2, 1, 1, M>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, Wd, out_dim, out);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
 void launch_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter, bf16* act,
-                    cudaStream_t stream, DecodeKernels kernels) {
+                    cudaStream_t stream) {
   check_shapes("gemv_gate_up", x, in, Wg, act);
   check_shapes("gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
@@ -190,65 +180,38 @@ void launch_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu
   const auto* g = reinterpret_cast<const bf16_t*>(Wg);
   const auto* u = reinterpret_cast<const bf16_t*>(Wu);
   auto* a = reinterpret_cast<bf16_t*>(act);
-  if (kernels == DecodeKernels::TensorCores) {
-    launch_skinny_bf16<SkinnyTile::GateUp, Mode::Store>(xd, in, g, u, inter, a, skinny_token_groups(T), SkinnyTokens{T},
-                                                       stream);
+  if (T > 1) {
+    launch_skinny_bf16<SkinnyTile::GateUp, Mode::Store>(xd, in, g, u, inter, a, T, stream);
     STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
     return;
   }
   const bool split = inter < 4096 && in / 8 >= 256;  // few rows (shared expert): split each over 8 warps
-  const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((inter + rows_per_block - 1) / rows_per_block); };
-  if (T == 1) {
-    if (split) launch_pdl(gate_up_kernel<1, 8>, dim3(dim3(blocks(2), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
-    else launch_pdl(gate_up_kernel<1, 1>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
-  } else {
-    if (split) launch_pdl(gate_up_kernel<kNT, 8>, dim3(dim3(blocks(2), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
-    else launch_pdl(gate_up_kernel<kNT, 1>, dim3(dim3(blocks(2 * kWarps), gy)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
-  }
+  if (split) launch_pdl(gate_up_kernel<1, 8>, dim3(dim3(blocks(2), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
+  else launch_pdl(gate_up_kernel<1, 1>, dim3(dim3(blocks(2 * kWarps), 1)), dim3(kWarps * 32), 0, stream, xd, T, in, g, u, inter, a);
   STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
 }
 
-// Production: tensor cores from 2 tokens on (skinny_mma.cuh), the CUDA-core kernels at 1.
-DecodeKernels production(int T) { return T > 1 ? DecodeKernels::TensorCores : DecodeKernels::CudaCores; }
-
 }  // namespace
 
+// Tensor cores from 2 tokens on (skinny_bf16.cuh), the CUDA-core kernels at 1: measured on the
+// H200 (docs/performance.md, "Decode kernels at 1 token"), the tensor-core kernels tie or lose at
+// one token (o_proj 9.7 vs 6.8 µs, LM head 162 vs 135) and win 3-7x from two on.
 void gemv_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream) {
-  gemv_bf16_using(production(T), x, T, in, W, out_dim, out, stream);
+  launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream);
 }
 
 void gemv_residual(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h, cudaStream_t stream) {
-  gemv_residual_using(production(T), x, T, in, W, out_dim, h, stream);
+  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream);
 }
 
 void gemv_logits(const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits, cudaStream_t stream) {
-  gemv_logits_using(production(T), x, T, in, W, out_dim, logits, stream);
+  launch_gemv<Mode::Logits>("gemv_logits", x, T, in, W, out_dim, logits, stream);
 }
 
 void gemv_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter, bf16* act,
                   cudaStream_t stream) {
-  gemv_gate_up_using(production(T), x, T, in, Wg, Wu, inter, act, stream);
-}
-
-void gemv_bf16_using(DecodeKernels k, const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out,
-                     cudaStream_t stream) {
-  launch_gemv<Mode::Store>("gemv_bf16", x, T, in, W, out_dim, out, stream, k);
-}
-
-void gemv_residual_using(DecodeKernels k, const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* h,
-                         cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("gemv_residual", x, T, in, W, out_dim, h, stream, k);
-}
-
-void gemv_logits_using(DecodeKernels k, const bf16* x, int T, int in, const bf16* W, int out_dim, float* logits,
-                       cudaStream_t stream) {
-  launch_gemv<Mode::Logits>("gemv_logits", x, T, in, W, out_dim, logits, stream, k);
-}
-
-void gemv_gate_up_using(DecodeKernels k, const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu, int inter,
-                        bf16* act, cudaStream_t stream) {
-  launch_gate_up(x, T, in, Wg, Wu, inter, act, stream, k);
+  launch_gate_up(x, T, in, Wg, Wu, inter, act, stream);
 }
 
 }  // namespace striker::cuda

@@ -41,57 +41,25 @@ struct SkinnyRows {
   __device__ static int bottom(int o0, int g) { return K == SkinnyTile::Gemv ? o0 + 8 + g : o0 + g; }
 };
 
-// The rows one CTA works on, resolved at kernel start by the launch's Job (SkinnyTokens below, or
-// the MoE jobs of moe_skinny.cu).
-struct SkinnyWork {
-  bool live = true;    // false: nothing to do (a MoE tile slot past the routing's tiles); CTA-uniform
-  int nt = 0;          // live tokens, <= 8
-  int out_row0 = 0;    // output row of token 0 (a CTA's tokens write consecutive rows)
-  int x_row = 0;       // activation row of this lane group's token (groups past nt repeat the last)
-  int w_row0 = 0;      // first weight row (an expert's block in a stack)
-  int expert = 0;
-  bool alt = false;    // read the Job's alternative operands (the MoE's shared expert), not the launch's
+// The tokens one CTA works on: grid.y covers groups of 8 of the launch's T tokens.
+struct SkinnyTokens {
+  int nt;        // live tokens, <= 8
+  int out_row0;  // output row of token 0 (a CTA's tokens write consecutive rows)
+  int x_row;     // activation row of this lane group's token (groups past nt repeat the last)
 };
 
-// What a work item multiplies: activations x [.., in], the matrices (Wt: const bf16_t* or
-// Nvfp4Matrix; W1 = up for GateUp), the output [.., rows] and the widths. A launch passes its own;
-// a Job with kHasAlt may send some work items to its `alt` operands instead.
-template <class Wt>
-struct SkinnyOperands {
-  const bf16_t* x;
-  Wt w0, w1;
-  void* out;
-  int in, rows;
-};
-
-template <class Job, class Wt>
-__device__ __forceinline__ SkinnyOperands<Wt> skinny_operands(const Job& job, const SkinnyWork& wk,
-                                                              const SkinnyOperands<Wt>& launch) {
-  if constexpr (Job::kHasAlt) {
-    if (wk.alt) return job.alt;
-  }
-  return launch;
+__device__ __forceinline__ SkinnyTokens skinny_tokens(int T, int g) {
+  SkinnyTokens w;
+  const int t0 = blockIdx.y * kSkinnyTokens;
+  w.nt = min(kSkinnyTokens, T - t0);
+  w.out_row0 = t0;
+  w.x_row = t0 + min(g, w.nt - 1);
+  return w;
 }
 
-// Tokens of one matrix: grid.y covers groups of 8 tokens. The weights do not depend on earlier
-// kernels, so they are requested before griddepcontrol.wait.
-struct SkinnyTokens {
-  static constexpr bool kWeightsBeforeWait = true;
-  static constexpr bool kHasAlt = false;
-  int T;
-  __device__ SkinnyWork work(int g) const {
-    SkinnyWork w;
-    const int t0 = blockIdx.y * kSkinnyTokens;
-    w.nt = min(kSkinnyTokens, T - t0);
-    w.out_row0 = t0;
-    w.x_row = t0 + min(g, w.nt - 1);
-    return w;
-  }
-};
-
 // Where one lane of a skinny CTA works: lane group g / thread t of the MMA, the matrix rows of
-// its MMA rows g and g + 8 (clamped: rows past the matrix are computed, never stored; add the
-// Job's w_row0) and its warp's chunk steps [s0, s1) of `steps` (split-K over S warps per tile).
+// its MMA rows g and g + 8 (clamped: rows past the matrix are computed, never stored) and its
+// warp's chunk steps [s0, s1) of `steps` (split-K over S warps per tile).
 struct SkinnyLane {
   int g, t, s0, s1, top, bottom;
 };
@@ -163,12 +131,14 @@ __device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int row0, int
   }
 }
 
-// Grid of a skinny launch over `rows` output rows (the most any work item has): x over CTAs of (8 / S) tiles, y over the Job's
-// work items (groups of 8 tokens; MoE: tile slots of the routing).
+inline int skinny_token_groups(int T) { return (T + kSkinnyTokens - 1) / kSkinnyTokens; }
+
+// Grid of a skinny launch over `rows` output rows: x over CTAs of (8 / S) tiles, y over groups of
+// 8 of the T tokens.
 template <SkinnyTile K>
-dim3 skinny_grid(int rows, int S, int items) {
+dim3 skinny_grid(int rows, int S, int T) {
   const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut, per_cta = kSkinnyWarps / S;
-  return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned(items));
+  return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned(skinny_token_groups(T)));
 }
 
 // Calls launch(S, U) with the split S (1, 2, 4 or 8) and the ring depth U (8 when kAllowDeep,
@@ -182,8 +152,6 @@ void skinny_dispatch(int S, bool deep, Launch launch) {
   else if (kAllowDeep && deep) launch(std::integral_constant<int, 8>{}, std::integral_constant<int, kAllowDeep ? 8 : 4>{});
   else launch(std::integral_constant<int, 8>{}, U4{});
 }
-
-inline int skinny_token_groups(int T) { return (T + kSkinnyTokens - 1) / kSkinnyTokens; }
 
 // Split-K factor for a reduction of `steps` chunk steps per row: as many warps per tile as keep
 // at least `min_steps` steps each (so each warp's ring still fills), at most 8.

@@ -7,6 +7,7 @@
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/elementwise/rmsnorm_row.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -157,39 +158,71 @@ __device__ __forceinline__ void load8(const bf16_t* p, float (&v)[kCombineCols])
   }
 }
 
+// h[t, o..o+8) = bf16(h + bf16(bf16(Σ_k w·y) + y_shared)) of one token's 8 columns, written back;
+// returns the new h values.
+__device__ __forceinline__ uint4 combine8(const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv,
+                                          const float* __restrict__ topk_w, const bf16_t* __restrict__ ysh, int t,
+                                          int K, int hidden, int o, bf16_t* __restrict__ h) {
+  const int64_t slot = int64_t(t) * K;
+  float sum[kCombineCols] = {};
+  for (int k = 0; k < K; ++k) {
+    float y[kCombineCols];
+    load8(ys + int64_t(inv[slot + k]) * hidden + o, y);
+    const float wk = topk_w[slot + k];
+#pragma unroll
+    for (int i = 0; i < kCombineCols; ++i) sum[i] = fmaf(wk, y[i], sum[i]);
+  }
+  const int64_t idx = int64_t(t) * hidden + o;
+  float sh[kCombineCols], hv[kCombineCols];
+  if (ysh != nullptr) load8(ysh + idx, sh);
+  load8(h + idx, hv);
+  uint32_t out[4];
+#pragma unroll
+  for (int i = 0; i < kCombineCols; i += 2) {
+    float r[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float y = round_bf16(sum[i + j]);
+      if (ysh != nullptr) y = round_bf16(y + sh[i + j]);
+      r[j] = hv[i + j] + y;
+    }
+    out[i / 2] = pack_bf16x2(r[0], r[1]);
+  }
+  const uint4 v = make_uint4(out[0], out[1], out[2], out[3]);
+  *reinterpret_cast<uint4*>(h + idx) = v;
+  return v;
+}
+
 __global__ void __launch_bounds__(kCombineThreads) moe_combine_sorted_kernel(
     const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv, const float* __restrict__ topk_w,
     const bf16_t* __restrict__ ysh, int T, int K, int hidden, bf16_t* __restrict__ h) {
   pdl_grid_start();  // see launch.cuh
   const int o = (blockIdx.x * kCombineThreads + threadIdx.x) * kCombineCols;
   if (o >= hidden) return;
-  for (int t = blockIdx.y; t < T; t += gridDim.y) {
-    const int64_t slot = int64_t(t) * K;
-    float sum[kCombineCols] = {};
-    for (int k = 0; k < K; ++k) {
-      float y[kCombineCols];
-      load8(ys + int64_t(inv[slot + k]) * hidden + o, y);
-      const float wk = topk_w[slot + k];
-#pragma unroll
-      for (int i = 0; i < kCombineCols; ++i) sum[i] = fmaf(wk, y[i], sum[i]);
-    }
-    const int64_t idx = int64_t(t) * hidden + o;
-    float sh[kCombineCols], hv[kCombineCols];
-    if (ysh != nullptr) load8(ysh + idx, sh);
-    load8(h + idx, hv);
-    uint32_t out[4];
-#pragma unroll
-    for (int i = 0; i < kCombineCols; i += 2) {
-      float r[2];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        float y = round_bf16(sum[i + j]);
-        if (ysh != nullptr) y = round_bf16(y + sh[i + j]);
-        r[j] = hv[i + j] + y;
-      }
-      out[i / 2] = pack_bf16x2(r[0], r[1]);
-    }
-    *reinterpret_cast<uint4*>(h + idx) = make_uint4(out[0], out[1], out[2], out[3]);
+  for (int t = blockIdx.y; t < T; t += gridDim.y) combine8(ys, inv, topk_w, ysh, t, K, hidden, o, h);
+}
+
+// The combine with the next RMSNorm in the same pass: one CTA of kRmsnormRowThreads per token row
+// (rows stride over grid.x); the new h row also goes into shared memory, from where x = rmsnorm(h)
+// is computed in rmsnorm_row.cuh's thread assignment and order (the rmsnorm kernel's bits).
+__global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_kernel(
+    const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv, const float* __restrict__ topk_w,
+    const bf16_t* __restrict__ ysh, int T, int K, int hidden, bf16_t* __restrict__ h,
+    const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float partial[kRmsnormRowThreads / 32];
+  pdl_grid_start();  // see launch.cuh
+  auto* row = reinterpret_cast<bf16_t*>(smem);
+  for (int t = blockIdx.x; t < T; t += gridDim.x) {
+    for (int o = int(threadIdx.x) * kCombineCols; o < hidden; o += kRmsnormRowThreads * kCombineCols)
+      *reinterpret_cast<uint4*>(row + o) = combine8(ys, inv, topk_w, ysh, t, K, hidden, o, h);
+    __syncthreads();
+    const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(row[i]); });
+    const float r = rmsnorm_scale(ss, hidden, eps, partial);  // its barriers also free `row` for the next t
+    bf16_t* x = x_out + int64_t(t) * hidden;
+    for (int i = int(threadIdx.x); i < hidden; i += kRmsnormRowThreads)
+      x[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(row[i]), r, gamma[i]));
+    __syncthreads();
   }
 }
 
@@ -235,13 +268,25 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
 }
 
 void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,
-                        int K, int hidden, bf16* h, cudaStream_t stream) {
+                        int K, int hidden, bf16* h, cudaStream_t stream, const RowNorm* next_norm) {
   if (T <= 0) return;
   check_width("moe_combine_sorted", hidden);
+  const auto* ys = reinterpret_cast<const bf16_t*>(y_sorted);
+  const auto* ysh = reinterpret_cast<const bf16_t*>(y_shared);
+  auto* hb = reinterpret_cast<bf16_t*>(h);
+  if (next_norm != nullptr) {
+    const size_t smem = size_t(hidden) * 2;
+    if (next_norm->gamma == nullptr || next_norm->out == nullptr || smem > 40 * 1024)
+      throw Error("moe_combine_sorted: the fused norm needs its weights, an output and a row of at most 20480");
+    launch_pdl(moe_combine_sorted_norm_kernel, dim3(unsigned(std::min(T, 1 << 20))), dim3(kRmsnormRowThreads), smem,
+               stream, ys, inv, topk_w, ysh, T, K, hidden, hb, next_norm->gamma, next_norm->eps,
+               reinterpret_cast<bf16_t*>(next_norm->out));
+    STRIKER_CUDA_CHECK_LAUNCH("moe_combine_sorted_norm");
+    return;
+  }
   const int blocks = (hidden / kCombineCols + kCombineThreads - 1) / kCombineThreads;
   launch_pdl(moe_combine_sorted_kernel, dim3(unsigned(blocks), unsigned(std::min(T, kMaxGridYZ))),
-             dim3(kCombineThreads), 0, stream, reinterpret_cast<const bf16_t*>(y_sorted), inv, topk_w,
-             reinterpret_cast<const bf16_t*>(y_shared), T, K, hidden, reinterpret_cast<bf16_t*>(h));
+             dim3(kCombineThreads), 0, stream, ys, inv, topk_w, ysh, T, K, hidden, hb);
   STRIKER_CUDA_CHECK_LAUNCH("moe_combine_sorted");
 }
 

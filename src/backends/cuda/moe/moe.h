@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -27,9 +28,11 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
 // Prefill path, after the routed experts ran as grouped GEMMs over rows sorted by expert:
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[inv[t·K+k]]) + y_shared[t])), where y_sorted
 // [T·K, H] holds bf16 expert outputs and inv maps slot t·K+k to its sorted row. y_shared may be null;
-// H a multiple of 8 (16-byte vectors; checked).
+// H a multiple of 8 (16-byte vectors; checked). With next_norm, also next_norm->out = rmsnorm(h) of
+// the new h in the same pass (one CTA per row; the rmsnorm kernel's bits): the next layer's input
+// norm at prefill sizes.
 void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,
-                        int K, int hidden, bf16* h, cudaStream_t stream);
+                        int K, int hidden, bf16* h, cudaStream_t stream, const RowNorm* next_norm = nullptr);
 
 // CPU reference of the whole routed + shared block given the routing (ids/weights) and the
 // shared expert's weights; updates h like the device path.

@@ -44,9 +44,6 @@ constexpr int kMoeMaxExperts = 512;  // the sort keeps per-expert counters in sh
 constexpr int kMoeRankBits = 21;
 inline int64_t moe_max_step_tokens(int top_k) { return ((int64_t(1) << kMoeRankBits) - 1) / top_k; }
 
-// Tiles of at most 8 rows: the decode form (moe_skinny.h), whose MMA N side is 8 tokens.
-constexpr int kMoeSkinnyTileRows = 8;
-
 // Row-tile height for `slots` = T·K routed rows over `experts`: 16 while an expert averages at
 // most 16 rows (decode batches), else 64 (prefill: more reuse of each weight tile).
 inline int moe_tile_rows_for(int64_t slots, int experts) { return slots <= int64_t(16) * experts ? 16 : 64; }
@@ -63,8 +60,7 @@ struct MoeRouting {
   MoeTile* tiles = nullptr;        // [moe_max_tiles(T·K, experts, tile_rows)]
   int32_t* num_tiles = nullptr;    // [1] tiles written
   int experts = 0;                 // E (<= kMoeMaxExperts)
-  // 16 or 64 (moe_grouped_*), 128 or 256 (moe_grouped_*_wgmma), 8 (moe_skinny.h); the same for the
-  // sort and the GEMMs
+  // 16 or 64 (moe_grouped_*), 128 or 256 (moe_grouped_*_wgmma*); the same for the sort and the GEMMs
   int tile_rows = 16;
 };
 

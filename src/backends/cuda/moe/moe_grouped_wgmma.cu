@@ -40,7 +40,6 @@
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/common/wgmma.cuh"
 #include "backends/cuda/moe/moe_grouped_wgmma_layout.h"
-#include "backends/cuda/nvfp4/nvfp4_linear.h"
 
 namespace striker::cuda {
 namespace {
@@ -363,25 +362,6 @@ WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, 
                    reinterpret_cast<bf16_t*>(out)};
 }
 
-// The decode scratch of `matrices` stacks of experts × rows × in values.
-void check_nvfp4_scratch(const char* what, const MoeRouting& r, int rows, int in, int matrices,
-                         const bf16* scratch, int64_t scratch_elems) {
-  const int64_t need = int64_t(matrices) * r.experts * rows * in;
-  if (scratch == nullptr || scratch_elems < need)
-    throw Error(std::string(what) + ": decode scratch of " + std::to_string(scratch_elems) + " values, " +
-                std::to_string(need) + " needed");
-}
-
-// NVFP4 stacks: whole 64-weight blocks per row (FLINT.md §3) and every pointer present
-// (nvfp4_dequantize checks the alignment it needs).
-void check_nvfp4_stacks(const char* what, int kdim, std::initializer_list<const Nvfp4Stack*> stacks) {
-  if (kdim % 64 != 0)
-    throw Error(std::string(what) + ": NVFP4 reduction width " + std::to_string(kdim) + " is not a multiple of 64");
-  for (const Nvfp4Stack* s : stacks)
-    if (!s->m.codes || !s->m.scales || !s->scale2)
-      throw Error(std::string(what) + ": NVFP4 stack with a null codes, scales or scale2 pointer");
-}
-
 }  // namespace
 
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
@@ -401,32 +381,6 @@ void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, con
   check_wgmma(what, T, K, inter, hidden, r, act_sorted, w_down, w_down, y_sorted);
   const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, scale2_down, nullptr, r, y_sorted);
   launch_wgmma<false>(what, args, w_down, w_down, T, K, r, stream);
-}
-
-void moe_grouped_gate_up_nvfp4_wgmma(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
-                                     const Nvfp4Stack& up, int inter, const MoeRouting& r, bf16* scratch,
-                                     int64_t scratch_elems, bf16* act_sorted, cudaStream_t stream) {
-  if (T <= 0) return;
-  constexpr const char* what = "moe_grouped_gate_up_nvfp4_wgmma";
-  check_nvfp4_stacks(what, hidden, {&gate, &up});
-  check_nvfp4_scratch(what, r, inter, hidden, 2, scratch, scratch_elems);
-  const int64_t rows = int64_t(r.experts) * inter;
-  bf16* wg = scratch;
-  bf16* wu = scratch + rows * hidden;
-  nvfp4_dequantize(gate.m, rows, hidden, wg, stream);
-  nvfp4_dequantize(up.m, rows, hidden, wu, stream);
-  moe_grouped_gate_up_wgmma(x, T, K, hidden, wg, wu, inter, gate.scale2, up.scale2, r, act_sorted, stream);
-}
-
-void moe_grouped_down_nvfp4_wgmma(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
-                                  const MoeRouting& r, bf16* scratch, int64_t scratch_elems, bf16* y_sorted,
-                                  cudaStream_t stream) {
-  if (T <= 0) return;
-  constexpr const char* what = "moe_grouped_down_nvfp4_wgmma";
-  check_nvfp4_stacks(what, inter, {&down});
-  check_nvfp4_scratch(what, r, hidden, inter, 1, scratch, scratch_elems);
-  nvfp4_dequantize(down.m, int64_t(r.experts) * hidden, inter, scratch, stream);
-  moe_grouped_down_wgmma(act_sorted, T, K, inter, scratch, hidden, down.scale2, r, y_sorted, stream);
 }
 
 }  // namespace striker::cuda

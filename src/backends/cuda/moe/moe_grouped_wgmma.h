@@ -4,15 +4,14 @@
 // mbarrier ring (moe_grouped_wgmma.cu). The routing must be sorted with
 // tile_rows = moe_wgmma_tile_rows (kMoeWgmmaTileRows or kMoeWgmmaTallTileRows; moe_route_sort).
 //
-// scale2_* (device [E], may be null = 1) multiplies the fp32 accumulator before the bf16 rounding:
-// NVFP4 experts run here as bf16 weights decoded exactly (nvfp4_dequantize) with their scale2.
+// scale2_* (device [E], may be null = 1) multiplies the fp32 accumulator before the bf16 rounding.
+// NVFP4 experts have their own kernels on this path (moe_grouped_wgmma_nvfp4.h).
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 #include "backends/cuda/moe/moe_grouped.h"
-#include "backends/cuda/nvfp4/nvfp4_moe.h"
 
 namespace striker::cuda {
 
@@ -31,10 +30,10 @@ inline int moe_wgmma_tile_rows(int64_t slots, int experts) {
 // where experts average more than 16 rows (moe_tile_rows_for); below, the 16-row mma.sync tiles
 // of moe_grouped.h read each selected expert once per step.
 inline bool moe_wgmma_for(int64_t slots, int experts) { return moe_tile_rows_for(slots, experts) != 16; }
-// NVFP4 stacks take this path (decode scratch + the kernels above) only from 80 rows per expert
-// (T > 3413 at E = 256, top-6): the decode of all stacks costs a fixed ~0.57 ms per layer, and the
-// mma.sync NVFP4 kernels with 64-row tiles (0.3 µs per token per layer) win below. H200, per
-// layer: T = 2048 mma.sync 731 µs vs decode + wgmma 1126 µs; T = 8192 2512 µs vs ~1430 µs.
+// NVFP4 stacks take this path (moe_grouped_wgmma_nvfp4.h: the weights decoded in registers) from
+// 80 rows per expert (T > 3413 at E = 256, top-6); below, the 64-row mma.sync NVFP4 kernels. H200,
+// per layer (sort, both GEMMs, combine): T = 2048 mma.sync 669 µs vs 667 µs (a tie, measured before
+// the narrow tiles and the TMA producer); T = 8192 2250 µs vs 1330 µs.
 inline bool moe_wgmma_nvfp4_for(int64_t slots, int experts) { return slots > int64_t(80) * experts; }
 
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g = bf16(scale2_gate[e]·mm(x[token(r)], W_gate[e])), u likewise.
@@ -45,21 +44,5 @@ void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf
 // y_sorted[r] = bf16(scale2_down[e]·mm(act_sorted[r], W_down[e])).
 void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
                             const float* scale2_down, const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
-
-// NVFP4 expert stacks on this path: every expert's matrices are decoded exactly (E2M1·E4M3 is a
-// bf16 value, nvfp4_dequantize) into `scratch`, then the kernels above run with the stacks'
-// scale2. At prefill sizes every expert is active, and the decode costs about 0.27 GB read +
-// 1.07 GB written for gate/up (0.13 + 0.54 GB for down) per layer: ~0.45 ms at ~4 TB/s, next to
-// the ~2.5 ms the in-shared-memory decode of moe_grouped_*_nvfp4 takes at 8K tokens
-// (docs/performance.md, "Hopper grouped MoE"). scratch: at least moe_wgmma_nvfp4_scratch_elems values.
-inline int64_t moe_wgmma_nvfp4_scratch_elems(int experts, int hidden, int inter) {
-  return 2 * int64_t(experts) * hidden * inter;  // gate + up; down needs half
-}
-void moe_grouped_gate_up_nvfp4_wgmma(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate,
-                                     const Nvfp4Stack& up, int inter, const MoeRouting& routing, bf16* scratch,
-                                     int64_t scratch_elems, bf16* act_sorted, cudaStream_t stream);
-void moe_grouped_down_nvfp4_wgmma(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
-                                  const MoeRouting& routing, bf16* scratch, int64_t scratch_elems, bf16* y_sorted,
-                                  cudaStream_t stream);
 
 }  // namespace striker::cuda

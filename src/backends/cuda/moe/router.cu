@@ -1,12 +1,15 @@
-// MoE router (FLINT.md §4), three forms, all with the same per-lane chunk order and fmaf chain, so a
-// token's logits, ids and weights are the same bits in each:
+// MoE router (FLINT.md §4), three forms; the CUDA-core ones share one per-lane chunk order and fmaf
+// chain, so a token's logits, ids and weights are the same bits in each (the bf16 router's batched
+// logits come from cuBLASLt instead: router.h):
 // - decode steps (T <= 8) whose matrix slice fits in shared memory (Flint's bf16 router): one 8-CTA
 //   cluster; each CTA copies its experts' rows into shared memory before griddepcontrol.wait, then
 //   computes the logits from there and CTA 0 selects the top K (router_cluster_kernel).
 // - other decode steps (an fp32 Flint router is 2 MiB): one warp per expert row over the whole
 //   GPU, the row in registers before the wait, the top K in the CTA that finishes last
 //   (router_decode_kernel, common/last_block.cuh).
-// - larger steps: a logits kernel (register blocks of 8 experts × 8 tokens per warp), then a
+// - larger steps: the logits — a cuBLASLt tensor-core GEMM with fp32 output for a bf16 router
+//   (router.h says why its bits may differ from the decode forms'), a CUDA-core kernel (register
+//   blocks of 8 experts × 8 tokens per warp, the decode forms' bits) for an fp32 one — then a
 //   selection kernel.
 #include "backends/cuda/moe/router.h"
 
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/last_block.cuh"
@@ -21,6 +25,7 @@
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
+#include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/moe/router_math.cuh"
 
 namespace striker::cuda {
@@ -28,11 +33,11 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-// Every form computes a (token, expert) logit in one order, "the router's lane order": lane l of
+// Every CUDA-core form computes a (token, expert) logit in one order, "the router's lane order": lane l of
 // a warp accumulates chunks c = l, l + 32, ... of 8 values (fmaf over the 8 in order, x times w),
 // then warp_sum adds the lanes. So a token's logits are the same bits in each form.
 
-// Batched logits (steps above 8 tokens): a CTA covers kTileE experts × kTileT tokens, each warp an
+// Batched logits of an fp32 router (steps above 8 tokens): a CTA covers kTileE experts × kTileT tokens, each warp an
 // 8 × 8 block of them, every (expert, token) dot product accumulated by its lanes in exactly the
 // router's lane order, so a token's logits are the same bits as in the decode forms. The register block
 // reuses each loaded chunk 8 times and the CTA's warps share their x rows and weight rows
@@ -46,10 +51,6 @@ constexpr int kTileThreads = 32 * kTileWarpsE * kTileWarpsT;
 
 template <typename W>
 struct CachedChunk;  // 8 router weights loaded through L1 (reused by the CTA's other warps)
-template <>
-struct CachedChunk<bf16_t> {
-  static __device__ __forceinline__ void load(const bf16_t* p, float (&f)[8]) { unpack8(load_cached(p), f); }
-};
 template <>
 struct CachedChunk<float> {
   static __device__ __forceinline__ void load(const float* p, float (&f)[8]) {
@@ -107,12 +108,20 @@ __global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_
   }
 }
 
-__global__ void __launch_bounds__(32) router_select_kernel(const float* __restrict__ logits, int E, int K,
-                                                           const float* __restrict__ bias, bool norm, float rsf,
-                                                           int32_t* __restrict__ ids, float* __restrict__ weights) {
+// Selection of steps above 8 tokens: one warp per token, kSelectWarps tokens per CTA, P experts
+// per lane as router_select picks it (a kernel per P: one kernel holding both paths took the
+// E <= 1024 path's 117 registers, 16 warps per SM).
+constexpr int kSelectWarps = 4;
+template <int P>
+__global__ void __launch_bounds__(kSelectWarps * 32) router_select_kernel(const float* __restrict__ logits, int T,
+                                                                          int E, int K, const float* __restrict__ bias,
+                                                                          bool norm, float rsf,
+                                                                          int32_t* __restrict__ ids,
+                                                                          float* __restrict__ weights) {
   pdl_grid_start();  // see launch.cuh
-  const int t = blockIdx.x;
-  router_select([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
+  const int t = int(blockIdx.x) * kSelectWarps + int(threadIdx.x >> 5);
+  if (t >= T) return;  // whole warps only: the selection's shuffles see full warps
+  router_select_warp<P>([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
 }
 
 // ---- decode steps ----
@@ -196,8 +205,8 @@ __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E
   l.logits = l.x + ((size_t(T) * hidden * 2 + 15) & ~size_t(15));
   l.gamma = l.logits + ((size_t(T) * E * 4 + 15) & ~size_t(15));  // the norm's weights (fused form)
   l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));    // the router bias (CTA 0)
-  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials
-  l.total = l.partial + kRmsnormRowThreads / 32 * 4;
+  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials, then r, per token
+  l.total = l.partial + size_t(T) * (kRmsnormRowThreads / 32 + 1) * 4;
   return l;
 }
 constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
@@ -239,16 +248,25 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     reinterpret_cast<uint4*>(xs)[i] = load_cached(x + int64_t(i) * 8);
   cp_async_wait<0>();
   __syncthreads();
-  if (gamma != nullptr) {  // xs holds h: normalise it in place, token by token
-    auto* partial = reinterpret_cast<float*>(smem + lay.partial);
-    for (int t = 0; t < T; ++t) {
-      bf16_t* row = xs + t * hidden;
-      const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(row[i]); });
-      const float r = rmsnorm_scale(ss, hidden, eps, partial);
-      for (int i = threadIdx.x; i < hidden; i += blockDim.x)
-        row[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(row[i]), r, gs[i]));
-      __syncthreads();
+  if (gamma != nullptr) {  // xs holds h: normalise every token in place, all tokens at once
+    // Each kRmsnormRowThreads-thread half of the CTA takes every other token; its thread i sums
+    // elements i, i + 256, ... (the rmsnorm kernel's order: the same bits), two barriers in all
+    // instead of three per token.
+    constexpr int kWarpsPerRow = kRmsnormRowThreads / 32, kHalves = kClusterWarps * 32 / kRmsnormRowThreads;
+    auto* partial = reinterpret_cast<float*>(smem + lay.partial);  // [T][kWarpsPerRow]
+    float* rs = partial + T * kWarpsPerRow;                        // [T]
+    const int ti = int(threadIdx.x) % kRmsnormRowThreads;
+    for (int t = int(threadIdx.x) / kRmsnormRowThreads; t < T; t += kHalves) {
+      const bf16_t* row = xs + t * hidden;
+      const float ss = warp_sum(rmsnorm_partial_of(ti, hidden, [&](int i) { return __bfloat162float(row[i]); }));
+      if ((ti & 31) == 0) partial[t * kWarpsPerRow + (ti >> 5)] = ss;
     }
+    __syncthreads();
+    if (threadIdx.x < unsigned(T)) rs[threadIdx.x] = rmsnorm_r(partial + threadIdx.x * kWarpsPerRow, hidden, eps);
+    __syncthreads();
+    for (int i = threadIdx.x; i < T * hidden; i += blockDim.x)
+      xs[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(xs[i]), rs[i / hidden], gs[i % hidden]));
+    __syncthreads();
     if (rank == 0)
       for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
         reinterpret_cast<uint4*>(x_out)[i] = reinterpret_cast<const uint4*>(xs)[i];
@@ -319,7 +337,7 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
 // kernel into in_norm->x_out, which then is the router's input).
 template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
-                   unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm,
+                   unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm, LtGemm* lt,
                    cudaStream_t stream) {
   if (cluster_fits(T, rs.hidden, rs.n_experts, sizeof(W))) {
     launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, in_norm, stream);
@@ -337,13 +355,20 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
     STRIKER_CUDA_CHECK_LAUNCH("router_decode");
     return;
   }
-  const dim3 grid(unsigned((rs.n_experts + kTileE - 1) / kTileE),
-                  unsigned(std::min((T + kTileT - 1) / kTileT, kMaxGridYZ)));
-  launch_pdl(router_logits_kernel<W>, grid, dim3(kTileThreads), 0, stream, xb, T, rs.hidden, rs.n_experts, weight,
-             logits);
-  STRIKER_CUDA_CHECK_LAUNCH("router_logits");
-  launch_pdl(router_select_kernel, dim3(T), dim3(32), 0, stream, logits, rs.n_experts, rs.top_k, bias,
-             rs.norm_topk_prob, rs.routed_scaling_factor, ids, topk_w);
+  if constexpr (std::is_same_v<W, float>) {
+    const dim3 grid(unsigned((rs.n_experts + kTileE - 1) / kTileE),
+                    unsigned(std::min((T + kTileT - 1) / kTileT, kMaxGridYZ)));
+    launch_pdl(router_logits_kernel<W>, grid, dim3(kTileThreads), 0, stream, xb, T, rs.hidden, rs.n_experts, weight,
+               logits);
+    STRIKER_CUDA_CHECK_LAUNCH("router_logits");
+  } else {  // bf16 router: logits[T, E] = x · Wrᵀ on the tensor cores, fp32 out (366 -> ~20 µs at 8K tokens)
+    lt->gemm_bf16_f32out(x, T, rs.hidden, reinterpret_cast<const bf16*>(weight), rs.n_experts, logits, stream);
+  }
+  const dim3 grid(unsigned((T + kSelectWarps - 1) / kSelectWarps));
+  launch_pdl(rs.n_experts <= kRouterSelectNarrow ? router_select_kernel<kRouterSelectNarrow / 32>
+                                                 : router_select_kernel<kRouterMaxExperts / 32>,
+             grid, dim3(kSelectWarps * 32), 0, stream, logits, T, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
+             rs.routed_scaling_factor, ids, topk_w);
   STRIKER_CUDA_CHECK_LAUNCH("router_select");
 }
 
@@ -351,7 +376,7 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream, const RouterInputNorm* in_norm) {
+                 cudaStream_t stream, const RouterInputNorm* in_norm, LtGemm* lt) {
   if (T <= 0) return;
   if (rs.n_experts <= 0 || rs.n_experts > kRouterMaxExperts || rs.top_k <= 0 || rs.top_k > kRouterMaxTopK ||
       rs.top_k > rs.n_experts)
@@ -365,11 +390,13 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
     throw Error("router_topk: a decode step (T <= 8) needs a zero-initialised device counter");
   if (in_norm != nullptr && (in_norm->gamma == nullptr || in_norm->x_out == nullptr || in_norm->x_out == x))
     throw Error("router_topk: the input norm needs its weights and an output buffer apart from h");
+  if (T > kRouterDecodeMaxTokens && weight_bf16 != nullptr && lt == nullptr)
+    throw Error("router_topk: a step of more than 8 tokens with a bf16 router needs the cuBLASLt GEMM (lt)");
   if (weight_f32 != nullptr)
-    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, in_norm, stream);
+    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, in_norm, lt, stream);
   else
     launch_router(x, T, rs, reinterpret_cast<const bf16_t*>(weight_bf16), bias, logits_scratch, counter, topk_ids,
-                  topk_w, in_norm, stream);
+                  topk_w, in_norm, lt, stream);
 }
 
 }  // namespace striker::cuda

@@ -26,21 +26,34 @@ struct RouterInputNorm {
   bf16* x_out = nullptr;         // [T, hidden], not h
 };
 
+class LtGemm;
+
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
 // T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster holding the
 // matrix in shared memory when it fits, else one spread over the GPU whose last CTA selects, with
-// counter: a zero-initialised device counter, left zero). Larger T: a logits kernel, then a
-// selection kernel (counter unused). Both forms compute each token's logits with the same
-// per-lane order, so a token gets the same bits (logits_scratch, ids, weights) either way.
+// counter: a zero-initialised device counter, left zero). Larger T: the logits, then a selection
+// kernel (counter unused). The logits of larger steps come from a tensor-core GEMM through `lt`
+// (required then) for a bf16 router — bf16 products are exact in fp32, so only the fp32 summation
+// order differs from the decode forms (FLINT.md §4 fixes the products and the fp32 accumulation,
+// not the order): a token's logits may differ from its decode-step logits in the last bits, and a
+// near-tie in the top K may then pick the other expert. An fp32 router keeps the CUDA-core logits
+// kernel (fp32 products are not exact on tensor cores), whose per-lane order is the decode forms':
+// the same bits either way.
 // in_norm: x is h and the router normalises it first — inside the cluster launch when that form
 // runs (no launch of its own), else with the rmsnorm kernel; the same bits either way.
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream, const RouterInputNorm* in_norm = nullptr);
+                 cudaStream_t stream, const RouterInputNorm* in_norm = nullptr, LtGemm* lt = nullptr);
 
 // CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
 void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,
                      const std::vector<float>* bias, std::vector<int32_t>& topk_ids, std::vector<float>& topk_w);
+// Its two halves: the logits [T, E] in double, and the selection given logits (the rule alone, so
+// a GPU's own logits can be checked against it).
+std::vector<double> router_logits_ref(const std::vector<bf16>& x, int T, int hidden, int n_experts,
+                                      const std::vector<float>& weight);
+void router_select_ref(const std::vector<double>& logits, int T, const RouterShape& rs, const std::vector<float>* bias,
+                       std::vector<int32_t>& topk_ids, std::vector<float>& topk_w);
 
 }  // namespace striker::cuda

@@ -10,6 +10,7 @@ namespace striker::cuda {
 constexpr int kRouterMaxExperts = 1024;
 constexpr int kRouterMaxTopK = 8;
 constexpr int kRouterDecodeMaxTokens = 8;
+constexpr int kRouterSelectNarrow = 256;  // up to this many experts the selection holds 8 per lane
 
 // 8 consecutive values of a router weight row, loaded with streaming loads (read once per step).
 template <typename W>
@@ -109,7 +110,8 @@ template <typename LogitOf>
 __device__ __forceinline__ void router_select(LogitOf logit_of, int t, int E, int K, const float* __restrict__ bias,
                                               bool norm, float rsf, int32_t* __restrict__ ids,
                                               float* __restrict__ weights) {
-  if (E <= 256) router_select_warp<8>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
+  if (E <= kRouterSelectNarrow)
+    router_select_warp<kRouterSelectNarrow / 32>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
   else router_select_warp<kRouterMaxExperts / 32>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
 }
 

@@ -7,14 +7,12 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/linear/gemv_variants.h"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
 namespace {
 
 constexpr int kWarps = 8;  // warps per block
-constexpr int kNT = 8;     // tokens sharing one pass over the weights
 
 using Mode = GemvOut;
 
@@ -165,37 +163,26 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream, DecodeKernels kernels) {
+                 cudaStream_t stream) {
   check_nvfp4(what, x, in, W, out);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
-  if (kernels == DecodeKernels::TensorCores) {
-    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, skinny_token_groups(T),
-                                             Nvfp4SkinnyTokens{{T}, s2}, stream);
+  if (T > 1) {
+    launch_nvfp4_skinny<SkinnyTile::Gemv, M>(xd, in, W, W, out_dim, out, T, s2, stream);
     STRIKER_CUDA_CHECK_LAUNCH(what);
     return;
   }
-  const unsigned gy = unsigned((T + kNT - 1) / kNT);
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
   // A row is in/32 chunks of 16 bytes. Long rows of short matrices (o_proj, dense down) split
   // each row over 4 warps so enough loads are in flight; the LM head has warps to spare.
   const bool split = out_dim < 8192 && in / 32 >= 128;
   constexpr int S = 4;
-  if (T == 1) {
-    if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
-                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
-    else
-      launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
-                 xd, T, in, W.codes, W.scales, s2, out_dim, out);
-  } else {
-    if (split)
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, S, M>, dim3(blocks(2 * kWarps / S), gy), dim3(kWarps * 32), 0,
-                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
-    else
-      launch_pdl(nvfp4_gemv_kernel<2, kNT, 1, M>, dim3(blocks(2 * kWarps), gy), dim3(kWarps * 32), 0,
-                 stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
-  }
+  if (split)
+    launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
+               stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
+  else
+    launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
+               xd, T, in, W.codes, W.scales, s2, out_dim, out);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
@@ -204,69 +191,46 @@ unsigned grid_for(int64_t n, int threads) {
 }
 
 void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu, float scale2_u,
-                    int inter, bf16* act, cudaStream_t stream, DecodeKernels kernels) {
+                    int inter, bf16* act, cudaStream_t stream) {
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
-  if (kernels == DecodeKernels::TensorCores) {
+  if (T > 1) {
     // skinny_store reads gate's scale2 at 0 and up's at 1.
     const RowScale2 s2{1, 2, {scale2_g, scale2_u, scale2_u}};
-    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, skinny_token_groups(T),
-                                                         Nvfp4SkinnyTokens{{T}, s2}, stream);
+    launch_nvfp4_skinny<SkinnyTile::GateUp, Mode::Store>(xd, in, Wg, Wu, inter, a, T, s2, stream);
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
     return;
   }
-  const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), unsigned((T + kNT - 1) / kNT));
-  auto kernel = T == 1 ? nvfp4_gate_up_kernel<1> : nvfp4_gate_up_kernel<kNT>;
-  launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
+  const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), 1u);
+  launch_pdl(nvfp4_gate_up_kernel<1>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }
 
-// Production: tensor cores from 2 tokens on (skinny_mma.cuh), the CUDA-core kernels at 1.
-DecodeKernels production(int T) { return T > 1 ? DecodeKernels::TensorCores : DecodeKernels::CudaCores; }
-
 }  // namespace
 
+// Tensor cores from 2 tokens on (nvfp4_skinny.cuh), the CUDA-core kernels at 1 (measured on the
+// H200: docs/performance.md, "Decode kernels at 1 token").
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream) {
-  nvfp4_gemv_using(production(T), x, T, in, W, scale2, out_dim, out, stream);
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
 }
 
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
                          cudaStream_t stream) {
-  nvfp4_gemv_residual_using(production(T), x, T, in, W, scale2, out_dim, h, stream);
+  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream);
 }
 
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
                        cudaStream_t stream) {
-  nvfp4_gemv_logits_using(production(T), x, T, in, W, scale2, out_dim, logits, stream);
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
 }
 
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
                         float scale2_u, int inter, bf16* act, cudaStream_t stream) {
-  nvfp4_gemv_gate_up_using(production(T), x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream);
-}
-
-void nvfp4_gemv_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim,
-                      bf16* out, cudaStream_t stream) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream, k);
-}
-
-void nvfp4_gemv_residual_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2,
-                               int out_dim, bf16* h, cudaStream_t stream) {
-  launch_gemv<Mode::Residual>("nvfp4_gemv_residual", x, T, in, W, scale2, out_dim, h, stream, k);
-}
-
-void nvfp4_gemv_logits_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2,
-                             int out_dim, float* logits, cudaStream_t stream) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream, k);
-}
-
-void nvfp4_gemv_gate_up_using(DecodeKernels k, const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g,
-                              Nvfp4Matrix Wu, float scale2_u, int inter, bf16* act, cudaStream_t stream) {
-  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream, k);
+  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream);
 }
 
 void nvfp4_dequantize(Nvfp4Matrix W, int64_t rows, int in, bf16* out, cudaStream_t stream) {

@@ -1,5 +1,5 @@
 // The NVFP4 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
-// (nvfp4_gemv.cu) and the routed experts of decode steps (moe/moe_skinny.cu).
+// (nvfp4_gemv.cu).
 #pragma once
 #include "backends/cuda/linear/skinny_mma.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
@@ -31,32 +31,21 @@ __device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
   return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
 
-// Dense NVFP4 decode: SkinnyTokens with the matrix's scale2 by output row (Gemv), or gate's
-// scale2 at 0 and up's at 1 (GateUp).
-struct Nvfp4SkinnyTokens : SkinnyTokens {
-  RowScale2 s2;
-  __device__ float scale(const SkinnyWork&, int o) const { return s2.at(o); }
-};
-
-// W0/W1: the matrices (gate, up for GateUp) at the Job's w_row0; job.scale(work, o) the scale2.
-template <int S, int U, SkinnyTile K, GemvOut M, typename Job>
+// W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
+// gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
+template <int S, int U, SkinnyTile K, GemvOut M>
 __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
-    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
-                        Job job) {
+    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
+                        int T, RowScale2 s2) {
   pdl_launch_dependents();  // see launch.cuh
-  if constexpr (!Job::kWeightsBeforeWait) pdl_wait();  // the rows to read come from earlier kernels
-  const SkinnyWork wk = job.work((threadIdx.x & 31) >> 2);
-  if (!wk.live) return;
-  const SkinnyOperands<Nvfp4Matrix> launch{x, W0, W1, out, in, rows};
-  const SkinnyOperands<Nvfp4Matrix> op = skinny_operands(job, wk, launch);
-  const int in_ = op.in;
-  const SkinnyLane l = skinny_lane<S, K>(op.rows, (in_ + 127) / 128);
+  const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
+  const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 127) / 128);
   const int t = l.t, s0 = l.s0, s1 = l.s1;
-  const uint8_t* ct = op.w0.codes + int64_t(wk.w_row0 + l.top) * (in_ / 2) + t * 16;
-  const uint8_t* cb = op.w1.codes + int64_t(wk.w_row0 + l.bottom) * (in_ / 2) + t * 16;
-  const uint8_t* st = op.w0.scales + int64_t(wk.w_row0 + l.top) * (in_ / 16) + t * 2;
-  const uint8_t* sb = op.w1.scales + int64_t(wk.w_row0 + l.bottom) * (in_ / 16) + t * 2;
-  const bf16_t* xg = op.x + int64_t(wk.x_row) * in_ + t * 32;
+  const uint8_t* ct = W0.codes + int64_t(l.top) * (in_ / 2) + t * 16;
+  const uint8_t* cb = W1.codes + int64_t(l.bottom) * (in_ / 2) + t * 16;
+  const uint8_t* st = W0.scales + int64_t(l.top) * (in_ / 16) + t * 2;
+  const uint8_t* sb = W1.scales + int64_t(l.bottom) * (in_ / 16) + t * 2;
+  const bf16_t* xg = x + int64_t(wk.x_row) * in_ + t * 32;
   uint4 qt[U], qb[U];
   uint32_t scale_t[U], scale_b[U];
   // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
@@ -69,7 +58,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
   };
 #pragma unroll
   for (int u = 0; u < U; ++u) load(u, s0 + u);
-  if constexpr (Job::kWeightsBeforeWait) pdl_wait();  // x (and h in Residual mode) come from earlier kernels
+  pdl_wait();  // x (and h in Residual mode) come from earlier kernels
   SkinnyAcc acc;
   for (int s = s0; s < s1; s += U) {
 #pragma unroll
@@ -92,21 +81,20 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
       }
     }
   }
-  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, op.rows, [&](int o) { return job.scale(wk, o); }, op.out);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o); }, out);
 }
 
-// grid.y = items (the Job's work items). Shapes are checked by the callers (in % 64 == 0, 16-byte
-// aligned codes, 4-byte aligned scales).
-// grid_rows: the most output rows of any work item (rows, unless the Job's alt has more).
-template <SkinnyTile K, GemvOut M, typename Job>
-void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int items,
-                         Job job, cudaStream_t stream, int grid_rows = 0) {
+// T tokens (2..8 in production). Shapes are checked by the callers (in % 64 == 0, 16-byte aligned
+// codes, 4-byte aligned scales).
+template <SkinnyTile K, GemvOut M>
+void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int T,
+                         RowScale2 s2, cudaStream_t stream) {
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
   const int S = skinny_split((in + 127) / 128, 4);
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
-    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, Job>, skinny_grid<K>(grid_rows > 0 ? grid_rows : rows, S, items),
-               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, job);
+    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M>, skinny_grid<K>(rows, S, T),
+               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
   });
 }
 
