@@ -131,7 +131,7 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
   // and bit for bit against the ring kernel (same arithmetic in the same order).
   report("prefill kernel ring", d_new, run_new, "");
   const std::vector<bf16> ring_out = d_new.download();
-  for (const char* variant : {"ws", "ws-overlap"}) {
+  for (const char* variant : {"ws", "ws-overlap", "ws-overlap-nopp"}) {
     setenv("STRIKER_PREFILL_KERNEL", variant, 1);
     report(std::string("prefill kernel ") + variant, d_new, run_new, "");
     const std::vector<bf16> out = d_new.download();

@@ -94,7 +94,7 @@ std::string describe_case(const PrefillCase& pc) {
 // TEMPORARY (one H200 run measures the ring kernel against the warp-specialised variants; the
 // loser is deleted after it): every case runs on each kernel, chosen through
 // STRIKER_PREFILL_KERNEL as prefill_attention reads it.
-constexpr const char* kKernels[] = {"ring", "ws", "ws-overlap"};
+constexpr const char* kKernels[] = {"ring", "ws", "ws-overlap", "ws-overlap-nopp"};
 struct KernelChoice {
   explicit KernelChoice(const char* name) { setenv("STRIKER_PREFILL_KERNEL", name, 1); }
   ~KernelChoice() { unsetenv("STRIKER_PREFILL_KERNEL"); }

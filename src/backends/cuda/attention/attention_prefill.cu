@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
 // Warp-specialised variant (FA3's structure; docs/performance.md, "warp-specialised prefill
 // attention"): warpgroup 0 is a producer (setmaxnreg down to kProducerRegs) that copies the key
 // tiles into the same 3-stage ring with cp.async, signalling each stage's `full` mbarrier once
-// its copies have landed and been fenced to the async proxy; warpgroups 1 and 2 are the
+// its copies have landed and been fenced to the async proxy (by every copying thread); warpgroups 1 and 2 are the
 // consumers (the two 64-row halves of the ring kernel, same rows, masks, softmax and epilogue),
 // releasing a stage on its `empty` mbarrier once their wgmmas that read it have completed. No
 // CTA-wide barrier in the loop.
@@ -428,7 +428,7 @@ constexpr int kProducerRegs = 40;   // 40·128 + 232·256 = 64512 = the 168·384
 constexpr int kConsumerRegs = 232;
 constexpr int kTurnBarrier = 1;     // + consumer warpgroup index (named barrier 0 is __syncthreads)
 
-template <bool kOverlap>
+template <bool kOverlap, bool kPingPong>
 __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
   __shared__ uint64_t full[kStages], empty[kStages];
@@ -460,24 +460,31 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
     const int tid = threadIdx.x;
     const int32_t* table = a.block_tables + a.table_offset[q0];
     // Tile `it` of the range goes to stage it % kStages once the consumers released that
-    // stage's previous tile; the stage of tile it - 1 is signalled after this tile's copies
-    // are issued (one tile of copies in flight while waiting for the previous one to land).
-    auto signal = [&](int it) {
+    // stage's previous tile. A tile is published (full) as soon as it has landed: before
+    // blocking on a stage's release, everything issued is waited for and published (the newest
+    // tile was issued a whole consumer tile ago); while the ring is first filled, tile it - 1 is
+    // published as tile it streams in.
+    int published = 0;
+    auto publish_up_to = [&](int end) {
       fence_proxy_async_shared();  // this thread's landed copies, visible to wgmma
-      mbar_arrive(&full[it % kStages]);
+      for (; published < end; ++published) mbar_arrive(&full[published % kStages]);
     };
     for (int it = 0; it < num_kt; ++it) {
       const int st = it % kStages;
-      if (it >= kStages) mbar_wait(&empty[st], uint32_t((it / kStages - 1) & 1));
+      if (it >= kStages) {
+        cp_async_wait<0>();
+        publish_up_to(it);
+        mbar_wait(&empty[st], uint32_t((it / kStages - 1) & 1));
+      }
       stage_tile<kProducerThreads>(a, table, range, kvh, smem + st * kStageBytes, range.begin + it * kKeyTile, tid);
       cp_async_commit();
-      if (it >= 1) {
+      if (it >= 1 && it < kStages) {
         cp_async_wait<1>();
-        signal(it - 1);
+        publish_up_to(it);
       }
     }
     cp_async_wait<0>();
-    if (num_kt > 0) signal(num_kt - 1);
+    publish_up_to(num_kt);
     return;
   }
 
@@ -501,8 +508,13 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
   // Every tile is computed by both warpgroups (no per-warpgroup skip: issue and wait of a group
   // must stay in one block, and a tile no row of a warpgroup sees — only in chunk tails of <= 8
   // queries — is fully masked, P = 0). Turns: warpgroup 1 hands warpgroup 0 its first turn.
-  auto turn_wait = [&] { named_barrier_sync(kTurnBarrier + wgi, kThreads); };
-  auto turn_pass = [&] { named_barrier_arrive(kTurnBarrier + (1 - wgi), kThreads); };
+  // (kPingPong false, for the measurement only: no turns, the warpgroups issue as they come.)
+  auto turn_wait = [&] {
+    if constexpr (kPingPong) named_barrier_sync(kTurnBarrier + wgi, kThreads);
+  };
+  auto turn_pass = [&] {
+    if constexpr (kPingPong) named_barrier_arrive(kTurnBarrier + (1 - wgi), kThreads);
+  };
   auto release = [&](int it) {
     if (lane == 0) mbar_arrive(&empty[it % kStages]);
   };
@@ -602,19 +614,23 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   // 193 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
   // TEMPORARY (one H200 run measures all three; the loser is deleted after it):
-  // STRIKER_PREFILL_KERNEL = ring (default) | ws | ws-overlap.
+  // STRIKER_PREFILL_KERNEL = ring (default) | ws | ws-overlap | ws-overlap-nopp.
   const char* variant = std::getenv("STRIKER_PREFILL_KERNEL");
   const std::string v = variant ? variant : "ring";
   void (*kernel)(PrefillArgs) = attention_prefill_kernel;
   int threads = kThreads;
   if (v == "ws") {
-    kernel = attention_prefill_ws_kernel<false>;
+    kernel = attention_prefill_ws_kernel<false, true>;
     threads = kWsThreads;
   } else if (v == "ws-overlap") {
-    kernel = attention_prefill_ws_kernel<true>;
+    kernel = attention_prefill_ws_kernel<true, true>;
+    threads = kWsThreads;
+  } else if (v == "ws-overlap-nopp") {
+    kernel = attention_prefill_ws_kernel<true, false>;
     threads = kWsThreads;
   } else if (v != "ring") {
-    throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v + "' (ring, ws, ws-overlap)");
+    throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v +
+                "' (ring, ws, ws-overlap, ws-overlap-nopp)");
   }
   STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   launch_pdl(kernel, dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)),
