@@ -141,6 +141,13 @@ __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 8][4], const flo
   }
 }
 
+// rescale_o only when some row of the warp has a new maximum (corr != 1): × 1 is exact, so
+// skipping it is bit-identical, and over a long prefix the running maxima rarely move. The
+// branch is warp-uniform.
+__device__ __forceinline__ void rescale_o_if_moved(float (&o)[kHeadDim / 8][4], const float (&corr)[2]) {
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) rescale_o(o, corr);
+}
+
 template <int NT>
 __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
                                                     float (&o)[kHeadDim / 8][4]) {
@@ -536,7 +543,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
       wgmma_fence_operands(s);
       mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
       softmax_scores(s, score_scale, m, l, corr);
-      rescale_o(o, corr);
+      rescale_o_if_moved(o, corr);
 #pragma unroll
       for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
       wgmma_fence_operands(o);
@@ -562,7 +569,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
     wgmma_wait<0>();
     wgmma_fence_operands(s);
     softmax_tile(0);
-    rescale_o(o, corr);
+    rescale_o_if_moved(o, corr);
 #pragma unroll
     for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
     for (int it = 1; it < num_kt; ++it) {
@@ -578,7 +585,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
       wgmma_wait<0>();  // P·V of tile it - 1 has completed: O may be rescaled, its stage released
       wgmma_fence_operands(o);
       release(it - 1);
-      rescale_o(o, corr);
+      rescale_o_if_moved(o, corr);
 #pragma unroll
       for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
     }
