@@ -126,7 +126,7 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
                   tflops / kPeakTflops, kPeakTflops, note.c_str());
     row(name + " (" + label + ")", &c, us, kv_bytes, extra);
   };
-  // TEMPORARY (one H200 run): the ring kernel and the two warp-specialised variants on the same
+  // TEMPORARY (one H200 run): the ring kernel and the three warp-specialised variants on the same
   // data (STRIKER_PREFILL_KERNEL, read by prefill_attention), each checked against the reference
   // and bit for bit against the ring kernel (same arithmetic in the same order).
   report("prefill kernel ring", d_new, run_new, "");
