@@ -23,6 +23,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/tma_map.h"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/wgmma.cuh"
 
@@ -46,6 +47,14 @@ struct PrefillArgs {
   float* partials;               // split records, or nullptr: normalise and write `out` here
   bf16_t* out;
   int block_shift;               // log2(block_size) when a power of two (shifts, not divisions), else -1
+  bool tma;                      // KvMaps are valid: block_size is a multiple of 8 dividing kKeyTile
+};
+
+// TMA views of the K and V caches for the warp-specialised kernel: rows of kHeadDim bf16 (row
+// (block·nkv + kvh)·block_size + slot), boxes of block_size rows × 64 dims into the
+// 128B-swizzled tiles, so one block's keys of one 64-dim half are one TMA load.
+struct KvMaps {
+  CUtensorMap k, v;
 };
 
 // 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
@@ -243,7 +252,7 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
                      reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
                      qs.block_tables, tiles.tiles, tiles.num_tiles, s.n_kv_heads, s.block_size, s.window,
                      int(chunk), int(splits), splits > 1 ? scratch.data : nullptr,
-                     reinterpret_cast<bf16_t*>(out), -1};
+                     reinterpret_cast<bf16_t*>(out), -1, false};
   if ((s.block_size & (s.block_size - 1)) == 0)
     for (args.block_shift = 0; (1 << args.block_shift) < s.block_size;) ++args.block_shift;
   return true;
@@ -257,7 +266,7 @@ constexpr int kPingPongBarrier = 1;     // named barrier 0 is __syncthreads
 // zero-filled.
 template <int kThreadsCopying>
 __device__ __forceinline__ void stage_tile(const PrefillArgs& a, const int32_t* table, KeyRange range, int kvh,
-                                           unsigned char* k_tile, int kb, int tid) {
+                                           unsigned char* k_tile, int kb, int tid, int first = 0) {
   constexpr int kPasses = kKeyTile * kChunks / kThreadsCopying;
   // The producer runs on few registers (kProducerRegs): fully unrolled, ptxas hoists every
   // pass's addressing out of the loop and spills it.
@@ -266,6 +275,7 @@ __device__ __forceinline__ void stage_tile(const PrefillArgs& a, const int32_t* 
 #pragma unroll kUnroll
   for (int i = 0; i < kPasses; ++i) {
     const int kk = stage_key(tid, i, kThreadsCopying), key = kb + kk;
+    if (kk < first) continue;  // loaded by TMA
     const bool ok = key < range.end;
     int64_t off = 0;
     if (ok) off = kv_row_offset(a, table, key, kvh);
@@ -428,15 +438,15 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
 // The consumers take turns to *issue* their wgmma groups (named barriers kTurnBarrier + wg: a
 // warpgroup waits for its turn, issues, hands the turn to the other), so the tensor cores run
 // warpgroup 1's group right behind warpgroup 0's instead of after it has completed.
-// kOverlap: within a warpgroup, S of tile j+1 is issued together with P·V of tile j, so the
-// softmax of tile j+1 runs while P·V of tile j is still in the tensor cores (the P registers
-// of tile j stay live across it); without it, S, softmax, P·V of a tile run in sequence.
-constexpr int kProducerRegs = 40;   // 40·128 + 232·256 = 64512 = the 168·384 the CTA launched with
-constexpr int kConsumerRegs = 232;
+// Within a warpgroup, S of tile j+1 is issued together with P·V of tile j, so the softmax of
+// tile j+1 runs while P·V of tile j is still in the tensor cores (the P registers of tile j stay
+// live across it).
+constexpr int kProducerRegs = 24;   // 24·128 + 240·256 = 64512 = the 168·384 the CTA launched with
+constexpr int kConsumerRegs = 240;
 constexpr int kTurnBarrier = 1;     // + consumer warpgroup index (named barrier 0 is __syncthreads)
 
-template <bool kOverlap, bool kPingPong>
-__global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(const PrefillArgs a) {
+__global__ void __launch_bounds__(kWsThreads, 1)
+    attention_prefill_ws_kernel(const __grid_constant__ KvMaps maps, const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
   __shared__ uint64_t full[kStages], empty[kStages];
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -467,10 +477,18 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
     const int tid = threadIdx.x;
     const int32_t* table = a.block_tables + a.table_offset[q0];
     // Tile `it` of the range goes to stage it % kStages once the consumers released that
-    // stage's previous tile. A tile is published (full) as soon as it has landed: before
-    // blocking on a stage's release, everything issued is waited for and published (the newest
-    // tile was issued a whole consumer tile ago); while the ring is first filled, tile it - 1 is
-    // published as tile it streams in.
+    // stage's previous tile.
+    // TMA (block size a multiple of 8 dividing the key tile, and the range starting on a block
+    // boundary: full attention and every split; not sliding windows, whose ranges start
+    // anywhere): the whole blocks of a tile inside the range are TMA boxes issued by warp 0's
+    // lanes (block × 64-dim half × K/V), their bytes expected on the stage's full barrier; the
+    // keys of a block the range ends in, and keys past the range, are cp.async (zero-filled),
+    // waited for at once (only a range's last tile has any). Each thread then arrives.
+    // Otherwise, cp.async only: a tile is published as soon as it has landed (before blocking
+    // on a stage's release everything issued is waited for and published; while the ring is
+    // first filled, tile it - 1 is published as tile it streams in).
+    const int bs = a.block_size;
+    const bool tma = a.tma && range.begin % bs == 0;
     int published = 0;
     auto publish_up_to = [&](int end) {
       fence_proxy_async_shared();  // this thread's landed copies, visible to wgmma
@@ -478,16 +496,38 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
     };
     for (int it = 0; it < num_kt; ++it) {
       const int st = it % kStages;
+      unsigned char* k_tile = smem + st * kStageBytes;
+      const int kb = range.begin + it * kKeyTile;
       if (it >= kStages) {
-        cp_async_wait<0>();
-        publish_up_to(it);
+        if (!tma) {
+          cp_async_wait<0>();
+          publish_up_to(it);
+        }
         mbar_wait(&empty[st], uint32_t((it / kStages - 1) & 1));
       }
-      stage_tile<kProducerThreads>(a, table, range, kvh, smem + st * kStageBytes, range.begin + it * kKeyTile, tid);
-      cp_async_commit();
-      if (it >= 1 && it < kStages) {
-        cp_async_wait<1>();
-        publish_up_to(it);
+      if (tma) {
+        const int whole = min(max(range.end - kb, 0) / bs, kKeyTile / bs);  // whole blocks in range
+        if (tid == 0 && whole > 0) mbar_expect_tx(&full[st], uint32_t(whole * bs * 2 * kHeadDim * 2));
+        if (tid < whole * 2) {  // block tid / 2 (at most 16), 64-dim half tid % 2, K and V
+          const int j = tid >> 1, half = tid & 1;
+          const int row = (table[(kb >> a.block_shift) + j] * a.nkv + kvh) * bs;  // bs: a power of two
+          unsigned char* dst = k_tile + half * kHalfBytes + j * bs * kSw128RowBytes;
+          tma_load_2d(dst, &maps.k, &full[st], half * kSw128RowElems, row);
+          tma_load_2d(dst + kTileBytes, &maps.v, &full[st], half * kSw128RowElems, row);
+        }
+        stage_tile<kProducerThreads>(a, table, range, kvh, k_tile, kb, tid, whole * bs);
+        cp_async_commit();
+        cp_async_wait<0>();
+        fence_proxy_async_shared();
+        mbar_arrive(&full[st]);
+        published = it + 1;
+      } else {
+        stage_tile<kProducerThreads>(a, table, range, kvh, k_tile, kb, tid);
+        cp_async_commit();
+        if (it >= 1 && it < kStages) {
+          cp_async_wait<1>();
+          publish_up_to(it);
+        }
       }
     }
     cp_async_wait<0>();
@@ -515,13 +555,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
   // Every tile is computed by both warpgroups (no per-warpgroup skip: issue and wait of a group
   // must stay in one block, and a tile no row of a warpgroup sees — only in chunk tails of <= 8
   // queries — is fully masked, P = 0). Turns: warpgroup 1 hands warpgroup 0 its first turn.
-  // (kPingPong false, for the measurement only: no turns, the warpgroups issue as they come.)
-  auto turn_wait = [&] {
-    if constexpr (kPingPong) named_barrier_sync(kTurnBarrier + wgi, kThreads);
-  };
-  auto turn_pass = [&] {
-    if constexpr (kPingPong) named_barrier_arrive(kTurnBarrier + (1 - wgi), kThreads);
-  };
+  auto turn_wait = [&] { named_barrier_sync(kTurnBarrier + wgi, kThreads); };
+  auto turn_pass = [&] { named_barrier_arrive(kTurnBarrier + (1 - wgi), kThreads); };
   auto release = [&](int it) {
     if (lane == 0) mbar_arrive(&empty[it % kStages]);
   };
@@ -531,30 +566,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) attention_prefill_ws_kernel(con
   float s[kKeyCols][4];
   uint32_t pa[kKeyTile / 16][4];
   float corr[2];
-  if constexpr (!kOverlap) {
-    for (int it = 0; it < num_kt; ++it) {
-      mbar_wait(&full[it % kStages], uint32_t((it / kStages) & 1));
-      const int kb = range.begin + it * kKeyTile;
-      const uint32_t k_tile = tile_addr(it);
-      turn_wait();
-      issue_scores(s, qa, k_tile);
-      turn_pass();
-      wgmma_wait<0>();
-      wgmma_fence_operands(s);
-      mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
-      softmax_scores(s, score_scale, m, l, corr);
-      rescale_o_if_moved(o, corr);
-#pragma unroll
-      for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
-      wgmma_fence_operands(o);
-      turn_wait();
-      issue_values(o, pa, k_tile + kTileBytes);
-      turn_pass();
-      wgmma_wait<0>();
-      wgmma_fence_operands(o);
-      release(it);
-    }
-  } else if (num_kt > 0) {
+  if (num_kt > 0) {
     // Softmax of tile `it` (mask, P, the rescale of O once P·V of tile it - 1 has completed).
     auto softmax_tile = [&](int it) {
       const int kb = range.begin + it * kKeyTile;
@@ -620,28 +632,36 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, args)) return;
   // 193 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
-  // TEMPORARY (one H200 run measures all three; the loser is deleted after it):
-  // STRIKER_PREFILL_KERNEL = ring (default) | ws | ws-overlap | ws-overlap-nopp.
+  // TEMPORARY (the merged H200 run measures both; the loser is deleted after it):
+  // STRIKER_PREFILL_KERNEL = ring (default) | ws-tma.
   const char* variant = std::getenv("STRIKER_PREFILL_KERNEL");
   const std::string v = variant ? variant : "ring";
-  void (*kernel)(PrefillArgs) = attention_prefill_kernel;
-  int threads = kThreads;
-  if (v == "ws") {
-    kernel = attention_prefill_ws_kernel<false, true>;
-    threads = kWsThreads;
-  } else if (v == "ws-overlap") {
-    kernel = attention_prefill_ws_kernel<true, true>;
-    threads = kWsThreads;
-  } else if (v == "ws-overlap-nopp") {
-    kernel = attention_prefill_ws_kernel<true, false>;
-    threads = kWsThreads;
-  } else if (v != "ring") {
-    throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v +
-                "' (ring, ws, ws-overlap, ws-overlap-nopp)");
+  if (v != "ring" && v != "ws-tma")
+    throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v + "' (ring, ws-tma)");
+  if (v == "ws-tma") {
+    KvMaps maps{};
+    // TMA boxes are whole cache blocks: a multiple of 8 rows (the swizzle atom), dividing the
+    // key tile. The maps span 2^31 - 1 rows: the kernel only asks for rows of blocks in the
+    // sequences' tables (the cache's true length is not an argument here).
+    const int bs = s.block_size;
+    args.tma = bs % 8 == 0 && kKeyTile % bs == 0;
+    if (args.tma) {
+      const int64_t rows = (int64_t(1) << 31) - 1;
+      maps.k = make_tma_map_bf16_sw128(k_cache, rows, kHeadDim, bs, "prefill_attention K cache");
+      maps.v = make_tma_map_bf16_sw128(v_cache, rows, kHeadDim, bs, "prefill_attention V cache");
+    }
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_prefill_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    launch_pdl(attention_prefill_ws_kernel,
+               dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kWsThreads),
+               size_t(kSmemBytes), stream, maps, args);
+  } else {
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    launch_pdl(attention_prefill_kernel,
+               dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kThreads),
+               size_t(kSmemBytes), stream, args);
   }
-  STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  launch_pdl(kernel, dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)),
-             dim3(unsigned(threads)), size_t(kSmemBytes), stream, args);
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
   if (args.num_splits > 1)
     attention_combine_splits(args.partials, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
