@@ -127,8 +127,9 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
     row(name + " (" + label + ")", &c, us, kv_bytes, extra);
   };
   // TEMPORARY (one H200 run): the ring kernel and the warp-specialised TMA one on the same
-  // data (STRIKER_PREFILL_KERNEL, read by prefill_attention), each checked against the reference
-  // and bit for bit against the ring kernel (same arithmetic in the same order).
+  // data (STRIKER_PREFILL_KERNEL, read by prefill_attention), each checked against the reference;
+  // the bits are compared with the ring kernel's too: identical where both start their key
+  // tiles at the same key (full attention), not for windows (ws-tma starts them on a cache block).
   report("prefill kernel ring", d_new, run_new, "");
   const std::vector<bf16> ring_out = d_new.download();
   for (const char* variant : {"ws-tma"}) {
@@ -138,8 +139,8 @@ void bench_prefill_attention(std::mt19937& rng, const std::string& name, int T, 
     size_t differ = 0;
     for (size_t i = 0; i < out.size(); ++i) differ += out[i].bits != ring_out[i].bits;
     std::printf("  %s vs ring: %zu of %zu outputs differ in their bits%s\n", variant, differ, out.size(),
-                differ ? "  <-- FAIL" : "");
-    if (differ) count_kernel_check_failure();
+                differ && window == 0 ? "  <-- FAIL (full attention must match bit for bit)" : "");
+    if (differ && window == 0) count_kernel_check_failure();
   }
   unsetenv("STRIKER_PREFILL_KERNEL");
   if (prefix > 0) return;  // the decode kernel over a long prefix would take minutes

@@ -458,7 +458,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int q0 = a.tiles[2 * tile], n = a.tiles[2 * tile + 1];
   const int p0 = a.positions[q0];
   const KeyRange range = cta_key_range(p0, n, a.window, split, a.chunk);
-  const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
+  // Key tiles start at tile0: with TMA, the range's start rounded down to a cache block (the keys
+  // before range.begin are masked like any invisible key, and they are finite: earlier slots of
+  // a block the sequence reaches), so every tile is whole blocks; otherwise at range.begin.
+  const int tile0 = a.tma ? range.begin & ~(a.block_size - 1) : range.begin;
+  const int num_kt = range.end > range.begin ? (range.end - tile0 + kKeyTile - 1) / kKeyTile : 0;
   if (threadIdx.x == 0) {
     for (int st = 0; st < kStages; ++st) {
       mbar_init(&full[st], kProducerThreads);
@@ -478,17 +482,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     const int32_t* table = a.block_tables + a.table_offset[q0];
     // Tile `it` of the range goes to stage it % kStages once the consumers released that
     // stage's previous tile.
-    // TMA (block size a multiple of 8 dividing the key tile, and the range starting on a block
-    // boundary: full attention and every split; not sliding windows, whose ranges start
-    // anywhere): the whole blocks of a tile inside the range are TMA boxes issued by warp 0's
-    // lanes (block × 64-dim half × K/V), their bytes expected on the stage's full barrier; the
-    // keys of a block the range ends in, and keys past the range, are cp.async (zero-filled),
-    // waited for at once (only a range's last tile has any). Each thread then arrives.
+    // TMA (block size a multiple of 8 dividing the key tile; tiles start on block boundaries,
+    // tile0): the whole blocks of a tile that end inside the range are TMA boxes (producer
+    // thread 2j + h: block j, 64-dim half h, K and V), their bytes expected on the stage's full
+    // barrier; the keys of the block the range ends in, and keys past the range, are cp.async
+    // (zero-filled: a box would bring in stale or NaN slots, and 0 × NaN is NaN in P·V), waited
+    // for at once (only a range's last tile has any). Each thread then arrives.
     // Otherwise, cp.async only: a tile is published as soon as it has landed (before blocking
     // on a stage's release everything issued is waited for and published; while the ring is
     // first filled, tile it - 1 is published as tile it streams in).
     const int bs = a.block_size;
-    const bool tma = a.tma && range.begin % bs == 0;
+    const bool tma = a.tma;
     int published = 0;
     auto publish_up_to = [&](int end) {
       fence_proxy_async_shared();  // this thread's landed copies, visible to wgmma
@@ -497,7 +501,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int it = 0; it < num_kt; ++it) {
       const int st = it % kStages;
       unsigned char* k_tile = smem + st * kStageBytes;
-      const int kb = range.begin + it * kKeyTile;
+      const int kb = tile0 + it * kKeyTile;
       if (it >= kStages) {
         if (!tma) {
           cp_async_wait<0>();
@@ -569,7 +573,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if (num_kt > 0) {
     // Softmax of tile `it` (mask, P, the rescale of O once P·V of tile it - 1 has completed).
     auto softmax_tile = [&](int it) {
-      const int kb = range.begin + it * kKeyTile;
+      const int kb = tile0 + it * kKeyTile;
       mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
       softmax_scores(s, score_scale, m, l, corr);
     };
