@@ -15,6 +15,7 @@
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
 // output tolerance (docs/performance.md).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
@@ -22,6 +23,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/tma_map.h"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/wgmma.cuh"
 
@@ -45,6 +47,14 @@ struct PrefillArgs {
   float* partials;               // split records, or nullptr: normalise and write `out` here
   bf16_t* out;
   int block_shift;               // log2(block_size) when a power of two (shifts, not divisions), else -1
+  bool tma;                      // KvMaps are valid: block_size is a multiple of 8 dividing kKeyTile
+};
+
+// TMA views of the K and V caches for the warp-specialised kernel: rows of kHeadDim bf16 (row
+// (block·nkv + kvh)·block_size + slot), boxes of block_size rows × 64 dims into the
+// 128B-swizzled tiles, so one block's keys of one 64-dim half are one TMA load.
+struct KvMaps {
+  CUtensorMap k, v;
 };
 
 // 2^(m_old - m_new), taking an empty state (m_old = -inf) to a zero weight instead of NaN.
@@ -95,18 +105,20 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // One online-softmax step over NT 8-key column tiles of raw scores s (Q·K, masked keys = -inf):
 // new row maxima m (log2 domain: score · scale, scale = log2(e)/sqrt(d)), P = 2^(s·scale - m)
 // in place with the scale folded into one fma, the running sums l (this thread's columns only)
-// and the accumulators o rescaled. m is exactly the maximum of the rounded scaled scores
-// (rounding is monotonic), as when the scores are scaled first. Masked keys give 2^-inf = 0
-// without a branch: a row with no visible key yet (m = -inf) subtracts 0 instead of m.
+// and the factor corr by which the accumulators must be rescaled (rescale_o; split from this so
+// the overlapped kernel can compute P while the previous P·V still runs). m is exactly the
+// maximum of the rounded scaled scores (rounding is monotonic), as when the scores are scaled
+// first. Masked keys give 2^-inf = 0 without a branch: a row with no visible key yet (m = -inf)
+// subtracts 0 instead of m.
 template <int NT>
-__device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
-                                                    float (&o)[kHeadDim / 8][4]) {
+__device__ __forceinline__ void softmax_scores(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
+                                               float (&corr)[2]) {
   float mx[2] = {kNegInf, kNegInf};
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) mx[acc_half(i)] = fmaxf(mx[acc_half(i)], s[j][i]);
-  float corr[2], rs[2] = {0.f, 0.f};
+  float rs[2] = {0.f, 0.f};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // the 4 threads of a group hold one row's columns
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
@@ -126,6 +138,9 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float sca
     }
   l[0] = l[0] * corr[0] + rs[0];
   l[1] = l[1] * corr[1] + rs[1];
+}
+
+__device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 8][4], const float (&corr)[2]) {
 #pragma unroll
   for (int j = 0; j < kHeadDim / 8; ++j) {
     o[j][0] *= corr[0];
@@ -133,6 +148,21 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float sca
     o[j][2] *= corr[1];
     o[j][3] *= corr[1];
   }
+}
+
+// rescale_o only when some row of the warp has a new maximum (corr != 1): × 1 is exact, so
+// skipping it is bit-identical, and over a long prefix the running maxima rarely move. The
+// branch is warp-uniform.
+__device__ __forceinline__ void rescale_o_if_moved(float (&o)[kHeadDim / 8][4], const float (&corr)[2]) {
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) rescale_o(o, corr);
+}
+
+template <int NT>
+__device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
+                                                    float (&o)[kHeadDim / 8][4]) {
+  float corr[2];
+  softmax_scores(s, scale, m, l, corr);
+  rescale_o(o, corr);
 }
 
 // P of k step kt (keys 16kt..16kt+15) as a bf16 A operand: the S accumulators of column tiles
@@ -222,7 +252,7 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
                      reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
                      qs.block_tables, tiles.tiles, tiles.num_tiles, s.n_kv_heads, s.block_size, s.window,
                      int(chunk), int(splits), splits > 1 ? scratch.data : nullptr,
-                     reinterpret_cast<bf16_t*>(out), -1};
+                     reinterpret_cast<bf16_t*>(out), -1, false};
   if ((s.block_size & (s.block_size - 1)) == 0)
     for (args.block_shift = 0; (1 << args.block_shift) < s.block_size;) ++args.block_shift;
   return true;
@@ -230,6 +260,68 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
 
 constexpr int kKeyCols = kKeyTile / 8;  // 8-key column tiles of S
 constexpr int kPingPongBarrier = 1;     // named barrier 0 is __syncthreads
+
+// Copies key tile [kb, kb + kKeyTile) of K and V into the stage at `k_tile` (V kTileBytes
+// after K) with kThreadsCopying threads (tid 0 .. kThreadsCopying-1); keys past the range are
+// zero-filled.
+template <int kThreadsCopying>
+__device__ __forceinline__ void stage_tile(const PrefillArgs& a, const int32_t* table, KeyRange range, int kvh,
+                                           unsigned char* k_tile, int kb, int tid, int first = 0) {
+  constexpr int kPasses = kKeyTile * kChunks / kThreadsCopying;
+  // The producer runs on few registers (kProducerRegs): fully unrolled, ptxas hoists every
+  // pass's addressing out of the loop and spills it.
+  constexpr int kUnroll = kThreadsCopying == kThreads ? kPasses : 4;
+  const int chunk = stage_chunk(tid);
+#pragma unroll kUnroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int kk = stage_key(tid, i, kThreadsCopying), key = kb + kk;
+    if (kk < first) continue;  // loaded by TMA
+    const bool ok = key < range.end;
+    int64_t off = 0;
+    if (ok) off = kv_row_offset(a, table, key, kvh);
+    off += chunk * 8;
+    const int at = tile_offset(kk, chunk);
+    cp_async16(reinterpret_cast<bf16_t*>(k_tile + at), a.kc + off, ok);
+    cp_async16(reinterpret_cast<bf16_t*>(k_tile + kTileBytes + at), a.vc + off, ok);
+  }
+}
+
+// Masks the scores of key tile kb (keys outside each row's visible interval become -inf; select,
+// never ×0) unless the tile is visible to every row of the warpgroup.
+__device__ __forceinline__ void mask_tile(float (&s)[kKeyCols][4], int kb, int lane, const KeyInterval (&vis)[2],
+                                          bool unmasked) {
+  if (unmasked) return;
+#pragma unroll
+  for (int j = 0; j < kKeyCols; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int key = kb + 8 * j + acc_col(lane, i);
+      const KeyInterval& v = vis[acc_half(i)];
+      if (key < v.lo || key > v.hi) s[j][i] = kNegInf;
+    }
+}
+
+// S = Q·Kᵀ of one warpgroup into s (issued, committed as one group; the caller waits).
+__device__ __forceinline__ void issue_scores(float (&s)[kKeyCols][4], const uint32_t (&qa)[kHeadDim / 16][4],
+                                             uint32_t k_tile) {
+#pragma unroll
+  for (int j = 0; j < kKeyCols; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks) wgmma_m64n128k16_bf16_rs<0>(s, qa[ks], k_desc(k_tile, ks), ks > 0 ? 1 : 0);
+  wgmma_commit();
+}
+
+// O += P·V of one warpgroup (issued, committed as one group; the caller waits). The caller
+// pins o (wgmma_fence_operands) before the first wgmma of the pipeline stage: touching o between
+// S's issue and this one would make ptxas serialise the wgmmas.
+__device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kKeyTile / 16][4],
+                                             uint32_t v_tile) {
+  wgmma_fence();
+#pragma unroll
+  for (int kt = 0; kt < kKeyTile / 16; ++kt) wgmma_m64n128k16_bf16_rs<1>(o, pa[kt], v_desc(v_tile, kt), 1);
+  wgmma_commit();
+}
 
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
@@ -257,22 +349,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
   const bool wg_has_rows = wg_first_token(wgi) < n;
   const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
 
-  // Copies key tile [kb, kb + kKeyTile) into stage buf; keys past the range are zero-filled.
-  auto stage = [&](int buf, int kb) {
-    const int chunk = stage_chunk(tid);
-    unsigned char* k_tile = smem + buf * kStageBytes;
-#pragma unroll
-    for (int i = 0; i < kStagePasses; ++i) {
-      const int kk = stage_key(tid, i), key = kb + kk;
-      const bool ok = key < range.end;
-      int64_t off = 0;
-      if (ok) off = kv_row_offset(a, table, key, kvh);
-      off += chunk * 8;
-      const int at = tile_offset(kk, chunk);
-      cp_async16(reinterpret_cast<bf16_t*>(k_tile + at), a.kc + off, ok);
-      cp_async16(reinterpret_cast<bf16_t*>(k_tile + kTileBytes + at), a.vc + off, ok);
-    }
-  };
+  auto stage = [&](int buf, int kb) { stage_tile<kThreads>(a, table, range, kvh, smem + buf * kStageBytes, kb, tid); };
 
   float o[kHeadDim / 8][4];
 #pragma unroll
@@ -332,16 +409,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
     }
     if (!active) continue;
 
-    if (!tile_unmasked(kb, pos_first, pos_last, a.window, range)) {
-#pragma unroll
-      for (int j = 0; j < kKeyCols; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int key = kb + 8 * j + acc_col(lane, i);
-          const KeyInterval& v = vis[acc_half(i)];
-          if (key < v.lo || key > v.hi) s[j][i] = kNegInf;
-        }
-    }
+    mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
     online_softmax_step(s, score_scale, m, l, o);
 
     uint32_t pa[kKeyTile / 16][4];
@@ -357,6 +425,196 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const Pr
     wgmma_fence_operands(o);
   }
   cp_async_wait<0>();
+  store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
+}
+
+// Warp-specialised variant (FA3's structure; docs/performance.md, "warp-specialised prefill
+// attention"): warpgroup 0 is a producer (setmaxnreg down to kProducerRegs) that copies the key
+// tiles into the same 3-stage ring with cp.async, signalling each stage's `full` mbarrier once
+// its copies have landed and been fenced to the async proxy (by every copying thread); warpgroups 1 and 2 are the
+// consumers (the two 64-row halves of the ring kernel, same rows, masks, softmax and epilogue),
+// releasing a stage on its `empty` mbarrier once their wgmmas that read it have completed. No
+// CTA-wide barrier in the loop.
+// The consumers take turns to *issue* their wgmma groups (named barriers kTurnBarrier + wg: a
+// warpgroup waits for its turn, issues, hands the turn to the other), so the tensor cores run
+// warpgroup 1's group right behind warpgroup 0's instead of after it has completed.
+// Within a warpgroup, S of tile j+1 is issued together with P·V of tile j, so the softmax of
+// tile j+1 runs while P·V of tile j is still in the tensor cores (the P registers of tile j stay
+// live across it).
+constexpr int kProducerRegs = 24;   // 24·128 + 240·256 = 64512 = the 168·384 the CTA launched with
+constexpr int kConsumerRegs = 240;
+constexpr int kTurnBarrier = 1;     // + consumer warpgroup index (named barrier 0 is __syncthreads)
+
+__global__ void __launch_bounds__(kWsThreads, 1)
+    attention_prefill_ws_kernel(const __grid_constant__ KvMaps maps, const PrefillArgs a) {
+  pdl_grid_start();  // see launch.cuh
+  __shared__ uint64_t full[kStages], empty[kStages];
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t base = (raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1);
+  unsigned char* smem = smem_raw + (base - raw);
+  const int tile = a.num_tiles - 1 - int(blockIdx.x);
+  const int kvh = blockIdx.y, split = blockIdx.z;
+  const int q0 = a.tiles[2 * tile], n = a.tiles[2 * tile + 1];
+  const int p0 = a.positions[q0];
+  const KeyRange range = cta_key_range(p0, n, a.window, split, a.chunk);
+  // Key tiles start at tile0: with TMA, the range's start rounded down to a cache block (the keys
+  // before range.begin are masked like any invisible key, and they are finite: earlier slots of
+  // a block the sequence reaches), so every tile is whole blocks; otherwise at range.begin.
+  const int tile0 = a.tma ? range.begin & ~(a.block_size - 1) : range.begin;
+  const int num_kt = range.end > range.begin ? (range.end - tile0 + kKeyTile - 1) / kKeyTile : 0;
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      mbar_init(&full[st], kProducerThreads);
+      mbar_init(&empty[st], kThreads / 32);  // one arrival per consumer warp
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+  // Warpgroup index broadcast from lane 0: provably warp-uniform, so ptxas does not treat the
+  // wgmma paths as divergent (it would serialise them).
+  const int warpgroup = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0);
+
+  if (warpgroup == 0) {
+    // ---------------- producer ----------------
+    warpgroup_reg_dealloc<kProducerRegs>();
+    const int tid = threadIdx.x;
+    const int32_t* table = a.block_tables + a.table_offset[q0];
+    // Tile `it` of the range goes to stage it % kStages once the consumers released that
+    // stage's previous tile.
+    // TMA (block size a multiple of 8 dividing the key tile; tiles start on block boundaries,
+    // tile0): the whole blocks of a tile that end inside the range are TMA boxes (producer
+    // thread 2j + h: block j, 64-dim half h, K and V), their bytes expected on the stage's full
+    // barrier; the keys of the block the range ends in, and keys past the range, are cp.async
+    // (zero-filled: a box would bring in stale or NaN slots, and 0 × NaN is NaN in P·V), waited
+    // for at once (only a range's last tile has any). Each thread then arrives.
+    // Otherwise, cp.async only: a tile is published as soon as it has landed (before blocking
+    // on a stage's release everything issued is waited for and published; while the ring is
+    // first filled, tile it - 1 is published as tile it streams in).
+    const int bs = a.block_size;
+    const bool tma = a.tma;
+    int published = 0;
+    auto publish_up_to = [&](int end) {
+      fence_proxy_async_shared();  // this thread's landed copies, visible to wgmma
+      for (; published < end; ++published) mbar_arrive(&full[published % kStages]);
+    };
+    for (int it = 0; it < num_kt; ++it) {
+      const int st = it % kStages;
+      unsigned char* k_tile = smem + st * kStageBytes;
+      const int kb = tile0 + it * kKeyTile;
+      if (it >= kStages) {
+        if (!tma) {
+          cp_async_wait<0>();
+          publish_up_to(it);
+        }
+        mbar_wait(&empty[st], uint32_t((it / kStages - 1) & 1));
+      }
+      if (tma) {
+        const int whole = min(max(range.end - kb, 0) / bs, kKeyTile / bs);  // whole blocks in range
+        if (tid == 0 && whole > 0) mbar_expect_tx(&full[st], uint32_t(whole * bs * 2 * kHeadDim * 2));
+        if (tid < whole * 2) {  // block tid / 2 (at most 16), 64-dim half tid % 2, K and V
+          const int j = tid >> 1, half = tid & 1;
+          const int row = (table[(kb >> a.block_shift) + j] * a.nkv + kvh) * bs;  // bs: a power of two
+          unsigned char* dst = k_tile + half * kHalfBytes + j * bs * kSw128RowBytes;
+          tma_load_2d(dst, &maps.k, &full[st], half * kSw128RowElems, row);
+          tma_load_2d(dst + kTileBytes, &maps.v, &full[st], half * kSw128RowElems, row);
+        }
+        stage_tile<kProducerThreads>(a, table, range, kvh, k_tile, kb, tid, whole * bs);
+        cp_async_commit();
+        cp_async_wait<0>();
+        fence_proxy_async_shared();
+        mbar_arrive(&full[st]);
+        published = it + 1;
+      } else {
+        stage_tile<kProducerThreads>(a, table, range, kvh, k_tile, kb, tid);
+        cp_async_commit();
+        if (it >= 1 && it < kStages) {
+          cp_async_wait<1>();
+          publish_up_to(it);
+        }
+      }
+    }
+    cp_async_wait<0>();
+    publish_up_to(num_kt);
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  warpgroup_reg_alloc<kConsumerRegs>();
+  const int ctid = int(threadIdx.x) - kProducerThreads;
+  const int lane = ctid & 31, warp = ctid >> 5, wgi = warpgroup - 1;
+  const int g = row_head(lane);
+  const float score_scale = kLog2e / sqrtf(float(kHeadDim));  // as the decode kernels
+  const int tok[2] = {row_token(warp, 0), row_token(warp, 1)};
+  const KeyInterval vis[2] = {visible_keys(p0 + tok[0], a.window, range), visible_keys(p0 + tok[1], a.window, range)};
+  const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
+
+  float o[kHeadDim / 8][4];
+#pragma unroll
+  for (int j = 0; j < kHeadDim / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
+  uint32_t qa[kHeadDim / 16][4];
+  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
+
+  // Every tile is computed by both warpgroups (no per-warpgroup skip: issue and wait of a group
+  // must stay in one block, and a tile no row of a warpgroup sees — only in chunk tails of <= 8
+  // queries — is fully masked, P = 0). Turns: warpgroup 1 hands warpgroup 0 its first turn.
+  auto turn_wait = [&] { named_barrier_sync(kTurnBarrier + wgi, kThreads); };
+  auto turn_pass = [&] { named_barrier_arrive(kTurnBarrier + (1 - wgi), kThreads); };
+  auto release = [&](int it) {
+    if (lane == 0) mbar_arrive(&empty[it % kStages]);
+  };
+  auto tile_addr = [&](int it) { return base + uint32_t((it % kStages) * kStageBytes); };
+  if (wgi == 1) turn_pass();
+
+  float s[kKeyCols][4];
+  uint32_t pa[kKeyTile / 16][4];
+  float corr[2];
+  if (num_kt > 0) {
+    // Softmax of tile `it` (mask, P, the rescale of O once P·V of tile it - 1 has completed).
+    auto softmax_tile = [&](int it) {
+      const int kb = tile0 + it * kKeyTile;
+      mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
+      softmax_scores(s, score_scale, m, l, corr);
+    };
+    // Tile 0: S alone (peeled, so the loop's issue and waits run without branches between them).
+    mbar_wait(&full[0], 0u);
+    turn_wait();
+    issue_scores(s, qa, tile_addr(0));
+    turn_pass();
+    wgmma_wait<0>();
+    wgmma_fence_operands(s);
+    softmax_tile(0);
+    rescale_o_if_moved(o, corr);
+#pragma unroll
+    for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
+    for (int it = 1; it < num_kt; ++it) {
+      mbar_wait(&full[it % kStages], uint32_t((it / kStages) & 1));
+      wgmma_fence_operands(o);
+      turn_wait();
+      issue_scores(s, qa, tile_addr(it));
+      issue_values(o, pa, tile_addr(it - 1) + kTileBytes);  // P·V of the previous tile
+      turn_pass();
+      wgmma_wait<1>();  // S has completed; P·V of tile it - 1 may still run
+      wgmma_fence_operands(s);
+      softmax_tile(it);
+      wgmma_wait<0>();  // P·V of tile it - 1 has completed: O may be rescaled, its stage released
+      wgmma_fence_operands(o);
+      release(it - 1);
+      rescale_o_if_moved(o, corr);
+#pragma unroll
+      for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
+    }
+    // P·V of the last tile.
+    wgmma_fence_operands(o);
+    turn_wait();
+    issue_values(o, pa, tile_addr(num_kt - 1) + kTileBytes);
+    turn_pass();
+    wgmma_wait<0>();
+    wgmma_fence_operands(o);
+    release(num_kt - 1);
+  }
+  if (wgi == 0) turn_wait();  // the turn warpgroup 1 passed last: leave no barrier pending
   store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
 }
 
@@ -378,11 +636,36 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, args)) return;
   // 193 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
-  STRIKER_CUDA_CHECK(
-      cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  launch_pdl(attention_prefill_kernel,
-             dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kThreads),
-             size_t(kSmemBytes), stream, args);
+  // TEMPORARY (the merged H200 run measures both; the loser is deleted after it):
+  // STRIKER_PREFILL_KERNEL = ring (default) | ws-tma.
+  const char* variant = std::getenv("STRIKER_PREFILL_KERNEL");
+  const std::string v = variant ? variant : "ring";
+  if (v != "ring" && v != "ws-tma")
+    throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v + "' (ring, ws-tma)");
+  if (v == "ws-tma") {
+    KvMaps maps{};
+    // TMA boxes are whole cache blocks: a multiple of 8 rows (the swizzle atom), dividing the
+    // key tile. The maps span 2^31 - 1 rows: the kernel only asks for rows of blocks in the
+    // sequences' tables (the cache's true length is not an argument here).
+    const int bs = s.block_size;
+    args.tma = bs % 8 == 0 && kKeyTile % bs == 0;
+    if (args.tma) {
+      const int64_t rows = (int64_t(1) << 31) - 1;
+      maps.k = make_tma_map_bf16_sw128(k_cache, rows, kHeadDim, bs, "prefill_attention K cache");
+      maps.v = make_tma_map_bf16_sw128(v_cache, rows, kHeadDim, bs, "prefill_attention V cache");
+    }
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_prefill_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    launch_pdl(attention_prefill_ws_kernel,
+               dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kWsThreads),
+               size_t(kSmemBytes), stream, maps, args);
+  } else {
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    launch_pdl(attention_prefill_kernel,
+               dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kThreads),
+               size_t(kSmemBytes), stream, args);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
   if (args.num_splits > 1)
     attention_combine_splits(args.partials, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,

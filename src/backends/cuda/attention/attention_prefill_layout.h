@@ -50,10 +50,17 @@ constexpr int kSmemBytes = kStages * kStageBytes + kSw128AtomBytes;  // + slack 
 
 static_assert(kThreads / 32 * 2 == kTokens, "each warp owns two tokens");
 
-// cp.async staging: in pass i (0 .. kStagePasses-1) thread tid copies chunk stage_chunk(tid) of
-// tile key stage_key(tid, i); 16 consecutive threads read one key's 256 contiguous bytes.
+// cp.async staging by `threads` copying threads (all kThreads of the ring kernel, or the
+// kProducerThreads of the warp-specialised one): in pass i (0 .. key_tile_chunks / threads - 1)
+// thread tid copies chunk stage_chunk(tid) of tile key stage_key(tid, i, threads); 16 consecutive
+// threads read one key's 256 contiguous bytes.
+constexpr int kProducerThreads = 128;  // warp-specialised kernel: one producer warpgroup
+constexpr int kWsThreads = kProducerThreads + kThreads;
 constexpr int kStagePasses = kKeyTile * kChunks / kThreads;
-STRIKER_HOST_DEVICE constexpr int stage_key(int tid, int pass) { return (tid + pass * kThreads) / kChunks; }
+constexpr int kProducerPasses = kKeyTile * kChunks / kProducerThreads;
+STRIKER_HOST_DEVICE constexpr int stage_key(int tid, int pass, int threads = kThreads) {
+  return (tid + pass * threads) / kChunks;
+}
 STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid % kChunks; }
 
 // Byte offset of 16-byte chunk `chunk` (dims 8chunk..8chunk+7) of tile key `key`: its 64-dim
