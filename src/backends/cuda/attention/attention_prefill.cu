@@ -639,7 +639,7 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   // TEMPORARY (the merged H200 run measures both; the loser is deleted after it):
   // STRIKER_PREFILL_KERNEL = ring (default) | ws-tma.
   const char* variant = std::getenv("STRIKER_PREFILL_KERNEL");
-  const std::string v = variant ? variant : "ring";
+  const std::string v = variant ? variant : "ws-tma";
   if (v != "ring" && v != "ws-tma")
     throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v + "' (ring, ws-tma)");
   if (v == "ws-tma") {
