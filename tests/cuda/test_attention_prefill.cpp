@@ -4,7 +4,6 @@
 // NaN in the cache where no query may look, one CTA per tile and split key ranges.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <numeric>
 
 #include "backends/cuda/attention/attention.h"
@@ -91,17 +90,6 @@ std::string describe_case(const PrefillCase& pc) {
   return s;
 }
 
-// TEMPORARY (the H200 run measures the ring kernel against the warp-specialised TMA one; the
-// loser is deleted after it): every case runs on each kernel, chosen through
-// STRIKER_PREFILL_KERNEL as prefill_attention reads it.
-constexpr const char* kKernels[] = {"ring", "ws-tma"};
-struct KernelChoice {
-  explicit KernelChoice(const char* name) { setenv("STRIKER_PREFILL_KERNEL", name, 1); }
-  ~KernelChoice() { unsetenv("STRIKER_PREFILL_KERNEL"); }
-  KernelChoice(const KernelChoice&) = delete;
-  KernelChoice& operator=(const KernelChoice&) = delete;
-};
-
 // Runs the case with one CTA per tile (no scratch) and with split key ranges (scratch, a large
 // CTA target), each into a NaN-poisoned output.
 void run_prefill_case(const PrefillCase& pc, std::mt19937& rng) {
@@ -119,18 +107,15 @@ void run_prefill_case(const PrefillCase& pc, std::mt19937& rng) {
     const char* name;
     AttentionScratch scratch;
   };
-  for (const char* kernel : kKernels) {
-    KernelChoice choice(kernel);
-    for (const Variant& v : {Variant{"one CTA per tile", AttentionScratch{}},
-                             Variant{"split keys (up to 8)", AttentionScratch{d_scratch.get(), records, 1 << 20}},
-                             Variant{"split keys (2)", AttentionScratch{d_scratch.get(), int64_t(NQ) * 4 * 2, 1 << 20}}}) {
-      d_out.poison();
-      d_scratch.poison();
-      prefill_attention(d_q.get(), d_k.get(), d_v.get(), pc.sinks ? d_sinks.get() : nullptr, d.shape, qs, tiles,
-                        v.scratch, d_out.get(), nullptr);
-      const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << kernel << " kernel, " << v.name << ": " << c.describe();
-    }
+  for (const Variant& v : {Variant{"one CTA per tile", AttentionScratch{}},
+                           Variant{"split keys (up to 8)", AttentionScratch{d_scratch.get(), records, 1 << 20}},
+                           Variant{"split keys (2)", AttentionScratch{d_scratch.get(), int64_t(NQ) * 4 * 2, 1 << 20}}}) {
+    d_out.poison();
+    d_scratch.poison();
+    prefill_attention(d_q.get(), d_k.get(), d_v.get(), pc.sinks ? d_sinks.get() : nullptr, d.shape, qs, tiles,
+                      v.scratch, d_out.get(), nullptr);
+    const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << v.name << ": " << c.describe();
   }
 }
 
@@ -199,17 +184,14 @@ TEST(CudaPrefillAttention, MixedStepWithDecodeQueries) {
     AttentionQueries decodes = all;
     decodes.num_queries = int(rest.size());
     decodes.query_ids = d_rest.get();
-    for (const char* kernel : kKernels) {
-      KernelChoice choice(kernel);
-      d_out.poison();
-      d_scratch.poison();
-      paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
-      prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
-                        PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
-                        scratch, d_out.get(), nullptr);
-      const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << kernel << " kernel, mixed step: " << c.describe();
-    }
+    d_out.poison();
+    d_scratch.poison();
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, decodes, scratch, d_out.get(), nullptr);
+    prefill_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), d.shape, all,
+                      PrefillTiles{d_tiles.get(), int(long_tiles.size() / 2), d_tiled.get(), int(tiled.size())},
+                      scratch, d_out.get(), nullptr);
+    const auto c = compare(d_out.download(), d.ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "mixed step: " << c.describe();
   }
 }
 
@@ -227,22 +209,12 @@ TEST(CudaPrefillAttention, TileEdges) {
 
 TEST(CudaPrefillAttention, OtherBlockSizes) {
   std::mt19937 rng(49);
-  // 8, 16 (the other tests), 32, 64, 128: whole blocks through TMA in the ws-tma kernel; 1, 12, 48:
-  // cp.async only (and the division path).
+  // 8, 16 (the other tests), 32, 64, 128: whole blocks through TMA; 1, 12, 48: cp.async only
+  // (and the division path).
   for (int block : {1, 8, 12, 32, 48, 64, 128}) {
     run_prefill_case({0, {{37, 150}, {0, 20}}, true, block}, rng);
     run_prefill_case({129, {{200, 70}}, false, block}, rng);
   }
-}
-
-TEST(CudaPrefillAttention, RejectsUnknownKernelChoice) {
-  KernelChoice choice("fa9");
-  AttentionQueries qs{};
-  qs.num_queries = 1;
-  const PrefillTiles tiles{nullptr, 1};
-  EXPECT_THROW(prefill_attention(nullptr, nullptr, nullptr, nullptr, AttentionShape{32, 4, 128, 16, 0}, qs, tiles, {},
-                                 nullptr, nullptr),
-               Error);
 }
 
 TEST(CudaPrefillAttention, RejectsOtherShapes) {

@@ -1,21 +1,20 @@
 // Prefill attention on Hopper's warpgroup MMA (wgmma), see attention.h and the tile layout in
-// attention_prefill_layout.h. Per CTA (tile of 16 queries × 8 heads, KV head, key split), two
-// warpgroups of 64 rows each:
-//   for each 128-key tile of the CTA's key range (a 3-stage cp.async ring, all 256 threads
-//   copying, into 128-byte-swizzled shared memory): S = Q·Kᵀ (8 × wgmma m64n128k16, Q from
-//   registers, K from shared memory), mask only on boundary tiles, online softmax in fp32 (log2
-//   domain, one fma + ex2 each), P rounded to bf16 in registers, O += P·V (8 × wgmma
-//   m64n128k16, V read N-major from shared memory). The sink joins the denominator once at the
-//   end (or in the split combine).
-// One __syncthreads per key tile: after it, this tile's copies have landed (each thread waited
-// for its own and fenced them to the async proxy) and every warpgroup has finished the previous
-// tile, whose buffer the next copies overwrite. A named barrier orders the two warpgroups'
-// S = Q·Kᵀ (ping-pong), so one's softmax overlaps the other's MMAs.
+// attention_prefill_layout.h. Per CTA (tile of 16 queries × 8 heads, KV head, key split), a
+// producer warpgroup and two consumer warpgroups of 64 rows each (FA3's structure):
+//   the producer loads each 128-key K/V tile of the CTA's key range from the paged cache
+//   (through the block table; whole cache blocks by TMA, the rest by cp.async) into a 3-stage
+//   ring of 128-byte-swizzled shared memory and publishes it on the stage's `full` mbarrier;
+//   the consumers compute S = Q·Kᵀ (8 × wgmma m64n128k16, Q from registers, K from shared
+//   memory), mask only on boundary tiles, run the online softmax in fp32 (log2 domain, one fma +
+//   ex2 each), round P to bf16 in registers and accumulate O += P·V (8 × wgmma m64n128k16, V
+//   read N-major), releasing the stage on its `empty` mbarrier. S of tile j+1 is issued with
+//   P·V of tile j, so a warpgroup's softmax runs while its previous P·V is in the tensor cores,
+//   and the two consumer warpgroups take turns to issue (ping-pong), so one's softmax overlaps
+//   the other's MMAs. The sink joins the denominator once at the end (or in the split combine).
 // Rounding: like the decode tensor-core kernel, P is rounded to bf16 for the P·V MMA (the
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
 // output tolerance (docs/performance.md).
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
@@ -105,8 +104,8 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // One online-softmax step over NT 8-key column tiles of raw scores s (Q·K, masked keys = -inf):
 // new row maxima m (log2 domain: score · scale, scale = log2(e)/sqrt(d)), P = 2^(s·scale - m)
 // in place with the scale folded into one fma, the running sums l (this thread's columns only)
-// and the factor corr by which the accumulators must be rescaled (rescale_o; split from this so
-// the overlapped kernel can compute P while the previous P·V still runs). m is exactly the
+// and the factor corr by which the accumulators must be rescaled (rescale_o_if_moved, once the
+// previous P·V has completed: this part runs while it is still in the tensor cores). m is exactly the
 // maximum of the rounded scaled scores (rounding is monotonic), as when the scores are scaled
 // first. Masked keys give 2^-inf = 0 without a branch: a row with no visible key yet (m = -inf)
 // subtracts 0 instead of m.
@@ -155,14 +154,6 @@ __device__ __forceinline__ void rescale_o(float (&o)[kHeadDim / 8][4], const flo
 // branch is warp-uniform.
 __device__ __forceinline__ void rescale_o_if_moved(float (&o)[kHeadDim / 8][4], const float (&corr)[2]) {
   if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) rescale_o(o, corr);
-}
-
-template <int NT>
-__device__ __forceinline__ void online_softmax_step(float (&s)[NT][4], float scale, float (&m)[2], float (&l)[2],
-                                                    float (&o)[kHeadDim / 8][4]) {
-  float corr[2];
-  softmax_scores(s, scale, m, l, corr);
-  rescale_o(o, corr);
 }
 
 // P of k step kt (keys 16kt..16kt+15) as a bf16 A operand: the S accumulators of column tiles
@@ -259,22 +250,17 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
 }
 
 constexpr int kKeyCols = kKeyTile / 8;  // 8-key column tiles of S
-constexpr int kPingPongBarrier = 1;     // named barrier 0 is __syncthreads
 
-// Copies key tile [kb, kb + kKeyTile) of K and V into the stage at `k_tile` (V kTileBytes
-// after K) with kThreadsCopying threads (tid 0 .. kThreadsCopying-1); keys past the range are
-// zero-filled.
-template <int kThreadsCopying>
+// Copies keys kb + first .. kb + kKeyTile - 1 of K and V into the stage at `k_tile` (V
+// kTileBytes after K), by producer thread tid; keys past the range are zero-filled.
 __device__ __forceinline__ void stage_tile(const PrefillArgs& a, const int32_t* table, KeyRange range, int kvh,
                                            unsigned char* k_tile, int kb, int tid, int first = 0) {
-  constexpr int kPasses = kKeyTile * kChunks / kThreadsCopying;
-  // The producer runs on few registers (kProducerRegs): fully unrolled, ptxas hoists every
-  // pass's addressing out of the loop and spills it.
-  constexpr int kUnroll = kThreadsCopying == kThreads ? kPasses : 4;
+  // Unrolled by 4 only: the producer runs on kProducerRegs registers, and fully unrolled, ptxas
+  // hoists every pass's addressing out of the loop and spills it.
   const int chunk = stage_chunk(tid);
-#pragma unroll kUnroll
-  for (int i = 0; i < kPasses; ++i) {
-    const int kk = stage_key(tid, i, kThreadsCopying), key = kb + kk;
+#pragma unroll 4
+  for (int i = 0; i < kProducerPasses; ++i) {
+    const int kk = stage_key(tid, i), key = kb + kk;
     if (kk < first) continue;  // loaded by TMA
     const bool ok = key < range.end;
     int64_t off = 0;
@@ -323,130 +309,18 @@ __device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 8][4], const 
   wgmma_commit();
 }
 
-__global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(const PrefillArgs a) {
-  pdl_grid_start();  // see launch.cuh
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  // The 128-byte swizzle pattern repeats every 1024 bytes: align the tiles to that (kSmemBytes
-  // has the slack) so the descriptors' base offset is 0.
-  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  const uint32_t base = (raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1);
-  unsigned char* smem = smem_raw + (base - raw);
-  // Tiles are listed in sequence order, so later tiles of a chunk have more keys: start those first.
-  const int tile = a.num_tiles - 1 - int(blockIdx.x);
-  const int kvh = blockIdx.y, split = blockIdx.z;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wgi = warp >> 2;
-  const int g = row_head(lane);
-  const int q0 = a.tiles[2 * tile], n = a.tiles[2 * tile + 1];
-  const int p0 = a.positions[q0];
-  const int32_t* table = a.block_tables + a.table_offset[q0];
-  const KeyRange range = cta_key_range(p0, n, a.window, split, a.chunk);
-  const float score_scale = kLog2e / sqrtf(float(kHeadDim));  // as the decode kernels
-
-  // This thread's accumulator rows: head g of tokens tok[0] (row g) and tok[1] (row g + 8).
-  const int tok[2] = {row_token(warp, 0), row_token(warp, 1)};
-  const KeyInterval vis[2] = {visible_keys(p0 + tok[0], a.window, range), visible_keys(p0 + tok[1], a.window, range)};
-  // The warpgroup's rows, for its (uniform) skip and mask decisions.
-  const bool wg_has_rows = wg_first_token(wgi) < n;
-  const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
-
-  auto stage = [&](int buf, int kb) { stage_tile<kThreads>(a, table, range, kvh, smem + buf * kStageBytes, kb, tid); };
-
-  float o[kHeadDim / 8][4];
-#pragma unroll
-  for (int j = 0; j < kHeadDim / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
-
-  const int num_kt = range.end > range.begin ? (range.end - range.begin + kKeyTile - 1) / kKeyTile : 0;
-  // One cp.async group per key tile (empty past the end), kStages - 1 tiles ahead.
-#pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) {
-    if (t < num_kt) stage(t, range.begin + t * kKeyTile);
-    cp_async_commit();
-  }
-  uint32_t qa[kHeadDim / 16][4];  // Q after the first copies are under way (its loads overlap them)
-  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
-  // Per key tile: one __syncthreads (the tile has landed; the buffer of tile it-1 is free), the
-  // copies of tile it+kStages-1 issued while this one's MMAs run, S, mask, softmax, P·V.
-  for (int it = 0; it < num_kt; ++it) {
-    const int buf = it % kStages;
-    cp_async_wait<kStages - 2>();         // this thread's copies of tile `it` have landed,
-    fence_proxy_async_shared();           // are visible to wgmma's reads,
-    __syncthreads();                      // and everyone's are; tile it-1's buffer is free
-    const int kb = range.begin + it * kKeyTile;
-    const bool active = wg_has_rows && tile_needed(kb, pos_first, pos_last, a.window);
-    const uint32_t k_tile = base + uint32_t(buf * kStageBytes), v_tile = k_tile + kTileBytes;
-    float s[kKeyCols][4];
-    auto scores = [&] {  // S = Q·Kᵀ
-      if (!active) return;
-#pragma unroll
-      for (int j = 0; j < kKeyCols; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < kHeadDim / 16; ++ks)
-        wgmma_m64n128k16_bf16_rs<0>(s, qa[ks], k_desc(k_tile, ks), ks > 0 ? 1 : 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_fence_operands(s);
-    };
-    auto stage_next = [&] {
-      const int next = it + kStages - 1;
-      if (next < num_kt) stage(next % kStages, range.begin + next * kKeyTile);
-      cp_async_commit();
-    };
-    // Ping-pong: warpgroup 1 starts its S only when warpgroup 0's is done, so warpgroup 0's
-    // softmax overlaps warpgroup 1's MMAs (and warpgroup 1's softmax warpgroup 0's P·V) instead
-    // of both warpgroups' softmax leaving the tensor cores idle together. Both meet the named
-    // barrier every tile, skipped or not. (Issue and wait stay in one block: split across the
-    // `active` branch, ptxas serialises every wgmma.)
-    if (wgi == 1) {
-      stage_next();
-      named_barrier_sync(kPingPongBarrier, kThreads);
-    }
-    scores();
-    if (wgi == 0) {
-      named_barrier_arrive(kPingPongBarrier, kThreads);
-      stage_next();
-    }
-    if (!active) continue;
-
-    mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
-    online_softmax_step(s, score_scale, m, l, o);
-
-    uint32_t pa[kKeyTile / 16][4];
-#pragma unroll
-    for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
-    wgmma_fence_operands(o);
-    wgmma_fence();
-#pragma unroll
-    for (int kt = 0; kt < kKeyTile / 16; ++kt)
-      wgmma_m64n128k16_bf16_rs<1>(o, pa[kt], v_desc(v_tile, kt), 1);
-    wgmma_commit();
-    wgmma_wait<0>();
-    wgmma_fence_operands(o);
-  }
-  cp_async_wait<0>();
-  store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
-}
-
-// Warp-specialised variant (FA3's structure; docs/performance.md, "warp-specialised prefill
-// attention"): warpgroup 0 is a producer (setmaxnreg down to kProducerRegs) that copies the key
-// tiles into the same 3-stage ring with cp.async, signalling each stage's `full` mbarrier once
-// its copies have landed and been fenced to the async proxy (by every copying thread); warpgroups 1 and 2 are the
-// consumers (the two 64-row halves of the ring kernel, same rows, masks, softmax and epilogue),
-// releasing a stage on its `empty` mbarrier once their wgmmas that read it have completed. No
-// CTA-wide barrier in the loop.
-// The consumers take turns to *issue* their wgmma groups (named barriers kTurnBarrier + wg: a
-// warpgroup waits for its turn, issues, hands the turn to the other), so the tensor cores run
-// warpgroup 1's group right behind warpgroup 0's instead of after it has completed.
-// Within a warpgroup, S of tile j+1 is issued together with P·V of tile j, so the softmax of
-// tile j+1 runs while P·V of tile j is still in the tensor cores (the P registers of tile j stay
-// live across it).
+// Warpgroup 0 is the producer (setmaxnreg down to kProducerRegs), warpgroups 1 and 2 the
+// consumers; no CTA-wide barrier in the loop. Turns (named barriers kTurnBarrier + consumer
+// warpgroup): a warpgroup waits for its turn, issues its wgmma groups, hands the turn to the
+// other and only then waits for completion, so the tensor cores run one warpgroup's MMAs right
+// behind the other's (ordered by issue, not completion). Within a warpgroup, S of tile j+1 is
+// issued together with P·V of tile j (the P registers of tile j stay live across it).
 constexpr int kProducerRegs = 24;   // 24·128 + 240·256 = 64512 = the 168·384 the CTA launched with
 constexpr int kConsumerRegs = 240;
 constexpr int kTurnBarrier = 1;     // + consumer warpgroup index (named barrier 0 is __syncthreads)
 
-__global__ void __launch_bounds__(kWsThreads, 1)
-    attention_prefill_ws_kernel(const __grid_constant__ KvMaps maps, const PrefillArgs a) {
+__global__ void __launch_bounds__(kCtaThreads, 1)
+    attention_prefill_kernel(const __grid_constant__ KvMaps maps, const PrefillArgs a) {
   pdl_grid_start();  // see launch.cuh
   __shared__ uint64_t full[kStages], empty[kStages];
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -519,14 +393,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           tma_load_2d(dst, &maps.k, &full[st], half * kSw128RowElems, row);
           tma_load_2d(dst + kTileBytes, &maps.v, &full[st], half * kSw128RowElems, row);
         }
-        stage_tile<kProducerThreads>(a, table, range, kvh, k_tile, kb, tid, whole * bs);
+        stage_tile(a, table, range, kvh, k_tile, kb, tid, whole * bs);
         cp_async_commit();
         cp_async_wait<0>();
         fence_proxy_async_shared();
         mbar_arrive(&full[st]);
         published = it + 1;
       } else {
-        stage_tile<kProducerThreads>(a, table, range, kvh, k_tile, kb, tid);
+        stage_tile(a, table, range, kvh, k_tile, kb, tid);
         cp_async_commit();
         if (it >= 1 && it < kStages) {
           cp_async_wait<1>();
@@ -636,36 +510,23 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   if (!plan_prefill(q, k_cache, v_cache, sinks, s, qs, tiles, scratch, out, args)) return;
   // 193 KiB of dynamic shared memory needs the opt-in. This path is never graph-captured
   // (CudaBackend::forward sends captured steps to paged_attention).
-  // TEMPORARY (the merged H200 run measures both; the loser is deleted after it):
-  // STRIKER_PREFILL_KERNEL = ring (default) | ws-tma.
-  const char* variant = std::getenv("STRIKER_PREFILL_KERNEL");
-  const std::string v = variant ? variant : "ws-tma";
-  if (v != "ring" && v != "ws-tma")
-    throw Error("STRIKER_PREFILL_KERNEL: unknown prefill attention kernel '" + v + "' (ring, ws-tma)");
-  if (v == "ws-tma") {
-    KvMaps maps{};
-    // TMA boxes are whole cache blocks: a multiple of 8 rows (the swizzle atom), dividing the
-    // key tile. The maps span 2^31 - 1 rows: the kernel only asks for rows of blocks in the
-    // sequences' tables (the cache's true length is not an argument here).
-    const int bs = s.block_size;
-    args.tma = bs % 8 == 0 && kKeyTile % bs == 0;
-    if (args.tma) {
-      const int64_t rows = (int64_t(1) << 31) - 1;
-      maps.k = make_tma_map_bf16_sw128(k_cache, rows, kHeadDim, bs, "prefill_attention K cache");
-      maps.v = make_tma_map_bf16_sw128(v_cache, rows, kHeadDim, bs, "prefill_attention V cache");
-    }
-    STRIKER_CUDA_CHECK(
-        cudaFuncSetAttribute(attention_prefill_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-    launch_pdl(attention_prefill_ws_kernel,
-               dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kWsThreads),
-               size_t(kSmemBytes), stream, maps, args);
-  } else {
-    STRIKER_CUDA_CHECK(
-        cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-    launch_pdl(attention_prefill_kernel,
-               dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kThreads),
-               size_t(kSmemBytes), stream, args);
+  KvMaps maps{};
+  // TMA boxes are whole cache blocks: a multiple of 8 rows (the swizzle atom), dividing the key
+  // tile (else the producer copies everything with cp.async). The maps span 2^31 - 1 rows: the
+  // kernel only asks for rows of blocks in the sequences' tables (the cache's true length is not
+  // an argument here).
+  const int bs = s.block_size;
+  args.tma = bs % 8 == 0 && kKeyTile % bs == 0;
+  if (args.tma) {
+    const int64_t rows = (int64_t(1) << 31) - 1;
+    maps.k = make_tma_map_bf16_sw128(k_cache, rows, kHeadDim, bs, "prefill_attention K cache");
+    maps.v = make_tma_map_bf16_sw128(v_cache, rows, kHeadDim, bs, "prefill_attention V cache");
   }
+  STRIKER_CUDA_CHECK(
+      cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  launch_pdl(attention_prefill_kernel,
+             dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kCtaThreads),
+             size_t(kSmemBytes), stream, maps, args);
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
   if (args.num_splits > 1)
     attention_combine_splits(args.partials, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,

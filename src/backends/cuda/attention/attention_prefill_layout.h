@@ -3,10 +3,11 @@
 // definitions of wgmma's operands, and the key ranges and masks.
 //
 // A CTA takes up to kTokens = 16 consecutive queries of one sequence and one KV head: its
-// 16 × 8 query heads are 128 rows, split over two warpgroups of 64 rows (one wgmma M each).
-// Warp w (0..7) owns tokens 2w (rows 0-7 of its 16, one per query head) and 2w+1 (rows 8-15),
-// so a thread's two accumulator rows g and g+8 are the same head g of two adjacent tokens, and
-// warpgroup wg holds tokens 8wg..8wg+7.
+// 16 × 8 query heads are 128 rows, split over two consumer warpgroups of 64 rows (one wgmma M
+// each; a third, producer warpgroup loads the key tiles). Consumer warp w (0..7) owns tokens 2w
+// (rows 0-7 of its 16, one per query head) and 2w+1 (rows 8-15), so a thread's two accumulator
+// rows g and g+8 are the same head g of two adjacent tokens, and warpgroup wg holds tokens
+// 8wg..8wg+7.
 //
 // Why 16 tokens × 8 heads: the 8 heads of a KV head share every K/V row, so the tile reuses each
 // key for 128 rows (16× fewer key reads than the decode kernel's one-token CTAs) while keeping
@@ -38,11 +39,11 @@ constexpr int kHeadDim = 128;
 constexpr int kGroup = 8;                                    // query heads per KV head
 constexpr int kTokens = 16;                                  // queries per CTA
 constexpr int kWarpgroups = 2;
-constexpr int kThreads = kWarpgroups * 128;
+constexpr int kThreads = kWarpgroups * 128;                  // consumers (+ a producer warpgroup: kCtaThreads)
 constexpr int kTokensPerWarpgroup = kTokens / kWarpgroups;  // 8 tokens × 8 heads = 64 rows
 constexpr int kChunks = kHeadDim / 8;                        // 16-byte chunks per key row
 constexpr int kKeyTile = 128;                                // keys per stage = wgmma N of S
-constexpr int kStages = 3;                                   // cp.async ring, 2 tiles ahead
+constexpr int kStages = 3;                                   // ring of K/V stages (TMA / cp.async)
 constexpr int kHalfBytes = kKeyTile * kSw128RowBytes;        // one 64-dim half of a K or V tile
 constexpr int kTileBytes = 2 * kHalfBytes;                   // a K (or V) tile: 32 KiB
 constexpr int kStageBytes = 2 * kTileBytes;                  // K and V: 64 KiB
@@ -50,17 +51,13 @@ constexpr int kSmemBytes = kStages * kStageBytes + kSw128AtomBytes;  // + slack 
 
 static_assert(kThreads / 32 * 2 == kTokens, "each warp owns two tokens");
 
-// cp.async staging by `threads` copying threads (all kThreads of the ring kernel, or the
-// kProducerThreads of the warp-specialised one): in pass i (0 .. key_tile_chunks / threads - 1)
-// thread tid copies chunk stage_chunk(tid) of tile key stage_key(tid, i, threads); 16 consecutive
-// threads read one key's 256 contiguous bytes.
-constexpr int kProducerThreads = 128;  // warp-specialised kernel: one producer warpgroup
-constexpr int kWsThreads = kProducerThreads + kThreads;
-constexpr int kStagePasses = kKeyTile * kChunks / kThreads;
+// cp.async staging by the producer warpgroup: in pass i (0 .. kProducerPasses-1) producer
+// thread tid copies chunk stage_chunk(tid) of tile key stage_key(tid, i); 16 consecutive threads
+// read one key's 256 contiguous bytes.
+constexpr int kProducerThreads = 128;
+constexpr int kCtaThreads = kProducerThreads + kThreads;
 constexpr int kProducerPasses = kKeyTile * kChunks / kProducerThreads;
-STRIKER_HOST_DEVICE constexpr int stage_key(int tid, int pass, int threads = kThreads) {
-  return (tid + pass * threads) / kChunks;
-}
+STRIKER_HOST_DEVICE constexpr int stage_key(int tid, int pass) { return (tid + pass * kProducerThreads) / kChunks; }
 STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid % kChunks; }
 
 // Byte offset of 16-byte chunk `chunk` (dims 8chunk..8chunk+7) of tile key `key`: its 64-dim
