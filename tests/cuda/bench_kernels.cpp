@@ -17,7 +17,6 @@
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/linear/gemm_lt.h"
-#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
@@ -40,7 +39,7 @@ void bench_copy() {
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
-    for (int tm : {kMoeWgmmaTileRows, kMoeWgmmaTallTileRows}) bench_moe_grouped_wgmma(rng, T, tm);
+    bench_moe_grouped_wgmma(rng, T);
   }
   for (int T : {1024, 2048, 8192}) {  // 1024: where NVFP4 steps switch from mma.sync to wgmma
     bench_nvfp4_moe_grouped(rng, stacks, T);

@@ -47,7 +47,7 @@ void bench_router_moe(std::mt19937& rng);
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // The Hopper grouped path (moe_grouped_wgmma.h) at the same shape: µs, TFLOP/s, fraction of 774;
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
-void bench_moe_grouped_wgmma(std::mt19937& rng, int T, int tm);  // tm: the routing tile height (128 or 256)
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
 // bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
 // (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.

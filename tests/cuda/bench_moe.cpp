@@ -257,13 +257,12 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
       tflops(flops, us_old));
 }
 
-// The Hopper path (moe_grouped_wgmma.h) at full size: sort with `tm`-row tiles (128: one CTA per
-// tile of 128 rows × 256 weight rows; 256: "tall" CTAs of 256 rows × 128 weight rows), gate/up,
-// down, all four kernels; TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak count the useful
+// The Hopper path (moe_grouped_wgmma.h) at full size: sort with 128-row tiles, gate/up, down,
+// all four kernels; TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak count the useful
 // FLOPs (2·T·K·3·I·H). Checked on every row against the mma.sync 64-row path run on the same
 // data (act and y within bf16 rounding; a NaN anywhere fails), and h of the first 4 tokens
 // against moe_ref.
-void bench_moe_grouped_wgmma(std::mt19937& rng, int T, int tm) {
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T) {
   const int E = 256, H = 2048, I = 512, K = 6, S = T * K;
   const int64_t expert_elems = int64_t(E) * I * H;
   const auto n_w = static_cast<size_t>(expert_elems);
@@ -277,14 +276,14 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, int tm) {
   const auto h0 = random_bf16(rng, size_t(T) * H);
   DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
   DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, 16)));
-  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, tm};
+  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaTileRows};
   MoeRouting r64 = r;
   r64.tile_rows = 64;
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H), d_act64(size_t(S) * I),
       d_y64(size_t(S) * H);
   DeviceBuffer<float> d_tw(tw);
   for (auto* b : {&d_act, &d_y, &d_act64, &d_y64}) b->poison();
-  // The mma.sync path first (its routing is then re-sorted for tm-row tiles; the row order is the same).
+  // The mma.sync path first (its routing is then re-sorted for 128-row tiles; the row order is the same).
   moe_route_sort(d_ids.get(), T, K, r64, bench_stream());
   moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r64, d_act64.get(), bench_stream());
   moe_grouped_down(d_act64.get(), T, K, I, d_wd.get(), H, r64, d_y64.get(), bench_stream());
@@ -324,9 +323,8 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, int tm) {
   got.resize(hc.size());
   const auto ch = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
   const double mat = double(I) * H * 2;
-  const std::string tag =
-      std::string(tm == kMoeWgmmaTallTileRows ? "moe wgmma tall" : "moe wgmma") + " T=" + std::to_string(T) + " ";
-  row(tag + "sort (tile " + std::to_string(tm) + ")", nullptr, time_us(sort), double(S) * 4 * 3);
+  const std::string tag = "moe wgmma T=" + std::to_string(T) + " ";
+  row(tag + "sort (tile 128)", nullptr, time_us(sort), double(S) * 4 * 3);
   const double gu = time_us(gate_up), dn = time_us(down);
   row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * mat, tflops_note(2.0 * S * 2 * I * H, gu));
   row(tag + "down vs mma.sync", &cy, dn, E * mat, tflops_note(2.0 * S * I * H, dn));

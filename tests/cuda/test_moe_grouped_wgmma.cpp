@@ -1,7 +1,6 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h) against the CPU references of the grouped
-// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points), on both routing tile heights (128:
-// 128 rows × 256 weight rows per CTA; 256: "tall", 256 rows × 128 weight rows): experts with row
-// counts that are not multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
+// path (moe_grouped_ref.cpp, FLINT.md §4 rounding points): experts with row counts that are not
+// multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
 // the 64/128/256 grids; NaN-poisoned outputs (a row left unwritten fails the comparison); full
 // size shapes; one captured graph replayed on a new routing (NVFP4 experts:
 // test_moe_grouped_wgmma_nvfp4.cpp).
@@ -20,9 +19,7 @@
 namespace striker::cuda::testing {
 namespace {
 
-// Both routing tile heights of the path: 128 rows × 256 weight rows per CTA, or 256 × 128 ("tall").
-constexpr int kTileHeights[] = {kMoeWgmmaTileRows, kMoeWgmmaTallTileRows};
-std::string tile_tag(int tm) { return "tile " + std::to_string(tm) + ", "; }
+constexpr int kTm = kMoeWgmmaTileRows;
 
 // K = 1 routing in which expert e gets exactly counts[e] tokens, in shuffled token order.
 std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<int>& counts) {
@@ -41,50 +38,43 @@ struct Bf16Experts {
         d(random_bf16(rng, size_t(E) * H * I, scale)), dg(g), du(u), dd(d) {}
 };
 
-// Runs sort + gate/up + down (+ combine) on the wgmma path, for each routing tile height (128:
-// 128 rows × 256 weight rows per CTA; 256: "tall", 256 × 128), and checks each kernel against its
-// reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own act rows, h vs the
-// per-token moe_ref when `per_token`. The sorted row order, hence every reference row, is the same
-// for both heights; only the tile lists differ.
+// Runs sort + gate/up + down (+ combine) on the wgmma path and checks each kernel against its
+// reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own
+// act rows, h vs the per-token moe_ref when `per_token`.
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
-                int I, bool per_token, const std::string& what) {
+                int I, bool per_token, const std::string& where) {
   const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
   std::vector<int32_t> sorted, row;
   std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, kMoeWgmmaTileRows, sorted, row, tiles);
-  std::vector<bf16> act_ref, h_ref = h0;
+  moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
+  std::vector<bf16> act_ref;
   moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act_ref);
-  if (per_token) moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-  for (int tm : kTileHeights) {
-    const std::string where = tile_tag(tm) + what;
-    std::vector<int32_t> tm_sorted, tm_row;
-    moe_route_sort_ref(ids, T, K, E, tm, tm_sorted, tm_row, tiles);
-    DeviceRouting d(ids, T, K, E, tm);
-    DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-    DeviceBuffer<float> d_tw(tw);
-    d_act.poison();
-    d_y.poison();
-    moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-    moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
-                              nullptr);
-    moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), nullptr);
-    moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-    ASSERT_EQ(tm_sorted, sorted) << where << "sorted rows differ between tile heights";
-    ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
-    const auto act = d_act.download();
-    const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-    std::vector<bf16> y_ref;
-    moe_grouped_down_ref(act, I, w.d, H, tiles, y_ref);
-    const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-    if (per_token) {
-      const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
-    }
+  DeviceRouting d(ids, T, K, E, kTm);
+  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
+  DeviceBuffer<float> d_tw(tw);
+  d_act.poison();
+  d_y.poison();
+  moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
+  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
+                            nullptr);
+  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), nullptr);
+  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
+  const auto act = d_act.download();
+  const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
+  std::vector<bf16> y_ref;
+  moe_grouped_down_ref(act, I, w.d, H, tiles, y_ref);
+  const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
+  if (per_token) {
+    std::vector<bf16> h_ref = h0;
+    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
+    const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
   }
 }
 
@@ -109,7 +99,8 @@ TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {
   for (int T : {1, 9, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
-      check_bf16(rng, w, ids, T, K, E, H, I, T <= 300, "T=" + std::to_string(T) + " " + routing_name(kind) + ": ");
+      check_bf16(rng, w, ids, T, K, E, H, I, T <= 300,
+                 "T=" + std::to_string(T) + " " + routing_name(kind) + ": ");
     }
 }
 
@@ -138,38 +129,35 @@ TEST(CudaMoeGroupedWgmma, CapturedGraphReplaysOnANewRouting) {
   const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
   DeviceBuffer<float> d_tw(tw);
-  for (int tm : kTileHeights) {
-    DeviceRouting d(ids_a, T, K, E, tm);
-    cudaStream_t stream = nullptr;
-    STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    cudaGraph_t graph = nullptr;
-    STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    moe_route_sort(d.ids.get(), T, K, d.r, stream);
-    moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
-                              stream);
-    moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), stream);
-    moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
-    STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    cudaGraphExec_t exec = nullptr;
-    STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    for (const auto* ids : {&ids_a, &ids_b}) {
-      d.ids.upload(*ids);
-      d_h.upload(h0);
-      d_act.poison();
-      d_y.poison();
-      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-      STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
-      std::vector<bf16> h_ref = h0;
-      moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
-      const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << tile_tag(tm) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)")
-                          << ": " << c.describe();
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
+  DeviceRouting d(ids_a, T, K, E, kTm);
+  cudaStream_t stream = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  moe_route_sort(d.ids.get(), T, K, d.r, stream);
+  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(), stream);
+  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), stream);
+  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
+  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const auto* ids : {&ids_a, &ids_b}) {
+    d.ids.upload(*ids);
+    d_h.upload(h0);
+    d_act.poison();
+    d_y.poison();
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<bf16> h_ref = h0;
+    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
+    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
+                        << c.describe();
   }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 TEST(CudaMoeGroupedWgmma, RejectsRoutingsOfAnotherTileHeightAndBadShapes) {
@@ -179,7 +167,7 @@ TEST(CudaMoeGroupedWgmma, RejectsRoutingsOfAnotherTileHeightAndBadShapes) {
                                          buf.get(), nullptr),
                Error);  // sorted with 64-row tiles
   MoeRouting r = d.r;
-  r.tile_rows = kMoeWgmmaTileRows;
+  r.tile_rows = kTm;
   EXPECT_THROW(moe_grouped_down_wgmma(buf.get(), 1, 2, 12, buf.get(), 64, nullptr, r, buf.get(), nullptr), Error);
   EXPECT_THROW(moe_grouped_down_wgmma(buf.get() + 1, 1, 2, 64, buf.get(), 64, nullptr, r, buf.get(), nullptr), Error);
 }

@@ -48,12 +48,6 @@ TEST(MoeGroupedWgmmaLayout, PathSelection) {
   EXPECT_TRUE(moe_wgmma_nvfp4_for(2048 * 6, 256));
   EXPECT_EQ(moe_tile_rows_for(2048 * 6, 256), 64);
   EXPECT_EQ(kMoeWgmmaTileRows, kWgTileRows);
-  // Tall tiles (256 rows per CTA) from an average of 160 rows per expert.
-  EXPECT_EQ(kMoeWgmmaTallTileRows, WgTall::kTileRows);
-  EXPECT_EQ(moe_wgmma_tile_rows(2048 * 6, 256), kMoeWgmmaTileRows);
-  EXPECT_EQ(moe_wgmma_tile_rows(6826 * 6, 256), kMoeWgmmaTileRows);
-  EXPECT_EQ(moe_wgmma_tile_rows(6827 * 6, 256), kMoeWgmmaTileRows);  // tall tiles measured slower: never chosen
-  EXPECT_EQ(moe_wgmma_tile_rows(8192 * 6, 256), kMoeWgmmaTileRows);
 }
 
 TEST(MoeGroupedWgmmaLayout, RingFitsAndStaysAligned) {
@@ -66,14 +60,12 @@ TEST(MoeGroupedWgmmaLayout, RingFitsAndStaysAligned) {
   }
 }
 
-// One stage of k = 64 for a gated CTA of shape S: tile rows x A[S::kTileRows][64], weights
-// B[S::kBRows][64] (gate rows 0..kHalfBRows-1, then the up rows). Small integers keep every float
-// sum exact. Wide: one m64n256 block per consumer warpgroup; tall: two m64n128 blocks.
-template <class S>
-void replay_gated_stage() {
+// One stage of k = 64 for a gated CTA: tile rows x A[128][64], weights B[256][64] (gate rows 0..127,
+// up rows 128..255). Small integers keep every float sum exact.
+TEST(MoeGroupedWgmmaLayout, OneStageThroughDescriptorsGivesTheTileProduct) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-3, 3);
-  std::vector<float> A(size_t(S::kTileRows) * kWgBK), B(size_t(S::kBRows) * kWgBK);
+  std::vector<float> A(size_t(kWgTileRows) * kWgBK), B(size_t(kWgBRows) * kWgBK);
   for (auto& v : A) v = float(small(rng));
   for (auto& v : B) v = float(small(rng));
   for (uint32_t ring : {0u, 1024u, 3072u})
@@ -81,54 +73,47 @@ void replay_gated_stage() {
       // Shared memory as bf16 slots indexed by byte address / 2 (NaN = never written).
       std::vector<float> smem(size_t(ring + kWgStages * kWgStageBytes) / 2, std::nanf(""));
       for (int t = 0; t < kWgProducerThreads; ++t)  // the producer's cp.async of 8 bf16 each
-        for (int p = 0; p < S::kAPasses; ++p) {
+        for (int p = 0; p < kWgAPasses; ++p) {
           const int r = wg_a_row(t, p), c = wg_a_chunk(t);
-          ASSERT_LT(r, S::kTileRows);
           for (int e = 0; e < 8; ++e)
-            smem[(ring + S::a_stage(s) + sw128_offset(r, c)) / 2 + size_t(e)] = A[size_t(r) * kWgBK + c * 8 + e];
+            smem[(ring + wg_a_stage(s) + sw128_offset(r, c)) / 2 + size_t(e)] = A[size_t(r) * kWgBK + c * 8 + e];
         }
-      for (int half = 0; half < 2; ++half)  // TMA: two boxes of kHalfBRows rows, each written with the swizzle
-        for (int r = 0; r < S::kHalfBRows; ++r)
+      for (int half = 0; half < 2; ++half)  // TMA: two boxes of 128 rows, each written with the swizzle
+        for (int r = 0; r < kWgHalfBRows; ++r)
           for (int k = 0; k < kWgBK; ++k) {
-            const uint32_t box = ring + S::b_stage(s) + uint32_t(half * S::kHalfBRows * kSw128RowBytes);
+            const uint32_t box = ring + wg_b_stage(s) + uint32_t(half * kWgHalfBRows * kSw128RowBytes);
             const uint32_t logical = box + uint32_t(r) * kSw128RowBytes + uint32_t(k) * 2;
-            smem[sw128_address(logical) / 2] = B[size_t(half * S::kHalfBRows + r) * kWgBK + k];
+            smem[sw128_address(logical) / 2] = B[size_t(half * kWgHalfBRows + r) * kWgBK + k];
           }
-      auto want = [&](int row, int brow) {
-        double v = 0;
-        for (int k = 0; k < kWgBK; ++k) v += double(A[size_t(row) * kWgBK + k]) * double(B[size_t(brow) * kWgBK + k]);
-        return v;
-      };
-      for (int wg = 0; wg < kWgConsumerWarpgroups; ++wg)
-        for (int mb = 0; mb < S::kMBlocks; ++mb) {
-          std::vector<double> D(size_t(64) * S::kBRows, 0.0);
-          for (int kk = 0; kk < kWgBK / 16; ++kk) {
-            const uint64_t da = wgmma_desc_sw128(ring + S::a_desc_offset(s, wg, mb, kk));
-            const uint64_t db = wgmma_desc_sw128(ring + S::b_desc_offset(s, kk));
-            for (int m = 0; m < 64; ++m)
-              for (int n = 0; n < S::kBRows; ++n)
-                for (int k = 0; k < 16; ++k)
-                  D[size_t(m) * S::kBRows + size_t(n)] += double(smem[wgmma_operand_address(da, m, k) / 2]) *
-                                                          double(smem[wgmma_operand_address(db, n, k) / 2]);
-          }
-          // The gated epilogue: g in register i, u in register i + kUpReg, of m64 block mb.
-          for (int t = 0; t < 128; ++t)
-            for (int i = 0; i < S::kUpReg; ++i) {
-              const int row = wg * S::kMBlocks * 64 + mb * 64 + wgmma_acc_row(t, i), col = wgmma_acc_col(t, i);
-              ASSERT_EQ(wgmma_acc_row(t, i + S::kUpReg), wgmma_acc_row(t, i));
-              ASSERT_EQ(wgmma_acc_col(t, i + S::kUpReg), col + S::kHalfBRows);
-              const double g = D[size_t(wgmma_acc_row(t, i)) * S::kBRows + size_t(col)];
-              const double u = D[size_t(wgmma_acc_row(t, i)) * S::kBRows + size_t(col + S::kHalfBRows)];
-              ASSERT_EQ(g, want(row, col)) << "ring " << ring << " stage " << s << " wg " << wg << " mb " << mb
-                                           << " t " << t << " i " << i;
-              ASSERT_EQ(u, want(row, S::kHalfBRows + col)) << "up, wg " << wg << " mb " << mb << " t " << t;
-            }
+      for (int wg = 0; wg < kWgConsumerWarpgroups; ++wg) {
+        std::vector<double> D(size_t(64) * kWgBRows, 0.0);
+        for (int kk = 0; kk < kWgBK / 16; ++kk) {
+          const uint64_t da = wgmma_desc_sw128(ring + wg_a_desc_offset(s, wg, kk));
+          const uint64_t db = wgmma_desc_sw128(ring + wg_b_desc_offset(s, kk));
+          for (int m = 0; m < 64; ++m)
+            for (int n = 0; n < kWgBRows; ++n)
+              for (int k = 0; k < 16; ++k)
+                D[size_t(m) * kWgBRows + size_t(n)] += double(smem[wgmma_operand_address(da, m, k) / 2]) *
+                                                        double(smem[wgmma_operand_address(db, n, k) / 2]);
         }
+        auto want = [&](int row, int brow) {
+          double v = 0;
+          for (int k = 0; k < kWgBK; ++k) v += double(A[size_t(row) * kWgBK + k]) * double(B[size_t(brow) * kWgBK + k]);
+          return v;
+        };
+        for (int t = 0; t < 128; ++t)
+          for (int i = 0; i < 64; ++i) {  // the gated epilogue: g in register i, u in register i + 64
+            const int row = wg * 64 + wgmma_acc_row(t, i), col = wgmma_acc_col(t, i);
+            ASSERT_EQ(wgmma_acc_row(t, i + 64), wgmma_acc_row(t, i));
+            ASSERT_EQ(wgmma_acc_col(t, i + 64), col + kWgHalfBRows);
+            const double g = D[size_t(wgmma_acc_row(t, i)) * kWgBRows + size_t(col)];
+            const double u = D[size_t(wgmma_acc_row(t, i + 64)) * kWgBRows + size_t(wgmma_acc_col(t, i + 64))];
+            ASSERT_EQ(g, want(row, col)) << "ring " << ring << " stage " << s << " wg " << wg << " t " << t << " i " << i;
+            ASSERT_EQ(u, want(row, kWgHalfBRows + col)) << "up, wg " << wg << " t " << t << " i " << i;
+          }
+      }
     }
 }
-
-TEST(MoeGroupedWgmmaLayout, OneStageThroughDescriptorsGivesTheTileProduct) { replay_gated_stage<WgWide>(); }
-TEST(MoeGroupedWgmmaLayout, OneTallStageThroughDescriptorsGivesTheTileProduct) { replay_gated_stage<WgTall>(); }
 
 }  // namespace
 }  // namespace striker::cuda

@@ -88,7 +88,7 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
   const int64_t slots = int64_t(T) * K;
   const bool wgmma = nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E);
   // mma.sync tiles: 16 rows for batches of 9+ decode tokens, 64 for NVFP4 steps below the wgmma threshold.
-  r.tile_rows = wgmma ? moe_wgmma_tile_rows(slots, E) : moe_tile_rows_for(slots, E);
+  r.tile_rows = wgmma ? kMoeWgmmaTileRows : moe_tile_rows_for(slots, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   if (wgmma && nv) {

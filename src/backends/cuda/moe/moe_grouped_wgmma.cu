@@ -1,20 +1,16 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h): persistent CTAs (one per SM) walking the
-// work items (row tile of one expert, column block), warp-specialised. Two tile shapes
-// (moe_grouped_wgmma_layout.h, WgShape): 128 rows × 256 weight rows (m64n256 per consumer
-// warpgroup) or, on routings sorted into 256-row tiles, 256 rows × 128 weight rows (two m64n128
-// blocks per consumer warpgroup), so an expert of up to 256 rows reads each weight tile once.
+// work items (128-row tile of one expert, column block), warp-specialised.
 //
 //   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
-//     half the weight rows each (the gate and up rows of the column block, or the W_down rows)
-//     and all 128 threads gather the tile's activation rows with 16-byte cp.async into the same
+//     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
+//     all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into the same
 //     128B-swizzled layout TMA writes; each thread signals the stage's "full" barrier once its
 //     copies have landed (cp.async.wait_group + fence.proxy.async: wgmma reads through the async
 //     proxy), kWgLag stages behind its issue, so loads of kWgLag + 1 stages are in flight.
-//   warpgroups 1, 2 (consumers, 208 registers): each owns half the tile's rows as one (wide) or
-//     two (tall) m64 blocks; per stage four k16 steps of wgmma per block into 128 fp32 registers
-//     in all, then release the previous stage's "empty" barrier once its wgmma group has
-//     completed. m64 blocks whose rows all lie past the expert's end skip their MMAs (a
-//     warpgroup with none still keeps the barrier protocol).
+//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage four
+//     wgmma m64n256k16 (k16 steps) into 128 fp32 registers, then release the previous stage's
+//     "empty" barrier once its wgmma group has completed. A warpgroup whose 64 rows are all past
+//     the expert's end skips the MMAs (still keeps the barrier protocol).
 //   epilogue (consumers, from registers): FLINT.md §4 rounding exactly as moe_grouped.cu:
 //     g, u = bf16(scale2·acc), act = bf16(bf16(g·sigmoid(g))·u); y = bf16(scale2·acc).
 //
@@ -31,7 +27,6 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string>
-#include <type_traits>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
@@ -68,8 +63,7 @@ struct WgmmaArgs {
 // n0 + br of expert e's [n, kdim] matrix; rows past the stack (E·n) read zeros, rows past n inside
 // it belong to the next expert and only reach columns the epilogue does not store.
 
-// BF16 stacks: thread 0 issues two TMA boxes of S::kHalfBRows rows × 64 k; their bytes complete on
-// full[s]. Box h: the gate (h = 0) or up (h = 1) rows n0.. (gated), or rows n0 + h·kHalfBRows.. (plain).
+// BF16 stacks: thread 0 issues two TMA boxes of 128 rows × 64 k; their bytes complete on full[s].
 struct TmaWeights {
   CUtensorMap map[2];
   static constexpr uint32_t kFullArrivals = kWgProducerThreads + 1;  // + thread 0's expect_tx arrival
@@ -78,34 +72,25 @@ struct TmaWeights {
     tma_prefetch_map(&map[0]);
     tma_prefetch_map(&map[1]);
   }
-  template <bool kGated, class S>
+  template <bool kGated>
   __device__ __forceinline__ void issue(int kt, int /*g*/, uint8_t* b_dst, uint8_t*, uint64_t* full, int t,
                                         int b_row0, const WgmmaArgs&) const {
     if (t != 0) return;
-    mbar_arrive_expect_tx(full, S::kBBytes);  // both boxes, zero-filled parts included
+    mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
     tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
-    tma_load_2d(b_dst + S::kHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
-                kGated ? b_row0 : b_row0 + S::kHalfBRows);
+    tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
+                kGated ? b_row0 : b_row0 + kWgHalfBRows);
   }
   __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
 };
-
-// One k16 step of m64 block mb for the shape's width: m64n256k16 (wide) or m64n128k16 (tall).
-template <class S>
-__device__ __forceinline__ void wg_mma(float (&acc)[S::kAccRegs], uint64_t da, uint64_t db) {
-  if constexpr (S::kBRows == 256)
-    wgmma_m64n256k16_bf16(acc, da, db, 1);
-  else
-    wgmma_m64n128k16_bf16(acc, da, db, 1);
-}
 
 // Persistent: CTA b takes the work items b, b + gridDim.x, ... (item = row tile · col_blocks +
 // column block, so the column blocks of one row tile and the row tiles of one expert stay close in
 // time) until the device-side tile count runs out. The ring and its barriers carry over from item
 // to item: stage g (counted over all of the CTA's items) lives in slot g % kWgStages and its
 // phases have parity (g / kWgStages) & 1, so the producer fills the next item's first stages while
-// the consumers run the previous item's epilogue. S: the tile shape (WgWide / WgTall).
-template <bool kGated, class S, class Weights>
+// the consumers run the previous item's epilogue.
+template <bool kGated, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
@@ -113,9 +98,6 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   if (int(blockIdx.x) >= items) return;
 
   __shared__ uint64_t full[kWgStages], empty[kWgStages];
-  // The producer's A source rows of the current item, [pass][thread] (each thread reads only what
-  // it wrote): 16 registers of them would spill the tall shape's 88-register producer.
-  __shared__ int a_src[S::kAPasses][kWgProducerThreads];
   extern __shared__ uint8_t wg_smem[];
   // The 128B swizzle keys on address bits 7-9: the ring starts on a 1024-byte boundary.
   const uint32_t raw = smem_u32(wg_smem);
@@ -145,39 +127,38 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     // to wgmma (async proxy), signal.
     auto signal = [&](int g) {
       const int s = g % kWgStages;
-      weights.land(g, ring + S::b_stage(s), ring, t);
+      weights.land(g, ring + wg_b_stage(s), ring, t);
       fence_proxy_async_shared();
       mbar_arrive(&full[s]);
     };
     int g = 0;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
       const MoeTile tile = args.tiles[item / args.col_blocks];
-      const int n0 = (item % args.col_blocks) * S::out_cols(kGated);
-      // A row of each of this thread's tile rows; -1 past the expert's rows.
+      const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
+      int src[kWgAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
 #pragma unroll
-      for (int p = 0; p < S::kAPasses; ++p) {
+      for (int p = 0; p < kWgAPasses; ++p) {
         const int r = wg_a_row(t, p);
         int row = -1;
         if (r < tile.rows) {
           row = tile.first + r;
           if (args.sorted_slot) row = args.sorted_slot[row] / args.slots_per_token;
         }
-        a_src[p][t] = row;
+        src[p] = row;
       }
       const int b_row0 = tile.expert * args.n + n0;
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kWgStages;
         if (g >= kWgStages) mbar_wait(&empty[s], uint32_t((g / kWgStages - 1) & 1));
-        weights.template issue<kGated, S>(kt, g, ring + S::b_stage(s), ring, &full[s], t, b_row0, args);
-        uint8_t* a_dst = ring + S::a_stage(s);
+        weights.template issue<kGated>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
+        uint8_t* a_dst = ring + wg_a_stage(s);
         const int k = kt * kWgBK + chunk * 8;
         const bool k_ok = k < args.kdim;
 #pragma unroll
-        for (int p = 0; p < S::kAPasses; ++p) {
-          const int src = a_src[p][t];
-          const bool ok = k_ok && src >= 0;
+        for (int p = 0; p < kWgAPasses; ++p) {
+          const bool ok = k_ok && src[p] >= 0;
           cp_async16(reinterpret_cast<bf16_t*>(a_dst + sw128_offset(wg_a_row(t, p), chunk)),
-                     ok ? args.a + int64_t(src) * args.kdim + k : args.a, ok);
+                     ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
         }
         cp_async_commit();
         if (g >= kWgLag) {
@@ -196,98 +177,74 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int wg = warpgroup - 1;
   const int t = int(threadIdx.x) % 128;
   const bool releaser = t % 32 == 0;  // one arrival per warp on the empty barriers
-  constexpr int kRows = S::kMBlocks * 64;  // tile rows of one consumer warpgroup
   int g = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const MoeTile tile = args.tiles[item / args.col_blocks];
-    const int n0 = (item % args.col_blocks) * S::out_cols(kGated);
-    // m64 blocks of this warpgroup with rows of the expert (0 .. kMBlocks), warp-uniform.
-    const int own = tile.rows - wg * kRows;
-    const int blocks = __shfl_sync(0xffffffffu, own <= 0 ? 0 : own >= kRows ? S::kMBlocks : (own + 63) / 64, 0);
-    if (blocks == 0) {  // keep the barrier protocol: wait for each stage, release it
+    const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
+    const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
+    if (!active) {  // keep the barrier protocol: wait for each stage, release it
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         mbar_wait(&full[g % kWgStages], uint32_t((g / kWgStages) & 1));
         if (releaser) mbar_arrive(&empty[g % kWgStages]);
       }
       continue;
     }
-    float acc[S::kMBlocks][S::kAccRegs];
+    float acc[128];
 #pragma unroll
-    for (int mb = 0; mb < S::kMBlocks; ++mb)
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    wgmma_fence_operands(acc);
+    for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+      const int s = g % kWgStages;
+      mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
+      wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < S::kAccRegs; ++i) acc[mb][i] = 0.f;
-#pragma unroll
-    for (int mb = 0; mb < S::kMBlocks; ++mb) wgmma_fence_operands(acc[mb]);
-    // The k loop for the first kBlocks m64 blocks (no branch between the wgmmas of a stage).
-    auto k_loop = [&](auto blocks_c) {
-      constexpr int kBlocksOn = decltype(blocks_c)::value;
-      for (int kt = 0; kt < k_tiles; ++kt, ++g) {
-        const int s = g % kWgStages;
-        mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kWgBK / 16; ++kk)
-#pragma unroll
-          for (int mb = 0; mb < kBlocksOn; ++mb)
-            wg_mma<S>(acc[mb], wgmma_desc_sw128(ring_s + S::a_desc_offset(s, wg, mb, kk)),
-                      wgmma_desc_sw128(ring_s + S::b_desc_offset(s, kk)));
-        wgmma_commit();
-        wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
-        if (kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);
-      }
-    };
-    if constexpr (S::kMBlocks > 1) {
-      if (blocks == S::kMBlocks)
-        k_loop(std::integral_constant<int, S::kMBlocks>{});
-      else
-        k_loop(std::integral_constant<int, 1>{});
-    } else {
-      k_loop(std::integral_constant<int, 1>{});
+      for (int kk = 0; kk < kWgBK / 16; ++kk)
+        wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(ring_s + wg_a_desc_offset(s, wg, kk)),
+                              wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
+      wgmma_commit();
+      wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
+      if (kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int mb = 0; mb < S::kMBlocks; ++mb) wgmma_fence_operands(acc[mb]);
+    wgmma_fence_operands(acc);
     if (releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);  // the item's last stage
 
     const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
     const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
-    // Per m64 block, row half h (rows r and r + 8 of the fragment) and 4 n8 blocks at a time: the
-    // values, rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole
-    // columns.
-    constexpr int kBlocks = S::out_cols(kGated) / 8;  // gated: registers i + kUpReg are the up columns of i
+    // Per row half h (rows r and r + 8 of the fragment) and 4 n8 blocks at a time: the values,
+    // rounded as FLINT.md §4 says, transposed across the quad so each thread stores 8 whole columns.
+    constexpr int kBlocks = wg_out_cols(kGated) / 8;  // gated: registers of block j + 16 are the up columns of j
     const int q = t & 3;
 #pragma unroll
-    for (int mb = 0; mb < S::kMBlocks; ++mb)
+    for (int h = 0; h < 2; ++h) {
+      const int r = wg * 64 + wgmma_acc_row(t, 2 * h);
+      const bool row_ok = r < tile.rows;
+      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = wg * kRows + mb * 64 + wgmma_acc_row(t, 2 * h);
-        const bool row_ok = r < tile.rows;
-        bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;  // written only when row_ok
+      for (int j0 = 0; j0 < kBlocks; j0 += 4) {
+        uint32_t m[4];
 #pragma unroll
-        for (int j0 = 0; j0 < kBlocks; j0 += 4) {
-          uint32_t m[4];
+        for (int b = 0; b < 4; ++b) {
+          const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
+          float v[2];
 #pragma unroll
-          for (int b = 0; b < 4; ++b) {
-            const int i = 4 * (j0 + b) + 2 * h;  // registers i, i + 1: columns 8(j0 + b) + 2q, + 1 of row r
-            float v[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              if constexpr (kGated) {
-                const float gv = round_bf16(acc[mb][i + e] * s0);
-                const float uv = round_bf16(acc[mb][i + e + S::kUpReg] * s1);
-                v[e] = silu_bf16(gv) * uv;
-              } else {
-                v[e] = acc[mb][i + e] * s0;
-              }
+          for (int e = 0; e < 2; ++e) {
+            if constexpr (kGated) {
+              const float gv = round_bf16(acc[i + e] * s0);
+              const float uv = round_bf16(acc[i + e + 64] * s1);
+              v[e] = silu_bf16(gv) * uv;
+            } else {
+              v[e] = acc[i + e] * s0;
             }
-            m[b] = pack_bf16x2(v[0], v[1]);
           }
-          quad_transpose(m);  // now columns 8(j0 + q) .. + 7
-          const int col = n0 + 8 * (j0 + q);
-          if (row_ok && col < args.n)  // n % 8 == 0: a block is inside or outside as a whole
-            *reinterpret_cast<uint4*>(orow + col) = make_uint4(m[0], m[1], m[2], m[3]);
+          m[b] = pack_bf16x2(v[0], v[1]);
         }
+        quad_transpose(m);  // now columns 8(j0 + q) .. + 7
+        const int col = n0 + 8 * (j0 + q);
+        if (row_ok && col < args.n)  // n % 8 == 0: a block is inside or outside as a whole
+          *reinterpret_cast<uint4*>(orow + col) = make_uint4(m[0], m[1], m[2], m[3]);
       }
+    }
   }
 }
 
@@ -296,9 +253,9 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % 8 != 0) fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of 8");
   if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
-  if (r.tile_rows != kMoeWgmmaTileRows && r.tile_rows != kMoeWgmmaTallTileRows)
+  if (r.tile_rows != kMoeWgmmaTileRows)
     fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
-         std::to_string(kMoeWgmmaTileRows) + " or " + std::to_string(kMoeWgmmaTallTileRows));
+         std::to_string(kMoeWgmmaTileRows));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
   if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
@@ -307,54 +264,45 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail("activations, weights and outputs must be 16-byte aligned");
 }
 
-// Shape S of the routing's tile height: 128 rows (wide) or 256 (tall, moe_wgmma_tile_rows).
-template <bool kGated, class S>
-void launch_wgmma_shape(const char* what, WgmmaArgs args, const bf16* w0, const bf16* w1, int T, int K,
-                        const MoeRouting& r, cudaStream_t stream) {
-  auto* kernel = grouped_wgmma_kernel<kGated, S, TmaWeights>;
+template <bool kGated, class Weights>
+void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
+                  cudaStream_t stream) {
+  auto* kernel = grouped_wgmma_kernel<kGated, Weights>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TmaWeights::kSmemBytes));
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Weights::kSmemBytes));
     return true;
   }();
   (void)configured;
-  args.col_blocks = (args.n + S::out_cols(kGated) - 1) / S::out_cols(kGated);
-  // Both matrices of a gated launch (or the one of a plain launch, twice) as TMA maps of the
-  // [E·n, kdim] stacks, boxes of S::kHalfBRows rows.
-  const int64_t stack_rows = int64_t(args.experts) * args.n;
-  const TmaWeights w{{make_tma_map_bf16_sw128(w0, stack_rows, args.kdim, S::kHalfBRows, what),
-                      make_tma_map_bf16_sw128(w1, stack_rows, args.kdim, S::kHalfBRows, what)}};
   // Persistent CTAs, one per SM (one fits: 193-220 KiB of shared memory, 384 threads × 168
   // registers), never more than the work items of the largest routing of T tokens.
   int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, S::kTileRows) * args.col_blocks;
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
   if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
   const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
-  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(TmaWeights::kSmemBytes), stream, w, args);
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
-template <bool kGated>
-void launch_wgmma(const char* what, const WgmmaArgs& args, const bf16* w0, const bf16* w1, int T, int K,
-                  const MoeRouting& r, cudaStream_t stream) {
-  if (r.tile_rows == WgTall::kTileRows)
-    launch_wgmma_shape<kGated, WgTall>(what, args, w0, w1, T, K, r, stream);
-  else
-    launch_wgmma_shape<kGated, WgWide>(what, args, w0, w1, T, K, r, stream);
+// Both matrices of a gated launch (or the one of a plain launch, twice) as TMA maps of the
+// [E·n, kdim] stacks, 128-row boxes.
+TmaWeights tma_weights(const char* what, const bf16* w0, const bf16* w1, const WgmmaArgs& args) {
+  const int64_t stack_rows = int64_t(args.experts) * args.n;
+  return TmaWeights{{make_tma_map_bf16_sw128(w0, stack_rows, args.kdim, kWgHalfBRows, what),
+                     make_tma_map_bf16_sw128(w1, stack_rows, args.kdim, kWgHalfBRows, what)}};
 }
 
-WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, int n, const float* s0,
-                    const float* s1, const MoeRouting& r, bf16* out) {
+WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, int n, bool gated,
+                    const float* s0, const float* s1, const MoeRouting& r, bf16* out) {
   return WgmmaArgs{reinterpret_cast<const bf16_t*>(a),
                    sorted_slot,
                    K,
                    kdim,
                    n,
-                   0,  // set per shape (launch_wgmma_shape)
+                   (n + wg_out_cols(gated) - 1) / wg_out_cols(gated),
                    r.experts,
                    {s0, s1},
                    r.tiles,
@@ -370,8 +318,8 @@ void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf
   if (T <= 0) return;
   constexpr const char* what = "moe_grouped_gate_up_wgmma";
   check_wgmma(what, T, K, hidden, inter, r, x, w_gate, w_up, act_sorted);
-  const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, scale2_gate, scale2_up, r, act_sorted);
-  launch_wgmma<true>(what, args, w_gate, w_up, T, K, r, stream);
+  const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, true, scale2_gate, scale2_up, r, act_sorted);
+  launch_wgmma<true>(what, args, tma_weights(what, w_gate, w_up, args), T, K, r, stream);
 }
 
 void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
@@ -379,8 +327,8 @@ void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, con
   if (T <= 0) return;
   constexpr const char* what = "moe_grouped_down_wgmma";
   check_wgmma(what, T, K, inter, hidden, r, act_sorted, w_down, w_down, y_sorted);
-  const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, scale2_down, nullptr, r, y_sorted);
-  launch_wgmma<false>(what, args, w_down, w_down, T, K, r, stream);
+  const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, false, scale2_down, nullptr, r, y_sorted);
+  launch_wgmma<false>(what, args, tma_weights(what, w_down, w_down, args), T, K, r, stream);
 }
 
 }  // namespace striker::cuda

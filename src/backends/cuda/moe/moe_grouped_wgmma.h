@@ -2,7 +2,7 @@
 // moe_grouped_gate_up / moe_grouped_down (moe_grouped.h), same FLINT.md §4 rounding points, on
 // wgmma with a TMA + cp.async producer warpgroup feeding two consumer warpgroups through an
 // mbarrier ring (moe_grouped_wgmma.cu). The routing must be sorted with
-// tile_rows = moe_wgmma_tile_rows (kMoeWgmmaTileRows or kMoeWgmmaTallTileRows; moe_route_sort).
+// tile_rows = kMoeWgmmaTileRows (moe_route_sort).
 //
 // scale2_* (device [E], may be null = 1) multiplies the fp32 accumulator before the bf16 rounding.
 // NVFP4 experts have their own kernels on this path (moe_grouped_wgmma_nvfp4.h).
@@ -16,16 +16,6 @@
 namespace striker::cuda {
 
 constexpr int kMoeWgmmaTileRows = 128;
-// Routing tiles of 256 rows run as "tall" tiles (256 rows × 128 weight rows per CTA, two m64n128
-// blocks per consumer warpgroup): an expert of up to 256 rows is one tile, so every weight tile
-// is read once per layer instead of once per 128 rows (docs/performance.md, "tall tiles").
-constexpr int kMoeWgmmaTallTileRows = 256;
-// The routing tile height of this path for a step: tall tiles from an average of 160 rows per
-// expert (T > 6826 at E = 256, top-6), where nearly every expert would need two 128-row tiles.
-inline int moe_wgmma_tile_rows(int64_t slots, int experts) {
-  (void)slots, (void)experts;  // tall tiles measured slower (docs/performance.md); deleted next
-  return kMoeWgmmaTileRows;
-}
 
 // Whether a step of `slots` = T·K routed rows over `experts` runs on this path: prefill sizes,
 // where experts average more than 16 rows (moe_tile_rows_for); below, the 16-row mma.sync tiles

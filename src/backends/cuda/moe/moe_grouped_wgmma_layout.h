@@ -55,41 +55,4 @@ STRIKER_HOST_DEVICE constexpr uint32_t wg_a_desc_offset(int s, int wg, int kk) {
 }
 STRIKER_HOST_DEVICE constexpr uint32_t wg_b_desc_offset(int s, int kk) { return wg_b_stage(s) + uint32_t(kk) * 32; }
 
-// The two tile shapes of the kernel, by routing tile height (same 48 KiB stage, same 128
-// accumulator registers per consumer thread):
-//   WgShape<128> ("wide", the constants above): a consumer warpgroup owns one m64 block of the
-//     128 rows and issues m64n256k16 against 256 weight rows;
-//   WgShape<256> ("tall"): a consumer warpgroup owns two m64 blocks (rows 128·wg + 64·mb ..) of
-//     the 256 rows and issues m64n128k16 per block against 128 weight rows (gated: 64 gate + 64 up
-//     rows; plain: 128 rows of W_down). An expert of up to 256 rows is one tile, so each weight
-//     tile is read once per layer, with no second tile that must find it in L2.
-template <int kRows>
-struct WgShape {
-  static_assert(kRows == 128 || kRows == 256, "wide or tall");
-  static constexpr int kTileRows = kRows;
-  static constexpr int kMBlocks = kRows / 128;                  // m64 blocks per consumer warpgroup
-  static constexpr int kBRows = kWgBRows / kMBlocks;            // the wgmma N
-  static constexpr int kHalfBRows = kBRows / 2;                 // one TMA box
-  static constexpr int kAccRegs = kBRows / 2;                   // fp32 accumulators per m64 block and thread
-  static constexpr int kUpReg = kBRows / 4;                     // gated: register of u = register of g + kUpReg
-  static constexpr int kABytes = kTileRows * kSw128RowBytes;
-  static constexpr int kBBytes = kBRows * kSw128RowBytes;
-  static constexpr int kAPasses = kTileRows * 8 / kWgProducerThreads;
-  static_assert(kABytes + kBBytes == kWgStageBytes, "both shapes fill the same ring");
-  STRIKER_HOST_DEVICE static constexpr int out_cols(bool gated) { return gated ? kHalfBRows : kBRows; }
-  STRIKER_HOST_DEVICE static constexpr uint32_t a_stage(int s) { return uint32_t(s) * kWgStageBytes; }
-  STRIKER_HOST_DEVICE static constexpr uint32_t b_stage(int s) { return uint32_t(s) * kWgStageBytes + kABytes; }
-  // Descriptor start offsets: m64 block mb of consumer warpgroup wg, k16 step kk of stage s.
-  STRIKER_HOST_DEVICE static constexpr uint32_t a_desc_offset(int s, int wg, int mb, int kk) {
-    return a_stage(s) + uint32_t(wg * kMBlocks + mb) * 64 * kSw128RowBytes + uint32_t(kk) * 32;
-  }
-  STRIKER_HOST_DEVICE static constexpr uint32_t b_desc_offset(int s, int kk) { return b_stage(s) + uint32_t(kk) * 32; }
-};
-using WgWide = WgShape<128>;
-using WgTall = WgShape<256>;
-static_assert(WgWide::kBRows == kWgBRows && WgWide::kHalfBRows == kWgHalfBRows && WgWide::kAPasses == kWgAPasses &&
-                  WgWide::a_desc_offset(1, 1, 0, 2) == wg_a_desc_offset(1, 1, 2) &&
-                  WgWide::b_stage(2) == wg_b_stage(2),
-              "the wide shape is the layout above");
-
 }  // namespace striker::cuda

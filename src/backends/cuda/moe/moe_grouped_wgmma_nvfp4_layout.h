@@ -53,9 +53,10 @@ static_assert(kNvStageBytes % kSw128AtomBytes == 0, "every stage's activation ti
 static_assert(kNvLag < kNvStages, "the producer would wait on a stage it has not signalled");
 static_assert(kNvSmemBytes <= 227 * 1024, "one CTA per SM");
 
-// Work items: the routing may be sorted with tiles of 128 or 256 rows (the BF16 kernels' wide
-// or tall tiles, moe_grouped_wgmma.h); a CTA takes 128 tokens, so a 256-row tile is two items
-// per column block (its halves; a half past the tile's rows is skipped by every warpgroup).
+// Work items: the routing may be sorted with tiles of 128 or 256 rows (the BF16 kernels take 128
+// only: their 256-row tall tiles were measured slower and deleted); a CTA takes 128 tokens, so a
+// 256-row tile is two items per column block (its halves; a half past the tile's rows is skipped
+// by every warpgroup).
 // Item order: routing tile, half, column block (fastest) — an expert's items stay together.
 struct NvItem {
   int tile;       // index into MoeRouting::tiles
