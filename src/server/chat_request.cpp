@@ -9,13 +9,16 @@
 namespace striker::server {
 namespace {
 
-nlohmann::json validate_content(const nlohmann::json& content, size_t i, bool null_ok) {
+// Messages and tools keep the request's key order: the chat template renders them.
+using ojson = nlohmann::ordered_json;
+
+void validate_content(const ojson& content, size_t i, bool null_ok) {
   const std::string where = "messages[" + std::to_string(i) + "].content";
   if (content.is_null()) {
     if (!null_ok) throw bad_request("`" + where + "` must not be null", "messages");
-    return content;
+    return;
   }
-  if (content.is_string()) return content;
+  if (content.is_string()) return;
   if (!content.is_array()) throw bad_request("`" + where + "` must be a string or an array of content parts", "messages");
   for (size_t k = 0; k < content.size(); ++k) {
     const auto& part = content[k];
@@ -34,10 +37,9 @@ nlohmann::json validate_content(const nlohmann::json& content, size_t i, bool nu
       throw bad_request("`" + where + "[" + std::to_string(k) + "].text` must be a string", "messages");
     }
   }
-  return content;
 }
 
-void validate_tool_calls(const nlohmann::json& calls, size_t i) {
+void validate_tool_calls(const ojson& calls, size_t i) {
   const std::string where = "messages[" + std::to_string(i) + "].tool_calls";
   if (!calls.is_array()) throw bad_request("`" + where + "` must be an array", "messages");
   for (const auto& call : calls) {
@@ -61,11 +63,11 @@ void validate_tool_calls(const nlohmann::json& calls, size_t i) {
   }
 }
 
-nlohmann::json validate_messages(const nlohmann::json* messages) {
+ojson validate_messages(const ojson* messages) {
   if (!messages) throw bad_request("`messages` is required", "messages");
   if (!messages->is_array()) throw bad_request("`messages` must be an array", "messages");
   if (messages->empty()) throw bad_request("`messages` must not be empty", "messages");
-  nlohmann::json out = nlohmann::json::array();
+  ojson out = ojson::array();
   for (size_t i = 0; i < messages->size(); ++i) {
     const auto& m = (*messages)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -77,7 +79,7 @@ nlohmann::json validate_messages(const nlohmann::json* messages) {
       throw bad_request("`" + where + ".role` '" + role + "' is not one of system, developer, user, assistant, tool",
                         "messages");
     }
-    nlohmann::json msg = m;
+    ojson msg = m;
     if (role == "developer") msg["role"] = "system";  // OpenAI's newer name for the system role
     const bool assistant = role == "assistant";
     auto content = m.find("content");
@@ -100,7 +102,7 @@ nlohmann::json validate_messages(const nlohmann::json* messages) {
   return out;
 }
 
-void validate_tools(const nlohmann::json& tools) {
+void validate_tools(const ojson& tools) {
   if (!tools.is_array()) throw bad_request("`tools` must be an array", "tools");
   if (tools.empty()) {
     throw bad_request("`tools` must not be an empty array. Either provide at least one tool or omit the field entirely.",
@@ -127,7 +129,7 @@ void validate_tools(const nlohmann::json& tools) {
   }
 }
 
-bool tool_named(const nlohmann::json& tools, const std::string& name) {
+bool tool_named(const ojson& tools, const std::string& name) {
   for (const auto& t : tools) {
     if (t["function"]["name"] == name) return true;
   }
@@ -135,7 +137,7 @@ bool tool_named(const nlohmann::json& tools, const std::string& name) {
 }
 
 // ChatCompletionRequest.check_tool_usage (chat-format.md §4.2) plus the server-flag checks.
-void resolve_tool_choice(const nlohmann::json& body, const nlohmann::json& tools, const ServerOptions& options,
+void resolve_tool_choice(const nlohmann::json& body, const ojson& tools, const ServerOptions& options,
                          ParserSettings& ps) {
   const auto tc_it = body.find("tool_choice");
   const bool has_choice = tc_it != body.end() && !tc_it->is_null();
@@ -194,17 +196,18 @@ nlohmann::json effective_template_kwargs(const nlohmann::json& body, const Serve
   return effective_chat_template_kwargs(body, options.default_chat_template_kwargs);
 }
 
-ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& options, const ChatTemplate& tmpl,
+ChatPrompt build_chat_prompt(const RequestBody& request, const ServerOptions& options, const ChatTemplate& tmpl,
                              const Tokenizer& tokenizer) {
+  const nlohmann::json& body = request.fields;
+  const ojson& ordered = request.ordered;
   JsonFields f(body);
   ChatPrompt out;
-  nlohmann::json messages = validate_messages(body.contains("messages") && !body["messages"].is_null()
-                                                  ? &body["messages"]
-                                                  : nullptr);
-  nlohmann::json tools = nullptr;
-  if (const auto* t = f.get("tools")) {
-    validate_tools(*t);
-    tools = *t;
+  const auto messages_it = ordered.find("messages");
+  ojson messages = validate_messages(messages_it != ordered.end() && !messages_it->is_null() ? &*messages_it : nullptr);
+  ojson tools = nullptr;
+  if (f.get("tools")) {
+    tools = ordered.at("tools");
+    validate_tools(tools);
   }
   if (f.has("functions") || f.has("function_call")) {
     throw bad_request("the deprecated `functions` / `function_call` fields are not supported; use `tools`", "functions");
@@ -241,11 +244,11 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
   const bool drop_tools = ps.tool_choice == "none" && options.exclude_tools_when_tool_choice_none;
   const bool add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   std::string prompt;
-  nlohmann::json vars;
+  ojson vars;
   try {
-    vars = chat_template_variables(messages, drop_tools ? nlohmann::json(nullptr) : tools,
-                                              add_generation_prompt, kwargs);
-    prompt = tmpl.render(vars);
+    vars = chat_template_variables_ordered(messages, drop_tools ? ojson(nullptr) : tools, add_generation_prompt,
+                                           ojson(kwargs));
+    prompt = tmpl.render_ordered(vars);
   } catch (const ApiError&) {
     throw;
   } catch (const Error& e) {
@@ -255,7 +258,7 @@ ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& op
     try {
       // The preprocessed messages, as vLLM hands them to apply_chat_template: array content
       // is already joined into one string there.
-      prompt = cut_after_final_message(prompt, vars["messages"]);
+      prompt = cut_after_final_message(prompt, nlohmann::json(vars["messages"]));
     } catch (const Error& e) {
       throw bad_request(e.what(), "continue_final_message");
     }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/choice_parser.h"
+#include "server/json_fields.h"
 #include "server/server_options.h"
 
 namespace striker {
@@ -22,8 +23,9 @@ struct ChatPrompt {
   bool parallel_tool_calls = true;
 };
 
-// Throws ApiError (400) for every malformed field, naming it.
-ChatPrompt build_chat_prompt(const nlohmann::json& body, const ServerOptions& options, const ChatTemplate& tmpl,
+// Throws ApiError (400) for every malformed field, naming it. The messages and tools are
+// rendered in the request's key order (vLLM hands the template Python dicts, which keep it).
+ChatPrompt build_chat_prompt(const RequestBody& request, const ServerOptions& options, const ChatTemplate& tmpl,
                              const Tokenizer& tokenizer);
 
 // Effective template kwargs: server defaults, then the request's chat_template_kwargs, then

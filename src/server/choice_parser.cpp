@@ -84,7 +84,7 @@ std::unique_ptr<ChoiceParser> make_choice_parser(const ParserSettings& s) {
   else if (s.tool_choice == "required") choice.kind = ToolChoiceKind::Required;
   else if (s.tool_choice == "named") choice = {ToolChoiceKind::Named, s.named_tool};
   o.tool_choice = choice;
-  o.tools = ToolSet::from_request(s.tools);
+  o.tools = ToolSet::from_request(nlohmann::json(s.tools));  // typing looks keys up: order plays no part
   return std::make_unique<Glm47ChoiceParser>(std::move(o));
 }
 

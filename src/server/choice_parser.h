@@ -42,7 +42,7 @@ struct ParserSettings {
   // continue_final_message: the prompt ends after `</think>` (inside the continued message's
   // content), so output starts as content rather than reasoning.
   bool reasoning_ended_in_prompt = false;
-  nlohmann::json tools;          // request tools (null when none)
+  nlohmann::ordered_json tools;  // request tools (null when none), in the request's key order
   std::string tool_choice = "none";  // none | auto | required | named
   std::string named_tool;
 };

@@ -305,11 +305,12 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
 }  // namespace
 
 void handle_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = parse_request_body(req);
+  const RequestBody request = parse_request_body(req);
+  const nlohmann::json& body = request.fields;
   check_model_name(body, ctx.options);
   auto job = std::make_shared<CompletionJob>(ctx);
   job->sampling = parse_sampling_request(body, ApiKind::Completion, ctx.options.sampling_defaults, ctx.options.limits);
-  if (auto so = parse_structured_request(body)) job->sampling.params.structured = compile_structured_request(ctx, *so, -1);
+  if (auto so = parse_structured_request(request.ordered)) job->sampling.params.structured = compile_structured_request(ctx, *so, -1);
   auto ast = body.find("add_special_tokens");
   if (ast != body.end() && !ast->is_null() && !ast->is_boolean()) {
     throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");

@@ -160,19 +160,21 @@ void check_nesting(const std::string& body, int limit) {
 
 }  // namespace
 
-nlohmann::json parse_request_body(const httplib::Request& req) {
+RequestBody parse_request_body(const httplib::Request& req) {
   const auto content_type = req.get_header_value("Content-Type");
   if (content_type.find("application/json") == std::string::npos) {
     throw bad_request("Content-Type must be application/json, got '" + content_type + "'");
   }
   check_nesting(req.body, 64);
-  nlohmann::json body;
+  RequestBody body;
   try {
-    body = nlohmann::json::parse(req.body);
+    body.ordered = nlohmann::ordered_json::parse(req.body);
   } catch (const nlohmann::json::exception& e) {
     throw bad_request(std::string("request body is not valid JSON: ") + e.what());
   }
-  if (!body.is_object()) throw bad_request(std::string("request body must be a JSON object, got ") + body.type_name());
+  if (!body.ordered.is_object())
+    throw bad_request(std::string("request body must be a JSON object, got ") + body.ordered.type_name());
+  body.fields = body.ordered;
   return body;
 }
 

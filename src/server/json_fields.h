@@ -9,6 +9,15 @@
 
 namespace striker::server {
 
+// A request's JSON body, parsed in the client's key order (`ordered`: vLLM's Python dicts keep
+// it) and copied into sorted maps (`fields`) for the field reads. The order shows in the output
+// through what is read from `ordered`: JSON schemas (properties are generated in their order),
+// tools and messages (the chat template renders them in it).
+struct RequestBody {
+  nlohmann::ordered_json ordered;
+  nlohmann::json fields;
+};
+
 class JsonFields {
  public:
   explicit JsonFields(const nlohmann::json& object) : obj_(object) {}

@@ -17,6 +17,7 @@
 #include "server/api_error.h"
 #include "server/connection_watch.h"
 #include "server/in_flight.h"
+#include "server/json_fields.h"
 #include "server/metrics.h"
 #include "server/output_channel.h"
 #include "server/request_log.h"
@@ -113,7 +114,7 @@ nlohmann::json stop_reason_json(const std::optional<std::string>& reason, const 
 std::string finish_reason_name(FinishReason reason);
 
 // The JSON body of a request: parse errors, non-objects and absurd nesting become ApiError(400).
-nlohmann::json parse_request_body(const httplib::Request& req);
+RequestBody parse_request_body(const httplib::Request& req);
 
 // Serializes without throwing on invalid UTF-8 (token pieces can be partial characters).
 std::string dump_json(const nlohmann::json& j);

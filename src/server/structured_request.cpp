@@ -12,7 +12,8 @@ namespace {
 
 using grammar::StructuredOutputSpec;
 using Kind = StructuredOutputSpec::Kind;
-using nlohmann::json;
+// Ordered: schemas keep the key order the client wrote (a schema given as a string too).
+using json = nlohmann::ordered_json;
 
 // Errors name the value's path in the message and the top-level field as `param`.
 struct Where {

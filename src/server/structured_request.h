@@ -23,7 +23,8 @@ struct StructuredRequest {
 
 // nullopt when the request asks for no constraint. Throws ApiError(400) naming the field for
 // malformed or conflicting fields (two kinds at once, a schema that is not an object, ...).
-std::optional<StructuredRequest> parse_structured_request(const nlohmann::json& body);
+// `body` in the client's key order: a schema's properties are generated in it (as vLLM does).
+std::optional<StructuredRequest> parse_structured_request(const nlohmann::ordered_json& body);
 
 // The tool-call constraint of a chat request whose tool_choice is "required" or a named
 // function (nullopt otherwise). Refuses tool_choice together with another constraint.

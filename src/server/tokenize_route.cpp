@@ -9,13 +9,14 @@
 namespace striker::server {
 
 void handle_tokenize(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = parse_request_body(req);
+  const RequestBody request = parse_request_body(req);
+  const nlohmann::json& body = request.fields;
   check_model_name(body, ctx.options);
   JsonFields f(body);
   std::vector<int32_t> tokens;
   if (f.has("messages")) {
     if (!ctx.chat_template) throw bad_request("this model has no chat template");
-    tokens = build_chat_prompt(body, ctx.options, *ctx.chat_template, ctx.tokenizer).tokens;
+    tokens = build_chat_prompt(request, ctx.options, *ctx.chat_template, ctx.tokenizer).tokens;
   } else {
     auto prompt = f.string("prompt");
     if (!prompt) throw bad_request("`prompt` (a string) or `messages` is required", "prompt");
@@ -32,7 +33,7 @@ void handle_tokenize(const ServingContext& ctx, const httplib::Request& req, htt
 }
 
 void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = parse_request_body(req);
+  const nlohmann::json body = parse_request_body(req).fields;
   check_model_name(body, ctx.options);
   JsonFields f(body);
   const auto* ids = f.array("tokens");

@@ -10,7 +10,8 @@
 namespace striker::grammar {
 namespace {
 
-using nlohmann::json;
+// Ordered: `properties` are generated in the order the request wrote them.
+using json = nlohmann::ordered_json;
 
 // Keywords that never constrain the output.
 const std::set<std::string> kAnnotations = {
@@ -258,23 +259,24 @@ class SchemaCompiler {
     static const json kAny = true;
     std::vector<Prop> props;
     std::set<std::string> required;
+    std::vector<std::string> required_order;  // as the schema lists them
     if (s.contains("required")) {
       if (!s["required"].is_array()) fail(path, "required", "`required` must be an array of strings");
       for (const auto& r : s["required"]) {
         if (!r.is_string()) fail(path, "required", "`required` must be an array of strings");
-        required.insert(r.get<std::string>());
+        if (required.insert(r.get<std::string>()).second) required_order.push_back(r.get<std::string>());
       }
     }
+    std::set<std::string> declared;
     if (s.contains("properties")) {
       if (!s["properties"].is_object()) fail(path, "properties", "`properties` must be an object");
-      // nlohmann::json sorts keys; the schema's order is not kept, so properties go in key order.
-      for (const auto& [k, v] : s["properties"].items()) props.push_back({k, &v, required.count(k) > 0});
+      for (const auto& [k, v] : s["properties"].items()) {
+        props.push_back({k, &v, required.count(k) > 0});
+        declared.insert(k);
+      }
     }
-    for (const auto& r : required) {
-      bool known = false;
-      for (const auto& p : props) known = known || p.name == r;
-      if (!known) props.push_back({r, &kAny, true});
-    }
+    for (const auto& r : required_order)
+      if (!declared.count(r)) props.push_back({r, &kAny, true});
     const json* additional = nullptr;
     if (s.contains("additionalProperties")) {
       const json& a = s["additionalProperties"];
@@ -375,8 +377,8 @@ class SchemaCompiler {
 
 }  // namespace
 
-Element json_schema_to_grammar(Grammar& g, JsonPieces& pieces, const nlohmann::json& schema,
-                               const nlohmann::json* root) {
+Element json_schema_to_grammar(Grammar& g, JsonPieces& pieces, const nlohmann::ordered_json& schema,
+                               const nlohmann::ordered_json* root) {
   return SchemaCompiler(g, pieces, root ? *root : schema).compile(schema, "");
 }
 

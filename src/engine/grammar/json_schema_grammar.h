@@ -9,7 +9,9 @@
 // exclusiveMaximum (number bounds must be integers), boolean, null, true/false schemas.
 // Annotations (title, description, default, examples, $schema, $id, $comment, ...) are ignored.
 // Like xgrammar's strict mode, an object with `properties` and no `additionalProperties`
-// allows no other keys; properties are written in schema order, required ones always.
+// allows no other keys; properties are written in the schema's order (as xgrammar does: the
+// schema is an ordered_json, parsed from the request in its key order), required ones always,
+// optional ones optionally; required names that `properties` lacks follow, in `required` order.
 // Anything else (multipleOf, uniqueItems, patternProperties, not, if/then/else, ...) is a
 // GrammarError naming the keyword, so the server answers 400 rather than serve a wrong output.
 #pragma once
@@ -23,7 +25,7 @@ class JsonPieces;
 
 // Adds the schema's rules to `g` and returns the element matching one instance. `$ref`s
 // resolve against `root` (the schema itself when null).
-Element json_schema_to_grammar(Grammar& g, JsonPieces& pieces, const nlohmann::json& schema,
-                               const nlohmann::json* root = nullptr);
+Element json_schema_to_grammar(Grammar& g, JsonPieces& pieces, const nlohmann::ordered_json& schema,
+                               const nlohmann::ordered_json* root = nullptr);
 
 }  // namespace striker::grammar

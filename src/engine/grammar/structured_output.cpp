@@ -12,7 +12,8 @@
 namespace striker::grammar {
 
 std::string StructuredOutputSpec::cache_key() const {
-  nlohmann::json k = {{"kind", int(kind)}, {"ws", json_whitespace}};
+  // Ordered, so schemas that differ only in key order (and so in their output) differ here too.
+  nlohmann::ordered_json k = {{"kind", int(kind)}, {"ws", json_whitespace}};
   switch (kind) {
     case Kind::JsonSchema: k["schema"] = schema; break;
     case Kind::JsonObject: break;
@@ -20,7 +21,7 @@ std::string StructuredOutputSpec::cache_key() const {
     case Kind::Grammar: k["text"] = text; break;
     case Kind::Choice: k["choices"] = choices; break;
     case Kind::ToolCalls: {
-      nlohmann::json tools = nlohmann::json::array();
+      nlohmann::ordered_json tools = nlohmann::ordered_json::array();
       for (const auto& t : tool_calls.tools) tools.push_back({t.name, t.parameters});
       k["tools"] = tools;
       k["multiple"] = tool_calls.multiple;

@@ -19,7 +19,7 @@ namespace striker::grammar {
 struct ToolCallFormat {
   struct Tool {
     std::string name;
-    nlohmann::json parameters;  // the tool's JSON schema (null: no parameters)
+    nlohmann::ordered_json parameters;  // the tool's JSON schema (null: no parameters), in the request's key order
   };
   std::vector<Tool> tools;  // the callable tools (one for a named tool_choice)
   bool multiple = false;    // one or more calls ("required" with parallel_tool_calls)
@@ -30,7 +30,7 @@ struct ToolCallFormat {
 struct StructuredOutputSpec {
   enum class Kind { JsonSchema, JsonObject, Regex, Choice, Grammar, ToolCalls };
   Kind kind = Kind::JsonObject;
-  nlohmann::json schema;             // JsonSchema
+  nlohmann::ordered_json schema;     // JsonSchema, in the request's key order (properties are generated in it)
   std::string text;                  // Regex, Grammar (GBNF)
   std::vector<std::string> choices;  // Choice
   ToolCallFormat tool_calls;         // ToolCalls

@@ -10,7 +10,8 @@
 namespace striker::grammar {
 namespace {
 
-using nlohmann::json;
+// Ordered: the tool's properties are offered in the order the request wrote them.
+using json = nlohmann::ordered_json;
 
 // Raw text of a string-typed value: anything but '<' (which could start </arg_value>).
 Element raw_string(Grammar& g, const json& schema) {
@@ -56,7 +57,7 @@ Element call(Grammar& g, JsonPieces& pieces, const ToolCallFormat& f, const Tool
   Element rest = g.alternatives("empty", {{}});
   for (size_t i = props.size(); i-- > 0;) {
     const auto& [name, schema, required] = props[i];
-    const auto types = striker::schema_types(schema);
+    const auto types = striker::schema_types(nlohmann::json(schema));  // key order plays no part in typing
     Element value;
     try {
       value = types == std::set<std::string>{"string"} ? raw_string(g, schema)

@@ -4,7 +4,8 @@
 //   call  ::= <tool_call> NAME ( <arg_key> KEY </arg_key> <arg_value> VALUE </arg_value> )* </tool_call>
 //
 // with the markers as whole tokens (as text where the tokenizer lacks them), one alternative per callable tool, the tool's properties in
-// key order (required ones always, optional ones optionally, no undeclared keys), and each
+// the order its schema lists them, as vLLM's xgrammar orders a schema's properties (required
+// ones always, optional ones optionally, no undeclared keys), and each
 // VALUE written the way the glm47 parser reads it back (chat-format.md §2.3): a property typed
 // exactly "string" is raw text (no '<', its enum / pattern / length constraints applied), any
 // other property is JSON for its schema, which the parser's type coercion turns back into that

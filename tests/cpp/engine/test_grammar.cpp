@@ -130,6 +130,42 @@ TEST(Grammar, ObjectsStrictAndOrdered) {
   EXPECT_FALSE(open.full(R"({"zz":"3"})"));
 }
 
+// vLLM's xgrammar writes properties in the schema's order, not sorted: the request's schema
+// arrives as an ordered_json (parsed from text here, as the server parses the body).
+TEST(Grammar, PropertiesKeepTheSchemasOrder) {
+  const auto ordered = [](const char* text) {
+    StructuredOutputSpec s;
+    s.kind = StructuredOutputSpec::Kind::JsonSchema;
+    s.schema = nlohmann::ordered_json::parse(text);
+    return s;
+  };
+  auto g = compile(ordered(R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                "city": {"type": "string"}}, "required": ["age", "name"]})"));
+  EXPECT_TRUE(g.full(R"({"name":"a","age":1})"));
+  EXPECT_TRUE(g.full(R"({"name":"a","age":1,"city":"x"})"));
+  EXPECT_FALSE(g.full(R"({"age":1,"name":"a"})"));             // sorted order
+  EXPECT_FALSE(g.full(R"({"age":1,"city":"x","name":"a"})"));  // sorted order
+  EXPECT_FALSE(g.full(R"({"name":"a","city":"x","age":1})"));  // an optional one out of place
+  // An optional property before a required one keeps its place too.
+  auto opt = compile(ordered(R"({"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}},
+                                  "required": ["alpha"]})"));
+  EXPECT_TRUE(opt.full(R"({"alpha":1})"));
+  EXPECT_TRUE(opt.full(R"({"zeta":2,"alpha":1})"));
+  EXPECT_FALSE(opt.full(R"({"alpha":1,"zeta":2})"));
+  // Nested objects, reached through $ref, and required names without a schema (in `required` order).
+  auto nested = compile(ordered(R"({"$defs": {"p": {"type": "object", "properties": {"y": {"type": "integer"}, "x": {"type": "integer"}},
+                                                     "required": ["y", "x"]}},
+                                     "type": "object", "properties": {"to": {"$ref": "#/$defs/p"}, "from": {"$ref": "#/$defs/p"}},
+                                     "required": ["to", "from", "note", "extra"]})"));
+  EXPECT_TRUE(nested.full(R"({"to":{"y":1,"x":2},"from":{"y":3,"x":4},"note":"n","extra":0})"));
+  EXPECT_FALSE(nested.full(R"({"to":{"x":2,"y":1},"from":{"y":3,"x":4},"note":"n","extra":0})"));
+  EXPECT_FALSE(nested.full(R"({"from":{"y":3,"x":4},"to":{"y":1,"x":2},"note":"n","extra":0})"));
+  EXPECT_FALSE(nested.full(R"({"to":{"y":1,"x":2},"from":{"y":3,"x":4},"extra":0,"note":"n"})"));
+  // Two orders are two grammars: the cache must not hand one the other's.
+  EXPECT_NE(ordered(R"({"properties": {"a": {}, "b": {}}})").cache_key(),
+            ordered(R"({"properties": {"b": {}, "a": {}}})").cache_key());
+}
+
 TEST(Grammar, ArraysRefsAndCombinators) {
   auto arr = schema({{"type", "array"}, {"items", {{"enum", {1, "two", nullptr}}}}, {"minItems", 1}, {"maxItems", 3}});
   EXPECT_TRUE(arr.full(R"([1])"));
@@ -291,6 +327,12 @@ TEST(Grammar, ToolCalls) {
   EXPECT_FALSE(run({0, "f", 1}));                            // s is required
   EXPECT_FALSE(run({0, "f", 0, "n", 1, 0, "x", 1, 1}));     // n is an integer
   EXPECT_FALSE(run({0, "f", 0, "s", 1, 0, "a<b", 1, 1}));   // raw text has no '<'
+  // The tool's properties in the order its schema lists them (here not sorted).
+  f.tools = {{"g", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"s": {"type": "string"},
+                                                    "n": {"type": "integer"}}, "required": ["n", "s"]})")}};
+  c = compile(spec);
+  EXPECT_TRUE(run({0, "g", 0, "s", 1, 0, "t", 1, 0, "n", 1, 0, "3", 1, 1}));
+  EXPECT_FALSE(run({0, "g", 0, "n", 1, 0, "3", 1, 0, "s", 1, 0, "t", 1, 1}));  // sorted order
 }
 
 }  // namespace
