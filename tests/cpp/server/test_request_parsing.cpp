@@ -1,10 +1,12 @@
-// Request-body parsing without HTTP: sampling knobs, defaults precedence, context-length errors.
+// Request-body parsing without HTTP: sampling knobs, defaults precedence, context-length errors,
+// structured-output schemas in the client's key order.
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/sampling_request.h"
 #include "server/startup_config.h"
+#include "server/structured_request.h"
 
 namespace striker::server {
 namespace {
@@ -65,6 +67,23 @@ TEST(SamplingRequest, LogitBiasIsClampedAndChecked) {
   EXPECT_EQ(r.params.logit_bias.at(6), -3.0f);
   EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"1000", 1}}}}, ApiKind::Chat, {}, limits()), ApiError);
   EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"5x", 1}}}}, ApiKind::Chat, {}, limits()), ApiError);
+}
+
+// Every schema-carrying field, as an object and as a string holding one, keeps the written
+// order of `properties` (the grammar generates them in it, as vLLM does).
+TEST(StructuredRequest, SchemasKeepTheClientsKeyOrder) {
+  const std::string schema = R"({"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}}})";
+  for (const std::string& body :
+       {R"({"structured_outputs": {"json": )" + schema + "}}", R"({"guided_json": )" + schema + "}",
+        R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": )" + schema + "}}}",
+        R"({"structured_outputs": {"json": )" + nlohmann::json(schema).dump() + "}}",
+        R"({"guided_json": )" + nlohmann::json(schema).dump() + "}"}) {
+    const auto req = parse_structured_request(nlohmann::ordered_json::parse(body));
+    ASSERT_TRUE(req.has_value()) << body;
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : req->spec.schema.at("properties").items()) keys.push_back(k);
+    EXPECT_EQ(keys, (std::vector<std::string>{"zeta", "alpha"})) << body;
+  }
 }
 
 TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
