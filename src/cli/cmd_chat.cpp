@@ -21,7 +21,8 @@ namespace striker::cli {
 
 namespace {
 
-using nlohmann::json;
+// Ordered: the --tools file and the conversation go to the server in the order they were written.
+using json = nlohmann::ordered_json;
 
 struct ChatOptions {
   std::string url = "http://127.0.0.1:8000";
