@@ -9,6 +9,7 @@
 #include "chat/jinja/methods.h"
 #include "chat/jinja/template.h"
 #include "core/error.h"
+#include "core/ordered_json.h"
 
 namespace striker {
 namespace {
@@ -117,7 +118,7 @@ ojson preprocess_tool_calls(const ojson& calls, size_t index) {
       fn["arguments"] = ojson::object();
     } else if (fn["arguments"].is_string()) {
       try {
-        fn["arguments"] = ojson::parse(fn["arguments"].get<std::string>());
+        fn["arguments"] = parse_ordered_json(fn["arguments"].get<std::string>());
       } catch (const nlohmann::json::parse_error&) {
         throw Error(where + ".function.arguments is not valid JSON");
       }

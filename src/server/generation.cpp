@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/ordered_json.h"
 #include "server/api_error.h"
 #include "server/serving_context.h"
 
@@ -168,7 +169,7 @@ RequestBody parse_request_body(const httplib::Request& req) {
   check_nesting(req.body, 64);
   RequestBody body;
   try {
-    body.ordered = nlohmann::ordered_json::parse(req.body);
+    body.ordered = parse_ordered_json(req.body);
   } catch (const nlohmann::json::exception& e) {
     throw bad_request(std::string("request body is not valid JSON: ") + e.what());
   }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/ordered_json.h"
 #include "engine/grammar/grammar_cache.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
@@ -25,7 +26,7 @@ json schema_value(const json& v, const Where& at) {
   json s = v;
   if (v.is_string()) {
     try {
-      s = json::parse(v.get<std::string>());
+      s = parse_ordered_json(v.get<std::string>());
     } catch (const std::exception& e) {
       throw bad_request("`" + at.path + "` is not valid JSON: " + e.what(), at.field);
     }

@@ -2,6 +2,9 @@
 // structured-output schemas in the client's key order.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "core/ordered_json.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/sampling_request.h"
@@ -84,6 +87,33 @@ TEST(StructuredRequest, SchemasKeepTheClientsKeyOrder) {
     for (const auto& [k, v] : req->spec.schema.at("properties").items()) keys.push_back(k);
     EXPECT_EQ(keys, (std::vector<std::string>{"zeta", "alpha"})) << body;
   }
+}
+
+// The request parser keeps key order like ordered_json::parse, and Python's json.loads on a
+// repeated key (first position, last value), without its quadratic cost on large objects.
+TEST(OrderedJson, KeepsOrderRepeatedKeysAndErrorsLikeOrderedJsonParse) {
+  const std::string text = R"({"z": 1, "a": {"y": [1, {"q": null, "b": 2.5}], "x": "s"}, "z": 3, "m": true})";
+  const auto got = parse_ordered_json(text);
+  EXPECT_EQ(got.dump(), R"({"z":3,"a":{"y":[1,{"q":null,"b":2.5}],"x":"s"},"m":true})");
+  EXPECT_EQ(got.dump(), nlohmann::ordered_json::parse(text).dump());
+  EXPECT_EQ(parse_ordered_json("[]").dump(), "[]");
+  EXPECT_EQ(parse_ordered_json("7").dump(), "7");
+  for (const char* bad : {"", "{", R"({"a" 1})", "[1,]", "{} x", R"({"a": 1e999})"})
+    EXPECT_THROW(parse_ordered_json(bad), nlohmann::json::exception) << bad;
+  // Large objects (indexed): order kept, repeats merged, in time linear in the keys
+  // (ordered_json::parse needs seconds for this one).
+  std::string big = "{";
+  for (int i = 0; i < 200000; ++i) big += "\"k" + std::to_string(i % 150000) + "\":" + std::to_string(i) + ",";
+  big += R"("last": 0})";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto large = parse_ordered_json(big);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(large.size(), 150001u);
+  EXPECT_EQ(large.begin().key(), "k0");
+  EXPECT_EQ(large.begin().value(), 150000);  // the repeat's value, at the first position
+  EXPECT_EQ(std::next(large.begin(), 149999).key(), "k149999");
+  EXPECT_EQ(large.back(), 0);
+  EXPECT_LT(seconds, 5.0);  // about 0.1 s; the quadratic parse takes minutes
 }
 
 TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
