@@ -28,7 +28,7 @@ class JinjaChatTemplate final : public ChatTemplate {
   std::string render_ordered(const ojson& variables) const override {
     if (!variables.is_object()) throw Error("chat template variables must be a JSON object");
     ojson context = special_tokens_;
-    for (auto it = variables.begin(); it != variables.end(); ++it) context[it.key()] = it.value();
+    merge_keys(context, variables);
     return tmpl_.render_json(context);
   }
 
@@ -179,13 +179,14 @@ ojson preprocess_tool(const ojson& tool, size_t index) {
   f["name"] = fn["name"];
   f["description"] = fn.contains("description") ? fn["description"] : ojson();
   f["parameters"] = fn.contains("parameters") ? fn["parameters"] : ojson();
+  // The other keys are unique and not among those set: append them (operator[] would scan).
   for (auto it = fn.begin(); it != fn.end(); ++it)
-    if (it.key() != "name" && it.key() != "description" && it.key() != "parameters") f[it.key()] = it.value();
+    if (it.key() != "name" && it.key() != "description" && it.key() != "parameters") append_new_key(f, it.key(), it.value());
   ojson out = ojson::object();
   out["type"] = "function";
   out["function"] = std::move(f);
   for (auto it = tool.begin(); it != tool.end(); ++it)
-    if (it.key() != "type" && it.key() != "function") out[it.key()] = it.value();
+    if (it.key() != "type" && it.key() != "function") append_new_key(out, it.key(), it.value());
   return out;
 }
 
@@ -250,7 +251,7 @@ nlohmann::ordered_json chat_template_variables_ordered(const ojson& messages, co
   vars["add_generation_prompt"] = add_generation_prompt;
   if (!template_kwargs.is_null()) {
     if (!template_kwargs.is_object()) throw Error("chat_template_kwargs must be an object");
-    for (auto it = template_kwargs.begin(); it != template_kwargs.end(); ++it) vars[it.key()] = it.value();
+    merge_keys(vars, template_kwargs);
   }
   return vars;
 }

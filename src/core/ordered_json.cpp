@@ -99,6 +99,24 @@ class OrderedBuilder {
 
 }  // namespace
 
+void append_new_key(ojson& object, const std::string& key, ojson value) {
+  static_cast<ojson::object_t::Container&>(object.get_ref<ojson::object_t&>()).emplace_back(key, std::move(value));
+}
+
+void merge_keys(ojson& into, const ojson& from) {
+  auto& members = static_cast<ojson::object_t::Container&>(into.get_ref<ojson::object_t&>());
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < members.size(); ++i) index.emplace(members[i].first, i);
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    if (const auto found = index.find(it.key()); found != index.end()) {
+      members[found->second].second = it.value();
+    } else {
+      index.emplace(it.key(), members.size());
+      members.emplace_back(it.key(), it.value());
+    }
+  }
+}
+
 ojson parse_ordered_json(std::string_view text) {
   ojson out;
   OrderedBuilder builder(out);

@@ -15,4 +15,12 @@ namespace striker {
 // Throws nlohmann::json::parse_error on malformed text, as ordered_json::parse does.
 nlohmann::ordered_json parse_ordered_json(std::string_view text);
 
+// Appends `key: value` to an object without looking for `key` first (ordered_json's operator[]
+// scans every key, so filling an object with it is quadratic). The caller knows `key` is new.
+void append_new_key(nlohmann::ordered_json& object, const std::string& key, nlohmann::ordered_json value);
+
+// `into[k] = v` for every member of the object `from`, in time linear in both: a key `into`
+// has keeps its place and takes the new value, the others are appended in `from`'s order.
+void merge_keys(nlohmann::ordered_json& into, const nlohmann::ordered_json& from);
+
 }  // namespace striker

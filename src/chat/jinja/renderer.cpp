@@ -60,9 +60,10 @@ std::string Renderer::render(const Body& body, const std::vector<std::string>& r
   for (auto& [k, v] : g.items) builtins->set(k.as_string(), v);
   auto context = std::make_shared<Scope>();
   context->parent = builtins;
+  // A dict's keys are unique: append them (set() scans, quadratic in a request's many kwargs).
   for (const auto& [k, v] : globals.items) {
     if (!k.is_string()) throw Error(origin_ + ": template variable names must be strings");
-    context->set(k.as_string(), v);
+    context->vars.emplace_back(k.as_string(), v);
   }
   scope_ = context;
   scope_ = child_scope(root_locals);

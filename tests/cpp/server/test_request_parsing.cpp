@@ -116,6 +116,16 @@ TEST(OrderedJson, KeepsOrderRepeatedKeysAndErrorsLikeOrderedJsonParse) {
   EXPECT_LT(seconds, 5.0);  // about 0.1 s; the quadratic parse takes minutes
 }
 
+TEST(OrderedJson, MergeKeysReplacesInPlaceAndAppendsInOrder) {
+  auto into = nlohmann::ordered_json::parse(R"({"b": 1, "a": 2})");
+  merge_keys(into, nlohmann::ordered_json::parse(R"({"z": 3, "a": 4, "c": 5})"));
+  EXPECT_EQ(into.dump(), R"({"b":1,"a":4,"z":3,"c":5})");
+  auto obj = nlohmann::ordered_json::object();
+  append_new_key(obj, "y", 1);
+  append_new_key(obj, "x", 2);
+  EXPECT_EQ(obj.dump(), R"({"y":1,"x":2})");
+}
+
 TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
   auto r = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
   resolve_max_tokens(r, 40, 100);
