@@ -11,6 +11,7 @@
 
 #include "chat/chat_template.h"
 #include "core/error.h"
+#include "core/ordered_json.h"
 #include "tokenizer/tokenizer.h"
 
 namespace striker::cli {
@@ -22,7 +23,7 @@ int run_tokenize_chat(const std::string& tokenizer_dir, const std::string& chat_
   ss << in.rdbuf();
   nlohmann::ordered_json vars;
   try {
-    vars = nlohmann::ordered_json::parse(ss.str());
+    vars = parse_ordered_json(ss.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(chat_json_file + ": invalid JSON: " + e.what());
   }
