@@ -20,7 +20,8 @@
 
 namespace striker::cuda::testing {
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs,
+                     bool fused) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;  // per sequence
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -50,14 +51,17 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   const int64_t records = int64_t(nkv) * 2048 * seqs;
   DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), seqs, keys};
+  DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(seqs) * nkv);
+  AttentionScratch scratch{d_scr.get(), records, target};
+  if (fused) scratch.counters = d_counters.get(), scratch.max_counters = int64_t(seqs) * nkv;  // as CudaBackend
   auto launch = [&](int i) {
-    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());
+    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs, scratch,
+                    d_out.get(), bench_stream());
   };
   d_out.poison();
   launch(0);
   const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-  row(name + " t" + std::to_string(target), &c, time_us(launch), kv_bytes);
+  row(name + " t" + std::to_string(target) + (fused ? "" : " 2 launches"), &c, time_us(launch), kv_bytes);
 }
 
 // Prefill attention of one T-token chunk at positions prefix..prefix+T-1 over a cached prefix

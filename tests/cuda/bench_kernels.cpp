@@ -111,9 +111,16 @@ int main(int argc, char** argv) {
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
       for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
         const std::string tag = " x" + std::to_string(seqs) + " seqs";
-        bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
-        bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
+        for (bool fused : {true, false}) {  // the splits merged in the split kernel, or by a second one
+          bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs, fused);
+          bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs, fused);
+        }
       }
+      // Batch-1 full layers in one launch: target 192 gives 32 splits (128 records), the most the
+      // split kernel merges itself, against the backend's 128 (8K) / 157 (100K) splits and 2 launches.
+      bench_attention(rng, "attn full ctx=8192 x1 32 splits", 8192, 0, 192, 1);
+      bench_attention(rng, "attn full ctx=100000 x1", 100000, 0, 3 * sms, 1);
+      bench_attention(rng, "attn full ctx=100000 x1 32 splits", 100000, 0, 192, 1);
       LtGemm lt;
       bench_decode_steps(rng, lt);
       const int failures = kernel_check_failures();

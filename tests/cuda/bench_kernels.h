@@ -23,7 +23,10 @@ void bench_embedding(std::mt19937& rng);
 void bench_pdl_chain_floor();
 
 // bench_attention.cpp
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1);
+// fused: with counters (as the backend), so up to 32 splits merge in the split kernel; false: the
+// combine kernel merges them (the unfused form, for comparison).
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1,
+                     bool fused = true);
 // Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
 // the prefill kernel and, from position 0, the decode kernel over the same queries; each checked
 // against the CPU reference on sampled queries, the two against each other on every output.
