@@ -100,6 +100,16 @@ TEST(CudaBackend, Nvfp4ForwardMatchesHostReference) {
   }
 }
 
+// head_dim 128 (Flint's head shape): decode steps take the NVFP4 QKV projection with the attention
+// front in its epilogue (qkv_front.h: the CUDA-core kernel at 1 token, the skinny one above).
+TEST(CudaBackend, Nvfp4ForwardMatchesHostReferenceWithFlintHeadShape) {
+  FlintConfig c = small_config();
+  c.head_dim = 128;
+  HostModel hm = make_host_model(c);
+  const LoadedModel q = quantize_in_memory(hm, false);
+  expect_backend_matches_reference(q, hm.model);
+}
+
 // NVFP4 routed experts in steps of 64 and 16 tokens: the grouped kernels with NVFP4 weight
 // tiles (no host sync, so graphs capture them), shared experts NVFP4 or BF16.
 TEST(CudaBackend, Nvfp4BatchedStepsOf64And16TokensMatchHostReference) {
