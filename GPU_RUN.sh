@@ -18,7 +18,7 @@ grep -E "^\[  (FAILED|PASSED) |Failure|differs|fused|expected|Which is" tests.lo
 echo "== bench_cuda_kernels decode: attention rows (fused = one launch; '2 launches' = split + combine)"
 timeout 100 ./bench_cuda_kernels decode >bench.log 2>&1
 echo "bench_cuda_kernels rc=$?"
-grep -E "^\| (kernel|attn)|checks failed" bench.log
+grep -E "^\| (kernel|attn|qkv\+front|nvfp4 qkv\+front)|checks failed" bench.log
 
 echo "== striker bench latency --graphs (50 steps): fused (default) and STRIKER_AB_UNFUSED=1"
 run() {  # label, env setting, then striker bench latency arguments

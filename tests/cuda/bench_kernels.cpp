@@ -121,6 +121,8 @@ int main(int argc, char** argv) {
       bench_attention(rng, "attn full ctx=8192 x1 32 splits", 8192, 0, 192, 1);
       bench_attention(rng, "attn full ctx=100000 x1", 100000, 0, 3 * sms, 1);
       bench_attention(rng, "attn full ctx=100000 x1 32 splits", 100000, 0, 192, 1);
+      for (bool nvfp4 : {false, true})
+        for (int T : {1, 2, 8}) bench_qkv_front(rng, T, nvfp4);
       LtGemm lt;
       bench_decode_steps(rng, lt);
       const int failures = kernel_check_failures();
