@@ -9,14 +9,14 @@ export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || { echo "no GPU"; exit 3; }
 
 echo "== GPU tests (attention, qk-rope, fused QKV front, skinny/NVFP4 GEMVs, backend steps vs the CPU reference, graphs)"
-timeout 150 ./test_cuda_kernels --gtest_brief=1 \
+timeout 150 stdbuf -oL ./test_cuda_kernels --gtest_brief=1 \
   --gtest_filter='CudaAttention*:CudaQkRopeKv*:CudaQkvFront*:CudaGemv*:CudaNvfp4*:CudaPrefillAttention*:CudaBackend*' \
   >tests.log 2>&1
 echo "test_cuda_kernels rc=$?"
 grep -E "^\[  (FAILED|PASSED) |Failure|differs|fused|expected|Which is" tests.log | head -40
 
-echo "== bench_cuda_kernels decode: attention rows (fused = one launch; '2 launches' = split + combine)"
-timeout 100 ./bench_cuda_kernels decode >bench.log 2>&1
+echo "== bench_cuda_kernels decode-attention (fused = one launch; '2 launches' = split + combine)"
+timeout 100 stdbuf -oL ./bench_cuda_kernels decode-attention >bench.log 2>&1
 echo "bench_cuda_kernels rc=$?"
 grep -E "^\| (kernel|attn|qkv\+front|nvfp4 qkv\+front)|checks failed" bench.log
 

@@ -6,7 +6,8 @@
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
 // NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
-// rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
+// rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
+// rows of `decode-attention`).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -70,14 +71,35 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
   for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
 }
 
+// The attention side of a decode layer at Flint's shapes: split-KV attention at batch 1 and 8
+// (merged in the split kernel and, for comparison, by the combine kernel), batch-1 full layers at
+// 32 splits (one launch) vs the backend's split plan, and the QKV projection with the attention
+// front fused vs two launches.
+void bench_decode_attention(std::mt19937& rng, int sms) {
+  for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
+    const std::string tag = " x" + std::to_string(seqs) + " seqs";
+    for (bool fused : {true, false}) {  // the splits merged in the split kernel, or by a second one
+      bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs, fused);
+      bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs, fused);
+    }
+  }
+  // Target 192 gives 32 splits (128 records), the most the split kernel merges itself, against
+  // the backend's 64 (8K) / 66 (100K) splits in two launches.
+  bench_attention(rng, "attn full ctx=8192 x1 32 splits", 8192, 0, 192, 1);
+  bench_attention(rng, "attn full ctx=100000 x1", 100000, 0, 3 * sms, 1);
+  bench_attention(rng, "attn full ctx=100000 x1 32 splits", 100000, 0, 192, 1);
+  for (bool nvfp4 : {false, true})
+    for (int T : {1, 2, 8}) bench_qkv_front(rng, T, nvfp4);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
   if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "prefill-small" &&
-                    only != "decode")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode]\n");
+                    only != "decode" && only != "decode-attention")) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode | decode-attention]\n");
     return 2;
   }
   try {
@@ -106,23 +128,14 @@ int main(int argc, char** argv) {
       return kernel_check_failures() == 0 ? 0 : 1;
     }
     bench_copy();
-    if (only == "decode") {
+    if (only == "decode" || only == "decode-attention") {
       int sms = 0;
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
-        const std::string tag = " x" + std::to_string(seqs) + " seqs";
-        for (bool fused : {true, false}) {  // the splits merged in the split kernel, or by a second one
-          bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs, fused);
-          bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs, fused);
-        }
+      bench_decode_attention(rng, sms);
+      if (only == "decode-attention") {
+        std::printf("kernel checks failed: %d\n", kernel_check_failures());
+        return kernel_check_failures() == 0 ? 0 : 1;
       }
-      // Batch-1 full layers in one launch: target 192 gives 32 splits (128 records), the most the
-      // split kernel merges itself, against the backend's 128 (8K) / 157 (100K) splits and 2 launches.
-      bench_attention(rng, "attn full ctx=8192 x1 32 splits", 8192, 0, 192, 1);
-      bench_attention(rng, "attn full ctx=100000 x1", 100000, 0, 3 * sms, 1);
-      bench_attention(rng, "attn full ctx=100000 x1 32 splits", 100000, 0, 192, 1);
-      for (bool nvfp4 : {false, true})
-        for (int T : {1, 2, 8}) bench_qkv_front(rng, T, nvfp4);
       LtGemm lt;
       bench_decode_steps(rng, lt);
       const int failures = kernel_check_failures();
