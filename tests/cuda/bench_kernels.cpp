@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "prefill-small" &&
                     only != "decode" && only != "decode-attention")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode | decode-attention]\n");
+    std::fprintf(stderr,
+                 "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode | decode-attention]\n");
     return 2;
   }
   try {

@@ -431,8 +431,8 @@ __device__ __forceinline__ void combine_group(RecordAt record, int num_splits, c
   const int x = threadIdx.x;  // kWarps · 32 = D threads: one output dim each
 #pragma unroll
   for (int hh = 0; hh < G; ++hh) {
-    const float total =
-        red_a[(0 * G + hh) * D + x] + red_a[(1 * G + hh) * D + x] + red_a[(2 * G + hh) * D + x] + red_a[(3 * G + hh) * D + x];
+    const float* col = red_a + hh * D + x;  // warp w's sum at col[w·G·D]
+    const float total = col[0] + col[G * D] + col[2 * G * D] + col[3 * G * D];
     const float denom = rescale(sink[hh], mx[hh]) + red_l[0][hh] + red_l[1][hh] + red_l[2][hh] + red_l[3][hh];
     out_group[hh * D + x] = __float2bfloat16_rn(total / denom);
   }

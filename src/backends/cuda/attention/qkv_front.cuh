@@ -69,8 +69,8 @@ __device__ __forceinline__ void head_finish(const HeadBuffer& buf, const FrontAr
   if (cooperative_groups::this_cluster().block_rank() != 0 || warp >= nt) return;
   float x[4];
   lane_to_float<4>(*reinterpret_cast<const LaneVec<4>::T*>(&buf.v[warp][lane * 4]), x);
-  finish<4>(x, buf.prep[warp][lane], t0 + warp, head, a.nh, a.nkv, a.eps, a.inv_freq, a.slots, a.block_size, a.k_cache, a.v_cache,
-            a.q_out);
+  finish<4>(x, buf.prep[warp][lane], t0 + warp, head, a.nh, a.nkv, a.eps, a.inv_freq, a.slots, a.block_size,
+            a.k_cache, a.v_cache, a.q_out);
 }
 
 }  // namespace striker::cuda::front
