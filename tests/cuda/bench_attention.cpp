@@ -16,15 +16,11 @@
 #include "backends/cuda/attention/attention_decode_layout.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
-#include "backends/cuda/attention/qkv_front.h"
-#include "backends/cuda/linear/gemv.h"
-#include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs,
-                     bool fused) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;  // per sequence
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -54,17 +50,14 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   const int64_t records = int64_t(nkv) * 2048 * seqs;
   DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), seqs, keys};
-  DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(seqs) * nkv);
-  AttentionScratch scratch{d_scr.get(), records, target};
-  if (fused) scratch.counters = d_counters.get(), scratch.max_counters = int64_t(seqs) * nkv;  // as CudaBackend
   auto launch = [&](int i) {
-    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs, scratch,
-                    d_out.get(), bench_stream());
+    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());
   };
   d_out.poison();
   launch(0);
   const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-  row(name + " t" + std::to_string(target) + (fused ? "" : " 2 launches"), &c, time_us(launch), kv_bytes);
+  row(name + " t" + std::to_string(target), &c, time_us(launch), kv_bytes);
 }
 
 // Prefill attention of one T-token chunk at positions prefix..prefix+T-1 over a cached prefix
@@ -171,68 +164,6 @@ void bench_qk_rope(std::mt19937& rng) {
   qk_norm_rope_kv_write_ref(qkv, T, hs, qw, kw, 1e-6f, pos, &inv, slots, B, rk, rv, rq);
   const auto c = compare(d_q.download(), rq, 2 * kBf16Rtol, kBf16Atol);
   row("qk norm+rope+kv write T=1 p=99999", &c, time_us(launch), double(qkv.size()) * 2 * 2);
-}
-
-// Flint's QKV projection of T decode tokens with the attention front (q/k-norm, RoPE, KV write):
-// in its epilogue (qkv_front.h, one launch) and as the decode GEMV then qk_norm_rope_kv_write (two
-// launches); the check is the fused launch's q against the two-launch q (BF16 at T = 1: the
-// skinny vs the CUDA-core projection, so not bit-equal). Weight matrices rotated past L2.
-void bench_qkv_front(std::mt19937& rng, int T, bool nvfp4) {
-  const int nh = 32, nkv = 4, d = 128, in = 2048, rows = (nh + 2 * nkv) * d, B = 16;
-  const HeadShape hs{nh, nkv, d};
-  const double bytes = nvfp4 ? double(rows) * in * (0.5 + 1.0 / 16) : double(rows) * in * 2;
-  const int nc = copies_for(bytes);
-  std::vector<DeviceBuffer<bf16>> ws;
-  std::vector<DeviceBuffer<uint8_t>> codes, scales;
-  for (int i = 0; i < nc; ++i) {
-    if (nvfp4) {
-      const auto m = random_nvfp4(rng, rows, in);
-      codes.emplace_back(m.codes);
-      scales.emplace_back(m.scales);
-    } else {
-      ws.emplace_back(random_bf16(rng, size_t(rows) * in, 0.05f));
-    }
-  }
-  const RowScale2 s2{nh * d, (nh + nkv) * d, {0.0137f, 0.0021f, 0.0433f}};
-  std::vector<int32_t> pos(static_cast<size_t>(T));
-  std::vector<int64_t> slots(static_cast<size_t>(T));
-  for (int t = 0; t < T; ++t) pos[size_t(t)] = 8191 + t * 513, slots[size_t(t)] = int64_t(t) * 100 + 7;
-  DeviceBuffer<bf16> d_x(random_bf16(rng, size_t(T) * in)), d_qkv(size_t(T) * rows);
-  DeviceBuffer<float> d_qw(random_f32(rng, size_t(d), 1.f, 0.2f)), d_kw(random_f32(rng, size_t(d), 1.f, 0.2f));
-  DeviceBuffer<float> d_inv(rope_inv_freq(10000.f, d));
-  DeviceBuffer<int32_t> d_pos(pos);
-  DeviceBuffer<int64_t> d_slots(slots);
-  const size_t cache = size_t(64) * nkv * B * d;
-  DeviceBuffer<bf16> d_k(cache), d_v(cache), d_q[2] = {DeviceBuffer<bf16>(size_t(T) * nh * d),
-                                                       DeviceBuffer<bf16>(size_t(T) * nh * d)};
-  auto front = [&](int j) {
-    return AttentionFront{hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), d_inv.get(), d_slots.get(), B,
-                          d_k.get(), d_v.get(), d_q[j].get()};
-  };
-  auto fused = [&](int i) {
-    const int c = i % nc;
-    if (nvfp4) qkv_front_nvfp4(d_x.get(), T, in, {codes[size_t(c)].get(), scales[size_t(c)].get()}, s2, front(0),
-                               nullptr, bench_stream());
-    else qkv_front_bf16(d_x.get(), T, in, ws[size_t(c)].get(), front(0), nullptr, bench_stream());
-  };
-  auto two = [&](int i) {
-    const int c = i % nc;
-    if (nvfp4) nvfp4_gemv(d_x.get(), T, in, {codes[size_t(c)].get(), scales[size_t(c)].get()}, s2, rows,
-                          d_qkv.get(), bench_stream());
-    else gemv_bf16(d_x.get(), T, in, ws[size_t(c)].get(), rows, d_qkv.get(), bench_stream());
-    const AttentionFront f = front(1);
-    qk_norm_rope_kv_write(d_qkv.get(), T, hs, f.q_norm_w, f.k_norm_w, f.eps, f.positions, f.inv_freq, f.slots, B,
-                          f.k_cache, f.v_cache, f.q_out, bench_stream());
-  };
-  d_q[0].poison();
-  d_q[1].poison();
-  fused(0);
-  two(0);
-  const auto c = compare(d_q[0].download(), d_q[1].download(), nvfp4 || T > 1 ? 0.0 : 2 * kBf16Rtol,
-                         nvfp4 || T > 1 ? 0.0 : kBf16Atol);
-  const std::string name = std::string(nvfp4 ? "nvfp4 " : "") + "qkv+front T=" + std::to_string(T);
-  row(name + " fused", &c, time_us(fused), bytes);
-  row(name + " 2 launches", nullptr, time_us(two), bytes);
 }
 
 }  // namespace striker::cuda::testing

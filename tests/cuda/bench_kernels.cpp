@@ -7,7 +7,7 @@
 // NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
-// rows of `decode-attention`).
+// rows), `decode-attention` (those attention rows alone).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -71,25 +71,13 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
   for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
 }
 
-// The attention side of a decode layer at Flint's shapes: split-KV attention at batch 1 and 8
-// (merged in the split kernel and, for comparison, by the combine kernel), batch-1 full layers at
-// 32 splits (one launch) vs the backend's split plan, and the QKV projection with the attention
-// front fused vs two launches.
+// The decode attention rows of a step at batch 1 and 8 (the backend's split target).
 void bench_decode_attention(std::mt19937& rng, int sms) {
-  for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
+  for (int seqs : {1, 8}) {
     const std::string tag = " x" + std::to_string(seqs) + " seqs";
-    for (bool fused : {true, false}) {  // the splits merged in the split kernel, or by a second one
-      bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs, fused);
-      bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs, fused);
-    }
+    bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
+    bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
   }
-  // Target 192 gives 32 splits (128 records), the most the split kernel merges itself, against
-  // the backend's 64 (8K) / 66 (100K) splits in two launches.
-  bench_attention(rng, "attn full ctx=8192 x1 32 splits", 8192, 0, 192, 1);
-  bench_attention(rng, "attn full ctx=100000 x1", 100000, 0, 3 * sms, 1);
-  bench_attention(rng, "attn full ctx=100000 x1 32 splits", 100000, 0, 192, 1);
-  for (bool nvfp4 : {false, true})
-    for (int T : {1, 2, 8}) bench_qkv_front(rng, T, nvfp4);
 }
 
 }  // namespace

@@ -23,12 +23,7 @@ void bench_embedding(std::mt19937& rng);
 void bench_pdl_chain_floor();
 
 // bench_attention.cpp
-// Flint's QKV projection + attention front of T decode tokens: fused (qkv_front.h) and two launches.
-void bench_qkv_front(std::mt19937& rng, int T, bool nvfp4);
-// fused: with counters (as the backend), so up to 32 splits merge in the split kernel; false: the
-// combine kernel merges them (the unfused form, for comparison).
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1,
-                     bool fused = true);
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1);
 // Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
 // the prefill kernel and, from position 0, the decode kernel over the same queries; each checked
 // against the CPU reference on sampled queries, the two against each other on every output.

@@ -162,42 +162,28 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   paged_attention_ref(q, kc, vc, ac.sinks ? &sinks : nullptr, shape, positions, offsets, tables, ref);
 
   // The case's queries over the cache k, v in blocks of `block` tokens (tables tab, offsets off).
-  // fused: with counters, so the pipelined kernel merges up to 32 splits itself (one launch);
-  // they must be zero again afterwards (graph replays reuse them).
   auto run = [&](const std::vector<bf16>& k, const std::vector<bf16>& v, const std::vector<int32_t>& tab,
-                 const std::vector<int32_t>& off, int block, int64_t target, bool fused = true) {
+                 const std::vector<int32_t>& off, int block, int64_t target) {
     const AttentionShape sh{g.nh, g.nkv, g.d, block, ac.window};
     DeviceBuffer<bf16> d_q(q), d_k(k), d_v(v), d_out(ref.size());
     DeviceBuffer<float> d_sinks(sinks);
     DeviceBuffer<int32_t> d_pos(positions), d_off(off), d_tab(tab);
     const int64_t records = int64_t(NQ) * g.nkv * 300;
     DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(sh)));
-    DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(NQ) * g.nkv);
     d_out.poison();
     d_scratch.poison();
     const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, max_keys};
-    AttentionScratch scratch{d_scratch.get(), records, target};
-    if (fused) {
-      scratch.counters = d_counters.get();
-      scratch.max_counters = int64_t(NQ) * g.nkv;
-    }
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, sh, qs, scratch, d_out.get(),
-                    nullptr);
-    EXPECT_TRUE(counters_are_zero(d_counters)) << "block " << block << " target " << target;
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, sh, qs,
+                    AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr);
     return d_out.download();
   };
-  // Target split records: the default (one wave), and few vs many splits. The splits merged in the
-  // split kernel (fused) and by the combine kernel give the same bits.
+  // Target split records: the default (one wave), and few vs many splits.
   std::vector<bf16> got_default;
-  for (int64_t target : {0, 3, 12, 100}) {
+  for (int64_t target : {0, 3, 12}) {
     const auto got = run(kc, vc, tables, offsets, B, target);
     const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << "block " << B << " target " << target << " " << c.describe();
     if (target == 0) got_default = got;
-    const auto two_launches = run(kc, vc, tables, offsets, B, target, false);
-    const size_t at = first_bit_difference(got, two_launches);
-    EXPECT_EQ(at, got.size()) << "block " << B << " target " << target
-                              << ": merged in the split kernel differs from the combine kernel at output " << at;
   }
   // Flint's shape with blocks >= 16 takes the pipelined kernel; the same keys in blocks of 8 take
   // the register-load kernel, which does the same arithmetic in the same order: bit-identical
@@ -286,20 +272,15 @@ TEST(CudaAttention, DecodeKernelTakesMoreQueriesThanOneGridDimension) {
     DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables), d_ids(ids);
     const int64_t records = int64_t(NQ) * g.nkv * 2;
     DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
-    DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(NQ) * g.nkv);
-    for (bool by_id : {false, true})
-      for (bool fused : {false, true}) {  // fused: the splits merged in the split kernel (d 128 only)
-        d_out.poison();
-        AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, W};
-        if (by_id) qs.query_ids = d_ids.get();
-        AttentionScratch scratch{d_scratch.get(), records, 0};
-        if (fused) scratch.counters = d_counters.get(), scratch.max_counters = int64_t(NQ) * g.nkv;
-        paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_out.get(), nullptr);
-        const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(c.ok()) << (by_id ? "through query_ids" : "queries 0..NQ-1") << (fused ? ", fused: " : ": ")
-                            << c.describe();
-        EXPECT_TRUE(counters_are_zero(d_counters));
-      }
+    for (bool by_id : {false, true}) {
+      d_out.poison();
+      AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, W};
+      if (by_id) qs.query_ids = d_ids.get();
+      paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs,
+                      AttentionScratch{d_scratch.get(), records, 0}, d_out.get(), nullptr);
+      const auto c = compare(d_out.download(), ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << (by_id ? "through query_ids: " : "queries 0..NQ-1: ") << c.describe();
+    }
   }
 }
 
@@ -348,16 +329,11 @@ TEST(CudaAttention, PipelinedQueryIdsSubset) {
   const int64_t records = int64_t(ids.size()) * g.nkv * 300;
   DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), int(ids.size()), 4100, d_ids.get()};
-  DeviceBuffer<unsigned int> d_counters = zero_counters(ids.size() * g.nkv);
-  for (int64_t target : {0, 64}) {  // 64: few enough splits to merge in the split kernel
-    SCOPED_TRACE("target " + std::to_string(target));
+  {
     d_out.poison();
     d_scratch.poison();
-    AttentionScratch scratch{d_scratch.get(), records, target};
-    scratch.counters = d_counters.get();
-    scratch.max_counters = int64_t(ids.size()) * g.nkv;
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, scratch, d_out.get(), nullptr);
-    EXPECT_TRUE(counters_are_zero(d_counters));
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape, qs, AttentionScratch{d_scratch.get(), records, 0},
+                    d_out.get(), nullptr);
     const auto got = d_out.download();
     const size_t row = size_t(g.nh) * g.d;
     for (int qi = 0; qi < NQ; ++qi) {

@@ -100,8 +100,8 @@ TEST(CudaBackend, Nvfp4ForwardMatchesHostReference) {
   }
 }
 
-// head_dim 128 (Flint's head shape): decode steps take the NVFP4 QKV projection with the attention
-// front in its epilogue (qkv_front.h: the CUDA-core kernel at 1 token, the skinny one above).
+// head_dim 128 with 8 query heads per KV head (Flint's attention shape) and NVFP4 weights: the
+// NVFP4 projections beside the tensor-core decode and prefill attention, graphs vs eager.
 TEST(CudaBackend, Nvfp4ForwardMatchesHostReferenceWithFlintHeadShape) {
   FlintConfig c = small_config();
   c.head_dim = 128;

@@ -255,11 +255,6 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   // launch sees its queries as z = 0..n-1 and finds query z through query_ids (shifted to the
   // slice) or, without ids, at index z of positions / table offsets / q (shifted); its records go
   // to the slice's place, so the combine below reads them at the step-wide z as always.
-  // Decode launches with counters merge their splits in the split kernel's last CTA per group.
-  const bool fused = pipelined && scratch.counters != nullptr && splits <= decode::kFusedCombineMaxSplits;
-  if (fused && scratch.max_counters < heads_total)
-    throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_counters) + " counters, needs " +
-                std::to_string(heads_total));
   const int64_t record_floats = int64_t(s.n_kv_heads) * splits * attention_partial_floats(s);
   for (int first = 0; first < qs.num_queries; first += kMaxGridYZ) {
     const int n = std::min(qs.num_queries - first, kMaxGridYZ);
@@ -271,11 +266,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     float* records = scratch.data + int64_t(first) * record_floats;
     const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
     if (pipelined) {
-      unsigned int* counters = fused ? scratch.counters + int64_t(first) * s.n_kv_heads : nullptr;
-      auto* ob = reinterpret_cast<bf16_t*>(out) + (by_id ? 0 : int64_t(first) * s.n_heads * D);
       decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
-                                    qs.block_tables, ids, qs.num_queries, chunk, splits, records, sinks, counters, ob,
-                                    stream);
+                                    qs.block_tables, ids, qs.num_queries, chunk, splits, records, stream);
     } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
       launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
                  s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
@@ -285,7 +277,6 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
-  if (fused) return;
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
              scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");

@@ -1,9 +1,8 @@
 // Paged attention over the KV cache (FLINT.md §4): each query token attends to keys at positions
 // lo..p of its own sequence (lo = p-W+1 on sliding layers, 0 on full layers), with one sink
 // logit per query head. The 8 query heads of a KV head are processed together, so each key and
-// value is read from memory once per query token. Keys are split across CTAs (split-KV); the
-// last CTA of each (query, KV head) or a second kernel merges the splits and adds the sink to the
-// denominator.
+// value is read from memory once per query token. Keys are split across CTAs (split-KV); a
+// second kernel merges the splits and adds the sink to the denominator.
 //
 // Decode is NQ queries of different sequences at one position each; prefill of a chunk is NQ
 // queries of one sequence at consecutive positions (its k, v already written to the cache, so
@@ -45,12 +44,6 @@ struct AttentionScratch {
   float* data = nullptr;
   int64_t max_partials = 0;    // capacity in (query, kv head, split) records
   int64_t target_records = 0;  // split records to aim for per launch (about one wave of CTAs); 0 = 1024
-  // One counter per (query, KV head) of a paged_attention call, zero between launches (each launch
-  // leaves them zero, so graph replays may reuse them). With them, Flint's shape (pipelined kernel)
-  // merges up to 32 splits in the split kernel's last CTA per group: one launch instead of two,
-  // the same bits. nullptr: always the separate combine kernel.
-  unsigned int* counters = nullptr;
-  int64_t max_counters = 0;
 };
 int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 

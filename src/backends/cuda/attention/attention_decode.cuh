@@ -368,97 +368,15 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
   return sinks ? __fmul_rn(sinks[h], kLog2e) : kNegInf;
 }
 
-// combine_head for all kGroup query heads of one (query, KV head) at once, run by the split
-// kernel's last CTA (kWarps = 4 warps, as combine_head's block): the records were written by other
-// CTAs of the same grid, so they are read from L2 (__ldcg). Every head's values go through the
-// same operations in the same order as combine_head (the max over splits, then warp w's fma chain
-// over splits w, w+4, ..., the four warps' sums added in warp order), so the bits are the same; the
-// heads only share the loads and the barriers. red_a: kWarps·kGroup·kHeadDim floats of shared
-// memory; red_m / red_l may be the split's sm_m / sm_l (free again after write_split_record).
-// out_group: the G·D outputs of the group (heads kvh·G .. kvh·G + G-1 of the query).
-template <class RecordAt>
-__device__ __forceinline__ void combine_group(RecordAt record, int num_splits, const float* __restrict__ sinks, int kvh,
-                                              float (&red_m)[kWarps][kGroup], float (&red_l)[kWarps][kGroup],
-                                              float* red_a, bf16_t* __restrict__ out_group) {
-  constexpr int D = kHeadDim, G = kGroup, E = D / 32;
-  static_assert(kWarps == 4 && E == 4, "combine_head's order: 4 warps over the splits, 4 dims per lane");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  float mx[G];
-#pragma unroll
-  for (int hh = 0; hh < G; ++hh) mx[hh] = kNegInf;
-  for (int s = threadIdx.x; s < num_splits; s += kWarps * 32) {
-    const float* rec = record(s);
-#pragma unroll
-    for (int hh = 0; hh < G; ++hh) mx[hh] = fmaxf(mx[hh], __ldcg(rec + 2 * hh));
-  }
-#pragma unroll
-  for (int hh = 0; hh < G; ++hh) {
-    mx[hh] = warp_max(mx[hh]);
-    if (lane == 0) red_m[warp][hh] = mx[hh];
-  }
-  __syncthreads();
-  float sink[G], a[G][E], den[G];
-#pragma unroll
-  for (int hh = 0; hh < G; ++hh) {
-    sink[hh] = sink_log2(sinks, kvh * G + hh);
-    mx[hh] = fmaxf(fmaxf(fmaxf(red_m[0][hh], red_m[1][hh]), fmaxf(red_m[2][hh], red_m[3][hh])), sink[hh]);
-    den[hh] = 0.f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) a[hh][e] = 0.f;
-  }
-#pragma unroll 2
-  for (int s = warp; s < num_splits; s += kWarps) {
-    const float* rec = record(s);
-#pragma unroll
-    for (int hh = 0; hh < G; ++hh) {
-      const float2 ml = __ldcg(reinterpret_cast<const float2*>(rec + 2 * hh));
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(rec + G * 2 + hh * D + lane * E));
-      const float sc = rescale(ml.x, mx[hh]);
-      den[hh] = __fmaf_rn(ml.y, sc, den[hh]);
-      a[hh][0] = __fmaf_rn(v.x, sc, a[hh][0]);
-      a[hh][1] = __fmaf_rn(v.y, sc, a[hh][1]);
-      a[hh][2] = __fmaf_rn(v.z, sc, a[hh][2]);
-      a[hh][3] = __fmaf_rn(v.w, sc, a[hh][3]);
-    }
-  }
-#pragma unroll
-  for (int hh = 0; hh < G; ++hh) {
-#pragma unroll
-    for (int e = 0; e < E; ++e) red_a[(warp * G + hh) * D + lane * E + e] = a[hh][e];
-    if (lane == 0) red_l[warp][hh] = den[hh];
-  }
-  __syncthreads();
-  const int x = threadIdx.x;  // kWarps · 32 = D threads: one output dim each
-#pragma unroll
-  for (int hh = 0; hh < G; ++hh) {
-    const float* col = red_a + hh * D + x;  // warp w's sum at col[w·G·D]
-    const float total = col[0] + col[G * D] + col[2 * G * D] + col[3 * G * D];
-    const float denom = rescale(sink[hh], mx[hh]) + red_l[0][hh] + red_l[1][hh] + red_l[2][hh] + red_l[3][hh];
-    out_group[hh * D + x] = __float2bfloat16_rn(total / denom);
-  }
-}
-
-// The split kernel merges its own splits (combine_group in the CTA that finishes a (query, KV head)
-// group last, found with a counter) up to this many splits; above it the last CTA would read
-// splits × 4,160 bytes of records alone (64 splits: 266 KB, ~2 µs from L2 on one SM), which the
-// separate combine kernel spreads over one CTA per query head. Batch-1 decode at the backend's
-// split target: the sliding layers (9 splits at W = 513) merge in place, full layers (64 splits at
-// 8K) keep the second kernel; batch 8 merges in place everywhere (5 / 8 splits).
-constexpr int kFusedCombineMaxSplits = 32;
-
 // attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
-// per SM) over the grid (splits, KV heads, queries) with the given chunk; writes split records.
-// step_queries: the queries of the whole step in this kernel (grid.z, or more when the caller
-// slices them into launches of at most kMaxGridYZ). counters == nullptr: records only (the caller
-// launches the combine); otherwise (num_splits <= kFusedCombineMaxSplits) counters[z·nkv + kvh],
-// zero on entry and left zero, finds each group's last CTA, which merges the group's records with
-// the sinks into out (indexed like q).
+// per SM) over the grid (splits, KV heads, queries) with the given chunk; writes split records
+// only (the caller launches the combine). step_queries: the queries of the whole step in this
+// kernel (grid.z, or more when the caller slices them into launches of at most kMaxGridYZ).
 constexpr int kPipeStages = 3;
 constexpr int kPipeCtasPerSm = 2;  // sizes its split plan: one wave
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
-                           int num_splits, float* partials, const float* sinks, unsigned int* counters,
-                           bf16_t* out, cudaStream_t stream);
+                           int num_splits, float* partials, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode

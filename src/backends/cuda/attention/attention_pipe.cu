@@ -11,16 +11,11 @@
 // Warps never wait for each other inside the loop: each reads only its own ring, so __syncwarp
 // orders its lanes' cp.async writes and reads (no __syncthreads until the final merge, which
 // reuses the ring memory for the warp accumulators).
-//
-// With counters (decode launches of at most kFusedCombineMaxSplits splits), the CTA that finishes
-// a (query, KV head) group last also merges the group's split records with the sinks into o
-// (decode::combine_group, the combine kernel's bits), so decode attention is one launch.
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/attention/attention_decode.cuh"
 #include "backends/cuda/common/cuda_check.h"
-#include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
@@ -32,29 +27,20 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int chunk,
-    int num_splits, float* __restrict__ partials, const float* __restrict__ sinks, unsigned int* __restrict__ counters,
-    bf16_t* __restrict__ out) {
+    int num_splits, float* __restrict__ partials) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
-  constexpr int R = kGroup * (kHeadDim + 2);  // floats per split record
-  static_assert(cta_ring_bytes(kStages) >= kWarps * kGroup * kHeadDim * 4, "combine_group's sums fit in the ring");
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
-  float* group = partials + (int64_t(z) * nkv + kvh) * num_splits * R;
+  float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (kGroup * (kHeadDim + 2));
   pipe_split_record<kStages>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                             split, kvh, z, step_queries, chunk, pipe_smem, sm_m, sm_l, group + int64_t(split) * R);
-  if (counters == nullptr) return;  // a second kernel merges the records
-  // The group's last CTA merges its records (combine_group); the ring is free again for its sums.
-  if (!last_block_arrive(counters + int64_t(z) * nkv + kvh, unsigned(num_splits))) return;
-  const int qi = query_ids ? query_ids[z] : z;
-  combine_group([&](int s) { return group + int64_t(s) * R; }, num_splits, sinks, kvh, sm_m, sm_l,
-                reinterpret_cast<float*>(pipe_smem), out + (int64_t(qi) * nkv + kvh) * kGroup * kHeadDim);
+                             split, kvh, z, step_queries, chunk, pipe_smem, sm_m, sm_l, rec);
 }
 
 template <int kStages, int kMinBlocks>
 void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size,
                    int window, const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
                    const int32_t* query_ids, int step_queries, int chunk, int num_splits, float* partials,
-                   const float* sinks, unsigned int* counters, bf16_t* out, cudaStream_t stream) {
+                   cudaStream_t stream) {
   auto* kernel = attention_pipe_kernel<kStages, kMinBlocks>;
   constexpr int smem = cta_ring_bytes(kStages);
   // Over 48 KiB of dynamic shared memory needs the opt-in, and kMinBlocks rings per SM need the
@@ -69,7 +55,7 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
   }();
   (void)configured;
   launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
-             table_offset, block_tables, query_ids, step_queries, chunk, num_splits, partials, sinks, counters, out);
+             table_offset, block_tables, query_ids, step_queries, chunk, num_splits, partials);
   STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_kernel");
 }
 
@@ -78,14 +64,13 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
-                           int num_splits, float* partials, const float* sinks, unsigned int* counters,
-                           bf16_t* out, cudaStream_t stream) {
+                           int num_splits, float* partials, cudaStream_t stream) {
   if (block_size < kMinBlockSize)
     throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
                 std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
   launch_stages<kPipeStages, kPipeCtasPerSm>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
                                              block_tables, query_ids, step_queries, chunk, num_splits, partials,
-                                             sinks, counters, out, stream);
+                                             stream);
 }
 
 }  // namespace striker::cuda::decode

@@ -1,7 +1,5 @@
 // Fused attention front: per-head RMSNorm of q and k (q_norm / k_norm shared across heads),
-// RoPE on sliding layers, and the write of k, v into the paged KV cache (FLINT.md §4). Decode
-// steps of head_dim 128 run the same code in the QKV projection's epilogue (qkv_front.h); this
-// kernel takes longer steps and other head sizes.
+// RoPE on sliding layers, and the write of k, v into the paged KV cache (FLINT.md §4).
 //
 // Paged cache layout (one pool per layer kind, one buffer per layer):
 //   cache[block][kv_head][slot_in_block][head_dim]  (bf16)

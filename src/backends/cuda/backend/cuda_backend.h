@@ -91,8 +91,6 @@ class CudaBackend : public Backend {
                        const float* norm_w = nullptr);
   // h = bf16(h + ws_->tmp) (a GEMM's rounded output), with norm_w also ws_->x = rmsnorm(h).
   void add_tmp_residual(bf16* h, int T, int out, const float* norm_w);
-  // q|k|v = bf16(mm(x, Wqkv)), then q, k normed (and roped on sliding layers) into ws_->q and the cache.
-  void attention_front(const StepPlan& plan, int64_t layer);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
   // h = bf16(h + swiglu(x)). `next_norm` (steps above kGemvMaxTokens only): the next layer's input
   // norm weights; x = rmsnorm(h) is then written in the residual's pass.

@@ -5,15 +5,17 @@
 
 namespace striker::cuda {
 
-// The CTA's partial tiles: a lane's chunk of step s is the 8 weights s·32 + t·8 .. +7 of rows g
-// and g + 8 (2 MMAs); U steps are in flight per warp, the first U requested before
-// griddepcontrol.wait (the weights do not depend on earlier kernels; before_wait() runs after
-// them). Tiles past `rows` compute clamped rows and store nothing. W0/W1: the matrices (gate, up
-// for GateUp). 3 CTAs per SM (80 registers) for the 4-deep ring; 2 for the 8-deep ring.
-template <int S, int U, SkinnyTile K, typename BeforeWait>
-__device__ __forceinline__ SkinnyAcc skinny_bf16_acc(const bf16_t* __restrict__ x, int in_,
-                                                     const bf16_t* __restrict__ W0, const bf16_t* __restrict__ W1,
-                                                     int rows, const SkinnyTokens& wk, BeforeWait before_wait) {
+// A lane's chunk of step s is the 8 weights s·32 + t·8 .. +7 of rows g and g + 8 (2 MMAs); U
+// steps are in flight per warp, the first U requested before griddepcontrol.wait (the weights do
+// not depend on earlier kernels). Tiles past `rows` compute clamped rows and store nothing.
+// W0/W1: the matrices (gate, up for GateUp).
+// 3 CTAs per SM (80 registers) for the 4-deep ring; 2 for the 8-deep ring.
+template <int S, int U, SkinnyTile K, GemvOut M>
+__global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : 2)
+    skinny_bf16_kernel(const bf16_t* __restrict__ x, int in_, const bf16_t* __restrict__ W0,
+                       const bf16_t* __restrict__ W1, int rows, void* out, int T) {
+  pdl_launch_dependents();  // see launch.cuh
+  const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
   const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 31) / 32);
   const int t = l.t, s0 = l.s0, s1 = l.s1;
   const bf16_t* wt = W0 + int64_t(l.top) * in_ + t * 8;
@@ -28,8 +30,7 @@ __device__ __forceinline__ SkinnyAcc skinny_bf16_acc(const bf16_t* __restrict__ 
   };
 #pragma unroll
   for (int u = 0; u < U; ++u) load(u, s0 + u);
-  before_wait();  // weights and step metadata only
-  pdl_wait();     // x (and h in Residual mode) come from earlier kernels
+  pdl_wait();  // x (and h in Residual mode) come from earlier kernels
   SkinnyAcc acc;
   for (int s = s0; s < s1; s += U) {
 #pragma unroll
@@ -42,17 +43,6 @@ __device__ __forceinline__ SkinnyAcc skinny_bf16_acc(const bf16_t* __restrict__ 
       }
     }
   }
-  return acc;
-}
-
-// skinny_bf16_acc's sums stored by skinny_store.
-template <int S, int U, SkinnyTile K, GemvOut M>
-__global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : 2)
-    skinny_bf16_kernel(const bf16_t* __restrict__ x, int in_, const bf16_t* __restrict__ W0,
-                       const bf16_t* __restrict__ W1, int rows, void* out, int T) {
-  pdl_launch_dependents();  // see launch.cuh
-  const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
-  const SkinnyAcc acc = skinny_bf16_acc<S, U, K>(x, in_, W0, W1, rows, wk, [] {});
   skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [](int) { return 1.f; }, out);
 }
 

@@ -91,11 +91,13 @@ __device__ __forceinline__ void skinny_mma(float (&d)[4], uint32_t top0, uint32_
   mma_m16n8k16(d, a, x0, x1);
 }
 
-// The CTA's reduction: every warp's partial tile to shared memory, then the S parts of each
-// output summed in part order. emit(tok, o, r, row_sum) for every live (token, output row o):
-// r = the row in its tile, row_sum(rr) = the sum of tile row rr for the token (GateUp reads r + 8).
-template <int S, SkinnyTile K, typename Emit>
-__device__ __forceinline__ void skinny_reduce(const SkinnyAcc& acc, int nt, int rows, Emit emit) {
+// The CTA's epilogue: every warp's partial tile to shared memory, then the S parts of each
+// output summed in part order and written (Gemv: store_gemv_out of bf16(scale·sum); GateUp:
+// act = bf16(bf16(g·sigmoid(g))·u), g and u rounded first). rows = the matrix's output rows
+// (Gemv) or inter (GateUp); scale(o) = the row's scale2 (1 for BF16).
+template <int S, SkinnyTile K, GemvOut M, typename Scale>
+__device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int row0, int nt, int rows, Scale scale,
+                                             void* out) {
   constexpr int kTiles = kSkinnyWarps / S;
   const int tile0 = blockIdx.x * kTiles;
   constexpr int kOut = SkinnyRows<K>::kOut;
@@ -107,36 +109,26 @@ __device__ __forceinline__ void skinny_reduce(const SkinnyAcc& acc, int nt, int 
   red[warp][(g + 8) * 8 + 2 * t] = acc.c[0][2] + acc.c[1][2];
   red[warp][(g + 8) * 8 + 2 * t + 1] = acc.c[0][3] + acc.c[1][3];
   __syncthreads();
+  auto sum = [&](int tile, int r, int tok) {
+    float v = 0.f;
+#pragma unroll
+    for (int p = 0; p < S; ++p) v += red[tile * S + p][r * 8 + tok];
+    return v;
+  };
   for (int i = threadIdx.x; i < kTiles * kOut * kSkinnyTokens; i += kSkinnyWarps * 32) {
     const int tile = i / (kOut * kSkinnyTokens), j = i % (kOut * kSkinnyTokens);
     const int tok = j / kOut, r = j % kOut;  // consecutive threads: consecutive rows of one token
     const int o = (tile0 + tile) * kOut + r;
     if (tok >= nt || o >= rows) continue;
-    emit(tok, o, r, [&](int rr) {
-      float v = 0.f;
-#pragma unroll
-      for (int p = 0; p < S; ++p) v += red[tile * S + p][rr * 8 + tok];
-      return v;
-    });
-  }
-}
-
-// The CTA's epilogue (skinny_reduce), written: Gemv: store_gemv_out of bf16(scale·sum); GateUp:
-// act = bf16(bf16(g·sigmoid(g))·u), g and u rounded first. rows = the matrix's output rows (Gemv)
-// or inter (GateUp); scale(o) = the row's scale2 (1 for BF16).
-template <int S, SkinnyTile K, GemvOut M, typename Scale>
-__device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int row0, int nt, int rows, Scale scale,
-                                             void* out) {
-  skinny_reduce<S, K>(acc, nt, rows, [&](int tok, int o, int r, auto row_sum) {
     const int64_t idx = int64_t(row0 + tok) * rows + o;
     if constexpr (K == SkinnyTile::Gemv) {
-      store_gemv_out<M>(out, idx, round_bf16(row_sum(r) * scale(o)));
+      store_gemv_out<M>(out, idx, round_bf16(sum(tile, r, tok) * scale(o)));
     } else {
-      const float gv = round_bf16(row_sum(r) * scale(0));
-      const float uv = round_bf16(row_sum(r + 8) * scale(1));
+      const float gv = round_bf16(sum(tile, r, tok) * scale(0));
+      const float uv = round_bf16(sum(tile, r + 8, tok) * scale(1));
       static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(silu_bf16(gv) * uv);
     }
-  });
+  }
 }
 
 inline int skinny_token_groups(int T) { return (T + kSkinnyTokens - 1) / kSkinnyTokens; }

@@ -5,7 +5,6 @@
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
-#include "backends/cuda/nvfp4/nvfp4_gemv.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
@@ -13,22 +12,68 @@
 namespace striker::cuda {
 namespace {
 
-constexpr int kWarps = kNvfp4GemvWarps;
+constexpr int kWarps = 8;  // warps per block
 
 using Mode = GemvOut;
 
-// Same shape as gemv.cu's gemv_kernel: (kNvfp4GemvWarps/S) row groups of R rows per block, each
-// row's input split over S warps (nvfp4_gemv_rows, nvfp4_gemv.cuh). Held to 3 CTAs per SM at T = 1
-// (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96); ptxas would
-// otherwise take 96–97 / 103–135 registers.
+// Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
+// input split over S warps; the dot product is scaled by the row's scale2 before rounding.
+// Each warp loads its first two chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs
+// per SM at T = 1 (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96);
+// ptxas would otherwise take 96–97 / 103–135 registers.
 template <int R, int NT, int S, Mode M>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
   pdl_launch_dependents();  // see launch.cuh
-  nvfp4_gemv_rows<R, NT, S>(x, T, in, codes, scales, s2, out_dim, [] {}, [&](int t, int o, float y) {
-    store_gemv_out<M>(out, int64_t(t) * out_dim + o, y);
-  });
+  constexpr int kGroups = kWarps / S;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = warp / S, part = warp % S;
+  const int o0 = (blockIdx.x * kGroups + group) * R;
+  const int t0 = blockIdx.y * NT;
+  const int nt = min(NT, T - t0);
+  const uint8_t* cr[R];
+  const uint8_t* sr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = min(o0 + r, out_dim - 1);  // clamped rows are computed, never stored
+    cr[r] = codes + row * (in / 2);
+    sr[r] = scales + row * (in / 16);
+  }
+  float acc[R][NT];
+  Nvfp4Prologue<R> pr;
+  if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
+  pdl_wait();  // x and h (Residual) are written by earlier kernels
+  if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  if constexpr (S > 1) {
+    __shared__ float red[kWarps][R * NT];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) red[warp][r * NT + t] = o0 < out_dim ? acc[r][t] : 0.f;
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float v = 0.f;
+#pragma unroll
+        for (int p = 0; p < S; ++p) v += red[warp + p][r * NT + t];
+        acc[r][t] = v;
+      }
+  }
+  if (o0 >= out_dim) return;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
+        const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
+        store_gemv_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
+      }
+    }
 }
 
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.

@@ -31,12 +31,14 @@ __device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
   return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
 }
 
-// The CTA's partial tiles (scale2 not applied). W0/W1: the matrices (gate, up for GateUp). The
-// weights are requested before griddepcontrol.wait; before_wait() runs after them.
-template <int S, int U, SkinnyTile K, typename BeforeWait>
-__device__ __forceinline__ SkinnyAcc nvfp4_skinny_acc(const bf16_t* __restrict__ x, int in_, const Nvfp4Matrix& W0,
-                                                      const Nvfp4Matrix& W1, int rows, const SkinnyTokens& wk,
-                                                      BeforeWait before_wait) {
+// W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
+// gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
+template <int S, int U, SkinnyTile K, GemvOut M>
+__global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
+    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
+                        int T, RowScale2 s2) {
+  pdl_launch_dependents();  // see launch.cuh
+  const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
   const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 127) / 128);
   const int t = l.t, s0 = l.s0, s1 = l.s1;
   const uint8_t* ct = W0.codes + int64_t(l.top) * (in_ / 2) + t * 16;
@@ -56,8 +58,7 @@ __device__ __forceinline__ SkinnyAcc nvfp4_skinny_acc(const bf16_t* __restrict__
   };
 #pragma unroll
   for (int u = 0; u < U; ++u) load(u, s0 + u);
-  before_wait();  // weights and step metadata only
-  pdl_wait();     // x (and h in Residual mode) come from earlier kernels
+  pdl_wait();  // x (and h in Residual mode) come from earlier kernels
   SkinnyAcc acc;
   for (int s = s0; s < s1; s += U) {
 #pragma unroll
@@ -80,18 +81,6 @@ __device__ __forceinline__ SkinnyAcc nvfp4_skinny_acc(const bf16_t* __restrict__
       }
     }
   }
-  return acc;
-}
-
-// nvfp4_skinny_acc's sums stored by skinny_store; s2: the matrix's scale2 by output row (Gemv), or
-// gate's scale2 at 0 and up's at 1 (GateUp).
-template <int S, int U, SkinnyTile K, GemvOut M>
-__global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
-    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
-                        int T, RowScale2 s2) {
-  pdl_launch_dependents();  // see launch.cuh
-  const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
-  const SkinnyAcc acc = nvfp4_skinny_acc<S, U, K>(x, in_, W0, W1, rows, wk, [] {});
   skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o); }, out);
 }
 
