@@ -6,7 +6,8 @@
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
 // NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
-// rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps).
+// rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
+// rows), `decode-attention` (those attention rows alone).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -70,14 +71,24 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
   for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
 }
 
+// The decode attention rows of a step at batch 1 and 8 (the backend's split target).
+void bench_decode_attention(std::mt19937& rng, int sms) {
+  for (int seqs : {1, 8}) {
+    const std::string tag = " x" + std::to_string(seqs) + " seqs";
+    bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
+    bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
   if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "prefill-small" &&
-                    only != "decode")) {
-    std::fprintf(stderr, "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode]\n");
+                    only != "decode" && only != "decode-attention")) {
+    std::fprintf(stderr,
+                 "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode | decode-attention]\n");
     return 2;
   }
   try {
@@ -106,13 +117,13 @@ int main(int argc, char** argv) {
       return kernel_check_failures() == 0 ? 0 : 1;
     }
     bench_copy();
-    if (only == "decode") {
+    if (only == "decode" || only == "decode-attention") {
       int sms = 0;
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      for (int seqs : {1, 8}) {  // the step's attention at batch 1 and 8, the backend's split target
-        const std::string tag = " x" + std::to_string(seqs) + " seqs";
-        bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
-        bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
+      bench_decode_attention(rng, sms);
+      if (only == "decode-attention") {
+        std::printf("kernel checks failed: %d\n", kernel_check_failures());
+        return kernel_check_failures() == 0 ? 0 : 1;
       }
       LtGemm lt;
       bench_decode_steps(rng, lt);

@@ -100,6 +100,16 @@ TEST(CudaBackend, Nvfp4ForwardMatchesHostReference) {
   }
 }
 
+// head_dim 128 with 8 query heads per KV head (Flint's attention shape) and NVFP4 weights: the
+// NVFP4 projections beside the tensor-core decode and prefill attention, graphs vs eager.
+TEST(CudaBackend, Nvfp4ForwardMatchesHostReferenceWithFlintHeadShape) {
+  FlintConfig c = small_config();
+  c.head_dim = 128;
+  HostModel hm = make_host_model(c);
+  const LoadedModel q = quantize_in_memory(hm, false);
+  expect_backend_matches_reference(q, hm.model);
+}
+
 // NVFP4 routed experts in steps of 64 and 16 tokens: the grouped kernels with NVFP4 weight
 // tiles (no host sync, so graphs capture them), shared experts NVFP4 or BF16.
 TEST(CudaBackend, Nvfp4BatchedStepsOf64And16TokensMatchHostReference) {
