@@ -15,6 +15,7 @@
 #include "bench_util.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/embedding.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
@@ -220,6 +221,24 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
     };
     row_checked_h("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", per_slot,
                   d_h, h0, hc, active * 3 * mat, notes);
+    // The next layer's input norm: its own kernel after the down (the old decode step) vs written by
+    // the down kernel's last CTA (last_block_norm).
+    DeviceBuffer<float> d_gamma(random_f32(rng, size_t(H), 1.f, 0.3f));
+    DeviceBuffer<bf16> d_xn(size_t(T) * H);
+    auto counter = zero_counters(1);
+    const RowNorm next{d_gamma.get(), 1e-6f, d_xn.get(), counter.get()};
+    auto per_slot_norm = [&](int i, bool fused) {
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
+                  nullptr, bench_stream());
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
+                       bench_stream(), fused ? &next : nullptr);
+      if (!fused) rmsnorm(d_h.get(), d_gamma.get(), d_xn.get(), T, H, 1e-6f, bench_stream());
+    };
+    const std::string t_tag = "moe per-slot T=" + std::to_string(T);
+    row_checked_h(t_tag + " + rmsnorm kernel (3 kernels)", [&](int i) { per_slot_norm(i, false); }, d_h, h0, hc,
+                  active * 3 * mat, notes);
+    row_checked_h(t_tag + " + norm in last CTA (2 kernels)", [&](int i) { per_slot_norm(i, true); }, d_h, h0, hc,
+                  active * 3 * mat, notes);
     return;  // the host-sort path below is for prefill-sized steps
   }
 

@@ -131,13 +131,15 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 // grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
 // rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
 // fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
+// With next.gamma set, the CTA that finishes last also writes the next layer's x = rmsnorm(h).
 __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
-    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, LastBlockNorm next) {
   pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
+  last_block_norm(next, h, int(gridDim.y), hidden);  // x = rmsnorm(h) of the next layer, in the last CTA
 }
 
 // Each thread combines 8 consecutive columns of one token with 16-byte loads (K expert rows, the
@@ -254,16 +256,18 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
+                      const RowNorm* next_norm) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
+  const LastBlockNorm next = last_block_norm_of(next_norm, "moe_down_combine");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
-      reinterpret_cast<bf16_t*>(h));
+      reinterpret_cast<bf16_t*>(h), next);
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
 }
 
