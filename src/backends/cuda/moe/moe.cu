@@ -136,6 +136,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, LastBlockNorm next) {
+  last_block_norm_prefetch(next, hidden);
   pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
@@ -260,7 +261,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
                       const RowNorm* next_norm) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
-  const LastBlockNorm next = last_block_norm_of(next_norm, "moe_down_combine");
+  const LastBlockNorm next = last_block_norm_of(next_norm, hidden, "moe_down_combine");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));

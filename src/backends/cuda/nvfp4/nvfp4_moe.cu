@@ -228,6 +228,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                           const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
                           bf16_t* __restrict__ h, LastBlockNorm next) {
+  last_block_norm_prefetch(next, hidden);
   if constexpr (kHalfWarp)
     nvfp4_moe_down_half_warp_rows(act, K, wd, inter, hidden, ids, topk_w, sh, shared_act, y_shared, h);
   else
@@ -265,7 +266,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
                             const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
                             const RowNorm* next_norm) {
   if (T <= 0) return;
-  const LastBlockNorm next = last_block_norm_of(next_norm, "nvfp4_moe_down_combine");
+  const LastBlockNorm next = last_block_norm_of(next_norm, hidden, "nvfp4_moe_down_combine");
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
   check_width("nvfp4_moe_down_combine", inter);
