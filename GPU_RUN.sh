@@ -2,7 +2,7 @@
 # dmoe's H200 run (the MoE half of a decode layer: the next layer's input norm in the MoE down
 # kernel's last CTA; router, o_proj and per-slot MoE at 1-8 tokens).
 # Run from a directory holding ./striker, ./test_cuda_kernels, ./bench_cuda_kernels and config.json.
-# About 2 minutes. Prints the tests' verdicts, the MoE/router/norm bench rows and a latency table.
+# About 2.5 minutes. Prints the tests' verdicts, the MoE/router/norm bench rows and a latency table.
 set -uo pipefail
 export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || { echo "no GPU"; exit 3; }
@@ -23,7 +23,7 @@ echo "== striker bench latency --graphs (50 steps)"
 run() {  # label, then striker bench latency arguments
   local label=$1; shift
   local out
-  out=$(timeout 60 ./striker bench latency --config config.json --graphs --steps 50 "$@" 2>&1)
+  out=$(timeout 40 ./striker bench latency --config config.json --graphs --steps 50 "$@" 2>&1)
   local ms kern frac
   ms=$(echo "$out" | grep -oE "ms/step: median [0-9.]+ wall \([0-9.]+ device\)" | grep -oE "\([0-9.]+" | tr -d '(')
   kern=$(echo "$out" | grep -oE "kernels per step: [0-9]+" | grep -oE "[0-9]+$")
@@ -35,3 +35,7 @@ run "BF16 b1 8K" --context 8192 --batch 1
 run "BF16 b8 8K" --context 8192 --batch 8
 run "NVFP4 b1 8K" --context 8192 --batch 1 --quantization nvfp4
 run "NVFP4 b8 8K" --context 8192 --batch 8 --quantization nvfp4
+echo "== the same with this session's changes off (TEMPORARY A/B switch STRIKER_AB_OFF, common/ab_switch.h)"
+STRIKER_AB_OFF=norm run "BF16 b1 norm off" --context 8192 --batch 1
+STRIKER_AB_OFF=all run "BF16 b8 all off" --context 8192 --batch 8
+STRIKER_AB_OFF=all run "NVFP4 b8 all off" --context 8192 --batch 8 --quantization nvfp4

@@ -73,6 +73,27 @@ void bench_router(std::mt19937& rng) {
       row(name + " (one launch)", &c, time_us(route), wbytes);
     }
   }
+  // The production decode form: bf16 router with the post-attention norm inside, T = 1..8; tokens
+  // over several clusters (2 per cluster) vs one cluster for all (A/B).
+  const auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
+  const int nc = copies_for(double(E) * H * 2);
+  std::vector<DeviceBuffer<bf16>> wbs;
+  for (int i = 0; i < nc; ++i) wbs.emplace_back(wb);
+  DeviceBuffer<float> d_gamma(random_f32(rng, size_t(H), 1.f, 0.3f));
+  for (int T : {1, 2, 4, 8}) {
+    DeviceBuffer<bf16> d_h(random_bf16(rng, size_t(T) * H, 2.f)), d_x(size_t(T) * H);
+    DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
+    DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+    auto counter = zero_counters(1);
+    const RouterInputNorm in_norm{d_gamma.get(), 1e-6f, d_x.get()};
+    auto route = [&](int i) {
+      router_topk(d_h.get(), T, rs, wbs[size_t(i % nc)].get(), nullptr, d_bias.get(), d_logits.get(), counter.get(),
+                  d_ids.get(), d_w.get(), bench_stream(), &in_norm);
+    };
+    const std::string name = "router bf16 + norm T=" + std::to_string(T);
+    row(name, nullptr, time_us(route), double(E) * H * 2);
+    with_ab_off("router", [&] { row(name + " 1 cluster", nullptr, time_us(route), double(E) * H * 2); });
+  }
 }
 
 }  // namespace
@@ -239,6 +260,9 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
                   active * 3 * mat, notes);
     row_checked_h(t_tag + " + norm in last CTA (2 kernels)", [&](int i) { per_slot_norm(i, true); }, d_h, h0, hc,
                   active * 3 * mat, notes);
+    with_ab_off("down", [&] {  // the down kernel at one CTA per SM (A/B)
+      row_checked_h(t_tag + " (2 kernels, down 1 CTA/SM)", per_slot, d_h, h0, hc, active * 3 * mat, notes);
+    });
     return;  // the host-sort path below is for prefill-sized steps
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
@@ -132,7 +133,10 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 // rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
 // fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
 // With next.gamma set, the CTA that finishes last also writes the next layer's x = rmsnorm(h).
-__global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
+// kMinCtas = 2: at most 128 registers, so two CTAs share an SM (1024 CTAs at 8 tokens; with ~150
+// registers one CTA per SM kept only 8 warps' loads in flight).
+template <int kMinCtas>
+__global__ void __launch_bounds__(kWarps * 32, kMinCtas) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, LastBlockNorm next) {
@@ -265,7 +269,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
+  launch_pdl(ab_off("down") ? moe_down_kernel<1> : moe_down_kernel<2>, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h), next);
