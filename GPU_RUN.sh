@@ -23,7 +23,7 @@ echo "== striker bench latency --graphs (50 steps)"
 run() {  # label, then striker bench latency arguments
   local label=$1; shift
   local out
-  out=$(timeout 40 ./striker bench latency --config config.json --graphs --steps 50 "$@" 2>&1)
+  out=$(timeout 45 ./striker bench latency --config config.json --graphs --steps 50 "$@" 2>&1)
   local ms kern frac
   ms=$(echo "$out" | grep -oE "ms/step: median [0-9.]+ wall \([0-9.]+ device\)" | grep -oE "\([0-9.]+" | tr -d '(')
   kern=$(echo "$out" | grep -oE "kernels per step: [0-9]+" | grep -oE "[0-9]+$")
@@ -38,4 +38,3 @@ run "NVFP4 b8 8K" --context 8192 --batch 8 --quantization nvfp4
 echo "== the same with this session's changes off (TEMPORARY A/B switch STRIKER_AB_OFF, common/ab_switch.h)"
 STRIKER_AB_OFF=norm run "BF16 b1 norm off" --context 8192 --batch 1
 STRIKER_AB_OFF=all run "BF16 b8 all off" --context 8192 --batch 8
-STRIKER_AB_OFF=all run "NVFP4 b8 all off" --context 8192 --batch 8 --quantization nvfp4
