@@ -160,6 +160,9 @@ void bench_router_moe(std::mt19937& rng) {
                      bench_stream());
   };
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
+  with_ab_off("shearly", [&] {  // the shared expert's down rows after the wait (A/B)
+    row("moe T=1 (6 routed + shared) shared late", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
+  });
 }
 
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {

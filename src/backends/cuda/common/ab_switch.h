@@ -1,7 +1,8 @@
 // TEMPORARY (one A/B run on the H200, then deleted with the losing variants): STRIKER_AB_OFF is a
 // comma-separated list of this session's decode changes to turn off — norm (the next layer's norm
 // in the MoE down kernel's last CTA), router (tokens split over several clusters), oproj (all of
-// the skinny o_proj's weights before its wait), down (BF16 per-slot down at 2 CTAs per SM).
+// the skinny o_proj's weights before its wait), down (BF16 per-slot down at 2 CTAs per SM),
+// shearly (the BF16 down kernel's shared-expert rows before its wait).
 // docs/performance.md, seventh session.
 #pragma once
 #include <cstdlib>
