@@ -93,6 +93,8 @@ void bench_router(std::mt19937& rng) {
     const std::string name = "router bf16 + norm T=" + std::to_string(T);
     row(name, nullptr, time_us(route), double(E) * H * 2);
     with_ab_off("router", [&] { row(name + " 1 cluster", nullptr, time_us(route), double(E) * H * 2); });
+    if (T > 1)
+      with_ab_off("rtok1", [&] { row(name + " 1 tok/cluster", nullptr, time_us(route), double(E) * H * 2); });
   }
 }
 

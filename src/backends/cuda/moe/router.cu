@@ -342,7 +342,7 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
     return true;
   }();
   (void)configured;
-  const int per = ab_off("router") ? T : kRouterTokensPerCluster;
+  const int per = ab_off("router") ? T : (ab_off("rtok1") ? 1 : kRouterTokensPerCluster);
   const int clusters = (T + per - 1) / per;
   const size_t smem = cluster_layout(std::min(T, per), rs.hidden, rs.n_experts, sizeof(W)).total;
   launch_pdl_cluster(kernel, dim3(unsigned(kClusterCtas * clusters)), dim3(kClusterWarps * 32), smem, kClusterCtas,
