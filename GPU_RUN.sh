@@ -37,5 +37,5 @@ run "NVFP4 b1 8K" --context 8192 --batch 1 --quantization nvfp4
 run "NVFP4 b8 8K" --context 8192 --batch 8 --quantization nvfp4
 echo "== the same with this session's changes off (TEMPORARY A/B switch STRIKER_AB_OFF, common/ab_switch.h)"
 STRIKER_AB_OFF=norm run "BF16 b1 norm off" --context 8192 --batch 1
-STRIKER_AB_OFF=all run "BF16 b1 all off" --context 8192 --batch 1
+STRIKER_AB_OFF=oproj run "BF16 b8 oproj off" --context 8192 --batch 8
 STRIKER_AB_OFF=all run "BF16 b8 all off" --context 8192 --batch 8
