@@ -64,8 +64,6 @@ void bench_shape(std::mt19937& rng, const DecodeShape& s, const Format& f, const
     const std::string name = std::string(f.tag) + s.name + " T=" + std::to_string(T) +
                              (T > 1 ? " tensor" : " cuda-core");
     row(name, &c, time_us(launch), f.weight_bytes * matrices);
-    if (s.out == Out::Residual && T > 1 && f.tag[0] == '\0')  // the 8-deep ring of before (A/B)
-      with_ab_off("oproj", [&] { row(name + " ring 8", &c, time_us(launch), f.weight_bytes * matrices); });
   }
 }
 

@@ -15,7 +15,6 @@
 #include "bench_util.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/embedding.h"
-#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
@@ -73,8 +72,8 @@ void bench_router(std::mt19937& rng) {
       row(name + " (one launch)", &c, time_us(route), wbytes);
     }
   }
-  // The production decode form: bf16 router with the post-attention norm inside, T = 1..8; tokens
-  // over several clusters (2 per cluster) vs one cluster for all (A/B).
+  // The production decode form: the bf16 router with the post-attention norm inside (one cluster
+  // per token), T = 1..8 (the correctness checks are CudaRouterDecode's).
   const auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
   const int nc = copies_for(double(E) * H * 2);
   std::vector<DeviceBuffer<bf16>> wbs;
@@ -90,11 +89,7 @@ void bench_router(std::mt19937& rng) {
       router_topk(d_h.get(), T, rs, wbs[size_t(i % nc)].get(), nullptr, d_bias.get(), d_logits.get(), counter.get(),
                   d_ids.get(), d_w.get(), bench_stream(), &in_norm);
     };
-    const std::string name = "router bf16 + norm T=" + std::to_string(T);
-    row(name, nullptr, time_us(route), double(E) * H * 2);
-    with_ab_off("router", [&] { row(name + " 1 cluster", nullptr, time_us(route), double(E) * H * 2); });
-    if (T > 1)
-      with_ab_off("rtok1", [&] { row(name + " 1 tok/cluster", nullptr, time_us(route), double(E) * H * 2); });
+    row("router bf16 + norm T=" + std::to_string(T), nullptr, time_us(route), double(E) * H * 2);
   }
 }
 
@@ -162,9 +157,6 @@ void bench_router_moe(std::mt19937& rng) {
                      bench_stream());
   };
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
-  with_ab_off("shearly", [&] {  // the shared expert's down rows after the wait (A/B)
-    row("moe T=1 (6 routed + shared) shared late", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
-  });
 }
 
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
@@ -247,27 +239,6 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
     };
     row_checked_h("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", per_slot,
                   d_h, h0, hc, active * 3 * mat, notes);
-    // The next layer's input norm: its own kernel after the down (the old decode step) vs written by
-    // the down kernel's last CTA (last_block_norm).
-    DeviceBuffer<float> d_gamma(random_f32(rng, size_t(H), 1.f, 0.3f));
-    DeviceBuffer<bf16> d_xn(size_t(T) * H);
-    auto counter = zero_counters(1);
-    const RowNorm next{d_gamma.get(), 1e-6f, d_xn.get(), counter.get()};
-    auto per_slot_norm = [&](int i, bool fused) {
-      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
-                  nullptr, bench_stream());
-      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
-                       bench_stream(), fused ? &next : nullptr);
-      if (!fused) rmsnorm(d_h.get(), d_gamma.get(), d_xn.get(), T, H, 1e-6f, bench_stream());
-    };
-    const std::string t_tag = "moe per-slot T=" + std::to_string(T);
-    row_checked_h(t_tag + " + rmsnorm kernel (3 kernels)", [&](int i) { per_slot_norm(i, false); }, d_h, h0, hc,
-                  active * 3 * mat, notes);
-    row_checked_h(t_tag + " + norm in last CTA (2 kernels)", [&](int i) { per_slot_norm(i, true); }, d_h, h0, hc,
-                  active * 3 * mat, notes);
-    with_ab_off("down", [&] {  // the down kernel at one CTA per SM (A/B)
-      row_checked_h(t_tag + " (2 kernels, down 1 CTA/SM)", per_slot, d_h, h0, hc, active * 3 * mat, notes);
-    });
     return;  // the host-sort path below is for prefill-sized steps
   }
 

@@ -12,7 +12,6 @@
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "backends/cuda/elementwise/elementwise.h"
-#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
@@ -173,23 +172,6 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   };
   row_checked_h("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", per_slot, d_h, h0, hc, active * 3 * mat,
                 notes);
-  // The next layer's input norm: its own kernel after the down vs the down kernel's last CTA.
-  DeviceBuffer<float> d_gamma(random_f32(rng, size_t(H), 1.f, 0.3f));
-  DeviceBuffer<bf16> d_xn(size_t(T) * H);
-  auto counter = zero_counters(1);
-  const RowNorm next{d_gamma.get(), 1e-6f, d_xn.get(), counter.get()};
-  auto per_slot_norm = [&](int i, bool fused) {
-    nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
-                      bench_stream());
-    nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
-                           d_h.get(), bench_stream(), fused ? &next : nullptr);
-    if (!fused) rmsnorm(d_h.get(), d_gamma.get(), d_xn.get(), T, H, 1e-6f, bench_stream());
-  };
-  const std::string t_tag = "nvfp4 moe per-slot T=" + std::to_string(T);
-  row_checked_h(t_tag + " + rmsnorm kernel (3 kernels)", [&](int i) { per_slot_norm(i, false); }, d_h, h0, hc,
-                active * 3 * mat, notes);
-  row_checked_h(t_tag + " + norm in last CTA (2 kernels)", [&](int i) { per_slot_norm(i, true); }, d_h, h0, hc,
-                active * 3 * mat, notes);
 }
 
 // The Hopper grouped path with NVFP4 experts (moe_grouped_wgmma_nvfp4.h: the weights decoded in

@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -115,12 +114,6 @@ void row_checked_h(const std::string& name, const std::function<void(int)>& laun
   const auto c = compare(got, want, 2 * kBf16Rtol, kBf16Atol);
   const double us = time_us(launch);
   row(name, &c, us, bytes, extra(us));
-}
-
-void with_ab_off(const char* piece, const std::function<void()>& fn) {
-  setenv("STRIKER_AB_OFF", piece, 1);
-  fn();
-  unsetenv("STRIKER_AB_OFF");
 }
 
 int copies_for(double bytes) { return int(std::max(1.0, std::ceil(256.0 * (1 << 20) / bytes))); }

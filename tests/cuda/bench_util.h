@@ -44,10 +44,6 @@ void row_checked_h(const std::string& name, const std::function<void(int)>& laun
                    const std::vector<bf16>& h0, const std::vector<bf16>& want, double bytes,
                    const std::function<std::string(double)>& extra);
 
-// TEMPORARY (the seventh session's A/B run, common/ab_switch.h): runs `fn` with STRIKER_AB_OFF=piece,
-// so the rows it times launch the variant before that change.
-void with_ab_off(const char* piece, const std::function<void()>& fn);
-
 // Weight copies to rotate over so one pass reads >= 256 MiB (timings are not L2 hits).
 int copies_for(double bytes);
 // Each value rounded to bf16 (kept as float).

@@ -9,7 +9,6 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
-#include "last_block_norm_check.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -97,31 +96,6 @@ TEST(CudaMoe, RoutedPlusSharedExpertsUpdateResidual) {
                    d_h.get(), nullptr);
   const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
   EXPECT_TRUE(c.ok()) << c.describe();
-}
-
-// The next layer's input norm in the down kernel's last CTA (decode): h and x bit for bit as the
-// plain kernel followed by the rmsnorm kernel, at 1, 3 and 8 tokens, Flint's width and one that
-// is not a multiple of the norm's 256 threads.
-TEST(CudaMoe, DownWithNextNormMatchesDownThenRmsnormBitForBit) {
-  std::mt19937 rng(46);
-  const int E = 16, I = 64, Is = 40, K = 6;
-  for (int H : {2048, 264})
-    for (int T : {1, 3, 8}) {
-      SCOPED_TRACE("H=" + std::to_string(H) + " T=" + std::to_string(T));
-      const auto wd = random_bf16(rng, size_t(E) * H * I, 0.1f), sd = random_bf16(rng, size_t(H) * Is, 0.1f);
-      const auto act = random_bf16(rng, size_t(T) * K * I), sact = random_bf16(rng, size_t(T) * Is);
-      std::vector<int32_t> ids;
-      for (int t = 0; t < T; ++t)
-        for (int k = 0; k < K; ++k) ids.push_back(int32_t((t * 5 + k * 3) % E));
-      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-      DeviceBuffer<bf16> d_wd(wd), d_sd(sd), d_act(act), d_sact(sact);
-      DeviceBuffer<int32_t> d_ids(ids);
-      DeviceBuffer<float> d_tw(tw);
-      expect_last_block_norm_bits(rng, random_bf16(rng, size_t(T) * H, 2.f), T, H, [&](bf16* h, const RowNorm* n) {
-        moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
-                         h, nullptr, n);
-      });
-    }
 }
 
 }  // namespace

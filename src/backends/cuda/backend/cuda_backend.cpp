@@ -69,8 +69,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
   w.router_counter = w.arena.get<unsigned int>(1);
   STRIKER_CUDA_CHECK(cudaMemset(w.router_counter, 0, sizeof(unsigned int)));
-  w.norm_counter = w.arena.get<unsigned int>(1);
-  STRIKER_CUDA_CHECK(cudaMemset(w.norm_counter, 0, sizeof(unsigned int)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));

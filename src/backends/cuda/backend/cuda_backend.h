@@ -102,8 +102,8 @@ class CudaBackend : public Backend {
   // + shared experts of x).
   // `next_norm` as for swiglu_dense: written by the combine (moe_batched).
   void moe(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
-  void moe_decode_bf16(const DeviceLayer& layer, int T, const float* next_norm);
-  void moe_decode_nvfp4(const DeviceLayer& layer, int T, const float* next_norm);
+  void moe_decode_bf16(const DeviceLayer& layer, int T);
+  void moe_decode_nvfp4(const DeviceLayer& layer, int T);
   void moe_batched(const DeviceLayer& layer, int T, const float* next_norm);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 

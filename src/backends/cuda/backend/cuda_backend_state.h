@@ -52,8 +52,6 @@ struct CudaBackend::Workspace {
   int32_t* topk_ids;
   // The decode router's last-CTA counter (common/last_block.cuh): zero between launches.
   unsigned int* router_counter = nullptr;
-  // The decode MoE down kernel's last-CTA counter (it writes the next layer's x = rmsnorm(h)).
-  unsigned int* norm_counter = nullptr;
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;

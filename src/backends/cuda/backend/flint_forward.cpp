@@ -6,7 +6,6 @@
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
 
@@ -26,11 +25,9 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    // The layer's last pass (residual, MoE combine, or at decode the MoE down kernel's last CTA)
-    // also writes the next layer's x.
-    const float* next_norm = l + 1 < c.num_hidden_layers && !(T <= kGemvMaxTokens && ab_off("norm"))
-                                 ? model_.layers[size_t(l + 1)].input_norm
-                                 : nullptr;
+    // Above 8 tokens the layer's last pass (residual or MoE combine) also writes the next layer's x.
+    const float* next_norm =
+        T > kGemvMaxTokens && l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
 
     // Attention block.
     if (!x_ready) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)

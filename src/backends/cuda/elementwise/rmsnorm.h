@@ -15,9 +15,6 @@ struct RowNorm {
   const float* gamma = nullptr;
   float eps = 0.f;
   bf16* out = nullptr;
-  // Decode kernels whose last CTA normalises (elementwise/rmsnorm_row.cuh, last_block_norm): a
-  // zero-initialised device counter, left zero after each launch.
-  unsigned int* counter = nullptr;
 };
 
 // x, out: [rows, hidden] bf16; w: [hidden] fp32 (norm weights are kept in fp32 on the device so

@@ -1,7 +1,6 @@
 // The BF16 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
 // (gemv.cu).
 #pragma once
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/linear/skinny_mma.cuh"
 
 namespace striker::cuda {
@@ -53,7 +52,8 @@ constexpr unsigned kSkinnyDeepRingCtas = 264;
 // One wave of one CTA per SM (the H200 has 132): a split-8 launch this small whose warps have at
 // most 16 steps each (o_proj: 4096 wide, 16 steps) takes the 16-deep ring, so every weight byte is
 // requested before griddepcontrol.wait, as the one-token CUDA-core o_proj does (6.8 µs there against
-// 9.7-10.1 µs for the 8-deep ring, which requested half: docs/performance.md, seventh session).
+// 12.4 µs for the 8-deep ring, which requested half; measured 8.2-8.5 µs at 2-8 tokens:
+// docs/performance.md, "The MoE half of a decode layer").
 constexpr unsigned kSkinnyOneWaveCtas = 132;
 constexpr int kSkinnyDeepestSteps = 16;
 
@@ -65,7 +65,7 @@ void launch_skinny_bf16(const bf16_t* x, int in, const bf16_t* W0, const bf16_t*
   const dim3 grid = skinny_grid<K>(rows, S, T);
   const unsigned ctas = grid.x * grid.y;
   if constexpr (K == SkinnyTile::Gemv && M == GemvOut::Residual) {
-    if (S == 8 && ctas <= kSkinnyOneWaveCtas && (steps + 7) / 8 <= kSkinnyDeepestSteps && !ab_off("oproj")) {
+    if (S == 8 && ctas <= kSkinnyOneWaveCtas && (steps + 7) / 8 <= kSkinnyDeepestSteps) {
       launch_pdl(skinny_bf16_kernel<8, kSkinnyDeepestSteps, K, M>, grid, dim3(kSkinnyWarps * 32), 0, stream, x, in,
                  W0, W1, rows, out, T);
       return;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
@@ -60,19 +59,12 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   }
 }
 
-// The shared expert's down chunks a lane loads before the kernel's wait (they do not depend on the
-// routing): its first two chunks of rows o0 and o0 + 1, i.e. all of a 512-wide shared expert.
-constexpr int kSharedPre = 2;
-using SharedDownPrologue = WarpDotPrologue<2, kSharedPre>;
-
-// One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel). sp: the shared
-// expert's first chunks, already loaded (kSharedEarly), else loaded here.
-template <bool kSharedEarly>
+// One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel).
 __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd,
                                               int inter, int hidden, const int32_t* __restrict__ ids,
                                               const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
                                               const bf16_t* __restrict__ wd_shared, int shared_inter,
-                                              bf16_t* __restrict__ h, int o0, const SharedDownPrologue& sp) {
+                                              bf16_t* __restrict__ h, int o0) {
   const int t = blockIdx.y;
   const int o1 = min(o0 + 1, hidden - 1);
   const int lane = threadIdx.x & 31;
@@ -126,10 +118,7 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
     const bf16_t* xs = shared_act + int64_t(t) * shared_inter;
     const bf16_t* xr[2] = {xs, xs};
     float sacc[2][1];
-    if constexpr (kSharedEarly)  // the same chunks in the same order as warp_dot: the same sums
-      warp_dot_after_prologue<2, 1, kSharedPre>(sp, w, xr, 0, 1, shared_inter, sacc);
-    else
-      warp_dot<2, 1>(w, xr, 0, 1, shared_inter, sacc);
+    warp_dot<2, 1>(w, xr, 0, 1, shared_inter, sacc);
     y0 = round_bf16(y0 + round_bf16(sacc[0][0]));
     y1 = round_bf16(y1 + round_bf16(sacc[1][0]));
   }
@@ -142,29 +131,13 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
 // grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
 // rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
 // fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
-// With next.gamma set, the CTA that finishes last also writes the next layer's x = rmsnorm(h).
-// kMinCtas = 2: at most 128 registers, so two CTAs share an SM (1024 CTAs at 8 tokens; with ~150
-// registers one CTA per SM kept only 8 warps' loads in flight). kSharedEarly: the shared expert's
-// down rows are requested before the wait, off the routed rows' critical path.
-template <int kMinCtas, bool kSharedEarly>
-__global__ void __launch_bounds__(kWarps * 32, kMinCtas) moe_down_kernel(
+__global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
-    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, LastBlockNorm next) {
-  last_block_norm_prefetch(next, hidden);
-  pdl_launch_dependents();  // see launch.cuh
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  SharedDownPrologue sp;
-  if (kSharedEarly && shared_act != nullptr && o0 < hidden) {
-    const bf16_t* w[2] = {wd_shared + int64_t(o0) * shared_inter,
-                          wd_shared + int64_t(min(o0 + 1, hidden - 1)) * shared_inter};
-    warp_dot_prologue<2, kSharedPre>(w, shared_inter, sp);
-  }
-  pdl_wait();  // the routing, act and h come from earlier kernels
-  if (o0 < hidden)
-    moe_down_rows<kSharedEarly>(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0,
-                                sp);
-  last_block_norm(next, h, int(gridDim.y), hidden);  // x = rmsnorm(h) of the next layer, in the last CTA
+  if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
 }
 
 // Each thread combines 8 consecutive columns of one token with 16-byte loads (K expert rows, the
@@ -281,21 +254,16 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      const RowNorm* next_norm) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
-  const LastBlockNorm next = last_block_norm_of(next_norm, hidden, "moe_down_combine");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  const bool two = !ab_off("down"), early = !ab_off("shearly");
-  launch_pdl(two ? (early ? moe_down_kernel<2, true> : moe_down_kernel<2, false>)
-                 : (early ? moe_down_kernel<1, true> : moe_down_kernel<1, false>),
-             dim3(grid), dim3(kWarps * 32), 0, stream, 
+  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
-      reinterpret_cast<bf16_t*>(h), next);
+      reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
 }
 

@@ -20,13 +20,10 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + bf16(shared_act·Wd_shared) );  h = bf16(h + y).
 // shared_act [T, shared_inter] and w_down_shared [H, shared_inter] may be null (no shared expert).
-// K <= 8. With next_norm (its counter required), also next_norm->out = rmsnorm(h) of the new h,
-// written by the CTA that finishes last (the rmsnorm kernel's bits; T <= 8): the next layer's
-// input norm at decode without a launch of its own.
+// K <= 8.
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      const RowNorm* next_norm = nullptr);
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream);
 
 // Prefill path, after the routed experts ran as grouped GEMMs over rows sorted by expert:
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[inv[t·K+k]]) + y_shared[t])), where y_sorted

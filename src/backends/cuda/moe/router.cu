@@ -2,7 +2,7 @@
 // chain, so a token's logits, ids and weights are the same bits in each (the bf16 router's batched
 // logits come from cuBLASLt instead: router.h):
 // - decode steps (T <= 8) whose matrix slice fits in shared memory (Flint's bf16 router): an 8-CTA
-//   cluster per 2 tokens; each CTA copies its experts' rows into shared memory before
+//   cluster per token; each CTA copies its experts' rows into shared memory before
 //   griddepcontrol.wait, then computes the logits from there and CTA 0 selects the top K
 //   (router_cluster_kernel).
 // - other decode steps (an fp32 Flint router is 2 MiB): one warp per expert row over the whole
@@ -20,7 +20,6 @@
 #include <string>
 #include <type_traits>
 
-#include "backends/cuda/common/ab_switch.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
@@ -212,8 +211,10 @@ __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E
   return l;
 }
 constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
-// Tokens per cluster: 8 tokens run as 4 clusters (32 SMs), 1-2 tokens as one.
-constexpr int kRouterTokensPerCluster = 2;
+// Tokens per cluster: a step of T tokens runs as T clusters (8T SMs). Measured (graph rows, µs,
+// bf16 router with its input norm): T = 2 / 4 / 8: 9.54 / 9.56 / 9.69 at 1 token per cluster,
+// 10.79 / 10.96 / 10.95 at 2, 10.76 / 14.03 / 21.25 with one cluster for all; T = 1 9.34.
+constexpr int kRouterTokensPerCluster = 1;
 
 // With `gamma` set, the input is h and every CTA first computes x = rmsnorm(h, gamma) itself
 // (rmsnorm_row.cuh: the rmsnorm kernel's bits; the norm's gamma and the bias are copied before
@@ -221,8 +222,8 @@ constexpr int kRouterTokensPerCluster = 2;
 // launch of its own (3.3 µs per layer in the knock-out profile, docs/performance.md).
 // Cluster c of the grid takes tokens [c·tokens_per_cluster, ...) of the step: each cluster holds the
 // whole matrix (its own copy, from L2 after the first), so a step's dot products and norms spread
-// over T / tokens_per_cluster × 8 SMs instead of 8 (at 8 tokens one cluster's CTAs spent ~4× as
-// long on them as at 2).
+// over T / tokens_per_cluster × 8 SMs instead of 8 (one cluster for 8 tokens: 21.3 µs, one per
+// token: 9.7).
 template <typename W>
 __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
@@ -342,8 +343,7 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
     return true;
   }();
   (void)configured;
-  const int per = ab_off("router") ? T : (ab_off("rtok1") ? 1 : kRouterTokensPerCluster);
-  const int clusters = (T + per - 1) / per;
+  const int per = kRouterTokensPerCluster, clusters = (T + per - 1) / per;
   const size_t smem = cluster_layout(std::min(T, per), rs.hidden, rs.n_experts, sizeof(W)).total;
   launch_pdl_cluster(kernel, dim3(unsigned(kClusterCtas * clusters)), dim3(kClusterWarps * 32), smem, kClusterCtas,
                      stream,

@@ -6,7 +6,6 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/elementwise/rmsnorm_row.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -79,11 +78,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 // moe_down_kernel). Taken when inter or the fused shared expert's inter is above 512 (else the
 // half-warp kernel below). All K experts' code chunks are loaded before any is used (K <= 8,
 // unrolled), so a lane has up to 16 weight loads in flight instead of one expert's at a time.
-__device__ __forceinline__ void nvfp4_moe_down_rows(const bf16_t* __restrict__ act, int K, const Nvfp4Stack& wd,
-                                                    int inter, int hidden, const int32_t* __restrict__ ids,
-                                                    const float* __restrict__ topk_w, const Nvfp4Shared& sh,
-                                                    const bf16_t* __restrict__ shared_act,
-                                                    const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
+__global__ void __launch_bounds__(kWarps * 32)
+    nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
+                          const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
+                          const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
+                          bf16_t* __restrict__ h) {
   pdl_grid_start();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 >= hidden) return;
@@ -164,10 +163,11 @@ __device__ __forceinline__ float half_warp_sum(float v) {
 // half the decode work per lane, the same partial per (row, chunk), and half_warp_sum in place of
 // warp_sum — the same sums bit for bit. The shared expert's down chunk is loaded before pdl_wait
 // (it does not depend on the routing), the routed ones after.
-__device__ __forceinline__ void nvfp4_moe_down_half_warp_rows(
-    const bf16_t* __restrict__ act, int K, const Nvfp4Stack& wd, int inter, int hidden,
-    const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const Nvfp4Shared& sh,
-    const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
+__global__ void __launch_bounds__(kWarps * 32)
+    nvfp4_moe_down_half_warp_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
+                                    const int32_t* __restrict__ ids, const float* __restrict__ topk_w,
+                                    Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
+                                    const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 >= hidden) return;
@@ -220,22 +220,6 @@ __device__ __forceinline__ void nvfp4_moe_down_half_warp_rows(
   }
 }
 
-// The two down kernels: a body above, then (next.gamma set) the next layer's x = rmsnorm(h) in the
-// CTA that finishes last (elementwise/rmsnorm_row.cuh), after every CTA's rows of h are stored.
-template <bool kHalfWarp>
-__global__ void __launch_bounds__(kWarps * 32)
-    nvfp4_moe_down_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
-                          const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
-                          const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
-                          bf16_t* __restrict__ h, LastBlockNorm next) {
-  last_block_norm_prefetch(next, hidden);
-  if constexpr (kHalfWarp)
-    nvfp4_moe_down_half_warp_rows(act, K, wd, inter, hidden, ids, topk_w, sh, shared_act, y_shared, h);
-  else
-    nvfp4_moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, sh, shared_act, y_shared, h);
-  last_block_norm(next, h, int(gridDim.y), hidden);  // gridDim.y: the tokens
-}
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 64 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 64");
@@ -263,10 +247,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            const RowNorm* next_norm) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
   if (T <= 0) return;
-  const LastBlockNorm next = last_block_norm_of(next_norm, hidden, "nvfp4_moe_down_combine");
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
   check_width("nvfp4_moe_down_combine", inter);
@@ -274,11 +256,17 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   if (fused_shared) check_width("nvfp4_moe_down_combine (shared)", shared->inter);
   const Nvfp4Shared sh = fused_shared ? *shared : Nvfp4Shared{};
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  const bool half_warp = inter <= 512 && (!fused_shared || sh.inter <= 512);
-  launch_pdl(half_warp ? nvfp4_moe_down_kernel<true> : nvfp4_moe_down_kernel<false>, grid, dim3(kWarps * 32), 0,
-             stream, reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
-             reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h), next);
+  if (inter <= 512 && (!fused_shared || sh.inter <= 512)) {
+    launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), 0, stream,
+               reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
+               reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
+               reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
+    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
+    return;
+  }
+  launch_pdl(nvfp4_moe_down_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down,
+             inter, hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
+             reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
 }
 

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "core/bf16.h"
 
@@ -35,11 +34,9 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + ys );  h = bf16(h + y), where ys is the shared
 // expert's bf16 output: computed here from shared_act and shared->down when shared_act is
 // given, or read from y_shared [T, H] (a BF16 shared expert run beforehand), or absent when both are null.
-// next_norm: as moe.h's moe_down_combine (the next layer's x = rmsnorm(h), in the last CTA).
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            const RowNorm* next_norm = nullptr);
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream);
 
 // CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
 // gate/up [E, I, H], down [E, H, I]; shared_* may be null.
