@@ -72,6 +72,25 @@ void bench_router(std::mt19937& rng) {
       row(name + " (one launch)", &c, time_us(route), wbytes);
     }
   }
+  // The production decode form: the bf16 router with the post-attention norm inside (one cluster
+  // per token), T = 1..8 (the correctness checks are CudaRouterDecode's).
+  const auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
+  const int nc = copies_for(double(E) * H * 2);
+  std::vector<DeviceBuffer<bf16>> wbs;
+  for (int i = 0; i < nc; ++i) wbs.emplace_back(wb);
+  DeviceBuffer<float> d_gamma(random_f32(rng, size_t(H), 1.f, 0.3f));
+  for (int T : {1, 2, 4, 8}) {
+    DeviceBuffer<bf16> d_h(random_bf16(rng, size_t(T) * H, 2.f)), d_x(size_t(T) * H);
+    DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
+    DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+    auto counter = zero_counters(1);
+    const RouterInputNorm in_norm{d_gamma.get(), 1e-6f, d_x.get()};
+    auto route = [&](int i) {
+      router_topk(d_h.get(), T, rs, wbs[size_t(i % nc)].get(), nullptr, d_bias.get(), d_logits.get(), counter.get(),
+                  d_ids.get(), d_w.get(), bench_stream(), &in_norm);
+    };
+    row("router bf16 + norm T=" + std::to_string(T), nullptr, time_us(route), double(E) * H * 2);
+  }
 }
 
 }  // namespace

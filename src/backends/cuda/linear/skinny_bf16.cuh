@@ -9,9 +9,9 @@ namespace striker::cuda {
 // steps are in flight per warp, the first U requested before griddepcontrol.wait (the weights do
 // not depend on earlier kernels). Tiles past `rows` compute clamped rows and store nothing.
 // W0/W1: the matrices (gate, up for GateUp).
-// 3 CTAs per SM (80 registers) for the 4-deep ring; 2 for the 8-deep ring.
+// 3 CTAs per SM (80 registers) for the 4-deep ring; 2 for the 8-deep ring; 1 for the 16-deep one.
 template <int S, int U, SkinnyTile K, GemvOut M>
-__global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : 2)
+__global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : (U <= 8 ? 2 : 1))
     skinny_bf16_kernel(const bf16_t* __restrict__ x, int in_, const bf16_t* __restrict__ W0,
                        const bf16_t* __restrict__ W1, int rows, void* out, int T) {
   pdl_launch_dependents();  // see launch.cuh
@@ -49,14 +49,29 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : 2)
 // CTAs below which a split-8 dense launch keeps 8 steps in flight per warp instead of 4 (one CTA
 // per SM would otherwise hold ~32 KiB of loads: o_proj and dense down have 128 CTAs).
 constexpr unsigned kSkinnyDeepRingCtas = 264;
+// One wave of one CTA per SM (the H200 has 132): a split-8 launch this small whose warps have at
+// most 16 steps each (o_proj: 4096 wide, 16 steps) takes the 16-deep ring, so every weight byte is
+// requested before griddepcontrol.wait, as the one-token CUDA-core o_proj does (6.8 µs there against
+// 12.4 µs for the 8-deep ring, which requested half; measured 8.2-8.5 µs at 2-8 tokens:
+// docs/performance.md, "The MoE half of a decode layer").
+constexpr unsigned kSkinnyOneWaveCtas = 132;
+constexpr int kSkinnyDeepestSteps = 16;
 
 // T tokens (2..8 in production). Shapes are checked by the callers (in % 8 == 0, 16-byte aligned rows).
 template <SkinnyTile K, GemvOut M>
 void launch_skinny_bf16(const bf16_t* x, int in, const bf16_t* W0, const bf16_t* W1, int rows, void* out, int T,
                         cudaStream_t stream) {
-  const int S = skinny_split((in + 31) / 32, 4);
+  const int steps = (in + 31) / 32, S = skinny_split(steps, 4);
   const dim3 grid = skinny_grid<K>(rows, S, T);
-  skinny_dispatch<true>(S, grid.x * grid.y < kSkinnyDeepRingCtas, [&](auto s, auto u) {
+  const unsigned ctas = grid.x * grid.y;
+  if constexpr (K == SkinnyTile::Gemv && M == GemvOut::Residual) {
+    if (S == 8 && ctas <= kSkinnyOneWaveCtas && (steps + 7) / 8 <= kSkinnyDeepestSteps) {
+      launch_pdl(skinny_bf16_kernel<8, kSkinnyDeepestSteps, K, M>, grid, dim3(kSkinnyWarps * 32), 0, stream, x, in,
+                 W0, W1, rows, out, T);
+      return;
+    }
+  }
+  skinny_dispatch<true>(S, ctas < kSkinnyDeepRingCtas, [&](auto s, auto u) {
     launch_pdl(skinny_bf16_kernel<decltype(s)::value, decltype(u)::value, K, M>, grid, dim3(kSkinnyWarps * 32), 0,
                stream, x, in, W0, W1, rows, out, T);
   });

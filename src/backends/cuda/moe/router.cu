@@ -1,9 +1,10 @@
 // MoE router (FLINT.md §4), three forms; the CUDA-core ones share one per-lane chunk order and fmaf
 // chain, so a token's logits, ids and weights are the same bits in each (the bf16 router's batched
 // logits come from cuBLASLt instead: router.h):
-// - decode steps (T <= 8) whose matrix slice fits in shared memory (Flint's bf16 router): one 8-CTA
-//   cluster; each CTA copies its experts' rows into shared memory before griddepcontrol.wait, then
-//   computes the logits from there and CTA 0 selects the top K (router_cluster_kernel).
+// - decode steps (T <= 8) whose matrix slice fits in shared memory (Flint's bf16 router): an 8-CTA
+//   cluster per token; each CTA copies its experts' rows into shared memory before
+//   griddepcontrol.wait, then computes the logits from there and CTA 0 selects the top K
+//   (router_cluster_kernel).
 // - other decode steps (an fp32 Flint router is 2 MiB): one warp per expert row over the whole
 //   GPU, the row in registers before the wait, the top K in the CTA that finishes last
 //   (router_decode_kernel, common/last_block.cuh).
@@ -210,18 +211,36 @@ __host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E
   return l;
 }
 constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
+// Tokens per cluster: a step of T tokens runs as T clusters (8T SMs). Measured (graph rows, µs,
+// bf16 router with its input norm): T = 2 / 4 / 8: 9.54 / 9.56 / 9.69 at 1 token per cluster,
+// 10.79 / 10.96 / 10.95 at 2, 10.76 / 14.03 / 21.25 with one cluster for all; T = 1 9.34.
+constexpr int kRouterTokensPerCluster = 1;
 
 // With `gamma` set, the input is h and every CTA first computes x = rmsnorm(h, gamma) itself
 // (rmsnorm_row.cuh: the rmsnorm kernel's bits; the norm's gamma and the bias are copied before
 // the wait), and CTA 0 writes x to x_out for the expert kernels: the post-attention norm costs no
 // launch of its own (3.3 µs per layer in the knock-out profile, docs/performance.md).
+// Cluster c of the grid takes tokens [c·tokens_per_cluster, ...) of the step: each cluster holds the
+// whole matrix (its own copy, from L2 after the first), so a step's dot products and norms spread
+// over T / tokens_per_cluster × 8 SMs instead of 8 (one cluster for 8 tokens: 21.3 µs, one per
+// token: 9.7).
 template <typename W>
 __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, int32_t* __restrict__ ids,
-    float* __restrict__ weights, const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
+    float* __restrict__ weights, const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out,
+    int tokens_per_cluster) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();
+  {  // this cluster's tokens
+    const int t0 = int(blockIdx.x / kClusterCtas) * tokens_per_cluster;
+    T = min(tokens_per_cluster, T - t0);
+    x += int64_t(t0) * hidden;
+    logits += int64_t(t0) * E;
+    ids += int64_t(t0) * K;
+    weights += int64_t(t0) * K;
+    if (x_out != nullptr) x_out += int64_t(t0) * hidden;
+  }
   // Relaxed arrive now, wait before the first DSMEM store: no CTA writes into CTA 0's shared memory
   // before CTA 0 has started.
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
@@ -324,12 +343,14 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
     return true;
   }();
   (void)configured;
-  const size_t smem = cluster_layout(T, rs.hidden, rs.n_experts, sizeof(W)).total;
-  launch_pdl_cluster(kernel, dim3(kClusterCtas), dim3(kClusterWarps * 32), smem, kClusterCtas, stream,
+  const int per = kRouterTokensPerCluster, clusters = (T + per - 1) / per;
+  const size_t smem = cluster_layout(std::min(T, per), rs.hidden, rs.n_experts, sizeof(W)).total;
+  launch_pdl_cluster(kernel, dim3(unsigned(kClusterCtas * clusters)), dim3(kClusterWarps * 32), smem, kClusterCtas,
+                     stream,
                      reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
                      rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w,
                      in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
-                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr);
+                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr, per);
   STRIKER_CUDA_CHECK_LAUNCH("router_cluster");
 }
 

@@ -30,7 +30,7 @@ class LtGemm;
 
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
-// T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster holding the
+// T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster per token holding the
 // matrix in shared memory when it fits, else one spread over the GPU whose last CTA selects, with
 // counter: a zero-initialised device counter, left zero). Larger T: the logits, then a selection
 // kernel (counter unused). The logits of larger steps come from a tensor-core GEMM through `lt`
