@@ -87,21 +87,47 @@ struct TmaWeights {
   }
 };
 
-// Persistent: CTA b takes the work items b, b + gridDim.x, ... (item = row tile · col_blocks +
-// column block, so the column blocks of one row tile and the row tiles of one expert stay close in
-// time) until the device-side tile count runs out. The ring and its barriers carry over from item
-// to item: stage g (counted over all of the CTA's items) lives in slot g % kStages and its
-// phases have parity (g / kStages) & 1, so the producer fills the next item's first stages while
-// the consumers run the previous item's epilogue.
-template <bool kGated, class Ring, WgSignal kSignal>
+// Which item a CTA takes next (item = row tile · col_blocks + column block, so the column blocks
+// of one row tile and the row tiles of one expert are neighbours). Each CTA starts with item
+// blockIdx.x; then
+//   static:  blockIdx.x + gridDim.x, + 2·gridDim.x, ...: CTAs that drew short items (64-row
+//            tiles) drift rounds ahead of others, and an expert's two row tiles can then run far
+//            apart in time, its weights leaving L2 in between;
+//   dynamic: the next unclaimed item (an atomic counter), so the items in flight stay one
+//            window of ~gridDim.x neighbours.
+// TEMPORARY: both are built for one comparison on the H200. g_wg_work: [0] items handed out past
+// the first round, [1] CTAs done; the last CTA done zeroes both for the next launch (launches of
+// these kernels on one device must not overlap: one stream per backend, which is the case).
+__device__ int g_wg_work[2];
+__device__ __forceinline__ void wg_work_done() {
+  __threadfence();  // this CTA's last claim is ordered before its "done"
+  if (atomicAdd(&g_wg_work[1], 1) == int(gridDim.x) - 1) {
+    atomicExch(&g_wg_work[0], 0);
+    atomicExch(&g_wg_work[1], 0);
+  }
+}
+
+// Persistent CTAs walk their work items. The ring and its barriers carry over from item to item:
+// stage g (counted over all of the CTA's items) lives in slot g % kStages and its phases have
+// parity (g / kStages) & 1, so the producer fills the next item's first stages while the
+// consumers run the previous item's epilogue. The producer writes each item's index next to its
+// first stage (stage_item) and ends with a stage carrying -1, so the consumers follow whatever
+// order the producer took.
+template <bool kGated, class Ring, WgSignal kSignal, bool kDynamic>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ TmaWeights weights, const WgmmaArgs args) {
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
   const int items = *args.num_tiles * args.col_blocks;
-  if (int(blockIdx.x) >= items) return;
+  if (int(blockIdx.x) >= items) {
+    if constexpr (kDynamic)
+      if (threadIdx.x == 0) wg_work_done();
+    return;
+  }
   constexpr int kStages = Ring::kStages;
 
   __shared__ uint64_t full[kStages], empty[kStages];
+  __shared__ int stage_item[kStages];  // item of the stage that starts it (kt = 0); -1: no more items
+  __shared__ int claimed;              // kDynamic: the producer's newest claim
   extern __shared__ uint8_t wg_smem[];
   // The swizzles key on address bits 7-9 (128B) or 7-8 (64B): the ring starts on a 1024-byte boundary.
   const uint32_t raw = smem_u32(wg_smem);
@@ -133,8 +159,26 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       fence_proxy_async_shared();
       mbar_arrive(&full[g % kStages]);
     };
+    // kDynamic: thread 0 claims the CTA's next item as it starts an item (the atomic's latency
+    // hides behind the item's loads) and hands it to the warpgroup at the item's end.
+    int upcoming = 0;
+    auto next = [&](int item) {
+      if constexpr (!kDynamic) {
+        return item + int(gridDim.x);
+      } else {
+        named_barrier_sync(1, kWgProducerThreads);  // everyone has read the previous claim
+        if (t == 0) {
+          claimed = upcoming;
+          if (upcoming >= items) wg_work_done();
+        }
+        named_barrier_sync(1, kWgProducerThreads);
+        return claimed;
+      }
+    };
     int g = 0;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    for (int item = blockIdx.x; item < items; item = next(item)) {
+      if constexpr (kDynamic)
+        if (t == 0) upcoming = int(gridDim.x) + atomicAdd(&g_wg_work[0], 1);
       const MoeTile tile = args.tiles[item / args.col_blocks];
       const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
       int src[Ring::kAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
@@ -152,6 +196,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kStages;
         if (g >= kStages) mbar_wait(&empty[s], uint32_t((g / kStages - 1) & 1));
+        if (kt == 0 && t == 0) stage_item[s] = item;  // published by thread 0's arrival on full[s]
         weights.template issue<kGated, Ring>(kt, ring + Ring::b_stage(s), &full[s], t, b_row0);
         uint8_t* a_dst = ring + Ring::a_stage(s);
         const int k = kt * Ring::kBK + chunk * 8;
@@ -173,13 +218,18 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         }
       }
     }
-    if constexpr (kSignal == WgSignal::kNoinc) {
-      cp_async_commit();  // leave only once the copies (and with them the arrivals) have landed
-      cp_async_wait<0>();
-    } else {
-      cp_async_wait<0>();
+    cp_async_commit();  // kNoinc: leave only once the copies (and with them the arrivals) have landed
+    cp_async_wait<0>();
+    if constexpr (kSignal == WgSignal::kLag)
       for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
+    // One more stage, carrying no data and item -1: the consumers leave.
+    const int s = g % kStages;
+    if (g >= kStages) mbar_wait(&empty[s], uint32_t((g / kStages - 1) & 1));
+    if (t == 0) {
+      stage_item[s] = -1;
+      mbar_arrive(&full[s]);  // in place of the expect_tx arrival
     }
+    mbar_arrive(&full[s]);
     return;
   }
 
@@ -188,14 +238,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int wg = warpgroup - 1;
   const int t = int(threadIdx.x) % 128;
   const bool releaser = t % 32 == 0;  // one arrival per warp on the empty barriers
-  int g = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+  for (int g = 0;;) {
+    // The item's first stage names the item (lane 0's read broadcast: provably warp-uniform).
+    mbar_wait(&full[g % kStages], uint32_t((g / kStages) & 1));
+    const int item = __shfl_sync(0xffffffffu, stage_item[g % kStages], 0);
+    if (item < 0) break;
     const MoeTile tile = args.tiles[item / args.col_blocks];
     const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
     const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
     if (!active) {  // keep the barrier protocol: wait for each stage, release it
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
-        mbar_wait(&full[g % kStages], uint32_t((g / kStages) & 1));
+        if (kt > 0) mbar_wait(&full[g % kStages], uint32_t((g / kStages) & 1));
         if (releaser) mbar_arrive(&empty[g % kStages]);
       }
       continue;
@@ -206,7 +259,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     wgmma_fence_operands(acc);
     for (int kt = 0; kt < k_tiles; ++kt, ++g) {
       const int s = g % kStages;
-      mbar_wait(&full[s], uint32_t((g / kStages) & 1));
+      if (kt > 0) mbar_wait(&full[s], uint32_t((g / kStages) & 1));
       // kNoinc: the A rows were written through the generic proxy by other threads' cp.async,
       // made visible to this thread by the barrier; fence them for this thread's wgmma reads.
       if constexpr (kSignal == WgSignal::kNoinc) fence_proxy_async_shared();
@@ -289,10 +342,10 @@ TmaWeights tma_weights(const char* what, const bf16* w0, const bf16* w1, const W
   return TmaWeights{{map(w0), map(w1)}};
 }
 
-template <bool kGated, class Ring, WgSignal kSignal>
+template <bool kGated, class Ring, WgSignal kSignal, bool kDynamic = false>
 void launch_ring(const char* what, const WgmmaArgs& args, const bf16* w0, const bf16* w1, int T, int K,
                  const MoeRouting& r, cudaStream_t stream) {
-  auto* kernel = grouped_wgmma_kernel<kGated, Ring, kSignal>;
+  auto* kernel = grouped_wgmma_kernel<kGated, Ring, kSignal, kDynamic>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
@@ -316,8 +369,9 @@ void launch_ring(const char* what, const WgmmaArgs& args, const bf16* w0, const 
 // TEMPORARY, for one comparison run on the H200 (docs/performance.md, "more stages in flight"):
 // STRIKER_MOE_WGMMA_RING picks the ring and the producer's signal: "lag64" (4 × 48 KiB stages,
 // lag-2 signal: the kernel before this change), "noinc64" (4 × 48 KiB, noinc arrivals) or
-// "noinc32" (9 × 24 KiB, noinc arrivals; the default). The loser is deleted after the run.
-enum class WgVariant { kLag64, kNoinc64, kNoinc32 };
+// "noinc32" (9 × 24 KiB, noinc arrivals; the default), "noinc32dyn" (the same with the dynamic
+// item order). The losers are deleted after the run.
+enum class WgVariant { kLag64, kNoinc64, kNoinc32, kNoinc32Dyn };
 WgVariant wg_variant() {
   static const WgVariant v = [] {
     const char* e = std::getenv("STRIKER_MOE_WGMMA_RING");
@@ -325,7 +379,8 @@ WgVariant wg_variant() {
     if (s == "lag64") return WgVariant::kLag64;
     if (s == "noinc64") return WgVariant::kNoinc64;
     if (s == "noinc32") return WgVariant::kNoinc32;
-    throw Error("STRIKER_MOE_WGMMA_RING=" + s + ": expected lag64, noinc64 or noinc32");
+    if (s == "noinc32dyn") return WgVariant::kNoinc32Dyn;
+    throw Error("STRIKER_MOE_WGMMA_RING=" + s + ": expected lag64, noinc64, noinc32 or noinc32dyn");
   }();
   return v;
 }
@@ -340,6 +395,8 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const bf16* w0, const
       return launch_ring<kGated, WgRingK64, WgSignal::kNoinc>(what, args, w0, w1, T, K, r, stream);
     case WgVariant::kNoinc32:
       return launch_ring<kGated, WgRingK32, WgSignal::kNoinc>(what, args, w0, w1, T, K, r, stream);
+    case WgVariant::kNoinc32Dyn:
+      return launch_ring<kGated, WgRingK32, WgSignal::kNoinc, true>(what, args, w0, w1, T, K, r, stream);
   }
 }
 
