@@ -1,14 +1,14 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h): persistent CTAs (one per SM) walking the
 // work items (128-row tile of one expert, column block), warp-specialised.
 //
-//   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
-//     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
-//     all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into the same
-//     128B-swizzled layout TMA writes; each thread signals the stage's "full" barrier once its
-//     copies have landed (cp.async.wait_group + fence.proxy.async: wgmma reads through the async
-//     proxy), kWgLag stages behind its issue, so loads of kWgLag + 1 stages are in flight.
-//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage four
-//     wgmma m64n256k16 (k16 steps) into 128 fp32 registers, then release the previous stage's
+//   warpgroup 0 (producer, 88 registers): per k slice (WgRing: 64 wide in a 4 × 48 KiB ring with the
+//     128B swizzle, or 32 wide in a 9 × 24 KiB ring with the 64B swizzle), thread 0 issues two TMA
+//     loads of 128 weight rows each (the gate and up rows of the column block, or 256 rows of
+//     W_down) and all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into
+//     the same swizzled layout TMA writes; the stage's "full" barrier completes when both have
+//     landed (WgSignal: the copies' own mbarrier arrivals, or the older lag-2 wait_group scheme).
+//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage one
+//     wgmma m64n256k16 per k16 step into 128 fp32 registers, then release the previous stage's
 //     "empty" barrier once its wgmma group has completed. A warpgroup whose 64 rows are all past
 //     the expert's end skips the MMAs (still keeps the barrier protocol).
 //   epilogue (consumers, from registers): FLINT.md §4 rounding exactly as moe_grouped.cu:
