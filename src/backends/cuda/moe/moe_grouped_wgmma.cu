@@ -107,12 +107,18 @@ __device__ __forceinline__ void wg_work_done() {
   }
 }
 
+// An item as the producer hands it to the consumers in shared memory (trivial: no dynamic init).
+struct WgWork {
+  int item;  // -1: no more items
+  int expert, first, rows;
+};
+
 // Persistent CTAs walk their work items. The ring and its barriers carry over from item to item:
 // stage g (counted over all of the CTA's items) lives in slot g % kStages and its phases have
 // parity (g / kStages) & 1, so the producer fills the next item's first stages while the
-// consumers run the previous item's epilogue. The producer writes each item's index next to its
-// first stage (stage_item) and ends with a stage carrying -1, so the consumers follow whatever
-// order the producer took.
+// consumers run the previous item's epilogue. The producer writes each item (and its tile, which
+// it has read already) next to the item's first stage and ends with a stage carrying item -1, so
+// the consumers follow whatever order the producer took without a global load of their own.
 template <bool kGated, class Ring, WgSignal kSignal, bool kDynamic>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ TmaWeights weights, const WgmmaArgs args) {
@@ -126,7 +132,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   constexpr int kStages = Ring::kStages;
 
   __shared__ uint64_t full[kStages], empty[kStages];
-  __shared__ int stage_item[kStages];  // item of the stage that starts it (kt = 0); -1: no more items
+  __shared__ WgWork stage_work[kStages];  // the item a stage starts (kt = 0)
   __shared__ int claimed;              // kDynamic: the producer's newest claim
   extern __shared__ uint8_t wg_smem[];
   // The swizzles key on address bits 7-9 (128B) or 7-8 (64B): the ring starts on a 1024-byte boundary.
@@ -196,7 +202,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kStages;
         if (g >= kStages) mbar_wait(&empty[s], uint32_t((g / kStages - 1) & 1));
-        if (kt == 0 && t == 0) stage_item[s] = item;  // published by thread 0's arrival on full[s]
+        if (kt == 0 && t == 0) stage_work[s] = WgWork{item, tile.expert, tile.first, tile.rows};  // published by thread 0's arrival on full[s]
         weights.template issue<kGated, Ring>(kt, ring + Ring::b_stage(s), &full[s], t, b_row0);
         uint8_t* a_dst = ring + Ring::a_stage(s);
         const int k = kt * Ring::kBK + chunk * 8;
@@ -226,7 +232,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     const int s = g % kStages;
     if (g >= kStages) mbar_wait(&empty[s], uint32_t((g / kStages - 1) & 1));
     if (t == 0) {
-      stage_item[s] = -1;
+      stage_work[s].item = -1;
       mbar_arrive(&full[s]);  // in place of the expect_tx arrival
     }
     mbar_arrive(&full[s]);
@@ -241,9 +247,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   for (int g = 0;;) {
     // The item's first stage names the item (lane 0's read broadcast: provably warp-uniform).
     mbar_wait(&full[g % kStages], uint32_t((g / kStages) & 1));
-    const int item = __shfl_sync(0xffffffffu, stage_item[g % kStages], 0);
+    const int item = __shfl_sync(0xffffffffu, stage_work[g % kStages].item, 0);
     if (item < 0) break;
-    const MoeTile tile = args.tiles[item / args.col_blocks];
+    const WgWork tile = stage_work[g % kStages];
     const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
     const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
     if (!active) {  // keep the barrier protocol: wait for each stage, release it

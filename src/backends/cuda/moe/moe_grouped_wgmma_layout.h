@@ -49,7 +49,9 @@ struct WgRing {
   static constexpr int kSmemBytes = kStages * kStageBytes + kSw128AtomBytes;  // + slack to align the ring to 1024 B
   static_assert(kWgLag < kStages, "the producer would wait on a stage it has not signalled");
   static_assert(kABytes % kSw128AtomBytes == 0 && kBBytes % kSw128AtomBytes == 0, "tiles stay 1024-aligned");
-  static_assert(kSmemBytes + 2 * 8 * kStages <= kWgSmemLimit, "ring + barriers fit one CTA");
+  // + per stage two mbarriers and the 16-byte item record, and a few words of static shared memory
+  static constexpr int kStaticBytes = 32 * kStages + 64;
+  static_assert(kSmemBytes + kStaticBytes <= kWgSmemLimit, "ring + barriers fit one CTA");
 
   // A rows are gathered by the producer's threads with 16-byte cp.async: in pass p thread t copies
   // chunk a_chunk(t) of tile row a_row(t, p). kChunks consecutive threads read one row's contiguous
