@@ -64,51 +64,6 @@ TEST(WgmmaLayout, DescriptorStepsAddressTheStoredElements) {
         }
 }
 
-// The 64-byte swizzle (rows of 32 bf16): hand placement = the hardware XOR, a permutation of each
-// 512-byte atom, and descriptors whose k16 steps read back the stored elements.
-TEST(WgmmaLayout, Sw64HandSwizzleMatchesTheHardwareXor) {
-  for (uint32_t base : {0u, 512u, 9216u, 221184u - 512u})
-    for (int row = 0; row < 256; ++row)
-      for (int chunk = 0; chunk < 4; ++chunk)
-        for (int byte = 0; byte < 16; ++byte) {
-          const uint32_t logical = base + uint32_t(row) * 64 + uint32_t(chunk) * 16 + uint32_t(byte);
-          ASSERT_EQ(sw64_address(logical), base + sw64_offset(row, chunk) + uint32_t(byte))
-              << "base " << base << " row " << row << " chunk " << chunk;
-        }
-  std::set<uint32_t> seen;
-  for (int row = 0; row < 8; ++row)
-    for (int chunk = 0; chunk < 4; ++chunk) seen.insert(sw64_offset(row, chunk));
-  EXPECT_EQ(seen.size(), 32u);
-  EXPECT_EQ(*seen.rbegin(), uint32_t(kSw64AtomBytes - 16));
-  // The eight rows of one core matrix's 16-byte column sit in eight different 16-byte bank groups.
-  for (int chunk = 0; chunk < 4; ++chunk) {
-    std::set<uint32_t> banks;
-    for (int row = 0; row < 8; ++row) banks.insert((sw64_offset(row, chunk) % 128) / 16);
-    EXPECT_EQ(banks.size(), 8u);
-  }
-}
-
-TEST(WgmmaLayout, Sw64DescriptorBitFieldsAndSteps) {
-  const uint64_t d = wgmma_desc_sw64(0x12340u);
-  EXPECT_EQ(d & 0x3FFFu, 0x1234u);             // start address >> 4
-  EXPECT_EQ((d >> 16) & 0x3FFFu, 1u);          // leading byte offset (unused) >> 4
-  EXPECT_EQ((d >> 32) & 0x3FFFu, 512u >> 4);   // stride byte offset: 8 rows of 64 B
-  EXPECT_EQ((d >> 49) & 0x7u, 0u);             // base offset
-  EXPECT_EQ(d >> 62, 2u);                      // 64-byte swizzle
-  for (uint32_t base : {0u, 8192u, 24576u * 5})
-    for (int r0 : {0, 64, 128})
-      for (int kk = 0; kk < 2; ++kk) {
-        const uint64_t desc = wgmma_desc_sw64(base + uint32_t(r0) * kSw64RowBytes + uint32_t(kk) * 32);
-        for (int row = 0; row < 256 - r0; ++row)
-          for (int k = 0; k < 16; ++k) {
-            const int col = 16 * kk + k;
-            const uint32_t stored = base + sw64_offset(r0 + row, col / 8) + uint32_t(col % 8) * 2;
-            ASSERT_EQ(wgmma_operand_address_sw64(desc, row, k), stored)
-                << "base " << base << " r0 " << r0 << " kk " << kk << " row " << row << " k " << k;
-          }
-      }
-}
-
 TEST(WgmmaLayout, AccumulatorFragmentCoversTheTileOnce) {
   constexpr int kN = 256;
   std::set<std::pair<int, int>> seen;

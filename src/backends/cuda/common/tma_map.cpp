@@ -65,12 +65,6 @@ CUtensorMap make_tma_map_bf16_sw128(const bf16* base, int64_t rows, int64_t cols
                    what);
 }
 
-CUtensorMap make_tma_map_bf16_sw64(const bf16* base, int64_t rows, int64_t cols, int box_rows, const char* what) {
-  return encode_2d(Tiled2d{base, rows, cols, int(sizeof(bf16)), 8, box_rows, kSw64RowElems,
-                           CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_SWIZZLE_64B},
-                   what);
-}
-
 CUtensorMap make_tma_map_u8(const uint8_t* base, int64_t rows, int64_t cols, int box_rows, int box_cols,
                             const char* what) {
   if (box_cols <= 0 || box_cols > 256 || box_cols % 16 != 0)

@@ -17,8 +17,6 @@ namespace striker::cuda {
 // (wgmma_layout.h). Reads outside the matrix fill zeros. Throws striker::Error with `what` on
 // any bad argument or driver failure.
 CUtensorMap make_tma_map_bf16_sw128(const bf16* base, int64_t rows, int64_t cols, int box_rows, const char* what);
-// The same in boxes of box_rows × 32 columns (64-byte rows) with the 64B swizzle (wgmma_layout.h).
-CUtensorMap make_tma_map_bf16_sw64(const bf16* base, int64_t rows, int64_t cols, int box_rows, const char* what);
 
 // A row-major [rows, cols] byte matrix (row stride `cols`, a multiple of 16; base 16-byte aligned)
 // read in unswizzled boxes of box_rows × box_cols bytes (box_cols a multiple of 16, <= 256): the

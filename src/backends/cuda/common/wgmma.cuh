@@ -47,13 +47,6 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
                : "memory");
 }
-// An arrival on `bar` made once every cp.async this thread issued before it has completed (the
-// thread does not wait). .noinc: the arrival counts against the barrier's expected count, so the
-// init count must include one per calling thread. The consumers, after their wait, still fence
-// the generic-proxy data for wgmma (fence_proxy_async_shared).
-__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
 // Spins (try_wait suspends the thread for a system-defined time per attempt) until the phase of
 // parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {

@@ -54,32 +54,6 @@ STRIKER_HOST_DEVICE constexpr uint32_t wgmma_operand_address(uint64_t desc, int 
   return sw128_address(start + uint32_t(row / 8) * sbo + uint32_t(row % 8) * kSw128RowBytes + uint32_t(k) * 2);
 }
 
-// The 64-byte swizzle (TMA's CU_TENSOR_MAP_SWIZZLE_64B, descriptor layout 2) for tiles of 32 bf16
-// per row (64 bytes = four 16-byte chunks): the hardware XORs address bits [4:5] with bits [7:8],
-// so chunk c of row r lands at chunk c ^ ((r / 2) % 4); the pattern repeats every 8 rows (512 B),
-// and a tile must start on a 512-byte boundary. Used by rings of smaller, more numerous stages
-// (moe_grouped_wgmma_layout.h).
-constexpr int kSw64RowBytes = 64;
-constexpr int kSw64AtomBytes = 8 * 64;
-constexpr int kSw64RowElems = kSw64RowBytes / 2;
-
-STRIKER_HOST_DEVICE constexpr uint32_t sw64_address(uint32_t addr) { return addr ^ (((addr >> 7) & 3u) << 4); }
-STRIKER_HOST_DEVICE constexpr uint32_t sw64_offset(int row, int chunk) {
-  return uint32_t(row) * kSw64RowBytes + ((uint32_t(chunk) ^ ((uint32_t(row) >> 1) & 3u)) << 4);
-}
-// Descriptor of a K-major 64B-swizzled operand: as wgmma_desc_sw128 with 8-row groups 512 B apart
-// and layout 2; the k16 step kk (of two per 64-byte row) starts at addr + 32·kk.
-STRIKER_HOST_DEVICE constexpr uint64_t wgmma_desc_sw64(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(kSw64AtomBytes >> 4) << 32) |
-         (uint64_t(2) << 62);
-}
-// The hardware address model for it (the host tests' replay), as wgmma_operand_address.
-STRIKER_HOST_DEVICE constexpr uint32_t wgmma_operand_address_sw64(uint64_t desc, int row, int k) {
-  const uint32_t start = uint32_t(desc & 0x3FFFu) << 4;
-  const uint32_t sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
-  return sw64_address(start + uint32_t(row / 8) * sbo + uint32_t(row % 8) * kSw64RowBytes + uint32_t(k) * 2);
-}
-
 // Descriptor of an MN-major (N-major B, imm-trans-b = 1) 128B-swizzled operand: rows of 64 bf16
 // along MN (128 bytes), 8 rows along K per swizzle atom. Stride byte offset: from one 8-row group
 // along K to the next (1024 B); leading byte offset `lbo`: from one 64-element block along MN to
