@@ -57,17 +57,10 @@ std::string mismatches(const std::vector<bf16>& got, const std::vector<bf16>& re
 
 // Sort + gate/up + down + combine on this path, each kernel against its reference: gate/up vs
 // moe_grouped_gate_up_nvfp4_ref, down vs moe_grouped_down_nvfp4_ref on the device's own act rows,
-// h vs moe_float_ref when `per_token`. Routing tiles of 128 rows, then of 256 (two 128-token
-// halves per tile).
-void check_tm(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E,
-              int H, int I, bool per_token, int tm, const std::string& where);
+// h vs moe_float_ref when `per_token`. Routing tiles of 128 rows (the production sort).
 void check(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
            int I, bool per_token, const std::string& where) {
-  for (int tm : {kTm, 2 * kTm})
-    check_tm(rng, w, ids, T, K, E, H, I, per_token, tm, where + "tiles of " + std::to_string(tm) + ": ");
-}
-void check_tm(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E,
-              int H, int I, bool per_token, int tm, const std::string& where) {
+  const int tm = kTm;
   const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
   const auto x = random_bf16(rng, size_t(T) * H);
   const auto h0 = random_bf16(rng, size_t(T) * H);
