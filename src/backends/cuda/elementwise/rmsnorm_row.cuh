@@ -27,12 +27,17 @@ __device__ __forceinline__ float rmsnorm_partial(int hidden, Value value) {
   return rmsnorm_partial_of(int(threadIdx.x), hidden, value);
 }
 
+// r from the sum of squares of a row (the warp partials summed in order, from 0).
+__device__ __forceinline__ float rmsnorm_r_of_total(float total, int hidden, float eps) {
+  return 1.0f / sqrtf(total / float(hidden) + eps);
+}
+
 // r from the kRmsnormRowThreads/32 warp partials of a row, summed in order.
 __device__ __forceinline__ float rmsnorm_r(const float* partial, int hidden, float eps) {
   float total = 0.f;
 #pragma unroll
   for (int i = 0; i < kRmsnormRowThreads / 32; ++i) total += partial[i];
-  return 1.0f / sqrtf(total / float(hidden) + eps);
+  return rmsnorm_r_of_total(total, hidden, eps);
 }
 
 // r from every thread's partial (all threads of the block call it: it holds two barriers, so
