@@ -29,6 +29,12 @@ struct LaneVec<4> {
   using T = uint2;
 };
 template <int E>
+__device__ __forceinline__ void lane_to_float(const typename LaneVec<E>::T& v, float (&x)[E]) {
+  const auto* b = reinterpret_cast<const bf16_t*>(&v);
+#pragma unroll
+  for (int e = 0; e < E; ++e) x[e] = __bfloat162float(b[e]);
+}
+template <int E>
 __device__ __forceinline__ void store_lane(bf16_t* dst, const float (&x)[E]) {
   typename LaneVec<E>::T v;
   auto* b = reinterpret_cast<bf16_t*>(&v);
