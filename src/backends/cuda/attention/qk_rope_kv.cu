@@ -316,11 +316,12 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
-  // The staged form takes steps above 8 tokens whose rows fit its shared memory and start 16-byte
-  // aligned (cp.async); the per-(token, head) kernel everything else (the same bits).
+  // The staged form takes steps above 8 tokens whose rows fit its shared memory, with 16-byte
+  // aligned buffers (cp.async, 16-byte stores); the per-(token, head) kernel everything else (the same bits).
   const size_t staged_smem = size_t(kTokensPerCta) * (hs.n_heads + 2 * hs.n_kv_heads) * hs.head_dim * 2;
-  const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem &&
-                         reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
+  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem && aligned16(qkv) && aligned16(q_out) &&
+                         aligned16(k_cache) && aligned16(v_cache);
   const unsigned token_grid = unsigned((T + kTokensPerCta - 1) / kTokensPerCta);
 #define STRIKER_QKR(E)                                                                                             \
   if (per_token)                                                                                                   \
