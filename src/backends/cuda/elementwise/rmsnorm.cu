@@ -43,11 +43,10 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16
 // before any is used (kVecs × 16 B per lane in flight; no shared memory, no barrier), and stores
 // the normalised row the same way. The row kernel's bits, order for order: its thread v (0..255)
 // sums elements v, v + 256, ... in that order; element 8q + e belongs to thread 8q % 256 + e, trip
-// q / 32, so lane p holds threads 8p..8p+7 (part[e]) and adds their elements trip by trip. Its
-// warp_sum over thread v's lane bits (xor 16, 8, 4, 2, 1) is, here, lanes p ^ 2 and p ^ 1, then
-// registers e ^ 4, e ^ 2, e ^ 1; its warp v / 32 is lane group p / 4, whose 8 partials are added in
-// order. The earlier form (4 rows per CTA staged through shared memory, 2-byte accesses there)
-// ran 27 µs at 8192 × 2048, 47 µs with the residual: its phases were serial within a CTA.
+// q / 32, so lane p holds threads 8p..8p+7 (part[e]) and adds their elements trip by trip; then
+// rmsnorm_r_of_lanes rebuilds the kernel's butterfly and warp order. The earlier form (4 rows per
+// CTA staged through shared memory, 2-byte accesses there) ran 27 µs at 8192 × 2048, 47 µs with
+// the residual: its phases were serial within a CTA.
 constexpr int kWarpMinRows = 9;  // decode steps (<= 8 tokens) keep the row kernel
 constexpr int kWarpRows = 4;     // rows (warps) per CTA: 5 CTAs per SM at add_rmsnorm's 88 registers
 constexpr int kWarpMaxVecs = 8;  // 16-byte vectors per lane: hidden <= 2048 (Flint's)
@@ -86,19 +85,7 @@ __global__ void __launch_bounds__(kWarpRows * 32) rmsnorm_warp_kernel(bf16_t* h,
 #pragma unroll
       for (int e = 0; e < 8; ++e) part[e] += f[e] * f[e];  // rmsnorm_partial's `ss += v * v`
     }
-#pragma unroll
-  for (int e = 0; e < 8; ++e) part[e] += __shfl_xor_sync(0xffffffffu, part[e], 2);  // thread lane ^ 16
-#pragma unroll
-  for (int e = 0; e < 8; ++e) part[e] += __shfl_xor_sync(0xffffffffu, part[e], 1);  // ^ 8
-#pragma unroll
-  for (int e = 0; e < 4; ++e) part[e] += part[e + 4];  // ^ 4
-#pragma unroll
-  for (int e = 0; e < 2; ++e) part[e] += part[e + 2];  // ^ 2
-  part[0] += part[1];                                    // ^ 1
-  float total = 0.f;
-#pragma unroll
-  for (int g = 0; g < kRmsnormRowThreads / 32; ++g) total += __shfl_sync(0xffffffffu, part[0], 4 * g);
-  const float r = rmsnorm_r_of_total(total, hidden, eps);
+  const float r = rmsnorm_r_of_lanes(part, hidden, eps);
   auto* orow = reinterpret_cast<uint4*>(out + row * hidden);
   const auto* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
