@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <set>
 #include <string>
@@ -238,23 +239,29 @@ void expect_step_matches(const DeviceMoeStep& s, const Experts& w, const std::ve
   }
 }
 
-// One step on routing `ids` sorted with tile_rows-row tiles through `gemms`, checked kernel by
-// kernel (expect_step_matches; h only when per_token: the per-token reference is slow).
+// One step on routing `ids` through `gemms`, sorted with each of `tile_rows` (the host references
+// computed once: the sorted order does not depend on the tile height), checked kernel by kernel
+// (expect_step_matches; h only when per_token: the per-token reference is slow).
 template <class Experts>
 void check_step(std::mt19937& rng, const Experts& w, const GroupedGemms& gemms, const std::vector<int32_t>& ids,
-                int T, int K, int E, int H, int I, int tile_rows, bool per_token, const std::string& where) {
+                int T, int K, int E, int H, int I, std::initializer_list<int> tile_rows, bool per_token,
+                const std::string& where) {
   const MoeStepInputs in(rng, ids.size(), T, H);
   std::vector<int32_t> sorted, row;
   std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, tile_rows, sorted, row, tiles);
+  moe_route_sort_ref(ids, T, K, E, *tile_rows.begin(), sorted, row, tiles);
   const auto act_ref = grouped_gate_up_ref(w, in.x, K, H, I, sorted, tiles);
   const auto h_ref = per_token ? per_token_h(w, ids, in, T, K, H, I) : std::vector<bf16>{};
-  DeviceRouting d(ids, T, K, E, tile_rows);
-  DeviceMoeStep s(in, T, K, H, I);
-  run_moe_step(d, s, gemms, nullptr);
-  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
-  expect_step_matches(s, w, tiles, act_ref, per_token ? &h_ref : nullptr, where);
+  for (int tm : tile_rows) {
+    const std::string at = where + "tile_rows=" + std::to_string(tm) + ": ";
+    moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
+    DeviceRouting d(ids, T, K, E, tm);
+    DeviceMoeStep s(in, T, K, H, I);
+    run_moe_step(d, s, gemms, nullptr);
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << at << "tile count";
+    expect_step_matches(s, w, tiles, act_ref, per_token ? &h_ref : nullptr, at);
+  }
 }
 
 // The step captured once in a CUDA graph with one routing, then replayed on it and on another

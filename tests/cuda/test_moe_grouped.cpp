@@ -72,9 +72,8 @@ TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
   for (int T : {2, 5, 8, 9, 16, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
-      for (int tm : {16, 64})
-        check_step(rng, w, gemms, ids, T, K, E, H, I, tm, true,
-                   "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm) + ": ");
+      check_step(rng, w, gemms, ids, T, K, E, H, I, {16, 64}, true,
+                 "T=" + std::to_string(T) + " " + routing_name(kind) + " ");
     }
 }
 
@@ -83,8 +82,7 @@ TEST(CudaMoeGrouped, FullSizeShapesMatchPerTokenReference) {
   const int E = 64, H = 2048, I = 512, K = 6, T = 64;  // 64 experts keep the host reference quick
   const Bf16Experts w(rng, E, H, I, 0.03f);
   const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
-  for (int tm : {16, 64})
-    check_step(rng, w, mma_gemms(w), ids, T, K, E, H, I, tm, true, "full size T=64 tile_rows=" + std::to_string(tm) + ": ");
+  check_step(rng, w, mma_gemms(w), ids, T, K, E, H, I, {16, 64}, true, "full size T=64 ");
 }
 
 // A prefill step of more tokens than one grid dimension holds (65,535; the combine strides its

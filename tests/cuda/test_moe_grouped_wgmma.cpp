@@ -35,7 +35,7 @@ GroupedGemms wgmma_gemms(const Bf16Experts& w) {
 // own act rows, h vs the per-token moe_ref when `per_token`).
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
                 int I, bool per_token, const std::string& where) {
-  check_step(rng, w, wgmma_gemms(w), ids, T, K, E, H, I, kTm, per_token, where);
+  check_step(rng, w, wgmma_gemms(w), ids, T, K, E, H, I, {kTm}, per_token, where);
 }
 
 // Row counts around the tile: 0, 1, 63, 64, 65, 127, 128, 129, 300 (3 tiles, the last one with

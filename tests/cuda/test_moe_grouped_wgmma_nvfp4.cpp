@@ -37,7 +37,7 @@ GroupedGemms direct_gemms(const ScaledNvfp4Experts& w) {
 // own act rows, h vs moe_float_ref when `per_token`). Routing tiles of 128 rows (the production sort).
 void check(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
            int I, bool per_token, const std::string& where) {
-  check_step(rng, w, direct_gemms(w), ids, T, K, E, H, I, kTm, per_token, where);
+  check_step(rng, w, direct_gemms(w), ids, T, K, E, H, I, {kTm}, per_token, where);
 }
 
 // hidden 320: 5 k slices in gate/up, and down's 320 columns end 64 into a second 256-column
