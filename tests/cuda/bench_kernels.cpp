@@ -38,7 +38,7 @@ void bench_copy() {
 }
 
 // NVFP4 experts on both paths, the 64-row mma.sync kernels and the register-decode wgmma ones,
-// side by side at each T. Production switches at 40 rows per expert (moe_wgmma_nvfp4_for):
+// side by side at each T. Production switches at 24 rows per expert (moe_wgmma_nvfp4_for):
 // T = 1024, 1536, 2048 are 24, 36, 48 rows on each of Flint's 256 experts.
 void bench_nvfp4_moe_paths(std::mt19937& rng, const Nvfp4ExpertStacks& stacks, std::initializer_list<int> tokens) {
   for (int T : tokens) {
