@@ -4,13 +4,15 @@
 // Weights are rotated over several copies (>= 256 MiB in all) so timings are not L2 hits.
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
-// NVFP4, at the prefill sizes T = 2048 and 8192), `prefill` (prefill attention, then the small
+// NVFP4, at the prefill sizes T = 2048 and 8192; NVFP4 also at 1024 and 1536, around the paths'
+// switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone).
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -36,16 +38,23 @@ void bench_copy() {
   row("copy 2 GiB (read+write)", nullptr, us, 2.0 * n);
 }
 
+// NVFP4 experts on both paths, the 64-row mma.sync kernels and the register-decode wgmma ones,
+// side by side at each T. Production switches at 24 rows per expert (moe_wgmma_nvfp4_for):
+// T = 1024, 1536, 2048 are 24, 36, 48 rows on each of Flint's 256 experts.
+void bench_nvfp4_moe_paths(std::mt19937& rng, const Nvfp4ExpertStacks& stacks, std::initializer_list<int> tokens) {
+  for (int T : tokens) {
+    bench_nvfp4_moe_grouped(rng, stacks, T);
+    bench_nvfp4_moe_grouped_wgmma(rng, stacks, T);
+  }
+}
+
 // The grouped-MoE rows at prefill sizes: the mma.sync path and the Hopper path side by side.
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
     bench_moe_grouped_wgmma(rng, T);
   }
-  for (int T : {1024, 2048, 8192}) {  // 1024: where NVFP4 steps switch from mma.sync to wgmma
-    bench_nvfp4_moe_grouped(rng, stacks, T);
-    bench_nvfp4_moe_grouped_wgmma(rng, stacks, T);
-  }
+  bench_nvfp4_moe_paths(rng, stacks, {1024, 1536, 2048, 8192});
 }
 
 // The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
@@ -85,10 +94,11 @@ void bench_decode_attention(std::mt19937& rng, int sms) {
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "prefill" && only != "prefill-small" &&
-                    only != "decode" && only != "decode-attention")) {
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" && only != "prefill" &&
+                    only != "prefill-small" && only != "decode" && only != "decode-attention")) {
     std::fprintf(stderr,
-                 "usage: bench_cuda_kernels [grouped-moe | prefill | prefill-small | decode | decode-attention]\n");
+                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | prefill | prefill-small | decode | "
+                 "decode-attention]\n");
     return 2;
   }
   try {
@@ -99,10 +109,11 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
-    if (only == "grouped-moe") {
+    if (only == "grouped-moe" || only == "grouped-moe-nvfp4") {
       LtGemm lt;
       const Nvfp4ExpertStacks stacks;
-      bench_grouped_moe_prefill(rng, lt, stacks);
+      if (only == "grouped-moe") bench_grouped_moe_prefill(rng, lt, stacks);
+      else bench_nvfp4_moe_paths(rng, stacks, {1024, 1536, 2048});
       const int failures = kernel_check_failures();
       std::printf("kernel checks failed: %d\n", failures);
       return failures == 0 ? 0 : 1;

@@ -1,17 +1,20 @@
 // The small kernels of a prefill layer at T = 2048 and 8192 tokens (Flint's shapes: hidden 2048,
 // 256 experts top-6, 32 q + 4 kv heads of 128): the batched router (cuBLASLt logits + selection),
 // the per-token QK-norm + RoPE + KV write, the residual add (alone and with the norm after it in
-// one pass), RMSNorm and SwiGLU. Each checked
+// one pass), RMSNorm, SwiGLU and the MoE combine (alone and with the next norm). Each checked
 // against its CPU reference (the router: against the selection rule on its own logits, and the
 // logits of sampled tokens against the CPU reference's).
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/router.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
@@ -128,6 +131,46 @@ void bench_residual_swiglu_prefill(std::mt19937& rng, int T) {
   row("swiglu T=" + std::to_string(T) + " I=512", &c, time_us(act), 3.0 * double(m) * 2);
 }
 
+// The MoE combine of a prefill layer (K = 6 sorted rows per token, the shared expert's row, h),
+// alone and with the next layer's input norm in its pass (the last pass of every MoE layer above
+// 8 tokens); the fused form checked bit for bit against the combine followed by the rmsnorm kernel.
+void bench_combine_norm_prefill(std::mt19937& rng, int T) {
+  const int H = 2048, K = 6;
+  const int64_t n = int64_t(T) * H;
+  std::vector<int32_t> inv(size_t(T) * K);  // slot -> sorted row: any permutation
+  std::iota(inv.begin(), inv.end(), 0);
+  std::shuffle(inv.begin(), inv.end(), rng);
+  const auto tw = random_f32(rng, inv.size(), 0.4f, 0.2f);
+  const auto gamma = random_f32(rng, size_t(H), 1.f, 0.2f);
+  const size_t N = size_t(n);
+  DeviceBuffer<bf16> d_y(N * K), d_ysh(N), d_h0(N), d_h(N), d_h1(N), d_x(N), d_x1(N);
+  fill_random_bf16(d_y.get(), n * K, 71, 0.f, 0.5f, nullptr);
+  fill_random_bf16(d_ysh.get(), n, 72, 0.f, 0.5f, nullptr);
+  fill_random_bf16(d_h0.get(), n, 73, 0.f, 2.f, nullptr);
+  DeviceBuffer<int32_t> d_inv(inv);
+  DeviceBuffer<float> d_tw(tw), d_gamma(gamma);
+  STRIKER_CUDA_CHECK(cudaMemcpy(d_h.get(), d_h0.get(), N * 2, cudaMemcpyDeviceToDevice));
+  STRIKER_CUDA_CHECK(cudaMemcpy(d_h1.get(), d_h0.get(), N * 2, cudaMemcpyDeviceToDevice));
+  d_x.poison();
+  d_x1.poison();
+  const RowNorm next{d_gamma.get(), 1e-6f, d_x.get()};
+  moe_combine_sorted(d_y.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h.get(), nullptr, &next);
+  moe_combine_sorted(d_y.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h1.get(), nullptr);
+  rmsnorm(d_h1.get(), d_gamma.get(), d_x1.get(), T, H, 1e-6f, nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  Comparison c = compare(d_x.download(), d_x1.download(), 0.0, 0.0);
+  if (!compare(d_h.download(), d_h1.download(), 0.0, 0.0).ok()) c.nan_count += 1;
+  auto fused = [&](int) {
+    moe_combine_sorted(d_y.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h.get(), bench_stream(), &next);
+  };
+  auto plain = [&](int) {
+    moe_combine_sorted(d_y.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h1.get(), bench_stream());
+  };
+  const std::string tag = " T=" + std::to_string(T) + " H=2048";
+  row("moe combine (K=6 + shared)" + tag, nullptr, time_us(plain), double(n) * 2 * (K + 3));
+  row("moe combine + next norm" + tag, &c, time_us(fused), double(n) * 2 * (K + 4));
+}
+
 }  // namespace
 
 void bench_prefill_small_kernels(std::mt19937& rng, LtGemm& lt) {
@@ -136,6 +179,7 @@ void bench_prefill_small_kernels(std::mt19937& rng, LtGemm& lt) {
     bench_qk_rope_prefill(rng, T);
     bench_residual_swiglu_prefill(rng, T);
     bench_rmsnorm(rng, T, 2048);
+    bench_combine_norm_prefill(rng, T);
   }
 }
 

@@ -1,14 +1,27 @@
-// Shared by the grouped-MoE GPU tests (test_moe_grouped*.cpp): device buffers of one routing,
-// and random NVFP4 expert stacks with their per-expert scale2 and host-side dequantisations.
+// Shared by the grouped-MoE GPU tests (test_moe_grouped*.cpp): device buffers of one routing and
+// of one step, the step run (sort, the path's GEMMs, combine) and its checks against the
+// references, the captured-graph replay on a new routing, and random NVFP4 expert stacks with
+// their per-expert scale2 and host-side dequantisations.
 #pragma once
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <initializer_list>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
+#include "moe_routing_util.h"
 
 namespace striker::cuda::testing {
 
@@ -27,6 +40,79 @@ struct DeviceRouting {
     r = MoeRouting{sorted.get(), row.get(), tiles.get(), num.get(), E, tile_rows};
   }
 };
+
+// K = 1 routing in which expert e gets exactly counts[e] tokens, in shuffled token order.
+inline std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<int>& counts) {
+  std::vector<int32_t> ids;
+  for (size_t e = 0; e < counts.size(); ++e) ids.insert(ids.end(), size_t(counts[e]), int32_t(e));
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+// BF16 weights of E experts, on the host and the device (down scaled by down_scale).
+struct Bf16Experts {
+  std::vector<bf16> g, u, d;
+  DeviceBuffer<bf16> dg, du, dd;
+  Bf16Experts(std::mt19937& rng, int E, int H, int I, float scale, float down_scale = 0.f)
+      : g(random_bf16(rng, size_t(E) * I * H, scale)), u(random_bf16(rng, g.size(), scale)),
+        d(random_bf16(rng, size_t(E) * H * I, down_scale > 0.f ? down_scale : scale)), dg(g), du(u), dd(d) {}
+};
+
+// One step's host inputs for T tokens of width H and `slots` = T·K routed slots, drawn from rng
+// in this order: top-k weights, activations x, residual h0.
+struct MoeStepInputs {
+  std::vector<float> tw;
+  std::vector<bf16> x, h0;
+  MoeStepInputs(std::mt19937& rng, size_t slots, int T, int H)
+      : tw(random_f32(rng, slots, 0.4f, 0.2f)), x(random_bf16(rng, size_t(T) * H)), h0(random_bf16(rng, size_t(T) * H)) {}
+};
+
+// The step on the device: x, h (= h0), the top-k weights, and the sorted act [T·K, I] and
+// y [T·K, H] rows (NaN-poisoned: a row left unwritten fails the comparisons).
+struct DeviceMoeStep {
+  int T, K, H, I;
+  DeviceBuffer<bf16> x, h, act, y;
+  DeviceBuffer<float> tw;
+  DeviceMoeStep(const MoeStepInputs& in, int T_, int K_, int H_, int I_)
+      : T(T_), K(K_), H(H_), I(I_), x(in.x), h(in.h0), act(size_t(T_) * K_ * I_), y(size_t(T_) * K_ * H_), tw(in.tw) {
+    act.poison();
+    y.poison();
+  }
+};
+
+// A path's two grouped GEMMs (gate/up + SwiGLU into s.act, down into s.y) on `stream`.
+using GroupedGemms = std::function<void(DeviceMoeStep& s, const MoeRouting& r, cudaStream_t stream)>;
+
+// Sort, the path's GEMMs, combine into s.h: one MoE step as the backend enqueues it.
+inline void run_moe_step(DeviceRouting& d, DeviceMoeStep& s, const GroupedGemms& gemms, cudaStream_t stream) {
+  moe_route_sort(d.ids.get(), s.T, s.K, d.r, stream);
+  gemms(s, d.r, stream);
+  moe_combine_sorted(s.y.get(), d.row.get(), s.tw.get(), nullptr, s.T, s.K, s.H, s.h.get(), stream);
+}
+
+// On a failure: the first mismatching (row, column) pairs and how many rows / columns hold one,
+// so a slip in the fragment or epilogue mapping shows its pattern in one GPU run.
+inline std::string mismatches(const std::vector<bf16>& got, const std::vector<bf16>& ref, int cols, double rtol,
+                       double atol_rel) {
+  double ref_max = 0;
+  for (const bf16 v : ref) ref_max = std::max(ref_max, double(std::fabs(bf16_to_float(v))));
+  std::set<size_t> rows, cs;
+  std::string first;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size() && i < ref.size(); ++i) {
+    const double g = bf16_to_float(got[i]), r = bf16_to_float(ref[i]);
+    if (!(std::fabs(g - r) <= atol_rel * ref_max + rtol * std::fabs(r))) {
+      ++bad;
+      rows.insert(i / size_t(cols));
+      cs.insert(i % size_t(cols));
+      if (bad <= 6)
+        first += " (" + std::to_string(i / size_t(cols)) + "," + std::to_string(i % size_t(cols)) + ": " +
+                 std::to_string(g) + " vs " + std::to_string(r) + ")";
+    }
+  }
+  return " | " + std::to_string(bad) + " bad in " + std::to_string(rows.size()) + " rows, " +
+         std::to_string(cs.size()) + " columns; first" + first;
+}
 
 // Codes uniform over all bytes; scale bytes uniform in [lo, hi].
 inline Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in, int lo = 0x30, int hi = 0x40) {
@@ -91,5 +177,127 @@ struct ScaledNvfp4Experts {
         fu(scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H)),
         fd(scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I)) {}
 };
+
+// h after a step by the per-token references (routed experts only): moe_ref on BF16 experts,
+// moe_float_ref on the NVFP4 ones' scaled floats.
+inline std::vector<bf16> per_token_h(const Bf16Experts& w, const std::vector<int32_t>& ids, const MoeStepInputs& in,
+                                     int T, int K, int H, int I) {
+  std::vector<bf16> h = in.h0;
+  moe_ref(in.x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, in.tw, K, h);
+  return h;
+}
+inline std::vector<bf16> per_token_h(const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids,
+                                     const MoeStepInputs& in, int T, int K, int H, int I) {
+  std::vector<bf16> h = in.h0;
+  moe_float_ref(in.x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, in.tw, K, h);
+  return h;
+}
+
+// The grouped references of a routing's sorted rows: gate/up + SwiGLU of x, down of given act rows.
+inline std::vector<bf16> grouped_gate_up_ref(const Bf16Experts& w, const std::vector<bf16>& x, int K, int H, int I,
+                                     const std::vector<int32_t>& sorted, const std::vector<MoeTile>& tiles) {
+  std::vector<bf16> act;
+  moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act);
+  return act;
+}
+inline std::vector<bf16> grouped_gate_up_ref(const ScaledNvfp4Experts& w, const std::vector<bf16>& x, int K, int H, int I,
+                                     const std::vector<int32_t>& sorted, const std::vector<MoeTile>& tiles) {
+  std::vector<bf16> act;
+  moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act);
+  return act;
+}
+inline std::vector<bf16> grouped_down_ref(const Bf16Experts& w, const std::vector<bf16>& act, int I, int H,
+                                  const std::vector<MoeTile>& tiles) {
+  std::vector<bf16> y;
+  moe_grouped_down_ref(act, I, w.d, H, tiles, y);
+  return y;
+}
+inline std::vector<bf16> grouped_down_ref(const ScaledNvfp4Experts& w, const std::vector<bf16>& act, int I, int H,
+                                  const std::vector<MoeTile>& tiles) {
+  std::vector<bf16> y;
+  moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y);
+  return y;
+}
+
+// Each kernel of a step against its reference: gate/up vs act_ref; down vs the down reference on
+// the device's own act rows (a gate/up error is not counted twice); h vs h_ref (the per-token
+// reference) when given.
+template <class Experts>
+void expect_step_matches(const DeviceMoeStep& s, const Experts& w, const std::vector<MoeTile>& tiles,
+                         const std::vector<bf16>& act_ref, const std::vector<bf16>* h_ref, const std::string& where) {
+  const auto act = s.act.download();
+  const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe()
+                       << (ca.ok() ? "" : mismatches(act, act_ref, s.I, 2 * kBf16Rtol, kBf16Atol));
+  const auto y = s.y.download(), y_ref = grouped_down_ref(w, act, s.I, s.H, tiles);
+  const auto cy = compare(y, y_ref, kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe()
+                       << (cy.ok() ? "" : mismatches(y, y_ref, s.H, kBf16Rtol, kBf16Atol));
+  if (h_ref) {
+    const auto ch = compare(s.h.download(), *h_ref, 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(ch.ok()) << where << "h after combine vs the per-token reference " << ch.describe();
+  }
+}
+
+// One step on routing `ids` through `gemms`, sorted with each of `tile_rows` (the host references
+// computed once: the sorted order does not depend on the tile height), checked kernel by kernel
+// (expect_step_matches; h only when per_token: the per-token reference is slow).
+template <class Experts>
+void check_step(std::mt19937& rng, const Experts& w, const GroupedGemms& gemms, const std::vector<int32_t>& ids,
+                int T, int K, int E, int H, int I, std::initializer_list<int> tile_rows, bool per_token,
+                const std::string& where) {
+  const MoeStepInputs in(rng, ids.size(), T, H);
+  std::vector<int32_t> sorted, row;
+  std::vector<MoeTile> tiles;
+  moe_route_sort_ref(ids, T, K, E, *tile_rows.begin(), sorted, row, tiles);
+  const auto act_ref = grouped_gate_up_ref(w, in.x, K, H, I, sorted, tiles);
+  const auto h_ref = per_token ? per_token_h(w, ids, in, T, K, H, I) : std::vector<bf16>{};
+  for (int tm : tile_rows) {
+    const std::string at = where + "tile_rows=" + std::to_string(tm) + ": ";
+    moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
+    DeviceRouting d(ids, T, K, E, tm);
+    DeviceMoeStep s(in, T, K, H, I);
+    run_moe_step(d, s, gemms, nullptr);
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << at << "tile count";
+    expect_step_matches(s, w, tiles, act_ref, per_token ? &h_ref : nullptr, at);
+  }
+}
+
+// The step captured once in a CUDA graph with one routing, then replayed on it and on another
+// (launch shapes depend only on T; tensor maps and scale2 travel by value or are read on the
+// device): h against the per-token reference each time.
+template <class Experts>
+void expect_graph_replays_new_routing(std::mt19937& rng, const Experts& w, const GroupedGemms& gemms, int T, int K,
+                                      int E, int H, int I, int tile_rows) {
+  const MoeStepInputs in(rng, size_t(T) * K, T, H);
+  const auto ids_a = make_routing(rng, RoutingKind::uniform, T, K, E);
+  const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
+  DeviceMoeStep s(in, T, K, H, I);
+  DeviceRouting d(ids_a, T, K, E, tile_rows);
+  cudaStream_t stream = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  run_moe_step(d, s, gemms, stream);
+  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const auto* ids : {&ids_a, &ids_b}) {
+    d.ids.upload(*ids);
+    s.h.upload(in.h0);
+    s.act.poison();
+    s.y.poison();
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());  // the copies above ran on the legacy stream, the graph does not
+    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto c = compare(s.h.download(), per_token_h(w, *ids, in, T, K, H, I), 2 * kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
+                        << c.describe();
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
 
 }  // namespace striker::cuda::testing

@@ -53,62 +53,70 @@ TEST(CudaQkRopeKv, NormRopeAndCacheWriteMatchReference) {
   }
 }
 
-// Steps of more than 8 tokens take the per-token kernel (one CTA per token, the token's cos/sin
-// shared by its heads); it must give the decode kernel's bits: the same tokens run 8 (or fewer)
-// at a time through the decode kernel, into their own poisoned buffers, must match q, the k cache
-// and the v cache bit for bit, and both the CPU reference. 37 tokens (no multiple of anything),
-// positions up to 262,143, shuffled slots; head_dim 128 (Flint), 64 and 32.
+// Steps of more than 8 tokens take the per-token kernel (two tokens per CTA, their cos/sin shared
+// by their heads, d/8 lanes per head); it must give the decode kernel's bits: the same tokens run
+// 8 (or fewer) at a time through the decode kernel, into their own poisoned buffers, must match q,
+// the k cache and the v cache bit for bit, and both the CPU reference. 37 tokens (no multiple of
+// anything) and 9 (the first step on this kernel, a last CTA of one token), positions up to
+// 262,143, shuffled slots; head_dim 128 (Flint), 64 and 32, and odd head counts (a warp's heads
+// then span two kinds or two tokens).
 TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
   std::mt19937 rng(37);
-  for (Geometry g : {Geometry{32, 4, 128}, Geometry{12, 3, 64}, Geometry{8, 1, 32}}) {
-    for (bool rope : {true, false}) {
-      SCOPED_TRACE("d=" + std::to_string(g.d) + (rope ? " rope" : " nope"));
-      const HeadShape hs{g.nh, g.nkv, g.d};
-      const int B = 16, num_blocks = 8, T = 37, heads = g.nh + 2 * g.nkv;
-      std::vector<int32_t> positions;
-      std::uniform_int_distribution<int32_t> pos(0, 262143);
-      for (int t = 0; t < T; ++t) positions.push_back(t == 0 ? 262143 : pos(rng));
-      std::vector<int64_t> slots(size_t(num_blocks) * B);
-      std::iota(slots.begin(), slots.end(), 0);
-      std::shuffle(slots.begin(), slots.end(), rng);
-      slots.resize(size_t(T));
-      const auto qkv = random_bf16(rng, size_t(T) * heads * g.d, 2.f);
-      const auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
-      const auto inv = rope_inv_freq(1000000.f, g.d);
-      const size_t cache_elems = size_t(num_blocks) * g.nkv * B * g.d;
-      DeviceBuffer<bf16> d_qkv(qkv);
-      DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv);
-      DeviceBuffer<int32_t> d_pos(positions);
-      DeviceBuffer<int64_t> d_slots(slots);
-      DeviceBuffer<bf16> k[2] = {DeviceBuffer<bf16>(cache_elems), DeviceBuffer<bf16>(cache_elems)};
-      DeviceBuffer<bf16> v[2] = {DeviceBuffer<bf16>(cache_elems), DeviceBuffer<bf16>(cache_elems)};
-      DeviceBuffer<bf16> q[2] = {DeviceBuffer<bf16>(size_t(T) * g.nh * g.d), DeviceBuffer<bf16>(size_t(T) * g.nh * g.d)};
-      for (int r = 0; r < 2; ++r) k[r].poison(), v[r].poison(), q[r].poison();
-      std::vector<bf16> ref_k = k[1].download(), ref_v = v[1].download(), ref_q;  // poisoned, as the GPU's start
-      const float* inv_ptr = rope ? d_inv.get() : nullptr;
-      qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
-                            k[0].get(), v[0].get(), q[0].get(), nullptr);
-      for (int t0 = 0; t0 < T; t0 += 8)  // the decode kernel, at most 8 tokens per call
-        qk_norm_rope_kv_write(d_qkv.get() + size_t(t0) * heads * g.d, std::min(8, T - t0), hs, d_qw.get(), d_kw.get(),
-                              1e-6f, d_pos.get() + t0, inv_ptr, d_slots.get() + t0, B, k[1].get(), v[1].get(),
-                              q[1].get() + size_t(t0) * g.nh * g.d, nullptr);
-      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-      qk_norm_rope_kv_write_ref(qkv, T, hs, qw, kw, 1e-6f, positions, rope ? &inv : nullptr, slots, B, ref_k, ref_v,
-                                ref_q);
-      const char* names[3] = {"q", "k cache", "v cache"};
-      for (int m = 0; m < 3; ++m) {
-        const std::vector<bf16> a = (m == 0 ? q[0] : m == 1 ? k[0] : v[0]).download();
-        const std::vector<bf16> b = (m == 0 ? q[1] : m == 1 ? k[1] : v[1]).download();
-        ASSERT_EQ(a.size(), b.size());
-        size_t differ = 0;
-        for (size_t i = 0; i < a.size(); ++i) differ += a[i].bits != b[i].bits;
-        EXPECT_EQ(differ, 0u) << names[m] << ": per-token kernel vs decode kernel";
-        const auto c = compare(a, m == 0 ? ref_q : m == 1 ? ref_k : ref_v, m == 2 ? 0.0 : 2 * kBf16Rtol,
-                               m == 2 ? 0.0 : kBf16Atol);
-        EXPECT_TRUE(c.ok()) << names[m] << " vs the CPU reference: " << c.describe();
+  for (Geometry g : {Geometry{32, 4, 128}, Geometry{12, 3, 64}, Geometry{8, 1, 32}, Geometry{5, 2, 128},
+                     Geometry{7, 1, 64}, Geometry{3, 1, 32}})
+    for (int T : {37, 9})
+      for (bool rope : {true, false}) {
+        SCOPED_TRACE("d=" + std::to_string(g.d) + " heads " + std::to_string(g.nh) + "+2x" + std::to_string(g.nkv) +
+                     " T=" + std::to_string(T) + (rope ? " rope" : " nope"));
+        const HeadShape hs{g.nh, g.nkv, g.d};
+        const int B = 16, num_blocks = 8, heads = g.nh + 2 * g.nkv;
+        std::vector<int32_t> positions;
+        std::uniform_int_distribution<int32_t> pos(0, 262143);
+        for (int t = 0; t < T; ++t) positions.push_back(t == 0 ? 262143 : pos(rng));
+        std::vector<int64_t> slots(size_t(num_blocks) * B);
+        std::iota(slots.begin(), slots.end(), 0);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        slots.resize(size_t(T));
+        const auto qkv = random_bf16(rng, size_t(T) * heads * g.d, 2.f);
+        const auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
+        const auto inv = rope_inv_freq(1000000.f, g.d);
+        const size_t cache_elems = size_t(num_blocks) * g.nkv * B * g.d;
+        DeviceBuffer<bf16> d_qkv(qkv);
+        DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv);
+        DeviceBuffer<int32_t> d_pos(positions);
+        DeviceBuffer<int64_t> d_slots(slots);
+        DeviceBuffer<bf16> k[2] = {DeviceBuffer<bf16>(cache_elems), DeviceBuffer<bf16>(cache_elems)};
+        DeviceBuffer<bf16> v[2] = {DeviceBuffer<bf16>(cache_elems), DeviceBuffer<bf16>(cache_elems)};
+        DeviceBuffer<bf16> q[2] = {DeviceBuffer<bf16>(size_t(T) * g.nh * g.d),
+                                   DeviceBuffer<bf16>(size_t(T) * g.nh * g.d)};
+        for (int r = 0; r < 2; ++r) k[r].poison(), v[r].poison(), q[r].poison();
+        std::vector<bf16> ref_k = k[1].download(), ref_v = v[1].download(), ref_q;  // poisoned, as the GPU's start
+        const float* inv_ptr = rope ? d_inv.get() : nullptr;
+        qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
+                              k[0].get(), v[0].get(), q[0].get(), nullptr);
+        for (int t0 = 0; t0 < T; t0 += 8)  // the decode kernel, at most 8 tokens per call
+          qk_norm_rope_kv_write(d_qkv.get() + size_t(t0) * heads * g.d, std::min(8, T - t0), hs, d_qw.get(), d_kw.get(),
+                                1e-6f, d_pos.get() + t0, inv_ptr, d_slots.get() + t0, B, k[1].get(), v[1].get(),
+                                q[1].get() + size_t(t0) * g.nh * g.d, nullptr);
+        STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+        qk_norm_rope_kv_write_ref(qkv, T, hs, qw, kw, 1e-6f, positions, rope ? &inv : nullptr, slots, B, ref_k, ref_v,
+                                  ref_q);
+        const char* names[3] = {"q", "k cache", "v cache"};
+        for (int m = 0; m < 3; ++m) {
+          const std::vector<bf16> a = (m == 0 ? q[0] : m == 1 ? k[0] : v[0]).download();
+          const std::vector<bf16> b = (m == 0 ? q[1] : m == 1 ? k[1] : v[1]).download();
+          ASSERT_EQ(a.size(), b.size());
+          size_t differ = 0;
+          for (size_t i = 0; i < a.size(); ++i) differ += a[i].bits != b[i].bits;
+          EXPECT_EQ(differ, 0u) << names[m] << ": per-token kernel vs decode kernel";
+          const auto c = compare(a,
+                                 m == 0   ? ref_q
+                                 : m == 1 ? ref_k
+                                          : ref_v,
+                                 m == 2 ? 0.0 : 2 * kBf16Rtol, m == 2 ? 0.0 : kBf16Atol);
+          EXPECT_TRUE(c.ok()) << names[m] << " vs the CPU reference: " << c.describe();
+        }
       }
-    }
-  }
 }
 
 // A paged cache with shuffled physical blocks and queries for several sequences.

@@ -65,15 +65,18 @@ TEST(CudaRmsNorm, ResidualAddThenNorm) {
   EXPECT_TRUE(co.ok()) << "norm " << co.describe();
 }
 
-// Steps of more than 8 rows take the staged kernel (rows through shared memory, 16-byte accesses);
-// it must give the row kernel's bits: the same rows normalised 8 at a time (the row kernel) into
-// their own poisoned buffers must match bit for bit, for the plain norm and the residual add in
-// front, and both the CPU reference. 37 rows; hidden 2048 (Flint), 1000, 8200 (one row per CTA
-// with the add) and 2050 (not a multiple of 8: the row kernel throughout).
-TEST(CudaRmsNorm, StagedRowsMatchRowKernelBitForBit) {
+// Steps of more than 8 rows take the warp-per-row kernel (the row in registers, 16-byte accesses,
+// the row kernel's summation order rebuilt from lanes and registers); it must give the row
+// kernel's bits: the same rows normalised 8 at a time (the row kernel) into their own poisoned
+// buffers must match bit for bit, for the plain norm and the residual add in front, and both the
+// CPU reference. 37 rows (a last CTA of one row); hidden 2048 (Flint: 8 vectors per lane), 2040
+// and 1000 (lanes without a last vector, threads of the row kernel with one element fewer), 520
+// (3 trips of 4), 200 and 24 (lanes without any vector), 8200 (above 2048: the row kernel) and 2050
+// (not a multiple of 8: the row kernel throughout).
+TEST(CudaRmsNorm, WarpRowsMatchRowKernelBitForBit) {
   std::mt19937 rng(16);
   const int rows = 37;
-  for (int hidden : {2048, 1000, 8200, 2050}) {
+  for (int hidden : {2048, 2040, 1000, 520, 200, 24, 8200, 2050}) {
     for (bool add : {false, true}) {
       SCOPED_TRACE("hidden=" + std::to_string(hidden) + (add ? " add" : ""));
       const auto h = random_bf16(rng, size_t(rows) * hidden, 3.f), delta = random_bf16(rng, h.size(), 0.5f);
@@ -95,7 +98,7 @@ TEST(CudaRmsNorm, StagedRowsMatchRowKernelBitForBit) {
       const auto out0 = d_out0.download(), out1 = d_out1.download(), h0 = d_h0.download(), h1 = d_h1.download();
       size_t differ = 0;
       for (size_t i = 0; i < out0.size(); ++i) differ += out0[i].bits != out1[i].bits || h0[i].bits != h1[i].bits;
-      EXPECT_EQ(differ, 0u) << "staged kernel vs row kernel";
+      EXPECT_EQ(differ, 0u) << "warp-per-row kernel vs row kernel";
       std::vector<bf16> ref_h = h, ref_out;
       if (add) add_rmsnorm_ref(ref_h, delta, w, ref_out, rows, hidden, 1e-6f);
       else rmsnorm_ref(h, w, ref_out, rows, hidden, 1e-6f);

@@ -23,6 +23,14 @@ std::string first_difference(const std::vector<int32_t>& got, const std::vector<
   return got.size() == want.size() ? "" : "sizes differ";
 }
 
+// The 16/64-row mma.sync GEMMs on BF16 stacks.
+GroupedGemms mma_gemms(const Bf16Experts& w) {
+  return [&w](DeviceMoeStep& s, const MoeRouting& r, cudaStream_t stream) {
+    moe_grouped_gate_up(s.x.get(), s.T, s.K, s.H, w.dg.get(), w.du.get(), s.I, r, s.act.get(), stream);
+    moe_grouped_down(s.act.get(), s.T, s.K, s.I, w.dd.get(), s.H, r, s.y.get(), stream);
+  };
+}
+
 std::string describe_tile(const MoeTile& t) {
   return "{expert " + std::to_string(t.expert) + ", first " + std::to_string(t.first) + ", rows " +
          std::to_string(t.rows) + "}";
@@ -34,7 +42,7 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
   for (int E : {16, 256})
     for (int T : {1, 2, 8, 9, 16, 64, 300, 2100, 8192})
       for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical})
-        for (int tm : {16, 64, 128, 256}) {  // 128: the wgmma paths (256: the NVFP4 ones also take it)
+        for (int tm : {16, 64, 128}) {  // 128: the wgmma paths
           const std::string where = "E=" + std::to_string(E) + " T=" + std::to_string(T) + " " + routing_name(kind) +
                                     " tile_rows=" + std::to_string(tm);
           const auto ids = make_routing(rng, kind, T, K, E);
@@ -59,72 +67,22 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
 TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
   std::mt19937 rng(102);
   const int E = 16, H = 264, I = 72, K = 6;  // H, I: not multiples of the 64-wide tiles
-  auto wg = random_bf16(rng, size_t(E) * I * H, 0.06f), wu = random_bf16(rng, wg.size(), 0.06f);
-  auto wd = random_bf16(rng, size_t(E) * H * I, 0.1f);
-  DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd);
+  const Bf16Experts w(rng, E, H, I, 0.06f, 0.1f);
+  const GroupedGemms gemms = mma_gemms(w);
   for (int T : {2, 5, 8, 9, 16, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
-      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-      const auto x = random_bf16(rng, size_t(T) * H);
-      const auto h0 = random_bf16(rng, size_t(T) * H);
-      std::vector<int32_t> sorted, row;
-      std::vector<MoeTile> tiles;
-      moe_route_sort_ref(ids, T, K, E, 16, sorted, row, tiles);  // sorted order does not depend on the tile height
-      std::vector<bf16> act_ref, h_ref = h0;
-      moe_grouped_gate_up_ref(x, K, H, wg, wu, I, sorted, tiles, act_ref);
-      moe_ref(x, T, H, I, 0, MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {16, 64}) {
-        const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) +
-                                  " tile_rows=" + std::to_string(tm) + ": ";
-        DeviceRouting d(ids, T, K, E, tm);
-        DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-        DeviceBuffer<float> d_tw(tw);
-        d_act.poison();
-        d_y.poison();
-        moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-        moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), nullptr);
-        moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr);
-        moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-        const auto act = d_act.download();
-        const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-        // The down kernel alone: its reference reads the device's own act rows.
-        std::vector<bf16> y_ref;
-        moe_grouped_down_ref(act, I, wd, H, tiles, y_ref);
-        const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-        const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
-      }
+      check_step(rng, w, gemms, ids, T, K, E, H, I, {16, 64}, true,
+                 "T=" + std::to_string(T) + " " + routing_name(kind) + " ");
     }
 }
 
 TEST(CudaMoeGrouped, FullSizeShapesMatchPerTokenReference) {
   std::mt19937 rng(103);
   const int E = 64, H = 2048, I = 512, K = 6, T = 64;  // 64 experts keep the host reference quick
-  auto wg = random_bf16(rng, size_t(E) * I * H, 0.03f), wu = random_bf16(rng, wg.size(), 0.03f);
-  auto wd = random_bf16(rng, size_t(E) * H * I, 0.03f);
-  DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd);
+  const Bf16Experts w(rng, E, H, I, 0.03f);
   const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
-  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-  const auto x = random_bf16(rng, size_t(T) * H);
-  const auto h0 = random_bf16(rng, size_t(T) * H);
-  std::vector<bf16> h_ref = h0;
-  moe_ref(x, T, H, I, 0, MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-  for (int tm : {16, 64}) {
-    DeviceRouting d(ids, T, K, E, tm);
-    DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-    DeviceBuffer<float> d_tw(tw);
-    d_act.poison();
-    d_y.poison();
-    moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-    moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), nullptr);
-    moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), nullptr);
-    moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "full size T=64 tile_rows=" << tm << ": " << c.describe();
-  }
+  check_step(rng, w, mma_gemms(w), ids, T, K, E, H, I, {16, 64}, true, "full size T=64 ");
 }
 
 // A prefill step of more tokens than one grid dimension holds (65,535; the combine strides its
@@ -197,44 +155,8 @@ TEST(CudaMoeGrouped, SortAndCombineCoverMoreTokensThanOneGridDimension) {
 TEST(CudaMoeGrouped, CapturedGraphReplaysOnANewRouting) {
   std::mt19937 rng(104);
   const int E = 16, H = 136, I = 48, K = 6, T = 37;
-  auto wg = random_bf16(rng, size_t(E) * I * H, 0.08f), wu = random_bf16(rng, wg.size(), 0.08f);
-  auto wd = random_bf16(rng, size_t(E) * H * I, 0.1f);
-  const auto x = random_bf16(rng, size_t(T) * H);
-  const auto h0 = random_bf16(rng, size_t(T) * H);
-  const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
-  const auto ids_a = make_routing(rng, RoutingKind::uniform, T, K, E);
-  const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
-  DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd), d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-  DeviceBuffer<float> d_tw(tw);
-  DeviceRouting d(ids_a, T, K, E, moe_tile_rows_for(int64_t(T) * K, E));
-  cudaStream_t stream = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  moe_route_sort(d.ids.get(), T, K, d.r, stream);
-  moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, d.r, d_act.get(), stream);
-  moe_grouped_down(d_act.get(), T, K, I, d_wd.get(), H, d.r, d_y.get(), stream);
-  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
-  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (const auto* ids : {&ids_a, &ids_b}) {
-    d.ids.upload(*ids);
-    d_h.upload(h0);
-    d_act.poison();
-    d_y.poison();
-    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());  // the copies above ran on the legacy stream, the graph does not
-    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<bf16> h_ref = h0;
-    moe_ref(x, T, H, I, 0, MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
-    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
-                        << c.describe();
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  const Bf16Experts w(rng, E, H, I, 0.08f, 0.1f);
+  expect_graph_replays_new_routing(rng, w, mma_gemms(w), T, K, E, H, I, moe_tile_rows_for(int64_t(T) * K, E));
 }
 
 TEST(CudaMoeGrouped, RejectsUnsupportedShapes) {
@@ -250,6 +172,8 @@ TEST(CudaMoeGrouped, RejectsUnsupportedShapes) {
   EXPECT_THROW(moe_grouped_down(buf.get(), 1, 2, 8, buf.get(), 20, d.r, buf.get(), nullptr), Error);
   bad = d.r;
   bad.tile_rows = 8;  // the deleted skinny decode form's tiles
+  EXPECT_THROW(moe_route_sort(d.ids.get(), 1, 2, bad, nullptr), Error);
+  bad.tile_rows = 256;  // the deleted tall tiles
   EXPECT_THROW(moe_route_sort(d.ids.get(), 1, 2, bad, nullptr), Error);
 }
 

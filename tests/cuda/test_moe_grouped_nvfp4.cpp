@@ -37,6 +37,14 @@ std::string bits_at(const std::vector<bf16>& got, const std::vector<bf16>& want,
          std::to_string(bf16_to_float(want[size_t(i)]));
 }
 
+// The 16/64-row mma.sync GEMMs on NVFP4 stacks.
+GroupedGemms nvfp4_mma_gemms(const ScaledNvfp4Experts& w) {
+  return [&w](DeviceMoeStep& s, const MoeRouting& r, cudaStream_t stream) {
+    moe_grouped_gate_up_nvfp4(s.x.get(), s.T, s.K, s.H, w.ng.view(), w.nu.view(), s.I, r, s.act.get(), stream);
+    moe_grouped_down_nvfp4(s.act.get(), s.T, s.K, s.I, w.nd.view(), s.H, r, s.y.get(), stream);
+  };
+}
+
 // scale2 = 1: the NVFP4 tile decode must produce exactly the values nvfp4_dequantize_ref gives,
 // so both kernels see the same bf16 operands in the same order and agree bit for bit. The gate
 // stack's scale bytes run through all 256 values.
@@ -89,44 +97,13 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
   std::mt19937 rng(202);
   const int E = 16, H = 320, I = 192, K = 6;
   const ScaledNvfp4Experts w(rng, E, H, I);
+  const GroupedGemms gemms = nvfp4_mma_gemms(w);
   for (int T : {2, 5, 8, 9, 16, 64, 300, 2100})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const auto ids = make_routing(rng, kind, T, K, E);
-      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-      const auto x = random_bf16(rng, size_t(T) * H);
-      const auto h0 = random_bf16(rng, size_t(T) * H);
-      std::vector<int32_t> sorted, row;
-      std::vector<MoeTile> tiles;
-      moe_route_sort_ref(ids, T, K, E, 16, sorted, row, tiles);  // the sorted order does not depend on the tile height
-      std::vector<bf16> act_ref, h_ref = h0;
-      moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
       const bool per_token = T <= 300 || kind == RoutingKind::uniform;  // the slow reference once at T = 2100
-      if (per_token)
-        moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-      for (int tm : {16, 64}) {
-        const std::string where =
-            "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm) + ": ";
-        DeviceRouting r(ids, T, K, E, tm);
-        DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-        DeviceBuffer<float> d_tw(tw);
-        d_act.poison();
-        d_y.poison();
-        moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-        moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr);
-        moe_grouped_down_nvfp4(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr);
-        moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-        const auto act = d_act.download();
-        const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-        std::vector<bf16> y_ref;  // the down kernel alone: its reference reads the device's own act rows
-        moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
-        const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-        if (per_token) {
-          const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-          EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
-        }
-      }
+      check_step(rng, w, gemms, ids, T, K, E, H, I, {16, 64}, per_token,
+                 "T=" + std::to_string(T) + " " + routing_name(kind) + " ");
     }
 }
 
@@ -215,49 +192,8 @@ TEST(CudaMoeGroupedNvfp4, OutputWidthsOffTheTileGrid) {
 TEST(CudaMoeGroupedNvfp4, CapturedGraphReplaysOnANewRouting) {
   std::mt19937 rng(205);
   const int E = 16, H = 192, I = 128, K = 6, T = 37;
-  const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
-  const auto d = random_nvfp4(rng, int64_t(E) * H, I);
-  const auto s2g = mixed_scale2(E, 0.008f), s2u = mixed_scale2(E, 0.012f), s2d = mixed_scale2(E, 0.005f);
-  DeviceStack ng(g, s2g), nu(u, s2u), nd(d, s2d);
-  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
-  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
-  const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
-  const auto x = random_bf16(rng, size_t(T) * H);
-  const auto h0 = random_bf16(rng, size_t(T) * H);
-  const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
-  const auto ids_a = make_routing(rng, RoutingKind::uniform, T, K, E);
-  const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
-  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-  DeviceBuffer<float> d_tw(tw);
-  DeviceRouting r(ids_a, T, K, E, moe_tile_rows_for(int64_t(T) * K, E));
-  cudaStream_t stream = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  moe_route_sort(r.ids.get(), T, K, r.r, stream);
-  moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, r.r, d_act.get(), stream);
-  moe_grouped_down_nvfp4(d_act.get(), T, K, I, nd.view(), H, r.r, d_y.get(), stream);
-  moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
-  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (const auto* ids : {&ids_a, &ids_b}) {
-    r.ids.upload(*ids);
-    d_h.upload(h0);
-    d_act.poison();
-    d_y.poison();
-    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());  // the copies above ran on the legacy stream, the graph does not
-    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<bf16> h_ref = h0;
-    moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&fg, &fu, &fd, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
-    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
-                        << c.describe();
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  const ScaledNvfp4Experts w(rng, E, H, I);
+  expect_graph_replays_new_routing(rng, w, nvfp4_mma_gemms(w), T, K, E, H, I, moe_tile_rows_for(int64_t(T) * K, E));
 }
 
 TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {

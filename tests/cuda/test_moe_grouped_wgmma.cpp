@@ -21,61 +21,21 @@ namespace {
 
 constexpr int kTm = kMoeWgmmaTileRows;
 
-// K = 1 routing in which expert e gets exactly counts[e] tokens, in shuffled token order.
-std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<int>& counts) {
-  std::vector<int32_t> ids;
-  for (size_t e = 0; e < counts.size(); ++e) ids.insert(ids.end(), size_t(counts[e]), int32_t(e));
-  std::shuffle(ids.begin(), ids.end(), rng);
-  return ids;
+// The 128-row wgmma GEMMs on BF16 stacks.
+GroupedGemms wgmma_gemms(const Bf16Experts& w) {
+  return [&w](DeviceMoeStep& s, const MoeRouting& r, cudaStream_t stream) {
+    moe_grouped_gate_up_wgmma(s.x.get(), s.T, s.K, s.H, w.dg.get(), w.du.get(), s.I, nullptr, nullptr, r, s.act.get(),
+                              stream);
+    moe_grouped_down_wgmma(s.act.get(), s.T, s.K, s.I, w.dd.get(), s.H, nullptr, r, s.y.get(), stream);
+  };
 }
 
-// BF16 weights of E experts, on the host and the device.
-struct Bf16Experts {
-  std::vector<bf16> g, u, d;
-  DeviceBuffer<bf16> dg, du, dd;
-  Bf16Experts(std::mt19937& rng, int E, int H, int I, float scale)
-      : g(random_bf16(rng, size_t(E) * I * H, scale)), u(random_bf16(rng, g.size(), scale)),
-        d(random_bf16(rng, size_t(E) * H * I, scale)), dg(g), du(u), dd(d) {}
-};
-
-// Runs sort + gate/up + down (+ combine) on the wgmma path and checks each kernel against its
-// reference: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's own
-// act rows, h vs the per-token moe_ref when `per_token`.
+// Sort + gate/up + down (+ combine) on the wgmma path, each kernel against its reference
+// (check_step: gate/up vs moe_grouped_gate_up_ref, down vs moe_grouped_down_ref on the device's
+// own act rows, h vs the per-token moe_ref when `per_token`).
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
                 int I, bool per_token, const std::string& where) {
-  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-  const auto x = random_bf16(rng, size_t(T) * H);
-  const auto h0 = random_bf16(rng, size_t(T) * H);
-  std::vector<int32_t> sorted, row;
-  std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, kTm, sorted, row, tiles);
-  std::vector<bf16> act_ref;
-  moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act_ref);
-  DeviceRouting d(ids, T, K, E, kTm);
-  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-  DeviceBuffer<float> d_tw(tw);
-  d_act.poison();
-  d_y.poison();
-  moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
-  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(),
-                            nullptr);
-  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), nullptr);
-  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << "tile count";
-  const auto act = d_act.download();
-  const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe();
-  std::vector<bf16> y_ref;
-  moe_grouped_down_ref(act, I, w.d, H, tiles, y_ref);
-  const auto cy = compare(d_y.download(), y_ref, kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe();
-  if (per_token) {
-    std::vector<bf16> h_ref = h0;
-    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-    const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_ref " << ch.describe();
-  }
+  check_step(rng, w, wgmma_gemms(w), ids, T, K, E, H, I, {kTm}, per_token, where);
 }
 
 // Row counts around the tile: 0, 1, 63, 64, 65, 127, 128, 129, 300 (3 tiles, the last one with
@@ -122,42 +82,7 @@ TEST(CudaMoeGroupedWgmma, CapturedGraphReplaysOnANewRouting) {
   std::mt19937 rng(305);
   const int E = 16, H = 136, I = 48, K = 6, T = 200;
   const Bf16Experts w(rng, E, H, I, 0.08f);
-  const auto x = random_bf16(rng, size_t(T) * H);
-  const auto h0 = random_bf16(rng, size_t(T) * H);
-  const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
-  const auto ids_a = make_routing(rng, RoutingKind::uniform, T, K, E);
-  const auto ids_b = make_routing(rng, RoutingKind::skewed, T, K, E);
-  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-  DeviceBuffer<float> d_tw(tw);
-  DeviceRouting d(ids_a, T, K, E, kTm);
-  cudaStream_t stream = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  moe_route_sort(d.ids.get(), T, K, d.r, stream);
-  moe_grouped_gate_up_wgmma(d_x.get(), T, K, H, w.dg.get(), w.du.get(), I, nullptr, nullptr, d.r, d_act.get(), stream);
-  moe_grouped_down_wgmma(d_act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, d_y.get(), stream);
-  moe_combine_sorted(d_y.get(), d.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), stream);
-  STRIKER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  STRIKER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (const auto* ids : {&ids_a, &ids_b}) {
-    d.ids.upload(*ids);
-    d_h.upload(h0);
-    d_act.poison();
-    d_y.poison();
-    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-    STRIKER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<bf16> h_ref = h0;
-    moe_ref(x, T, H, I, 0, MoeRefWeights{&w.g, &w.u, &w.d, nullptr, nullptr, nullptr}, *ids, tw, K, h_ref);
-    const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "graph replay, routing " << (ids == &ids_a ? "a (captured)" : "b (new)") << ": "
-                        << c.describe();
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  expect_graph_replays_new_routing(rng, w, wgmma_gemms(w), T, K, E, H, I, kTm);
 }
 
 TEST(CudaMoeGroupedWgmma, RejectsRoutingsOfAnotherTileHeightAndBadShapes) {

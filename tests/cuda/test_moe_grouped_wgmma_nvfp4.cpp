@@ -24,85 +24,20 @@ namespace {
 
 constexpr int kTm = kMoeWgmmaTileRows;
 
-std::vector<int32_t> routing_with_counts(std::mt19937& rng, const std::vector<int>& counts) {
-  std::vector<int32_t> ids;
-  for (size_t e = 0; e < counts.size(); ++e) ids.insert(ids.end(), size_t(counts[e]), int32_t(e));
-  std::shuffle(ids.begin(), ids.end(), rng);
-  return ids;
+// The register-decode GEMMs (128-row routing tiles) on NVFP4 stacks.
+GroupedGemms direct_gemms(const ScaledNvfp4Experts& w) {
+  return [&w](DeviceMoeStep& s, const MoeRouting& r, cudaStream_t stream) {
+    moe_grouped_gate_up_nvfp4_direct(s.x.get(), s.T, s.K, s.H, w.ng.view(), w.nu.view(), s.I, r, s.act.get(), stream);
+    moe_grouped_down_nvfp4_direct(s.act.get(), s.T, s.K, s.I, w.nd.view(), s.H, r, s.y.get(), stream);
+  };
 }
 
-// On a failure: the first mismatching (row, column) pairs and how many rows / columns hold one,
-// so a slip in the fragment or epilogue mapping shows its pattern in one GPU run.
-std::string mismatches(const std::vector<bf16>& got, const std::vector<bf16>& ref, int cols, double rtol,
-                       double atol_rel) {
-  double ref_max = 0;
-  for (const bf16 v : ref) ref_max = std::max(ref_max, double(std::fabs(bf16_to_float(v))));
-  std::set<size_t> rows, cs;
-  std::string first;
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size() && i < ref.size(); ++i) {
-    const double g = bf16_to_float(got[i]), r = bf16_to_float(ref[i]);
-    if (!(std::fabs(g - r) <= atol_rel * ref_max + rtol * std::fabs(r))) {
-      ++bad;
-      rows.insert(i / size_t(cols));
-      cs.insert(i % size_t(cols));
-      if (bad <= 6)
-        first += " (" + std::to_string(i / size_t(cols)) + "," + std::to_string(i % size_t(cols)) + ": " +
-                 std::to_string(g) + " vs " + std::to_string(r) + ")";
-    }
-  }
-  return " | " + std::to_string(bad) + " bad in " + std::to_string(rows.size()) + " rows, " +
-         std::to_string(cs.size()) + " columns; first" + first;
-}
-
-// Sort + gate/up + down + combine on this path, each kernel against its reference: gate/up vs
-// moe_grouped_gate_up_nvfp4_ref, down vs moe_grouped_down_nvfp4_ref on the device's own act rows,
-// h vs moe_float_ref when `per_token`. Routing tiles of 128 rows, then of 256 (two 128-token
-// halves per tile).
-void check_tm(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E,
-              int H, int I, bool per_token, int tm, const std::string& where);
+// Sort + gate/up + down + combine on this path, each kernel against its reference (check_step:
+// gate/up vs moe_grouped_gate_up_nvfp4_ref, down vs moe_grouped_down_nvfp4_ref on the device's
+// own act rows, h vs moe_float_ref when `per_token`). Routing tiles of 128 rows (the production sort).
 void check(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
            int I, bool per_token, const std::string& where) {
-  for (int tm : {kTm, 2 * kTm})
-    check_tm(rng, w, ids, T, K, E, H, I, per_token, tm, where + "tiles of " + std::to_string(tm) + ": ");
-}
-void check_tm(std::mt19937& rng, const ScaledNvfp4Experts& w, const std::vector<int32_t>& ids, int T, int K, int E,
-              int H, int I, bool per_token, int tm, const std::string& where) {
-  const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-  const auto x = random_bf16(rng, size_t(T) * H);
-  const auto h0 = random_bf16(rng, size_t(T) * H);
-  std::vector<int32_t> sorted, row;
-  std::vector<MoeTile> tiles;
-  moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles);
-  std::vector<bf16> act_ref;
-  moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
-  DeviceRouting r(ids, T, K, E, tm);
-  DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_y(size_t(T) * K * H);
-  DeviceBuffer<float> d_tw(tw);
-  d_act.poison();
-  d_y.poison();
-  moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-  moe_grouped_gate_up_nvfp4_direct(d_x.get(), T, K, H, w.ng.view(), w.nu.view(), I, r.r, d_act.get(), nullptr);
-  moe_grouped_down_nvfp4_direct(d_act.get(), T, K, I, w.nd.view(), H, r.r, d_y.get(), nullptr);
-  moe_combine_sorted(d_y.get(), r.row.get(), d_tw.get(), nullptr, T, K, H, d_h.get(), nullptr);
-  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-  ASSERT_EQ(r.num.download()[0], int32_t(tiles.size())) << where << "tile count";
-  const auto act = d_act.download();
-  const auto ca = compare(act, act_ref, 2 * kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(ca.ok()) << where << "gate/up+SwiGLU " << ca.describe()
-                       << (ca.ok() ? "" : mismatches(act, act_ref, I, 2 * kBf16Rtol, kBf16Atol));
-  std::vector<bf16> y_ref;
-  moe_grouped_down_nvfp4_ref(act, I, w.d, w.s2d, H, tiles, y_ref);
-  const auto y = d_y.download();
-  const auto cy = compare(y, y_ref, kBf16Rtol, kBf16Atol);
-  EXPECT_TRUE(cy.ok()) << where << "down " << cy.describe()
-                       << (cy.ok() ? "" : mismatches(y, y_ref, H, kBf16Rtol, kBf16Atol));
-  if (per_token) {
-    std::vector<bf16> h_ref = h0;
-    moe_float_ref(x, T, H, I, 0, MoeFloatWeights{&w.fg, &w.fu, &w.fd, nullptr, nullptr, nullptr}, ids, tw, K, h_ref);
-    const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(ch.ok()) << where << "h after combine vs moe_float_ref " << ch.describe();
-  }
+  check_step(rng, w, direct_gemms(w), ids, T, K, E, H, I, {kTm}, per_token, where);
 }
 
 // hidden 320: 5 k slices in gate/up, and down's 320 columns end 64 into a second 256-column

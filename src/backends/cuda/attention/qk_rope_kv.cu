@@ -160,15 +160,37 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
 
 // Steps of more than kDecodeMaxTokens tokens: kTokensPerCta tokens per CTA. Their q|k|v rows (one
 // contiguous range) are staged into shared memory with cp.async, all issued at once, so the bytes
-// in flight do not depend on registers (the first form, one token per CTA loading through
-// registers, ran 4 CTAs per SM at 56 registers: 88 µs at 8192 tokens, 0.42 of the bandwidth); then
-// the warps take (token, head) items from there. Each token's RoPE cos/sin are computed once into
-// shared memory (d/2 double sincos) instead of once per head and lane as the decode kernel does
-// (36 q/k heads x 2 lanes per frequency); each value is the same expression as prepare()'s, and
-// finish() is the decode kernel's, so the bits are the same.
+// in flight do not depend on registers. Each token's RoPE cos/sin are computed once into shared
+// memory (d/2 double sincos, prepare()'s expression) instead of once per head and lane.
+//
+// Then L = d/8 lanes take one head, 8 values each in 16-byte loads and stores (32/L heads per warp
+// at once, all lanes in every shuffle: a head's kind only picks what is stored). The decode
+// kernel's bits, step for step:
+//  - the sum of squares: its lane l holds E = d/32 values, lane l = V·m + b of this layout's lane
+//    m (V = 8/E); part[b] is its lane's partial, and its warp_sum (xor 16, 8, 4, 2, 1 of l) is
+//    xor L/2 .. 1 of m across lanes, then V/2 .. 1 in registers;
+//  - the norm in fp32, rounded where it rounds (bf16x2 conversions round each half alone);
+//  - RoPE in bf16x2 arithmetic: x and cos/sin are bf16, so round_bf16(x·cos) is the bf16 product,
+//    and round_bf16(a ± b) of two bf16 is the bf16 sum (fp32 then bf16 is a double rounding with
+//    24 ≥ 2·8 + 2 bits: innocuous); the low half's "− partner·sin" is "+ partner·(−sin)" (the
+//    table holds −sin there), round to nearest even being symmetric.
+// The first staged form (one warp per head, 8-byte lane accesses, the rope in fp32 with a rounding
+// per operation) ran 88 µs at 8192 tokens: instruction-bound (~150 instructions per head and lane).
 constexpr int kDecodeMaxTokens = 8;
 constexpr int kTokenWarps = 8, kTokensPerCta = 2;
 constexpr size_t kTokenMaxSmem = 40 * 1024;  // dynamic shared memory: Flint's 2 × 40 heads × 128 = 20 KiB
+
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 r = __hmul2_rn(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                      *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t bf16x2_add(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 r = __hadd2_rn(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                      *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint16_t bf16_bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
 template <int E>
 __global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
@@ -178,20 +200,34 @@ __global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
     bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();  // see launch.cuh
-  constexpr int d = 32 * E;
-  __shared__ float cs_s[kTokensPerCta][d / 2], sn_s[kTokensPerCta][d / 2];
+  constexpr int d = 32 * E, L = d / 8, V = 8 / E;
+  // Per token and element j: cos of frequency j % (d/2), and sin signed as j's rotation uses it.
+  __shared__ __align__(16) uint16_t cs_s[kTokensPerCta][d], sn_s[kTokensPerCta][d];
+  __shared__ int64_t kv_base[kTokensPerCta];  // the token's cache row: ((block·nkv)·block_size + off)·d
   const int t0 = int(blockIdx.x) * kTokensPerCta, nt = min(kTokensPerCta, T - t0), heads = nh + 2 * nkv;
-  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
-  // Before the wait, as in the decode kernel: weights and positions only.
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31), m = lane % L;
+  // Before the wait, as in the decode kernel: weights, positions and slots only.
   if (inv_freq != nullptr)
     for (int k = int(threadIdx.x); k < nt * (d / 2); k += kTokenWarps * 32) {
       const int tt = k / (d / 2), i = k % (d / 2);
       const float phi = __fmul_rn(float(positions[t0 + tt]), inv_freq[i]);
       double sd, cd;
       sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
-      cs_s[tt][i] = round_bf16(float(cd));
-      sn_s[tt][i] = round_bf16(float(sd));
+      const uint16_t c = bf16_bits(float(cd)), sn = bf16_bits(float(sd));
+      cs_s[tt][i] = cs_s[tt][i + d / 2] = c;
+      sn_s[tt][i] = sn ^ 0x8000u;  // the low half subtracts partner·sin
+      sn_s[tt][i + d / 2] = sn;
     }
+  if (int(threadIdx.x) < nt) {
+    const int64_t slot = slots[t0 + int(threadIdx.x)];
+    kv_base[threadIdx.x] = ((slot / block_size) * nkv * block_size + slot % block_size) * d;
+  }
+  float gq[8], gk[8];  // this lane's 8 gammas: the same elements of every head
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    gq[e] = q_norm_w[8 * m + e];
+    gk[e] = k_norm_w[8 * m + e];
+  }
   pdl_wait();  // qkv comes from the GEMM in front
   const int64_t row = int64_t(heads) * d;
   auto* rows = reinterpret_cast<bf16_t*>(smem);
@@ -200,21 +236,64 @@ __global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  for (int item = warp; item < nt * heads; item += kTokenWarps) {
-    const int tt = item / heads, head = item % heads;
-    Prep<E> pr;
-    const float* gamma = head < nh ? q_norm_w : k_norm_w;
+  constexpr int G = 32 / L;  // heads per warp at once
+  for (int base = warp * G; base < nt * heads; base += kTokenWarps * G) {
+    const int item = base + lane / L;
+    const bool valid = item < nt * heads;
+    int tt = 0, head = valid ? item : 0;  // item / heads and item % heads without a division
 #pragma unroll
-    for (int e = 0; e < E; ++e) {
-      pr.gamma[e] = head < nh + nkv ? gamma[lane * E + e] : 0.f;
-      const int i = (lane & 15) * E + e;  // frequency index < d/2
-      pr.cs[e] = inv_freq != nullptr ? cs_s[tt][i] : 0.f;
-      pr.sn[e] = inv_freq != nullptr ? sn_s[tt][i] : 0.f;
+    for (int k = 1; k < kTokensPerCta; ++k)
+      if (head >= heads) head -= heads, ++tt;
+    const uint4 raw = *reinterpret_cast<const uint4*>(rows + (int64_t(tt) * heads + head) * d + 8 * m);
+    float x[8];
+    unpack8(raw, x);
+    float part[V];
+#pragma unroll
+    for (int b = 0; b < V; ++b) {
+      part[b] = 0.f;
+#pragma unroll
+      for (int e = 0; e < E; ++e) part[b] += x[b * E + e] * x[b * E + e];  // finish()'s `ss += x * x`
     }
-    float x[E];
-    lane_to_float<E>(*reinterpret_cast<const typename LaneVec<E>::T*>(rows + tt * row + int64_t(head) * d + lane * E),
-                     x);
-    finish<E>(x, pr, t0 + tt, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
+#pragma unroll
+    for (int o = L / 2; o >= 1; o >>= 1)
+#pragma unroll
+      for (int b = 0; b < V; ++b) part[b] += __shfl_xor_sync(0xffffffffu, part[b], o);
+#pragma unroll
+    for (int s = V / 2; s >= 1; s >>= 1)
+#pragma unroll
+      for (int b = 0; b < s; ++b) part[b] += part[b + s];
+    const float r = 1.0f / sqrtf(part[0] / float(d) + eps);
+    const bool is_q = head < nh;
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = x[e] * r;
+    unpack8(pack8(y), y);  // round_bf16(x·r)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] *= is_q ? gq[e] : gk[e];
+    uint4 n = pack8(y);  // round_bf16(round_bf16(x·r)·gamma)
+    if (inv_freq != nullptr) {  // uniform: every lane rotates (v heads' results are not stored)
+      const uint4 cs = *reinterpret_cast<const uint4*>(&cs_s[tt][8 * m]);
+      const uint4 sn = *reinterpret_cast<const uint4*>(&sn_s[tt][8 * m]);
+      uint32_t w[4] = {n.x, n.y, n.z, n.w};
+      const uint32_t c[4] = {cs.x, cs.y, cs.z, cs.w}, sg[4] = {sn.x, sn.y, sn.z, sn.w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t partner = __shfl_xor_sync(0xffffffffu, w[k], L / 2);  // element j ± d/2
+        w[k] = bf16x2_add(bf16x2_mul(w[k], c[k]), bf16x2_mul(partner, sg[k]));
+      }
+      n = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    if (!valid) continue;
+    bf16_t* dst;
+    if (is_q) {
+      dst = q_out + (int64_t(t0 + tt) * nh + head) * d;
+    } else {
+      const bool is_v = head >= nh + nkv;
+      const int kvh = is_v ? head - nh - nkv : head - nh;
+      dst = (is_v ? v_cache : k_cache) + kv_base[tt] + int64_t(kvh) * block_size * d;
+      if (is_v) n = pack8(x);  // v as the decode kernel stores it
+    }
+    *reinterpret_cast<uint4*>(dst + 8 * m) = n;
   }
 }
 
@@ -237,11 +316,12 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
-  // The staged form takes steps above 8 tokens whose rows fit its shared memory and start 16-byte
-  // aligned (cp.async); the per-(token, head) kernel everything else (the same bits).
+  // The staged form takes steps above 8 tokens whose rows fit its shared memory, with 16-byte
+  // aligned buffers (cp.async, 16-byte stores); the per-(token, head) kernel everything else (the same bits).
   const size_t staged_smem = size_t(kTokensPerCta) * (hs.n_heads + 2 * hs.n_kv_heads) * hs.head_dim * 2;
-  const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem &&
-                         reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
+  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem && aligned16(qkv) && aligned16(q_out) &&
+                         aligned16(k_cache) && aligned16(v_cache);
   const unsigned token_grid = unsigned((T + kTokensPerCta - 1) / kTokensPerCta);
 #define STRIKER_QKR(E)                                                                                             \
   if (per_token)                                                                                                   \

@@ -29,7 +29,7 @@ std::vector<float> rope_inv_freq(float theta, int head_dim);
 // q_out: [T, n_heads, d].  Throws striker::Error for an unsupported head_dim.
 // The gammas and RoPE cos/sin are computed before the PDL wait (qk_rope_kv.cu says why that is safe).
 // Up to 8 tokens one warp per (token, head); more tokens two per CTA, staged in shared memory,
-// each token's cos/sin computed once: the same bits either way.
+// each token's cos/sin computed once, d/8 lanes per head in 16-byte accesses: the same bits either way.
 void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const float* q_norm_w,
                            const float* k_norm_w, float eps, const int32_t* positions, const float* inv_freq,
                            const int64_t* slots, int block_size, bf16* k_cache, bf16* v_cache, bf16* q_out,

@@ -1,6 +1,5 @@
 #include "backends/cuda/elementwise/rmsnorm.h"
 
-#include <algorithm>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
@@ -12,8 +11,9 @@ namespace {
 
 constexpr int kThreads = kRmsnormRowThreads;
 
-// One block per row (decode steps, and rows the staged kernel below does not take). The row is read twice (sum of squares, then scale); the second read
-// hits L1/L2 since a row is at most a few KiB. The arithmetic is rmsnorm_row.cuh's.
+// One block per row (decode steps, and rows the warp-per-row kernel below does not take). The row
+// is read twice (sum of squares, then scale); the second read hits L1/L2 since a row is at most a
+// few KiB. The arithmetic is rmsnorm_row.cuh's.
 template <bool kAdd>
 __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16_t* __restrict__ delta,
                                                            const float* __restrict__ w, bf16_t* out, int hidden,
@@ -38,109 +38,93 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_kernel(bf16_t* h, const bf16
     y[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(x[i]), r, w[i]));
 }
 
-// Steps of more than kStagedMinRows rows (prefill): `rows_per_cta` consecutive rows, one
-// contiguous range, staged into shared memory with 16-byte loads all issued before any is used,
-// then each row normalised by the threads in rmsnorm_row.cuh's assignment and order (thread i:
-// elements i, i + 256, ...; warp_sum; the 8 warp partials in order: the row kernel's bits), the
-// results written back through shared memory with 16-byte stores. The row kernel moves 2 bytes per
-// access and kept a thread's 8 loads one loop trip apart: 27-34 µs at 8192 × 2048, 0.3-0.4 of the
-// bandwidth. kAdd: the deltas are staged too, h = bf16(h + delta) is written back with x.
-constexpr int kStagedMinRows = 9;      // decode steps (<= 8 tokens) keep the row kernel
-constexpr int kStagedMaxRows = 4;      // rows per CTA
-constexpr int kStagedMaxBytes = 40 * 1024;  // dynamic shared memory, under the 48 KiB default with `partial`
-constexpr int kStagedUnroll = 4;       // 16-byte loads per thread in flight (per staged array)
+// Steps of more than kWarpMinRows rows (prefill): one warp per row, the whole row in registers.
+// Lane p loads the row's 16-byte vectors p, p + 32, ... (vector q: elements 8q..8q+7), all issued
+// before any is used (kVecs × 16 B per lane in flight; no shared memory, no barrier), and stores
+// the normalised row the same way. The row kernel's bits, order for order: its thread v (0..255)
+// sums elements v, v + 256, ... in that order; element 8q + e belongs to thread 8q % 256 + e, trip
+// q / 32, so lane p holds threads 8p..8p+7 (part[e]) and adds their elements trip by trip; then
+// rmsnorm_r_of_lanes rebuilds the kernel's butterfly and warp order. The earlier form (4 rows per
+// CTA staged through shared memory, 2-byte accesses there) ran 27 µs at 8192 × 2048, 47 µs with
+// the residual: its phases were serial within a CTA.
+constexpr int kWarpMinRows = 9;  // decode steps (<= 8 tokens) keep the row kernel
+constexpr int kWarpRows = 4;     // rows (warps) per CTA: 5 CTAs per SM at add_rmsnorm's 88 registers
+constexpr int kWarpMaxVecs = 8;  // 16-byte vectors per lane: hidden <= 2048 (Flint's)
 
-template <bool kAdd>
-__global__ void __launch_bounds__(kThreads) rmsnorm_staged_kernel(bf16_t* h, const bf16_t* __restrict__ delta,
-                                                                  const float* __restrict__ w, bf16_t* out, int rows,
-                                                                  int hidden, float eps, int rows_per_cta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ float partial[kStagedMaxRows][kThreads / 32];
+template <bool kAdd, int kVecs>
+__global__ void __launch_bounds__(kWarpRows * 32) rmsnorm_warp_kernel(bf16_t* h, const bf16_t* __restrict__ delta,
+                                                                      const float* __restrict__ w, bf16_t* out,
+                                                                      int rows, int hidden, float eps) {
   pdl_grid_start();  // see launch.cuh
-  const int64_t row0 = int64_t(blockIdx.x) * rows_per_cta;
-  const int nr = int(std::min<int64_t>(rows_per_cta, rows - row0));
-  const int n8 = nr * hidden / 8;  // 16-byte vectors of the CTA's rows
-  auto* hs = reinterpret_cast<uint4*>(smem);
-  auto* ds = hs + rows_per_cta * hidden / 8;  // kAdd: the deltas, overwritten by the normalised rows
-  const auto* hg = reinterpret_cast<const uint4*>(h + row0 * hidden);
-  const auto* dg = reinterpret_cast<const uint4*>(kAdd ? delta + row0 * hidden : nullptr);
-  for (int c0 = int(threadIdx.x); c0 < n8; c0 += kStagedUnroll * kThreads) {
-    uint4 a[kStagedUnroll], b[kStagedUnroll];
+  const int lane = int(threadIdx.x & 31);
+  const int64_t row = int64_t(blockIdx.x) * kWarpRows + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int n8 = hidden / 8;
+  auto* hr = reinterpret_cast<uint4*>(h + row * hidden);
+  const auto* dr = reinterpret_cast<const uint4*>(kAdd ? delta + row * hidden : nullptr);
+  uint4 v[kVecs], dv[kAdd ? kVecs : 1];
 #pragma unroll
-    for (int u = 0; u < kStagedUnroll; ++u) {
-      const int c = c0 + u * kThreads;
-      if (c < n8) {
-        a[u] = hg[c];
-        if constexpr (kAdd) b[u] = dg[c];
-      }
+  for (int j = 0; j < kVecs; ++j)
+    if (lane + 32 * j < n8) {
+      v[j] = hr[lane + 32 * j];
+      if constexpr (kAdd) dv[j] = dr[lane + 32 * j];
     }
+  float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int u = 0; u < kStagedUnroll; ++u) {
-      const int c = c0 + u * kThreads;
-      if (c < n8) {
-        hs[c] = a[u];
-        if constexpr (kAdd) ds[c] = b[u];
-      }
-    }
-  }
-  __syncthreads();
-  auto* hrows = reinterpret_cast<bf16_t*>(hs);
-  auto* drows = reinterpret_cast<bf16_t*>(ds);
-  for (int r = 0; r < nr; ++r) {  // each thread touches only its own elements: no barrier inside
-    bf16_t* x = hrows + r * hidden;
-    const bf16_t* d = drows + r * hidden;
-    float ss = rmsnorm_partial(hidden, [&](int i) {
-      float v = __bfloat162float(x[i]);
+  for (int j = 0; j < kVecs; ++j)
+    if (lane + 32 * j < n8) {
+      float f[8];
+      unpack8(v[j], f);
       if constexpr (kAdd) {
-        v = round_bf16(v + __bfloat162float(d[i]));
-        x[i] = __float2bfloat16_rn(v);
+        float d[8];
+        unpack8(dv[j], d);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) f[e] = round_bf16(f[e] + d[e]);
+        v[j] = pack8(f);  // exact: the values are bf16 already
       }
-      return v;
-    });
-    ss = warp_sum(ss);
-    if ((threadIdx.x & 31) == 0) partial[r][threadIdx.x >> 5] = ss;
-  }
-  __syncthreads();
-  bf16_t* yrows = kAdd ? drows : hrows;  // each thread overwrites only elements it alone has read
-  for (int r = 0; r < nr; ++r) {
-    const float rr = rmsnorm_r(partial[r], hidden, eps);
-    const bf16_t* x = hrows + r * hidden;
-    bf16_t* y = yrows + r * hidden;
-    for (int i = int(threadIdx.x); i < hidden; i += kThreads)
-      y[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(x[i]), rr, w[i]));
-  }
-  __syncthreads();
-  auto* og = reinterpret_cast<uint4*>(out + row0 * hidden);
-  auto* hw = reinterpret_cast<uint4*>(h + row0 * hidden);
-  const uint4* ys = kAdd ? ds : hs;
-  for (int c = int(threadIdx.x); c < n8; c += kThreads) {
-    og[c] = ys[c];
-    if constexpr (kAdd) hw[c] = hs[c];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) part[e] += f[e] * f[e];  // rmsnorm_partial's `ss += v * v`
+    }
+  const float r = rmsnorm_r_of_lanes(part, hidden, eps);
+  auto* orow = reinterpret_cast<uint4*>(out + row * hidden);
+  const auto* w4 = reinterpret_cast<const float4*>(w);
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int q = lane + 32 * j;
+    if (q < n8) {
+      float f[8], y[8];
+      unpack8(v[j], f);
+      const float4 w0 = __ldg(w4 + 2 * q), w1 = __ldg(w4 + 2 * q + 1);
+      const float wf[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) y[e] = rmsnorm_apply(f[e], r, wf[e]);
+      if constexpr (kAdd) hr[q] = v[j];
+      orow[q] = pack8(y);
+    }
   }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Rows per CTA of the staged kernel for this shape, or 0 where the row kernel runs.
-int staged_rows(int rows, int hidden, bool add, const void* h, const void* delta, const void* out) {
-  const int64_t row_bytes = int64_t(hidden) * 2 * (add ? 2 : 1);
-  if (rows < kStagedMinRows || hidden % 8 != 0 || row_bytes > kStagedMaxBytes || !aligned16(h) ||
-      !aligned16(out) || (add && !aligned16(delta)))
+// 16-byte vectors per lane of the warp-per-row kernel for this shape, or 0 where the row kernel runs.
+int warp_vecs(int rows, int hidden, bool add, const void* h, const void* delta, const float* w, const void* out) {
+  if (rows < kWarpMinRows || hidden % 8 != 0 || hidden > kWarpMaxVecs * 32 * 8 || !aligned16(h) || !aligned16(out) ||
+      !aligned16(w) || (add && !aligned16(delta)))
     return 0;
-  return int(std::min<int64_t>(kStagedMaxRows, kStagedMaxBytes / row_bytes));
+  const int per_lane = (hidden / 8 + 31) / 32;
+  return per_lane <= 2 ? 2 : per_lane <= 4 ? 4 : 8;
 }
 
 template <bool kAdd>
 void launch_rmsnorm(bf16_t* h, const bf16_t* delta, const float* w, bf16_t* out, int rows, int hidden, float eps,
                     cudaStream_t stream) {
-  const int per = staged_rows(rows, hidden, kAdd, h, delta, out);
-  if (per == 0) {
-    launch_pdl(rmsnorm_kernel<kAdd>, dim3(rows), dim3(kThreads), 0, stream, h, delta, w, out, hidden, eps);
-    return;
+  const dim3 grid(unsigned((rows + kWarpRows - 1) / kWarpRows)), block(kWarpRows * 32);
+  switch (warp_vecs(rows, hidden, kAdd, h, delta, w, out)) {
+    case 2: launch_pdl(rmsnorm_warp_kernel<kAdd, 2>, grid, block, 0, stream, h, delta, w, out, rows, hidden, eps); return;
+    case 4: launch_pdl(rmsnorm_warp_kernel<kAdd, 4>, grid, block, 0, stream, h, delta, w, out, rows, hidden, eps); return;
+    case 8: launch_pdl(rmsnorm_warp_kernel<kAdd, 8>, grid, block, 0, stream, h, delta, w, out, rows, hidden, eps); return;
+    default: launch_pdl(rmsnorm_kernel<kAdd>, dim3(rows), dim3(kThreads), 0, stream, h, delta, w, out, hidden, eps);
   }
-  const size_t smem = size_t(per) * hidden * 2 * (kAdd ? 2 : 1);
-  launch_pdl(rmsnorm_staged_kernel<kAdd>, dim3(unsigned((rows + per - 1) / per)), dim3(kThreads), smem, stream, h,
-             delta, w, out, rows, hidden, eps, per);
 }
 
 }  // namespace

@@ -35,6 +35,26 @@ __device__ __forceinline__ float rmsnorm_r(const float* partial, int hidden, flo
   return 1.0f / sqrtf(total / float(hidden) + eps);
 }
 
+// r of a row one warp holds as the row kernel's threads: lane p's ss[k] is thread 8p + k's partial
+// (its elements 256j + 8p + k, j ascending). The kernel's warp w is lanes 4w..4w+3, its warp_sum
+// (xor 16, 8, 4, 2, 1 of the thread index) lanes xor 2, 1 then k xor 4, 2, 1: the same tree of
+// adds; then its 8 warp sums in order. Every lane gets r.
+__device__ __forceinline__ float rmsnorm_r_of_lanes(float (&ss)[8], int hidden, float eps) {
+  static_assert(kRmsnormRowThreads == 256, "lane p plays threads 8p..8p+7");
+#pragma unroll
+  for (int k = 0; k < 8; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], 2);  // thread index xor 16
+#pragma unroll
+  for (int k = 0; k < 8; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], 1);  // xor 8
+#pragma unroll
+  for (int k = 0; k < 4; ++k) ss[k] += ss[k + 4];  // xor 4
+  ss[0] += ss[2], ss[1] += ss[3];                   // xor 2
+  ss[0] += ss[1];                                   // xor 1
+  float partial[kRmsnormRowThreads / 32];
+#pragma unroll
+  for (int w = 0; w < kRmsnormRowThreads / 32; ++w) partial[w] = __shfl_sync(0xffffffffu, ss[0], 4 * w);
+  return rmsnorm_r(partial, hidden, eps);
+}
+
 // r from every thread's partial (all threads of the block call it: it holds two barriers, so
 // `partial` [kRmsnormRowThreads/32] in shared memory may be reused by the next call).
 __device__ __forceinline__ float rmsnorm_scale(float ss, int hidden, float eps, float* partial) {

@@ -60,7 +60,7 @@ struct MoeRouting {
   MoeTile* tiles = nullptr;        // [moe_max_tiles(T·K, experts, tile_rows)]
   int32_t* num_tiles = nullptr;    // [1] tiles written
   int experts = 0;                 // E (<= kMoeMaxExperts)
-  // 16 or 64 (moe_grouped_*), 128 (moe_grouped_*_wgmma*; the NVFP4 ones also take 256); the same for
+  // 16 or 64 (moe_grouped_*), 128 (moe_grouped_*_wgmma*, BF16 and NVFP4); the same for
   // the sort and the GEMMs
   int tile_rows = 16;
 };

@@ -22,10 +22,10 @@ constexpr int kMoeWgmmaTileRows = 128;
 // of moe_grouped.h read each selected expert once per step.
 inline bool moe_wgmma_for(int64_t slots, int experts) { return moe_tile_rows_for(slots, experts) != 16; }
 // NVFP4 stacks take this path (moe_grouped_wgmma_nvfp4.h: the weights decoded in registers) from
-// 40 rows per expert (T > 1706 at E = 256, top-6); below, the 64-row mma.sync NVFP4 kernels. H200,
-// per layer (sort, both GEMMs, combine): T = 2048 mma.sync 669 µs vs 516 µs (sixth session's last
-// run, after the narrow tiles and the TMA producer); T = 8192 2250 µs vs 1103 µs.
-inline bool moe_wgmma_nvfp4_for(int64_t slots, int experts) { return slots > int64_t(40) * experts; }
+// 24 rows per expert (T >= 1024 at E = 256, top-6), the fewest measured; below, the 64-row
+// mma.sync NVFP4 kernels. H200, per layer (sort, both GEMMs, combine), mma.sync vs this path:
+// T = 1024 658 vs 517 µs, 1536 659 vs 509, 2048 670 vs 516 (seventh session), 8192 2250 vs 1103.
+inline bool moe_wgmma_nvfp4_for(int64_t slots, int experts) { return slots >= int64_t(24) * experts; }
 
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g = bf16(scale2_gate[e]·mm(x[token(r)], W_gate[e])), u likewise.
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,

@@ -50,7 +50,6 @@ struct NvArgs {
   int kdim;
   int n;                       // output columns (rows per expert of each matrix)
   int col_blocks;
-  int halves;                  // 128-token halves per routing tile: tile_rows / 128 (1 or 2)
   int experts;
   Nvfp4Matrix w[2];            // gated: gate, up; plain: down twice
   const float* scale2[2];
@@ -84,7 +83,7 @@ template <bool kGated>
 __global__ void __launch_bounds__(kNvThreads, 1)
     grouped_nvfp4_kernel(const __grid_constant__ NvCodeMaps maps, const NvArgs args) {
   pdl_grid_start();
-  const int items = *args.num_tiles * args.halves * args.col_blocks;
+  const int items = *args.num_tiles * args.col_blocks;
   if (int(blockIdx.x) >= items) return;
 
   __shared__ uint64_t full[kNvStages], empty[kNvStages];
@@ -130,10 +129,9 @@ __global__ void __launch_bounds__(kNvThreads, 1)
     };
     int g = 0;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const NvItem it = nv_item(item, args.col_blocks, args.halves);
+      const NvItem it = nv_item(item, args.col_blocks);
       const MoeTile tile = args.tiles[it.tile];
-      const int rows = nv_half_rows(tile.rows, it.half), first = tile.first + it.half * kNvTokens;
-      if (rows <= 0) continue;  // the consumers skip it too
+      const int rows = tile.rows, first = tile.first;
       const int n0 = it.col_block * nv_out_cols(kGated);
       const int b_row0 = tile.expert * args.n + n0;
       // Per item, once: each copy's source (advanced by one k slice per stage) and whether it
@@ -215,9 +213,8 @@ __global__ void __launch_bounds__(kNvThreads, 1)
     // A tile of at most 64 tokens (an expert's last, or T = 2048's only one) multiplies only B
     // rows 0-63: m64n64, half the tensor work. Warp-uniform (broadcast), two separate loops:
     // ptxas sees no wgmma under divergent control flow.
-    const NvItem it = nv_item(item, args.col_blocks, args.halves);
-    const int rows = __shfl_sync(0xffffffffu, nv_half_rows(args.tiles[it.tile].rows, it.half), 0);
-    if (rows <= 0) continue;  // as the producer
+    const NvItem it = nv_item(item, args.col_blocks);
+    const int rows = __shfl_sync(0xffffffffu, args.tiles[it.tile].rows, 0);
     const bool narrow = rows <= 64;
     auto main_loop = [&](auto narrow_tag) {
       constexpr bool kNarrow = decltype(narrow_tag)::value;
@@ -267,7 +264,7 @@ __global__ void __launch_bounds__(kNvThreads, 1)
 
     // The item's tile is read only now: nothing but `item` stays live across the main loop.
     const MoeTile tile = args.tiles[it.tile];
-    const int first = tile.first + it.half * kNvTokens;
+    const int first = tile.first;
     const int n0 = it.col_block * nv_out_cols(kGated);
     const float s0 = __ldg(args.scale2[0] + tile.expert);
     const float s1 = kGated ? __ldg(args.scale2[1] + tile.expert) : s0;
@@ -323,9 +320,9 @@ void check_args(const char* what, int T, int K, int kdim, int n, const MoeRoutin
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % 64 != 0) fail("NVFP4 reduction width " + std::to_string(kdim) + " is not a positive multiple of 64");
   if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
-  if (r.tile_rows != kNvTokens && r.tile_rows != 2 * kNvTokens)
+  if (r.tile_rows != kNvTokens)
     fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
-         std::to_string(kNvTokens) + " or " + std::to_string(2 * kNvTokens));
+         std::to_string(kNvTokens));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     fail(std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) + " supported)");
   if (K <= 0 || int64_t(T) * K > (int64_t(1) << 30)) fail("bad routing size T=" + std::to_string(T));
@@ -355,7 +352,7 @@ void launch(const char* what, const NvArgs& args, int T, int K, const MoeRouting
   int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, r.tile_rows) * args.halves * args.col_blocks;
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, r.tile_rows) * args.col_blocks;
   if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
   const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
   launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kNvThreads), size_t(kNvSmemBytes), stream, maps, args);
@@ -370,7 +367,6 @@ NvArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, int
                 kdim,
                 n,
                 (n + nv_out_cols(gated) - 1) / nv_out_cols(gated),
-                r.tile_rows / kNvTokens,
                 r.experts,
                 {w0.m, w1.m},
                 {w0.scale2, w1.scale2},

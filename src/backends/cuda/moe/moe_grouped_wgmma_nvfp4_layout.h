@@ -53,22 +53,15 @@ static_assert(kNvStageBytes % kSw128AtomBytes == 0, "every stage's activation ti
 static_assert(kNvLag < kNvStages, "the producer would wait on a stage it has not signalled");
 static_assert(kNvSmemBytes <= 227 * 1024, "one CTA per SM");
 
-// Work items: the routing may be sorted with tiles of 128 or 256 rows (the BF16 kernels take 128
-// only: their 256-row tall tiles were measured slower and deleted); a CTA takes 128 tokens, so a
-// 256-row tile is two items per column block (its halves; a half past the tile's rows is skipped
-// by every warpgroup).
-// Item order: routing tile, half, column block (fastest) — an expert's items stay together.
+// Work items: one per (routing tile of up to 128 rows, column block); the routing is sorted with
+// 128-row tiles, as for the BF16 kernels (256-row tall tiles were measured slower and deleted).
+// Item order: routing tile, column block (fastest) — an expert's items stay together.
 struct NvItem {
   int tile;       // index into MoeRouting::tiles
-  int half;       // 0, or 1 for the second 128 rows of a 256-row tile
   int col_block;  // column block (n0 = col_block · nv_out_cols)
 };
-STRIKER_HOST_DEVICE constexpr NvItem nv_item(int item, int col_blocks, int halves) {
-  return NvItem{item / (col_blocks * halves), (item / col_blocks) % halves, item % col_blocks};
-}
-// Rows of `half` in a routing tile of `tile_rows_used` rows (<= 0: nothing to do).
-STRIKER_HOST_DEVICE constexpr int nv_half_rows(int tile_rows_used, int half) {
-  return tile_rows_used - half * kNvTokens < kNvTokens ? tile_rows_used - half * kNvTokens : kNvTokens;
+STRIKER_HOST_DEVICE constexpr NvItem nv_item(int item, int col_blocks) {
+  return NvItem{item / col_blocks, item % col_blocks};
 }
 
 // Output columns a CTA writes.
