@@ -5,7 +5,11 @@
 # STRIKER_PROFILE_CONTEXTS (default "8192 100000"; "" for none). STRIKER_PROFILE_PREFILL="8192" adds one
 # prefill chunk of that many tokens, BF16 and NVFP4: the kernels of a few middle layers only
 # (STRIKER_PROFILE_PREFILL_SKIP launches skipped, STRIKER_PROFILE_PREFILL_COUNT profiled; ncu replays
-# each kernel, so a whole 49-layer chunk would take minutes). Usage: bash scripts/gpu_profile.sh BIN_DIR
+# each kernel, so a whole 49-layer chunk would take minutes). STRIKER_PROFILE_MOE_SOL="8192" adds ncu's
+# speed-of-light and memory-workload sections for the BF16 grouped wgmma expert kernels (gate/up and
+# down of one middle layer) of a prefill chunk of that many tokens: whether L2 -> SM transfer, HBM or
+# the tensor pipes bound them (docs/performance.md, seventh session: bytes into each SM, not stage
+# latency, looked like the limit). Usage: bash scripts/gpu_profile.sh BIN_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-gpubin}
@@ -39,4 +43,15 @@ for tokens in ${STRIKER_PROFILE_PREFILL:-}; do
     echo "ncu prefill $q $tokens rc=$?"
     python3 scripts/ncu_summary.py "$log" "$q prefill of $tokens tokens, ${STRIKER_PROFILE_PREFILL_COUNT:-60} kernels of middle layers (ncu, real clocks)"
   done
+done
+for tokens in ${STRIKER_PROFILE_MOE_SOL:-}; do
+  log="$LOGS/ncu_moe_sol_${tokens}.csv"
+  # Launch 40 onwards skips the first layers; two launches = one layer's gate/up and down.
+  timeout 300 "$NCU" --csv --page details --clock-control none --cache-control none \
+    -k 'regex:grouped_wgmma_kernel' --launch-skip 40 --launch-count 2 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+    "$BIN/striker" bench prefill --config "$CONFIG" --tokens="$tokens" --repeats 1 >"$log" 2>"$log.err"
+  echo "ncu grouped wgmma sections, prefill $tokens rc=$?"
+  grep -E '"(Duration|Memory Throughput|DRAM Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Mem Busy|Max Bandwidth|L2 Hit Rate|L1/TEX Hit Rate|Achieved Occupancy|Mem Pipes Busy)"' "$log" |
+    awk -F'","' '{print $5 " | " $(NF-2) " | " $NF}' | tr -d '"' | head -40
 done
