@@ -20,6 +20,10 @@ namespace striker::cuda {
 struct CudaBackendOptions {
   int max_tokens = 8192;          // tokens per forward() call
   int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
+  // Rows of the pinned host buffer the logits cross to the host through (0: max_logit_rows):
+  // forward() and forward_sampled's return_rows need no more than this; forward_streamed hands
+  // larger steps over through it in blocks (perplexity: 600 KB per row at Flint's vocabulary).
+  int max_host_logit_rows = 0;
   int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
   // Replay steps of up to 256 tokens (decode batches) from captured CUDA graphs. Off by default:
   // at batch 1 with PDL launches both measured within a few per cent (docs/performance.md).
@@ -55,6 +59,7 @@ class CudaBackend : public Backend {
   int64_t sliding_block_bytes(int32_t block_size) const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  void forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) override;
   bool samples_on_device() const override { return options_.device_sampling; }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
 
@@ -75,7 +80,8 @@ class CudaBackend : public Backend {
   // number of logits rows, left in logits_device() as fp32 [rows, vocab].
   int launch_forward(const ForwardBatch& batch);
   float* logits_device() const;
-  float* logits_pinned() const;  // pinned host buffer of max_logit_rows rows
+  float* logits_pinned() const;  // pinned host buffer of host_logit_rows() rows
+  int host_logit_rows() const;
   void plan(const ForwardBatch& batch, StepPlan& plan) const;
   // The layer loop, FLINT.md §4 step by step (flint_forward.cpp), and the ops it calls, each
   // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,
