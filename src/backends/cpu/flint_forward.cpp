@@ -116,6 +116,7 @@ void flint_forward_streamed(const CpuModel& model, KvCache& cache, ThreadPool& p
   Mat out;
   for (int64_t first = 0; first < rows; first += max_block_rows) {
     const int64_t count = std::min(max_block_rows, rows - first);
+    if (out.rows != count) out = Mat();  // a shorter last block: free the full one before allocating it
     lm_head_rows(model, pool, h, flat.logit_rows, first, count, out);
     sink(first, out.data.data(), count);
   }
