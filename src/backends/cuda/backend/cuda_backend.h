@@ -20,10 +20,6 @@ namespace striker::cuda {
 struct CudaBackendOptions {
   int max_tokens = 8192;          // tokens per forward() call
   int max_logit_rows = 512;       // logits rows per call (all_logits chunks count every token)
-  // Rows of the pinned host buffer the logits cross to the host through (0: max_logit_rows):
-  // forward() and forward_sampled's return_rows need no more than this; forward_streamed hands
-  // larger steps over through it in blocks (perplexity: 600 KB per row at Flint's vocabulary).
-  int max_host_logit_rows = 0;
   int64_t max_table_entries = int64_t(1) << 20;  // block-table entries per call and pool
   // Replay steps of up to 256 tokens (decode batches) from captured CUDA graphs. Off by default:
   // at batch 1 with PDL launches both measured within a few per cent (docs/performance.md).
@@ -33,6 +29,11 @@ struct CudaBackendOptions {
   int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
   // Captured graphs kept at once (use_graphs); the least recently replayed is destroyed first.
   int max_captured_graphs = 64;
+  // Last, so positional initialisers ({max_tokens, max_logit_rows, ...}) keep their meaning.
+  // Rows of the pinned host buffer the logits cross to the host through (0: max_logit_rows):
+  // forward() and forward_sampled's return_rows need no more than this; forward_streamed hands
+  // larger steps over through it in blocks (perplexity: 600 KB per row at Flint's vocabulary).
+  int max_host_logit_rows = 0;
 
   // Buffer sizes for an engine with these limits (serve, bench throughput): a step's token budget,
   // a logits row per sequence plus a prompt_logprobs chunk (capped at 256 tokens), and a full block
