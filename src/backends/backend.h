@@ -74,6 +74,11 @@ struct DeviceSampling {
   std::function<void()> wait_for_masks;
 };
 
+// Receives a step's logits in blocks: `count` float rows [count, vocab] for the step's rows
+// first .. first+count-1 (numbered as forward() orders them), in order. The pointer is valid
+// only during the call: copy what is kept.
+using LogitsSink = std::function<void(int64_t first, const float* rows, int64_t count)>;
+
 struct SampledStep {
   std::vector<int32_t> tokens;  // one per DeviceSampling::samples, same order
   std::vector<float> logits;    // [return_rows.size(), vocab], in return_rows order
@@ -92,6 +97,12 @@ class Backend {
   // Runs one step. `logits` receives float rows [rows, vocab] in batch order: for each
   // sequence, tokens.size() rows when all_logits, else 1 row.
   virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  // forward() for steps with many logits rows (perplexity's all_logits chunks): the same rows,
+  // bit for bit, handed to `sink` in blocks of at most max_block_rows, so the host holds one
+  // block of [rows, vocab] at a time however many rows the step has (150K-vocab rows are 600 KB).
+  virtual void forward_streamed(const ForwardBatch& /*batch*/, int64_t /*max_block_rows*/, const LogitsSink& /*sink*/) {
+    throw Error("backend " + name() + " cannot hand logits over in blocks (forward_streamed)");
+  }
   // Device sampling: the engine calls forward_sampled instead of forward when this is true, so
   // only the sampled ids (and the rows in return_rows) cross to the host.
   virtual bool samples_on_device() const { return false; }

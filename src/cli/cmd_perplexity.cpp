@@ -214,6 +214,8 @@ void run(const PerplexityArgs& args) {
     if (step_tokens > INT32_MAX || logit_rows > INT32_MAX) throw Error("perplexity: a step of that size does not fit");
     options.max_tokens = int(std::max<int64_t>(options.max_tokens, step_tokens));
     options.max_logit_rows = int(std::max<int64_t>(options.max_logit_rows, logit_rows));
+    // The rows reach the host in blocks (score_prefill / score_decode_batch): pinned memory for one.
+    options.max_host_logit_rows = int(kScoreBlockRows);
     if (dummy_on_gpu) {
       backend = cuda::make_cuda_backend_dummy(model.config, args.seed, dummy_weight_format(load), options);
     } else {
@@ -250,7 +252,10 @@ void register_perplexity(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "print one JSON object {ids, logprobs, argmax, perplexity}");
   cmd->add_option("--top", args->top, "with --json: also the N most likely tokens per position (top_logprobs)")
       ->check(CLI::Range(0, 100));
-  cmd->add_option("--chunk-size", args->chunk_size, "tokens per prefill chunk")->capture_default_str();
+  cmd->add_option("--chunk-size", args->chunk_size,
+                  "tokens per prefill chunk (host memory does not grow with it: logits are scored " +
+                      std::to_string(kScoreBlockRows) + " rows at a time)")
+      ->capture_default_str();
   cmd->add_option("--decode-batch", args->decode_batch,
                   "split the ids into N sequences and decode them together, one token of each per step")
       ->check(CLI::Range(int64_t(1), int64_t(4096)));

@@ -68,7 +68,7 @@ std::vector<int32_t> block_range(int64_t first, int64_t count) {
 }  // namespace
 
 Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vector<int32_t>& ids,
-                     int64_t chunk_size, int top_n, int64_t score_from) {
+                     int64_t chunk_size, int top_n, int64_t score_from, int64_t block_rows) {
   const int64_t n = int64_t(ids.size());
   if (score_from < 0 || score_from >= n - 1)
     throw Error("--score-from " + std::to_string(score_from) + " leaves no position to score in " +
@@ -78,7 +78,6 @@ Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vec
   const std::vector<int32_t> table = block_range(0, blocks);
 
   Scores out;
-  std::vector<float> logits;
   const int64_t V = config.vocab_size;
   for (int64_t start = 0, end; start < n - 1; start = end) {
     end = std::min(n - 1, start + chunk_size);  // the last id is only a target
@@ -92,8 +91,11 @@ Scores score_prefill(Backend& backend, const FlintConfig& config, const std::vec
     chunk.sliding_block_table = table;
     chunk.all_logits = scored;
     batch.seqs.push_back(std::move(chunk));
-    backend.forward(batch, logits);
-    if (scored) score_rows(logits.data(), end - start, V, ids.data() + start + 1, top_n, out);
+    // Row r of a scored chunk is position start + r; an unscored chunk's one row is dropped.
+    const int32_t* targets = ids.data() + start + 1;
+    backend.forward_streamed(batch, block_rows, [&](int64_t first, const float* rows, int64_t count) {
+      if (scored) score_rows(rows, count, V, targets + first, top_n, out);
+    });
   }
   return out;
 }
@@ -108,7 +110,7 @@ int64_t decode_logit_rows(int64_t n_sequences, int64_t prefill, int64_t score_fr
 
 std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& config,
                                        const std::vector<std::vector<int32_t>>& sequences, int64_t prefill,
-                                       int top_n, int64_t score_from) {
+                                       int top_n, int64_t score_from, int64_t block_rows) {
   if (prefill < 1) throw Error("--decode-prefill must be at least 1");
   if (score_from < 0) throw Error("--score-from must not be negative");
   const size_t n = sequences.size();
@@ -129,7 +131,6 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
   for (size_t s = 0; s < n; ++s) tables[s] = block_range(first_block[s], blocks_for(int64_t(sequences[s].size())));
 
   std::vector<Scores> out(n);
-  std::vector<float> logits;
   const int64_t V = config.vocab_size;
   // Step 0: every sequence's first `prefill` tokens, one chunk each; logits for every token, or
   // only the last (position prefill-1) when score_from skips the others.
@@ -145,12 +146,20 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
       chunk.all_logits = all_rows;
       batch.seqs.push_back(std::move(chunk));
     }
-    backend.forward(batch, logits);
-    // Rows per sequence in the logits, and the first position scored (row first - (prefill - rows)).
-    const int64_t rows = all_rows ? prefill : 1, first = all_rows ? score_from : prefill - 1;
-    for (size_t s = 0; s < n && first >= score_from; ++s)
-      score_rows(logits.data() + (int64_t(s) * rows + first - (prefill - rows)) * V, prefill - first, V,
-                 sequences[s].data() + first + 1, top_n, out[s]);
+    // `rows` rows per sequence: row r of the step is sequence r / rows at position
+    // r % rows + (prefill - rows). A block may hold the end of one sequence and the start of the next.
+    const int64_t rows = all_rows ? prefill : 1;
+    backend.forward_streamed(batch, block_rows, [&](int64_t first, const float* block, int64_t count) {
+      for (int64_t r = 0; r < count;) {
+        const int64_t row = first + r, s = row / rows, pos = row % rows + (prefill - rows);
+        const int64_t run = std::min(count - r, rows - row % rows);  // rows of sequence s in the block
+        const int64_t skip = std::clamp<int64_t>(score_from - pos, 0, run);  // positions before score_from
+        if (run > skip)
+          score_rows(block + (r + skip) * V, run - skip, V, sequences[size_t(s)].data() + pos + skip + 1, top_n,
+                     out[size_t(s)]);
+        r += run;
+      }
+    });
   }
   // Decode steps: the token at position p of every sequence that still has a target at p+1.
   // Sequences that finish drop out, so the batch shrinks at the end when lengths differ.
@@ -169,12 +178,14 @@ std::vector<Scores> score_decode_batch(Backend& backend, const FlintConfig& conf
       members.push_back(s);
     }
     if (members.empty()) break;
-    backend.forward(batch, logits);
-    if (pos < score_from) continue;
-    for (size_t m = 0; m < members.size(); ++m) {
-      const auto& seq = sequences[members[m]];
-      score_row(logits.data() + int64_t(m) * V, V, seq[size_t(pos + 1)], top_n, out[members[m]]);
-    }
+    // Row m is members[m]'s token at `pos`.
+    backend.forward_streamed(batch, block_rows, [&](int64_t first, const float* block, int64_t count) {
+      if (pos < score_from) return;
+      for (int64_t m = first; m < first + count; ++m) {
+        const auto& seq = sequences[members[size_t(m)]];
+        score_row(block + (m - first) * V, V, seq[size_t(pos + 1)], top_n, out[members[size_t(m)]]);
+      }
+    });
   }
   return out;
 }

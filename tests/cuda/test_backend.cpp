@@ -5,6 +5,8 @@
 // of two and of sixteen sequences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,48 @@ TEST(CudaBackend, RejectsBadTokensAndTables) {
   std::vector<int32_t> many(100, 1);
   batch.seqs[0] = SequenceChunk{many, 0, {0, 1, 2, 3, 0, 1, 2}, {0, 1, 2, 3, 0, 1, 2}, false};
   EXPECT_THROW(backend->forward(batch, logits), Error);  // more tokens than max_tokens
+}
+
+// forward_streamed (perplexity's path): the rows forward() returns, bit for bit, in order, in
+// blocks no larger than the pinned host buffer (max_host_logit_rows) or the block asked for.
+TEST(CudaBackend, ForwardStreamedHandsForwardsRowsOverInBlocks) {
+  const FlintConfig c = small_config();
+  HostModel hm = make_host_model(c);
+  const int64_t V = c.vocab_size;
+  auto batch = [] {
+    ForwardBatch b;
+    std::vector<int32_t> a(40), z(7);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = int32_t(3 + 5 * i);
+    for (size_t i = 0; i < z.size(); ++i) z[i] = int32_t(11 + 7 * i);
+    b.seqs.push_back(SequenceChunk{a, 0, {0, 1, 2}, {0, 1, 2}, true});  // 40 rows (a cuBLASLt lm_head)
+    b.seqs.push_back(SequenceChunk{z, 0, {3}, {3}, false});             // 1 row
+    return b;
+  };
+  auto whole = make_cuda_backend(hm.model, CudaBackendOptions{64, 64, 1024});
+  whole->allocate_kv_cache(KvCacheSpec{16, 4, 4});
+  std::vector<float> want;
+  whole->forward(batch(), want);
+  ASSERT_EQ(int64_t(want.size()), 41 * V);
+
+  CudaBackendOptions small{64, 64, 1024};
+  small.max_host_logit_rows = 5;
+  auto streamed = make_cuda_backend(hm.model, small);
+  streamed->allocate_kv_cache(KvCacheSpec{16, 4, 4});
+  for (int64_t block : {8, 3}) {
+    std::vector<float> got;
+    int64_t peak = 0;
+    streamed->forward_streamed(batch(), block, [&](int64_t first, const float* rows, int64_t count) {
+      EXPECT_EQ(first * V, int64_t(got.size()));
+      peak = std::max(peak, count);
+      got.insert(got.end(), rows, rows + count * V);
+    });
+    EXPECT_EQ(peak, std::min<int64_t>(block, 5));
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << "block " << block;
+  }
+  std::vector<float> logits;
+  EXPECT_THROW(streamed->forward(batch(), logits), Error);  // 41 rows, a host buffer of 5
+  EXPECT_THROW(streamed->forward_streamed(batch(), 0, [](int64_t, const float*, int64_t) {}), Error);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ On the CPU backend a token's arithmetic does not depend on chunking or batching,
 --score-from keeps must be bit-identical to the same positions of a full run."""
 import json
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -65,6 +66,32 @@ def test_score_from_in_decode_mode(striker_bin, tiny_model, full, score_from):
     assert seq["score_from"] == score_from
     assert seq["logprobs"] == full["logprobs"][score_from:]
     assert seq["argmax"] == full["argmax"][score_from:]
+
+
+def peak_rss_kib(striker_bin, *args):
+    """Peak resident memory of one `striker perplexity` run, in KiB (a fresh Python parent per run, so
+    RUSAGE_CHILDREN sees that run alone)."""
+    probe = ("import resource, subprocess, sys\n"
+             "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode\n"
+             "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", probe, str(striker_bin), "perplexity", *map(str, args)],
+                       capture_output=True, text=True, timeout=600, check=True)
+    rc, kib = map(int, r.stdout.split())
+    assert rc == 0
+    return kib
+
+
+# The logits of a step reach the host 256 rows at a time (src/cli/perplexity_scoring.h), each
+# reduced to its scores before the next: one 519-row chunk holds at most a block more than a run
+# that scores one row. (Holding the step's rows at once, as before, takes ~519 rows: ~300 MiB more.)
+def test_long_chunk_holds_one_block_of_logits(striker_bin, tiny_model, tmp_path):
+    f = tmp_path / "ids.txt"
+    f.write_text(",".join(str(int(i)) for i in np.random.default_rng(9).integers(0, 151329, 520)))
+    common = [tiny_model, "--ids-file", f, "--threads", "2", "--chunk-size", "520"]
+    one_row = peak_rss_kib(striker_bin, *common, "--score-from", "518")
+    all_rows = peak_rss_kib(striker_bin, *common)
+    row_kib = 151552 * 4 / 1024  # the tiny config keeps Flint's vocabulary
+    assert all_rows - one_row < (256 + 100) * row_kib, (one_row, all_rows)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -20,6 +20,9 @@ class CpuBackend final : public Backend {
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
     cpu::flint_forward(model_, cache_, pool_, batch, logits);
   }
+  void forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) override {
+    cpu::flint_forward_streamed(model_, cache_, pool_, batch, max_block_rows, sink);
+  }
 
  private:
   cpu::CpuModel model_;

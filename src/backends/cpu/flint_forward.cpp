@@ -3,6 +3,7 @@
 #include "backends/cpu/flint_forward.h"
 
 #include <algorithm>
+#include <string>
 
 #include "backends/cpu/batch_check.h"
 #include "backends/cpu/ops_attention.h"
@@ -11,6 +12,7 @@
 #include "backends/cpu/ops_norm.h"
 #include "backends/cpu/ops_rope.h"
 #include "core/bf16.h"
+#include "core/error.h"
 
 namespace striker::cpu {
 
@@ -30,16 +32,11 @@ Mat embed(const WeightView& table, const std::vector<int32_t>& tokens) {
   return h;
 }
 
-}  // namespace
-
-void flint_forward(const CpuModel& model, KvCache& cache, ThreadPool& pool, const ForwardBatch& batch,
-                   std::vector<float>& logits) {
+// Every layer over the step's tokens (writing their K/V into `cache`): the last hidden state
+// of each token, [tokens, hidden].
+Mat run_layers(const CpuModel& model, KvCache& cache, ThreadPool& pool, const FlatBatch& flat) {
   const FlintConfig& c = model.config;
   const float eps = c.rms_norm_eps;
-  const FlatBatch flat = check_and_flatten(batch, c, cache);
-  logits.clear();
-  if (flat.tokens.empty()) return;
-
   std::vector<RopeAngles> angles;  // per token; positions are the same in every sliding layer
   if (c.num_sliding_layers() > 0)
     for (const TokenSlot& s : flat.slots) angles.push_back(rope_angles(s.position, c.head_dim, c.rope_theta));
@@ -80,14 +77,49 @@ void flint_forward(const CpuModel& model, KvCache& cache, ThreadPool& pool, cons
     add_residual(h, y);
   }
 
-  // Final norm and lm_head only for the rows whose logits are wanted: the lm_head is by far
-  // the largest matrix of a small model.
-  Mat last(int64_t(flat.logit_rows.size()), h.cols);
-  for (size_t r = 0; r < flat.logit_rows.size(); ++r)
-    rmsnorm(h.row(flat.logit_rows[r]), model.final_norm.data(), h.cols, eps, last.row(int64_t(r)));
-  Mat out;
+  return h;
+}
+
+// Final norm and lm_head for the step's logits rows first .. first+count-1 only: the lm_head is
+// by far the largest matrix of a small model. Each row's arithmetic is the same whatever rows
+// share the call (matmul's dot products are per row), so blocks give forward()'s bits.
+void lm_head_rows(const CpuModel& model, ThreadPool& pool, const Mat& h, const std::vector<int64_t>& logit_rows,
+                  int64_t first, int64_t count, Mat& out) {
+  Mat last(count, h.cols);
+  for (int64_t r = 0; r < count; ++r)
+    rmsnorm(h.row(logit_rows[size_t(first + r)]), model.final_norm.data(), h.cols, model.config.rms_norm_eps,
+            last.row(r));
   matmul(pool, last, model.weights.lm_head, out, true);
+}
+
+}  // namespace
+
+void flint_forward(const CpuModel& model, KvCache& cache, ThreadPool& pool, const ForwardBatch& batch,
+                   std::vector<float>& logits) {
+  const FlatBatch flat = check_and_flatten(batch, model.config, cache);
+  logits.clear();
+  if (flat.tokens.empty()) return;
+  const Mat h = run_layers(model, cache, pool, flat);
+  Mat out;
+  lm_head_rows(model, pool, h, flat.logit_rows, 0, int64_t(flat.logit_rows.size()), out);
   logits = std::move(out.data);
+}
+
+void flint_forward_streamed(const CpuModel& model, KvCache& cache, ThreadPool& pool, const ForwardBatch& batch,
+                            int64_t max_block_rows, const LogitsSink& sink) {
+  if (max_block_rows < 1)
+    throw Error("CPU backend: forward_streamed needs max_block_rows >= 1, got " + std::to_string(max_block_rows));
+  const FlatBatch flat = check_and_flatten(batch, model.config, cache);
+  if (flat.tokens.empty()) return;
+  const Mat h = run_layers(model, cache, pool, flat);
+  const int64_t rows = int64_t(flat.logit_rows.size());
+  Mat out;
+  for (int64_t first = 0; first < rows; first += max_block_rows) {
+    const int64_t count = std::min(max_block_rows, rows - first);
+    if (out.rows != count) out = Mat();  // a shorter last block: free the full one before allocating it
+    lm_head_rows(model, pool, h, flat.logit_rows, first, count, out);
+    sink(first, out.data.data(), count);
+  }
 }
 
 }  // namespace striker::cpu

@@ -91,7 +91,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.meta_host), w.meta_bytes));
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.logits_host),
-                                    size_t(options_.max_logit_rows) * size_t(c.vocab_size) * 4));
+                                    size_t(host_logit_rows()) * size_t(c.vocab_size) * 4));
   if (options_.device_sampling) {
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
@@ -259,8 +259,18 @@ std::vector<int32_t> CudaBackend::last_layer_routing(int T) const {
 
 float* CudaBackend::logits_device() const { return ws_->logits; }
 float* CudaBackend::logits_pinned() const { return ws_->logits_host; }
+int CudaBackend::host_logit_rows() const {
+  const int rows = options_.max_host_logit_rows;
+  return rows > 0 && rows < options_.max_logit_rows ? rows : options_.max_logit_rows;
+}
 
 void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+  // Steps above max_logit_rows are refused by launch_forward; this is the smaller host buffer.
+  int64_t wanted = 0;
+  for (const auto& s : batch.seqs) wanted += s.all_logits ? int64_t(s.tokens.size()) : 1;
+  if (wanted > host_logit_rows() && host_logit_rows() < options_.max_logit_rows)
+    throw Error("CUDA backend: " + std::to_string(wanted) + " logits rows in one forward(), the host buffer holds " +
+                std::to_string(host_logit_rows()) + " (forward_streamed hands more over in blocks)");
   const int rows = launch_forward(batch);
   const int64_t V = model_.config.vocab_size;
   STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->logits_host, ws_->logits, size_t(rows) * size_t(V) * 4,
@@ -269,6 +279,26 @@ void CudaBackend::forward(const ForwardBatch& batch, std::vector<float>& logits)
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
   logits.assign(ws_->logits_host, ws_->logits_host + size_t(rows) * size_t(V));
+}
+
+// The step's logits stay on the device as forward() computes them (one lm_head over every row,
+// so the bits are forward()'s); only the copy to the host goes block by block through the
+// pinned buffer, each block handed to `sink` before the next overwrites it.
+void CudaBackend::forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) {
+  if (max_block_rows < 1)
+    throw Error("CUDA backend: forward_streamed needs max_block_rows >= 1, got " + std::to_string(max_block_rows));
+  const int rows = launch_forward(batch);
+  const int64_t V = model_.config.vocab_size;
+  const int64_t block = std::min<int64_t>(max_block_rows, host_logit_rows());
+  STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));
+  for (int64_t first = 0; first < rows; first += block) {
+    const int64_t count = std::min<int64_t>(block, rows - first);
+    STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->logits_host, ws_->logits + first * V, size_t(count) * size_t(V) * 4,
+                                       cudaMemcpyDeviceToHost, stream_));
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (first == 0) STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
+    sink(first, ws_->logits_host, count);
+  }
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const LoadedModel& model, const CudaBackendOptions& options) {

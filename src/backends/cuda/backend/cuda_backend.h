@@ -29,6 +29,11 @@ struct CudaBackendOptions {
   int64_t max_sample_edits = int64_t(1) << 20;  // penalty/bias edits per upload (more: several, with a sync)
   // Captured graphs kept at once (use_graphs); the least recently replayed is destroyed first.
   int max_captured_graphs = 64;
+  // Last, so positional initialisers ({max_tokens, max_logit_rows, ...}) keep their meaning.
+  // Rows of the pinned host buffer the logits cross to the host through (0: max_logit_rows):
+  // forward() and forward_sampled's return_rows need no more than this; forward_streamed hands
+  // larger steps over through it in blocks (perplexity: 600 KB per row at Flint's vocabulary).
+  int max_host_logit_rows = 0;
 
   // Buffer sizes for an engine with these limits (serve, bench throughput): a step's token budget,
   // a logits row per sequence plus a prompt_logprobs chunk (capped at 256 tokens), and a full block
@@ -55,6 +60,7 @@ class CudaBackend : public Backend {
   int64_t sliding_block_bytes(int32_t block_size) const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+  void forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) override;
   bool samples_on_device() const override { return options_.device_sampling; }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
 
@@ -75,7 +81,8 @@ class CudaBackend : public Backend {
   // number of logits rows, left in logits_device() as fp32 [rows, vocab].
   int launch_forward(const ForwardBatch& batch);
   float* logits_device() const;
-  float* logits_pinned() const;  // pinned host buffer of max_logit_rows rows
+  float* logits_pinned() const;  // pinned host buffer of host_logit_rows() rows
+  int host_logit_rows() const;
   void plan(const ForwardBatch& batch, StepPlan& plan) const;
   // The layer loop, FLINT.md §4 step by step (flint_forward.cpp), and the ops it calls, each
   // choosing its kernels by weight format and token count (ops_linear.cpp, ops_attention.cpp,

@@ -22,6 +22,9 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
   if (int64_t(ds.return_rows.size()) > rows)
     throw Error("CUDA backend: " + std::to_string(ds.return_rows.size()) + " logits rows asked back, the step has " +
                 std::to_string(rows));
+  if (int64_t(ds.return_rows.size()) > host_logit_rows())
+    throw Error("CUDA backend: " + std::to_string(ds.return_rows.size()) + " logits rows asked back, the host buffer holds " +
+                std::to_string(host_logit_rows()));
   for (int32_t r : ds.return_rows)
     if (r < 0 || r >= rows)
       throw Error("CUDA backend: logits row " + std::to_string(r) + " asked back, the step has " + std::to_string(rows));
