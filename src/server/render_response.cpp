@@ -1,7 +1,5 @@
 #include "server/render_response.h"
 
-#include <limits>
-
 #include "server/json_fields.h"
 
 namespace striker::server {
@@ -38,9 +36,6 @@ nlohmann::json generate_request_json(const std::string& request_id, const std::v
                                      const SamplingRequest& sampling, const SamplingParams& params,
                                      const nlohmann::json& body) {
   JsonFields f(body);
-  const int64_t priority = f.integer("priority", std::numeric_limits<int32_t>::min(),
-                                     std::numeric_limits<int32_t>::max())
-                               .value_or(0);
   nlohmann::json stream_options = nullptr;
   if (sampling.stream) {
     stream_options = {{"include_usage", sampling.include_usage},
@@ -55,7 +50,7 @@ nlohmann::json generate_request_json(const std::string& request_id, const std::v
           {"stream", sampling.stream},
           {"stream_options", stream_options},
           {"cache_salt", sampling.cache_salt ? nlohmann::json(*sampling.cache_salt) : nlohmann::json(nullptr)},
-          {"priority", priority},
+          {"priority", sampling.priority},
           {"kv_transfer_params", nullptr}};
 }
 

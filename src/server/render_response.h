@@ -18,9 +18,8 @@ namespace striker::server {
 nlohmann::json sampling_params_json(const SamplingParams& params);
 
 // {request_id, token_ids, features: null, sampling_params, model, stream, stream_options,
-//  cache_salt, priority, kv_transfer_params: null}. `body` is the request as sent: `model` and
-// `priority` are echoed from it (null / 0 when absent). Throws ApiError(400) for a `priority`
-// that is not an integer.
+//  cache_salt, priority, kv_transfer_params: null}. `body` is the request as sent: its `model` is
+// echoed (null when absent).
 nlohmann::json generate_request_json(const std::string& request_id, const std::vector<int32_t>& token_ids,
                                      const SamplingRequest& sampling, const SamplingParams& params,
                                      const nlohmann::json& body);

@@ -171,5 +171,11 @@ def test_router_keeps_each_conversation_on_the_replica_holding_its_prefix(strike
         if policy == "kv_aware":
             # Every turn of conversation k on replica k % 3, where its first turn was sent.
             assert served == [TURNS * len(range(i, CONVERSATIONS, 3)) for i in range(3)], served
+            # The router took each routed turn's prompt ids from /v1/chat/completions/render (one
+            # call per request; it falls back to /tokenize only when that fails).
+            render = 'striker:http_requests_total{handler="/v1/chat/completions/render",status="200"}'
+            assert sum(r.metrics().get(render, 0) for r in replicas) == CONVERSATIONS * (TURNS - 1)
+            failed = [k for r in replicas for k in r.metrics() if "/render" in k and 'status="200"' not in k]
+            assert failed == [], failed
     finally:
         cluster.stop()
