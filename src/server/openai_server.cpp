@@ -177,7 +177,8 @@ void OpenAIServer::register_routes() {
           send_error(res, 500, "InternalServerError", e.what());
         }
       }
-      metrics()->record_http(name, res.status);
+      // A handler that only set content leaves status -1, which httplib sends as 200.
+      metrics()->record_http(name, res.status == -1 ? 200 : res.status);
     };
   };
   http_->Post("/v1/chat/completions", model_route("/v1/chat/completions", handle_chat_completions));

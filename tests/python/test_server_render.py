@@ -142,5 +142,11 @@ def test_render_rejects_malformed_json_and_runs_nothing(server):
     assert r.status_code == 400 and r.json()["error"]["message"]
     for _ in range(3):
         chat_render(server)
-    assert server.metrics().get("vllm:prompt_tokens_total", 0) == before
+    metrics = server.metrics()
+    assert metrics.get("vllm:prompt_tokens_total", 0) == before
+    # Counted per route and status (a handler that only sets content is a 200, not httplib's -1).
+    ok = metrics['striker:http_requests_total{handler="/v1/chat/completions/render",status="200"}']
+    assert ok >= 3
+    assert metrics['striker:http_requests_total{handler="/v1/chat/completions/render",status="400"}'] >= 1
+    assert not [k for k in metrics if 'status="-1"' in k]
     assert requests.get(server.url + "/health", timeout=10).status_code == 200
