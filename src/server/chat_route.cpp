@@ -5,6 +5,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_request.h"
+#include "server/request_preparation.h"
 #include "server/serving_context.h"
 #include "server/structured_request.h"
 
@@ -204,13 +205,10 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
 
 void handle_chat_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const RequestBody request = parse_request_body(req);
-  const nlohmann::json& body = request.fields;
-  check_model_name(body, ctx.options);
-  if (!ctx.chat_template) throw bad_request("this model has no chat template; use /v1/completions");
   auto job = std::make_shared<ChatJob>(ctx);
-  job->prompt = build_chat_prompt(request, ctx.options, *ctx.chat_template, ctx.tokenizer);
-  job->sampling = parse_sampling_request(body, ApiKind::Chat, ctx.options.sampling_defaults, ctx.options.limits);
-  resolve_max_tokens(job->sampling, int64_t(job->prompt.tokens.size()), ctx.options.max_model_len);
+  PreparedChat prepared = prepare_chat_request(ctx, request);
+  job->prompt = std::move(prepared.prompt);
+  job->sampling = std::move(prepared.sampling);
   auto structured = parse_structured_request(request.ordered);
   if (auto calls = tool_call_request(ctx, job->prompt, structured.has_value())) structured = std::move(calls);
   if (structured) {

@@ -5,76 +5,12 @@
 #include <ctime>
 
 #include "server/api_error.h"
+#include "server/request_preparation.h"
 #include "server/serving_context.h"
 #include "server/structured_request.h"
 
 namespace striker::server {
 namespace {
-
-constexpr size_t kMaxPrompts = 64;
-
-std::vector<int32_t> token_prompt(const nlohmann::json& ids, const RequestLimits& limits) {
-  std::vector<int32_t> out;
-  out.reserve(ids.size());
-  for (const auto& id : ids) {
-    if (!id.is_number_integer() && !id.is_number_unsigned()) {
-      throw bad_request("`prompt` token lists must contain integers", "prompt");
-    }
-    const bool in_vocab = id.is_number_unsigned() ? id.get<uint64_t>() < uint64_t(limits.vocab_size)
-                                                  : (id.get<int64_t>() >= 0 && id.get<int64_t>() < limits.vocab_size);
-    if (!in_vocab) {
-      throw bad_request("Token id " + id.dump() + " is out of vocabulary (vocab size " +
-                            std::to_string(limits.vocab_size) + ")",
-                        "prompt");
-    }
-    out.push_back(int32_t(id.get<int64_t>()));
-  }
-  return out;
-}
-
-struct ParsedPrompts {
-  std::vector<std::vector<int32_t>> tokens;
-  std::vector<std::string> texts;  // for echo: the prompt string as sent, or a token prompt decoded
-};
-
-ParsedPrompts parse_prompts(const nlohmann::json& body, const ServingContext& ctx, bool add_special_tokens) {
-  auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) throw bad_request("`prompt` is required", "prompt");
-  const auto& p = *it;
-  ParsedPrompts parsed;
-  auto& prompts = parsed.tokens;
-  auto add_text = [&](const std::string& text) {
-    prompts.push_back(ctx.tokenizer.encode(text, add_special_tokens));
-    parsed.texts.push_back(text);
-  };
-  auto add_ids = [&](const nlohmann::json& ids) {
-    prompts.push_back(token_prompt(ids, ctx.options.limits));
-    parsed.texts.push_back(ctx.tokenizer.decode(prompts.back()));
-  };
-  if (p.is_string()) {
-    add_text(p.get<std::string>());
-  } else if (p.is_array()) {
-    if (p.empty()) throw bad_request("`prompt` must not be empty", "prompt");
-    if (p.size() > kMaxPrompts && !p[0].is_number()) {
-      throw bad_request("at most " + std::to_string(kMaxPrompts) + " prompts per request", "prompt");
-    }
-    if (p[0].is_number()) {
-      add_ids(p);
-    } else {
-      for (const auto& item : p) {
-        if (item.is_string()) add_text(item.get<std::string>());
-        else if (item.is_array()) add_ids(item);
-        else throw bad_request("`prompt` must be a string, a list of strings, or token ids", "prompt");
-      }
-    }
-  } else {
-    throw bad_request("`prompt` must be a string, a list of strings, or token ids", "prompt");
-  }
-  for (const auto& toks : prompts) {
-    if (toks.empty()) throw bad_request("`prompt` must not be empty", "prompt");
-  }
-  return parsed;
-}
 
 struct CompletionChoice {
   std::string text;
@@ -306,27 +242,14 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
 
 void handle_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const RequestBody request = parse_request_body(req);
-  const nlohmann::json& body = request.fields;
-  check_model_name(body, ctx.options);
   auto job = std::make_shared<CompletionJob>(ctx);
-  job->sampling = parse_sampling_request(body, ApiKind::Completion, ctx.options.sampling_defaults, ctx.options.limits);
+  PreparedCompletion prepared = prepare_completion_request(ctx, request);
+  job->sampling = std::move(prepared.sampling);
   if (auto so = parse_structured_request(request.ordered)) job->sampling.params.structured = compile_structured_request(ctx, *so, -1);
-  auto ast = body.find("add_special_tokens");
-  if (ast != body.end() && !ast->is_null() && !ast->is_boolean()) {
-    throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");
-  }
-  const bool add_special = ast != body.end() && ast->is_boolean() ? ast->get<bool>() : true;
-  auto parsed = parse_prompts(body, ctx, add_special);
-  const auto& prompts = parsed.tokens;
-  job->prompt_texts = std::move(parsed.texts);
+  const auto& prompts = prepared.prompts;
+  job->prompt_texts = std::move(prepared.texts);
   job->prompt_tokens = prompts;
-  // Every prompt must fit; max_tokens resolves against each (vLLM checks each prompt alike).
-  std::vector<SamplingParams> per_prompt;
-  for (const auto& p : prompts) {
-    SamplingRequest copy = job->sampling;
-    resolve_max_tokens(copy, int64_t(p.size()), ctx.options.max_model_len);
-    per_prompt.push_back(copy.params);
-  }
+  std::vector<SamplingParams> per_prompt = per_prompt_params(job->sampling, prompts, ctx.options.max_model_len);
   job->sampling.params = per_prompt.front();
   job->n = job->sampling.params.n;
   job->choices.resize(prompts.size() * size_t(job->n));

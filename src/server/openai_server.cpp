@@ -177,13 +177,17 @@ void OpenAIServer::register_routes() {
           send_error(res, 500, "InternalServerError", e.what());
         }
       }
-      metrics()->record_http(name, res.status);
+      // A handler that only set content leaves status -1, which httplib sends as 200.
+      metrics()->record_http(name, res.status == -1 ? 200 : res.status);
     };
   };
   http_->Post("/v1/chat/completions", model_route("/v1/chat/completions", handle_chat_completions));
   http_->Post("/v1/completions", model_route("/v1/completions", handle_completions));
   http_->Post("/tokenize", model_route("/tokenize", handle_tokenize));
   http_->Post("/detokenize", model_route("/detokenize", handle_detokenize));
+  http_->Post("/v1/chat/completions/render",
+              model_route("/v1/chat/completions/render", handle_chat_completions_render));
+  http_->Post("/v1/completions/render", model_route("/v1/completions/render", handle_completions_render));
 
   // vLLM's POST /reset_prefix_cache: 200 with {"success": false} when requests still hold blocks.
   http_->Post("/reset_prefix_cache", [this](const httplib::Request&, httplib::Response& res) {

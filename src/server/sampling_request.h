@@ -43,6 +43,7 @@ struct SamplingRequest {
   bool echo = false;                  // completions: the choice text starts with the prompt text
   bool echo_only = false;             // echo with max_tokens 0: only the prompt is returned
   std::optional<std::string> cache_salt;  // vLLM: shares cached prefixes only with the same salt
+  int32_t priority = 0;  // vLLM's scheduling priority: type-checked and echoed by /render; striker schedules FCFS
 };
 
 SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind, const SamplingDefaults& defaults,

@@ -122,11 +122,14 @@ std::string dump_json(const nlohmann::json& j);
 // Checks `model` against the served names (404 NotFoundError as vLLM).
 void check_model_name(const nlohmann::json& body, const ServerOptions& options);
 
-// Route handlers (chat_route.cpp, completion_route.cpp, tokenize_route.cpp).
+// Route handlers (chat_route.cpp, completion_route.cpp, tokenize_route.cpp, render_route.cpp).
 void handle_chat_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_completions(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_tokenize(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+// render_route.cpp: vLLM's /v1/chat/completions/render and /v1/completions/render.
+void handle_chat_completions_render(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_completions_render(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 // Shared by both generation routes: runs until every choice finished or the client left.
 // `on_output` returns false when writing to the client failed. Returns false if the client left

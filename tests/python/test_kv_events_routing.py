@@ -171,5 +171,14 @@ def test_router_keeps_each_conversation_on_the_replica_holding_its_prefix(strike
         if policy == "kv_aware":
             # Every turn of conversation k on replica k % 3, where its first turn was sent.
             assert served == [TURNS * len(range(i, CONVERSATIONS, 3)) for i in range(3)], served
+            # The router took each routed turn's prompt ids from /v1/chat/completions/render, asked
+            # of every replica (vllm-router 0.1.17 renders per worker), and never fell back to
+            # /tokenize: the only /tokenize calls are this test's own, all on replicas[0].
+            def count(r, handler):
+                return sum(v for k, v in r.metrics().items()
+                           if k == f'striker:http_requests_total{{handler="{handler}",status="200"}}')
+            routed = CONVERSATIONS * (TURNS - 1)
+            assert [count(r, "/v1/chat/completions/render") for r in replicas] == [routed] * 3
+            assert [count(r, "/tokenize") for r in replicas] == [CONVERSATIONS * TURNS + 1, 0, 0]
     finally:
         cluster.stop()
