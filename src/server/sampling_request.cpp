@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kCompletionDefaultMaxTokens = 16;  // vLLM's CompletionRequest.max_tokens default
 
 // Fields that change the output in ways this server does not implement: a request that sets
 // them is rejected rather than silently served differently.
@@ -162,10 +163,11 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
     mt = 1;
   }
   out.max_tokens = mt;
+  if (kind == ApiKind::Completion && !body.contains("max_tokens")) out.default_max_tokens = kCompletionDefaultMaxTokens;
   p.min_tokens = int32_t(f.integer("min_tokens", 0, kI32Max).value_or(0));
-  if (mt && p.min_tokens > *mt) {
+  if (const auto cap = mt ? mt : out.default_max_tokens; cap && p.min_tokens > *cap) {
     throw bad_request("`min_tokens` (" + std::to_string(p.min_tokens) + ") must be at most `max_tokens` (" +
-                          std::to_string(*mt) + ")",
+                          std::to_string(*cap) + ")",
                       "min_tokens");
   }
 
@@ -207,7 +209,8 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
 
 void resolve_max_tokens(SamplingRequest& req, int64_t prompt_tokens, int64_t max_model_len) {
   const int64_t room = max_model_len - prompt_tokens;
-  const int64_t requested = req.max_tokens.value_or(std::max<int64_t>(room, 0));
+  const int64_t fill = std::max<int64_t>(room, 0);
+  const int64_t requested = req.max_tokens.value_or(std::min(fill, req.default_max_tokens.value_or(fill)));
   if (room <= 0 || requested > room) {
     const int64_t shown = req.max_tokens.value_or(0);
     throw bad_request("This model's maximum context length is " + std::to_string(max_model_len) +

@@ -36,6 +36,9 @@ enum class ApiKind { Chat, Completion };
 struct SamplingRequest {
   SamplingParams params;
   std::optional<int64_t> max_tokens;  // as requested; resolved against the prompt length later
+  // Without max_tokens: at most this many (completions: 16, the default of vLLM's and OpenAI's
+  // CompletionRequest when the field is absent), else the context's room (chat, or an explicit null).
+  std::optional<int64_t> default_max_tokens;
   bool stream = false;
   bool include_usage = false;
   bool continuous_usage = false;

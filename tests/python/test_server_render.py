@@ -97,8 +97,11 @@ def test_completions_render_is_a_list_one_per_prompt(server):
     assert [o["token_ids"] for o in out] == [ids, [5, 6, 7]]
     assert [o["sampling_params"]["max_tokens"] for o in out] == [4, 4]
     one = post(server, "/v1/completions/render", {"model": MODEL, "prompt": "Once upon a time"}).json()
-    # Without max_tokens, the room left in the context: what /v1/completions itself would run.
-    assert len(one) == 1 and one[0]["sampling_params"]["max_tokens"] == MAX_LEN - len(ids)
+    # Without the max_tokens field, vLLM's CompletionRequest default of 16 (what /v1/completions runs);
+    # an explicit null is the room left in the context.
+    assert len(one) == 1 and one[0]["sampling_params"]["max_tokens"] == 16
+    room = post(server, "/v1/completions/render", {"model": MODEL, "prompt": "Once upon a time", "max_tokens": None})
+    assert room.json()[0]["sampling_params"]["max_tokens"] == MAX_LEN - len(ids)
     no_special = post(server, "/v1/completions/render",
                       {"model": MODEL, "prompt": "Once upon a time", "add_special_tokens": False}).json()
     assert no_special[0]["token_ids"] == tokens(server, prompt="Once upon a time", add_special_tokens=False)

@@ -146,6 +146,22 @@ TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
   EXPECT_THROW(resolve_max_tokens(full, 100, 100), ApiError);
 }
 
+TEST(ResolveMaxTokens, CompletionsDefaultTo16AsVllmWhenTheFieldIsAbsent) {
+  auto absent = parse_sampling_request(json::object(), ApiKind::Completion, {}, limits());
+  resolve_max_tokens(absent, 40, 100);
+  EXPECT_EQ(absent.params.max_tokens, 16);
+  auto short_room = parse_sampling_request(json::object(), ApiKind::Completion, {}, limits());
+  resolve_max_tokens(short_room, 90, 100);  // the default never asks past the context
+  EXPECT_EQ(short_room.params.max_tokens, 10);
+  auto null_mt = parse_sampling_request(json{{"max_tokens", nullptr}}, ApiKind::Completion, {}, limits());
+  resolve_max_tokens(null_mt, 40, 100);  // an explicit null: the room left, as vLLM's None
+  EXPECT_EQ(null_mt.params.max_tokens, 60);
+  auto chat = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  resolve_max_tokens(chat, 40, 100);
+  EXPECT_EQ(chat.params.max_tokens, 60);
+  EXPECT_THROW(parse_sampling_request(json{{"min_tokens", 17}}, ApiKind::Completion, {}, limits()), ApiError);
+}
+
 TEST(Metrics, OneTwoFiveBucketsAndHistogramText) {
   EXPECT_EQ(one_two_five_buckets(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
   Histogram h({1, 2});
