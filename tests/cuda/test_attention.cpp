@@ -59,17 +59,19 @@ TEST(CudaQkRopeKv, NormRopeAndCacheWriteMatchReference) {
 // the k cache and the v cache bit for bit, and both the CPU reference. 37 tokens (no multiple of
 // anything) and 9 (the first step on this kernel, a last CTA of one token), positions up to
 // 262,143, shuffled slots; head_dim 128 (Flint), 64 and 32, and odd head counts (a warp's heads
-// then span two kinds or two tokens).
+// then span two kinds or two tokens). 3001 tokens: more token pairs than the persistent
+// double-buffered kernel's resident CTAs, so each CTA strides over several pairs and both stages
+// (and a last pair of one token).
 TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
   std::mt19937 rng(37);
   for (Geometry g : {Geometry{32, 4, 128}, Geometry{12, 3, 64}, Geometry{8, 1, 32}, Geometry{5, 2, 128},
                      Geometry{7, 1, 64}, Geometry{3, 1, 32}})
-    for (int T : {37, 9})
+    for (int T : {37, 9, 3001})
       for (bool rope : {true, false}) {
         SCOPED_TRACE("d=" + std::to_string(g.d) + " heads " + std::to_string(g.nh) + "+2x" + std::to_string(g.nkv) +
                      " T=" + std::to_string(T) + (rope ? " rope" : " nope"));
         const HeadShape hs{g.nh, g.nkv, g.d};
-        const int B = 16, num_blocks = 8, heads = g.nh + 2 * g.nkv;
+        const int B = 16, num_blocks = std::max(8, T / B + 1), heads = g.nh + 2 * g.nkv;
         std::vector<int32_t> positions;
         std::uniform_int_distribution<int32_t> pos(0, 262143);
         for (int t = 0; t < T; ++t) positions.push_back(t == 0 ? 262143 : pos(rng));

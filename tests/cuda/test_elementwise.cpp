@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
@@ -75,10 +76,13 @@ TEST(CudaRmsNorm, ResidualAddThenNorm) {
 // (not a multiple of 8: the row kernel throughout).
 TEST(CudaRmsNorm, WarpRowsMatchRowKernelBitForBit) {
   std::mt19937 rng(16);
-  const int rows = 37;
-  for (int hidden : {2048, 2040, 1000, 520, 200, 24, 8200, 2050}) {
+  for (int hidden : {2048, 2040, 1000, 520, 200, 24, 8200, 2050, -2048, -520}) {
+    // Negative: 4999 rows of |hidden|, more than the persistent warp kernel's resident warps, so
+    // warps stride over several rows with the next row's loads in flight.
+    const int rows = hidden < 0 ? 4999 : 37;
+    hidden = std::abs(hidden);
     for (bool add : {false, true}) {
-      SCOPED_TRACE("hidden=" + std::to_string(hidden) + (add ? " add" : ""));
+      SCOPED_TRACE("hidden=" + std::to_string(hidden) + " rows=" + std::to_string(rows) + (add ? " add" : ""));
       const auto h = random_bf16(rng, size_t(rows) * hidden, 3.f), delta = random_bf16(rng, h.size(), 0.5f);
       const auto w = random_f32(rng, size_t(hidden), 1.f, 0.3f);
       DeviceBuffer<bf16> d_h0(h), d_h1(h), d_delta(delta), d_out0(h.size()), d_out1(h.size());

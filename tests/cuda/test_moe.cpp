@@ -138,38 +138,59 @@ TEST(CudaMoe, CombineOfExpertSortedRowsMatchesReference) {
 }
 
 // The combine with the next layer's input norm in its pass (prefill): h bit for bit as the plain
-// combine, x bit for bit as the rmsnorm kernel on that h (and the CPU reference within bf16
-// tolerance); 37 rows, Flint's 2048 columns and 2056 (a row over one CTA's 2048-column pass).
+// combine, x bit for bit as the rmsnorm kernel on that h, and both against the CPU references
+// (combine within bf16 rounding of the double sum, x within bf16 tolerance), outputs poisoned.
+// 9 and 37 tokens (the first step above decode sizes; no multiple of the 4 rows of a CTA), Flint's
+// 2048 columns, 1000 and 264 (lanes without a last vector), 2056 (above 2048: the CTA-per-token
+// form); top-6 (its own kernel) and top-4 / top-8 (the any-K kernel); with and without the shared
+// expert's row.
 TEST(CudaMoe, CombineWithNextNormMatchesCombineThenRmsnorm) {
   std::mt19937 rng(45);
-  const int T = 37, K = 6;
-  for (int H : {2048, 2056}) {
-    SCOPED_TRACE("H=" + std::to_string(H));
-    const auto ys = random_bf16(rng, size_t(T) * K * H), ysh = random_bf16(rng, size_t(T) * H);
-    const auto h = random_bf16(rng, size_t(T) * H, 2.f);
-    const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
-    const auto gamma = random_f32(rng, size_t(H), 1.f, 0.3f);
-    std::vector<int32_t> inv(size_t(T) * K);
-    std::iota(inv.begin(), inv.end(), 0);
-    std::shuffle(inv.begin(), inv.end(), rng);
-    DeviceBuffer<bf16> d_ys(ys), d_ysh(ysh), d_h0(h), d_h1(h), d_x0(h.size()), d_x1(h.size());
-    DeviceBuffer<int32_t> d_inv(inv);
-    DeviceBuffer<float> d_tw(tw), d_gamma(gamma);
-    d_x0.poison();
-    d_x1.poison();
-    const RowNorm next{d_gamma.get(), 1e-6f, d_x0.get()};
-    moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h0.get(), nullptr, &next);
-    moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), d_ysh.get(), T, K, H, d_h1.get(), nullptr);
-    rmsnorm(d_h1.get(), d_gamma.get(), d_x1.get(), T, H, 1e-6f, nullptr);
-    const auto h0 = d_h0.download(), h1 = d_h1.download(), x0 = d_x0.download(), x1 = d_x1.download();
-    size_t differ = 0;
-    for (size_t i = 0; i < h0.size(); ++i) differ += h0[i].bits != h1[i].bits || x0[i].bits != x1[i].bits;
-    EXPECT_EQ(differ, 0u) << "fused combine + norm vs combine then the rmsnorm kernel";
-    std::vector<bf16> x_ref;
-    rmsnorm_ref(h1, gamma, x_ref, T, H, 1e-6f);
-    const auto c = compare(x0, x_ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "x vs the CPU rmsnorm: " << c.describe();
-  }
+  for (int T : {37, 9})
+    for (int H : {2048, 1000, 264, 2056})
+      for (int K : {6, 4, 8})
+        for (bool shared : {true, false}) {
+          if (H != 2048 && K != 6) continue;  // other widths: top-6 only
+          SCOPED_TRACE("T=" + std::to_string(T) + " H=" + std::to_string(H) + " K=" + std::to_string(K) +
+                       (shared ? " shared" : " routed only"));
+          const auto ys = random_bf16(rng, size_t(T) * K * H), ysh = random_bf16(rng, size_t(T) * H);
+          const auto h = random_bf16(rng, size_t(T) * H, 2.f);
+          const auto tw = random_f32(rng, size_t(T) * K, 0.4f, 0.2f);
+          const auto gamma = random_f32(rng, size_t(H), 1.f, 0.3f);
+          std::vector<int32_t> inv(size_t(T) * K);
+          std::iota(inv.begin(), inv.end(), 0);
+          std::shuffle(inv.begin(), inv.end(), rng);
+          DeviceBuffer<bf16> d_ys(ys), d_ysh(ysh), d_h0(h), d_h1(h), d_x0(h.size()), d_x1(h.size());
+          DeviceBuffer<int32_t> d_inv(inv);
+          DeviceBuffer<float> d_tw(tw), d_gamma(gamma);
+          d_x0.poison();
+          d_x1.poison();
+          const bf16* sh = shared ? d_ysh.get() : nullptr;
+          const RowNorm next{d_gamma.get(), 1e-6f, d_x0.get()};
+          moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), sh, T, K, H, d_h0.get(), nullptr, &next);
+          moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), sh, T, K, H, d_h1.get(), nullptr);
+          rmsnorm(d_h1.get(), d_gamma.get(), d_x1.get(), T, H, 1e-6f, nullptr);
+          const auto h0 = d_h0.download(), h1 = d_h1.download(), x0 = d_x0.download(), x1 = d_x1.download();
+          size_t differ = 0;
+          for (size_t i = 0; i < h0.size(); ++i) differ += h0[i].bits != h1[i].bits || x0[i].bits != x1[i].bits;
+          EXPECT_EQ(differ, 0u) << "fused combine + norm vs combine then the rmsnorm kernel";
+          std::vector<float> h_ref(h.size());
+          for (int t = 0; t < T; ++t)
+            for (int o = 0; o < H; ++o) {
+              double sum = 0;
+              for (int k = 0; k < K; ++k)
+                sum += double(tw[size_t(t) * K + k]) * bf16_to_float(ys[size_t(inv[size_t(t) * K + k]) * H + o]);
+              float y = round_bf16(float(sum));
+              if (shared) y = round_bf16(y + bf16_to_float(ysh[size_t(t) * H + o]));
+              h_ref[size_t(t) * H + o] = round_bf16(bf16_to_float(h[size_t(t) * H + o]) + y);
+            }
+          const auto ch = compare(to_float(h0), h_ref, kBf16Rtol, kBf16Atol);
+          EXPECT_TRUE(ch.ok()) << "h vs the CPU combine: " << ch.describe();
+          std::vector<bf16> x_ref;
+          rmsnorm_ref(h1, gamma, x_ref, T, H, 1e-6f);
+          const auto c = compare(x0, x_ref, kBf16Rtol, kBf16Atol);
+          EXPECT_TRUE(c.ok()) << "x vs the CPU rmsnorm: " << c.describe();
+        }
 }
 
 }  // namespace
