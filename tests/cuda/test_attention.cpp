@@ -59,9 +59,7 @@ TEST(CudaQkRopeKv, NormRopeAndCacheWriteMatchReference) {
 // the k cache and the v cache bit for bit, and both the CPU reference. 37 tokens (no multiple of
 // anything) and 9 (the first step on this kernel, a last CTA of one token), positions up to
 // 262,143, shuffled slots; head_dim 128 (Flint), 64 and 32, and odd head counts (a warp's heads
-// then span two kinds or two tokens). 3001 tokens: more token pairs than the persistent
-// double-buffered kernel's resident CTAs, so each CTA strides over several pairs and both stages
-// (and a last pair of one token).
+// then span two kinds or two tokens). 3001 tokens: a long step with a last CTA of one token.
 TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
   std::mt19937 rng(37);
   for (Geometry g : {Geometry{32, 4, 128}, Geometry{12, 3, 64}, Geometry{8, 1, 32}, Geometry{5, 2, 128},

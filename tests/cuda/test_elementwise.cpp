@@ -77,8 +77,7 @@ TEST(CudaRmsNorm, ResidualAddThenNorm) {
 TEST(CudaRmsNorm, WarpRowsMatchRowKernelBitForBit) {
   std::mt19937 rng(16);
   for (int hidden : {2048, 2040, 1000, 520, 200, 24, 8200, 2050, -2048, -520}) {
-    // Negative: 4999 rows of |hidden|, more than the persistent warp kernel's resident warps, so
-    // warps stride over several rows with the next row's loads in flight.
+    // Negative: 4999 rows of |hidden| (more CTAs than one wave holds, a last CTA of 3 rows).
     const int rows = hidden < 0 ? 4999 : 37;
     hidden = std::abs(hidden);
     for (bool add : {false, true}) {

@@ -140,10 +140,9 @@ TEST(CudaMoe, CombineOfExpertSortedRowsMatchesReference) {
 // The combine with the next layer's input norm in its pass (prefill): h bit for bit as the plain
 // combine, x bit for bit as the rmsnorm kernel on that h, and both against the CPU references
 // (combine within bf16 rounding of the double sum, x within bf16 tolerance), outputs poisoned.
-// 9 and 37 tokens (the first step above decode sizes; no multiple of the 4 rows of a CTA), Flint's
-// 2048 columns, 1000 and 264 (lanes without a last vector), 2056 (above 2048: the CTA-per-token
-// form); top-6 (its own kernel) and top-4 / top-8 (the any-K kernel); with and without the shared
-// expert's row.
+// 9 and 37 tokens (the first step above decode sizes, and no multiple of anything), Flint's 2048
+// columns, 1000 and 264 (threads of the row's last pass without a vector), 2056 (a row over one
+// CTA's 2048-column pass); top-6, top-4 and top-8; with and without the shared expert's row.
 TEST(CudaMoe, CombineWithNextNormMatchesCombineThenRmsnorm) {
   std::mt19937 rng(45);
   for (int T : {37, 9})

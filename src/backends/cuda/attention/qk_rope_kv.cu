@@ -1,13 +1,10 @@
 #include "backends/cuda/attention/qk_rope_kv.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
-#include "backends/cuda/common/resident.cuh"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
@@ -195,17 +192,50 @@ __device__ __forceinline__ uint32_t bf16x2_add(uint32_t a, uint32_t b) {
 }
 __device__ __forceinline__ uint16_t bf16_bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 
-// One staged token pair (or last single token) of qk_rope_kv_token_kernel: `rows` holds the nt
-// tokens' q|k|v rows, cs / sn their cos / signed sin, kv_base their cache rows.
 template <int E>
-__device__ __forceinline__ void qk_rope_tokens(const bf16_t* rows, int t0, int nt, int nh, int nkv, float eps,
-                                               const uint16_t (*cs_s)[32 * E], const uint16_t (*sn_s)[32 * E],
-                                               const int64_t* kv_base, const float (&gq)[8], const float (&gk)[8],
-                                               bool rope, int block_size, bf16_t* __restrict__ k_cache,
-                                               bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+__global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
+    const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
+    const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
+    const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
+    bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  pdl_launch_dependents();  // see launch.cuh
   constexpr int d = 32 * E, L = d / 8, V = 8 / E;
-  const int heads = nh + 2 * nkv;
+  // Per token and element j: cos of frequency j % (d/2), and sin signed as j's rotation uses it.
+  __shared__ __align__(16) uint16_t cs_s[kTokensPerCta][d], sn_s[kTokensPerCta][d];
+  __shared__ int64_t kv_base[kTokensPerCta];  // the token's cache row: ((block·nkv)·block_size + off)·d
+  const int t0 = int(blockIdx.x) * kTokensPerCta, nt = min(kTokensPerCta, T - t0), heads = nh + 2 * nkv;
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31), m = lane % L;
+  // Before the wait, as in the decode kernel: weights, positions and slots only.
+  if (inv_freq != nullptr)
+    for (int k = int(threadIdx.x); k < nt * (d / 2); k += kTokenWarps * 32) {
+      const int tt = k / (d / 2), i = k % (d / 2);
+      const float phi = __fmul_rn(float(positions[t0 + tt]), inv_freq[i]);
+      double sd, cd;
+      sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
+      const uint16_t c = bf16_bits(float(cd)), sn = bf16_bits(float(sd));
+      cs_s[tt][i] = cs_s[tt][i + d / 2] = c;
+      sn_s[tt][i] = sn ^ 0x8000u;  // the low half subtracts partner·sin
+      sn_s[tt][i + d / 2] = sn;
+    }
+  if (int(threadIdx.x) < nt) {
+    const int64_t slot = slots[t0 + int(threadIdx.x)];
+    kv_base[threadIdx.x] = ((slot / block_size) * nkv * block_size + slot % block_size) * d;
+  }
+  float gq[8], gk[8];  // this lane's 8 gammas: the same elements of every head
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    gq[e] = q_norm_w[8 * m + e];
+    gk[e] = k_norm_w[8 * m + e];
+  }
+  pdl_wait();  // qkv comes from the GEMM in front
+  const int64_t row = int64_t(heads) * d;
+  auto* rows = reinterpret_cast<bf16_t*>(smem);
+  const bf16_t* src = qkv + int64_t(t0) * row;
+  for (int c = int(threadIdx.x); c < nt * row / 8; c += kTokenWarps * 32) cp_async16(rows + c * 8, src + c * 8, true);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
   constexpr int G = 32 / L;  // heads per warp at once
   for (int base = warp * G; base < nt * heads; base += kTokenWarps * G) {
     const int item = base + lane / L;
@@ -241,7 +271,7 @@ __device__ __forceinline__ void qk_rope_tokens(const bf16_t* rows, int t0, int n
 #pragma unroll
     for (int e = 0; e < 8; ++e) y[e] *= is_q ? gq[e] : gk[e];
     uint4 n = pack8(y);  // round_bf16(round_bf16(x·r)·gamma)
-    if (rope) {  // uniform: every lane rotates (v heads' results are not stored)
+    if (inv_freq != nullptr) {  // uniform: every lane rotates (v heads' results are not stored)
       const uint4 cs = *reinterpret_cast<const uint4*>(&cs_s[tt][8 * m]);
       const uint4 sn = *reinterpret_cast<const uint4*>(&sn_s[tt][8 * m]);
       uint32_t w[4] = {n.x, n.y, n.z, n.w};
@@ -265,136 +295,6 @@ __device__ __forceinline__ void qk_rope_tokens(const bf16_t* rows, int t0, int n
     }
     *reinterpret_cast<uint4*>(dst + 8 * m) = n;
   }
-}
-
-template <int E>
-__global__ void __launch_bounds__(kTokenWarps * 32) qk_rope_kv_token_kernel(
-    const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
-    const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
-    const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
-    bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  pdl_launch_dependents();  // see launch.cuh
-  constexpr int d = 32 * E, L = d / 8;
-  // Per token and element j: cos of frequency j % (d/2), and sin signed as j's rotation uses it.
-  __shared__ __align__(16) uint16_t cs_s[kTokensPerCta][d], sn_s[kTokensPerCta][d];
-  __shared__ int64_t kv_base[kTokensPerCta];  // the token's cache row: ((block·nkv)·block_size + off)·d
-  const int t0 = int(blockIdx.x) * kTokensPerCta, nt = min(kTokensPerCta, T - t0), heads = nh + 2 * nkv;
-  const int lane = int(threadIdx.x & 31), m = lane % L;
-  // Before the wait, as in the decode kernel: weights, positions and slots only.
-  if (inv_freq != nullptr)
-    for (int k = int(threadIdx.x); k < nt * (d / 2); k += kTokenWarps * 32) {
-      const int tt = k / (d / 2), i = k % (d / 2);
-      const float phi = __fmul_rn(float(positions[t0 + tt]), inv_freq[i]);
-      double sd, cd;
-      sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
-      const uint16_t c = bf16_bits(float(cd)), sn = bf16_bits(float(sd));
-      cs_s[tt][i] = cs_s[tt][i + d / 2] = c;
-      sn_s[tt][i] = sn ^ 0x8000u;  // the low half subtracts partner·sin
-      sn_s[tt][i + d / 2] = sn;
-    }
-  if (int(threadIdx.x) < nt) {
-    const int64_t slot = slots[t0 + int(threadIdx.x)];
-    kv_base[threadIdx.x] = ((slot / block_size) * nkv * block_size + slot % block_size) * d;
-  }
-  float gq[8], gk[8];  // this lane's 8 gammas: the same elements of every head
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    gq[e] = q_norm_w[8 * m + e];
-    gk[e] = k_norm_w[8 * m + e];
-  }
-  pdl_wait();  // qkv comes from the GEMM in front
-  const int64_t row = int64_t(heads) * d;
-  auto* rows = reinterpret_cast<bf16_t*>(smem);
-  const bf16_t* src = qkv + int64_t(t0) * row;
-  for (int c = int(threadIdx.x); c < nt * row / 8; c += kTokenWarps * 32) cp_async16(rows + c * 8, src + c * 8, true);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  qk_rope_tokens<E>(rows, t0, nt, nh, nkv, eps, cs_s, sn_s, kv_base, gq, gk, inv_freq != nullptr, block_size,
-                    k_cache, v_cache, q_out);
-}
-
-// The staged form, persistent and double-buffered: resident_ctas() CTAs stride over the token
-// pairs, and each stages its next pair's rows (cp.async) and computes its cos/sin and cache rows
-// before it computes and stores the current pair, so a CTA's loads of one pair are in flight while
-// it stores the previous (the form above loads, waits, computes and stores, then exits). Two
-// stages of shared memory; per pair the same code: the same bits.
-template <int E>
-__global__ void __launch_bounds__(kTokenWarps * 32, 5) qk_rope_kv_token2_kernel(
-    const bf16_t* __restrict__ qkv, int T, int nh, int nkv, const float* __restrict__ q_norm_w,
-    const float* __restrict__ k_norm_w, float eps, const int32_t* __restrict__ positions,
-    const float* __restrict__ inv_freq, const int64_t* __restrict__ slots, int block_size,
-    bf16_t* __restrict__ k_cache, bf16_t* __restrict__ v_cache, bf16_t* __restrict__ q_out) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  pdl_launch_dependents();  // see launch.cuh
-  constexpr int d = 32 * E;
-  __shared__ __align__(16) uint16_t cs_s[2][kTokensPerCta][d], sn_s[2][kTokensPerCta][d];
-  __shared__ int64_t kv_base[2][kTokensPerCta];
-  const int heads = nh + 2 * nkv, pairs = (T + kTokensPerCta - 1) / kTokensPerCta;
-  const int lane = int(threadIdx.x & 31), m = lane % (d / 8);
-  const int64_t row = int64_t(heads) * d, stage = int64_t(kTokensPerCta) * row;
-  auto* rows = reinterpret_cast<bf16_t*>(smem);
-  // Weights, positions and slots only (allowed before the wait, as in the decode kernel).
-  auto prep = [&](int pair, int b) {
-    const int t0 = pair * kTokensPerCta, nt = min(kTokensPerCta, T - t0);
-    if (inv_freq != nullptr)
-      for (int k = int(threadIdx.x); k < nt * (d / 2); k += kTokenWarps * 32) {
-        const int tt = k / (d / 2), i = k % (d / 2);
-        const float phi = __fmul_rn(float(positions[t0 + tt]), inv_freq[i]);
-        double sd, cd;
-        sincos(double(phi), &sd, &cd);  // double keeps cos/sin accurate for φ up to ~2.6e5
-        const uint16_t c = bf16_bits(float(cd)), sn = bf16_bits(float(sd));
-        cs_s[b][tt][i] = cs_s[b][tt][i + d / 2] = c;
-        sn_s[b][tt][i] = sn ^ 0x8000u;  // the low half subtracts partner·sin
-        sn_s[b][tt][i + d / 2] = sn;
-      }
-    if (int(threadIdx.x) < nt) {
-      const int64_t slot = slots[t0 + int(threadIdx.x)];
-      kv_base[b][threadIdx.x] = ((slot / block_size) * nkv * block_size + slot % block_size) * d;
-    }
-  };
-  auto load = [&](int pair, int b) {
-    const int t0 = pair * kTokensPerCta, nt = min(kTokensPerCta, T - t0);
-    const bf16_t* src = qkv + int64_t(t0) * row;
-    bf16_t* dst = rows + b * stage;
-    for (int c = int(threadIdx.x); c < nt * row / 8; c += kTokenWarps * 32) cp_async16(dst + c * 8, src + c * 8, true);
-  };
-  float gq[8], gk[8];  // this lane's 8 gammas: the same elements of every head
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    gq[e] = q_norm_w[8 * m + e];
-    gk[e] = k_norm_w[8 * m + e];
-  }
-  int pair = int(blockIdx.x);
-  prep(pair, 0);
-  pdl_wait();  // qkv comes from the GEMM in front
-  load(pair, 0);
-  cp_async_commit();
-  for (int b = 0;; b ^= 1) {
-    const int next = pair + int(gridDim.x);
-    if (next < pairs) {
-      prep(next, b ^ 1);  // its buffers were last read before the previous trip's closing barrier
-      load(next, b ^ 1);
-    }
-    cp_async_commit();
-    cp_async_wait<1>();  // this pair's group has landed (the next one's may still be in flight)
-    __syncthreads();
-    const int t0 = pair * kTokensPerCta;
-    qk_rope_tokens<E>(rows + b * stage, t0, min(kTokensPerCta, T - t0), nh, nkv, eps, cs_s[b], sn_s[b], kv_base[b],
-                      gq, gk, inv_freq != nullptr, block_size, k_cache, v_cache, q_out);
-    if (next >= pairs) break;
-    __syncthreads();
-    pair = next;
-  }
-}
-
-bool ab_off() {  // TEMPORARY A/B switch (eighth session): STRIKER_AB_OFF=1 runs the old kernels
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && e[0] == '1';
-  }();
-  return off;
 }
 
 }  // namespace
@@ -423,17 +323,8 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem && aligned16(qkv) && aligned16(q_out) &&
                          aligned16(k_cache) && aligned16(v_cache);
   const unsigned token_grid = unsigned((T + kTokensPerCta - 1) / kTokensPerCta);
-  const bool double_buffered = per_token && !ab_off() && 2 * staged_smem <= kTokenMaxSmem;
-  auto persistent = [&](auto kernel, int ctas) {
-    launch_pdl(kernel, dim3(std::min(token_grid, unsigned(ctas))), dim3(kTokenWarps * 32), 2 * staged_smem, stream, in,
-               T, hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc,
-               qo);
-  };
 #define STRIKER_QKR(E)                                                                                             \
-  if (double_buffered)                                                                                             \
-    persistent(qk_rope_kv_token2_kernel<E>,                                                                        \
-               resident_ctas<qk_rope_kv_token2_kernel<E>>(kTokenWarps * 32, 2 * staged_smem));                      \
-  else if (per_token)                                                                                              \
+  if (per_token)                                                                                                   \
     launch_pdl(qk_rope_kv_token_kernel<E>, dim3(token_grid), dim3(kTokenWarps * 32), staged_smem, stream, in, T,   \
                hs.n_heads, hs.n_kv_heads, q_norm_w, k_norm_w, eps, positions, inv_freq, slots, block_size, kc, vc, \
                qo);                                                                                                \

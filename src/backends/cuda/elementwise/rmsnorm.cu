@@ -1,12 +1,8 @@
 #include "backends/cuda/elementwise/rmsnorm.h"
 
-#include <algorithm>
-#include <cstdlib>
-
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
-#include "backends/cuda/common/resident.cuh"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
 
@@ -108,90 +104,6 @@ __global__ void __launch_bounds__(kWarpRows * 32) rmsnorm_warp_kernel(bf16_t* h,
   }
 }
 
-// The same rows, persistent: resident_ctas() CTAs whose warps stride over the rows (warp g takes
-// rows g, g + G, ... for G warps in the grid), each loading its next row (h and delta) into a
-// second set of registers after the current row's adds and squares and before its reduction and
-// stores, so a warp's loads of one row are in flight while it stores the previous (the form above
-// loads, computes, stores, and its last partial wave of CTAs runs alone). Per row the same
-// arithmetic in the same order: the same bits.
-template <bool kAdd, int kVecs>
-__global__ void __launch_bounds__(kWarpRows * 32) rmsnorm_warp2_kernel(bf16_t* h, const bf16_t* __restrict__ delta,
-                                                                       const float* __restrict__ w, bf16_t* out,
-                                                                       int rows, int hidden, float eps) {
-  pdl_grid_start();  // see launch.cuh
-  const int lane = int(threadIdx.x & 31);
-  const int64_t stride = int64_t(gridDim.x) * kWarpRows;
-  int64_t row = int64_t(blockIdx.x) * kWarpRows + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  const int n8 = hidden / 8;
-  const auto* w4 = reinterpret_cast<const float4*>(w);
-  uint4 v[kVecs], dv[kAdd ? kVecs : 1];
-  auto load = [&](int64_t rw, uint4(&a)[kVecs], uint4(&b)[kAdd ? kVecs : 1]) {
-    const auto* hr = reinterpret_cast<const uint4*>(h + rw * hidden);
-    const auto* dr = reinterpret_cast<const uint4*>(kAdd ? delta + rw * hidden : nullptr);
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j)
-      if (lane + 32 * j < n8) {
-        a[j] = hr[lane + 32 * j];
-        if constexpr (kAdd) b[j] = dr[lane + 32 * j];
-      }
-  };
-  load(row, v, dv);
-  while (true) {
-    float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j)
-      if (lane + 32 * j < n8) {
-        float f[8];
-        unpack8(v[j], f);
-        if constexpr (kAdd) {
-          float d[8];
-          unpack8(dv[j], d);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) f[e] = round_bf16(f[e] + d[e]);
-          v[j] = pack8(f);  // exact: the values are bf16 already
-        }
-#pragma unroll
-        for (int e = 0; e < 8; ++e) part[e] += f[e] * f[e];  // rmsnorm_partial's `ss += v * v`
-      }
-    const int64_t next = row + stride;
-    uint4 nv[kVecs], ndv[kAdd ? kVecs : 1];
-    if (next < rows) load(next, nv, ndv);
-    const float r = rmsnorm_r_of_lanes(part, hidden, eps);
-    auto* hr = reinterpret_cast<uint4*>(h + row * hidden);
-    auto* orow = reinterpret_cast<uint4*>(out + row * hidden);
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j) {
-      const int q = lane + 32 * j;
-      if (q < n8) {
-        float f[8], y[8];
-        unpack8(v[j], f);
-        const float4 w0 = __ldg(w4 + 2 * q), w1 = __ldg(w4 + 2 * q + 1);
-        const float wf[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-#pragma unroll
-        for (int e = 0; e < 8; ++e) y[e] = rmsnorm_apply(f[e], r, wf[e]);
-        if constexpr (kAdd) hr[q] = v[j];
-        orow[q] = pack8(y);
-      }
-    }
-    if (next >= rows) break;
-    row = next;
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j) {
-      v[j] = nv[j];
-      if constexpr (kAdd) dv[j] = ndv[j];
-    }
-  }
-}
-
-bool ab_off() {  // TEMPORARY A/B switch (eighth session): STRIKER_AB_OFF=1 runs the old kernels
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && e[0] == '1';
-  }();
-  return off;
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // 16-byte vectors per lane of the warp-per-row kernel for this shape, or 0 where the row kernel runs.
@@ -207,19 +119,7 @@ template <bool kAdd>
 void launch_rmsnorm(bf16_t* h, const bf16_t* delta, const float* w, bf16_t* out, int rows, int hidden, float eps,
                     cudaStream_t stream) {
   const dim3 grid(unsigned((rows + kWarpRows - 1) / kWarpRows)), block(kWarpRows * 32);
-  const int vecs = warp_vecs(rows, hidden, kAdd, h, delta, w, out);
-  if (!ab_off() && vecs > 0) {
-    auto persistent = [&](auto kernel, int ctas) {
-      launch_pdl(kernel, dim3(unsigned(std::min<int64_t>(ctas, grid.x))), block, 0, stream, h, delta, w, out, rows,
-                 hidden, eps);
-    };
-    switch (vecs) {
-      case 2: persistent(rmsnorm_warp2_kernel<kAdd, 2>, resident_ctas<rmsnorm_warp2_kernel<kAdd, 2>>(block.x, 0)); return;
-      case 4: persistent(rmsnorm_warp2_kernel<kAdd, 4>, resident_ctas<rmsnorm_warp2_kernel<kAdd, 4>>(block.x, 0)); return;
-      default: persistent(rmsnorm_warp2_kernel<kAdd, 8>, resident_ctas<rmsnorm_warp2_kernel<kAdd, 8>>(block.x, 0)); return;
-    }
-  }
-  switch (vecs) {
+  switch (warp_vecs(rows, hidden, kAdd, h, delta, w, out)) {
     case 2: launch_pdl(rmsnorm_warp_kernel<kAdd, 2>, grid, block, 0, stream, h, delta, w, out, rows, hidden, eps); return;
     case 4: launch_pdl(rmsnorm_warp_kernel<kAdd, 4>, grid, block, 0, stream, h, delta, w, out, rows, hidden, eps); return;
     case 8: launch_pdl(rmsnorm_warp_kernel<kAdd, 8>, grid, block, 0, stream, h, delta, w, out, rows, hidden, eps); return;

@@ -1,7 +1,6 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -227,121 +226,6 @@ __global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_ke
   }
 }
 
-// Steps of more than 8 tokens (prefill), rows of at most 2048 columns: one warp per token row,
-// rmsnorm.cu's warp-per-row form. Lane p takes the row's 16-byte vectors p, p + 32, ... (kVecs of
-// them); for each it loads the kK sorted rows' vectors, the shared expert's and h's (all issued
-// before any is used; no store until the row is done, so the next vector's loads need not wait
-// for this one's stores), combines them as combine8 does (the same fmaf chain over k in order,
-// the same roundings), keeps the new h vector in registers and adds its squares trip by trip, as
-// rmsnorm_warp_kernel does; then r by rmsnorm_r_of_lanes (the row kernel's sum order: the rmsnorm
-// kernel's bits) and 16-byte stores of h and x. kK = K, or kMaxTopK for any K <= 8 (slots k >= K
-// load slot 0's row again and are not added: the same sum). The CTA-per-token form (2-byte
-// shared and global accesses in its norm, three barriers per token) is kept for wider rows.
-constexpr int kCombineWarpRows = 4;  // token rows (warps) per CTA
-
-template <int kVecs, int kK>
-__global__ void __launch_bounds__(kCombineWarpRows * 32) moe_combine_norm_warp_kernel(
-    const bf16_t* __restrict__ ys, const int32_t* __restrict__ inv, const float* __restrict__ topk_w,
-    const bf16_t* __restrict__ ysh, int T, int K, int hidden, bf16_t* __restrict__ h,
-    const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
-  pdl_grid_start();  // see launch.cuh
-  const int lane = int(threadIdx.x & 31);
-  const int64_t t = int64_t(blockIdx.x) * kCombineWarpRows + (threadIdx.x >> 5);
-  if (t >= T) return;
-  const int n8 = hidden / 8;
-  // Lane k < K holds slot k's sorted row and weight; every lane gets all kK.
-  int my_row = 0;
-  float my_w = 0.f;
-  if (lane < K) {
-    my_row = inv[t * K + lane];
-    my_w = topk_w[t * K + lane];
-  }
-  const uint4* yrow[kK];
-  float wk[kK];
-#pragma unroll
-  for (int k = 0; k < kK; ++k) {
-    const int src = k < K ? k : 0;
-    yrow[k] = reinterpret_cast<const uint4*>(ys + int64_t(__shfl_sync(0xffffffffu, my_row, src)) * hidden);
-    wk[k] = __shfl_sync(0xffffffffu, my_w, src);
-  }
-  auto* hr = reinterpret_cast<uint4*>(h + t * hidden);
-  const auto* shr = reinterpret_cast<const uint4*>(ysh != nullptr ? ysh + t * hidden : nullptr);
-  uint4 v[kVecs];
-  float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int q = lane + 32 * j;
-    if (q < n8) {
-      uint4 yv[kK];
-#pragma unroll
-      for (int k = 0; k < kK; ++k) yv[k] = yrow[k][q];
-      const uint4 sv = shr != nullptr ? shr[q] : make_uint4(0u, 0u, 0u, 0u);
-      const uint4 hv4 = hr[q];
-      float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int k = 0; k < kK; ++k) {
-        float y[8];
-        unpack8(yv[k], y);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float s2 = fmaf(wk[k], y[e], sum[e]);
-          sum[e] = kK == kMaxTopK && k >= K ? sum[e] : s2;  // (kK == K: always s2)
-        }
-      }
-      float sh[8], hv[8], r[8];
-      unpack8(sv, sh);
-      unpack8(hv4, hv);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        float y = round_bf16(sum[e]);
-        if (shr != nullptr) y = round_bf16(y + sh[e]);
-        r[e] = hv[e] + y;
-      }
-      v[j] = pack8(r);  // h = bf16(h + y), as combine8's pack_bf16x2
-      float f[8];
-      unpack8(v[j], f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) part[e] += f[e] * f[e];  // rmsnorm_partial's `ss += v * v`
-    }
-  }
-  const float rr = rmsnorm_r_of_lanes(part, hidden, eps);
-  auto* xr = reinterpret_cast<uint4*>(x_out + t * hidden);
-  const auto* g4 = reinterpret_cast<const float4*>(gamma);
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j) {
-    const int q = lane + 32 * j;
-    if (q < n8) {
-      float f[8], y[8];
-      unpack8(v[j], f);
-      const float4 g0 = __ldg(g4 + 2 * q), g1 = __ldg(g4 + 2 * q + 1);
-      const float gf[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-#pragma unroll
-      for (int e = 0; e < 8; ++e) y[e] = rmsnorm_apply(f[e], rr, gf[e]);
-      hr[q] = v[j];
-      xr[q] = pack8(y);
-    }
-  }
-}
-
-// 16-byte vectors per lane of the warp-per-row combine for this shape, or 0 for the CTA-per-token form.
-int combine_warp_vecs(int T, int hidden, const void* ys, const void* ysh, const void* h, const float* gamma,
-                      const void* x) {
-  auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (T <= 8 || hidden % 8 != 0 || hidden > 8 * 32 * 8 || !a16(ys) || (ysh != nullptr && !a16(ysh)) || !a16(h) ||
-      !a16(gamma) || !a16(x))
-    return 0;
-  const int per_lane = (hidden / 8 + 31) / 32;
-  return per_lane <= 2 ? 2 : per_lane <= 4 ? 4 : 8;
-}
-
-bool ab_off() {  // TEMPORARY A/B switch (eighth session): STRIKER_AB_OFF=1 runs the old kernels
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && e[0] == '1';
-  }();
-  return off;
-}
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 8 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
@@ -394,26 +278,6 @@ void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* t
     const size_t smem = size_t(hidden) * 2;
     if (next_norm->gamma == nullptr || next_norm->out == nullptr || smem > 40 * 1024)
       throw Error("moe_combine_sorted: the fused norm needs its weights, an output and a row of at most 20480");
-    const int vecs = ab_off() ? 0 : combine_warp_vecs(T, hidden, ys, ysh, hb, next_norm->gamma, next_norm->out);
-    if (vecs > 0 && K >= 1 && K <= kMaxTopK) {
-      const dim3 grid(unsigned((T + kCombineWarpRows - 1) / kCombineWarpRows)), block(kCombineWarpRows * 32);
-      auto* xo = reinterpret_cast<bf16_t*>(next_norm->out);
-      const float* g = next_norm->gamma;
-      const float eps = next_norm->eps;
-#define STRIKER_CWK(V)                                                                                              \
-  if (K == 6)                                                                                                       \
-    launch_pdl(moe_combine_norm_warp_kernel<V, 6>, grid, block, 0, stream, ys, inv, topk_w, ysh, T, K, hidden, hb, g, \
-               eps, xo);                                                                                            \
-  else                                                                                                              \
-    launch_pdl(moe_combine_norm_warp_kernel<V, kMaxTopK>, grid, block, 0, stream, ys, inv, topk_w, ysh, T, K, hidden, \
-               hb, g, eps, xo)
-      if (vecs == 2) STRIKER_CWK(2);
-      else if (vecs == 4) STRIKER_CWK(4);
-      else STRIKER_CWK(8);
-#undef STRIKER_CWK
-      STRIKER_CUDA_CHECK_LAUNCH("moe_combine_sorted_norm");
-      return;
-    }
     launch_pdl(moe_combine_sorted_norm_kernel, dim3(unsigned(std::min(T, 1 << 20))), dim3(kRmsnormRowThreads), smem,
                stream, ys, inv, topk_w, ysh, T, K, hidden, hb, next_norm->gamma, next_norm->eps,
                reinterpret_cast<bf16_t*>(next_norm->out));
