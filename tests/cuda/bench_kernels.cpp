@@ -6,7 +6,8 @@
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
 // NVFP4, at the prefill sizes T = 2048 and 8192; NVFP4 also at 1024 and 1536, around the paths'
 // switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048), `prefill` (prefill attention, then the small
-// prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
+// prefill kernels), `prefill-attention` (the attention rows alone), `prefill-small` (the small
+// kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone).
 #include <cuda_runtime.h>
@@ -95,10 +96,11 @@ int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
   if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" && only != "prefill" &&
-                    only != "prefill-small" && only != "decode" && only != "decode-attention")) {
+                    only != "prefill-attention" && only != "prefill-small" && only != "decode" &&
+                    only != "decode-attention")) {
     std::fprintf(stderr,
-                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | prefill | prefill-small | decode | "
-                 "decode-attention]\n");
+                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | prefill | prefill-attention | "
+                 "prefill-small | decode | decode-attention]\n");
     return 2;
   }
   try {
@@ -118,12 +120,14 @@ int main(int argc, char** argv) {
       std::printf("kernel checks failed: %d\n", failures);
       return failures == 0 ? 0 : 1;
     }
-    if (only == "prefill" || only == "prefill-small") {
+    if (only == "prefill" || only == "prefill-attention" || only == "prefill-small") {
       int sms = 0;
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      if (only == "prefill") bench_prefill_rows(rng, sms);
-      LtGemm lt;
-      bench_prefill_small_kernels(rng, lt);
+      if (only != "prefill-small") bench_prefill_rows(rng, sms);
+      if (only != "prefill-attention") {
+        LtGemm lt;
+        bench_prefill_small_kernels(rng, lt);
+      }
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
       return kernel_check_failures() == 0 ? 0 : 1;
     }

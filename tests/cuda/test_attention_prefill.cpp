@@ -217,6 +217,15 @@ TEST(CudaPrefillAttention, OtherBlockSizes) {
   }
 }
 
+// Sliding-window steps run one persistent CTA per SM over the work items: more items than SMs
+// (44 query tiles × 4 KV heads, and × splits), so each CTA's ring runs on from item to item,
+// through TMA (block 16, 64) and through cp.async only (block 12), with sinks and without.
+TEST(CudaPrefillAttention, SlidingWindowCtasStrideOverItems) {
+  std::mt19937 rng(50);
+  for (int block : {16, 12, 64}) run_prefill_case({129, {{200, 700}}, block == 16, block}, rng);
+  run_prefill_case({513, {{3000, 300}, {0, 37}, {40, 200}}, true}, rng);  // several sequences, ragged tiles
+}
+
 TEST(CudaPrefillAttention, RejectsOtherShapes) {
   AttentionQueries qs{};
   qs.num_queries = 1;

@@ -11,10 +11,13 @@
 //   P·V of tile j, so a warpgroup's softmax runs while its previous P·V is in the tensor cores,
 //   and the two consumer warpgroups take turns to issue (ping-pong), so one's softmax overlaps
 //   the other's MMAs. The sink joins the denominator once at the end (or in the split combine).
+// Work items (query tile, KV head, key split) are one per CTA on causal layers; on sliding-window
+// layers one CTA per SM strides over them, its ring running on from one item into the next.
 // Rounding: like the decode tensor-core kernel, P is rounded to bf16 for the P·V MMA (the
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
 // output tolerance (docs/performance.md).
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
@@ -43,6 +46,7 @@ struct PrefillArgs {
   const int32_t* block_tables;
   const int32_t* tiles;          // [num_tiles][2]: first query, count
   int num_tiles, nkv, block_size, window, chunk, num_splits;
+  int items;                     // num_tiles · nkv · num_splits
   float* partials;               // split records, or nullptr: normalise and write `out` here
   bf16_t* out;
   int block_shift;               // log2(block_size) when a power of two (shifts, not divisions), else -1
@@ -211,6 +215,14 @@ __device__ __forceinline__ void store_rows(const PrefillArgs& a, int q0, int n, 
 
 constexpr int kDefaultTargetCtas = 1024;
 
+bool ab_off() {  // TEMPORARY A/B switch (eighth session): STRIKER_AB_OFF=1 runs one CTA per item
+  static const bool off = [] {
+    const char* e = std::getenv("STRIKER_AB_OFF");
+    return e != nullptr && e[0] == '1';
+  }();
+  return off;
+}
+
 // Checks the arguments (throws striker::Error) and plans the key splits; false when there is
 // nothing to do.
 bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,
@@ -239,10 +251,12 @@ bool plan_prefill(const bf16* q, const bf16* k_cache, const bf16* v_cache, const
   const auto [splits, chunk] =
       plan_key_splits(keys, ctas, target, scratch.data ? scratch.max_partials / per_split : 0);
   if (chunk > (int64_t(1) << 30)) throw Error("prefill_attention: key range " + std::to_string(keys) + " too large");
+  const int64_t items = ctas * splits;
+  if (items > (int64_t(1) << 31) - 1) throw Error("prefill_attention: too many work items for one launch");
   args = PrefillArgs{reinterpret_cast<const bf16_t*>(q), reinterpret_cast<const bf16_t*>(k_cache),
                      reinterpret_cast<const bf16_t*>(v_cache), sinks, qs.positions, qs.table_offset,
                      qs.block_tables, tiles.tiles, tiles.num_tiles, s.n_kv_heads, s.block_size, s.window,
-                     int(chunk), int(splits), splits > 1 ? scratch.data : nullptr,
+                     int(chunk), int(splits), int(items), splits > 1 ? scratch.data : nullptr,
                      reinterpret_cast<bf16_t*>(out), -1, false};
   if ((s.block_size & (s.block_size - 1)) == 0)
     for (args.block_shift = 0; (1 << args.block_shift) < s.block_size;) ++args.block_shift;
@@ -327,16 +341,29 @@ __global__ void __launch_bounds__(kCtaThreads, 1)
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t base = (raw + kSw128AtomBytes - 1) & ~uint32_t(kSw128AtomBytes - 1);
   unsigned char* smem = smem_raw + (base - raw);
-  const int tile = a.num_tiles - 1 - int(blockIdx.x);
-  const int kvh = blockIdx.y, split = blockIdx.z;
-  const int q0 = a.tiles[2 * tile], n = a.tiles[2 * tile + 1];
-  const int p0 = a.positions[q0];
-  const KeyRange range = cta_key_range(p0, n, a.window, split, a.chunk);
-  // Key tiles start at tile0: with TMA, the range's start rounded down to a cache block (the keys
-  // before range.begin are masked like any invisible key, and they are finite: earlier slots of
-  // a block the sequence reaches), so every tile is whole blocks; otherwise at range.begin.
-  const int tile0 = a.tma ? range.begin & ~(a.block_size - 1) : range.begin;
-  const int num_kt = range.end > range.begin ? (range.end - tile0 + kKeyTile - 1) / kKeyTile : 0;
+  // Work items (query tile, KV head, key split), item = x + num_tiles·(kvh + nkv·split) with the
+  // query tile num_tiles - 1 - x (the longest first); CTA b takes items b, b + grid, ... (one
+  // each when the grid is the item count).
+  struct Item {
+    int kvh, split, q0, n, p0, tile0, num_kt;
+    KeyRange range;
+  };
+  auto item_at = [&](int item) {
+    Item w;
+    const int tile = a.num_tiles - 1 - item % a.num_tiles, rest = item / a.num_tiles;
+    w.kvh = rest % a.nkv;
+    w.split = rest / a.nkv;
+    w.q0 = a.tiles[2 * tile];
+    w.n = a.tiles[2 * tile + 1];
+    w.p0 = a.positions[w.q0];
+    w.range = cta_key_range(w.p0, w.n, a.window, w.split, a.chunk);
+    // Key tiles start at tile0: with TMA, the range's start rounded down to a cache block (the keys
+    // before range.begin are masked like any invisible key, and they are finite: earlier slots of
+    // a block the sequence reaches), so every tile is whole blocks; otherwise at range.begin.
+    w.tile0 = a.tma ? w.range.begin & ~(a.block_size - 1) : w.range.begin;
+    w.num_kt = w.range.end > w.range.begin ? (w.range.end - w.tile0 + kKeyTile - 1) / kKeyTile : 0;
+    return w;
+  };
   if (threadIdx.x == 0) {
     for (int st = 0; st < kStages; ++st) {
       mbar_init(&full[st], kProducerThreads);
@@ -353,9 +380,9 @@ __global__ void __launch_bounds__(kCtaThreads, 1)
     // ---------------- producer ----------------
     warpgroup_reg_dealloc<kProducerRegs>();
     const int tid = threadIdx.x;
-    const int32_t* table = a.block_tables + a.table_offset[q0];
-    // Tile `it` of the range goes to stage it % kStages once the consumers released that
-    // stage's previous tile.
+    // The CTA's tiles are numbered across its items (gt): tile gt goes to stage gt % kStages once
+    // the consumers released that stage's previous tile, so the ring runs on from one item into
+    // the next (the next item's first tiles load while the consumers finish the previous one).
     // TMA (block size a multiple of 8 dividing the key tile; tiles start on block boundaries,
     // tile0): the whole blocks of a tile that end inside the range are TMA boxes (producer
     // thread 2j + h: block j, 64-dim half h, K and V), their bytes expected on the stage's full
@@ -367,49 +394,55 @@ __global__ void __launch_bounds__(kCtaThreads, 1)
     // first filled, tile it - 1 is published as tile it streams in).
     const int bs = a.block_size;
     const bool tma = a.tma;
-    int published = 0;
+    int published = 0, gt = 0;
     auto publish_up_to = [&](int end) {
       fence_proxy_async_shared();  // this thread's landed copies, visible to wgmma
       for (; published < end; ++published) mbar_arrive(&full[published % kStages]);
     };
-    for (int it = 0; it < num_kt; ++it) {
-      const int st = it % kStages;
-      unsigned char* k_tile = smem + st * kStageBytes;
-      const int kb = tile0 + it * kKeyTile;
-      if (it >= kStages) {
-        if (!tma) {
+    for (int item = int(blockIdx.x); item < a.items; item += int(gridDim.x)) {
+      const Item w = item_at(item);
+      const KeyRange range = w.range;
+      const int kvh = w.kvh;
+      const int32_t* table = a.block_tables + a.table_offset[w.q0];
+      for (int it = 0; it < w.num_kt; ++it, ++gt) {
+        const int st = gt % kStages;
+        unsigned char* k_tile = smem + st * kStageBytes;
+        const int kb = w.tile0 + it * kKeyTile;
+        if (gt >= kStages) {
+          if (!tma) {
+            cp_async_wait<0>();
+            publish_up_to(gt);
+          }
+          mbar_wait(&empty[st], uint32_t((gt / kStages - 1) & 1));
+        }
+        if (tma) {
+          const int whole = min(max(range.end - kb, 0) / bs, kKeyTile / bs);  // whole blocks in range
+          if (tid == 0 && whole > 0) mbar_expect_tx(&full[st], uint32_t(whole * bs * 2 * kHeadDim * 2));
+          if (tid < whole * 2) {  // block tid / 2 (at most 16), 64-dim half tid % 2, K and V
+            const int j = tid >> 1, half = tid & 1;
+            const int row = (table[(kb >> a.block_shift) + j] * a.nkv + kvh) * bs;  // bs: a power of two
+            unsigned char* dst = k_tile + half * kHalfBytes + j * bs * kSw128RowBytes;
+            tma_load_2d(dst, &maps.k, &full[st], half * kSw128RowElems, row);
+            tma_load_2d(dst + kTileBytes, &maps.v, &full[st], half * kSw128RowElems, row);
+          }
+          stage_tile(a, table, range, kvh, k_tile, kb, tid, whole * bs);
+          cp_async_commit();
           cp_async_wait<0>();
-          publish_up_to(it);
-        }
-        mbar_wait(&empty[st], uint32_t((it / kStages - 1) & 1));
-      }
-      if (tma) {
-        const int whole = min(max(range.end - kb, 0) / bs, kKeyTile / bs);  // whole blocks in range
-        if (tid == 0 && whole > 0) mbar_expect_tx(&full[st], uint32_t(whole * bs * 2 * kHeadDim * 2));
-        if (tid < whole * 2) {  // block tid / 2 (at most 16), 64-dim half tid % 2, K and V
-          const int j = tid >> 1, half = tid & 1;
-          const int row = (table[(kb >> a.block_shift) + j] * a.nkv + kvh) * bs;  // bs: a power of two
-          unsigned char* dst = k_tile + half * kHalfBytes + j * bs * kSw128RowBytes;
-          tma_load_2d(dst, &maps.k, &full[st], half * kSw128RowElems, row);
-          tma_load_2d(dst + kTileBytes, &maps.v, &full[st], half * kSw128RowElems, row);
-        }
-        stage_tile(a, table, range, kvh, k_tile, kb, tid, whole * bs);
-        cp_async_commit();
-        cp_async_wait<0>();
-        fence_proxy_async_shared();
-        mbar_arrive(&full[st]);
-        published = it + 1;
-      } else {
-        stage_tile(a, table, range, kvh, k_tile, kb, tid);
-        cp_async_commit();
-        if (it >= 1 && it < kStages) {
-          cp_async_wait<1>();
-          publish_up_to(it);
+          fence_proxy_async_shared();
+          mbar_arrive(&full[st]);
+          published = gt + 1;
+        } else {
+          stage_tile(a, table, range, kvh, k_tile, kb, tid);
+          cp_async_commit();
+          if (gt >= 1 && gt < kStages) {
+            cp_async_wait<1>();
+            publish_up_to(gt);
+          }
         }
       }
     }
     cp_async_wait<0>();
-    publish_up_to(num_kt);
+    publish_up_to(gt);
     return;
   }
 
@@ -420,19 +453,11 @@ __global__ void __launch_bounds__(kCtaThreads, 1)
   const int g = row_head(lane);
   const float score_scale = kLog2e / sqrtf(float(kHeadDim));  // as the decode kernels
   const int tok[2] = {row_token(warp, 0), row_token(warp, 1)};
-  const KeyInterval vis[2] = {visible_keys(p0 + tok[0], a.window, range), visible_keys(p0 + tok[1], a.window, range)};
-  const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
-
-  float o[kHeadDim / 8][4];
-#pragma unroll
-  for (int j = 0; j < kHeadDim / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
-  uint32_t qa[kHeadDim / 16][4];
-  load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
 
   // Every tile is computed by both warpgroups (no per-warpgroup skip: issue and wait of a group
   // must stay in one block, and a tile no row of a warpgroup sees — only in chunk tails of <= 8
-  // queries — is fully masked, P = 0). Turns: warpgroup 1 hands warpgroup 0 its first turn.
+  // queries — is fully masked, P = 0). Turns: warpgroup 1 hands warpgroup 0 its first turn; they
+  // alternate from then on across the CTA's items (an item's first turn is warpgroup 0's).
   auto turn_wait = [&] { named_barrier_sync(kTurnBarrier + wgi, kThreads); };
   auto turn_pass = [&] { named_barrier_arrive(kTurnBarrier + (1 - wgi), kThreads); };
   auto release = [&](int it) {
@@ -441,55 +466,72 @@ __global__ void __launch_bounds__(kCtaThreads, 1)
   auto tile_addr = [&](int it) { return base + uint32_t((it % kStages) * kStageBytes); };
   if (wgi == 1) turn_pass();
 
-  float s[kKeyCols][4];
-  uint32_t pa[kKeyTile / 16][4];
-  float corr[2];
-  if (num_kt > 0) {
-    // Softmax of tile `it` (mask, P, the rescale of O once P·V of tile it - 1 has completed).
-    auto softmax_tile = [&](int it) {
-      const int kb = tile0 + it * kKeyTile;
-      mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
-      softmax_scores(s, score_scale, m, l, corr);
-    };
-    // Tile 0: S alone (peeled, so the loop's issue and waits run without branches between them).
-    mbar_wait(&full[0], 0u);
-    turn_wait();
-    issue_scores(s, qa, tile_addr(0));
-    turn_pass();
-    wgmma_wait<0>();
-    wgmma_fence_operands(s);
-    softmax_tile(0);
-    rescale_o_if_moved(o, corr);
+  int gt = 0;  // the CTA's tiles before this item (the producer's numbering)
+  for (int item = int(blockIdx.x); item < a.items; item += int(gridDim.x)) {
+    const Item w = item_at(item);
+    const int q0 = w.q0, n = w.n, p0 = w.p0, kvh = w.kvh, split = w.split, tile0 = w.tile0, num_kt = w.num_kt;
+    const KeyRange range = w.range;
+    const KeyInterval vis[2] = {visible_keys(p0 + tok[0], a.window, range), visible_keys(p0 + tok[1], a.window, range)};
+    const int pos_first = p0 + wg_first_token(wgi), pos_last = p0 + wg_last_token(wgi);
+
+    float o[kHeadDim / 8][4];
 #pragma unroll
-    for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
-    for (int it = 1; it < num_kt; ++it) {
-      mbar_wait(&full[it % kStages], uint32_t((it / kStages) & 1));
-      wgmma_fence_operands(o);
+    for (int j = 0; j < kHeadDim / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this thread's partial row sums
+    uint32_t qa[kHeadDim / 16][4];
+    load_q_fragments(a, q0, n, kvh, g, lane, tok, qa);
+
+    float s[kKeyCols][4];
+    uint32_t pa[kKeyTile / 16][4];
+    float corr[2];
+    if (num_kt > 0) {
+      // Softmax of tile `it` (mask, P, the rescale of O once P·V of tile it - 1 has completed).
+      auto softmax_tile = [&](int it) {
+        const int kb = tile0 + it * kKeyTile;
+        mask_tile(s, kb, lane, vis, tile_unmasked(kb, pos_first, pos_last, a.window, range));
+        softmax_scores(s, score_scale, m, l, corr);
+      };
+      // Tile 0: S alone (peeled, so the loop's issue and waits run without branches between them).
+      mbar_wait(&full[gt % kStages], uint32_t((gt / kStages) & 1));
       turn_wait();
-      issue_scores(s, qa, tile_addr(it));
-      issue_values(o, pa, tile_addr(it - 1) + kTileBytes);  // P·V of the previous tile
+      issue_scores(s, qa, tile_addr(gt));
       turn_pass();
-      wgmma_wait<1>();  // S has completed; P·V of tile it - 1 may still run
+      wgmma_wait<0>();
       wgmma_fence_operands(s);
-      softmax_tile(it);
-      wgmma_wait<0>();  // P·V of tile it - 1 has completed: O may be rescaled, its stage released
-      wgmma_fence_operands(o);
-      release(it - 1);
+      softmax_tile(0);
       rescale_o_if_moved(o, corr);
 #pragma unroll
       for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
+      for (int it = 1; it < num_kt; ++it) {
+        mbar_wait(&full[(gt + it) % kStages], uint32_t(((gt + it) / kStages) & 1));
+        wgmma_fence_operands(o);
+        turn_wait();
+        issue_scores(s, qa, tile_addr(gt + it));
+        issue_values(o, pa, tile_addr(gt + it - 1) + kTileBytes);  // P·V of the previous tile
+        turn_pass();
+        wgmma_wait<1>();  // S has completed; P·V of tile it - 1 may still run
+        wgmma_fence_operands(s);
+        softmax_tile(it);
+        wgmma_wait<0>();  // P·V of tile it - 1 has completed: O may be rescaled, its stage released
+        wgmma_fence_operands(o);
+        release(gt + it - 1);
+        rescale_o_if_moved(o, corr);
+#pragma unroll
+        for (int kt = 0; kt < kKeyTile / 16; ++kt) pack_p(s, kt, pa[kt]);
+      }
+      // P·V of the last tile.
+      wgmma_fence_operands(o);
+      turn_wait();
+      issue_values(o, pa, tile_addr(gt + num_kt - 1) + kTileBytes);
+      turn_pass();
+      wgmma_wait<0>();
+      wgmma_fence_operands(o);
+      release(gt + num_kt - 1);
     }
-    // P·V of the last tile.
-    wgmma_fence_operands(o);
-    turn_wait();
-    issue_values(o, pa, tile_addr(num_kt - 1) + kTileBytes);
-    turn_pass();
-    wgmma_wait<0>();
-    wgmma_fence_operands(o);
-    release(num_kt - 1);
+    store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
+    gt += num_kt;
   }
   if (wgi == 0) turn_wait();  // the turn warpgroup 1 passed last: leave no barrier pending
-  store_rows(a, q0, n, kvh, split, g, lane, tok, m, l, o);
 }
 
 }  // namespace
@@ -524,9 +566,20 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
   }
   STRIKER_CUDA_CHECK(
       cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  launch_pdl(attention_prefill_kernel,
-             dim3(unsigned(tiles.num_tiles), unsigned(s.n_kv_heads), unsigned(args.num_splits)), dim3(kCtaThreads),
-             size_t(kSmemBytes), stream, maps, args);
+  // Sliding-window layers: one persistent CTA per SM striding over the items (all of about the
+  // same length, a window), so an SM's next item streams into the ring while its consumers finish
+  // the previous one, instead of a CTA launch, a cold ring and a Q load per 5-tile item. Causal
+  // layers keep one CTA per item (their lengths run from 1 to T / 128 tiles, longest first: the
+  // hardware's greedy order balances them).
+  int ctas = args.items;
+  if (s.window > 0 && !ab_off()) {
+    int device = 0, sms = 0;
+    STRIKER_CUDA_CHECK(cudaGetDevice(&device));
+    STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    ctas = std::min(ctas, std::max(sms, 1));
+  }
+  launch_pdl(attention_prefill_kernel, dim3(unsigned(ctas)), dim3(kCtaThreads), size_t(kSmemBytes), stream, maps,
+             args);
   STRIKER_CUDA_CHECK_LAUNCH("attention_prefill_kernel");
   if (args.num_splits > 1)
     attention_combine_splits(args.partials, sinks, s, tiles.query_ids ? tiles.num_queries : qs.num_queries,
