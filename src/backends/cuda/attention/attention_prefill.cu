@@ -17,7 +17,6 @@
 // denominator sums the fp32 P); FLINT.md §4 keeps P in fp32, the difference is within the bf16
 // output tolerance (docs/performance.md).
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
@@ -214,14 +213,6 @@ __device__ __forceinline__ void store_rows(const PrefillArgs& a, int q0, int n, 
 }
 
 constexpr int kDefaultTargetCtas = 1024;
-
-bool ab_off() {  // TEMPORARY A/B switch (eighth session): STRIKER_AB_OFF=1 runs one CTA per item
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && e[0] == '1';
-  }();
-  return off;
-}
 
 // Checks the arguments (throws striker::Error) and plans the key splits; false when there is
 // nothing to do.
@@ -568,11 +559,12 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
       cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   // Sliding-window layers: one persistent CTA per SM striding over the items (all of about the
   // same length, a window), so an SM's next item streams into the ring while its consumers finish
-  // the previous one, instead of a CTA launch, a cold ring and a Q load per 5-tile item. Causal
+  // the previous one, instead of a CTA launch, a cold ring and a Q load per 5-tile item (W = 513
+  // at 8192 tokens: 273 -> 230 µs, docs/performance.md, eighth session). Causal
   // layers keep one CTA per item (their lengths run from 1 to T / 128 tiles, longest first: the
   // hardware's greedy order balances them).
   int ctas = args.items;
-  if (s.window > 0 && !ab_off()) {
+  if (s.window > 0) {
     int device = 0, sms = 0;
     STRIKER_CUDA_CHECK(cudaGetDevice(&device));
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
