@@ -5,7 +5,8 @@
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
 // NVFP4, at the prefill sizes T = 2048 and 8192; NVFP4 also at 1024 and 1536, around the paths'
-// switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048), `prefill` (prefill attention, then the small
+// switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048),
+// `grouped-moe-wgmma` (the BF16 Hopper rows alone at T = 1024 .. 8192), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone).
@@ -20,6 +21,7 @@
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
@@ -52,9 +54,17 @@ void bench_nvfp4_moe_paths(std::mt19937& rng, const Nvfp4ExpertStacks& stacks, s
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
-    bench_moe_grouped_wgmma(rng, T);
+    bench_moe_grouped_wgmma(rng, T, {{128, -1}, {kMoeWgmmaTileRows, -1}});
   }
   bench_nvfp4_moe_paths(rng, stacks, {1024, 1536, 2048, 8192});
+}
+
+// The BF16 Hopper rows alone over the prefill sizes (`bench_cuda_kernels grouped-moe-wgmma`); AB:
+// the one-CTA kernels (128-row tiles) and the 2-CTA cluster kernels (256-row tiles), each with the
+// lag and the noinc stage signal, on the same data; the first two repeated last (run-to-run drift).
+void bench_grouped_moe_wgmma_rows(std::mt19937& rng) {
+  for (int T : {8192, 2048, 4096})
+    bench_moe_grouped_wgmma(rng, T, {{128, 0}, {256, 1}, {256, 0}, {128, 1}, {128, 0}, {256, 1}});
 }
 
 // The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
@@ -94,11 +104,12 @@ void bench_decode_attention(std::mt19937& rng, int sms) {
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" && only != "prefill" &&
-                    only != "prefill-small" && only != "decode" && only != "decode-attention")) {
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" &&
+                    only != "grouped-moe-wgmma" && only != "prefill" && only != "prefill-small" && only != "decode" &&
+                    only != "decode-attention")) {
     std::fprintf(stderr,
-                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | prefill | prefill-small | decode | "
-                 "decode-attention]\n");
+                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | grouped-moe-wgmma | prefill | "
+                 "prefill-small | decode | decode-attention]\n");
     return 2;
   }
   try {
@@ -109,6 +120,11 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (only == "grouped-moe-wgmma") {
+      bench_grouped_moe_wgmma_rows(rng);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     if (only == "grouped-moe" || only == "grouped-moe-nvfp4") {
       LtGemm lt;
       const Nvfp4ExpertStacks stacks;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -47,7 +48,12 @@ void bench_router_moe(std::mt19937& rng);
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // The Hopper grouped path (moe_grouped_wgmma.h) at the same shape: µs, TFLOP/s, fraction of 774;
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
-void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
+// AB variants: tile_rows 256 (the 2-CTA cluster kernels) or 128 (the one-CTA kernels); signal
+// (moe_wgmma_ab_signal) -1 default, 0 lag, 1 noinc.
+struct WgmmaVariant {
+  int tile_rows, signal;
+};
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<WgmmaVariant> variants);
 
 // bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
 // (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.

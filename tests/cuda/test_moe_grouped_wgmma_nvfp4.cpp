@@ -22,7 +22,7 @@
 namespace striker::cuda::testing {
 namespace {
 
-constexpr int kTm = kMoeWgmmaTileRows;
+constexpr int kTm = kMoeWgmmaNvfp4TileRows;
 
 // The register-decode GEMMs (128-row routing tiles) on NVFP4 stacks.
 GroupedGemms direct_gemms(const ScaledNvfp4Experts& w) {

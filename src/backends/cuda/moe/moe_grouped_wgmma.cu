@@ -25,6 +25,8 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
@@ -72,14 +74,22 @@ struct TmaWeights {
     tma_prefetch_map(&map[0]);
     tma_prefetch_map(&map[1]);
   }
-  template <bool kGated>
+  // kCtas = 2: this CTA (cluster rank `rank`) loads box `rank` only and multicasts it to both CTAs
+  // of the cluster; each CTA's full[s] still expects both boxes' bytes.
+  template <bool kGated, int kCtas>
   __device__ __forceinline__ void issue(int kt, int /*g*/, uint8_t* b_dst, uint8_t*, uint64_t* full, int t,
-                                        int b_row0, const WgmmaArgs&) const {
+                                        int b_row0, int rank, const WgmmaArgs&) const {
     if (t != 0) return;
     mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
-    tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
-    tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
-                kGated ? b_row0 : b_row0 + kWgHalfBRows);
+    if constexpr (kCtas == 1) {
+      tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
+      tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
+                  kGated ? b_row0 : b_row0 + kWgHalfBRows);
+    } else {
+      static_assert(kCtas == 2, "one B box per CTA");
+      tma_load_2d_multicast(b_dst + rank * kWgHalfBRows * kSw128RowBytes, &map[rank], full, kt * kWgBK,
+                            kGated ? b_row0 : b_row0 + rank * kWgHalfBRows, uint16_t(0b11));
+    }
   }
   __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
 };
@@ -90,12 +100,45 @@ struct TmaWeights {
 // to item: stage g (counted over all of the CTA's items) lives in slot g % kWgStages and its
 // phases have parity (g / kWgStages) & 1, so the producer fills the next item's first stages while
 // the consumers run the previous item's epilogue.
-template <bool kGated, class Weights>
+//
+// kCtas = 2 (2-CTA clusters, routing tiles of 256 rows): cluster c takes the items c, c + clusters,
+// ...; CTA rank r computes rows [128r, 128r + 128) of the item's tile (none when the tile has at
+// most 128 rows: it still loads its B box and keeps the barrier protocol) and both CTAs share the
+// weight tile: each CTA's TMA loads one 128-row box of a stage, multicast into both CTAs' slot (so
+// each CTA's L2 reads of B halve). Both CTAs run the same item and stage sequence. A slot is
+// refilled only once the consumers of BOTH CTAs released it: each consumer warp arrives on the
+// empty barrier of both CTAs (16 arrivals per phase). The barriers are initialised before a
+// cluster barrier (no multicast may reach a peer's barrier before its init), and a cluster barrier
+// ends the kernel: a CTA must not exit while its peer's consumers may still arrive on its barriers.
+// A peer's bytes may complete_tx on full[s] before this CTA's expect_tx of the phase: the phase
+// cannot complete early, thread 0's expect_tx is part of its arrival (kFullArrivals).
+//
+// AB kNoinc: each producer thread arrives on full[s] with cp.async.mbarrier.arrive.noinc right
+// after its copies of stage s (the arrival lands when they have), instead of waiting for its
+// cp.async group kWgLag stages later; the consumers make the cp.async (generic-proxy) writes
+// visible to wgmma with their own fence.proxy.async after the wait. So a stage's signal no longer
+// waits for the producer to reach stage g + kWgLag, i.e. for the release of stage g + kWgLag -
+// kWgStages (in a cluster: by both CTAs' consumers).
+template <bool kGated, int kCtas, bool kNoinc, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
   const int items = *args.num_tiles * args.col_blocks;
-  if (int(blockIdx.x) >= items) return;
+  int first_item = int(blockIdx.x), item_stride = int(gridDim.x), rank = 0;
+  if constexpr (kCtas > 1) {
+    first_item = int(cluster_id_x());
+    item_stride = int(cluster_count_x());
+    rank = int(cluster_ctarank());
+  }
+  if (first_item >= items) return;  // both CTAs of a cluster alike, before any cluster barrier
+  // This CTA's rows of a routing tile.
+  auto my_rows = [&](MoeTile tile) {
+    if constexpr (kCtas > 1) {
+      tile.first += rank * kWgTileRows;
+      tile.rows = max(0, min(kWgTileRows, tile.rows - rank * kWgTileRows));
+    }
+    return tile;
+  };
 
   __shared__ uint64_t full[kWgStages], empty[kWgStages];
   extern __shared__ uint8_t wg_smem[];
@@ -108,12 +151,13 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWgStages; ++s) {
       mbar_init(&full[s], Weights::kFullArrivals);
-      mbar_init(&empty[s], kWgConsumerWarpgroups * 4);  // one arrival per consumer warp
+      mbar_init(&empty[s], kCtas * kWgConsumerWarpgroups * 4);  // one arrival per consumer warp of each CTA
     }
     mbar_fence_init();
     weights.prefetch();
   }
-  __syncthreads();
+  if constexpr (kCtas > 1) cluster_sync();  // both CTAs' barriers initialised before any multicast
+  else __syncthreads();
 
   // Warpgroup index broadcast from lane 0: provably warp-uniform, so ptxas does not treat the
   // wgmma paths as divergent (it would serialise the wgmmas, warning C7518).
@@ -132,8 +176,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       mbar_arrive(&full[s]);
     };
     int g = 0;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-      const MoeTile tile = args.tiles[item / args.col_blocks];
+    for (int item = first_item; item < items; item += item_stride) {
+      const MoeTile tile = my_rows(args.tiles[item / args.col_blocks]);
       const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
       int src[kWgAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
 #pragma unroll
@@ -150,7 +194,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kWgStages;
         if (g >= kWgStages) mbar_wait(&empty[s], uint32_t((g / kWgStages - 1) & 1));
-        weights.template issue<kGated>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
+        weights.template issue<kGated, kCtas>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, rank, args);
         uint8_t* a_dst = ring + wg_a_stage(s);
         const int k = kt * kWgBK + chunk * 8;
         const bool k_ok = k < args.kdim;
@@ -160,15 +204,21 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           cp_async16(reinterpret_cast<bf16_t*>(a_dst + sw128_offset(wg_a_row(t, p), chunk)),
                      ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
         }
-        cp_async_commit();
-        if (g >= kWgLag) {
-          cp_async_wait<kWgLag>();  // the group of stage g - kWgLag has landed
-          signal(g - kWgLag);
+        if constexpr (kNoinc) {
+          cp_async_mbar_arrive_noinc(smem_u32(&full[s]));
+        } else {
+          cp_async_commit();
+          if (g >= kWgLag) {
+            cp_async_wait<kWgLag>();  // the group of stage g - kWgLag has landed
+            signal(g - kWgLag);
+          }
         }
       }
     }
     cp_async_wait<0>();
-    for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
+    if constexpr (!kNoinc)
+      for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
+    if constexpr (kCtas > 1) cluster_sync();  // the consumers' end-of-kernel barrier
     return;
   }
 
@@ -177,15 +227,25 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int wg = warpgroup - 1;
   const int t = int(threadIdx.x) % 128;
   const bool releaser = t % 32 == 0;  // one arrival per warp on the empty barriers
+  // Slot s consumed: its empty barrier in every CTA whose producer writes into this CTA's slot.
+  auto release = [&](int s) {
+    if (!releaser) return;
+    if constexpr (kCtas == 1) {
+      mbar_arrive(&empty[s]);
+    } else {
+#pragma unroll
+      for (int c = 0; c < kCtas; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
+    }
+  };
   int g = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const MoeTile tile = args.tiles[item / args.col_blocks];
+  for (int item = first_item; item < items; item += item_stride) {
+    const MoeTile tile = my_rows(args.tiles[item / args.col_blocks]);
     const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
     const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
     if (!active) {  // keep the barrier protocol: wait for each stage, release it
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         mbar_wait(&full[g % kWgStages], uint32_t((g / kWgStages) & 1));
-        if (releaser) mbar_arrive(&empty[g % kWgStages]);
+        release(g % kWgStages);
       }
       continue;
     }
@@ -196,6 +256,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     for (int kt = 0; kt < k_tiles; ++kt, ++g) {
       const int s = g % kWgStages;
       mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
+      if constexpr (kNoinc) fence_proxy_async_shared();  // the producer's cp.async rows, for wgmma
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kWgBK / 16; ++kk)
@@ -203,11 +264,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
                               wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
       wgmma_commit();
       wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
-      if (kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);
+      if (kt > 0) release((g - 1) % kWgStages);
     }
     wgmma_wait<0>();
     wgmma_fence_operands(acc);
-    if (releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);  // the item's last stage
+    release((g - 1) % kWgStages);  // the item's last stage
 
     const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
     const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
@@ -246,6 +307,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       }
     }
   }
+  // Past here no thread of this CTA waits on a barrier or arrives on the peer's, and every byte
+  // multicast into this CTA has landed (its consumers waited for every stage); the peer's
+  // consumers may still arrive on this CTA's empty barriers until they reach the barrier too.
+  if constexpr (kCtas > 1) cluster_sync();
 }
 
 void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouting& r, const void* a,
@@ -253,7 +318,7 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % 8 != 0) fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of 8");
   if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
-  if (r.tile_rows != kMoeWgmmaTileRows)
+  if (r.tile_rows != kMoeWgmmaTileRows && r.tile_rows != kWgTileRows)  // AB: 128 = the one-CTA kernels
     fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
          std::to_string(kMoeWgmmaTileRows));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
@@ -264,10 +329,10 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail("activations, weights and outputs must be 16-byte aligned");
 }
 
-template <bool kGated, class Weights>
+template <bool kGated, int kCtas, bool kNoinc, class Weights>
 void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
                   cudaStream_t stream) {
-  auto* kernel = grouped_wgmma_kernel<kGated, Weights>;
+  auto* kernel = grouped_wgmma_kernel<kGated, kCtas, kNoinc, Weights>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
@@ -280,11 +345,62 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int
   int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kCtas * kWgTileRows) * args.col_blocks;
   if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
-  const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
-  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
+  if constexpr (kCtas == 1) {
+    const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
+    launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
+  } else {
+    // Persistent clusters: as many as can be resident at once (the GPCs need not pair all SMs),
+    // asked once per instantiation (the process drives one kind of device).
+    static const int max_clusters = [&] {
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(unsigned(kCtas * std::max(sms, 1)));
+      cfg.blockDim = dim3(kWgThreads);
+      cfg.dynamicSmemBytes = size_t(Weights::kSmemBytes);
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = unsigned(kCtas);
+      attr.val.clusterDim.y = 1;
+      attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int n = 0;
+      STRIKER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+      return n;
+    }();
+    if (max_clusters <= 0) throw Error(std::string(what) + ": no 2-CTA cluster of this kernel fits on the device");
+    const int64_t clusters = std::min<int64_t>(items, max_clusters);
+    launch_pdl_cluster(kernel, dim3(unsigned(clusters * kCtas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), kCtas,
+                       stream, w, args);
+  }
   STRIKER_CUDA_CHECK_LAUNCH(what);
+}
+
+// AB: the routing's tile height picks one CTA per 128-row tile or 2-CTA clusters per 256-row tile;
+// moe_wgmma_ab_signal picks the stage signal (lag: the one-CTA kernel's wait + signal kWgLag stages
+// later; noinc).
+std::atomic<int> g_ab_signal{-1};  // -1: unset; 0: lag; 1: noinc
+bool ab_noinc(int tile_rows) {
+  const int set = g_ab_signal.load(std::memory_order_relaxed);
+  if (set >= 0) return set == 1;
+  static const bool env_lag = [] {
+    const char* v = std::getenv("STRIKER_AB_LAG");
+    return v != nullptr && v[0] == '1';
+  }();
+  return tile_rows == kMoeWgmmaTileRows && !env_lag;  // default: the one-CTA kernel as on main, clusters noinc
+}
+template <bool kGated, class Weights>
+void launch_ab(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
+               cudaStream_t stream) {
+  const bool noinc = ab_noinc(r.tile_rows);
+  if (r.tile_rows == kWgTileRows) {
+    if (noinc) launch_wgmma<kGated, 1, true>(what, args, w, T, K, r, stream);
+    else launch_wgmma<kGated, 1, false>(what, args, w, T, K, r, stream);
+  } else {
+    if (noinc) launch_wgmma<kGated, kWgClusterCtas, true>(what, args, w, T, K, r, stream);
+    else launch_wgmma<kGated, kWgClusterCtas, false>(what, args, w, T, K, r, stream);
+  }
 }
 
 // Both matrices of a gated launch (or the one of a plain launch, twice) as TMA maps of the
@@ -312,6 +428,8 @@ WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, 
 
 }  // namespace
 
+void moe_wgmma_ab_signal(int mode) { g_ab_signal.store(mode, std::memory_order_relaxed); }
+
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
                                int inter, const float* scale2_gate, const float* scale2_up, const MoeRouting& r,
                                bf16* act_sorted, cudaStream_t stream) {
@@ -319,7 +437,7 @@ void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf
   constexpr const char* what = "moe_grouped_gate_up_wgmma";
   check_wgmma(what, T, K, hidden, inter, r, x, w_gate, w_up, act_sorted);
   const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, true, scale2_gate, scale2_up, r, act_sorted);
-  launch_wgmma<true>(what, args, tma_weights(what, w_gate, w_up, args), T, K, r, stream);
+  launch_ab<true>(what, args, tma_weights(what, w_gate, w_up, args), T, K, r, stream);
 }
 
 void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
@@ -328,7 +446,7 @@ void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, con
   constexpr const char* what = "moe_grouped_down_wgmma";
   check_wgmma(what, T, K, inter, hidden, r, act_sorted, w_down, w_down, y_sorted);
   const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, false, scale2_down, nullptr, r, y_sorted);
-  launch_wgmma<false>(what, args, tma_weights(what, w_down, w_down, args), T, K, r, stream);
+  launch_ab<false>(what, args, tma_weights(what, w_down, w_down, args), T, K, r, stream);
 }
 
 }  // namespace striker::cuda

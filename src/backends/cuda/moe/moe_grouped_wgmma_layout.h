@@ -17,7 +17,12 @@
 
 namespace striker::cuda {
 
-constexpr int kWgTileRows = 128;                  // sorted rows per CTA (= MoeRouting::tile_rows of this path)
+constexpr int kWgTileRows = 128;                  // sorted rows per CTA
+// A 2-CTA cluster computes one routing tile of kWgClusterCtas·kWgTileRows rows (MoeRouting::tile_rows
+// of this path): CTA rank r its rows [128r, 128r + 128), both against the same weight tile, each
+// CTA's TMA loading one of a stage's two 128-row B boxes and multicasting it to both.
+constexpr int kWgClusterCtas = 2;
+constexpr int kWgClusterTileRows = kWgClusterCtas * kWgTileRows;
 constexpr int kWgBK = kSw128RowElems;             // 64: k per stage
 constexpr int kWgBRows = 256;                     // weight rows per stage (the wgmma N)
 constexpr int kWgHalfBRows = kWgBRows / 2;        // one TMA box: 128 rows
