@@ -54,17 +54,18 @@ void bench_nvfp4_moe_paths(std::mt19937& rng, const Nvfp4ExpertStacks& stacks, s
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
-    bench_moe_grouped_wgmma(rng, T, {{128, -1}, {kMoeWgmmaTileRows, -1}});
+    bench_moe_grouped_wgmma(rng, T, {{128, 0}, {128, 1}});
   }
   bench_nvfp4_moe_paths(rng, stacks, {1024, 1536, 2048, 8192});
 }
 
 // The BF16 Hopper rows alone over the prefill sizes (`bench_cuda_kernels grouped-moe-wgmma`); AB:
-// the one-CTA kernels (128-row tiles) and the 2-CTA cluster kernels (256-row tiles), each with the
-// lag and the noinc stage signal, on the same data; the first two repeated last (run-to-run drift).
+// the one-CTA kernels (128-row tiles, lag and noinc stage signal) and the 2-CTA cluster kernels
+// (256-row tiles, noinc; multicast, coupled, uncoupled) on the same data; the first two repeated
+// last (run-to-run drift).
 void bench_grouped_moe_wgmma_rows(std::mt19937& rng) {
-  for (int T : {8192, 2048, 4096})
-    bench_moe_grouped_wgmma(rng, T, {{128, 0}, {256, 1}, {256, 0}, {128, 1}, {128, 0}, {256, 1}});
+  for (int T : {8192, 2048})
+    bench_moe_grouped_wgmma(rng, T, {{128, 0}, {128, 1}, {256, 0}, {256, 1}, {256, 2}, {128, 0}, {128, 1}});
 }
 
 // The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding

@@ -277,8 +277,7 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
 }
 
 // The Hopper path (moe_grouped_wgmma.h) at full size: sort, gate/up, down, all four kernels, for
-// each variant on the same data (AB: {tile_rows, stage signal}: 256 = 2-CTA clusters, 128 = one
-// CTA; signal 0 lag, 1 noinc, -1 the default); TFLOP/s and the fraction of the 774 TFLOP/s bf16
+// each variant on the same data (AB: WgmmaVariant); TFLOP/s and the fraction of the 774 TFLOP/s bf16
 // peak count the useful FLOPs (2·T·K·3·I·H). Checked on every row against the mma.sync 64-row
 // path run on the same data (act and y within bf16 rounding; a NaN anywhere fails), and h of the
 // first 4 tokens against moe_ref.
@@ -336,7 +335,7 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<Wgm
   const double mat = double(I) * H * 2;
   for (const WgmmaVariant& v : variants) {
     r.tile_rows = v.tile_rows;
-    moe_wgmma_ab_signal(v.signal);
+    moe_wgmma_ab_variant(v.v);
     d_act.poison();
     d_y.poison();
     d_h.upload(h0);
@@ -350,16 +349,19 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<Wgm
     d_y.poison();
     moe_grouped_down_wgmma(d_act64.get(), T, K, I, d_wd.get(), H, nullptr, r, d_y.get(), bench_stream());
     const auto cy = compare_finite(d_y.download(), d_y64.download(), 2 * kBf16Rtol, kBf16Atol);
-    const std::string tag = std::string("moe wgmma ") + (v.tile_rows == 128 ? "1cta" : "2cta") +
-                            (v.signal == 1 ? "-noinc" : v.signal == 0 ? "-lag" : "") + " T=" + std::to_string(T) + " ";
-    row(tag + "sort (tile " + std::to_string(v.tile_rows) + ")", nullptr, time_us(sort), double(S) * 4 * 3);
+    static const char* const k1[] = {"1cta-lag", "1cta-noinc"};
+    static const char* const k2[] = {"2cta-multicast", "2cta-coupled", "2cta-uncoupled"};
+    const std::string tag = std::string("moe wgmma ") + (v.tile_rows == 128 ? k1[v.v] : k2[v.v]) +
+                            " T=" + std::to_string(T) + " ";
+    row(tag + "sort (tile " + std::to_string(v.tile_rows) + ")", nullptr, time_us(sort), double(S) * 4 * 3,
+        v.tile_rows == 128 ? "" : std::to_string(moe_wgmma_ab_max_clusters()) + " clusters");
     const double gu = time_us(gate_up), dn = time_us(down);
     row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * mat, tflops_note(2.0 * S * 2 * I * H, gu));
     row(tag + "down vs mma.sync", &cy, dn, E * mat, tflops_note(2.0 * S * I * H, dn));
     const double us_all = time_us(all);
     row(tag + "all 4 kernels vs moe_ref", &ch, us_all, E * 3 * mat, tflops_note(2.0 * S * 3 * I * H, us_all));
   }
-  moe_wgmma_ab_signal(-1);
+  moe_wgmma_ab_variant(-1);
 }
 
 }  // namespace striker::cuda::testing

@@ -187,7 +187,7 @@ void bench_nvfp4_moe_grouped_wgmma(std::mt19937& rng, const Nvfp4ExpertStacks& w
   const auto h0 = random_bf16(rng, size_t(T) * H);
   DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
   DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, 16)));
-  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaNvfp4TileRows};
+  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaTileRows};
   MoeRouting r64 = r;
   r64.tile_rows = 64;
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H), d_act64(size_t(S) * I),

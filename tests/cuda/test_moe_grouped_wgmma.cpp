@@ -22,7 +22,7 @@ namespace striker::cuda::testing {
 namespace {
 
 constexpr int kTm = kMoeWgmmaTileRows;
-constexpr int kTmOneCta = 128;  // AB: the one-CTA kernels' routing tiles
+constexpr int kTmCluster = 256;  // AB: the 2-CTA cluster kernels' routing tiles
 
 // The wgmma GEMMs on BF16 stacks (the routing's tile height picks the kernels).
 GroupedGemms wgmma_gemms(const Bf16Experts& w) {
@@ -38,7 +38,7 @@ GroupedGemms wgmma_gemms(const Bf16Experts& w) {
 // own act rows, h vs the per-token moe_ref when `per_token`).
 void check_bf16(std::mt19937& rng, const Bf16Experts& w, const std::vector<int32_t>& ids, int T, int K, int E, int H,
                 int I, bool per_token, const std::string& where) {
-  check_step(rng, w, wgmma_gemms(w), ids, T, K, E, H, I, {kTm, kTmOneCta}, per_token, where);
+  check_step(rng, w, wgmma_gemms(w), ids, T, K, E, H, I, {kTm, kTmCluster}, per_token, where);
 }
 
 // Row counts around the 128-row CTA half: 0, 1, 63, 64, 65, 127, 128, 129, 300 (2 tiles, the last
@@ -84,8 +84,8 @@ TEST(CudaMoeGroupedWgmma, OddTokenCountsMatchReference) {
     }
 }
 
-// AB: every variant (2-CTA clusters or one CTA, lag or noinc stage signal) gives the one-CTA lag
-// kernels' bits (main's kernels; each row's k order is the same in all).
+// AB: every variant (one CTA noinc; 2-CTA clusters multicast, coupled, uncoupled) gives the
+// one-CTA lag kernels' bits (main's kernels; each row's k order is the same in all).
 TEST(CudaMoeGroupedWgmma, VariantsMatchOneCtaKernelsBitForBit) {
   std::mt19937 rng(308);
   const int E = 32, H = 2048, I = 512, K = 6, T = 1537;
@@ -100,27 +100,28 @@ TEST(CudaMoeGroupedWgmma, VariantsMatchOneCtaKernelsBitForBit) {
     }
     return diff;
   };
-  moe_wgmma_ab_signal(0);
-  DeviceRouting d1(ids, T, K, E, kTmOneCta);
+  moe_wgmma_ab_variant(0);
+  DeviceRouting d1(ids, T, K, E, kTm);
   DeviceMoeStep s1(in, T, K, H, I);
   run_moe_step(d1, s1, wgmma_gemms(w), nullptr);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   const auto act1 = s1.act.download(), y1 = s1.y.download(), h1 = s1.h.download();
-  for (const auto& [tm, signal] : {std::pair{kTm, 1}, std::pair{kTm, 0}, std::pair{kTmOneCta, 1}}) {
-    moe_wgmma_ab_signal(signal);
+  for (const auto& [tm, v] : {std::pair{kTm, 1}, std::pair{kTmCluster, 0}, std::pair{kTmCluster, 1},
+                              std::pair{kTmCluster, 2}}) {
+    moe_wgmma_ab_variant(v);
     DeviceRouting d(ids, T, K, E, tm);
     DeviceMoeStep s(in, T, K, H, I);
     run_moe_step(d, s, wgmma_gemms(w), nullptr);
-    DeviceMoeStep s3(in, T, K, H, I);  // down on the one-CTA kernels' act rows
+    DeviceMoeStep s3(in, T, K, H, I);  // down on the one-CTA lag kernels' act rows
     STRIKER_CUDA_CHECK(cudaMemcpy(s3.act.get(), s1.act.get(), size_t(T) * K * I * 2, cudaMemcpyDeviceToDevice));
     moe_grouped_down_wgmma(s3.act.get(), T, K, I, w.dd.get(), H, nullptr, d.r, s3.y.get(), nullptr);
     STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::string at = "tile_rows " + std::to_string(tm) + (signal ? " noinc: " : " lag: ");
+    const std::string at = "tile_rows " + std::to_string(tm) + " variant " + std::to_string(v) + ": ";
     EXPECT_EQ(bad(s.act.download(), act1), 0u) << at << "gate/up";
     EXPECT_EQ(bad(s3.y.download(), y1), 0u) << at << "down";
     EXPECT_EQ(bad(s.h.download(), h1), 0u) << at << "h";
   }
-  moe_wgmma_ab_signal(-1);
+  moe_wgmma_ab_variant(-1);
 }
 
 TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {

@@ -22,7 +22,7 @@
 namespace striker::cuda::testing {
 namespace {
 
-constexpr int kTm = kMoeWgmmaNvfp4TileRows;
+constexpr int kTm = kMoeWgmmaTileRows;
 
 // The register-decode GEMMs (128-row routing tiles) on NVFP4 stacks.
 GroupedGemms direct_gemms(const ScaledNvfp4Experts& w) {

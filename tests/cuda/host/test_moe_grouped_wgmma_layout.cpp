@@ -46,7 +46,7 @@ TEST(MoeGroupedWgmmaLayout, PathSelection) {
   EXPECT_TRUE(moe_wgmma_nvfp4_for(1024 * 6, 256));   // 24 rows per expert: the fewest measured faster
   EXPECT_TRUE(moe_wgmma_nvfp4_for(2048 * 6, 256));
   EXPECT_EQ(moe_tile_rows_for(2048 * 6, 256), 64);
-  EXPECT_EQ(kMoeWgmmaTileRows, kWgClusterTileRows);  // one routing tile per 2-CTA cluster
+  EXPECT_EQ(kMoeWgmmaTileRows, kWgTileRows);
 }
 
 TEST(MoeGroupedWgmmaLayout, RingFitsAndStaysAligned) {

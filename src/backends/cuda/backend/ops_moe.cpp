@@ -9,8 +9,6 @@
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
-#include <cstdlib>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -90,11 +88,7 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
   const int64_t slots = int64_t(T) * K;
   const bool wgmma = nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E);
   // mma.sync tiles: 16 rows for batches of 9+ decode tokens, 64 for NVFP4 steps below the wgmma threshold.
-  static const bool ab_off = [] {  // AB: STRIKER_AB_OFF=1 runs the one-CTA BF16 wgmma kernels (128-row tiles)
-    const char* v = std::getenv("STRIKER_AB_OFF");
-    return v != nullptr && v[0] == '1';
-  }();
-  r.tile_rows = !wgmma ? moe_tile_rows_for(slots, E) : nv ? kMoeWgmmaNvfp4TileRows : ab_off ? 128 : kMoeWgmmaTileRows;
+  r.tile_rows = wgmma ? kMoeWgmmaTileRows : moe_tile_rows_for(slots, E);
   moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
   if (wgmma && nv) {

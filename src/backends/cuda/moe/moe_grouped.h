@@ -60,8 +60,8 @@ struct MoeRouting {
   MoeTile* tiles = nullptr;        // [moe_max_tiles(T·K, experts, tile_rows)]
   int32_t* num_tiles = nullptr;    // [1] tiles written
   int experts = 0;                 // E (<= kMoeMaxExperts)
-  // 16 or 64 (moe_grouped_*), 256 (moe_grouped_*_wgmma, BF16: 2-CTA clusters), 128 (the NVFP4
-  // moe_grouped_*_nvfp4_direct); the same for the sort and the GEMMs
+  // 16 or 64 (moe_grouped_*), 128 (moe_grouped_*_wgmma*, BF16 and NVFP4); the same for
+  // the sort and the GEMMs
   int tile_rows = 16;
 };
 

@@ -74,19 +74,18 @@ struct TmaWeights {
     tma_prefetch_map(&map[0]);
     tma_prefetch_map(&map[1]);
   }
-  // kCtas = 2: this CTA (cluster rank `rank`) loads box `rank` only and multicasts it to both CTAs
-  // of the cluster; each CTA's full[s] still expects both boxes' bytes.
-  template <bool kGated, int kCtas>
+  // kMulticast (2-CTA clusters): this CTA (cluster rank `rank`) loads box `rank` only and multicasts
+  // it to both CTAs of the cluster; each CTA's full[s] still expects both boxes' bytes.
+  template <bool kGated, bool kMulticast>
   __device__ __forceinline__ void issue(int kt, int /*g*/, uint8_t* b_dst, uint8_t*, uint64_t* full, int t,
                                         int b_row0, int rank, const WgmmaArgs&) const {
     if (t != 0) return;
     mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
-    if constexpr (kCtas == 1) {
+    if constexpr (!kMulticast) {
       tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
       tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
                   kGated ? b_row0 : b_row0 + kWgHalfBRows);
     } else {
-      static_assert(kCtas == 2, "one B box per CTA");
       tma_load_2d_multicast(b_dst + rank * kWgHalfBRows * kSw128RowBytes, &map[rank], full, kt * kWgBK,
                             kGated ? b_row0 : b_row0 + rank * kWgHalfBRows, uint16_t(0b11));
     }
@@ -113,15 +112,21 @@ struct TmaWeights {
 // A peer's bytes may complete_tx on full[s] before this CTA's expect_tx of the phase: the phase
 // cannot complete early, thread 0's expect_tx is part of its arrival (kFullArrivals).
 //
+// AB kShare (kCtas = 2): 0 the above; 1 each CTA loads the whole weight tile itself (no multicast)
+// but a slot is still freed by both CTAs' consumers (the coupling without the multicast); 2 each
+// CTA loads its own tile and frees its own slots (only the cluster launch and the row split remain).
+//
 // AB kNoinc: each producer thread arrives on full[s] with cp.async.mbarrier.arrive.noinc right
 // after its copies of stage s (the arrival lands when they have), instead of waiting for its
 // cp.async group kWgLag stages later; the consumers make the cp.async (generic-proxy) writes
 // visible to wgmma with their own fence.proxy.async after the wait. So a stage's signal no longer
 // waits for the producer to reach stage g + kWgLag, i.e. for the release of stage g + kWgLag -
 // kWgStages (in a cluster: by both CTAs' consumers).
-template <bool kGated, int kCtas, bool kNoinc, class Weights>
+template <bool kGated, int kCtas, bool kNoinc, int kShare, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
+  constexpr bool kMulticast = kCtas > 1 && kShare == 0;
+  constexpr int kCoupled = kCtas > 1 && kShare < 2 ? kCtas : 1;  // CTAs whose consumers free a slot
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
   const int items = *args.num_tiles * args.col_blocks;
   int first_item = int(blockIdx.x), item_stride = int(gridDim.x), rank = 0;
@@ -151,7 +156,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWgStages; ++s) {
       mbar_init(&full[s], Weights::kFullArrivals);
-      mbar_init(&empty[s], kCtas * kWgConsumerWarpgroups * 4);  // one arrival per consumer warp of each CTA
+      mbar_init(&empty[s], kCoupled * kWgConsumerWarpgroups * 4);  // one arrival per consumer warp of each CTA
     }
     mbar_fence_init();
     weights.prefetch();
@@ -194,7 +199,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kWgStages;
         if (g >= kWgStages) mbar_wait(&empty[s], uint32_t((g / kWgStages - 1) & 1));
-        weights.template issue<kGated, kCtas>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, rank, args);
+        weights.template issue<kGated, kMulticast>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, rank, args);
         uint8_t* a_dst = ring + wg_a_stage(s);
         const int k = kt * kWgBK + chunk * 8;
         const bool k_ok = k < args.kdim;
@@ -230,11 +235,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // Slot s consumed: its empty barrier in every CTA whose producer writes into this CTA's slot.
   auto release = [&](int s) {
     if (!releaser) return;
-    if constexpr (kCtas == 1) {
+    if constexpr (kCoupled == 1) {
       mbar_arrive(&empty[s]);
     } else {
 #pragma unroll
-      for (int c = 0; c < kCtas; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
+      for (int c = 0; c < kCoupled; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
     }
   };
   int g = 0;
@@ -318,7 +323,7 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % 8 != 0) fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of 8");
   if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
-  if (r.tile_rows != kMoeWgmmaTileRows && r.tile_rows != kWgTileRows)  // AB: 128 = the one-CTA kernels
+  if (r.tile_rows != kMoeWgmmaTileRows && r.tile_rows != kWgClusterTileRows)  // AB: 256 = the 2-CTA kernels
     fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
          std::to_string(kMoeWgmmaTileRows));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
@@ -329,10 +334,12 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail("activations, weights and outputs must be 16-byte aligned");
 }
 
-template <bool kGated, int kCtas, bool kNoinc, class Weights>
+std::atomic<int> g_ab_max_clusters{0};
+
+template <bool kGated, int kCtas, bool kNoinc, int kShare, class Weights>
 void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
                   cudaStream_t stream) {
-  auto* kernel = grouped_wgmma_kernel<kGated, kCtas, kNoinc, Weights>;
+  auto* kernel = grouped_wgmma_kernel<kGated, kCtas, kNoinc, kShare, Weights>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
@@ -370,6 +377,7 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int
       return n;
     }();
     if (max_clusters <= 0) throw Error(std::string(what) + ": no 2-CTA cluster of this kernel fits on the device");
+    g_ab_max_clusters.store(max_clusters, std::memory_order_relaxed);
     const int64_t clusters = std::min<int64_t>(items, max_clusters);
     launch_pdl_cluster(kernel, dim3(unsigned(clusters * kCtas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), kCtas,
                        stream, w, args);
@@ -377,29 +385,26 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
-// AB: the routing's tile height picks one CTA per 128-row tile or 2-CTA clusters per 256-row tile;
-// moe_wgmma_ab_signal picks the stage signal (lag: the one-CTA kernel's wait + signal kWgLag stages
-// later; noinc).
-std::atomic<int> g_ab_signal{-1};  // -1: unset; 0: lag; 1: noinc
-bool ab_noinc(int tile_rows) {
-  const int set = g_ab_signal.load(std::memory_order_relaxed);
-  if (set >= 0) return set == 1;
-  static const bool env_lag = [] {
-    const char* v = std::getenv("STRIKER_AB_LAG");
-    return v != nullptr && v[0] == '1';
-  }();
-  return tile_rows == kMoeWgmmaTileRows && !env_lag;  // default: the one-CTA kernel as on main, clusters noinc
-}
+// AB: the routing's tile height picks one CTA per 128-row tile or 2-CTA clusters per 256-row tile,
+// moe_wgmma_ab_variant the signal (128) or the sharing (256).
+std::atomic<int> g_ab_variant{-1};
 template <bool kGated, class Weights>
 void launch_ab(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
                cudaStream_t stream) {
-  const bool noinc = ab_noinc(r.tile_rows);
+  static const bool env_off = [] {
+    const char* v = std::getenv("STRIKER_AB_OFF");
+    return v != nullptr && v[0] == '1';
+  }();
+  const int v = g_ab_variant.load(std::memory_order_relaxed);
   if (r.tile_rows == kWgTileRows) {
-    if (noinc) launch_wgmma<kGated, 1, true>(what, args, w, T, K, r, stream);
-    else launch_wgmma<kGated, 1, false>(what, args, w, T, K, r, stream);
+    if (v == 1 || (v < 0 && !env_off)) launch_wgmma<kGated, 1, true, 0>(what, args, w, T, K, r, stream);
+    else launch_wgmma<kGated, 1, false, 0>(what, args, w, T, K, r, stream);
+  } else if (v == 1) {
+    launch_wgmma<kGated, kWgClusterCtas, true, 1>(what, args, w, T, K, r, stream);
+  } else if (v == 2) {
+    launch_wgmma<kGated, kWgClusterCtas, true, 2>(what, args, w, T, K, r, stream);
   } else {
-    if (noinc) launch_wgmma<kGated, kWgClusterCtas, true>(what, args, w, T, K, r, stream);
-    else launch_wgmma<kGated, kWgClusterCtas, false>(what, args, w, T, K, r, stream);
+    launch_wgmma<kGated, kWgClusterCtas, true, 0>(what, args, w, T, K, r, stream);
   }
 }
 
@@ -428,7 +433,8 @@ WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, 
 
 }  // namespace
 
-void moe_wgmma_ab_signal(int mode) { g_ab_signal.store(mode, std::memory_order_relaxed); }
+void moe_wgmma_ab_variant(int v) { g_ab_variant.store(v, std::memory_order_relaxed); }
+int moe_wgmma_ab_max_clusters() { return g_ab_max_clusters.load(std::memory_order_relaxed); }
 
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
                                int inter, const float* scale2_gate, const float* scale2_up, const MoeRouting& r,

@@ -1,8 +1,8 @@
 // Hopper (sm_90a) grouped expert GEMMs for prefill-sized steps: the same two products as
 // moe_grouped_gate_up / moe_grouped_down (moe_grouped.h), same FLINT.md §4 rounding points, on
 // wgmma with a TMA + cp.async producer warpgroup feeding two consumer warpgroups through an
-// mbarrier ring (moe_grouped_wgmma.cu), two CTAs of a cluster per 256-row tile sharing its weight
-// tiles. The routing must be sorted with tile_rows = kMoeWgmmaTileRows (moe_route_sort).
+// mbarrier ring (moe_grouped_wgmma.cu). The routing must be sorted with
+// tile_rows = kMoeWgmmaTileRows (moe_route_sort).
 //
 // scale2_* (device [E], may be null = 1) multiplies the fp32 accumulator before the bf16 rounding.
 // NVFP4 experts have their own kernels on this path (moe_grouped_wgmma_nvfp4.h).
@@ -15,9 +15,7 @@
 
 namespace striker::cuda {
 
-constexpr int kMoeWgmmaTileRows = 256;
-// The NVFP4 kernels' tiles (moe_grouped_wgmma_nvfp4.h): 128 rows.
-constexpr int kMoeWgmmaNvfp4TileRows = 128;
+constexpr int kMoeWgmmaTileRows = 128;
 
 // Whether a step of `slots` = T·K routed rows over `experts` runs on this path: prefill sizes,
 // where experts average more than 16 rows (moe_tile_rows_for); below, the 16-row mma.sync tiles
@@ -29,9 +27,13 @@ inline bool moe_wgmma_for(int64_t slots, int experts) { return moe_tile_rows_for
 // T = 1024 658 vs 517 µs, 1536 659 vs 509, 2048 670 vs 516 (seventh session), 8192 2250 vs 1103.
 inline bool moe_wgmma_nvfp4_for(int64_t slots, int experts) { return slots >= int64_t(24) * experts; }
 
-// AB (temporary): the stage signal of the kernels: -1 default (one-CTA kernels: lag, as on main;
-// clusters: noinc, or lag under STRIKER_AB_LAG=1), 0 lag, 1 noinc (moe_grouped_wgmma.cu).
-void moe_wgmma_ab_signal(int mode);
+// AB (temporary, moe_grouped_wgmma.cu): 128-row routing tiles: -1 default (noinc stage signal, or
+// main's lag-2 signal under STRIKER_AB_OFF=1), 0 lag, 1 noinc; 256-row tiles (2-CTA clusters, noinc):
+// 0 (default) weight tile multicast, 1 each CTA loads the whole tile but the slots are still freed
+// by both CTAs, 2 each CTA loads its own tile and frees its own slots (clusters only in the launch).
+void moe_wgmma_ab_variant(int v);
+// AB: the cluster count the 2-CTA kernels launch with (cudaOccupancyMaxActiveClusters).
+int moe_wgmma_ab_max_clusters();
 
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g = bf16(scale2_gate[e]·mm(x[token(r)], W_gate[e])), u likewise.
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,

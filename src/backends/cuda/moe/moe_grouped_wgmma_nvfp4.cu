@@ -315,8 +315,6 @@ __global__ void __launch_bounds__(kNvThreads, 1)
   }
 }
 
-static_assert(kNvTokens == kMoeWgmmaNvfp4TileRows, "the backend sorts NVFP4 routings with kMoeWgmmaNvfp4TileRows");
-
 void check_args(const char* what, int T, int K, int kdim, int n, const MoeRouting& r, const void* a,
                 std::initializer_list<const Nvfp4Stack*> stacks, const void* out) {
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };

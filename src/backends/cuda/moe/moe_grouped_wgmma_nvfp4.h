@@ -3,7 +3,7 @@
 // expert's scale2, computed transposed (weight rows × tokens) so the weights are wgmma's register
 // operand, decoded from NVFP4 by the consumer threads themselves (moe_grouped_wgmma_nvfp4.cu,
 // layout in moe_grouped_wgmma_nvfp4_layout.h). The routing must be sorted with
-// tile_rows = kMoeWgmmaNvfp4TileRows (moe_grouped_wgmma.h: 128). The stacks are the decode kernels' own
+// tile_rows = kMoeWgmmaTileRows, as for the BF16 kernels. The stacks are the decode kernels' own
 // (nvfp4_moe.h), read in place: kdim % 64 == 0, 16-byte aligned codes, 4-byte aligned scales.
 #pragma once
 #include <cuda_runtime_api.h>
