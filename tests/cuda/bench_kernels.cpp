@@ -6,7 +6,7 @@
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
 // NVFP4, at the prefill sizes T = 2048 and 8192; NVFP4 also at 1024 and 1536, around the paths'
 // switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048),
-// `grouped-moe-wgmma` (the BF16 Hopper rows alone at T = 1024 .. 8192), `prefill` (prefill attention, then the small
+// `grouped-moe-wgmma` (the BF16 Hopper rows alone at T = 2048, 4096, 8192), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone).
@@ -21,7 +21,6 @@
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/linear/gemm_lt.h"
-#include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
@@ -54,18 +53,14 @@ void bench_nvfp4_moe_paths(std::mt19937& rng, const Nvfp4ExpertStacks& stacks, s
 void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertStacks& stacks) {
   for (int T : {2048, 8192}) {
     bench_moe_grouped(rng, lt, T);
-    bench_moe_grouped_wgmma(rng, T, {{128, 0}, {128, 1}});
+    bench_moe_grouped_wgmma(rng, T);
   }
   bench_nvfp4_moe_paths(rng, stacks, {1024, 1536, 2048, 8192});
 }
 
-// The BF16 Hopper rows alone over the prefill sizes (`bench_cuda_kernels grouped-moe-wgmma`); AB:
-// the one-CTA kernels (128-row tiles, lag and noinc stage signal) and the 2-CTA cluster kernels
-// (256-row tiles, noinc; multicast, coupled, uncoupled) on the same data; the first two repeated
-// last (run-to-run drift).
+// The BF16 Hopper rows alone (`bench_cuda_kernels grouped-moe-wgmma`): ~48, 96, 192 rows per expert.
 void bench_grouped_moe_wgmma_rows(std::mt19937& rng) {
-  for (int T : {8192, 2048})
-    bench_moe_grouped_wgmma(rng, T, {{128, 0}, {128, 1}, {256, 0}, {256, 1}, {256, 2}, {128, 0}, {128, 1}});
+  for (int T : {2048, 4096, 8192}) bench_moe_grouped_wgmma(rng, T);
 }
 
 // The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding

@@ -3,7 +3,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,12 +47,7 @@ void bench_router_moe(std::mt19937& rng);
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T);
 // The Hopper grouped path (moe_grouped_wgmma.h) at the same shape: µs, TFLOP/s, fraction of 774;
 // checked against the mma.sync path on every row and against moe_ref on the first 4 tokens.
-// AB variants: tile_rows 128 (the one-CTA kernels) or 256 (the 2-CTA cluster kernels) and
-// moe_wgmma_ab_variant's v (128: 0 lag, 1 noinc; 256: 0 multicast, 1 coupled, 2 uncoupled).
-struct WgmmaVariant {
-  int tile_rows, v;
-};
-void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<WgmmaVariant> variants);
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
 // bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
 // (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.

@@ -276,12 +276,12 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
       tflops(flops, us_old));
 }
 
-// The Hopper path (moe_grouped_wgmma.h) at full size: sort, gate/up, down, all four kernels, for
-// each variant on the same data (AB: WgmmaVariant); TFLOP/s and the fraction of the 774 TFLOP/s bf16
-// peak count the useful FLOPs (2·T·K·3·I·H). Checked on every row against the mma.sync 64-row
-// path run on the same data (act and y within bf16 rounding; a NaN anywhere fails), and h of the
-// first 4 tokens against moe_ref.
-void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<WgmmaVariant> variants) {
+// The Hopper path (moe_grouped_wgmma.h) at full size: sort with 128-row tiles, gate/up, down,
+// all four kernels; TFLOP/s and the fraction of the 774 TFLOP/s bf16 peak count the useful
+// FLOPs (2·T·K·3·I·H). Checked on every row against the mma.sync 64-row path run on the same
+// data (act and y within bf16 rounding; a NaN anywhere fails), and h of the first 4 tokens
+// against moe_ref.
+void bench_moe_grouped_wgmma(std::mt19937& rng, int T) {
   const int E = 256, H = 2048, I = 512, K = 6, S = T * K;
   const int64_t expert_elems = int64_t(E) * I * H;
   const auto n_w = static_cast<size_t>(expert_elems);
@@ -295,14 +295,14 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<Wgm
   const auto h0 = random_bf16(rng, size_t(T) * H);
   DeviceBuffer<int32_t> d_ids(ids), d_sorted(static_cast<size_t>(S)), d_row(static_cast<size_t>(S)), d_num(1);
   DeviceBuffer<MoeTile> d_tiles(static_cast<size_t>(moe_max_tiles(S, E, 16)));
-  MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaTileRows};
+  const MoeRouting r{d_sorted.get(), d_row.get(), d_tiles.get(), d_num.get(), E, kMoeWgmmaTileRows};
   MoeRouting r64 = r;
   r64.tile_rows = 64;
   DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(S) * I), d_y(size_t(S) * H), d_act64(size_t(S) * I),
       d_y64(size_t(S) * H);
   DeviceBuffer<float> d_tw(tw);
   for (auto* b : {&d_act, &d_y, &d_act64, &d_y64}) b->poison();
-  // The mma.sync path first (its routing is then re-sorted for the wgmma tiles; the row order is the same).
+  // The mma.sync path first (its routing is then re-sorted for 128-row tiles; the row order is the same).
   moe_route_sort(d_ids.get(), T, K, r64, bench_stream());
   moe_grouped_gate_up(d_x.get(), T, K, H, d_wg.get(), d_wu.get(), I, r64, d_act64.get(), bench_stream());
   moe_grouped_down(d_act64.get(), T, K, I, d_wd.get(), H, r64, d_y64.get(), bench_stream());
@@ -323,6 +323,12 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<Wgm
     down(i);
     combine(i);
   };
+  all(0);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  const auto ca = compare_finite(d_act.download(), d_act64.download(), 2 * kBf16Rtol, kBf16Atol);
+  // down of the wgmma path on the mma.sync path's act, so both y see the same input
+  moe_grouped_down_wgmma(d_act64.get(), T, K, I, d_wd.get(), H, nullptr, r, d_y.get(), bench_stream());
+  const auto cy = compare_finite(d_y.download(), d_y64.download(), 2 * kBf16Rtol, kBf16Atol);
   const int Tc = std::min(T, 4);
   std::vector<bf16> wg(n_w), wu(n_w), wd(n_w);
   STRIKER_CUDA_CHECK(cudaMemcpy(wg.data(), d_wg.get(), wg.size() * 2, cudaMemcpyDeviceToHost));
@@ -332,36 +338,17 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T, std::initializer_list<Wgm
   std::vector<int32_t> idc(ids.begin(), ids.begin() + size_t(Tc) * K);
   std::vector<float> twc(tw.begin(), tw.begin() + size_t(Tc) * K);
   moe_ref(xc, Tc, H, I, 0, MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr}, idc, twc, K, hc);
+  auto got = d_h.download();
+  got.resize(hc.size());
+  const auto ch = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
   const double mat = double(I) * H * 2;
-  for (const WgmmaVariant& v : variants) {
-    r.tile_rows = v.tile_rows;
-    moe_wgmma_ab_variant(v.v);
-    d_act.poison();
-    d_y.poison();
-    d_h.upload(h0);
-    all(0);
-    STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
-    const auto ca = compare_finite(d_act.download(), d_act64.download(), 2 * kBf16Rtol, kBf16Atol);
-    auto got = d_h.download();
-    got.resize(hc.size());
-    const auto ch = compare(got, hc, 2 * kBf16Rtol, kBf16Atol);
-    // down of the wgmma path on the mma.sync path's act, so both y see the same input
-    d_y.poison();
-    moe_grouped_down_wgmma(d_act64.get(), T, K, I, d_wd.get(), H, nullptr, r, d_y.get(), bench_stream());
-    const auto cy = compare_finite(d_y.download(), d_y64.download(), 2 * kBf16Rtol, kBf16Atol);
-    static const char* const k1[] = {"1cta-lag", "1cta-noinc"};
-    static const char* const k2[] = {"2cta-multicast", "2cta-coupled", "2cta-uncoupled"};
-    const std::string tag = std::string("moe wgmma ") + (v.tile_rows == 128 ? k1[v.v] : k2[v.v]) +
-                            " T=" + std::to_string(T) + " ";
-    row(tag + "sort (tile " + std::to_string(v.tile_rows) + ")", nullptr, time_us(sort), double(S) * 4 * 3,
-        v.tile_rows == 128 ? "" : std::to_string(moe_wgmma_ab_max_clusters()) + " clusters");
-    const double gu = time_us(gate_up), dn = time_us(down);
-    row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * mat, tflops_note(2.0 * S * 2 * I * H, gu));
-    row(tag + "down vs mma.sync", &cy, dn, E * mat, tflops_note(2.0 * S * I * H, dn));
-    const double us_all = time_us(all);
-    row(tag + "all 4 kernels vs moe_ref", &ch, us_all, E * 3 * mat, tflops_note(2.0 * S * 3 * I * H, us_all));
-  }
-  moe_wgmma_ab_variant(-1);
+  const std::string tag = "moe wgmma T=" + std::to_string(T) + " ";
+  row(tag + "sort (tile 128)", nullptr, time_us(sort), double(S) * 4 * 3);
+  const double gu = time_us(gate_up), dn = time_us(down);
+  row(tag + "gate/up+SwiGLU vs mma.sync", &ca, gu, E * 2 * mat, tflops_note(2.0 * S * 2 * I * H, gu));
+  row(tag + "down vs mma.sync", &cy, dn, E * mat, tflops_note(2.0 * S * I * H, dn));
+  const double us_all = time_us(all);
+  row(tag + "all 4 kernels vs moe_ref", &ch, us_all, E * 3 * mat, tflops_note(2.0 * S * 3 * I * H, us_all));
 }
 
 }  // namespace striker::cuda::testing

@@ -61,45 +61,12 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       : "memory");
 }
 
-// ---- thread-block clusters ---------------------------------------------------------------------
-// This CTA's rank in its cluster, the cluster's index in the grid and the grid's clusters (x).
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t cluster_id_x() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t cluster_count_x() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-  return r;
-}
-// Every non-exited thread of the cluster arrives (release) and waits for the others (acquire);
-// not .aligned, so the warpgroups may reach it from different code.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// One arrival (release at cluster scope) on the barrier at the same shared-memory offset as `bar`
-// in CTA `cta` of the cluster (this CTA's own rank included).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(cta)
-      : "memory");
-}
-
 // ---- proxies -----------------------------------------------------------------------------------
-// wgmma reads shared memory through the async proxy; data a thread wrote through the generic
-// proxy (st.shared, non-bulk cp.async once completed) must be fenced by that thread before it
-// signals the consumer (PTX ISA "Proxies"). TMA writes are async-proxy already.
+// wgmma reads shared memory through the async proxy; data written through the generic proxy
+// (st.shared, non-bulk cp.async) needs a proxy fence between the write and the wgmma (PTX ISA
+// "Proxies"): by the writing thread before it signals the consumer, or, where the cp.async signal
+// their own completion on the mbarrier (cp.async.mbarrier.arrive), by each consumer thread after
+// its wait on it. TMA writes are async-proxy already.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
@@ -117,18 +84,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* map, uint64_t
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
           smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
-      : "memory");
-}
-
-// The same tile multicast to the CTAs of the cluster named in `cta_mask` (bit r = rank r): each
-// receives it at the same shared-memory offset as `dst`, its bytes completing on that CTA's barrier
-// at the offset of `bar`.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* map, uint64_t* bar, int c0, int c1,
-                                                      uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
-      "%4}], [%2], %5;\n" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
 }
 

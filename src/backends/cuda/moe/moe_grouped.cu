@@ -386,8 +386,8 @@ void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, 
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     throw Error("moe_route_sort: " + std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) +
                 " supported)");
-  if (r.tile_rows != 16 && r.tile_rows != 64 && r.tile_rows != 128 && r.tile_rows != 256)
-    throw Error("moe_route_sort: tile_rows " + std::to_string(r.tile_rows) + " is not 16, 64, 128 or 256");
+  if (r.tile_rows != 16 && r.tile_rows != 64 && r.tile_rows != 128)
+    throw Error("moe_route_sort: tile_rows " + std::to_string(r.tile_rows) + " is not 16, 64 or 128");
   if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kRankBits))
     throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
                 std::to_string(1 << kRankBits));

@@ -4,13 +4,15 @@
 //   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
 //     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
 //     all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into the same
-//     128B-swizzled layout TMA writes; each thread signals the stage's "full" barrier once its
-//     copies have landed (cp.async.wait_group + fence.proxy.async: wgmma reads through the async
-//     proxy), kWgLag stages behind its issue, so loads of kWgLag + 1 stages are in flight.
-//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage four
-//     wgmma m64n256k16 (k16 steps) into 128 fp32 registers, then release the previous stage's
-//     "empty" barrier once its wgmma group has completed. A warpgroup whose 64 rows are all past
-//     the expert's end skips the MMAs (still keeps the barrier protocol).
+//     128B-swizzled layout TMA writes; each thread then arrives on the stage's "full" barrier with
+//     cp.async.mbarrier.arrive.noinc (the arrival lands once its copies have), so the producer
+//     goes straight on to the next free stage: every stage the consumers do not hold is loading.
+//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage a
+//     fence.proxy.async after the full barrier's wait (the cp.async rows were written through the
+//     generic proxy, wgmma reads through the async proxy), four wgmma m64n256k16 (k16 steps) into
+//     128 fp32 registers, then release the previous stage's "empty" barrier once its wgmma group
+//     has completed. A warpgroup whose 64 rows are all past the expert's end skips the MMAs (still
+//     keeps the barrier protocol).
 //   epilogue (consumers, from registers): FLINT.md §4 rounding exactly as moe_grouped.cu:
 //     g, u = bf16(scale2·acc), act = bf16(bf16(g·sigmoid(g))·u); y = bf16(scale2·acc).
 //
@@ -25,8 +27,6 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
@@ -58,9 +58,7 @@ struct WgmmaArgs {
 // Weight-tile policy of the producer warpgroup (one today; an NVFP4 policy decoding in the
 // producer was measured slower than decoding into a scratch first and removed, docs/performance.md).
 // For k slice kt of an item, the CTA's stage g (ring slot s = g % kWgStages):
-//   issue(kt, g, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage);
-//   land(g, b_dst, ...)             runs once the thread's cp.async group of g has completed, before
-//                                   its fence.proxy.async and its arrival on full[s].
+//   issue(kt, g, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage).
 // B row br of the tile: gated, gate row n0 + br (br < 128) or up row n0 + br - 128; plain, row
 // n0 + br of expert e's [n, kdim] matrix; rows past the stack (E·n) read zeros, rows past n inside
 // it belong to the next expert and only reach columns the epilogue does not store.
@@ -68,29 +66,22 @@ struct WgmmaArgs {
 // BF16 stacks: thread 0 issues two TMA boxes of 128 rows × 64 k; their bytes complete on full[s].
 struct TmaWeights {
   CUtensorMap map[2];
-  static constexpr uint32_t kFullArrivals = kWgProducerThreads + 1;  // + thread 0's expect_tx arrival
+  // the producer threads' noinc cp.async arrivals + thread 0's expect_tx arrival
+  static constexpr uint32_t kFullArrivals = kWgProducerThreads + 1;
   static constexpr int kSmemBytes = kWgSmemBytes;
   __device__ __forceinline__ void prefetch() const {
     tma_prefetch_map(&map[0]);
     tma_prefetch_map(&map[1]);
   }
-  // kMulticast (2-CTA clusters): this CTA (cluster rank `rank`) loads box `rank` only and multicasts
-  // it to both CTAs of the cluster; each CTA's full[s] still expects both boxes' bytes.
-  template <bool kGated, bool kMulticast>
+  template <bool kGated>
   __device__ __forceinline__ void issue(int kt, int /*g*/, uint8_t* b_dst, uint8_t*, uint64_t* full, int t,
-                                        int b_row0, int rank, const WgmmaArgs&) const {
+                                        int b_row0, const WgmmaArgs&) const {
     if (t != 0) return;
     mbar_arrive_expect_tx(full, kWgBBytes);  // both boxes, zero-filled parts included
-    if constexpr (!kMulticast) {
-      tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
-      tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
-                  kGated ? b_row0 : b_row0 + kWgHalfBRows);
-    } else {
-      tma_load_2d_multicast(b_dst + rank * kWgHalfBRows * kSw128RowBytes, &map[rank], full, kt * kWgBK,
-                            kGated ? b_row0 : b_row0 + rank * kWgHalfBRows, uint16_t(0b11));
-    }
+    tma_load_2d(b_dst, &map[0], full, kt * kWgBK, b_row0);
+    tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
+                kGated ? b_row0 : b_row0 + kWgHalfBRows);
   }
-  __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
 };
 
 // Persistent: CTA b takes the work items b, b + gridDim.x, ... (item = row tile · col_blocks +
@@ -99,51 +90,12 @@ struct TmaWeights {
 // to item: stage g (counted over all of the CTA's items) lives in slot g % kWgStages and its
 // phases have parity (g / kWgStages) & 1, so the producer fills the next item's first stages while
 // the consumers run the previous item's epilogue.
-//
-// kCtas = 2 (2-CTA clusters, routing tiles of 256 rows): cluster c takes the items c, c + clusters,
-// ...; CTA rank r computes rows [128r, 128r + 128) of the item's tile (none when the tile has at
-// most 128 rows: it still loads its B box and keeps the barrier protocol) and both CTAs share the
-// weight tile: each CTA's TMA loads one 128-row box of a stage, multicast into both CTAs' slot (so
-// each CTA's L2 reads of B halve). Both CTAs run the same item and stage sequence. A slot is
-// refilled only once the consumers of BOTH CTAs released it: each consumer warp arrives on the
-// empty barrier of both CTAs (16 arrivals per phase). The barriers are initialised before a
-// cluster barrier (no multicast may reach a peer's barrier before its init), and a cluster barrier
-// ends the kernel: a CTA must not exit while its peer's consumers may still arrive on its barriers.
-// A peer's bytes may complete_tx on full[s] before this CTA's expect_tx of the phase: the phase
-// cannot complete early, thread 0's expect_tx is part of its arrival (kFullArrivals).
-//
-// AB kShare (kCtas = 2): 0 the above; 1 each CTA loads the whole weight tile itself (no multicast)
-// but a slot is still freed by both CTAs' consumers (the coupling without the multicast); 2 each
-// CTA loads its own tile and frees its own slots (only the cluster launch and the row split remain).
-//
-// AB kNoinc: each producer thread arrives on full[s] with cp.async.mbarrier.arrive.noinc right
-// after its copies of stage s (the arrival lands when they have), instead of waiting for its
-// cp.async group kWgLag stages later; the consumers make the cp.async (generic-proxy) writes
-// visible to wgmma with their own fence.proxy.async after the wait. So a stage's signal no longer
-// waits for the producer to reach stage g + kWgLag, i.e. for the release of stage g + kWgLag -
-// kWgStages (in a cluster: by both CTAs' consumers).
-template <bool kGated, int kCtas, bool kNoinc, int kShare, class Weights>
+template <bool kGated, class Weights>
 __global__ void __launch_bounds__(kWgThreads, 1)
     grouped_wgmma_kernel(const __grid_constant__ Weights weights, const WgmmaArgs args) {
-  constexpr bool kMulticast = kCtas > 1 && kShare == 0;
-  constexpr int kCoupled = kCtas > 1 && kShare < 2 ? kCtas : 1;  // CTAs whose consumers free a slot
   pdl_grid_start();  // see launch.cuh; the routing and A come from earlier kernels
   const int items = *args.num_tiles * args.col_blocks;
-  int first_item = int(blockIdx.x), item_stride = int(gridDim.x), rank = 0;
-  if constexpr (kCtas > 1) {
-    first_item = int(cluster_id_x());
-    item_stride = int(cluster_count_x());
-    rank = int(cluster_ctarank());
-  }
-  if (first_item >= items) return;  // both CTAs of a cluster alike, before any cluster barrier
-  // This CTA's rows of a routing tile.
-  auto my_rows = [&](MoeTile tile) {
-    if constexpr (kCtas > 1) {
-      tile.first += rank * kWgTileRows;
-      tile.rows = max(0, min(kWgTileRows, tile.rows - rank * kWgTileRows));
-    }
-    return tile;
-  };
+  if (int(blockIdx.x) >= items) return;
 
   __shared__ uint64_t full[kWgStages], empty[kWgStages];
   extern __shared__ uint8_t wg_smem[];
@@ -156,13 +108,12 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWgStages; ++s) {
       mbar_init(&full[s], Weights::kFullArrivals);
-      mbar_init(&empty[s], kCoupled * kWgConsumerWarpgroups * 4);  // one arrival per consumer warp of each CTA
+      mbar_init(&empty[s], kWgConsumerWarpgroups * 4);  // one arrival per consumer warp
     }
     mbar_fence_init();
     weights.prefetch();
   }
-  if constexpr (kCtas > 1) cluster_sync();  // both CTAs' barriers initialised before any multicast
-  else __syncthreads();
+  __syncthreads();
 
   // Warpgroup index broadcast from lane 0: provably warp-uniform, so ptxas does not treat the
   // wgmma paths as divergent (it would serialise the wgmmas, warning C7518).
@@ -172,17 +123,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     warpgroup_reg_dealloc<88>();
     const int t = threadIdx.x;
     const int chunk = wg_a_chunk(t);
-    // Stage g's data have landed: finish the weight tile, make the generic-proxy writes visible
-    // to wgmma (async proxy), signal.
-    auto signal = [&](int g) {
-      const int s = g % kWgStages;
-      weights.land(g, ring + wg_b_stage(s), ring, t);
-      fence_proxy_async_shared();
-      mbar_arrive(&full[s]);
-    };
     int g = 0;
-    for (int item = first_item; item < items; item += item_stride) {
-      const MoeTile tile = my_rows(args.tiles[item / args.col_blocks]);
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const MoeTile tile = args.tiles[item / args.col_blocks];
       const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
       int src[kWgAPasses];  // A row of each of this thread's tile rows; -1 past the expert's rows
 #pragma unroll
@@ -199,7 +142,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         const int s = g % kWgStages;
         if (g >= kWgStages) mbar_wait(&empty[s], uint32_t((g / kWgStages - 1) & 1));
-        weights.template issue<kGated, kMulticast>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, rank, args);
+        weights.template issue<kGated>(kt, g, ring + wg_b_stage(s), ring, &full[s], t, b_row0, args);
         uint8_t* a_dst = ring + wg_a_stage(s);
         const int k = kt * kWgBK + chunk * 8;
         const bool k_ok = k < args.kdim;
@@ -209,21 +152,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           cp_async16(reinterpret_cast<bf16_t*>(a_dst + sw128_offset(wg_a_row(t, p), chunk)),
                      ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
         }
-        if constexpr (kNoinc) {
-          cp_async_mbar_arrive_noinc(smem_u32(&full[s]));
-        } else {
-          cp_async_commit();
-          if (g >= kWgLag) {
-            cp_async_wait<kWgLag>();  // the group of stage g - kWgLag has landed
-            signal(g - kWgLag);
-          }
-        }
+        cp_async_mbar_arrive_noinc(smem_u32(&full[s]));  // one of full[s]'s arrivals, once the copies land
       }
     }
     cp_async_wait<0>();
-    if constexpr (!kNoinc)
-      for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
-    if constexpr (kCtas > 1) cluster_sync();  // the consumers' end-of-kernel barrier
     return;
   }
 
@@ -232,25 +164,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int wg = warpgroup - 1;
   const int t = int(threadIdx.x) % 128;
   const bool releaser = t % 32 == 0;  // one arrival per warp on the empty barriers
-  // Slot s consumed: its empty barrier in every CTA whose producer writes into this CTA's slot.
-  auto release = [&](int s) {
-    if (!releaser) return;
-    if constexpr (kCoupled == 1) {
-      mbar_arrive(&empty[s]);
-    } else {
-#pragma unroll
-      for (int c = 0; c < kCoupled; ++c) mbar_arrive_cluster(&empty[s], uint32_t(c));
-    }
-  };
   int g = 0;
-  for (int item = first_item; item < items; item += item_stride) {
-    const MoeTile tile = my_rows(args.tiles[item / args.col_blocks]);
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const MoeTile tile = args.tiles[item / args.col_blocks];
     const int n0 = (item % args.col_blocks) * wg_out_cols(kGated);
     const bool active = __shfl_sync(0xffffffffu, wg * 64 < tile.rows ? 1 : 0, 0) != 0;
     if (!active) {  // keep the barrier protocol: wait for each stage, release it
       for (int kt = 0; kt < k_tiles; ++kt, ++g) {
         mbar_wait(&full[g % kWgStages], uint32_t((g / kWgStages) & 1));
-        release(g % kWgStages);
+        if (releaser) mbar_arrive(&empty[g % kWgStages]);
       }
       continue;
     }
@@ -261,7 +183,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     for (int kt = 0; kt < k_tiles; ++kt, ++g) {
       const int s = g % kWgStages;
       mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
-      if constexpr (kNoinc) fence_proxy_async_shared();  // the producer's cp.async rows, for wgmma
+      fence_proxy_async_shared();  // the producer's cp.async rows (generic proxy), for wgmma (async proxy)
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kWgBK / 16; ++kk)
@@ -269,11 +191,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
                               wgmma_desc_sw128(ring_s + wg_b_desc_offset(s, kk)), 1);
       wgmma_commit();
       wgmma_wait<1>();  // the group of stage g - 1 has completed: its buffers may be refilled
-      if (kt > 0) release((g - 1) % kWgStages);
+      if (kt > 0 && releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);
     }
     wgmma_wait<0>();
     wgmma_fence_operands(acc);
-    release((g - 1) % kWgStages);  // the item's last stage
+    if (releaser) mbar_arrive(&empty[(g - 1) % kWgStages]);  // the item's last stage
 
     const float s0 = args.scale2[0] ? __ldg(args.scale2[0] + tile.expert) : 1.f;
     const float s1 = args.scale2[1] ? __ldg(args.scale2[1] + tile.expert) : 1.f;
@@ -312,10 +234,6 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       }
     }
   }
-  // Past here no thread of this CTA waits on a barrier or arrives on the peer's, and every byte
-  // multicast into this CTA has landed (its consumers waited for every stage); the peer's
-  // consumers may still arrive on this CTA's empty barriers until they reach the barrier too.
-  if constexpr (kCtas > 1) cluster_sync();
 }
 
 void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouting& r, const void* a,
@@ -323,7 +241,7 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
   auto fail = [&](const std::string& why) { throw Error(std::string(what) + ": " + why); };
   if (kdim <= 0 || kdim % 8 != 0) fail("reduction width " + std::to_string(kdim) + " is not a positive multiple of 8");
   if (n <= 0 || n % 8 != 0) fail("output width " + std::to_string(n) + " is not a positive multiple of 8");
-  if (r.tile_rows != kMoeWgmmaTileRows && r.tile_rows != kWgClusterTileRows)  // AB: 256 = the 2-CTA kernels
+  if (r.tile_rows != kMoeWgmmaTileRows)
     fail("the routing was sorted with tile_rows " + std::to_string(r.tile_rows) + ", this path needs " +
          std::to_string(kMoeWgmmaTileRows));
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
@@ -334,12 +252,10 @@ void check_wgmma(const char* what, int T, int K, int kdim, int n, const MoeRouti
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail("activations, weights and outputs must be 16-byte aligned");
 }
 
-std::atomic<int> g_ab_max_clusters{0};
-
-template <bool kGated, int kCtas, bool kNoinc, int kShare, class Weights>
+template <bool kGated, class Weights>
 void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
                   cudaStream_t stream) {
-  auto* kernel = grouped_wgmma_kernel<kGated, kCtas, kNoinc, kShare, Weights>;
+  auto* kernel = grouped_wgmma_kernel<kGated, Weights>;
   // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
   // graph is being captured), set once per instantiation (thread-safe static).
   static const bool configured = [&] {
@@ -352,60 +268,11 @@ void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int
   int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kCtas * kWgTileRows) * args.col_blocks;
+  const int64_t items = moe_max_tiles(int64_t(T) * K, r.experts, kWgTileRows) * args.col_blocks;
   if (items > (int64_t(1) << 31) - 1) throw Error(std::string(what) + ": too many tiles for one launch");
-  if constexpr (kCtas == 1) {
-    const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
-    launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
-  } else {
-    // Persistent clusters: as many as can be resident at once (the GPCs need not pair all SMs),
-    // asked once per instantiation (the process drives one kind of device).
-    static const int max_clusters = [&] {
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(unsigned(kCtas * std::max(sms, 1)));
-      cfg.blockDim = dim3(kWgThreads);
-      cfg.dynamicSmemBytes = size_t(Weights::kSmemBytes);
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = unsigned(kCtas);
-      attr.val.clusterDim.y = 1;
-      attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      int n = 0;
-      STRIKER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
-      return n;
-    }();
-    if (max_clusters <= 0) throw Error(std::string(what) + ": no 2-CTA cluster of this kernel fits on the device");
-    g_ab_max_clusters.store(max_clusters, std::memory_order_relaxed);
-    const int64_t clusters = std::min<int64_t>(items, max_clusters);
-    launch_pdl_cluster(kernel, dim3(unsigned(clusters * kCtas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), kCtas,
-                       stream, w, args);
-  }
+  const int64_t ctas = std::min<int64_t>(items, std::max(sms, 1));
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kWgThreads), size_t(Weights::kSmemBytes), stream, w, args);
   STRIKER_CUDA_CHECK_LAUNCH(what);
-}
-
-// AB: the routing's tile height picks one CTA per 128-row tile or 2-CTA clusters per 256-row tile,
-// moe_wgmma_ab_variant the signal (128) or the sharing (256).
-std::atomic<int> g_ab_variant{-1};
-template <bool kGated, class Weights>
-void launch_ab(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
-               cudaStream_t stream) {
-  static const bool env_off = [] {
-    const char* v = std::getenv("STRIKER_AB_OFF");
-    return v != nullptr && v[0] == '1';
-  }();
-  const int v = g_ab_variant.load(std::memory_order_relaxed);
-  if (r.tile_rows == kWgTileRows) {
-    if (v == 1 || (v < 0 && !env_off)) launch_wgmma<kGated, 1, true, 0>(what, args, w, T, K, r, stream);
-    else launch_wgmma<kGated, 1, false, 0>(what, args, w, T, K, r, stream);
-  } else if (v == 1) {
-    launch_wgmma<kGated, kWgClusterCtas, true, 1>(what, args, w, T, K, r, stream);
-  } else if (v == 2) {
-    launch_wgmma<kGated, kWgClusterCtas, true, 2>(what, args, w, T, K, r, stream);
-  } else {
-    launch_wgmma<kGated, kWgClusterCtas, true, 0>(what, args, w, T, K, r, stream);
-  }
 }
 
 // Both matrices of a gated launch (or the one of a plain launch, twice) as TMA maps of the
@@ -433,9 +300,6 @@ WgmmaArgs make_args(const bf16* a, const int32_t* sorted_slot, int K, int kdim, 
 
 }  // namespace
 
-void moe_wgmma_ab_variant(int v) { g_ab_variant.store(v, std::memory_order_relaxed); }
-int moe_wgmma_ab_max_clusters() { return g_ab_max_clusters.load(std::memory_order_relaxed); }
-
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
                                int inter, const float* scale2_gate, const float* scale2_up, const MoeRouting& r,
                                bf16* act_sorted, cudaStream_t stream) {
@@ -443,7 +307,7 @@ void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf
   constexpr const char* what = "moe_grouped_gate_up_wgmma";
   check_wgmma(what, T, K, hidden, inter, r, x, w_gate, w_up, act_sorted);
   const WgmmaArgs args = make_args(x, r.sorted_slot, K, hidden, inter, true, scale2_gate, scale2_up, r, act_sorted);
-  launch_ab<true>(what, args, tma_weights(what, w_gate, w_up, args), T, K, r, stream);
+  launch_wgmma<true>(what, args, tma_weights(what, w_gate, w_up, args), T, K, r, stream);
 }
 
 void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
@@ -452,7 +316,7 @@ void moe_grouped_down_wgmma(const bf16* act_sorted, int T, int K, int inter, con
   constexpr const char* what = "moe_grouped_down_wgmma";
   check_wgmma(what, T, K, inter, hidden, r, act_sorted, w_down, w_down, y_sorted);
   const WgmmaArgs args = make_args(act_sorted, nullptr, K, inter, hidden, false, scale2_down, nullptr, r, y_sorted);
-  launch_ab<false>(what, args, tma_weights(what, w_down, w_down, args), T, K, r, stream);
+  launch_wgmma<false>(what, args, tma_weights(what, w_down, w_down, args), T, K, r, stream);
 }
 
 }  // namespace striker::cuda

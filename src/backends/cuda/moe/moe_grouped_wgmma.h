@@ -27,14 +27,6 @@ inline bool moe_wgmma_for(int64_t slots, int experts) { return moe_tile_rows_for
 // T = 1024 658 vs 517 µs, 1536 659 vs 509, 2048 670 vs 516 (seventh session), 8192 2250 vs 1103.
 inline bool moe_wgmma_nvfp4_for(int64_t slots, int experts) { return slots >= int64_t(24) * experts; }
 
-// AB (temporary, moe_grouped_wgmma.cu): 128-row routing tiles: -1 default (noinc stage signal, or
-// main's lag-2 signal under STRIKER_AB_OFF=1), 0 lag, 1 noinc; 256-row tiles (2-CTA clusters, noinc):
-// 0 (default) weight tile multicast, 1 each CTA loads the whole tile but the slots are still freed
-// by both CTAs, 2 each CTA loads its own tile and frees its own slots (clusters only in the launch).
-void moe_wgmma_ab_variant(int v);
-// AB: the cluster count the 2-CTA kernels launch with (cudaOccupancyMaxActiveClusters).
-int moe_wgmma_ab_max_clusters();
-
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g = bf16(scale2_gate[e]·mm(x[token(r)], W_gate[e])), u likewise.
 void moe_grouped_gate_up_wgmma(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up,
                                int inter, const float* scale2_gate, const float* scale2_up, const MoeRouting& routing,

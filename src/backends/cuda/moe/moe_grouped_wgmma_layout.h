@@ -17,12 +17,7 @@
 
 namespace striker::cuda {
 
-constexpr int kWgTileRows = 128;                  // sorted rows per CTA
-// A 2-CTA cluster computes one routing tile of kWgClusterCtas·kWgTileRows rows (MoeRouting::tile_rows
-// of this path): CTA rank r its rows [128r, 128r + 128), both against the same weight tile, each
-// CTA's TMA loading one of a stage's two 128-row B boxes and multicasting it to both.
-constexpr int kWgClusterCtas = 2;
-constexpr int kWgClusterTileRows = kWgClusterCtas * kWgTileRows;
+constexpr int kWgTileRows = 128;                  // sorted rows per CTA (= MoeRouting::tile_rows of this path)
 constexpr int kWgBK = kSw128RowElems;             // 64: k per stage
 constexpr int kWgBRows = 256;                     // weight rows per stage (the wgmma N)
 constexpr int kWgHalfBRows = kWgBRows / 2;        // one TMA box: 128 rows
@@ -34,10 +29,6 @@ constexpr int kWgABytes = kWgTileRows * kSw128RowBytes;   // 16 KiB
 constexpr int kWgBBytes = kWgBRows * kSw128RowBytes;      // 32 KiB
 constexpr int kWgStageBytes = kWgABytes + kWgBBytes;
 constexpr int kWgSmemBytes = kWgStages * kWgStageBytes + kSw128AtomBytes;  // + slack to align the ring to 1024 B
-// The producer signals stage kt's A rows once its cp.async group of kt has completed, kWgLag
-// groups later (kWgLag < kWgStages, so it never waits for a stage it has not signalled).
-constexpr int kWgLag = 2;
-static_assert(kWgLag < kWgStages, "the producer would wait on a stage it has not signalled");
 static_assert(kWgABytes % kSw128AtomBytes == 0 && kWgBBytes % kSw128AtomBytes == 0, "tiles stay 1024-aligned");
 
 // Output columns a CTA writes: 128 activations (gated) or 256 outputs (plain).
