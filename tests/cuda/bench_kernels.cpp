@@ -5,7 +5,8 @@
 // main runs the families (bench_dense, bench_attention, bench_moe, bench_nvfp4.cpp) in a fixed order;
 // Sections alone: `bench_cuda_kernels grouped-moe` (the grouped MoE rows, both paths, BF16 and
 // NVFP4, at the prefill sizes T = 2048 and 8192; NVFP4 also at 1024 and 1536, around the paths'
-// switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048), `prefill` (prefill attention, then the small
+// switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048),
+// `grouped-moe-wgmma` (the BF16 Hopper rows alone at T = 2048, 4096, 8192), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-attention` (the attention rows alone), `prefill-small` (the small
 // kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
@@ -58,6 +59,11 @@ void bench_grouped_moe_prefill(std::mt19937& rng, LtGemm& lt, const Nvfp4ExpertS
   bench_nvfp4_moe_paths(rng, stacks, {1024, 1536, 2048, 8192});
 }
 
+// The BF16 Hopper rows alone (`bench_cuda_kernels grouped-moe-wgmma`): ~48, 96, 192 rows per expert.
+void bench_grouped_moe_wgmma_rows(std::mt19937& rng) {
+  for (int T : {2048, 4096, 8192}) bench_moe_grouped_wgmma(rng, T);
+}
+
 // The prefill attention rows (also alone: `bench_cuda_kernels prefill`): full causal and sliding
 // 8192-token chunks from position 0, and an 8192-token chunk over a 90K-token prefix (the
 // chunks of a 100K prompt after the first).
@@ -95,11 +101,12 @@ void bench_decode_attention(std::mt19937& rng, int sms) {
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" && only != "prefill" &&
-                    only != "prefill-attention" && only != "prefill-small" && only != "decode" &&
-                    only != "decode-attention")) {
+  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" &&
+                    only != "grouped-moe-wgmma" && only != "prefill" && only != "prefill-attention" &&
+                    only != "prefill-small" && only != "decode" && only != "decode-attention")) {
     std::fprintf(stderr,
-                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | prefill | prefill-attention | "
+                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | grouped-moe-wgmma | prefill | "
+                 "prefill-attention | "
                  "prefill-small | decode | decode-attention]\n");
     return 2;
   }
@@ -111,6 +118,11 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (only == "grouped-moe-wgmma") {
+      bench_grouped_moe_wgmma_rows(rng);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     if (only == "grouped-moe" || only == "grouped-moe-nvfp4") {
       LtGemm lt;
       const Nvfp4ExpertStacks stacks;

@@ -1,6 +1,7 @@
 // Hopper grouped expert GEMMs (moe_grouped_wgmma.h) against the CPU references of the grouped
 // path (moe_grouped_ref.cpp, FLINT.md §4 rounding points): experts with row counts that are not
-// multiples of the 128-row tile, with 0 rows, with several tiles; reduction and output widths off
+// multiples of the 128-row tile, with 0 rows, with several tiles; odd token counts; reduction and
+// output widths off
 // the 64/128/256 grids; NaN-poisoned outputs (a row left unwritten fails the comparison); full
 // size shapes; one captured graph replayed on a new routing (NVFP4 experts:
 // test_moe_grouped_wgmma_nvfp4.cpp).
@@ -50,6 +51,35 @@ TEST(CudaMoeGroupedWgmma, RowCountsAroundTheTileMatchReference) {
   const auto ids = routing_with_counts(rng, counts);
   const int T = int(ids.size());
   check_bf16(rng, w, ids, T, K, E, H, I, true, "counts around 128: ");
+}
+
+// Row counts over several tiles: 0; 1, 128 (one tile); 129, 200, 255, 256 (two); 257, 383, 384
+// (three); 385 (four, the last with 1 row), 640 (five). Odd T (3151), hidden 1032 (17 k slices in
+// gate/up, the last of 8; five column blocks in down, the last of 8 columns), inter 264 (three
+// column blocks in gate/up, the last of 8 columns; a k tail of 8 in down).
+TEST(CudaMoeGroupedWgmma, RowCountsOverSeveralTilesMatchReference) {
+  std::mt19937 rng(306);
+  const std::vector<int> counts = {256, 0, 1, 128, 129, 200, 255, 257, 383, 384, 385, 640, 0, 3, 130};
+  const int E = int(counts.size()), H = 1032, I = 264, K = 1;
+  const Bf16Experts w(rng, E, H, I, 0.04f);
+  const auto ids = routing_with_counts(rng, counts);
+  const int T = int(ids.size());
+  ASSERT_EQ(T % 2, 1);
+  check_bf16(rng, w, ids, T, K, E, H, I, false, "counts over several tiles: ");
+}
+
+// Fresh random inputs at odd T with top-6 over 64 experts (~230 rows per expert at T = 2501: most
+// experts a full and a partial tile; skewed: some experts get several tiles, others none),
+// off-grid widths; outputs NaN-poisoned per run.
+TEST(CudaMoeGroupedWgmma, OddTokenCountsMatchReference) {
+  std::mt19937 rng(307);
+  const int E = 64, H = 264, I = 136, K = 6;
+  const Bf16Experts w(rng, E, H, I, 0.06f);
+  for (int T : {3, 2501})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed}) {
+      const auto ids = make_routing(rng, kind, T, K, E);
+      check_bf16(rng, w, ids, T, K, E, H, I, T < 100, "T=" + std::to_string(T) + " " + routing_name(kind) + ": ");
+    }
 }
 
 TEST(CudaMoeGroupedWgmma, RandomRoutingsMatchReference) {

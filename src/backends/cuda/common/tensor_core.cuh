@@ -23,6 +23,11 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+// One arrival on the mbarrier `bar` (shared::cta address) once all of this thread's earlier
+// cp.async have completed; .noinc: it counts as one of the barrier's expected arrivals.
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16_t* smem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));

@@ -62,9 +62,11 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 }
 
 // ---- proxies -----------------------------------------------------------------------------------
-// wgmma reads shared memory through the async proxy; data a thread wrote through the generic
-// proxy (st.shared, non-bulk cp.async once completed) must be fenced by that thread before it
-// signals the consumer (PTX ISA "Proxies"). TMA writes are async-proxy already.
+// wgmma reads shared memory through the async proxy; data written through the generic proxy
+// (st.shared, non-bulk cp.async) needs a proxy fence between the write and the wgmma (PTX ISA
+// "Proxies"): by the writing thread before it signals the consumer, or, where the cp.async signal
+// their own completion on the mbarrier (cp.async.mbarrier.arrive), by each consumer thread after
+// its wait on it. TMA writes are async-proxy already.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }

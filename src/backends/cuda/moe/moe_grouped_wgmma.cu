@@ -4,13 +4,15 @@
 //   warpgroup 0 (producer, 88 registers): per 64-wide k slice, thread 0 issues two TMA loads of
 //     128 weight rows each (the gate and up rows of the column block, or 256 rows of W_down) and
 //     all 128 threads gather the tile's 128 activation rows with 16-byte cp.async into the same
-//     128B-swizzled layout TMA writes; each thread signals the stage's "full" barrier once its
-//     copies have landed (cp.async.wait_group + fence.proxy.async: wgmma reads through the async
-//     proxy), kWgLag stages behind its issue, so loads of kWgLag + 1 stages are in flight.
-//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage four
-//     wgmma m64n256k16 (k16 steps) into 128 fp32 registers, then release the previous stage's
-//     "empty" barrier once its wgmma group has completed. A warpgroup whose 64 rows are all past
-//     the expert's end skips the MMAs (still keeps the barrier protocol).
+//     128B-swizzled layout TMA writes; each thread then arrives on the stage's "full" barrier with
+//     cp.async.mbarrier.arrive.noinc (the arrival lands once its copies have), so the producer
+//     goes straight on to the next free stage: every stage the consumers do not hold is loading.
+//   warpgroups 1, 2 (consumers, 208 registers): rows 0-63 and 64-127 of the tile; per stage a
+//     fence.proxy.async after the full barrier's wait (the cp.async rows were written through the
+//     generic proxy, wgmma reads through the async proxy), four wgmma m64n256k16 (k16 steps) into
+//     128 fp32 registers, then release the previous stage's "empty" barrier once its wgmma group
+//     has completed. A warpgroup whose 64 rows are all past the expert's end skips the MMAs (still
+//     keeps the barrier protocol).
 //   epilogue (consumers, from registers): FLINT.md §4 rounding exactly as moe_grouped.cu:
 //     g, u = bf16(scale2·acc), act = bf16(bf16(g·sigmoid(g))·u); y = bf16(scale2·acc).
 //
@@ -56,9 +58,7 @@ struct WgmmaArgs {
 // Weight-tile policy of the producer warpgroup (one today; an NVFP4 policy decoding in the
 // producer was measured slower than decoding into a scratch first and removed, docs/performance.md).
 // For k slice kt of an item, the CTA's stage g (ring slot s = g % kWgStages):
-//   issue(kt, g, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage);
-//   land(g, b_dst, ...)             runs once the thread's cp.async group of g has completed, before
-//                                   its fence.proxy.async and its arrival on full[s].
+//   issue(kt, g, b_dst, full, ...)  starts the loads (before the thread's A copies of the stage).
 // B row br of the tile: gated, gate row n0 + br (br < 128) or up row n0 + br - 128; plain, row
 // n0 + br of expert e's [n, kdim] matrix; rows past the stack (E·n) read zeros, rows past n inside
 // it belong to the next expert and only reach columns the epilogue does not store.
@@ -66,7 +66,8 @@ struct WgmmaArgs {
 // BF16 stacks: thread 0 issues two TMA boxes of 128 rows × 64 k; their bytes complete on full[s].
 struct TmaWeights {
   CUtensorMap map[2];
-  static constexpr uint32_t kFullArrivals = kWgProducerThreads + 1;  // + thread 0's expect_tx arrival
+  // the producer threads' noinc cp.async arrivals + thread 0's expect_tx arrival
+  static constexpr uint32_t kFullArrivals = kWgProducerThreads + 1;
   static constexpr int kSmemBytes = kWgSmemBytes;
   __device__ __forceinline__ void prefetch() const {
     tma_prefetch_map(&map[0]);
@@ -81,7 +82,6 @@ struct TmaWeights {
     tma_load_2d(b_dst + kWgHalfBRows * kSw128RowBytes, &map[1], full, kt * kWgBK,
                 kGated ? b_row0 : b_row0 + kWgHalfBRows);
   }
-  __device__ __forceinline__ void land(int, uint8_t*, uint8_t*, int) const {}
 };
 
 // Persistent: CTA b takes the work items b, b + gridDim.x, ... (item = row tile · col_blocks +
@@ -123,14 +123,6 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     warpgroup_reg_dealloc<88>();
     const int t = threadIdx.x;
     const int chunk = wg_a_chunk(t);
-    // Stage g's data have landed: finish the weight tile, make the generic-proxy writes visible
-    // to wgmma (async proxy), signal.
-    auto signal = [&](int g) {
-      const int s = g % kWgStages;
-      weights.land(g, ring + wg_b_stage(s), ring, t);
-      fence_proxy_async_shared();
-      mbar_arrive(&full[s]);
-    };
     int g = 0;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
       const MoeTile tile = args.tiles[item / args.col_blocks];
@@ -160,15 +152,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           cp_async16(reinterpret_cast<bf16_t*>(a_dst + sw128_offset(wg_a_row(t, p), chunk)),
                      ok ? args.a + int64_t(src[p]) * args.kdim + k : args.a, ok);
         }
-        cp_async_commit();
-        if (g >= kWgLag) {
-          cp_async_wait<kWgLag>();  // the group of stage g - kWgLag has landed
-          signal(g - kWgLag);
-        }
+        cp_async_mbar_arrive_noinc(smem_u32(&full[s]));  // one of full[s]'s arrivals, once the copies land
       }
     }
     cp_async_wait<0>();
-    for (int r = g > kWgLag ? g - kWgLag : 0; r < g; ++r) signal(r);
     return;
   }
 
@@ -196,6 +183,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     for (int kt = 0; kt < k_tiles; ++kt, ++g) {
       const int s = g % kWgStages;
       mbar_wait(&full[s], uint32_t((g / kWgStages) & 1));
+      fence_proxy_async_shared();  // the producer's cp.async rows (generic proxy), for wgmma (async proxy)
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kWgBK / 16; ++kk)

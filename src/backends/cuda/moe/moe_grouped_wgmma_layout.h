@@ -29,10 +29,6 @@ constexpr int kWgABytes = kWgTileRows * kSw128RowBytes;   // 16 KiB
 constexpr int kWgBBytes = kWgBRows * kSw128RowBytes;      // 32 KiB
 constexpr int kWgStageBytes = kWgABytes + kWgBBytes;
 constexpr int kWgSmemBytes = kWgStages * kWgStageBytes + kSw128AtomBytes;  // + slack to align the ring to 1024 B
-// The producer signals stage kt's A rows once its cp.async group of kt has completed, kWgLag
-// groups later (kWgLag < kWgStages, so it never waits for a stage it has not signalled).
-constexpr int kWgLag = 2;
-static_assert(kWgLag < kWgStages, "the producer would wait on a stage it has not signalled");
 static_assert(kWgABytes % kSw128AtomBytes == 0 && kWgBBytes % kSw128AtomBytes == 0, "tiles stay 1024-aligned");
 
 // Output columns a CTA writes: 128 activations (gated) or 256 outputs (plain).
