@@ -229,8 +229,9 @@ __global__ void __launch_bounds__(kWarps * 32)
 // in the order of the kernels above, so the results are the same bits.
 
 // gate/up: an item is rows o0, o1 of gate and up of one slot (4 rows, as a warp above); a step is
-// chunk lane + 32·j of the 4 rows. Two steps in flight per warp (4 rows × 16 bytes per lane each).
-constexpr int kNvGateUpStages = 2;
+// chunk lane + 32·j of the 4 rows. Three steps in flight per warp (4 rows × 16 bytes per lane each;
+// 127 registers, 2 CTAs per SM).
+constexpr int kNvGateUpStages = 3;
 
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_stream_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
