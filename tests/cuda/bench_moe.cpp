@@ -179,6 +179,7 @@ void bench_moe_per_slot_shared(std::mt19937& rng) {
     DeviceBuffer<bf16> d_x(random_bf16(rng, size_t(T) * H)), d_h(size_t(T) * H);
     DeviceBuffer<bf16> d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
     DeviceBuffer<float> d_tw(std::vector<float>(size_t(T) * K, 0.4f));
+    DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
     STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(T) * H * 2));
     std::vector<DeviceBuffer<int32_t>> rts;
     double distinct = 0;
@@ -194,9 +195,9 @@ void bench_moe_per_slot_shared(std::mt19937& rng) {
       moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, idp, K, d_act.get(), d_sg.get(), d_su.get(), Is,
                   d_sact.get(), bench_stream());
       moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, idp, d_tw.get(), d_sact.get(), d_sd.get(), Is, d_h.get(),
-                       bench_stream());
+                       bench_stream(), d_ys.get());
     };
-    row("moe T=" + std::to_string(T) + " (6 routed + shared, 2 kern)", nullptr, time_us(moe),
+    row("moe T=" + std::to_string(T) + " (6 routed + shared)", nullptr, time_us(moe),
         (distinct + 1) * 3 * I * H * 2);
   }
 }
@@ -272,12 +273,13 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(flops, us_all));
   if (T <= 8) {  // decode: the per-slot kernels (moe.h, production up to 8 tokens)
+    DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
     auto notes = [&](double us) { return tflops(flops, us); };
     auto per_slot = [&](int i) {
       moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
                   nullptr, bench_stream());
       moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
-                       bench_stream());
+                       bench_stream(), d_ys.get());
     };
     row_checked_h("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", per_slot,
                   d_h, h0, hc, active * 3 * mat, notes);
@@ -288,7 +290,7 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
     };
     auto ps_down = [&](int i) {
       moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
-                       bench_stream());
+                       bench_stream(), d_ys.get());
     };
     row("moe per-slot T=" + std::to_string(T) + " gate/up alone", nullptr, time_us(ps_gate_up), active * 2 * mat);
     row("moe per-slot T=" + std::to_string(T) + " down alone", nullptr, time_us(ps_down), active * mat);

@@ -84,6 +84,7 @@ void bench_nvfp4_moe(std::mt19937& rng) {
   for (int T : {1, 2, 4, 8}) {
     auto x = random_bf16(rng, size_t(T) * H, 1.f);
     DeviceBuffer<bf16> d_x(x), d_h(size_t(T) * H), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+    DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
     const std::vector<float> tw(size_t(T) * K, 0.4f);
     DeviceBuffer<float> d_tw(tw);
     std::vector<DeviceBuffer<int32_t>> routings;
@@ -105,7 +106,7 @@ void bench_nvfp4_moe(std::mt19937& rng) {
       const int32_t* idp = routings[size_t(i % R)].get();
       nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), bench_stream());
       nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
-                             bench_stream());
+                             bench_stream(), d_ys.get());
     };
     STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(T) * H * 2));
     row("nvfp4 moe T=" + std::to_string(T) + " (6 routed + shared)", nullptr, time_us(moe),
@@ -175,12 +176,13 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
   if (T > 8) return;
   // Decode steps: the per-slot kernels (nvfp4_moe.h, production up to 8 tokens).
+  DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
   auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };
   auto per_slot = [&](int i) {
     nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
                       bench_stream());
     nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
-                           d_h.get(), bench_stream());
+                           d_h.get(), bench_stream(), d_ys.get());
   };
   row_checked_h("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", per_slot, d_h, h0, hc, active * 3 * mat,
                 notes);
@@ -191,7 +193,7 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   };
   auto ps_down = [&](int i) {
     nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
-                           d_h.get(), bench_stream());
+                           d_h.get(), bench_stream(), d_ys.get());
   };
   row("nvfp4 moe per-slot T=" + std::to_string(T) + " gate/up alone", nullptr, time_us(ps_gate_up), active * 2 * mat);
   row("nvfp4 moe per-slot T=" + std::to_string(T) + " down alone", nullptr, time_us(ps_down), active * mat);

@@ -116,13 +116,15 @@ TEST(CudaMoe, DecodeStepsOfOneToEightTokensPerSlot) {
       moe_ref(x, T, H, I, Is, MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}, ids, tw, K, h_ref);
       DeviceBuffer<int32_t> d_ids(ids);
       DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+      DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
       DeviceBuffer<float> d_tw(tw);
       d_act.poison();
       d_sact.poison();
+      d_y.poison();
       moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
                   d_sact.get(), nullptr);
       moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
-                       d_h.get(), nullptr);
+                       d_h.get(), nullptr, d_y.get());
       const auto cs = compare(d_sact.download(), sact_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(cs.ok()) << where << "shared act " << cs.describe();
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
@@ -187,12 +189,11 @@ TEST(CudaMoeGrouped, RejectsUnsupportedShapes) {
 namespace striker::cuda::testing {
 namespace {
 
-// Decode steps of 2-8 tokens take the streaming per-slot kernels (moe.cu: a warp walks several
-// items with the next chunks in flight). At Flint's expert shape (H 2048, I and the shared
-// expert's width 512) a step has more items than resident warps, so warps take several items each.
-// Every token's act, shared_act and h must equal, bit for bit, the same token run alone (T = 1
-// takes the one-token kernels), and h must match moe_ref; outputs NaN-poisoned first; routings
-// uniform, skewed (experts shared between tokens) and identical (all tokens on 6 experts).
+// Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):
+// the down projection runs slot by slot into a scratch, then the combine (moe.h). Every token's act,
+// shared_act and h must equal, bit for bit, the same token run alone (T = 1 takes the one-kernel
+// down), and h must match moe_ref; outputs and the scratch NaN-poisoned first; routings uniform,
+// skewed (experts shared between tokens) and identical (all tokens on 6 experts).
 TEST(CudaMoe, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
   std::mt19937 rng(106);
   const int E = 16, H = 2048, I = 512, Is = 512, K = 6;
@@ -208,13 +209,15 @@ TEST(CudaMoe, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
                  const std::vector<bf16>& h0) {
     DeviceBuffer<int32_t> d_ids(ids);
     DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+    DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);
     DeviceBuffer<float> d_tw(tw);
     d_act.poison();
     d_sact.poison();
+    d_y.poison();
     moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
                 d_sact.get(), nullptr);
     moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
-                     d_h.get(), nullptr);
+                     d_h.get(), nullptr, d_y.get());
     return Out{d_act.download(), d_sact.download(), d_h.download()};
   };
   auto rows = [](const auto& v, int t, size_t n) { return std::vector(v.begin() + t * n, v.begin() + (t + 1) * n); };

@@ -1,6 +1,7 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -8,7 +9,6 @@
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
-#include "backends/cuda/moe/moe_stream.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -141,251 +141,44 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
 }
 
-// ---- Decode steps of 2-8 tokens: the same sums as the two kernels above, streamed
-// (moe_stream.cuh). The per-slot grids above run ~7-8 waves at 8 tokens (the down kernel at one
-// CTA per SM, 202 registers); each CTA loads, waits, computes and exits, so each wave pays a full
-// DRAM round trip (two or three for down) with few bytes in flight. Here each warp walks its items
-// step by step with the next steps' loads in flight; per item the chunks are added in the order of
-// the kernels above, so the results are the same bits.
+// Decode steps of 2-8 tokens: the down projection slot by slot, y[s] = bf16(act_s·Wd_e) for routed
+// slot s (and bf16(shared_act_t·Wd_shared) for the shared expert's slots T*K + t), then the combine
+// kernel below (identity slot order) forms h. Each warp owns 4 rows of one slot and loads all their
+// chunks at once (inter 512: 8 weight loads per lane); a CTA reads 32 consecutive rows (32 KB) of
+// one expert. moe_down_kernel instead has each warp gather 2 rows of all K experts of a token at
+// 202 registers (one CTA per SM, ~8 waves of two dependent round trips each at T = 8: 0.51 of the
+// bandwidth). Per row the chunks are added in moe_down_kernel's order and the combine adds the
+// K rounded outputs in k order: the same bits.
+constexpr int kSlotRows = 4;  // rows per warp
 
-// gate/up: an item is rows o0, o1 of gate and up of one slot; a step is chunk lane + 32·j of the
-// 4 rows and the token's activations. Four steps in flight per warp (80 bytes per lane each).
-constexpr int kGateUpStages = 4;
-
-struct GateUpStage {
-  uint4 w[4];
-  uint4 x;
-};
-
-__global__ void __launch_bounds__(kWarps * 32, 2) moe_gate_up_stream_kernel(
-    const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
-    int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
-    const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act, int shared_items, int items) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int lane = threadIdx.x & 31;
-  const int W = gridDim.x * kWarps;
-  const int gw = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (gw >= items) return;
-  const int chunks = hidden / 8, steps = (chunks + 31) / 32;
-  auto item_of = [&](int i) { return moe_gate_up_item(i, T, K, inter, shared_inter, shared_items); };
-  auto load_w = [&](const MoeGateUpItem& it, int j, GateUpStage& b) {
-    const int c = lane + 32 * j;
-    if (c >= chunks) return;
-    const bf16_t *g, *u;
-    if (it.shared) {
-      g = sg, u = su;
-    } else {
-      const int64_t e = __ldg(ids + it.slot);
-      g = wg + e * inter * hidden, u = wu + e * inter * hidden;
-    }
-    b.w[0] = load_stream(g + int64_t(it.o0) * hidden + c * 8);
-    b.w[1] = load_stream(u + int64_t(it.o0) * hidden + c * 8);
-    b.w[2] = load_stream(g + int64_t(it.o1) * hidden + c * 8);
-    b.w[3] = load_stream(u + int64_t(it.o1) * hidden + c * 8);
-  };
-  auto load_x = [&](const MoeGateUpItem& it, int j, GateUpStage& b) {
-    const int c = lane + 32 * j;
-    if (c < chunks) b.x = load_cached(x + int64_t(it.t) * hidden + c * 8);
-  };
-  auto advance = [&](int& i, int& j, MoeGateUpItem& it) {
-    if (++j == steps) {
-      j = 0;
-      i += W;
-      if (i < items) it = item_of(i);
-    }
-  };
-  GateUpStage buf[kGateUpStages];
-  int li = gw, lj = 0;
-  MoeGateUpItem lit = item_of(li);
-  {
-    MoeGateUpItem pit[kGateUpStages];
-    int pj[kGateUpStages];
-    bool live[kGateUpStages];
-#pragma unroll
-    for (int d = 0; d < kGateUpStages; ++d) {
-      live[d] = li < items;
-      pit[d] = lit, pj[d] = lj;
-      if (live[d] && lit.shared) load_w(lit, lj, buf[d]);  // weights only: before the wait
-      advance(li, lj, lit);
-    }
-    pdl_wait();  // x and the routing come from earlier kernels
-#pragma unroll
-    for (int d = 0; d < kGateUpStages; ++d)
-      if (live[d]) {
-        if (!pit[d].shared) load_w(pit[d], pj[d], buf[d]);
-        load_x(pit[d], pj[d], buf[d]);
-      }
-  }
-  int ci = gw, cj = 0;
-  MoeGateUpItem cit = item_of(ci);
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  while (ci < items) {
-#pragma unroll
-    for (int d = 0; d < kGateUpStages; ++d) {
-      if (ci < items) {
-        if (lane + 32 * cj < chunks) {
-          float xf[8];
-          unpack8(buf[d].x, xf);
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            float wf[8];
-            unpack8(buf[d].w[r], wf);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) acc[r] = fmaf(wf[i], xf[i], acc[r]);
-          }
-        }
-        if (cj == steps - 1) {  // the item's last step: its four sums, then SwiGLU
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[r] = warp_sum(acc[r]);
-          if (lane < 2 && cit.o0 + lane < cit.rows) {
-            const float gv = round_bf16(lane == 0 ? acc[0] : acc[2]);
-            const float uv = round_bf16(lane == 0 ? acc[1] : acc[3]);
-            bf16_t* dst = cit.shared ? shared_act + int64_t(cit.t) * shared_inter : act + int64_t(cit.slot) * inter;
-            dst[cit.o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-          }
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[r] = 0.f;
-        }
-        advance(ci, cj, cit);
-        if (li < items) {
-          load_w(lit, lj, buf[d]);
-          load_x(lit, lj, buf[d]);
-        }
-        advance(li, lj, lit);
-      }
-    }
-  }
-}
-
-// down: an item is output rows o0, o0 + 1 of one token; its steps are the shared expert's chunks
-// (when given) then each routed expert's, chunk lane + 32·j of both rows and of the activations.
-// Six steps in flight per warp (48 bytes per lane each).
-constexpr int kDownStages = 6;
-
-struct DownStage {
-  uint4 w0, w1, a;
-};
-
-__global__ void __launch_bounds__(kWarps * 32, 2) moe_down_stream_kernel(
+__global__ void __launch_bounds__(kWarps * 32) moe_down_slots_kernel(
     const bf16_t* __restrict__ act, int T, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
-    const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
-    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h, int items) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int lane = threadIdx.x & 31;
-  const int W = gridDim.x * kWarps;
-  const int gw = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (gw >= items) return;
-  const int pairs = (hidden + 1) / 2;
-  const bool fused = shared_act != nullptr;
-  const int chunks = inter / 8, steps = (chunks + 31) / 32;
-  const int s_chunks = fused ? shared_inter / 8 : 0, s_steps = (s_chunks + 31) / 32;
-  const int k_first = fused ? -1 : 0;  // k = -1: the shared expert
-  struct Cursor {
-    int i, k, j, t, o0, o1;
-  };
-  auto set_item = [&](Cursor& u) {
-    u.t = u.i / pairs;
-    u.o0 = (u.i - u.t * pairs) * 2;
-    u.o1 = min(u.o0 + 1, hidden - 1);
-  };
-  auto advance = [&](Cursor& u) {
-    if (++u.j == (u.k < 0 ? s_steps : steps)) {
-      u.j = 0;
-      if (++u.k == K) {
-        u.k = k_first;
-        u.i += W;
-        if (u.i < items) set_item(u);
-      }
-    }
-  };
-  auto live_chunk = [&](const Cursor& u) { return lane + 32 * u.j < (u.k < 0 ? s_chunks : chunks); };
-  auto load_w = [&](const Cursor& u, DownStage& b) {
-    if (!live_chunk(u)) return;
-    const int c = lane + 32 * u.j;
-    if (u.k < 0) {
-      b.w0 = load_stream(wd_shared + int64_t(u.o0) * shared_inter + c * 8);
-      b.w1 = load_stream(wd_shared + int64_t(u.o1) * shared_inter + c * 8);
-    } else {
-      const int64_t base = int64_t(__ldg(ids + u.t * K + u.k)) * hidden;
-      b.w0 = load_stream(wd + (base + u.o0) * inter + c * 8);
-      b.w1 = load_stream(wd + (base + u.o1) * inter + c * 8);
-    }
-  };
-  auto load_a = [&](const Cursor& u, DownStage& b) {
-    if (!live_chunk(u)) return;
-    const int c = lane + 32 * u.j;
-    b.a = u.k < 0 ? load_cached(shared_act + int64_t(u.t) * shared_inter + c * 8)
-                  : load_cached(act + int64_t(u.t * K + u.k) * inter + c * 8);
-  };
-  DownStage buf[kDownStages];
-  Cursor ld{gw, k_first, 0, 0, 0, 0};
-  set_item(ld);
-  Cursor cp = ld;
-  {
-    Cursor pc[kDownStages];
-    bool live[kDownStages];
+    const int32_t* __restrict__ ids, const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ wd_shared,
+    int shared_inter, bf16_t* __restrict__ y) {
+  pdl_grid_start();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * kSlotRows;
+  if (o0 >= hidden) return;
+  const int s = blockIdx.y;
+  const bool shared = s >= T * K;
+  const int in = shared ? shared_inter : inter;
+  const bf16_t* base = shared ? wd_shared : wd + int64_t(ids[s]) * hidden * inter;
+  const bf16_t* xs = shared ? shared_act + int64_t(s - T * K) * shared_inter : act + int64_t(s) * inter;
+  const bf16_t* w[kSlotRows];
+  const bf16_t* xr[kSlotRows];
 #pragma unroll
-    for (int d = 0; d < kDownStages; ++d) {
-      live[d] = ld.i < items;
-      pc[d] = ld;
-      if (live[d] && ld.k < 0) load_w(ld, buf[d]);  // the shared expert's rows: before the wait
-      advance(ld);
-    }
-    pdl_wait();  // the routing, act and h come from earlier kernels
-#pragma unroll
-    for (int d = 0; d < kDownStages; ++d)
-      if (live[d]) {
-        if (pc[d].k >= 0) load_w(pc[d], buf[d]);
-        load_a(pc[d], buf[d]);
-      }
+  for (int r = 0; r < kSlotRows; ++r) {
+    w[r] = base + int64_t(min(o0 + r, hidden - 1)) * in;
+    xr[r] = xs;
   }
-  float acc0 = 0.f, acc1 = 0.f, sum0 = 0.f, sum1 = 0.f, ysh0 = 0.f, ysh1 = 0.f;
-  while (cp.i < items) {
+  float acc[kSlotRows][1];
+  warp_dot<kSlotRows, 1>(w, xr, 0, 1, in, acc);
+  const int lane = threadIdx.x & 31;
+  if (lane < kSlotRows && o0 + lane < hidden) {
+    float v = acc[0][0];
 #pragma unroll
-    for (int d = 0; d < kDownStages; ++d) {
-      if (cp.i < items) {
-        if (live_chunk(cp)) {
-          float f0[8], f1[8], fx[8];
-          unpack8(buf[d].w0, f0);
-          unpack8(buf[d].w1, f1);
-          unpack8(buf[d].a, fx);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            acc0 = fmaf(f0[i], fx[i], acc0);
-            acc1 = fmaf(f1[i], fx[i], acc1);
-          }
-        }
-        if (cp.j == (cp.k < 0 ? s_steps : steps) - 1) {  // the expert's last chunk
-          const float r0 = round_bf16(warp_sum(acc0)), r1 = round_bf16(warp_sum(acc1));
-          acc0 = acc1 = 0.f;
-          if (cp.k < 0) {
-            ysh0 = r0, ysh1 = r1;
-          } else {
-            const float wk = topk_w[cp.t * K + cp.k];
-            sum0 = fmaf(wk, r0, sum0);
-            sum1 = fmaf(wk, r1, sum1);
-            if (cp.k == K - 1) {
-              float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
-              if (fused) {
-                y0 = round_bf16(y0 + ysh0);
-                y1 = round_bf16(y1 + ysh1);
-              }
-              if (lane < 2 && cp.o0 + lane < hidden) {
-                const int64_t idx = int64_t(cp.t) * hidden + cp.o0 + lane;
-                h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
-              }
-              sum0 = sum1 = 0.f;
-            }
-          }
-        }
-        advance(cp);
-        if (ld.i < items) {
-          load_w(ld, buf[d]);
-          load_a(ld, buf[d]);
-        }
-        advance(ld);
-      }
-    }
+    for (int r = 1; r < kSlotRows; ++r)
+      if (lane == r) v = acc[r][0];
+    y[int64_t(s) * hidden + o0 + lane] = __float2bfloat16_rn(v);
   }
 }
 
@@ -416,7 +209,7 @@ __device__ __forceinline__ uint4 combine8(const bf16_t* __restrict__ ys, const i
   float sum[kCombineCols] = {};
   for (int k = 0; k < K; ++k) {
     float y[kCombineCols];
-    load8(ys + int64_t(inv[slot + k]) * hidden + o, y);
+    load8(ys + (inv != nullptr ? int64_t(inv[slot + k]) : slot + k) * hidden + o, y);
     const float wk = topk_w[slot + k];
 #pragma unroll
     for (int i = 0; i < kCombineCols; ++i) sum[i] = fmaf(wk, y[i], sum[i]);
@@ -475,6 +268,15 @@ __global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_ke
   }
 }
 
+// TEMPORARY (A/B run): STRIKER_AB_OFF=1 keeps moe_down_kernel at every T.
+bool moe_slots_ab_off() {
+  static const bool off = [] {
+    const char* e = std::getenv("STRIKER_AB_OFF");
+    return e != nullptr && e[0] == '1';
+  }();
+  return off;
+}
+
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 8 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
@@ -491,18 +293,6 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
   if (int64_t(T) * (K + 1) > 65535)
     throw Error("moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
                 " slots exceed one launch (65535); split the batch");
-  if (T >= moe_stream_min_tokens()) {
-    const int64_t shared_items = has_shared ? int64_t(T) * ((shared_inter + 1) / 2) : 0;
-    const int64_t items = shared_items + int64_t(T) * K * ((inter + 1) / 2);
-    const int ctas = moe_stream_ctas<moe_gate_up_stream_kernel>(kWarps * 32, items, kWarps);
-    launch_pdl(moe_gate_up_stream_kernel, dim3(unsigned(ctas)), dim3(kWarps * 32), 0, stream,
-               reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
-               reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
-               reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up),
-               has_shared ? shared_inter : 0, reinterpret_cast<bf16_t*>(shared_act), int(shared_items), int(items));
-    STRIKER_CUDA_CHECK_LAUNCH("moe_gate_up");
-    return;
-  }
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
@@ -515,20 +305,23 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream, bf16* y_scratch) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
-  if (T >= moe_stream_min_tokens()) {
-    const int64_t items = int64_t(T) * ((hidden + 1) / 2);
-    const int ctas = moe_stream_ctas<moe_down_stream_kernel>(kWarps * 32, items, kWarps);
-    launch_pdl(moe_down_stream_kernel, dim3(unsigned(ctas)), dim3(kWarps * 32), 0, stream,
-               reinterpret_cast<const bf16_t*>(act), T, K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden,
-               topk_ids, topk_w, reinterpret_cast<const bf16_t*>(shared_act),
-               reinterpret_cast<const bf16_t*>(w_down_shared), shared_act ? shared_inter : 0,
-               reinterpret_cast<bf16_t*>(h), int(items));
-    STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
+  if (y_scratch != nullptr && T >= 2 && !moe_slots_ab_off()) {
+    const int slots = T * K + (shared_act ? T : 0);
+    if (slots > kMaxGridYZ) throw Error("moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
+    check_width("moe_down_combine (hidden)", hidden);
+    const dim3 grid(unsigned((hidden + kSlotRows * kWarps - 1) / (kSlotRows * kWarps)), unsigned(slots));
+    launch_pdl(moe_down_slots_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), T, K,
+               reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids,
+               reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared),
+               shared_act ? shared_inter : 0, reinterpret_cast<bf16_t*>(y_scratch));
+    STRIKER_CUDA_CHECK_LAUNCH("moe_down_slots");
+    moe_combine_sorted(y_scratch, nullptr, topk_w, shared_act ? y_scratch + int64_t(T) * K * hidden : nullptr, T, K,
+                       hidden, h, stream);
     return;
   }
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));

@@ -1,12 +1,13 @@
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/moe/moe_stream.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -221,216 +222,103 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// ---- Decode steps of 2-8 tokens: the same sums as the kernels above, streamed (moe_stream.cuh).
-// At 8 tokens the per-slot grids above were ~7 waves of CTAs that each load all their chunks,
-// wait for them, decode and exit: DRAM idle while a wave decodes, the decode idle while it loads.
-// Here each warp walks its items step by step (a step: one 16-byte chunk of each of its rows) with
-// the next steps' loads in flight while it decodes the current one. Per item the chunks are added
-// in the order of the kernels above, so the results are the same bits.
-
-// gate/up: an item is rows o0, o1 of gate and up of one slot (4 rows, as a warp above); a step is
-// chunk lane + 32·j of the 4 rows. Three steps in flight per warp (4 rows × 16 bytes per lane each;
-// 127 registers, 2 CTAs per SM).
-constexpr int kNvGateUpStages = 3;
-
-__global__ void __launch_bounds__(kWarps * 32, 2)
-    nvfp4_moe_gate_up_stream_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
-                                    int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act,
-                                    Nvfp4Shared sh, bf16_t* __restrict__ shared_act, int shared_items, int items) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int lane = threadIdx.x & 31;
-  const int W = gridDim.x * kWarps;
-  const int gw = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (gw >= items) return;
-  const int chunks = hidden / 32, steps = (chunks + 31) / 32;
-  auto item_of = [&](int i) { return moe_gate_up_item(i, T, K, inter, sh.inter, shared_items); };
-  // Loads step j of item `it` (index i) into b; routed rows read the router's ids (after pdl_wait).
-  auto load = [&](const MoeGateUpItem& it, int j, Nvfp4Chunk<4>& b) {
-    const int c = lane + 32 * j;
-    if (c >= chunks) return;
-    const uint8_t* cr[4];
-    const uint8_t* sr[4];
-    if (it.shared) {
-      const int64_t cb = hidden / 2, sb = hidden / 16;
-      cr[0] = sh.gate.codes + it.o0 * cb, sr[0] = sh.gate.scales + it.o0 * sb;
-      cr[1] = sh.up.codes + it.o0 * cb, sr[1] = sh.up.scales + it.o0 * sb;
-      cr[2] = sh.gate.codes + it.o1 * cb, sr[2] = sh.gate.scales + it.o1 * sb;
-      cr[3] = sh.up.codes + it.o1 * cb, sr[3] = sh.up.scales + it.o1 * sb;
-    } else {
-      const int64_t e = __ldg(ids + it.slot);
-      stack_row(wg.m, e, inter, it.o0, hidden, cr[0], sr[0]);
-      stack_row(wu.m, e, inter, it.o0, hidden, cr[1], sr[1]);
-      stack_row(wg.m, e, inter, it.o1, hidden, cr[2], sr[2]);
-      stack_row(wu.m, e, inter, it.o1, hidden, cr[3], sr[3]);
-    }
-    load_chunk<4>(cr, sr, c, b);
-  };
-  Nvfp4Chunk<4> buf[kNvGateUpStages];
-  // The load cursor (item li, step lj) runs kNvGateUpStages steps ahead of the compute cursor.
-  int li = gw, lj = 0;
-  MoeGateUpItem lit = item_of(li);
-  auto advance = [&](int& i, int& j, MoeGateUpItem& it) {
-    if (++j == steps) {
-      j = 0;
-      i += W;
-      if (i < items) it = item_of(i);
-    }
-  };
-  {
-    MoeGateUpItem pit[kNvGateUpStages];
-    int pj[kNvGateUpStages];
-    bool live[kNvGateUpStages];
+// Decode steps of 2-8 tokens (the half-warp shapes: inter and the shared inter <= 512): the down
+// projection slot by slot, y[s] = bf16(scale2·(act_s·Wd_e)) for routed slot s (the shared expert's
+// slots T*K + t after them), then moe_combine_sorted in slot order forms h (moe.h) — as moe.cu's
+// moe_down_slots_kernel does for BF16. A warp owns 4 rows of one slot: lanes 0-15 rows o0, o0 + 2,
+// lanes 16-31 rows o0 + 1, o0 + 3, one 16-byte chunk of each per lane, loaded with the lane's
+// activations in one batch. Per row the same partials and half-warp sums as the kernel above, and
+// the combine adds the rounded outputs in k order: the same bits.
+__device__ __forceinline__ float group_dot_loaded(uint32_t w0, uint32_t w1, uint32_t sb, const uint4& x0,
+                                                  const uint4& x1) {  // group_dot with x already loaded
+  float wf[16], xf[16];
+  decode16(w0, w1, wf);
+  unpack8(x0, xf);
+  unpack8(x1, xf + 8);
+  float p = 0.f;
 #pragma unroll
-    for (int d = 0; d < kNvGateUpStages; ++d) {
-      live[d] = li < items;
-      pit[d] = lit, pj[d] = lj;
-      if (live[d] && lit.shared) load(lit, lj, buf[d]);  // weights only: before the wait
-      advance(li, lj, lit);
-    }
-    pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
-#pragma unroll
-    for (int d = 0; d < kNvGateUpStages; ++d)
-      if (live[d] && !pit[d].shared) load(pit[d], pj[d], buf[d]);
-  }
-  int ci = gw, cj = 0;
-  MoeGateUpItem cit = item_of(ci);
-  float acc[4][1] = {{0.f}, {0.f}, {0.f}, {0.f}};
-  while (ci < items) {
-#pragma unroll
-    for (int d = 0; d < kNvGateUpStages; ++d) {
-      if (ci < items) {
-        const int c = lane + 32 * cj;
-        if (c < chunks) accumulate_chunk<4, 1, true>(buf[d], x + int64_t(cit.t) * hidden, 0, 1, c, acc);
-        if (cj == steps - 1) {  // the item's last step: its four sums, then SwiGLU
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[r][0] = warp_sum(acc[r][0]);
-          float s2g, s2u;
-          if (cit.shared) {
-            s2g = sh.s2_gate, s2u = sh.s2_up;
-          } else {
-            const int e = __ldg(ids + cit.slot);
-            s2g = wg.scale2[e], s2u = wu.scale2[e];
-          }
-          if (lane < 2 && cit.o0 + lane < cit.rows) {
-            const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
-            const float uv = round_bf16((lane == 0 ? acc[1][0] : acc[3][0]) * s2u);
-            bf16_t* dst = cit.shared ? shared_act + int64_t(cit.t) * sh.inter : act + int64_t(cit.slot) * inter;
-            dst[cit.o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-          }
-#pragma unroll
-          for (int r = 0; r < 4; ++r) acc[r][0] = 0.f;
-        }
-        advance(ci, cj, cit);
-        if (li < items) load(lit, lj, buf[d]);
-        advance(li, lj, lit);
-      }
-    }
-  }
+  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+  return ue4m3_x2p14(sb & 0xFFu) * p;
 }
 
-// down (the half-warp form: inter and the shared inter <= 512): an item is output rows o0 (lanes
-// 0-15) and o0 + 1 (lanes 16-31) of one token; its steps are the shared expert's chunk (when fused)
-// then expert k = 0..K-1's, one 16-byte chunk per lane each. Four steps in flight per warp.
-constexpr int kNvDownStages = 4;
-
 __global__ void __launch_bounds__(kWarps * 32)
-    nvfp4_moe_down_stream_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter, int hidden,
-                                 const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
-                                 const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
-                                 bf16_t* __restrict__ h, int items) {
+    nvfp4_moe_down_slots_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter, int hidden,
+                                const int32_t* __restrict__ ids, Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
+                                bf16_t* __restrict__ y) {
   pdl_launch_dependents();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 4;
+  if (o0 >= hidden) return;
+  const int s = blockIdx.y;
+  const bool shared = s >= T * K;
   const int lane = threadIdx.x & 31;
-  const int W = gridDim.x * kWarps;
-  const int gw = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (gw >= items) return;
-  const int pairs = (hidden + 1) / 2;
-  const int c = lane & 15;  // this lane's chunk of its row
-  const bool fused = shared_act != nullptr;
-  const int k_first = fused ? -1 : 0;  // step k = -1: the shared expert
-  struct Cursor {
-    int i, k, t, o0, o;
-  };
-  auto set_item = [&](Cursor& u) {
-    u.t = u.i / pairs;
-    u.o0 = (u.i - u.t * pairs) * 2;
-    u.o = lane < 16 ? u.o0 : min(u.o0 + 1, hidden - 1);
-  };
-  auto advance = [&](Cursor& u) {
-    if (++u.k == K) {
-      u.k = k_first;
-      u.i += W;
-      if (u.i < items) set_item(u);
-    }
-  };
-  auto has_chunk = [&](const Cursor& u) { return c < (u.k < 0 ? sh.inter : inter) / 32; };
-  auto load = [&](const Cursor& u, Nvfp4Chunk<1>& b) {
-    if (!has_chunk(u)) return;
-    const uint8_t *cp, *sp;
-    if (u.k < 0) {
-      cp = sh.down.codes + int64_t(u.o) * (sh.inter / 2);
-      sp = sh.down.scales + int64_t(u.o) * (sh.inter / 16);
-    } else {
-      stack_row(wd.m, __ldg(ids + u.t * K + u.k), hidden, u.o, inter, cp, sp);
-    }
-    const uint8_t* cr[1] = {cp};
-    const uint8_t* sr[1] = {sp};
-    load_chunk<1>(cr, sr, c, b);
-  };
-  Nvfp4Chunk<1> buf[kNvDownStages];
-  Cursor ld{gw, k_first, 0, 0, 0};
-  set_item(ld);
-  Cursor cp = ld;
-  {
-    Cursor pc[kNvDownStages];
-    bool live[kNvDownStages];
+  const int c = lane & 15;
+  const int in = shared ? sh.inter : inter;
+  const bool has_chunk = c < in / 32;
+  int o[2];
+  const uint8_t* cr[2];
+  const uint8_t* sr[2];
 #pragma unroll
-    for (int d = 0; d < kNvDownStages; ++d) {
-      live[d] = ld.i < items;
-      pc[d] = ld;
-      if (live[d] && ld.k < 0) load(ld, buf[d]);  // the shared expert's chunk: before the wait
-      advance(ld);
-    }
-    pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
+  for (int r = 0; r < 2; ++r) o[r] = min(o0 + (lane >> 4) + 2 * r, hidden - 1);
+  Nvfp4Chunk<2> q;
+  if (shared) {  // the shared expert's rows do not depend on the routing: load them before the wait
 #pragma unroll
-    for (int d = 0; d < kNvDownStages; ++d)
-      if (live[d] && pc[d].k >= 0) load(pc[d], buf[d]);
+    for (int r = 0; r < 2; ++r) {
+      cr[r] = sh.down.codes + int64_t(o[r]) * (sh.inter / 2);
+      sr[r] = sh.down.scales + int64_t(o[r]) * (sh.inter / 16);
+    }
+    if (has_chunk) load_chunk<2>(cr, sr, c, q);
+    pdl_wait();
+  } else {
+    pdl_wait();  // ids and act come from earlier kernels
+    const int64_t e = ids[s];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) stack_row(wd.m, e, hidden, o[r], inter, cr[r], sr[r]);
+    if (has_chunk) load_chunk<2>(cr, sr, c, q);
   }
-  float sum = 0.f, ysh = 0.f;
-  while (cp.i < items) {
+  float out[2];
+  if (shared) {
+    const bf16_t* xs = shared_act + int64_t(s - T * K) * sh.inter;
 #pragma unroll
-    for (int d = 0; d < kNvDownStages; ++d) {
-      if (cp.i < items) {
-        if (cp.k < 0) {  // shared expert: bf16 of its output, added after the routed sum
-          float sacc[1][1] = {{0.f}};
-          if (has_chunk(cp)) accumulate_chunk<1, 1>(buf[d], shared_act + int64_t(cp.t) * sh.inter, 0, 1, c, sacc);
-          ysh = round_bf16(half_warp_sum(sacc[0][0]) * sh.s2_down);
-        } else {
-          const int slot = cp.t * K + cp.k;
-          float a = 0.f;
-          if (has_chunk(cp)) {
-            const bf16_t* xp = act + int64_t(slot) * inter + int64_t(c) * 32;
-            const Nvfp4Chunk<1>& q = buf[d];
-            a += group_dot(q.q[0].x, q.q[0].y, q.sc[0], xp) + group_dot(q.q[0].z, q.q[0].w, q.sc[0] >> 8, xp + 16);
-          }
-          const float wk = topk_w[slot], s2 = wd.scale2[__ldg(ids + slot)];
-          sum = fmaf(wk, round_bf16(half_warp_sum(a) * s2), sum);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
-          if (cp.k == K - 1) {
-            float y = round_bf16(sum);
-            if (fused) y = round_bf16(y + ysh);
-            else if (y_shared != nullptr) y = round_bf16(y + __bfloat162float(y_shared[int64_t(cp.t) * hidden + cp.o]));
-            if ((lane == 0 || lane == 16) && (lane == 0 || cp.o0 + 1 < hidden)) {
-              const int64_t idx = int64_t(cp.t) * hidden + cp.o;
-              h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
-            }
-            sum = 0.f;
-          }
-        }
-        advance(cp);
-        if (ld.i < items) load(ld, buf[d]);
-        advance(ld);
+    for (int r = 0; r < 2; ++r) {
+      float sacc[1][1] = {{0.f}};
+      if (has_chunk) {
+        Nvfp4Chunk<1> one;
+        one.q[0] = q.q[r], one.sc[0] = q.sc[r];
+        accumulate_chunk<1, 1>(one, xs, 0, 1, c, sacc);
       }
+      out[r] = round_bf16(half_warp_sum(sacc[0][0]) * sh.s2_down);
+    }
+  } else {
+    uint4 xq[4];
+    const bf16_t* xp = act + int64_t(s) * inter + int64_t(c) * 32;
+    if (has_chunk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xq[i] = load_cached(xp + 8 * i);
+    const float s2 = wd.scale2[ids[s]];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float a = 0.f;
+      if (has_chunk)
+        a += group_dot_loaded(q.q[r].x, q.q[r].y, q.sc[r], xq[0], xq[1]) +
+             group_dot_loaded(q.q[r].z, q.q[r].w, q.sc[r] >> 8, xq[2], xq[3]);
+      out[r] = round_bf16(half_warp_sum(a) * s2);
     }
   }
+  if (c == 0)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = o0 + (lane >> 4) + 2 * r;
+      if (row < hidden) y[int64_t(s) * hidden + row] = __float2bfloat16_rn(out[r]);
+    }
+}
+
+// TEMPORARY (A/B run): STRIKER_AB_OFF=1 keeps the one-launch down kernels at every T.
+bool nvfp4_slots_ab_off() {
+  static const bool off = [] {
+    const char* e = std::getenv("STRIKER_AB_OFF");
+    return e != nullptr && e[0] == '1';
+  }();
+  return off;
 }
 
 void check_width(const char* what, int width) {
@@ -450,17 +338,6 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
     throw Error("nvfp4_moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
                 " slots exceed one launch (65535); split the batch");
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
-  if (T >= moe_stream_min_tokens()) {
-    const int64_t shared_items = has_shared ? int64_t(T) * ((sh.inter + 1) / 2) : 0;
-    const int64_t items = shared_items + int64_t(T) * K * ((inter + 1) / 2);
-    const int ctas = moe_stream_ctas<nvfp4_moe_gate_up_stream_kernel>(kWarps * 32, items, kWarps);
-    launch_pdl(nvfp4_moe_gate_up_stream_kernel, dim3(unsigned(ctas)), dim3(kWarps * 32), 0, stream,
-               reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,
-               reinterpret_cast<bf16_t*>(act), sh, reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
-               int(shared_items), int(items));
-    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
-    return;
-  }
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
@@ -471,7 +348,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
+                            bf16* y_scratch) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -479,18 +357,20 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   const bool fused_shared = shared != nullptr && shared_act != nullptr;
   if (fused_shared) check_width("nvfp4_moe_down_combine (shared)", shared->inter);
   const Nvfp4Shared sh = fused_shared ? *shared : Nvfp4Shared{};
-  const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  if (inter <= 512 && (!fused_shared || sh.inter <= 512) && T >= moe_stream_min_tokens()) {
-    const int64_t items = int64_t(T) * ((hidden + 1) / 2);
-    const int ctas = moe_stream_ctas<nvfp4_moe_down_stream_kernel>(kWarps * 32, items, kWarps);
-    launch_pdl(nvfp4_moe_down_stream_kernel, dim3(unsigned(ctas)), dim3(kWarps * 32), 0, stream,
-               reinterpret_cast<const bf16_t*>(act), T, K, down, inter, hidden, topk_ids, topk_w, sh,
+  if (y_scratch != nullptr && T >= 2 && !nvfp4_slots_ab_off() && inter <= 512 && (!fused_shared || sh.inter <= 512)) {
+    const int slots = T * K + (fused_shared ? T : 0);
+    if (slots > kMaxGridYZ) throw Error("nvfp4_moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
+    const dim3 sgrid(unsigned((hidden + 4 * kWarps - 1) / (4 * kWarps)), unsigned(slots));
+    launch_pdl(nvfp4_moe_down_slots_kernel, sgrid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act),
+               T, K, down, inter, hidden, topk_ids, sh,
                reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-               reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h),
-               int(items));
-    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
+               reinterpret_cast<bf16_t*>(y_scratch));
+    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots");
+    moe_combine_sorted(y_scratch, nullptr, topk_w, fused_shared ? y_scratch + int64_t(T) * K * hidden : y_shared, T,
+                       K, hidden, h, stream);
     return;
   }
+  const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   if (inter <= 512 && (!fused_shared || sh.inter <= 512)) {
     launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), 0, stream,
                reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
