@@ -5,7 +5,9 @@
 //   decode steps (<= kGemvMaxTokens tokens): kernels that read only the selected experts' rows,
 //     one slot at a time, BF16 or NVFP4 (moe.h, nvfp4_moe.h), with the shared expert fused in when
 //     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
-//     tiles (docs/performance.md, "MoE at 2-8 decode tokens");
+//     tiles (docs/performance.md, "MoE at 2-8 decode tokens"); from 2 tokens on the down
+//     projection runs slot by slot into w.moe_y and a combine kernel forms h (one launch more,
+//     docs/performance.md "Eighth session");
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.

@@ -1,7 +1,6 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -268,15 +267,6 @@ __global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_ke
   }
 }
 
-// TEMPORARY (A/B run): STRIKER_AB_OFF=1 keeps moe_down_kernel at every T.
-bool moe_slots_ab_off() {
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && e[0] == '1';
-  }();
-  return off;
-}
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 8 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
@@ -310,7 +300,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
-  if (y_scratch != nullptr && T >= 2 && !moe_slots_ab_off()) {
+  if (y_scratch != nullptr && T >= 2) {
     const int slots = T * K + (shared_act ? T : 0);
     if (slots > kMaxGridYZ) throw Error("moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
     check_width("moe_down_combine (hidden)", hidden);

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -312,15 +311,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-// TEMPORARY (A/B run): STRIKER_AB_OFF=1 keeps the one-launch down kernels at every T.
-bool nvfp4_slots_ab_off() {
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && e[0] == '1';
-  }();
-  return off;
-}
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 64 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 64");
@@ -357,7 +347,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   const bool fused_shared = shared != nullptr && shared_act != nullptr;
   if (fused_shared) check_width("nvfp4_moe_down_combine (shared)", shared->inter);
   const Nvfp4Shared sh = fused_shared ? *shared : Nvfp4Shared{};
-  if (y_scratch != nullptr && T >= 2 && !nvfp4_slots_ab_off() && inter <= 512 && (!fused_shared || sh.inter <= 512)) {
+  if (y_scratch != nullptr && T >= 2 && inter <= 512 && (!fused_shared || sh.inter <= 512)) {
     const int slots = T * K + (fused_shared ? T : 0);
     if (slots > kMaxGridYZ) throw Error("nvfp4_moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
     const dim3 sgrid(unsigned((hidden + 4 * kWarps - 1) / (4 * kWarps)), unsigned(slots));
