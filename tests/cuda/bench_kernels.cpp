@@ -10,11 +10,14 @@
 // prefill kernels), `prefill-attention` (the attention rows alone), `prefill-small` (the small
 // kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
-// rows), `decode-attention` (those attention rows alone).
+// rows), `decode-attention` (those attention rows alone), `decode-moe` (the MoE rows of the decode
+// steps alone).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <initializer_list>
+#include <iterator>
 #include <random>
 #include <string>
 #include <utility>
@@ -87,6 +90,17 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
   for (int T : tokens) bench_nvfp4_moe_grouped(rng, stacks, T);
 }
 
+// The MoE rows of decode steps alone (`decode-moe`): the per-slot kernels (production up to 8
+// tokens) at T = 1, 2, 4, 8 with the shared expert, and without it (also each kernel alone) beside
+// the grouped path of the same routing, BF16 and NVFP4.
+void bench_decode_moe(std::mt19937& rng, LtGemm& lt) {
+  bench_moe_per_slot_shared(rng);
+  for (int T : {1, 2, 4, 8}) bench_moe_grouped(rng, lt, T);
+  const Nvfp4ExpertStacks stacks;
+  bench_nvfp4_moe(rng);
+  for (int T : {1, 2, 4, 8}) bench_nvfp4_moe_grouped(rng, stacks, T);
+}
+
 // The decode attention rows of a step at batch 1 and 8 (the backend's split target).
 void bench_decode_attention(std::mt19937& rng, int sms) {
   for (int seqs : {1, 8}) {
@@ -101,13 +115,13 @@ void bench_decode_attention(std::mt19937& rng, int sms) {
 int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
-  if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" &&
-                    only != "grouped-moe-wgmma" && only != "prefill" && only != "prefill-attention" &&
-                    only != "prefill-small" && only != "decode" && only != "decode-attention")) {
-    std::fprintf(stderr,
-                 "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | grouped-moe-wgmma | prefill | "
-                 "prefill-attention | "
-                 "prefill-small | decode | decode-attention]\n");
+  static const char* const kFamilies[] = {"grouped-moe", "grouped-moe-nvfp4", "grouped-moe-wgmma", "prefill",
+                                          "prefill-attention", "prefill-small", "decode", "decode-attention",
+                                          "decode-moe"};
+  const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
+  if (argc > 2 || !known) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [");
+    for (const char* f : kFamilies) std::fprintf(stderr, "%s%s", f, f == kFamilies[std::size(kFamilies) - 1] ? "]\n" : " | ");
     return 2;
   }
   try {
@@ -144,6 +158,12 @@ int main(int argc, char** argv) {
       return kernel_check_failures() == 0 ? 0 : 1;
     }
     bench_copy();
+    if (only == "decode-moe") {
+      LtGemm lt;
+      bench_decode_moe(rng, lt);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     if (only == "decode" || only == "decode-attention") {
       int sms = 0;
       STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

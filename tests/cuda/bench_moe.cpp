@@ -159,6 +159,49 @@ void bench_router_moe(std::mt19937& rng) {
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
 }
 
+// Decode steps of 1, 2, 4, 8 tokens through the per-slot kernels with a BF16 shared expert (production's
+// two launches): 256 experts filled on the device, 8 uniform routings rotated so the experts are not
+// L2 hits; GB/s over the distinct experts' bytes + the shared expert's.
+void bench_moe_per_slot_shared(std::mt19937& rng) {
+  const int H = 2048, E = 256, I = 512, K = 6, Is = 512;
+  const int64_t expert_elems = int64_t(E) * I * H, shared_elems = int64_t(Is) * H;
+  DeviceBuffer<bf16> d_wg(static_cast<size_t>(expert_elems)), d_wu(static_cast<size_t>(expert_elems)),
+      d_wd(static_cast<size_t>(expert_elems));
+  DeviceBuffer<bf16> d_sg(static_cast<size_t>(shared_elems)), d_su(static_cast<size_t>(shared_elems)),
+      d_sd(static_cast<size_t>(shared_elems));
+  fill_random_bf16(d_wg.get(), expert_elems, 21, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_wu.get(), expert_elems, 22, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_wd.get(), expert_elems, 23, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_sg.get(), shared_elems, 24, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_su.get(), shared_elems, 25, 0.f, 0.03f, bench_stream());
+  fill_random_bf16(d_sd.get(), shared_elems, 26, 0.f, 0.03f, bench_stream());
+  for (int T : {1, 2, 4, 8}) {
+    DeviceBuffer<bf16> d_x(random_bf16(rng, size_t(T) * H)), d_h(size_t(T) * H);
+    DeviceBuffer<bf16> d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+    DeviceBuffer<float> d_tw(std::vector<float>(size_t(T) * K, 0.4f));
+    DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
+    STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(T) * H * 2));
+    std::vector<DeviceBuffer<int32_t>> rts;
+    double distinct = 0;
+    for (int r = 0; r < 8; ++r) {
+      auto ids_r = make_routing(rng, RoutingKind::uniform, T, K, E);
+      auto sorted = ids_r;
+      std::sort(sorted.begin(), sorted.end());
+      distinct += double(std::unique(sorted.begin(), sorted.end()) - sorted.begin()) / 8;
+      rts.emplace_back(ids_r);
+    }
+    auto moe = [&](int i) {
+      const int32_t* idp = rts[size_t(i % 8)].get();
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, idp, K, d_act.get(), d_sg.get(), d_su.get(), Is,
+                  d_sact.get(), bench_stream());
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, idp, d_tw.get(), d_sact.get(), d_sd.get(), Is, d_h.get(),
+                       bench_stream(), d_ys.get());
+    };
+    row("moe T=" + std::to_string(T) + " (6 routed + shared)", nullptr, time_us(moe),
+        (distinct + 1) * 3 * I * H * 2);
+  }
+}
+
 void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const int E = 256, H = 2048, I = 512, K = 6, S = T * K;
   const int64_t expert_elems = int64_t(E) * I * H;
@@ -230,15 +273,27 @@ void bench_moe_grouped(std::mt19937& rng, LtGemm& lt, int T) {
   const double us_all = time_us(all);
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(flops, us_all));
   if (T <= 8) {  // decode: the per-slot kernels (moe.h, production up to 8 tokens)
+    DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
     auto notes = [&](double us) { return tflops(flops, us); };
     auto per_slot = [&](int i) {
       moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
                   nullptr, bench_stream());
       moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
-                       bench_stream());
+                       bench_stream(), d_ys.get());
     };
     row_checked_h("moe per-slot T=" + std::to_string(T) + " (2 kernels, " + std::to_string(S) + " slots)", per_slot,
                   d_h, h0, hc, active * 3 * mat, notes);
+    // Each of the two kernels alone (the down kernel on the act of the last gate/up launch).
+    auto ps_gate_up = [&](int i) {
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, rot.ids(i), K, d_act.get(), nullptr, nullptr, 0,
+                  nullptr, bench_stream());
+    };
+    auto ps_down = [&](int i) {
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, 0, d_h.get(),
+                       bench_stream(), d_ys.get());
+    };
+    row("moe per-slot T=" + std::to_string(T) + " gate/up alone", nullptr, time_us(ps_gate_up), active * 2 * mat);
+    row("moe per-slot T=" + std::to_string(T) + " down alone", nullptr, time_us(ps_down), active * mat);
     return;  // the host-sort path below is for prefill-sized steps
   }
 

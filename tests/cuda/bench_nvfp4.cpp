@@ -65,10 +65,11 @@ void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int ou
   row(name, &c, time_us(launch), nvfp4_bytes(out, in));
 }
 
-// Routed experts of one decode token: 6 of 256 NVFP4 experts + an NVFP4 shared expert, the
-// routing rotated over 16 expert sets so the weights are not L2 hits.
+// Routed experts of decode steps of 1, 2, 4, 8 tokens: 6 of 256 NVFP4 experts per token + an NVFP4
+// shared expert (production's two launches), the routing rotated over several expert sets so the
+// weights are not L2 hits (T = 1: 16 fixed sets as before; T > 1: 8 uniform routings).
 void bench_nvfp4_moe(std::mt19937& rng) {
-  const int H = 2048, I = 512, Is = 512, E = 256, K = 6, T = 1;
+  const int H = 2048, I = 512, Is = 512, E = 256, K = 6;
   const auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
   const auto dn = random_nvfp4(rng, int64_t(E) * H, I);
   const auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sd = random_nvfp4(rng, H, Is);
@@ -80,25 +81,37 @@ void bench_nvfp4_moe(std::mt19937& rng) {
                        0.01f, 0.01f, 0.01f, Is};
   const Nvfp4Stack gst{{gc.get(), gs.get()}, d_s2.get()}, ust{{uc.get(), us.get()}, d_s2.get()},
       dst{{dc.get(), ds.get()}, d_s2.get()};
-  auto x = random_bf16(rng, size_t(H), 1.f);
-  DeviceBuffer<bf16> d_x(x), d_h(static_cast<size_t>(H)), d_act(size_t(K) * I), d_sact(static_cast<size_t>(Is));
-  const std::vector<float> tw(size_t(K), 0.4f);
-  DeviceBuffer<float> d_tw(tw);
-  std::vector<DeviceBuffer<int32_t>> routings;
-  for (int r = 0; r < 16; ++r) {
-    std::vector<int32_t> ids_r(static_cast<size_t>(K));
-    for (int k = 0; k < K; ++k) ids_r[size_t(k)] = (r * K + k) * 5 % E;
-    routings.emplace_back(ids_r);
+  for (int T : {1, 2, 4, 8}) {
+    auto x = random_bf16(rng, size_t(T) * H, 1.f);
+    DeviceBuffer<bf16> d_x(x), d_h(size_t(T) * H), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+    DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
+    const std::vector<float> tw(size_t(T) * K, 0.4f);
+    DeviceBuffer<float> d_tw(tw);
+    std::vector<DeviceBuffer<int32_t>> routings;
+    double distinct = 0;
+    const int R = T == 1 ? 16 : 8;
+    for (int r = 0; r < R; ++r) {
+      std::vector<int32_t> ids_r;
+      if (T == 1) {
+        for (int k = 0; k < K; ++k) ids_r.push_back((r * K + k) * 5 % E);
+      } else {
+        ids_r = make_routing(rng, RoutingKind::uniform, T, K, E);
+      }
+      std::vector<int32_t> sorted = ids_r;
+      std::sort(sorted.begin(), sorted.end());
+      distinct += double(std::unique(sorted.begin(), sorted.end()) - sorted.begin()) / R;
+      routings.emplace_back(ids_r);
+    }
+    auto moe = [&](int i) {
+      const int32_t* idp = routings[size_t(i % R)].get();
+      nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), bench_stream());
+      nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
+                             bench_stream(), d_ys.get());
+    };
+    STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(T) * H * 2));
+    row("nvfp4 moe T=" + std::to_string(T) + " (6 routed + shared)", nullptr, time_us(moe),
+        (distinct + 1) * 3 * nvfp4_bytes(I, H));
   }
-  auto moe = [&](int i) {
-    const int32_t* idp = routings[size_t(i % 16)].get();
-    nvfp4_moe_gate_up(d_x.get(), T, H, gst, ust, I, idp, K, d_act.get(), &sh, d_sact.get(), bench_stream());
-    nvfp4_moe_down_combine(d_act.get(), T, K, dst, I, H, idp, d_tw.get(), &sh, d_sact.get(), nullptr, d_h.get(),
-                           bench_stream());
-  };
-  STRIKER_CUDA_CHECK(cudaMemset(d_h.get(), 0, size_t(H) * 2));
-  row("nvfp4 moe T=1 (6 routed + shared)", nullptr, time_us(moe),
-      double(K + 1) * 3 * nvfp4_bytes(I, H));
 }
 
 // The grouped MoE with NVFP4 experts (moe_grouped.h): as bench_moe_grouped, GB/s counting the
@@ -163,15 +176,27 @@ void bench_nvfp4_moe_grouped(std::mt19937& rng, const Nvfp4ExpertStacks& w, int 
   row(tag + "all 4 kernels", &c, us_all, active * 3 * mat, tflops(2.0 * S * 3 * I * H, us_all));
   if (T > 8) return;
   // Decode steps: the per-slot kernels (nvfp4_moe.h, production up to 8 tokens).
+  DeviceBuffer<bf16> d_ys(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
   auto notes = [&](double us) { return tflops(2.0 * S * 3 * I * H, us); };
   auto per_slot = [&](int i) {
     nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
                       bench_stream());
     nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
-                           d_h.get(), bench_stream());
+                           d_h.get(), bench_stream(), d_ys.get());
   };
   row_checked_h("nvfp4 moe per-slot T=" + std::to_string(T) + " (2 kernels)", per_slot, d_h, h0, hc, active * 3 * mat,
                 notes);
+  // Each of the two kernels alone (the down kernel on the act of the last gate/up launch).
+  auto ps_gate_up = [&](int i) {
+    nvfp4_moe_gate_up(d_x.get(), T, H, w.stack(0), w.stack(1), I, rot.ids(i), K, d_act.get(), nullptr, nullptr,
+                      bench_stream());
+  };
+  auto ps_down = [&](int i) {
+    nvfp4_moe_down_combine(d_act.get(), T, K, w.stack(2), I, H, rot.ids(i), d_tw.get(), nullptr, nullptr, nullptr,
+                           d_h.get(), bench_stream(), d_ys.get());
+  };
+  row("nvfp4 moe per-slot T=" + std::to_string(T) + " gate/up alone", nullptr, time_us(ps_gate_up), active * 2 * mat);
+  row("nvfp4 moe per-slot T=" + std::to_string(T) + " down alone", nullptr, time_us(ps_down), active * mat);
 }
 
 // The Hopper grouped path with NVFP4 experts (moe_grouped_wgmma_nvfp4.h: the weights decoded in

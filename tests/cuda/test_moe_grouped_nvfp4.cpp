@@ -10,6 +10,7 @@
 // new routing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -132,13 +133,15 @@ TEST(CudaMoeGroupedNvfp4, DecodeStepsOfOneToEightTokensPerSlot) {
       moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
       DeviceBuffer<int32_t> d_ids(ids);
       DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+      DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
       DeviceBuffer<float> d_tw(tw);
       d_act.poison();
       d_sact.poison();
+      d_y.poison();
       nvfp4_moe_gate_up(d_x.get(), T, H, w.ng.view(), w.nu.view(), I, d_ids.get(), K, d_act.get(), &sh, d_sact.get(),
                         nullptr);
       nvfp4_moe_down_combine(d_act.get(), T, K, w.nd.view(), I, H, d_ids.get(), d_tw.get(), &sh, d_sact.get(), nullptr,
-                             d_h.get(), nullptr);
+                             d_h.get(), nullptr, d_y.get());
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ch.ok()) << where << "h vs moe_float_ref with the shared expert " << ch.describe();
     }
@@ -209,6 +212,75 @@ TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
   Nvfp4Stack no_scale = s.view();
   no_scale.scale2 = nullptr;
   EXPECT_THROW(moe_grouped_down_nvfp4(buf.get(), T, K, 64, no_scale, 64, r.r, buf.get(), nullptr), Error);
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing
+
+namespace striker::cuda::testing {
+namespace {
+
+// Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):
+// every token's act, shared_act and h must equal, bit for bit, the same token run alone, and h must
+// match moe_float_ref; outputs NaN-poisoned first; routings uniform, skewed (experts shared between
+// tokens) and identical (all tokens on 6 experts).
+TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
+  std::mt19937 rng(206);
+  const int E = 16, H = 2048, I = 512, Is = 512, K = 6;
+  const ScaledNvfp4Experts w(rng, E, H, I);
+  const auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sd = random_nvfp4(rng, H, Is);
+  const float ssg = 0.0071f, ssu = 0.0113f, ssd = 0.0052f;
+  const auto fsg = scaled_floats(sg, Is, H, {ssg}, int64_t(Is) * H);
+  const auto fsu = scaled_floats(su, Is, H, {ssu}, int64_t(Is) * H);
+  const auto fsd = scaled_floats(sd, H, Is, {ssd}, int64_t(H) * Is);
+  DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
+  const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()}, ssg, ssu, ssd, Is};
+  struct Out {
+    std::vector<bf16> act, sact, h;
+  };
+  auto run = [&](int T, const std::vector<bf16>& x, const std::vector<int32_t>& ids, const std::vector<float>& tw,
+                 const std::vector<bf16>& h0) {
+    DeviceBuffer<int32_t> d_ids(ids);
+    DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+    DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);
+    DeviceBuffer<float> d_tw(tw);
+    d_act.poison();
+    d_sact.poison();
+    d_y.poison();
+    nvfp4_moe_gate_up(d_x.get(), T, H, w.ng.view(), w.nu.view(), I, d_ids.get(), K, d_act.get(), &sh, d_sact.get(),
+                      nullptr);
+    nvfp4_moe_down_combine(d_act.get(), T, K, w.nd.view(), I, H, d_ids.get(), d_tw.get(), &sh, d_sact.get(), nullptr,
+                           d_h.get(), nullptr, d_y.get());
+    return Out{d_act.download(), d_sact.download(), d_h.download()};
+  };
+  auto rows = [](const auto& v, int t, size_t n) { return std::vector(v.begin() + t * n, v.begin() + (t + 1) * n); };
+  for (int T : {2, 3, 5, 8})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
+      const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
+      const auto ids = make_routing(rng, kind, T, K, E);
+      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+      const auto x = random_bf16(rng, size_t(T) * H);
+      const auto h0 = random_bf16(rng, size_t(T) * H);
+      const Out got = run(T, x, ids, tw, h0);
+      Out one;
+      for (int t = 0; t < T; ++t) {
+        const Out o = run(1, rows(x, t, H), rows(ids, t, K), rows(tw, t, K), rows(h0, t, H));
+        one.act.insert(one.act.end(), o.act.begin(), o.act.end());
+        one.sact.insert(one.sact.end(), o.sact.begin(), o.sact.end());
+        one.h.insert(one.h.end(), o.h.begin(), o.h.end());
+      }
+      EXPECT_EQ(first_bit_difference(got.act, one.act), -1) << where << "act";
+      EXPECT_EQ(first_bit_difference(got.sact, one.sact), -1) << where << "shared act";
+      EXPECT_EQ(first_bit_difference(got.h, one.h), -1) << where << "h";
+      std::vector<bf16> h_ref = h0;
+      moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
+      const auto ch = compare(got.h, h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ch.ok()) << where << "h vs moe_float_ref " << ch.describe();
+      const auto nans = [](const std::vector<bf16>& v) {  // a slot never written keeps the NaN poison
+        return std::count_if(v.begin(), v.end(), [](bf16 b) { return std::isnan(bf16_to_float(b)); });
+      };
+      EXPECT_EQ(nans(got.act) + nans(got.sact) + nans(got.h), 0) << where << "NaN in act, shared act or h";
+    }
 }
 
 }  // namespace

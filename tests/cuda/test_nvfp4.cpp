@@ -331,8 +331,10 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
       DeviceBuffer<float> d_s2g(s2g), d_s2u(s2u), d_s2d(s2d), d_tw(tw);
       DeviceBuffer<int32_t> d_ids(ids);
       DeviceBuffer<bf16> d_x(x), d_h(h), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+      DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2, I <= 512)
       d_act.poison();
       d_sact.poison();
+      d_y.poison();
       const Nvfp4Shared sh{dsg.view(), dsu.view(), dsd.view(), sh_s2g, sh_s2u, sh_s2d, Is};
       const Nvfp4Stack sg_stack{dg.view(), d_s2g.get()}, su_stack{du.view(), d_s2u.get()},
           sd_stack{dd.view(), d_s2d.get()};
@@ -350,7 +352,7 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
                         shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr);
       nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
                              shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
-                             shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr);
+                             shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr, d_y.get());
       const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(c.ok()) << c.describe();
     }

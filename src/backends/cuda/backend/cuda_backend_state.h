@@ -48,6 +48,7 @@ struct CudaBackend::Workspace {
   DeviceArena arena;
   LtGemm lt;
   bf16 *h, *x, *qkv, *q, *attn, *tmp, *gate, *up, *act, *moe_act, *shared_act, *logit_x, *logits_bf16;
+  bf16* moe_y = nullptr;  // decode steps: each slot's down output [kGemvMaxTokens·(K+1), H] (moe.h)
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
   // The decode router's last-CTA counter (common/last_block.cuh): zero between launches.

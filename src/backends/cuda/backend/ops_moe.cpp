@@ -5,7 +5,9 @@
 //   decode steps (<= kGemvMaxTokens tokens): kernels that read only the selected experts' rows,
 //     one slot at a time, BF16 or NVFP4 (moe.h, nvfp4_moe.h), with the shared expert fused in when
 //     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
-//     tiles (docs/performance.md, "MoE at 2-8 decode tokens");
+//     tiles (docs/performance.md, "MoE at 2-8 decode tokens"); from 2 tokens on the down
+//     projection runs slot by slot into w.moe_y and a combine kernel forms h (one launch more,
+//     docs/performance.md "Eighth session");
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
@@ -46,7 +48,7 @@ void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T) {
   moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
               L.sh_gate ? w.shared_act : nullptr, stream_);
   moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
-                   L.sh_down, Is, w.h, stream_);
+                   L.sh_down, Is, w.h, stream_, w.moe_y);
 }
 
 // NVFP4 routed experts of a decode step: the selected-experts kernels, with an NVFP4 shared
@@ -69,7 +71,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_);  // h = bf16(h + y)
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y);  // h = bf16(h + y)
 }
 
 // Routed experts of a step of more than kGemvMaxTokens tokens (batched decode or prefill), all on

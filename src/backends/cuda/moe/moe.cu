@@ -140,6 +140,47 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
 }
 
+// Decode steps of 2-8 tokens: the down projection slot by slot, y[s] = bf16(act_s·Wd_e) for routed
+// slot s (and bf16(shared_act_t·Wd_shared) for the shared expert's slots T*K + t), then the combine
+// kernel below (identity slot order) forms h. Each warp owns 4 rows of one slot and loads all their
+// chunks at once (inter 512: 8 weight loads per lane); a CTA reads 32 consecutive rows (32 KB) of
+// one expert. moe_down_kernel instead has each warp gather 2 rows of all K experts of a token at
+// 202 registers (one CTA per SM, ~8 waves of two dependent round trips each at T = 8: 0.51 of the
+// bandwidth). Per row the chunks are added in moe_down_kernel's order and the combine adds the
+// K rounded outputs in k order: the same bits.
+constexpr int kSlotRows = 4;  // rows per warp
+
+__global__ void __launch_bounds__(kWarps * 32) moe_down_slots_kernel(
+    const bf16_t* __restrict__ act, int T, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
+    const int32_t* __restrict__ ids, const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ wd_shared,
+    int shared_inter, bf16_t* __restrict__ y) {
+  pdl_grid_start();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * kSlotRows;
+  if (o0 >= hidden) return;
+  const int s = blockIdx.y;
+  const bool shared = s >= T * K;
+  const int in = shared ? shared_inter : inter;
+  const bf16_t* base = shared ? wd_shared : wd + int64_t(ids[s]) * hidden * inter;
+  const bf16_t* xs = shared ? shared_act + int64_t(s - T * K) * shared_inter : act + int64_t(s) * inter;
+  const bf16_t* w[kSlotRows];
+  const bf16_t* xr[kSlotRows];
+#pragma unroll
+  for (int r = 0; r < kSlotRows; ++r) {
+    w[r] = base + int64_t(min(o0 + r, hidden - 1)) * in;
+    xr[r] = xs;
+  }
+  float acc[kSlotRows][1];
+  warp_dot<kSlotRows, 1>(w, xr, 0, 1, in, acc);
+  const int lane = threadIdx.x & 31;
+  if (lane < kSlotRows && o0 + lane < hidden) {
+    float v = acc[0][0];
+#pragma unroll
+    for (int r = 1; r < kSlotRows; ++r)
+      if (lane == r) v = acc[r][0];
+    y[int64_t(s) * hidden + o0 + lane] = __float2bfloat16_rn(v);
+  }
+}
+
 // Each thread combines 8 consecutive columns of one token with 16-byte loads (K expert rows, the
 // shared expert's row and h); a prefill step streams ~K·T·hidden·2 bytes here, so scalar 2-byte
 // loads (the first version: 191 µs at T = 8192, 0.31 of the roofline) left most of HBM idle.
@@ -167,7 +208,7 @@ __device__ __forceinline__ uint4 combine8(const bf16_t* __restrict__ ys, const i
   float sum[kCombineCols] = {};
   for (int k = 0; k < K; ++k) {
     float y[kCombineCols];
-    load8(ys + int64_t(inv[slot + k]) * hidden + o, y);
+    load8(ys + (inv != nullptr ? int64_t(inv[slot + k]) : slot + k) * hidden + o, y);
     const float wk = topk_w[slot + k];
 #pragma unroll
     for (int i = 0; i < kCombineCols; ++i) sum[i] = fmaf(wk, y[i], sum[i]);
@@ -254,11 +295,25 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream, bf16* y_scratch) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
   if (shared_act) check_width("moe_down_combine (shared)", shared_inter);
+  if (y_scratch != nullptr && T >= 2) {
+    const int slots = T * K + (shared_act ? T : 0);
+    if (slots > kMaxGridYZ) throw Error("moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
+    check_width("moe_down_combine (hidden)", hidden);
+    const dim3 grid(unsigned((hidden + kSlotRows * kWarps - 1) / (kSlotRows * kWarps)), unsigned(slots));
+    launch_pdl(moe_down_slots_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), T, K,
+               reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids,
+               reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared),
+               shared_act ? shared_inter : 0, reinterpret_cast<bf16_t*>(y_scratch));
+    STRIKER_CUDA_CHECK_LAUNCH("moe_down_slots");
+    moe_combine_sorted(y_scratch, nullptr, topk_w, shared_act ? y_scratch + int64_t(T) * K * hidden : nullptr, T, K,
+                       hidden, h, stream);
+    return;
+  }
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,

@@ -3,6 +3,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/common/warp_dot.cuh"
@@ -220,6 +221,96 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// Decode steps of 2-8 tokens (the half-warp shapes: inter and the shared inter <= 512): the down
+// projection slot by slot, y[s] = bf16(scale2·(act_s·Wd_e)) for routed slot s (the shared expert's
+// slots T*K + t after them), then moe_combine_sorted in slot order forms h (moe.h) — as moe.cu's
+// moe_down_slots_kernel does for BF16. A warp owns 4 rows of one slot: lanes 0-15 rows o0, o0 + 2,
+// lanes 16-31 rows o0 + 1, o0 + 3, one 16-byte chunk of each per lane, loaded with the lane's
+// activations in one batch. Per row the same partials and half-warp sums as the kernel above, and
+// the combine adds the rounded outputs in k order: the same bits.
+__device__ __forceinline__ float group_dot_loaded(uint32_t w0, uint32_t w1, uint32_t sb, const uint4& x0,
+                                                  const uint4& x1) {  // group_dot with x already loaded
+  float wf[16], xf[16];
+  decode16(w0, w1, wf);
+  unpack8(x0, xf);
+  unpack8(x1, xf + 8);
+  float p = 0.f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+  return ue4m3_x2p14(sb & 0xFFu) * p;
+}
+
+__global__ void __launch_bounds__(kWarps * 32)
+    nvfp4_moe_down_slots_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter, int hidden,
+                                const int32_t* __restrict__ ids, Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
+                                bf16_t* __restrict__ y) {
+  pdl_launch_dependents();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 4;
+  if (o0 >= hidden) return;
+  const int s = blockIdx.y;
+  const bool shared = s >= T * K;
+  const int lane = threadIdx.x & 31;
+  const int c = lane & 15;
+  const int in = shared ? sh.inter : inter;
+  const bool has_chunk = c < in / 32;
+  int o[2];
+  const uint8_t* cr[2];
+  const uint8_t* sr[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) o[r] = min(o0 + (lane >> 4) + 2 * r, hidden - 1);
+  Nvfp4Chunk<2> q;
+  if (shared) {  // the shared expert's rows do not depend on the routing: load them before the wait
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      cr[r] = sh.down.codes + int64_t(o[r]) * (sh.inter / 2);
+      sr[r] = sh.down.scales + int64_t(o[r]) * (sh.inter / 16);
+    }
+    if (has_chunk) load_chunk<2>(cr, sr, c, q);
+    pdl_wait();
+  } else {
+    pdl_wait();  // ids and act come from earlier kernels
+    const int64_t e = ids[s];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) stack_row(wd.m, e, hidden, o[r], inter, cr[r], sr[r]);
+    if (has_chunk) load_chunk<2>(cr, sr, c, q);
+  }
+  float out[2];
+  if (shared) {
+    const bf16_t* xs = shared_act + int64_t(s - T * K) * sh.inter;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sacc[1][1] = {{0.f}};
+      if (has_chunk) {
+        Nvfp4Chunk<1> one;
+        one.q[0] = q.q[r], one.sc[0] = q.sc[r];
+        accumulate_chunk<1, 1>(one, xs, 0, 1, c, sacc);
+      }
+      out[r] = round_bf16(half_warp_sum(sacc[0][0]) * sh.s2_down);
+    }
+  } else {
+    uint4 xq[4];
+    const bf16_t* xp = act + int64_t(s) * inter + int64_t(c) * 32;
+    if (has_chunk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xq[i] = load_cached(xp + 8 * i);
+    const float s2 = wd.scale2[ids[s]];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float a = 0.f;
+      if (has_chunk)
+        a += group_dot_loaded(q.q[r].x, q.q[r].y, q.sc[r], xq[0], xq[1]) +
+             group_dot_loaded(q.q[r].z, q.q[r].w, q.sc[r] >> 8, xq[2], xq[3]);
+      out[r] = round_bf16(half_warp_sum(a) * s2);
+    }
+  }
+  if (c == 0)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = o0 + (lane >> 4) + 2 * r;
+      if (row < hidden) y[int64_t(s) * hidden + row] = __float2bfloat16_rn(out[r]);
+    }
+}
+
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 64 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 64");
@@ -247,7 +338,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
-                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream) {
+                            const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
+                            bf16* y_scratch) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -255,6 +347,19 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
   const bool fused_shared = shared != nullptr && shared_act != nullptr;
   if (fused_shared) check_width("nvfp4_moe_down_combine (shared)", shared->inter);
   const Nvfp4Shared sh = fused_shared ? *shared : Nvfp4Shared{};
+  if (y_scratch != nullptr && T >= 2 && inter <= 512 && (!fused_shared || sh.inter <= 512)) {
+    const int slots = T * K + (fused_shared ? T : 0);
+    if (slots > kMaxGridYZ) throw Error("nvfp4_moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
+    const dim3 sgrid(unsigned((hidden + 4 * kWarps - 1) / (4 * kWarps)), unsigned(slots));
+    launch_pdl(nvfp4_moe_down_slots_kernel, sgrid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act),
+               T, K, down, inter, hidden, topk_ids, sh,
+               reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
+               reinterpret_cast<bf16_t*>(y_scratch));
+    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots");
+    moe_combine_sorted(y_scratch, nullptr, topk_w, fused_shared ? y_scratch + int64_t(T) * K * hidden : y_shared, T,
+                       K, hidden, h, stream);
+    return;
+  }
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
   if (inter <= 512 && (!fused_shared || sh.inter <= 512)) {
     launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), 0, stream,
