@@ -8,7 +8,8 @@
 // switch), `grouped-moe-nvfp4` (the NVFP4 rows of both paths alone at T = 1024, 1536, 2048), `prefill` (prefill attention, then the small
 // prefill kernels), `prefill-small` (those alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
-// rows), `decode-attention` (those attention rows alone).
+// rows), `decode-attention` (those attention rows alone), `routing` (the batched top-K selection and the
+// routing sort alone: bench_routing.cpp).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -95,10 +96,10 @@ int main(int argc, char** argv) {
   // One section alone (see the top of this file).
   const std::string only = argc > 1 ? argv[1] : "";
   if (argc > 2 || (!only.empty() && only != "grouped-moe" && only != "grouped-moe-nvfp4" && only != "prefill" &&
-                    only != "prefill-small" && only != "decode" && only != "decode-attention")) {
+                    only != "prefill-small" && only != "decode" && only != "decode-attention" && only != "routing")) {
     std::fprintf(stderr,
                  "usage: bench_cuda_kernels [grouped-moe | grouped-moe-nvfp4 | prefill | prefill-small | decode | "
-                 "decode-attention]\n");
+                 "decode-attention | routing]\n");
     return 2;
   }
   try {
@@ -109,6 +110,11 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (only == "routing") {
+      bench_routing_rows(rng);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     if (only == "grouped-moe" || only == "grouped-moe-nvfp4") {
       LtGemm lt;
       const Nvfp4ExpertStacks stacks;
@@ -163,6 +169,7 @@ int main(int argc, char** argv) {
     bench_prefill_rows(rng, sms);
     LtGemm lt;
     bench_prefill_small_kernels(rng, lt);
+    bench_routing_rows(rng);
     bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);

@@ -1,6 +1,8 @@
 // Device-side routing sort and grouped expert GEMMs (moe_grouped.h).
 #include "backends/cuda/moe/moe_grouped.h"
 
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -97,6 +99,7 @@ __device__ __forceinline__ void stable_rank_pass(const int32_t* __restrict__ ids
 
 // first[0..buckets) = rows per bucket on entry, each bucket's first sorted row on return; writes
 // the tile list (tiles of up to tile_rows rows per expert) and num_tiles. Shared-memory arrays.
+// With tiles == nullptr only first[] is computed (the CTAs of the fused sort other than CTA 0).
 __device__ __forceinline__ void write_tiles(int* first, int* tile_start, int experts, int tile_rows,
                                             MoeTile* __restrict__ tiles, int32_t* __restrict__ num_tiles) {
   const int tid = threadIdx.x, buckets = experts + 1;
@@ -105,9 +108,10 @@ __device__ __forceinline__ void write_tiles(int* first, int* tile_start, int exp
   if (tid < 32) {
     warp0_exclusive_scan(first, buckets);
     const int t = warp0_exclusive_scan(tile_start, buckets);
-    if (tid == 0) *num_tiles = t;
+    if (tid == 0 && tiles != nullptr) *num_tiles = t;
   }
   __syncthreads();
+  if (tiles == nullptr) return;
   for (int e = tid; e < experts; e += blockDim.x) {
     const int lo = first[e], hi = first[e + 1];
     int t = tile_start[e];
@@ -217,6 +221,79 @@ __global__ void moe_sort_invert_kernel(const int32_t* __restrict__ sorted_slot, 
   pdl_grid_start();
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r < slots) slot_row[sorted_slot[r]] = r;
+}
+
+// ---- The fused sort: one launch for any step ----
+// CTA c ranks slots [c·chunk, (c+1)·chunk). It needs, per bucket, the rows of the whole step (for
+// the buckets' first rows) and the rows before its chunk: every CTA counts all the step's ids
+// itself (shared-memory histograms; the ids are L2 hits after the first CTA: 192 KiB at 8K
+// tokens), so no scratch, scan kernel or grid-wide wait is needed. Then the stable rank pass of
+// its chunk writes sorted_slot and slot_row together (the inversion needs no pass of its own), and
+// CTA 0 writes the tiles. The chunk grows past kFusedChunk only to keep the grid at most
+// kFusedMaxCtas CTAs (the counting is repeated per CTA, so more CTAs would cost L2 traffic, not time).
+constexpr int kFusedThreads = 512;
+constexpr int kFusedChunk = 1024;
+constexpr int kFusedMaxCtas = 128;
+constexpr int kFusedBatch = 8;  // 16-byte id loads per thread in flight
+
+// hist[bucket] += 1 for every slot of [lo, hi) (shared-memory atomics): 16-byte loads, kFusedBatch
+// of them in flight per thread, when ids + lo is 16-byte aligned; the rest one id per load.
+__device__ __forceinline__ void count_buckets(const int32_t* __restrict__ ids, int lo, int hi, int experts,
+                                              int* hist) {
+  const int tid = threadIdx.x;
+  int s0 = lo;
+  if ((reinterpret_cast<uintptr_t>(ids + lo) & 15) == 0) {
+    const int n4 = (hi - lo) / 4;
+    const int4* p = reinterpret_cast<const int4*>(ids + lo);
+    for (int base = 0; base < n4; base += kFusedThreads * kFusedBatch) {
+      int4 v[kFusedBatch];
+#pragma unroll
+      for (int j = 0; j < kFusedBatch; ++j) {
+        const int i = base + j * kFusedThreads + tid;
+        if (i < n4) v[j] = __ldg(p + i);
+      }
+#pragma unroll
+      for (int j = 0; j < kFusedBatch; ++j)
+        if (base + j * kFusedThreads + tid < n4) {
+          const int q[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) atomicAdd(&hist[unsigned(q[k]) < unsigned(experts) ? q[k] : experts], 1);
+        }
+    }
+    s0 = lo + n4 * 4;
+  }
+  for (int s = s0 + tid; s < hi; s += kFusedThreads) atomicAdd(&hist[sort_bucket(ids, s, experts)], 1);
+}
+
+__global__ void __launch_bounds__(kFusedThreads) moe_sort_fused_kernel(const int32_t* __restrict__ ids, int slots,
+                                                                       int experts, int tile_rows, int chunk,
+                                                                       int32_t* __restrict__ sorted_slot,
+                                                                       int32_t* __restrict__ slot_row,
+                                                                       MoeTile* __restrict__ tiles,
+                                                                       int32_t* __restrict__ num_tiles) {
+  __shared__ int warp_count[kFusedThreads / 32][kMoeMaxExperts + 1];  // rows per (warp, bucket) in a pass
+  __shared__ int before[kMoeMaxExperts + 1];  // rows per bucket before the chunk, then the chunk's next row
+  __shared__ int total[kMoeMaxExperts + 1];   // rows per bucket from the chunk on, then all, then first rows
+  __shared__ int tile_start[kMoeMaxExperts + 1];
+  const int tid = threadIdx.x, buckets = experts + 1;
+  for (int i = tid; i < (kFusedThreads / 32) * (kMoeMaxExperts + 1); i += kFusedThreads) (&warp_count[0][0])[i] = 0;
+  for (int b = tid; b < buckets; b += kFusedThreads) before[b] = total[b] = 0;
+  __syncthreads();
+  pdl_grid_start();  // the ids are the router's output
+  const int begin = int(blockIdx.x) * chunk, end = min(slots, begin + chunk);
+  count_buckets(ids, 0, begin, experts, before);
+  count_buckets(ids, begin, slots, experts, total);
+  __syncthreads();
+  for (int b = tid; b < buckets; b += kFusedThreads) total[b] += before[b];
+  __syncthreads();
+  write_tiles(total, tile_start, experts, tile_rows, blockIdx.x == 0 ? tiles : nullptr, num_tiles);
+  __syncthreads();
+  for (int b = tid; b < buckets; b += kFusedThreads) before[b] += total[b];
+  __syncthreads();
+  stable_rank_pass<kFusedThreads>(ids, begin, end, experts, warp_count, before, [&](int s, int, int row) {
+    sorted_slot[row] = s;
+    slot_row[s] = row;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -392,6 +469,15 @@ void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, 
     throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
                 std::to_string(1 << kRankBits));
   const int slots = T * K;
+  const bool ab_off = std::getenv("STRIKER_AB_OFF") != nullptr;  // TEMPORARY A/B switch: the old sort
+  if (!ab_off) {
+    const int pieces = (slots + kFusedChunk - 1) / kFusedChunk;
+    const int chunk = kFusedChunk * ((pieces + kFusedMaxCtas - 1) / kFusedMaxCtas);
+    launch_pdl(moe_sort_fused_kernel, dim3(unsigned((slots + chunk - 1) / chunk)), dim3(kFusedThreads), 0, stream,
+               topk_ids, slots, r.experts, r.tile_rows, chunk, r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
+    STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
+    return;
+  }
   if (slots <= kSortOneCtaSlots) {
     launch_pdl(moe_route_sort_kernel, dim3(1), dim3(kSortThreads), 0, stream, topk_ids, slots, r.experts, r.tile_rows,
                r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
