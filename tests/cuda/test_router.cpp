@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -306,29 +305,6 @@ TEST(CudaRouterBatched, SelectionMatchesRuleWithTiesAndInfinities) {
     const auto cw = compare(run.w, rule_w, 1e-5, 1e-6);
     EXPECT_TRUE(cw.ok()) << where << ": " << cw.describe();
   }
-}
-
-// TEMPORARY (A/B of the selection kernels): the redux selection against the old kernel
-// (STRIKER_AB_OFF=1) bit for bit, NaN logits and -inf biases included.
-TEST(CudaRouterBatched, ReduxSelectionMatchesOldKernelBitForBit) {
-  std::mt19937 rng(92);
-  const int T = 1029;
-  for (const RouterShape& rs : kSelectShapes)
-    for (bool nan : {false, true}) {
-      const std::string where = "E=" + std::to_string(rs.n_experts) + " K=" + std::to_string(rs.top_k) +
-                                (nan ? " with NaN" : "");
-      const auto logits = select_test_logits(rng, T, rs.n_experts, nan);
-      std::vector<float> bias(size_t(rs.n_experts));
-      for (auto& b : bias) b = 0.125f * float(int(rng() % 3) - 1);
-      if (nan) bias[rng() % bias.size()] = -std::numeric_limits<float>::infinity();
-      const SelectRun now = run_select(logits, T, rs, bias);
-      setenv("STRIKER_AB_OFF", "1", 1);
-      const SelectRun old = run_select(logits, T, rs, bias);
-      unsetenv("STRIKER_AB_OFF");
-      EXPECT_EQ(now.ids, old.ids) << where;
-      ASSERT_EQ(now.w.size(), old.w.size());
-      EXPECT_EQ(std::memcmp(now.w.data(), old.w.data(), now.w.size() * 4), 0) << where << ": weights' bits differ";
-    }
 }
 
 TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {

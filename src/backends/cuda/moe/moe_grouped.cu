@@ -2,7 +2,6 @@
 #include "backends/cuda/moe/moe_grouped.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -18,15 +17,9 @@ namespace {
 // result never depends on timing). A slot's rank inside its expert is
 //   (rows of the expert before this pass's chunk) + (rows in earlier warps of the chunk) +
 //   (earlier lanes of its warp with the same expert, from __match_any_sync).
-// Up to kSortOneCtaSlots slots (decode batches) one CTA does everything in one launch. Above
-// (prefill: 49,152 slots at 8K tokens, where one CTA took 168 µs), the slots are cut into
-// kSortChunk-slot chunks, one CTA each: count per chunk, scan + tiles in one CTA, stable ranks per
-// chunk from the chunk's bases, then slot_row inverted from sorted_slot (4 short launches).
-
-constexpr int kSortThreads = 512;
-constexpr int kSortOneCtaSlots = 8192;
-constexpr int kSortChunk = 2048;
-constexpr int kChunkThreads = 256;
+// One launch for any step (moe_sort_fused_kernel below). It replaced one CTA for the whole step up
+// to 8192 slots and four launches above (count per chunk, scan + tiles in one CTA, ranks per chunk,
+// slot_row inverted): 16.9 → 10.8 µs at 8192 tokens, 22.9 → 6.2 at 1024 (docs/performance.md, eighth session).
 
 // In-place exclusive scan of v[0..n) by warp 0; returns the total to every lane of warp 0.
 __device__ int warp0_exclusive_scan(int* v, int n) {
@@ -117,110 +110,6 @@ __device__ __forceinline__ void write_tiles(int* first, int* tile_start, int exp
     int t = tile_start[e];
     for (int r = lo; r < hi; r += tile_rows, ++t) tiles[t] = MoeTile{e, r, min(tile_rows, hi - r), 0};
   }
-}
-
-// Slot ranks wait in slot_row between the passes of the one-CTA sort, packed with their bucket
-// (rank < 2^21 slots, bucket <= kMoeMaxExperts = 2^9, so the word stays non-negative).
-constexpr int kRankBits = kMoeRankBits;
-static_assert(kMoeMaxExperts < (1 << (31 - kRankBits)), "bucket ids must fit above the rank bits");
-
-__global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int32_t* __restrict__ ids, int slots,
-                                                                      int experts, int tile_rows,
-                                                                      int32_t* __restrict__ sorted_slot,
-                                                                      int32_t* __restrict__ slot_row,
-                                                                      MoeTile* __restrict__ tiles,
-                                                                      int32_t* __restrict__ num_tiles) {
-  pdl_grid_start();  // see launch.cuh
-  __shared__ int warp_count[kSortThreads / 32][kMoeMaxExperts + 1];  // rows per (warp, bucket) in a chunk
-  __shared__ int count[kMoeMaxExperts + 1];                          // rows per bucket so far, then offsets
-  __shared__ int tile_start[kMoeMaxExperts + 1];
-  const int tid = threadIdx.x;
-  for (int i = tid; i < (kSortThreads / 32) * (kMoeMaxExperts + 1); i += kSortThreads) (&warp_count[0][0])[i] = 0;
-  for (int b = tid; b <= experts; b += kSortThreads) count[b] = 0;
-  __syncthreads();
-  stable_rank_pass<kSortThreads>(ids, 0, slots, experts, warp_count, count, [&](int s, int e, int rank) {
-    slot_row[s] = (e << kRankBits) | rank;  // the bucket's offset is added below
-  });
-  write_tiles(count, tile_start, experts, tile_rows, tiles, num_tiles);  // count[] -> first rows
-  __syncthreads();
-  // Each slot was ranked by this same thread (s = tid mod kSortThreads), so its rank is visible here.
-#pragma unroll 4
-  for (int s = tid; s < slots; s += kSortThreads) {
-    const int packed = slot_row[s];
-    const int row = count[packed >> kRankBits] + (packed & ((1 << kRankBits) - 1));
-    slot_row[s] = row;
-    sorted_slot[row] = s;
-  }
-}
-
-// Multi-CTA sort, pass 1: rows per bucket in each chunk -> counts[chunk·buckets + b] (slot_row's
-// storage: chunks·buckets <= slots above kSortOneCtaSlots).
-__global__ void __launch_bounds__(kChunkThreads) moe_sort_count_kernel(const int32_t* __restrict__ ids, int slots,
-                                                                       int experts, int32_t* __restrict__ counts) {
-  pdl_grid_start();
-  __shared__ int cnt[kMoeMaxExperts + 1];
-  const int buckets = experts + 1;
-  for (int b = threadIdx.x; b < buckets; b += kChunkThreads) cnt[b] = 0;
-  __syncthreads();
-  const int begin = blockIdx.x * kSortChunk, end = min(slots, begin + kSortChunk);
-  for (int s = begin + threadIdx.x; s < end; s += kChunkThreads) atomicAdd(&cnt[sort_bucket(ids, s, experts)], 1);
-  __syncthreads();
-  for (int b = threadIdx.x; b < buckets; b += kChunkThreads) counts[int64_t(blockIdx.x) * buckets + b] = cnt[b];
-}
-
-// Pass 2 (one CTA): each chunk's counts become its first row per bucket (in place), and the tiles.
-__global__ void __launch_bounds__(kSortThreads) moe_sort_scan_kernel(int32_t* __restrict__ counts, int chunks,
-                                                                     int experts, int tile_rows,
-                                                                     MoeTile* __restrict__ tiles,
-                                                                     int32_t* __restrict__ num_tiles) {
-  pdl_grid_start();
-  __shared__ int first[kMoeMaxExperts + 1];
-  __shared__ int tile_start[kMoeMaxExperts + 1];
-  const int buckets = experts + 1;
-  for (int b = threadIdx.x; b < buckets; b += kSortThreads) {
-    int total = 0;
-    for (int c = 0; c < chunks; ++c) total += counts[int64_t(c) * buckets + b];
-    first[b] = total;
-  }
-  __syncthreads();
-  write_tiles(first, tile_start, experts, tile_rows, tiles, num_tiles);
-  __syncthreads();
-  for (int b = threadIdx.x; b < buckets; b += kSortThreads) {
-    int run = first[b];
-    for (int c = 0; c < chunks; ++c) {
-      const int64_t i = int64_t(c) * buckets + b;
-      const int n = counts[i];
-      counts[i] = run;
-      run += n;
-    }
-  }
-}
-
-// Pass 3: stable ranks inside each chunk from its bases -> sorted_slot. slot_row (the bases) is
-// only read here; pass 4 rewrites it.
-__global__ void __launch_bounds__(kChunkThreads) moe_sort_rank_kernel(const int32_t* __restrict__ ids, int slots,
-                                                                      int experts,
-                                                                      const int32_t* __restrict__ bases,
-                                                                      int32_t* __restrict__ sorted_slot) {
-  pdl_grid_start();
-  __shared__ int warp_count[kChunkThreads / 32][kMoeMaxExperts + 1];
-  __shared__ int count[kMoeMaxExperts + 1];
-  const int buckets = experts + 1;
-  for (int i = threadIdx.x; i < (kChunkThreads / 32) * (kMoeMaxExperts + 1); i += kChunkThreads)
-    (&warp_count[0][0])[i] = 0;
-  for (int b = threadIdx.x; b < buckets; b += kChunkThreads) count[b] = bases[int64_t(blockIdx.x) * buckets + b];
-  __syncthreads();
-  const int begin = blockIdx.x * kSortChunk, end = min(slots, begin + kSortChunk);
-  stable_rank_pass<kChunkThreads>(ids, begin, end, experts, warp_count, count,
-                                  [&](int s, int, int row) { sorted_slot[row] = s; });
-}
-
-// Pass 4: slot_row[sorted_slot[r]] = r.
-__global__ void moe_sort_invert_kernel(const int32_t* __restrict__ sorted_slot, int slots,
-                                       int32_t* __restrict__ slot_row) {
-  pdl_grid_start();
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < slots) slot_row[sorted_slot[r]] = r;
 }
 
 // ---- The fused sort: one launch for any step ----
@@ -465,39 +354,15 @@ void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, 
                 " supported)");
   if (r.tile_rows != 16 && r.tile_rows != 64 && r.tile_rows != 128)
     throw Error("moe_route_sort: tile_rows " + std::to_string(r.tile_rows) + " is not 16, 64 or 128");
-  if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kRankBits))
+  if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kMoeRankBits))
     throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
-                std::to_string(1 << kRankBits));
+                std::to_string(1 << kMoeRankBits));
   const int slots = T * K;
-  const bool ab_off = std::getenv("STRIKER_AB_OFF") != nullptr;  // TEMPORARY A/B switch: the old sort
-  if (!ab_off) {
-    const int pieces = (slots + kFusedChunk - 1) / kFusedChunk;
-    const int chunk = kFusedChunk * ((pieces + kFusedMaxCtas - 1) / kFusedMaxCtas);
-    launch_pdl(moe_sort_fused_kernel, dim3(unsigned((slots + chunk - 1) / chunk)), dim3(kFusedThreads), 0, stream,
-               topk_ids, slots, r.experts, r.tile_rows, chunk, r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
-    STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
-    return;
-  }
-  if (slots <= kSortOneCtaSlots) {
-    launch_pdl(moe_route_sort_kernel, dim3(1), dim3(kSortThreads), 0, stream, topk_ids, slots, r.experts, r.tile_rows,
-               r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
-    STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
-    return;
-  }
-  // chunks·buckets <= slots/2048·513 + 513 < slots here, so slot_row holds the per-chunk counts.
-  const int chunks = (slots + kSortChunk - 1) / kSortChunk;
-  launch_pdl(moe_sort_count_kernel, dim3(unsigned(chunks)), dim3(kChunkThreads), 0, stream, topk_ids, slots, r.experts,
-             r.slot_row);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (count)");
-  launch_pdl(moe_sort_scan_kernel, dim3(1), dim3(kSortThreads), 0, stream, r.slot_row, chunks, r.experts, r.tile_rows,
-             r.tiles, r.num_tiles);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (scan)");
-  launch_pdl(moe_sort_rank_kernel, dim3(unsigned(chunks)), dim3(kChunkThreads), 0, stream, topk_ids, slots,
-             r.experts, r.slot_row, r.sorted_slot);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (rank)");
-  launch_pdl(moe_sort_invert_kernel, dim3(unsigned((slots + 255) / 256)), dim3(256), 0, stream, r.sorted_slot, slots,
-             r.slot_row);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (invert)");
+  const int pieces = (slots + kFusedChunk - 1) / kFusedChunk;
+  const int chunk = kFusedChunk * ((pieces + kFusedMaxCtas - 1) / kFusedMaxCtas);
+  launch_pdl(moe_sort_fused_kernel, dim3(unsigned((slots + chunk - 1) / chunk)), dim3(kFusedThreads), 0, stream,
+             topk_ids, slots, r.experts, r.tile_rows, chunk, r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
 }
 
 void moe_grouped_gate_up(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up, int inter,

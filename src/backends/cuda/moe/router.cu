@@ -17,7 +17,6 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -115,17 +114,6 @@ __global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_
 // E <= 1024 path's 117 registers, 16 warps per SM).
 constexpr int kSelectWarps = 4;
 template <int P>
-__global__ void __launch_bounds__(kSelectWarps * 32) router_select_kernel(const float* __restrict__ logits, int T,
-                                                                          int E, int K, const float* __restrict__ bias,
-                                                                          bool norm, float rsf,
-                                                                          int32_t* __restrict__ ids,
-                                                                          float* __restrict__ weights) {
-  pdl_grid_start();  // see launch.cuh
-  const int t = int(blockIdx.x) * kSelectWarps + int(threadIdx.x >> 5);
-  if (t >= T) return;  // whole warps only: the selection's shuffles see full warps
-  router_select_warp<P>([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
-}
-template <int P>
 __global__ void __launch_bounds__(kSelectWarps * 32) router_select_redux_kernel(
     const float* __restrict__ logits, int T, int E, int K, const float* __restrict__ bias, bool norm, float rsf,
     int32_t* __restrict__ ids, float* __restrict__ weights) {
@@ -139,12 +127,8 @@ __global__ void __launch_bounds__(kSelectWarps * 32) router_select_redux_kernel(
 // The selection of steps above 8 tokens over logits [T, E] already computed.
 void launch_router_select(const float* logits, int T, const RouterShape& rs, const float* bias, int32_t* ids,
                           float* topk_w, cudaStream_t stream) {
-  const bool ab_off = std::getenv("STRIKER_AB_OFF") != nullptr;  // TEMPORARY A/B switch: the old kernel
-  const bool narrow = rs.n_experts <= kRouterSelectNarrow;
-  auto* kernel = ab_off ? (narrow ? router_select_kernel<kRouterSelectNarrow / 32>
-                                  : router_select_kernel<kRouterMaxExperts / 32>)
-                        : (narrow ? router_select_redux_kernel<kRouterSelectNarrow / 32>
-                                  : router_select_redux_kernel<kRouterMaxExperts / 32>);
+  auto* kernel = rs.n_experts <= kRouterSelectNarrow ? router_select_redux_kernel<kRouterSelectNarrow / 32>
+                                                    : router_select_redux_kernel<kRouterMaxExperts / 32>;
   launch_pdl(kernel, dim3(unsigned((T + kSelectWarps - 1) / kSelectWarps)), dim3(kSelectWarps * 32), 0, stream, logits,
              T, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob, rs.routed_scaling_factor, ids, topk_w);
   STRIKER_CUDA_CHECK_LAUNCH("router_select");
