@@ -11,7 +11,7 @@
 // kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone), `decode-moe` (the MoE rows of the decode
-// steps alone).
+// steps alone), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   static const char* const kFamilies[] = {"grouped-moe", "grouped-moe-nvfp4", "grouped-moe-wgmma", "prefill",
                                           "prefill-attention", "prefill-small", "decode", "decode-attention",
-                                          "decode-moe"};
+                                          "decode-moe", "routing"};
   const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
   if (argc > 2 || !known) {
     std::fprintf(stderr, "usage: bench_cuda_kernels [");
@@ -132,6 +132,11 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
+    if (only == "routing") {
+      bench_routing_rows(rng);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
     if (only == "grouped-moe-wgmma") {
       bench_grouped_moe_wgmma_rows(rng);
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
@@ -199,6 +204,7 @@ int main(int argc, char** argv) {
     bench_prefill_rows(rng, sms);
     LtGemm lt;
     bench_prefill_small_kernels(rng, lt);
+    bench_routing_rows(rng);
     bench_decode_steps(rng, lt);
     bench_gemm(rng, lt, "gemm qkv T=8192 (cuBLASLt)", 8192, 2048, 5120);
     bench_gemm(rng, lt, "gemm dense up T=8192 (cuBLASLt)", 8192, 2048, 8192);

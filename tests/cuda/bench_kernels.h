@@ -35,6 +35,10 @@ void bench_qk_rope(std::mt19937& rng);
 // at T = 2048 and 8192 (also alone: `bench_cuda_kernels prefill-small`).
 void bench_prefill_small_kernels(std::mt19937& rng, LtGemm& lt);
 
+// bench_routing.cpp: the batched top-K selection and the routing sort alone at T = 8192, 1024, 16
+// (also alone: `bench_cuda_kernels routing`).
+void bench_routing_rows(std::mt19937& rng);
+
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);
 // Routed experts of a T-token step at full size (E 256, top-6, H 2048, I 512; no shared

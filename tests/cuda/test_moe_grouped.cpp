@@ -68,6 +68,49 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
         }
 }
 
+// The fused sort (one launch, every CTA counting the whole step) at the edges of its shapes: slot
+// counts around its 1024-slot chunks and its 128-CTA cap (chunks of 2048 slots above), ids that
+// are not 16-byte aligned (its vector loads fall back to one id per load), ids outside 0..E-1
+// (negative and too large: sorted after every expert, no tile), E = 512 with K = 8, and steps of
+// 9-64 tokens (batched decode). Every output against the reference, on poisoned buffers.
+TEST(CudaMoeGrouped, RouteSortEdgesMatchReferenceExactly) {
+  std::mt19937 rng(106);
+  struct Case {
+    int E, K, T;
+    bool misaligned, out_of_range;
+  };
+  const Case cases[] = {{256, 6, 9, false, false},     {256, 6, 13, true, true},     {256, 6, 64, false, true},
+                        {256, 6, 170, true, false},    {256, 6, 171, false, false},  {256, 6, 1365, true, false},
+                        {256, 6, 1366, false, true},   {256, 6, 1024, true, true},   {512, 8, 1023, false, true},
+                        {512, 8, 4097, true, false},   {256, 6, 21845, false, false}, {256, 6, 21846, true, true},
+                        {7, 3, 43691, false, true},    {256, 1, 1, true, true}};
+  for (const Case& c : cases)
+    for (int tm : {16, 64, 128}) {
+      const std::string where = "E=" + std::to_string(c.E) + " K=" + std::to_string(c.K) + " T=" +
+                                std::to_string(c.T) + (c.misaligned ? " misaligned" : "") +
+                                (c.out_of_range ? " out-of-range ids" : "") + " tile_rows=" + std::to_string(tm);
+      auto ids = make_routing(rng, RoutingKind::uniform, c.T, c.K, c.E);
+      if (c.out_of_range)
+        for (size_t i = 0; i < ids.size(); i += 97) ids[i] = (i / 97) % 2 ? c.E + int32_t(i % 5) : -1 - int32_t(i % 3);
+      std::vector<int32_t> sorted, row;
+      std::vector<MoeTile> tiles;
+      moe_route_sort_ref(ids, c.T, c.K, c.E, tm, sorted, row, tiles);
+      DeviceRouting d(ids, c.T, c.K, c.E, tm);
+      std::vector<int32_t> shifted(ids.size() + 1, 0);
+      std::copy(ids.begin(), ids.end(), shifted.begin() + 1);
+      DeviceBuffer<int32_t> d_shifted(shifted);  // ids at a 4-byte offset
+      moe_route_sort(c.misaligned ? d_shifted.get() + 1 : d.ids.get(), c.T, c.K, d.r, nullptr);
+      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+      ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << ": tile count differs";
+      ASSERT_EQ(first_difference(d.sorted.download(), sorted), "") << where << ": sorted_slot";
+      ASSERT_EQ(first_difference(d.row.download(), row), "") << where << ": slot_row";
+      const auto got = d.tiles.download();
+      for (size_t i = 0; i < tiles.size(); ++i)
+        ASSERT_TRUE(got[i].expert == tiles[i].expert && got[i].first == tiles[i].first && got[i].rows == tiles[i].rows)
+            << where << ": tile " << i << " is " << describe_tile(got[i]) << ", reference " << describe_tile(tiles[i]);
+    }
+}
+
 TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
   std::mt19937 rng(102);
   const int E = 16, H = 264, I = 72, K = 6;  // H, I: not multiples of the 64-wide tiles

@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 
 #include "backends/cuda/elementwise/rmsnorm.h"
@@ -249,6 +251,60 @@ TEST(CudaRouterBatched, Bf16GemmLogitsAtPrefillSize) {
   EXPECT_THROW(router_topk(d_x.get(), T, rs, d_wb.get(), nullptr, d_bias.get(), d_logits.get(), nullptr, d_ids.get(),
                            d_w.get(), nullptr),
                Error);
+}
+
+// Logits for the selection tests: each drawn from a few values (many exact ties between experts),
+// with some tokens' logits ±inf; with `nan`, some NaN logits and a few all-NaN tokens.
+std::vector<float> select_test_logits(std::mt19937& rng, int T, int E, bool nan) {
+  const float values[] = {-2.f, -1.f, -0.5f, 0.f, 0.5f, 1.f, 2.f, 3.f};
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> logits(size_t(T) * E);
+  for (int t = 0; t < T; ++t)
+    for (int e = 0; e < E; ++e) {
+      float v = values[rng() % 8];
+      if (t % 7 == 3 && rng() % 5 == 0) v = rng() % 2 ? inf : -inf;
+      if (nan && t % 11 == 5 && rng() % 3 == 0) v = std::nanf("");
+      if (nan && t % 97 == 13) v = std::nanf("");
+      logits[size_t(t) * E + e] = v;
+    }
+  return logits;
+}
+
+struct SelectRun {
+  std::vector<int32_t> ids;
+  std::vector<float> w;
+};
+SelectRun run_select(const std::vector<float>& logits, int T, const RouterShape& rs, const std::vector<float>& bias) {
+  DeviceBuffer<float> d_logits(logits), d_bias(bias), d_w(size_t(T) * rs.top_k);
+  DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
+  d_w.poison();
+  d_ids.poison();
+  router_select_topk(d_logits.get(), T, rs, d_bias.get(), d_ids.get(), d_w.get(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  return SelectRun{d_ids.download(), d_w.download()};
+}
+
+const RouterShape kSelectShapes[] = {{64, 256, 6, true, 2.5f}, {64, 1000, 8, true, 1.f}, {64, 40, 3, false, 1.5f},
+                                     {64, 8, 8, true, 1.f},    {64, 33, 5, true, 1.f},   {64, 300, 1, false, 1.f}};
+
+// The selection kernel of steps above 8 tokens on logits with many exact ties and infinities:
+// ids exactly the rule's (ties to the lower expert), weights within fp32 rounding of the rule's.
+TEST(CudaRouterBatched, SelectionMatchesRuleWithTiesAndInfinities) {
+  std::mt19937 rng(91);
+  const int T = 1027;
+  for (const RouterShape& rs : kSelectShapes) {
+    const std::string where = "E=" + std::to_string(rs.n_experts) + " K=" + std::to_string(rs.top_k);
+    const auto logits = select_test_logits(rng, T, rs.n_experts, false);
+    std::vector<float> bias(size_t(rs.n_experts));
+    for (auto& b : bias) b = 0.125f * float(int(rng() % 3) - 1);
+    const SelectRun run = run_select(logits, T, rs, bias);
+    std::vector<int32_t> rule_ids;
+    std::vector<float> rule_w;
+    router_select_ref(std::vector<double>(logits.begin(), logits.end()), T, rs, &bias, rule_ids, rule_w);
+    EXPECT_EQ(run.ids, rule_ids) << where;
+    const auto cw = compare(run.w, rule_w, 1e-5, 1e-6);
+    EXPECT_TRUE(cw.ok()) << where << ": " << cw.describe();
+  }
 }
 
 TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {

@@ -1,6 +1,7 @@
 // Device-side routing sort and grouped expert GEMMs (moe_grouped.h).
 #include "backends/cuda/moe/moe_grouped.h"
 
+#include <cstdint>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -16,15 +17,9 @@ namespace {
 // result never depends on timing). A slot's rank inside its expert is
 //   (rows of the expert before this pass's chunk) + (rows in earlier warps of the chunk) +
 //   (earlier lanes of its warp with the same expert, from __match_any_sync).
-// Up to kSortOneCtaSlots slots (decode batches) one CTA does everything in one launch. Above
-// (prefill: 49,152 slots at 8K tokens, where one CTA took 168 µs), the slots are cut into
-// kSortChunk-slot chunks, one CTA each: count per chunk, scan + tiles in one CTA, stable ranks per
-// chunk from the chunk's bases, then slot_row inverted from sorted_slot (4 short launches).
-
-constexpr int kSortThreads = 512;
-constexpr int kSortOneCtaSlots = 8192;
-constexpr int kSortChunk = 2048;
-constexpr int kChunkThreads = 256;
+// One launch for any step (moe_sort_fused_kernel below). It replaced one CTA for the whole step up
+// to 8192 slots and four launches above (count per chunk, scan + tiles in one CTA, ranks per chunk,
+// slot_row inverted): 16.9 → 10.8 µs at 8192 tokens, 22.9 → 6.2 at 1024 (docs/performance.md, eighth session).
 
 // In-place exclusive scan of v[0..n) by warp 0; returns the total to every lane of warp 0.
 __device__ int warp0_exclusive_scan(int* v, int n) {
@@ -97,6 +92,7 @@ __device__ __forceinline__ void stable_rank_pass(const int32_t* __restrict__ ids
 
 // first[0..buckets) = rows per bucket on entry, each bucket's first sorted row on return; writes
 // the tile list (tiles of up to tile_rows rows per expert) and num_tiles. Shared-memory arrays.
+// With tiles == nullptr only first[] is computed (the CTAs of the fused sort other than CTA 0).
 __device__ __forceinline__ void write_tiles(int* first, int* tile_start, int experts, int tile_rows,
                                             MoeTile* __restrict__ tiles, int32_t* __restrict__ num_tiles) {
   const int tid = threadIdx.x, buckets = experts + 1;
@@ -105,9 +101,10 @@ __device__ __forceinline__ void write_tiles(int* first, int* tile_start, int exp
   if (tid < 32) {
     warp0_exclusive_scan(first, buckets);
     const int t = warp0_exclusive_scan(tile_start, buckets);
-    if (tid == 0) *num_tiles = t;
+    if (tid == 0 && tiles != nullptr) *num_tiles = t;
   }
   __syncthreads();
+  if (tiles == nullptr) return;
   for (int e = tid; e < experts; e += blockDim.x) {
     const int lo = first[e], hi = first[e + 1];
     int t = tile_start[e];
@@ -115,108 +112,77 @@ __device__ __forceinline__ void write_tiles(int* first, int* tile_start, int exp
   }
 }
 
-// Slot ranks wait in slot_row between the passes of the one-CTA sort, packed with their bucket
-// (rank < 2^21 slots, bucket <= kMoeMaxExperts = 2^9, so the word stays non-negative).
-constexpr int kRankBits = kMoeRankBits;
-static_assert(kMoeMaxExperts < (1 << (31 - kRankBits)), "bucket ids must fit above the rank bits");
+// ---- The fused sort: one launch for any step ----
+// CTA c ranks slots [c·chunk, (c+1)·chunk). It needs, per bucket, the rows of the whole step (for
+// the buckets' first rows) and the rows before its chunk: every CTA counts all the step's ids
+// itself (shared-memory histograms; the ids are L2 hits after the first CTA: 192 KiB at 8K
+// tokens), so no scratch, scan kernel or grid-wide wait is needed. Then the stable rank pass of
+// its chunk writes sorted_slot and slot_row together (the inversion needs no pass of its own), and
+// CTA 0 writes the tiles. The chunk grows past kFusedChunk only to keep the grid at most
+// kFusedMaxCtas CTAs (the counting is repeated per CTA, so more CTAs would cost L2 traffic, not time).
+constexpr int kFusedThreads = 512;
+constexpr int kFusedChunk = 1024;
+constexpr int kFusedMaxCtas = 128;
+constexpr int kFusedBatch = 8;  // 16-byte id loads per thread in flight
 
-__global__ void __launch_bounds__(kSortThreads) moe_route_sort_kernel(const int32_t* __restrict__ ids, int slots,
-                                                                      int experts, int tile_rows,
-                                                                      int32_t* __restrict__ sorted_slot,
-                                                                      int32_t* __restrict__ slot_row,
-                                                                      MoeTile* __restrict__ tiles,
-                                                                      int32_t* __restrict__ num_tiles) {
-  pdl_grid_start();  // see launch.cuh
-  __shared__ int warp_count[kSortThreads / 32][kMoeMaxExperts + 1];  // rows per (warp, bucket) in a chunk
-  __shared__ int count[kMoeMaxExperts + 1];                          // rows per bucket so far, then offsets
-  __shared__ int tile_start[kMoeMaxExperts + 1];
+// hist[bucket] += 1 for every slot of [lo, hi) (shared-memory atomics): 16-byte loads, kFusedBatch
+// of them in flight per thread, when ids + lo is 16-byte aligned; the rest one id per load.
+__device__ __forceinline__ void count_buckets(const int32_t* __restrict__ ids, int lo, int hi, int experts,
+                                              int* hist) {
   const int tid = threadIdx.x;
-  for (int i = tid; i < (kSortThreads / 32) * (kMoeMaxExperts + 1); i += kSortThreads) (&warp_count[0][0])[i] = 0;
-  for (int b = tid; b <= experts; b += kSortThreads) count[b] = 0;
-  __syncthreads();
-  stable_rank_pass<kSortThreads>(ids, 0, slots, experts, warp_count, count, [&](int s, int e, int rank) {
-    slot_row[s] = (e << kRankBits) | rank;  // the bucket's offset is added below
-  });
-  write_tiles(count, tile_start, experts, tile_rows, tiles, num_tiles);  // count[] -> first rows
-  __syncthreads();
-  // Each slot was ranked by this same thread (s = tid mod kSortThreads), so its rank is visible here.
-#pragma unroll 4
-  for (int s = tid; s < slots; s += kSortThreads) {
-    const int packed = slot_row[s];
-    const int row = count[packed >> kRankBits] + (packed & ((1 << kRankBits) - 1));
-    slot_row[s] = row;
-    sorted_slot[row] = s;
-  }
-}
-
-// Multi-CTA sort, pass 1: rows per bucket in each chunk -> counts[chunk·buckets + b] (slot_row's
-// storage: chunks·buckets <= slots above kSortOneCtaSlots).
-__global__ void __launch_bounds__(kChunkThreads) moe_sort_count_kernel(const int32_t* __restrict__ ids, int slots,
-                                                                       int experts, int32_t* __restrict__ counts) {
-  pdl_grid_start();
-  __shared__ int cnt[kMoeMaxExperts + 1];
-  const int buckets = experts + 1;
-  for (int b = threadIdx.x; b < buckets; b += kChunkThreads) cnt[b] = 0;
-  __syncthreads();
-  const int begin = blockIdx.x * kSortChunk, end = min(slots, begin + kSortChunk);
-  for (int s = begin + threadIdx.x; s < end; s += kChunkThreads) atomicAdd(&cnt[sort_bucket(ids, s, experts)], 1);
-  __syncthreads();
-  for (int b = threadIdx.x; b < buckets; b += kChunkThreads) counts[int64_t(blockIdx.x) * buckets + b] = cnt[b];
-}
-
-// Pass 2 (one CTA): each chunk's counts become its first row per bucket (in place), and the tiles.
-__global__ void __launch_bounds__(kSortThreads) moe_sort_scan_kernel(int32_t* __restrict__ counts, int chunks,
-                                                                     int experts, int tile_rows,
-                                                                     MoeTile* __restrict__ tiles,
-                                                                     int32_t* __restrict__ num_tiles) {
-  pdl_grid_start();
-  __shared__ int first[kMoeMaxExperts + 1];
-  __shared__ int tile_start[kMoeMaxExperts + 1];
-  const int buckets = experts + 1;
-  for (int b = threadIdx.x; b < buckets; b += kSortThreads) {
-    int total = 0;
-    for (int c = 0; c < chunks; ++c) total += counts[int64_t(c) * buckets + b];
-    first[b] = total;
-  }
-  __syncthreads();
-  write_tiles(first, tile_start, experts, tile_rows, tiles, num_tiles);
-  __syncthreads();
-  for (int b = threadIdx.x; b < buckets; b += kSortThreads) {
-    int run = first[b];
-    for (int c = 0; c < chunks; ++c) {
-      const int64_t i = int64_t(c) * buckets + b;
-      const int n = counts[i];
-      counts[i] = run;
-      run += n;
+  int s0 = lo;
+  if ((reinterpret_cast<uintptr_t>(ids + lo) & 15) == 0) {
+    const int n4 = (hi - lo) / 4;
+    const int4* p = reinterpret_cast<const int4*>(ids + lo);
+    for (int base = 0; base < n4; base += kFusedThreads * kFusedBatch) {
+      int4 v[kFusedBatch];
+#pragma unroll
+      for (int j = 0; j < kFusedBatch; ++j) {
+        const int i = base + j * kFusedThreads + tid;
+        if (i < n4) v[j] = __ldg(p + i);
+      }
+#pragma unroll
+      for (int j = 0; j < kFusedBatch; ++j)
+        if (base + j * kFusedThreads + tid < n4) {
+          const int q[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) atomicAdd(&hist[unsigned(q[k]) < unsigned(experts) ? q[k] : experts], 1);
+        }
     }
+    s0 = lo + n4 * 4;
   }
+  for (int s = s0 + tid; s < hi; s += kFusedThreads) atomicAdd(&hist[sort_bucket(ids, s, experts)], 1);
 }
 
-// Pass 3: stable ranks inside each chunk from its bases -> sorted_slot. slot_row (the bases) is
-// only read here; pass 4 rewrites it.
-__global__ void __launch_bounds__(kChunkThreads) moe_sort_rank_kernel(const int32_t* __restrict__ ids, int slots,
-                                                                      int experts,
-                                                                      const int32_t* __restrict__ bases,
-                                                                      int32_t* __restrict__ sorted_slot) {
-  pdl_grid_start();
-  __shared__ int warp_count[kChunkThreads / 32][kMoeMaxExperts + 1];
-  __shared__ int count[kMoeMaxExperts + 1];
-  const int buckets = experts + 1;
-  for (int i = threadIdx.x; i < (kChunkThreads / 32) * (kMoeMaxExperts + 1); i += kChunkThreads)
-    (&warp_count[0][0])[i] = 0;
-  for (int b = threadIdx.x; b < buckets; b += kChunkThreads) count[b] = bases[int64_t(blockIdx.x) * buckets + b];
+__global__ void __launch_bounds__(kFusedThreads) moe_sort_fused_kernel(const int32_t* __restrict__ ids, int slots,
+                                                                       int experts, int tile_rows, int chunk,
+                                                                       int32_t* __restrict__ sorted_slot,
+                                                                       int32_t* __restrict__ slot_row,
+                                                                       MoeTile* __restrict__ tiles,
+                                                                       int32_t* __restrict__ num_tiles) {
+  __shared__ int warp_count[kFusedThreads / 32][kMoeMaxExperts + 1];  // rows per (warp, bucket) in a pass
+  __shared__ int before[kMoeMaxExperts + 1];  // rows per bucket before the chunk, then the chunk's next row
+  __shared__ int total[kMoeMaxExperts + 1];   // rows per bucket from the chunk on, then all, then first rows
+  __shared__ int tile_start[kMoeMaxExperts + 1];
+  const int tid = threadIdx.x, buckets = experts + 1;
+  for (int i = tid; i < (kFusedThreads / 32) * (kMoeMaxExperts + 1); i += kFusedThreads) (&warp_count[0][0])[i] = 0;
+  for (int b = tid; b < buckets; b += kFusedThreads) before[b] = total[b] = 0;
   __syncthreads();
-  const int begin = blockIdx.x * kSortChunk, end = min(slots, begin + kSortChunk);
-  stable_rank_pass<kChunkThreads>(ids, begin, end, experts, warp_count, count,
-                                  [&](int s, int, int row) { sorted_slot[row] = s; });
-}
-
-// Pass 4: slot_row[sorted_slot[r]] = r.
-__global__ void moe_sort_invert_kernel(const int32_t* __restrict__ sorted_slot, int slots,
-                                       int32_t* __restrict__ slot_row) {
-  pdl_grid_start();
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < slots) slot_row[sorted_slot[r]] = r;
+  pdl_grid_start();  // the ids are the router's output
+  const int begin = int(blockIdx.x) * chunk, end = min(slots, begin + chunk);
+  count_buckets(ids, 0, begin, experts, before);
+  count_buckets(ids, begin, slots, experts, total);
+  __syncthreads();
+  for (int b = tid; b < buckets; b += kFusedThreads) total[b] += before[b];
+  __syncthreads();
+  write_tiles(total, tile_start, experts, tile_rows, blockIdx.x == 0 ? tiles : nullptr, num_tiles);
+  __syncthreads();
+  for (int b = tid; b < buckets; b += kFusedThreads) before[b] += total[b];
+  __syncthreads();
+  stable_rank_pass<kFusedThreads>(ids, begin, end, experts, warp_count, before, [&](int s, int, int row) {
+    sorted_slot[row] = s;
+    slot_row[s] = row;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -388,30 +354,15 @@ void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, 
                 " supported)");
   if (r.tile_rows != 16 && r.tile_rows != 64 && r.tile_rows != 128)
     throw Error("moe_route_sort: tile_rows " + std::to_string(r.tile_rows) + " is not 16, 64 or 128");
-  if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kRankBits))
+  if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kMoeRankBits))
     throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
-                std::to_string(1 << kRankBits));
+                std::to_string(1 << kMoeRankBits));
   const int slots = T * K;
-  if (slots <= kSortOneCtaSlots) {
-    launch_pdl(moe_route_sort_kernel, dim3(1), dim3(kSortThreads), 0, stream, topk_ids, slots, r.experts, r.tile_rows,
-               r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
-    STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
-    return;
-  }
-  // chunks·buckets <= slots/2048·513 + 513 < slots here, so slot_row holds the per-chunk counts.
-  const int chunks = (slots + kSortChunk - 1) / kSortChunk;
-  launch_pdl(moe_sort_count_kernel, dim3(unsigned(chunks)), dim3(kChunkThreads), 0, stream, topk_ids, slots, r.experts,
-             r.slot_row);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (count)");
-  launch_pdl(moe_sort_scan_kernel, dim3(1), dim3(kSortThreads), 0, stream, r.slot_row, chunks, r.experts, r.tile_rows,
-             r.tiles, r.num_tiles);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (scan)");
-  launch_pdl(moe_sort_rank_kernel, dim3(unsigned(chunks)), dim3(kChunkThreads), 0, stream, topk_ids, slots,
-             r.experts, r.slot_row, r.sorted_slot);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (rank)");
-  launch_pdl(moe_sort_invert_kernel, dim3(unsigned((slots + 255) / 256)), dim3(256), 0, stream, r.sorted_slot, slots,
-             r.slot_row);
-  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort (invert)");
+  const int pieces = (slots + kFusedChunk - 1) / kFusedChunk;
+  const int chunk = kFusedChunk * ((pieces + kFusedMaxCtas - 1) / kFusedMaxCtas);
+  launch_pdl(moe_sort_fused_kernel, dim3(unsigned((slots + chunk - 1) / chunk)), dim3(kFusedThreads), 0, stream,
+             topk_ids, slots, r.experts, r.tile_rows, chunk, r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
+  STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
 }
 
 void moe_grouped_gate_up(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up, int inter,

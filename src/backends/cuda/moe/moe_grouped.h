@@ -39,8 +39,8 @@ struct MoeTile {
 };
 
 constexpr int kMoeMaxExperts = 512;  // the sort keeps per-expert counters in shared memory
-// The sort packs a slot's rank within its expert into kMoeRankBits bits, so a step routes fewer
-// than 2^21 slots (T·K): 349,525 tokens at top-6, above Flint's 262,144-token context.
+// A step routes fewer than 2^kMoeRankBits slots (T·K): 349,525 tokens at top-6, above Flint's
+// 262,144-token context (the sort's bound; its CTAs count every slot, chunks grow past 128 CTAs).
 constexpr int kMoeRankBits = 21;
 inline int64_t moe_max_step_tokens(int top_k) { return ((int64_t(1) << kMoeRankBits) - 1) / top_k; }
 

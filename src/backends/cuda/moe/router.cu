@@ -114,15 +114,24 @@ __global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_
 // E <= 1024 path's 117 registers, 16 warps per SM).
 constexpr int kSelectWarps = 4;
 template <int P>
-__global__ void __launch_bounds__(kSelectWarps * 32) router_select_kernel(const float* __restrict__ logits, int T,
-                                                                          int E, int K, const float* __restrict__ bias,
-                                                                          bool norm, float rsf,
-                                                                          int32_t* __restrict__ ids,
-                                                                          float* __restrict__ weights) {
+__global__ void __launch_bounds__(kSelectWarps * 32) router_select_redux_kernel(
+    const float* __restrict__ logits, int T, int E, int K, const float* __restrict__ bias, bool norm, float rsf,
+    int32_t* __restrict__ ids, float* __restrict__ weights) {
   pdl_grid_start();  // see launch.cuh
   const int t = int(blockIdx.x) * kSelectWarps + int(threadIdx.x >> 5);
   if (t >= T) return;  // whole warps only: the selection's shuffles see full warps
-  router_select_warp<P>([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids, weights);
+  router_select_warp_redux<P>([&](int e) { return logits[int64_t(t) * E + e]; }, t, E, K, bias, norm, rsf, ids,
+                              weights);
+}
+
+// The selection of steps above 8 tokens over logits [T, E] already computed.
+void launch_router_select(const float* logits, int T, const RouterShape& rs, const float* bias, int32_t* ids,
+                          float* topk_w, cudaStream_t stream) {
+  auto* kernel = rs.n_experts <= kRouterSelectNarrow ? router_select_redux_kernel<kRouterSelectNarrow / 32>
+                                                    : router_select_redux_kernel<kRouterMaxExperts / 32>;
+  launch_pdl(kernel, dim3(unsigned((T + kSelectWarps - 1) / kSelectWarps)), dim3(kSelectWarps * 32), 0, stream, logits,
+             T, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob, rs.routed_scaling_factor, ids, topk_w);
+  STRIKER_CUDA_CHECK_LAUNCH("router_select");
 }
 
 // ---- decode steps ----
@@ -385,12 +394,14 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
   } else {  // bf16 router: logits[T, E] = x · Wrᵀ on the tensor cores, fp32 out (366 -> ~20 µs at 8K tokens)
     lt->gemm_bf16_f32out(x, T, rs.hidden, reinterpret_cast<const bf16*>(weight), rs.n_experts, logits, stream);
   }
-  const dim3 grid(unsigned((T + kSelectWarps - 1) / kSelectWarps));
-  launch_pdl(rs.n_experts <= kRouterSelectNarrow ? router_select_kernel<kRouterSelectNarrow / 32>
-                                                 : router_select_kernel<kRouterMaxExperts / 32>,
-             grid, dim3(kSelectWarps * 32), 0, stream, logits, T, rs.n_experts, rs.top_k, bias, rs.norm_topk_prob,
-             rs.routed_scaling_factor, ids, topk_w);
-  STRIKER_CUDA_CHECK_LAUNCH("router_select");
+  launch_router_select(logits, T, rs, bias, ids, topk_w, stream);
+}
+
+void check_router_shape(const RouterShape& rs) {
+  if (rs.n_experts <= 0 || rs.n_experts > kRouterMaxExperts || rs.top_k <= 0 || rs.top_k > kRouterMaxTopK ||
+      rs.top_k > rs.n_experts)
+    throw Error("router_topk: unsupported experts/top-k " + std::to_string(rs.n_experts) + "/" +
+                std::to_string(rs.top_k) + " (at most 1024 experts and top-8)");
 }
 
 }  // namespace
@@ -399,10 +410,7 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
                  cudaStream_t stream, const RouterInputNorm* in_norm, LtGemm* lt) {
   if (T <= 0) return;
-  if (rs.n_experts <= 0 || rs.n_experts > kRouterMaxExperts || rs.top_k <= 0 || rs.top_k > kRouterMaxTopK ||
-      rs.top_k > rs.n_experts)
-    throw Error("router_topk: unsupported experts/top-k " + std::to_string(rs.n_experts) + "/" +
-                std::to_string(rs.top_k) + " (at most 1024 experts and top-8)");
+  check_router_shape(rs);
   if ((weight_bf16 == nullptr) == (weight_f32 == nullptr))
     throw Error("router_topk: exactly one of the bf16 / fp32 router weights must be given");
   if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
@@ -418,6 +426,13 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
   else
     launch_router(x, T, rs, reinterpret_cast<const bf16_t*>(weight_bf16), bias, logits_scratch, counter, topk_ids,
                   topk_w, in_norm, lt, stream);
+}
+
+void router_select_topk(const float* logits, int T, const RouterShape& rs, const float* bias, int32_t* topk_ids,
+                        float* topk_w, cudaStream_t stream) {
+  if (T <= 0) return;
+  check_router_shape(rs);
+  launch_router_select(logits, T, rs, bias, topk_ids, topk_w, stream);
 }
 
 }  // namespace striker::cuda

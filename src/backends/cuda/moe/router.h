@@ -46,6 +46,11 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
                  cudaStream_t stream, const RouterInputNorm* in_norm = nullptr, LtGemm* lt = nullptr);
 
+// The selection alone of a step above 8 tokens (router_topk's second launch) on logits [T, E] fp32
+// (a device buffer): topk_ids [T, K], topk_w [T, K]. For benchmarks and tests of the selection.
+void router_select_topk(const float* logits, int T, const RouterShape& rs, const float* bias, int32_t* topk_ids,
+                        float* topk_w, cudaStream_t stream);
+
 // CPU reference; weight given as fp32 values (exact for either checkpoint dtype).
 void router_topk_ref(const std::vector<bf16>& x, int T, const RouterShape& rs, const std::vector<float>& weight,
                      const std::vector<float>* bias, std::vector<int32_t>& topk_ids, std::vector<float>& topk_w);

@@ -106,6 +106,86 @@ __device__ __forceinline__ void router_select_warp(LogitOf logit_of, int t, int 
   }
 }
 
+// The same selection (the same ids and weight bits, NaN and infinities included) with fewer
+// instructions, for the batched selection kernel (thousands of tokens, issue-bound):
+// - each score + bias becomes an order-preserving 32-bit key (0 for NaN and -inf, which the rule never
+//   picks; +0 for -0, which compares equal to it), so a round's warp-wide maximum is one redux.sync and
+//   its lowest expert among ties a second one (redux.sync: integers only on sm_90);
+// - each lane tracks its best two keys (ties: the lower expert first), so a round costs the winner
+//   lane a move of its second key up; only a lane that wins twice rescans its values;
+// - the picks' scores are recomputed by the lanes that keep them (the same expression: the same bits)
+//   and summed in pick order, as the rounds of router_select_warp add them.
+__device__ __forceinline__ unsigned router_select_key(float sel) {
+  const unsigned u = __float_as_uint(sel + 0.f);  // -0 + 0 = +0
+  const unsigned k = u ^ (unsigned(int(u) >> 31) | 0x80000000u);
+  return sel > -__builtin_huge_valf() ? k : 0u;
+}
+
+template <int P, typename LogitOf>
+__device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t, int E, int K,
+                                                         const float* __restrict__ bias, bool norm, float rsf,
+                                                         int32_t* __restrict__ ids, float* __restrict__ weights) {
+  const int lane = threadIdx.x & 31;
+  float logit[P], b[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int e = lane + 32 * i;
+    logit[i] = e < E ? logit_of(e) : 0.f;
+    b[i] = e < E && bias != nullptr ? bias[e] : 0.f;
+  }
+  unsigned key[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const float score = 1.0f / (1.0f + expf(-logit[i]));
+    key[i] = lane + 32 * i < E ? router_select_key(score + b[i]) : 0u;
+  }
+  // The lane's best two keys not yet picked (0: none) and their experts; in increasing expert order with
+  // a strict > (ties: the lower expert first).
+  unsigned b1 = 0, b2 = 0, picked = 0;  // picked: bit i = expert lane + 32·i was picked
+  int e1 = 0, e2 = 0;
+  auto best_two = [&]() {
+    b1 = b2 = 0;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const unsigned k = (picked >> i) & 1u ? 0u : key[i];
+      if (k > b1) {
+        b2 = b1, e2 = e1;
+        b1 = k, e1 = lane + 32 * i;
+      } else if (k > b2) {
+        b2 = k, e2 = lane + 32 * i;
+      }
+    }
+  };
+  best_two();
+  bool second_known = true;  // b2 is the lane's second best (false after it moved up to b1)
+  int mine = 0;              // lane k keeps the k-th pick
+  for (int k = 0; k < K; ++k) {
+    const unsigned m = __reduce_max_sync(0xffffffffu, b1);
+    int e = E - 1;  // nothing left to pick (NaN or -inf scores): router_select_warp's index
+    if (m != 0u) {
+      e = int(__reduce_min_sync(0xffffffffu, b1 == m ? unsigned(e1) : 0xffffffffu));
+      if (lane == (e & 31)) {  // the winner's lane: its next best moves up
+        picked |= 1u << (e >> 5);
+        if (second_known) {
+          b1 = b2, e1 = e2;
+          second_known = false;
+        } else {
+          best_two();
+          second_known = true;
+        }
+      }
+    }
+    if (lane == k) mine = e;
+  }
+  const float s = lane < K ? 1.0f / (1.0f + expf(-logit_of(mine))) : 0.f;
+  float picked_sum = 0.f;
+  for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
+  if (lane < K) {
+    ids[t * K + lane] = mine;
+    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
+  }
+}
+
 template <typename LogitOf>
 __device__ __forceinline__ void router_select(LogitOf logit_of, int t, int E, int K, const float* __restrict__ bias,
                                               bool norm, float rsf, int32_t* __restrict__ ids,
