@@ -75,6 +75,29 @@ def request_json(ep, method, path, body=None):
         conn.close()
 
 
+def phase_sums(ep):
+    """Seconds summed so far in vLLM's request phase histograms (queue, prefill) from /metrics, or None
+    when the server does not export them. The difference over one request splits its TTFT into the
+    engine's queue and prefill (first scheduled -> first token) and the rest (HTTP, chat template,
+    tokenizing, streaming)."""
+    try:
+        conn = ep.connect()
+        conn.request("GET", ep.prefix + "/metrics", headers=ep.headers())
+        resp = conn.getresponse()
+        text = resp.read().decode(errors="replace")
+        conn.close()
+    except OSError:
+        return None
+    if resp.status != 200:
+        return None
+    sums = {}
+    for line in text.splitlines():
+        for phase in ("queue", "prefill"):
+            if line.startswith(f"vllm:request_{phase}_time_seconds_sum"):
+                sums[phase] = sums.get(phase, 0.0) + float(line.rsplit(" ", 1)[1])
+    return sums if len(sums) == 2 else None
+
+
 def wait_ready(ep, timeout):
     deadline = time.time() + timeout
     while True:
@@ -181,14 +204,21 @@ def main(argv=None):
         # A fresh random opening per conversation, so no conversation hits another's cache.
         messages = [{"role": "user", "content": f"Conversation {conv}-{rng.random()}: " + text.of_tokens(a.first_turn_tokens)}]
         for t in range(a.num_turns):
+            before = phase_sums(ep)
             ttft, latency, answer, usage, err = chat_turn(ep, model, messages, a)
+            after = phase_sums(ep)
             rec = {"conversation": conv, "turn": t + 1, "ttft_ms": None if ttft is None else ttft * 1e3,
                    "latency_ms": latency * 1e3, "prompt_tokens": usage.get("prompt_tokens"),
                    "cached_tokens": cached_tokens(usage), "completion_tokens": usage.get("completion_tokens"),
                    "error": err}
+            phases = ""
+            if before is not None and after is not None:
+                rec["server_queue_ms"] = (after["queue"] - before["queue"]) * 1e3
+                rec["server_prefill_ms"] = (after["prefill"] - before["prefill"]) * 1e3
+                phases = f" (server: queue {rec['server_queue_ms']:.1f} ms, prefill {rec['server_prefill_ms']:.1f} ms)"
             turns[t].append(rec)
             print(f"conversation {conv} turn {t + 1}: prompt {rec['prompt_tokens']} tokens "
-                  f"({rec['cached_tokens']} cached), TTFT {rec['ttft_ms'] or float('nan'):.1f} ms, "
+                  f"({rec['cached_tokens']} cached), TTFT {rec['ttft_ms'] or float('nan'):.1f} ms{phases}, "
                   f"E2E {rec['latency_ms']:.1f} ms{'  ERROR ' + err if err else ''}", flush=True)
             if err:
                 failed += 1

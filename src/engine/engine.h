@@ -2,6 +2,7 @@
 // incremental detokenization and stop handling. Knows nothing of CUDA or HTTP.
 // CONTRACT header: the server codes against these declarations.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,6 +54,14 @@ struct ChoiceDelta {
   std::optional<std::string> stop_reason;  // the stop string, or the stop token id as text
 };
 
+// When the engine queued a request and first scheduled any of its tokens (vLLM's queued and
+// scheduled timestamps): the server derives vLLM's request phase-time metrics from them.
+struct RequestTimes {
+  std::chrono::steady_clock::time_point queued{};
+  std::chrono::steady_clock::time_point scheduled{};  // the clock's epoch until first scheduled
+  bool was_scheduled() const { return scheduled != std::chrono::steady_clock::time_point{}; }
+};
+
 struct RequestOutput {
   std::string request_id;
   std::vector<ChoiceDelta> choices;     // only choices that changed
@@ -61,6 +70,7 @@ struct RequestOutput {
   int64_t completion_tokens = 0;        // so far, all choices
   int64_t num_cached_tokens = 0;        // prompt tokens whose KV came from the prefix cache
   std::vector<std::optional<TokenLogprob>> prompt_logprobs;  // first output only, when asked
+  RequestTimes times;
   // Non-empty when the request was ended by an engine failure (a backend error, an undecodable
   // output) rather than by its client: the server answers 500 with this message.
   std::string error;

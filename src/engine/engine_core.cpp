@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
@@ -39,6 +40,7 @@ struct EngineCore::Request {
   std::vector<std::optional<TokenLogprob>> prompt_logprobs;
   bool prompt_logprobs_complete = false;
   bool prompt_logprobs_sent = false;
+  RequestTimes times;
 };
 
 namespace {
@@ -190,6 +192,7 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
     r.choices.push_back(std::move(ch));
   }
   for (auto& ch : r.choices) scheduler_->add(&ch->seq);
+  r.times.queued = std::chrono::steady_clock::now();
   prompt_tokens_total_ += int64_t(r.req.prompt.size());
   const std::string id = r.req.request_id;
   requests_.emplace(id, std::move(rq));
@@ -230,6 +233,11 @@ void EngineCore::step() {
     if (plan.preempted.empty() && !scheduler_->waiting().empty())
       throw std::logic_error("scheduler made no progress with requests waiting");
     return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& c : plan.chunks) {
+    RequestTimes& t = static_cast<Choice*>(c.seq->owner)->request->times;
+    if (!t.was_scheduled()) t.scheduled = now;
   }
   ForwardBatch batch;
   std::vector<bool> all_logits;
@@ -455,6 +463,7 @@ void EngineCore::emit(Request& r, RequestOutput& out) {
   out.num_cached_tokens = std::max<int64_t>(0, r.choices.front()->seq.num_cached_tokens);
   for (const auto& ch : r.choices) out.completion_tokens += ch->seq.num_output();
   out.finished = r.num_finished == int32_t(r.choices.size());
+  out.times = r.times;
   if (r.req.params.prompt_logprobs && r.prompt_logprobs_complete && !r.prompt_logprobs_sent) {
     out.prompt_logprobs = r.prompt_logprobs;
     r.prompt_logprobs_sent = true;

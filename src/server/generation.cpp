@@ -276,9 +276,12 @@ namespace striker::server {
 
 void RequestAccounting::observe(const RequestOutput& out) {
   const auto now = Clock::now();
+  if (out.times.was_scheduled()) times_ = out.times;
   for (const auto& c : out.choices) {
     if (c.new_tokens.empty() || c.index < 0 || size_t(c.index) >= last_token_.size()) continue;
     completion_tokens_ += int64_t(c.new_tokens.size());
+    if (!first_token_at_) first_token_at_ = now;
+    last_token_at_ = now;
     auto& last = last_token_[size_t(c.index)];
     if (!first_token_seen_) {
       metrics_.record_first_token(std::chrono::duration<double>(now - arrival_).count());
@@ -296,6 +299,13 @@ void RequestAccounting::finish(const std::string& finished_reason, int64_t promp
   recorded_ = true;
   metrics_.record_request(finished_reason, prompt_tokens, completion_tokens_, n, max_tokens,
                           std::chrono::duration<double>(Clock::now() - arrival_).count());
+  // vLLM's phase times (its RequestStateStats): queued -> first scheduled -> first token -> last token.
+  if (times_.was_scheduled() && first_token_at_) {
+    auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    metrics_.record_phases(RequestPhases{secs(times_.queued, times_.scheduled), secs(times_.scheduled, *first_token_at_),
+                                         secs(*first_token_at_, *last_token_at_),
+                                         secs(times_.scheduled, *last_token_at_)});
+  }
   request_log_.note_usage(request_id_, prompt_tokens, completion_tokens_);
 }
 

@@ -74,7 +74,11 @@ ServerMetrics::ServerMetrics(std::string model_name, int64_t max_model_len, Cach
       prompt_tokens_(one_two_five_buckets(max_model_len)),
       generation_tokens_(one_two_five_buckets(max_model_len)),
       params_n_({1, 2, 5, 10, 20}),
-      params_max_tokens_(one_two_five_buckets(max_model_len)) {}
+      params_max_tokens_(one_two_five_buckets(max_model_len)),
+      queue_time_(kE2eBuckets),
+      prefill_time_(kE2eBuckets),
+      decode_time_(kE2eBuckets),
+      inference_time_(kE2eBuckets) {}
 
 void ServerMetrics::record_request(const std::string& finished_reason, int64_t prompt_tokens,
                                    int64_t generation_tokens, int32_t n, int64_t max_tokens, double e2e_seconds) {
@@ -90,6 +94,14 @@ void ServerMetrics::record_request(const std::string& finished_reason, int64_t p
 void ServerMetrics::record_first_token(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   ttft_.observe(seconds);
+}
+
+void ServerMetrics::record_phases(const RequestPhases& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_time_.observe(p.queue);
+  prefill_time_.observe(p.prefill);
+  decode_time_.observe(p.decode);
+  inference_time_.observe(p.inference);
 }
 
 void ServerMetrics::record_inter_token(double seconds) {
@@ -153,7 +165,15 @@ std::string ServerMetrics::render(const EngineStats& s) const {
                      H{"vllm:request_generation_tokens", "Number of generation tokens processed.", &generation_tokens_},
                      H{"vllm:request_params_n", "Histogram of the n request parameter.", &params_n_},
                      H{"vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
-                       &params_max_tokens_}}) {
+                       &params_max_tokens_},
+                     H{"vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                       &queue_time_},
+                     H{"vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+                       &prefill_time_},
+                     H{"vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+                       &decode_time_},
+                     H{"vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
+                       &inference_time_}}) {
     header(out, h.name, "histogram", h.help);
     h.h->render(out, h.name, labels_);
   }

@@ -39,6 +39,13 @@ struct CacheConfigInfo {
   int64_t num_gpu_blocks = 0;
 };
 
+// One finished request's phases in seconds, as vLLM defines them: queue = first scheduled - queued,
+// prefill = first token - first scheduled, decode = last token - first token, inference = last token -
+// first scheduled.
+struct RequestPhases {
+  double queue = 0, prefill = 0, decode = 0, inference = 0;
+};
+
 class ServerMetrics {
  public:
   ServerMetrics(std::string model_name, int64_t max_model_len, CacheConfigInfo cache);
@@ -48,6 +55,7 @@ class ServerMetrics {
                       int32_t n, int64_t max_tokens, double e2e_seconds);
   void record_first_token(double seconds);
   void record_inter_token(double seconds);
+  void record_phases(const RequestPhases& p);
   void record_http(const std::string& handler, int status);
 
   std::string render(const EngineStats& stats) const;
@@ -59,6 +67,7 @@ class ServerMetrics {
   std::map<std::string, uint64_t> success_;
   std::map<std::pair<std::string, int>, uint64_t> http_;
   Histogram ttft_, itl_, e2e_, prompt_tokens_, generation_tokens_, params_n_, params_max_tokens_;
+  Histogram queue_time_, prefill_time_, decode_time_, inference_time_;
 };
 
 }  // namespace striker::server

@@ -177,7 +177,8 @@ class RequestAccounting {
         last_token_(size_t(gen.num_choices())) {}
   void observe(const RequestOutput& out);
   int64_t completion_tokens() const { return completion_tokens_; }
-  // Records the request once (e2e latency, success counter by finished_reason, the request log's counts).
+  // Records the request once (e2e latency, success counter by finished_reason, the request log's counts,
+  // and vLLM's phase times when the engine scheduled it: queue, prefill, decode, inference).
   void finish(const std::string& finished_reason, int64_t prompt_tokens, int32_t n, int64_t max_tokens);
 
  private:
@@ -186,6 +187,8 @@ class RequestAccounting {
   std::string request_id_;
   Clock::time_point arrival_;
   std::vector<std::optional<Clock::time_point>> last_token_;
+  RequestTimes times_;                          // the engine's queued / first-scheduled times
+  std::optional<Clock::time_point> first_token_at_, last_token_at_;  // over all choices
   int64_t completion_tokens_ = 0;
   bool first_token_seen_ = false;
   bool recorded_ = false;

@@ -224,6 +224,18 @@ def test_metrics_count_requests_and_tokens(server, client):
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:num_preemptions_total", "vllm:e2e_request_latency_seconds_count", "vllm:cache_config_info"):
         assert name in after, name
+    # vLLM's request phases: queue -> prefill (to the first token) -> decode (to the last); inference = both.
+    label = '{engine="0",model_name="tiny"}'
+    delta = {p: after[f"vllm:request_{p}_time_seconds_sum{label}"] - before.get(f"vllm:request_{p}_time_seconds_sum{label}", 0)
+             for p in ("queue", "prefill", "decode", "inference")}
+    for p in delta:
+        count = f"vllm:request_{p}_time_seconds_count{label}"
+        assert after[count] - before.get(count, 0) == 3, p
+        assert delta[p] >= 0, (p, delta)
+    assert delta["prefill"] > 0 and delta["decode"] > 0, delta
+    assert abs(delta["prefill"] + delta["decode"] - delta["inference"]) < 1e-6, delta
+    e2e = f"vllm:e2e_request_latency_seconds_sum{label}"
+    assert after[e2e] - before[e2e] >= delta["queue"] + delta["inference"] - 1e-6, delta
 
 
 def test_continuous_usage_stats(client):

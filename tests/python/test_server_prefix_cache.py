@@ -190,3 +190,7 @@ def test_multi_turn_bench_smoke(servers, tmp_path):
     assert turns[0]["cached_tokens"] == 0 and 250 <= turns[0]["prompt_tokens"] <= 400
     assert turns[1]["cached_tokens"] >= turns[0]["prompt_tokens"] - 32
     assert j["ttft_ratio_turn2_turn1"] > 0
+    # The server's own phases of each turn (vLLM's phase histograms, read from /metrics around it).
+    for t in turns:
+        assert 0 <= t["server_queue_ms"] and 0 < t["server_prefill_ms"] <= t["ttft_ms"], t
+    assert "(server: queue" in r.stdout

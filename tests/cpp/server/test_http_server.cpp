@@ -232,7 +232,9 @@ TEST_F(Fixture, ModelsVersionMetrics) {
   for (const char* name : {"vllm:num_requests_running{", "vllm:num_requests_waiting{", "vllm:kv_cache_usage_perc{",
                            "vllm:prompt_tokens_total{", "vllm:generation_tokens_total{",
                            "vllm:time_to_first_token_seconds_count{", "vllm:e2e_request_latency_seconds_count{",
-                           "vllm:request_success_total{"}) {
+                           "vllm:request_success_total{", "vllm:request_queue_time_seconds_count{",
+                           "vllm:request_prefill_time_seconds_count{", "vllm:request_decode_time_seconds_count{",
+                           "vllm:request_inference_time_seconds_count{"}) {
     EXPECT_NE(metrics.find(name), std::string::npos) << name;
   }
   EXPECT_NE(metrics.find("vllm:request_success_total{engine=\"0\",model_name=\"tiny\",finished_reason=\"length\"} 1"),
