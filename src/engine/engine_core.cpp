@@ -235,16 +235,13 @@ void EngineCore::step() {
     return;
   }
   const auto now = std::chrono::steady_clock::now();
-  for (const auto& c : plan.chunks) {
-    RequestTimes& t = static_cast<Choice*>(c.seq->owner)->request->times;
-    if (!t.was_scheduled()) t.scheduled = now;
-  }
   ForwardBatch batch;
   std::vector<bool> all_logits;
   int64_t rows = 0;
   for (const auto& c : plan.chunks) {
     const Sequence& s = *c.seq;
-    const Request& r = *static_cast<Choice*>(s.owner)->request;
+    Request& r = *static_cast<Choice*>(s.owner)->request;
+    if (!r.times.was_scheduled()) r.times.scheduled = now;  // vLLM's first-scheduled time
     SequenceChunk sc;
     sc.tokens.assign(s.tokens.begin() + c.start, s.tokens.begin() + c.start + c.count);
     sc.start_pos = c.start;

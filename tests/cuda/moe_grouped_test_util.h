@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <random>
@@ -298,6 +299,45 @@ void expect_graph_replays_new_routing(std::mt19937& rng, const Experts& w, const
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// Index of the first bit difference of two bf16 vectors (both as raw bits), or -1 (0 when the sizes differ).
+inline int64_t first_bit_difference(const std::vector<bf16>& a, const std::vector<bf16>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(bf16)) != 0) return int64_t(i);
+  return -1;
+}
+
+// A decode MoE step's outputs as the per-slot tests read them back: act, shared act, h.
+struct DecodeMoeOut {
+  std::vector<bf16> act, sact, h;
+};
+
+// Runs a decode step of T tokens (run(T, x, ids, tw, h0) -> DecodeMoeOut), then each token alone
+// (T = 1), and expects every token's act, shared act and h to be the same bits both ways and no NaN
+// left from the poisoned outputs; returns the T-token step's outputs.
+template <class Run>
+DecodeMoeOut expect_step_matches_one_token_steps(Run run, int T, int H, int K, const std::vector<bf16>& x,
+                                                 const std::vector<int32_t>& ids, const std::vector<float>& tw,
+                                                 const std::vector<bf16>& h0, const std::string& where) {
+  auto rows = [](const auto& v, int t, size_t n) { return std::vector(v.begin() + t * n, v.begin() + (t + 1) * n); };
+  const DecodeMoeOut got = run(T, x, ids, tw, h0);
+  DecodeMoeOut one;
+  for (int t = 0; t < T; ++t) {
+    const DecodeMoeOut o = run(1, rows(x, t, H), rows(ids, t, K), rows(tw, t, K), rows(h0, t, H));
+    one.act.insert(one.act.end(), o.act.begin(), o.act.end());
+    one.sact.insert(one.sact.end(), o.sact.begin(), o.sact.end());
+    one.h.insert(one.h.end(), o.h.begin(), o.h.end());
+  }
+  EXPECT_EQ(first_bit_difference(got.act, one.act), -1) << where << "act";
+  EXPECT_EQ(first_bit_difference(got.sact, one.sact), -1) << where << "shared act";
+  EXPECT_EQ(first_bit_difference(got.h, one.h), -1) << where << "h";
+  const auto nans = [](const std::vector<bf16>& v) {  // a slot never written keeps the NaN poison
+    return std::count_if(v.begin(), v.end(), [](bf16 b) { return std::isnan(bf16_to_float(b)); });
+  };
+  EXPECT_EQ(nans(got.act) + nans(got.sact) + nans(got.h), 0) << where << "NaN in act, shared act or h";
+  return got;
 }
 
 }  // namespace striker::cuda::testing

@@ -7,6 +7,7 @@
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
+#include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
 
@@ -117,22 +118,14 @@ TEST(CudaMoe, CombineOfExpertSortedRowsMatchesReference) {
   std::iota(inv.begin(), inv.end(), 0);
   std::shuffle(inv.begin(), inv.end(), rng);
   for (bool shared : {true, false}) {
-    std::vector<float> ref(size_t(T) * H);
-    for (int t = 0; t < T; ++t)
-      for (int o = 0; o < H; ++o) {
-        double sum = 0;
-        for (int k = 0; k < K; ++k)
-          sum += double(tw[size_t(t) * K + k]) * bf16_to_float(ys[size_t(inv[size_t(t) * K + k]) * H + o]);
-        float y = round_bf16(float(sum));
-        if (shared) y = round_bf16(y + bf16_to_float(ysh[size_t(t) * H + o]));
-        ref[size_t(t) * H + o] = round_bf16(bf16_to_float(h[size_t(t) * H + o]) + y);
-      }
+    std::vector<bf16> ref = h;
+    moe_combine_sorted_ref(ys, inv, tw, shared ? ysh : std::vector<bf16>{}, T, K, H, ref);
     DeviceBuffer<bf16> d_ys(ys), d_ysh(ysh), d_h(h);
     DeviceBuffer<int32_t> d_inv(inv);
     DeviceBuffer<float> d_tw(tw);
     moe_combine_sorted(d_ys.get(), d_inv.get(), d_tw.get(), shared ? d_ysh.get() : nullptr, T, K, H, d_h.get(),
                        nullptr);
-    const auto c = compare(to_float(d_h.download()), ref, kBf16Rtol, kBf16Atol);
+    const auto c = compare(to_float(d_h.download()), to_float(ref), kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << (shared ? "with shared " : "routed only ") << c.describe();
   }
 }
@@ -173,17 +166,9 @@ TEST(CudaMoe, CombineWithNextNormMatchesCombineThenRmsnorm) {
           size_t differ = 0;
           for (size_t i = 0; i < h0.size(); ++i) differ += h0[i].bits != h1[i].bits || x0[i].bits != x1[i].bits;
           EXPECT_EQ(differ, 0u) << "fused combine + norm vs combine then the rmsnorm kernel";
-          std::vector<float> h_ref(h.size());
-          for (int t = 0; t < T; ++t)
-            for (int o = 0; o < H; ++o) {
-              double sum = 0;
-              for (int k = 0; k < K; ++k)
-                sum += double(tw[size_t(t) * K + k]) * bf16_to_float(ys[size_t(inv[size_t(t) * K + k]) * H + o]);
-              float y = round_bf16(float(sum));
-              if (shared) y = round_bf16(y + bf16_to_float(ysh[size_t(t) * H + o]));
-              h_ref[size_t(t) * H + o] = round_bf16(bf16_to_float(h[size_t(t) * H + o]) + y);
-            }
-          const auto ch = compare(to_float(h0), h_ref, kBf16Rtol, kBf16Atol);
+          std::vector<bf16> h_ref = h;
+          moe_combine_sorted_ref(ys, inv, tw, shared ? ysh : std::vector<bf16>{}, T, K, H, h_ref);
+          const auto ch = compare(to_float(h0), to_float(h_ref), kBf16Rtol, kBf16Atol);
           EXPECT_TRUE(ch.ok()) << "h vs the CPU combine: " << ch.describe();
           std::vector<bf16> x_ref;
           rmsnorm_ref(h1, gamma, x_ref, T, H, 1e-6f);

@@ -226,12 +226,6 @@ TEST(CudaMoeGrouped, RejectsUnsupportedShapes) {
   EXPECT_THROW(moe_route_sort(d.ids.get(), 1, 2, bad, nullptr), Error);
 }
 
-}  // namespace
-}  // namespace striker::cuda::testing
-
-namespace striker::cuda::testing {
-namespace {
-
 // Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):
 // the down projection runs slot by slot into a scratch, then the combine (moe.h). Every token's act,
 // shared_act and h must equal, bit for bit, the same token run alone (T = 1 takes the one-kernel
@@ -245,9 +239,6 @@ TEST(CudaMoe, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
   const auto sg = random_bf16(rng, size_t(Is) * H, 0.03f), su = random_bf16(rng, sg.size(), 0.03f);
   const auto sd = random_bf16(rng, size_t(H) * Is, 0.03f);
   DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd), d_sg(sg), d_su(su), d_sd(sd);
-  struct Out {
-    std::vector<bf16> act, sact, h;
-  };
   auto run = [&](int T, const std::vector<bf16>& x, const std::vector<int32_t>& ids, const std::vector<float>& tw,
                  const std::vector<bf16>& h0) {
     DeviceBuffer<int32_t> d_ids(ids);
@@ -261,17 +252,7 @@ TEST(CudaMoe, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
                 d_sact.get(), nullptr);
     moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
                      d_h.get(), nullptr, d_y.get());
-    return Out{d_act.download(), d_sact.download(), d_h.download()};
-  };
-  auto rows = [](const auto& v, int t, size_t n) { return std::vector(v.begin() + t * n, v.begin() + (t + 1) * n); };
-  auto first_bit_difference = [](const std::vector<bf16>& a, const std::vector<bf16>& b) -> int64_t {
-    if (a.size() != b.size()) return 0;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (std::memcmp(&a[i], &b[i], sizeof(bf16)) != 0) return int64_t(i);
-    return -1;
-  };
-  const auto nans = [](const std::vector<bf16>& v) {  // a slot never written keeps the NaN poison
-    return std::count_if(v.begin(), v.end(), [](bf16 b) { return std::isnan(bf16_to_float(b)); });
+    return DecodeMoeOut{d_act.download(), d_sact.download(), d_h.download()};
   };
   for (int T : {2, 3, 5, 8})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
@@ -280,18 +261,7 @@ TEST(CudaMoe, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
       const auto x = random_bf16(rng, size_t(T) * H);
       const auto h0 = random_bf16(rng, size_t(T) * H);
-      const Out got = run(T, x, ids, tw, h0);
-      Out one;
-      for (int t = 0; t < T; ++t) {
-        const Out o = run(1, rows(x, t, H), rows(ids, t, K), rows(tw, t, K), rows(h0, t, H));
-        one.act.insert(one.act.end(), o.act.begin(), o.act.end());
-        one.sact.insert(one.sact.end(), o.sact.begin(), o.sact.end());
-        one.h.insert(one.h.end(), o.h.begin(), o.h.end());
-      }
-      EXPECT_EQ(first_bit_difference(got.act, one.act), -1) << where << "act";
-      EXPECT_EQ(first_bit_difference(got.sact, one.sact), -1) << where << "shared act";
-      EXPECT_EQ(first_bit_difference(got.h, one.h), -1) << where << "h";
-      EXPECT_EQ(nans(got.act) + nans(got.sact) + nans(got.h), 0) << where << "NaN in act, shared act or h";
+      const DecodeMoeOut got = expect_step_matches_one_token_steps(run, T, H, K, x, ids, tw, h0, where);
       std::vector<bf16> h_ref = h0;
       moe_ref(x, T, H, I, Is, MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}, ids, tw, K, h_ref);
       const auto ch = compare(got.h, h_ref, 2 * kBf16Rtol, kBf16Atol);

@@ -25,14 +25,6 @@
 namespace striker::cuda::testing {
 namespace {
 
-// Index of the first bit difference of two bf16 vectors (both as raw bits), or -1.
-int64_t first_bit_difference(const std::vector<bf16>& a, const std::vector<bf16>& b) {
-  if (a.size() != b.size()) return 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(bf16)) != 0) return int64_t(i);
-  return -1;
-}
-
 std::string bits_at(const std::vector<bf16>& got, const std::vector<bf16>& want, int64_t i) {
   return "index " + std::to_string(i) + ": NVFP4 " + std::to_string(bf16_to_float(got[size_t(i)])) + ", BF16 " +
          std::to_string(bf16_to_float(want[size_t(i)]));
@@ -214,12 +206,6 @@ TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
   EXPECT_THROW(moe_grouped_down_nvfp4(buf.get(), T, K, 64, no_scale, 64, r.r, buf.get(), nullptr), Error);
 }
 
-}  // namespace
-}  // namespace striker::cuda::testing
-
-namespace striker::cuda::testing {
-namespace {
-
 // Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):
 // every token's act, shared_act and h must equal, bit for bit, the same token run alone, and h must
 // match moe_float_ref; outputs NaN-poisoned first; routings uniform, skewed (experts shared between
@@ -235,9 +221,6 @@ TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
   const auto fsd = scaled_floats(sd, H, Is, {ssd}, int64_t(H) * Is);
   DeviceBuffer<uint8_t> sgc(sg.codes), sgs(sg.scales), suc(su.codes), sus(su.scales), sdc(sd.codes), sds(sd.scales);
   const Nvfp4Shared sh{{sgc.get(), sgs.get()}, {suc.get(), sus.get()}, {sdc.get(), sds.get()}, ssg, ssu, ssd, Is};
-  struct Out {
-    std::vector<bf16> act, sact, h;
-  };
   auto run = [&](int T, const std::vector<bf16>& x, const std::vector<int32_t>& ids, const std::vector<float>& tw,
                  const std::vector<bf16>& h0) {
     DeviceBuffer<int32_t> d_ids(ids);
@@ -251,9 +234,8 @@ TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
                       nullptr);
     nvfp4_moe_down_combine(d_act.get(), T, K, w.nd.view(), I, H, d_ids.get(), d_tw.get(), &sh, d_sact.get(), nullptr,
                            d_h.get(), nullptr, d_y.get());
-    return Out{d_act.download(), d_sact.download(), d_h.download()};
+    return DecodeMoeOut{d_act.download(), d_sact.download(), d_h.download()};
   };
-  auto rows = [](const auto& v, int t, size_t n) { return std::vector(v.begin() + t * n, v.begin() + (t + 1) * n); };
   for (int T : {2, 3, 5, 8})
     for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
       const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
@@ -261,25 +243,11 @@ TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
       const auto x = random_bf16(rng, size_t(T) * H);
       const auto h0 = random_bf16(rng, size_t(T) * H);
-      const Out got = run(T, x, ids, tw, h0);
-      Out one;
-      for (int t = 0; t < T; ++t) {
-        const Out o = run(1, rows(x, t, H), rows(ids, t, K), rows(tw, t, K), rows(h0, t, H));
-        one.act.insert(one.act.end(), o.act.begin(), o.act.end());
-        one.sact.insert(one.sact.end(), o.sact.begin(), o.sact.end());
-        one.h.insert(one.h.end(), o.h.begin(), o.h.end());
-      }
-      EXPECT_EQ(first_bit_difference(got.act, one.act), -1) << where << "act";
-      EXPECT_EQ(first_bit_difference(got.sact, one.sact), -1) << where << "shared act";
-      EXPECT_EQ(first_bit_difference(got.h, one.h), -1) << where << "h";
+      const DecodeMoeOut got = expect_step_matches_one_token_steps(run, T, H, K, x, ids, tw, h0, where);
       std::vector<bf16> h_ref = h0;
       moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
       const auto ch = compare(got.h, h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ch.ok()) << where << "h vs moe_float_ref " << ch.describe();
-      const auto nans = [](const std::vector<bf16>& v) {  // a slot never written keeps the NaN poison
-        return std::count_if(v.begin(), v.end(), [](bf16 b) { return std::isnan(bf16_to_float(b)); });
-      };
-      EXPECT_EQ(nans(got.act) + nans(got.sact) + nans(got.h), 0) << where << "NaN in act, shared act or h";
     }
 }
 

@@ -40,6 +40,19 @@ struct RouterWeight<float> {
   }
 };
 
+// A selecting lane's logits and biases of experts lane, lane + 32, ... (0 past E), every load issued
+// before the first use.
+template <int P, typename LogitOf>
+__device__ __forceinline__ void router_select_load(LogitOf logit_of, int E, const float* __restrict__ bias, int lane,
+                                                   float (&logit)[P], float (&b)[P]) {
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int e = lane + 32 * i;
+    logit[i] = e < E ? logit_of(e) : 0.f;
+    b[i] = e < E && bias != nullptr ? bias[e] : 0.f;
+  }
+}
+
 // Selection of token t by one warp: the top K of sigmoid(logit) + bias in K rounds of a warp-wide
 // argmax (ties go to the lower index, as the spec requires), everything in registers: lane l holds
 // experts l, l + 32, ... (visited in increasing order with a strict >, so within a lane the lower
@@ -52,12 +65,7 @@ __device__ __forceinline__ void router_select_warp(LogitOf logit_of, int t, int 
                                                    int32_t* __restrict__ ids, float* __restrict__ weights) {
   const int lane = threadIdx.x & 31;
   float logit[P], b[P];
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int e = lane + 32 * i;
-    logit[i] = e < E ? logit_of(e) : 0.f;
-    b[i] = e < E && bias != nullptr ? bias[e] : 0.f;
-  }
+  router_select_load<P>(logit_of, E, bias, lane, logit, b);
   float score[P], sel[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
@@ -127,12 +135,7 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
                                                          int32_t* __restrict__ ids, float* __restrict__ weights) {
   const int lane = threadIdx.x & 31;
   float logit[P], b[P];
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int e = lane + 32 * i;
-    logit[i] = e < E ? logit_of(e) : 0.f;
-    b[i] = e < E && bias != nullptr ? bias[e] : 0.f;
-  }
+  router_select_load<P>(logit_of, E, bias, lane, logit, b);
   unsigned key[P];
 #pragma unroll
   for (int i = 0; i < P; ++i) {
