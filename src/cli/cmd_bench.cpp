@@ -44,6 +44,7 @@ struct LatencyOptions {
 struct PrefillOptions {
   std::string config = "../shared/fixtures/flint-config/config.json";
   int64_t tokens = 8192;
+  int64_t context = 0;  // tokens already in the KV cache before the chunk (a prefix-cache hit)
   int repeats = 2;
   uint64_t seed = 0;
   std::string quantization;
@@ -161,25 +162,30 @@ int run_latency(const LatencyOptions& o) {
 
 
 // One sequence's prompt of `tokens` tokens in a single forward() (chunked prefill of one chunk),
-// logits for the last token only. Reports ms and tokens/s; the floor is FLOPs at 774 TFLOP/s.
+// logits for the last token only. With --context C the chunk starts at position C over a KV cache
+// filled with random values for the first C positions, as the chunk after a prefix-cache hit of C
+// tokens (a multi-turn chat's next turn). Reports ms and tokens/s; the floor is FLOPs at 774 TFLOP/s.
 int run_prefill(const PrefillOptions& o) {
   if (o.tokens <= 0 || o.repeats <= 0) throw Error("bench prefill: --tokens and --repeats must be positive");
+  if (o.context < 0) throw Error("bench prefill: --context must not be negative");
   if (cuda::device_count() == 0) throw Error("bench prefill needs a GPU: " + cuda::device_summary());
   std::filesystem::path cfg_path = o.config;
   if (std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
   const FlintConfig c = load_flint_config(cfg_path);
-  if (o.tokens > c.max_position_embeddings) throw Error("bench prefill: --tokens exceeds max_position_embeddings");
+  if (o.context + o.tokens > c.max_position_embeddings)
+    throw Error("bench prefill: --context + --tokens exceeds max_position_embeddings");
   std::printf("device: %s\n", cuda::device_summary().c_str());
   const LinearFormat format = bench_format(o.quantization);
   cuda::CudaBackend backend(cuda::DeviceModel::random(c, o.seed, format),
                             cuda::CudaBackendOptions{int(o.tokens), 8, int64_t(1) << 20, false});
   const int B = 16;
-  const int64_t blocks = (o.tokens + B - 1) / B;
+  const int64_t blocks = (o.context + o.tokens + B - 1) / B;
   backend.allocate_kv_cache(KvCacheSpec{B, blocks, blocks});
+  if (o.context > 0) backend.fill_kv_random(o.seed + 1);
   SequenceChunk ch;
   std::mt19937 rng(uint32_t(o.seed) + 11);
   for (int64_t i = 0; i < o.tokens; ++i) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
-  ch.start_pos = 0;
+  ch.start_pos = o.context;
   ch.full_block_table.resize(size_t(blocks));
   std::iota(ch.full_block_table.begin(), ch.full_block_table.end(), 0);
   ch.sliding_block_table = ch.full_block_table;
@@ -197,14 +203,21 @@ int run_prefill(const PrefillOptions& o) {
   const ActiveWeights w = active_weights(c, double(c.num_experts_per_tok));
   double attn = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const double n = double(o.tokens);
-    const double keys = c.is_sliding_layer(l) ? std::min<double>(n, double(c.sliding_window)) * n : n * (n + 1) / 2;
+    // Keys each query attends to, summed over the chunk's queries (query i sits at context + i).
+    const double n = double(o.tokens), ctx = double(o.context);
+    double keys = n * ctx + n * (n + 1) / 2;
+    if (c.is_sliding_layer(l)) {
+      keys = 0;
+      for (int64_t i = 0; i < o.tokens; ++i) keys += std::min<double>(ctx + double(i) + 1, double(c.sliding_window));
+    }
     attn += 4.0 * keys * double(c.num_attention_heads * c.head_dim);
   }
   const double flops = (w.linear() - w.lm_head + w.router) * 2 * double(o.tokens) + w.lm_head * 2 + attn;
   const double med = median(ms);
-  std::printf("prefill of %lld tokens (one chunk, batch 1, %s weights): median %.1f ms over %d runs, %.0f tokens/s\n",
-              (long long)o.tokens, linear_format_name(format).c_str(), med, o.repeats, double(o.tokens) / med * 1e3);
+  std::printf("prefill of %lld tokens after %lld cached (one chunk, batch 1, %s weights): median %.1f ms over %d runs, "
+              "%.0f tokens/s\n",
+              (long long)o.tokens, (long long)o.context, linear_format_name(format).c_str(), med, o.repeats,
+              double(o.tokens) / med * 1e3);
   std::printf("  %.1f TFLOP (active weights + causal attention) -> %.1f TFLOP/s = %.1f%% of 774 TFLOP/s\n", flops / 1e12,
               flops / (med * 1e-3) / 1e12, 100.0 * flops / (med * 1e-3) / 774e12);
   return 0;
@@ -241,6 +254,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   auto* pre = cmd->add_subcommand("prefill", "one prompt of N tokens in one forward pass, random weights on the GPU");
   pre->add_option("--config", popts->config, "config.json (or its folder) giving the model shape")->capture_default_str();
   pre->add_option("--tokens", popts->tokens, "prompt length")->capture_default_str();
+  pre->add_option("--context", popts->context, "tokens already in the KV cache before the chunk (random values)")
+      ->capture_default_str();
   pre->add_option("--repeats", popts->repeats, "timed runs after one warm-up")->capture_default_str();
   pre->add_option("--seed", popts->seed, "seed of the random weights")->capture_default_str();
   pre->add_option("--quantization", popts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
