@@ -261,11 +261,9 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
   constexpr size_t kMaxCachedWord = 256;
   constexpr size_t kMaxCacheEntries = 200000;
   const bool cacheable = word.size() <= kMaxCachedWord;
-  std::string key;
   if (cacheable) {
-    key.assign(word);
     std::lock_guard lock(cache_mutex_);
-    if (auto it = cache_.find(key); it != cache_.end()) {
+    if (auto it = cache_.find(word); it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
@@ -279,7 +277,7 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
     if (cache_.size() >= kMaxCacheEntries) cache_.clear();  // bound memory on adversarial input
-    cache_.emplace(std::move(key), std::move(symbols));
+    cache_.emplace(std::string(word), std::move(symbols));
   }
 }
 

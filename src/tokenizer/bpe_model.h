@@ -3,6 +3,7 @@
 // and ignore_merges. Merges are looked up by the pair of symbol ids; words seen before are cached.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,7 +84,12 @@ class BpeModel {
 
   // Cache of whole words -> ids. Guarded because encode() may run on several threads.
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  // Looked up by string_view (no key allocated on a hit).
+  struct WordHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>> cache_;
 };
 
 }  // namespace striker::tok

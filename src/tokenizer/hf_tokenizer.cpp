@@ -140,6 +140,14 @@ void HfTokenizer::encode_plain(std::string_view text, bool at_text_start, std::v
   for (const auto& p : pieces) model_->tokenize(p.text, ids);
 }
 
+void HfTokenizer::encode_segment(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const {
+  if (!SegmentCache::worth_caching(text)) return encode_plain(text, at_text_start, ids);
+  if (segments_.append(text, at_text_start, ids)) return;
+  const size_t first = ids.size();
+  encode_plain(text, at_text_start, ids);
+  segments_.put(text, at_text_start, std::span<const int32_t>(ids).subspan(first));
+}
+
 std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special_tokens) const {
   const size_t bad = utf8_first_invalid(text);
   if (bad != text.size()) throw Error("text to encode is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
@@ -159,7 +167,7 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_special
     for (size_t k = 0; k < normalized.size(); ++k) {
       const Segment& n = normalized[k];
       if (n.id >= 0) ids.push_back(n.id);
-      else if (!n.text.empty()) encode_plain(n.text, /*at_text_start=*/r == 0 && k == 0, ids);
+      else if (!n.text.empty()) encode_segment(n.text, /*at_text_start=*/r == 0 && k == 0, ids);
     }
   }
   if (add_special_tokens && post_processor_) post_processor_->add_special_tokens(ids);

@@ -21,6 +21,7 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/segment_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace striker::tok {
@@ -43,6 +44,8 @@ class HfTokenizer : public Tokenizer {
   std::vector<AddedToken> load_added_tokens(const JsonRef& list) const;
   void apply_config_overrides(const std::filesystem::path& config_json, std::vector<AddedToken>& tokens) const;
   void encode_plain(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const;
+  // encode_plain through segments_ for long segments.
+  void encode_segment(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
@@ -50,6 +53,7 @@ class HfTokenizer : public Tokenizer {
   std::unique_ptr<PostProcessor> post_processor_;
   std::unique_ptr<Decoder> decoder_;
   AddedVocab added_;
+  SegmentCache segments_;  // ids of long segments seen recently (resent conversation history)
 };
 
 }  // namespace striker::tok
