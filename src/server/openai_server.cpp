@@ -51,6 +51,10 @@ OpenAIServer::OpenAIServer(ServerOptions options)
   http_->set_write_timeout(30, 0);
   http_->set_keep_alive_timeout(5);
   http_->set_keep_alive_max_count(1000);
+  // Streamed tokens are small writes: without TCP_NODELAY, Nagle's algorithm holds one back until
+  // the client acknowledges the previous one (up to a delayed-ACK timeout). uvicorn, which vLLM
+  // serves through, sets it too.
+  http_->set_tcp_nodelay(true);
   register_routes();
 }
 
