@@ -103,6 +103,12 @@ class Backend {
   virtual void forward_streamed(const ForwardBatch& /*batch*/, int64_t /*max_block_rows*/, const LogitsSink& /*sink*/) {
     throw Error("backend " + name() + " cannot hand logits over in blocks (forward_streamed)");
   }
+  // Runs once, after allocate_kv_cache and before serving, the shapes a server's first requests
+  // meet (prefill chunks of several sizes over a cached prefix, decode steps of 1-8 sequences), so
+  // their one-time costs (lazily loaded kernels, GEMM plans, captured graphs) are not paid inside a
+  // request's time to first token, as vLLM's start-up profile run and graph capture do. The pools'
+  // contents are undefined afterwards, as after allocate_kv_cache. Default: nothing to warm.
+  virtual void warm_up() {}
   // Device sampling: the engine calls forward_sampled instead of forward when this is true, so
   // only the sampled ids (and the rows in return_rows) cross to the host.
   virtual bool samples_on_device() const { return false; }

@@ -139,6 +139,7 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   spec.num_full_blocks = plan_.layout.num_full_blocks;
   spec.num_sliding_blocks = plan_.layout.num_sliding_blocks;
   backend_.allocate_kv_cache(spec);
+  backend_.warm_up();
   std::unique_ptr<BlockHasher> hasher;
   if (config_.enable_prefix_caching)
     hasher = std::make_unique<BlockHasher>(config_.prefix_caching_hash_algo, config_.prefix_caching_hash_seed);

@@ -63,6 +63,7 @@ class CudaBackend : public Backend {
   void forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) override;
   bool samples_on_device() const override { return options_.device_sampling; }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
+  void warm_up() override;  // cuda_warm_up.cpp
 
   // Benchmarks: random KV contents (a long context without running its prefill), and the
   // device time of the last forward() measured with CUDA events.
