@@ -3,9 +3,6 @@
 // one §4 step; which kernel runs it (BF16 or NVFP4 weights, GEMV or cuBLASLt or grouped MoE, by
 // the step's token count) is the business of the op it calls (ops_linear.cpp, ops_attention.cpp,
 // ops_moe.cpp). Everything is enqueued on stream_; nothing here reads device memory back.
-#include <cstdlib>
-#include <cstring>
-
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
@@ -13,14 +10,6 @@
 #include "backends/cuda/elementwise/rmsnorm.h"
 
 namespace striker::cuda {
-namespace {
-// Temporary A/B switch (STRIKER_AB_OFF=1 or =norm): the input norm of decode steps as its own launch.
-bool ab_norm_off() {
-  static const char* ab = std::getenv("STRIKER_AB_OFF");
-  static const bool off = ab != nullptr && (std::strcmp(ab, "1") == 0 || std::strcmp(ab, "norm") == 0);
-  return off;
-}
-}  // namespace
 
 void CudaBackend::flint_forward(const StepPlan& p) {
   const FlintConfig& c = model_.config;
@@ -39,9 +28,7 @@ void CudaBackend::flint_forward(const StepPlan& p) {
     // The layer's last op also writes the next layer's x: in the residual's or the MoE combine's pass
     // where one CTA holds a whole row of h (prefill; MoE layers of 2-8 decode tokens), else by the
     // rmsnorm kernel right after it.
-    const float* next_norm = (T > kGemvMaxTokens || !ab_norm_off()) && l + 1 < c.num_hidden_layers
-                                 ? model_.layers[size_t(l + 1)].input_norm
-                                 : nullptr;
+    const float* next_norm = l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
 
     // Attention block.
     if (!x_ready) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)

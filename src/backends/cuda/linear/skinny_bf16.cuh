@@ -10,14 +10,10 @@ namespace striker::cuda {
 // not depend on earlier kernels). Tiles past `rows` compute clamped rows and store nothing.
 // W0/W1: the matrices (gate, up for GateUp).
 // 3 CTAs per SM (80 registers) for the 4-deep ring; 2 for the 8-deep ring; 1 for the 16-deep one.
-// The next `prefetch` steps past the ring are pulled into L2 before the wait as well.
-// kStage: the activations staged in shared memory after the wait (skinny_stage_x, dynamic shared
-// memory of skinny_stage_bytes(steps, 1)), else loaded step by step inside the loop.
-template <int S, int U, SkinnyTile K, GemvOut M, bool kStage>
+template <int S, int U, SkinnyTile K, GemvOut M>
 __global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : (U <= 8 ? 2 : 1))
     skinny_bf16_kernel(const bf16_t* __restrict__ x, int in_, const bf16_t* __restrict__ W0,
-                       const bf16_t* __restrict__ W1, int rows, void* out, int T, int prefetch) {
-  extern __shared__ uint4 xs[];
+                       const bf16_t* __restrict__ W1, int rows, void* out, int T) {
   pdl_launch_dependents();  // see launch.cuh
   const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
   const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 31) / 32);
@@ -34,28 +30,20 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, U <= 4 ? 3 : (U <= 8 ? 2 : 
   };
 #pragma unroll
   for (int u = 0; u < U; ++u) load(u, s0 + u);
-  for (int s = s0 + U; s < min(s1, s0 + U + prefetch); ++s)
-    if (s * 32 + t * 8 < in_) skinny_prefetch_l2(wt + int64_t(s) * 32), skinny_prefetch_l2(wb + int64_t(s) * 32);
   pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-  SkinnyResidual<S, K, M> res;
-  if constexpr (kStage) res.load(wk.out_row0, wk.nt, rows, out);  // Residual: h now, not in the epilogue
-  const int gx = wk.x_row - int(blockIdx.y) * kSkinnyTokens;
-  if constexpr (kStage) skinny_stage_x<1>(x, in_, (in_ + 31) / 32, T, xs);
   SkinnyAcc acc;
   for (int s = s0; s < s1; s += U) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
-        uint4 xq;
-        if constexpr (kStage) xq = skinny_x_at<1>(xs, s + u, 0, gx, t);
-        else xq = (s + u) * 32 + t * 8 < in_ ? load_cached(xg + int64_t(s + u) * 32) : make_uint4(0, 0, 0, 0);
+        const uint4 xq = (s + u) * 32 + t * 8 < in_ ? load_cached(xg + int64_t(s + u) * 32) : make_uint4(0, 0, 0, 0);
         skinny_mma(acc.c[0], qt[u].x, qb[u].x, qt[u].y, qb[u].y, xq.x, xq.y);
         skinny_mma(acc.c[1], qt[u].z, qb[u].z, qt[u].w, qb[u].w, xq.z, xq.w);
         load(u, s + u + U);  // refill the slot just consumed
       }
     }
   }
-  skinny_store<S, K, M, kStage>(acc, wk.out_row0, wk.nt, rows, [](int) { return 1.f; }, out, res);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [](int) { return 1.f; }, out);
 }
 
 // CTAs below which a split-8 dense launch keeps 8 steps in flight per warp instead of 4 (one CTA
@@ -76,22 +64,17 @@ void launch_skinny_bf16(const bf16_t* x, int in, const bf16_t* W0, const bf16_t*
   const int steps = (in + 31) / 32, S = skinny_split(steps, 4);
   const dim3 grid = skinny_grid<K>(rows, S, T);
   const unsigned ctas = grid.x * grid.y;
-  const bool stage = skinny_stage_for(steps, 1);
-  const size_t smem = stage ? skinny_stage_bytes(steps, 1) : 0;
-  const int pf = skinny_prefetch_steps();
-  auto go = [&](auto s, auto u) {
-    constexpr int kS = decltype(s)::value, kU = decltype(u)::value;
-    if (stage)
-      launch_skinny<skinny_bf16_kernel<kS, kU, K, M, true>>(grid, smem, stream, x, in, W0, W1, rows, out, T, pf);
-    else launch_skinny<skinny_bf16_kernel<kS, kU, K, M, false>>(grid, 0, stream, x, in, W0, W1, rows, out, T, 0);
-  };
   if constexpr (K == SkinnyTile::Gemv && M == GemvOut::Residual) {
     if (S == 8 && ctas <= kSkinnyOneWaveCtas && (steps + 7) / 8 <= kSkinnyDeepestSteps) {
-      go(std::integral_constant<int, 8>{}, std::integral_constant<int, kSkinnyDeepestSteps>{});
+      launch_pdl(skinny_bf16_kernel<8, kSkinnyDeepestSteps, K, M>, grid, dim3(kSkinnyWarps * 32), 0, stream, x, in,
+                 W0, W1, rows, out, T);
       return;
     }
   }
-  skinny_dispatch<true>(S, ctas < kSkinnyDeepRingCtas, go);
+  skinny_dispatch<true>(S, ctas < kSkinnyDeepRingCtas, [&](auto s, auto u) {
+    launch_pdl(skinny_bf16_kernel<decltype(s)::value, decltype(u)::value, K, M>, grid, dim3(kSkinnyWarps * 32), 0,
+               stream, x, in, W0, W1, rows, out, T);
+  });
 }
 
 }  // namespace striker::cuda

@@ -33,13 +33,10 @@ __device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
 
 // W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
 // gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
-// kStage: the activations staged in shared memory after the wait (skinny_stage_x, 4 vectors per
-// lane and step), else loaded step by step inside the loop.
-template <int S, int U, SkinnyTile K, GemvOut M, bool kStage>
+template <int S, int U, SkinnyTile K, GemvOut M>
 __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
     nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
-                        int T, RowScale2 s2, int prefetch) {
-  extern __shared__ uint4 xs[];
+                        int T, RowScale2 s2) {
   pdl_launch_dependents();  // see launch.cuh
   const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
   const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 127) / 128);
@@ -61,27 +58,16 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
   };
 #pragma unroll
   for (int u = 0; u < U; ++u) load(u, s0 + u);
-  for (int s = s0 + U; s < min(s1, s0 + U + prefetch); ++s)  // the next steps into L2 (skinny_prefetch_l2)
-    if (s * 128 + t * 32 < in_) {
-      skinny_prefetch_l2(ct + int64_t(s) * 64), skinny_prefetch_l2(cb + int64_t(s) * 64);
-      skinny_prefetch_l2(st + int64_t(s) * 8), skinny_prefetch_l2(sb + int64_t(s) * 8);
-    }
   pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-  SkinnyResidual<S, K, M> res;
-  if constexpr (kStage) res.load(wk.out_row0, wk.nt, rows, out);  // Residual: h now, not in the epilogue
-  const int gx = wk.x_row - int(blockIdx.y) * kSkinnyTokens;
-  if constexpr (kStage) skinny_stage_x<4>(x, in_, (in_ + 127) / 128, T, xs);
   SkinnyAcc acc;
   for (int s = s0; s < s1; s += U) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
-        const bool live = kStage || (s + u) * 128 + t * 32 < in_;  // staged: zero-filled past `in`
+        const bool live = (s + u) * 128 + t * 32 < in_;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-          uint4 xq;
-          if constexpr (kStage) xq = skinny_x_at<4>(xs, s + u, i, gx, t);
-          else xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
+          const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
           const float at = ue4m3_x2p14((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
           const float ab = ue4m3_x2p14((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
           const uint32_t wt = word_of(qt[u], i), wb = word_of(qb[u], i);
@@ -95,7 +81,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
       }
     }
   }
-  skinny_store<S, K, M, kStage>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o); }, out, res);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o); }, out);
 }
 
 // T tokens (2..8 in production). Shapes are checked by the callers (in % 64 == 0, 16-byte aligned
@@ -105,16 +91,10 @@ void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1
                          RowScale2 s2, cudaStream_t stream) {
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
-  const int steps = (in + 127) / 128, S = skinny_split(steps, 4);
-  const dim3 grid = skinny_grid<K>(rows, S, T);
-  const bool stage = skinny_stage_for(steps, 4);
-  const size_t smem = stage ? skinny_stage_bytes(steps, 4) : 0;
-  const int pf = skinny_prefetch_steps();
+  const int S = skinny_split((in + 127) / 128, 4);
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
-    constexpr int kS = decltype(s)::value, kU = decltype(u)::value;
-    if (stage)
-      launch_skinny<nvfp4_skinny_kernel<kS, kU, K, M, true>>(grid, smem, stream, x, in, W0, W1, rows, out, T, s2, pf);
-    else launch_skinny<nvfp4_skinny_kernel<kS, kU, K, M, false>>(grid, 0, stream, x, in, W0, W1, rows, out, T, s2, 0);
+    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M>, skinny_grid<K>(rows, S, T),
+               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
   });
 }
 
