@@ -26,6 +26,31 @@
 
 namespace striker::cuda::testing {
 
+// A decode MoE step run twice: `plain` wrote d_h without a norm; `fused(next)` runs the same down
+// + combine on a copy of the step's starting h (h0) with the next layer's input norm into x. h
+// must match bit for bit, x bit for bit the rmsnorm kernel on the plain h and, within bf16
+// tolerance, the CPU rmsnorm of it; x poisoned first.
+inline void expect_next_norm_matches(std::mt19937& rng, const std::vector<bf16>& h0, const DeviceBuffer<bf16>& d_h,
+                                     int T, int H, const std::function<void(bf16* h, const RowNorm* next)>& fused,
+                                     const std::string& where) {
+  const auto gamma = random_f32(rng, size_t(H), 1.f, 0.3f);
+  DeviceBuffer<float> d_gamma(gamma);
+  DeviceBuffer<bf16> d_h2(h0), d_xn(size_t(T) * H), d_xk(size_t(T) * H);
+  d_xn.poison();
+  d_xk.poison();
+  const RowNorm next{d_gamma.get(), 1e-6f, d_xn.get()};
+  fused(d_h2.get(), &next);
+  rmsnorm(d_h.get(), d_gamma.get(), d_xk.get(), T, H, 1e-6f, nullptr);
+  const auto h1 = d_h.download(), h2 = d_h2.download(), xn = d_xn.download(), xk = d_xk.download();
+  size_t differ = 0;
+  for (size_t i = 0; i < h1.size(); ++i) differ += h1[i].bits != h2[i].bits || xn[i].bits != xk[i].bits;
+  EXPECT_EQ(differ, 0u) << where << "down/combine with the next norm vs without, then the rmsnorm kernel";
+  std::vector<bf16> x_ref;
+  rmsnorm_ref(h1, gamma, x_ref, T, H, 1e-6f);
+  const auto c = compare(xn, x_ref, kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(c.ok()) << where << "x vs the CPU rmsnorm " << c.describe();
+}
+
 // Device buffers of one routing, sized for T tokens (outputs NaN/-1 poisoned).
 struct DeviceRouting {
   DeviceBuffer<int32_t> ids, sorted, row, num;

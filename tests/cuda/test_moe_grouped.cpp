@@ -138,7 +138,8 @@ TEST(CudaMoeGrouped, FullSizeShapesMatchPerTokenReference) {
 // Decode steps of 1-8 tokens run the per-slot kernels (moe.h: every slot reads its expert's rows,
 // the shared expert, of its own width 40 beside the experts' 72, rides in the same two launches):
 // shared_act against the dense SwiGLU reference, h against moe_ref with the shared expert;
-// outputs poisoned first; routings with every token on one expert and with repeated experts.
+// outputs poisoned first; routings with every token on one expert and with repeated experts; and
+// the same steps with the next layer's input norm (expect_next_norm_matches).
 TEST(CudaMoe, DecodeStepsOfOneToEightTokensPerSlot) {
   std::mt19937 rng(104);
   const int E = 16, H = 264, I = 72, Is = 40, K = 6;
@@ -172,6 +173,10 @@ TEST(CudaMoe, DecodeStepsOfOneToEightTokensPerSlot) {
       EXPECT_TRUE(cs.ok()) << where << "shared act " << cs.describe();
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ch.ok()) << where << "h vs moe_ref with the shared expert " << ch.describe();
+      expect_next_norm_matches(rng, h0, d_h, T, H, [&](bf16* h, const RowNorm* next) {
+        moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is, h,
+                         nullptr, d_y.get(), next);
+      }, where);
     }
 }
 

@@ -102,7 +102,8 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
 
 // Decode steps of 1-8 tokens through the per-slot kernels (nvfp4_moe.h) with an NVFP4 shared expert
 // in the same launches (width 128 beside the experts' 192, its own three scale2): h against
-// moe_float_ref with the shared expert; outputs poisoned first.
+// moe_float_ref with the shared expert; outputs poisoned first; and the same steps with the next
+// layer's input norm (expect_next_norm_matches).
 TEST(CudaMoeGroupedNvfp4, DecodeStepsOfOneToEightTokensPerSlot) {
   std::mt19937 rng(205);
   const int E = 16, H = 320, I = 192, Is = 128, K = 6;
@@ -136,6 +137,10 @@ TEST(CudaMoeGroupedNvfp4, DecodeStepsOfOneToEightTokensPerSlot) {
                              d_h.get(), nullptr, d_y.get());
       const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ch.ok()) << where << "h vs moe_float_ref with the shared expert " << ch.describe();
+      expect_next_norm_matches(rng, h0, d_h, T, H, [&](bf16* h, const RowNorm* next) {
+        nvfp4_moe_down_combine(d_act.get(), T, K, w.nd.view(), I, H, d_ids.get(), d_tw.get(), &sh, d_sact.get(),
+                               nullptr, h, nullptr, d_y.get(), next);
+      }, where);
     }
 }
 

@@ -100,18 +100,19 @@ class CudaBackend : public Backend {
   // h = bf16(h + ws_->tmp) (a GEMM's rounded output), with norm_w also ws_->x = rmsnorm(h).
   void add_tmp_residual(bf16* h, int T, int out, const float* norm_w);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
-  // h = bf16(h + swiglu(x)). `next_norm` (steps above kGemvMaxTokens only): the next layer's input
-  // norm weights; x = rmsnorm(h) is then written in the residual's pass.
+  // h = bf16(h + swiglu(x)). `next_norm`: the next layer's input norm weights; x = rmsnorm(h) is
+  // then written in the residual's pass (above kGemvMaxTokens) or by the rmsnorm kernel after it.
   void swiglu_dense(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
   // act = bf16(bf16(g·sigmoid(g))·u), g/u = bf16(mm(x, gate/up)), each weight BF16 or NVFP4.
   void swiglu_front(const bf16* x, int T, int in, const bf16* Wg, const Nvfp4Linear& qg, const bf16* Wu,
                     const Nvfp4Linear& qu, int inter, bf16* act);
   // x = rmsnorm(h) (above kGemvMaxTokens already written by the o_proj residual); h = bf16(h + routed
   // + shared experts of x).
-  // `next_norm` as for swiglu_dense: written by the combine (moe_batched).
+  // `next_norm` as for swiglu_dense: written by the combine (moe_batched; decode steps of 2-8
+  // tokens: the combine kernel; 1 token: the rmsnorm kernel after the one-launch down).
   void moe(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
-  void moe_decode_bf16(const DeviceLayer& layer, int T);
-  void moe_decode_nvfp4(const DeviceLayer& layer, int T);
+  void moe_decode_bf16(const DeviceLayer& layer, int T, const float* next_norm);
+  void moe_decode_nvfp4(const DeviceLayer& layer, int T, const float* next_norm);
   void moe_batched(const DeviceLayer& layer, int T, const float* next_norm);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 

@@ -25,9 +25,10 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    // Above 8 tokens the layer's last pass (residual or MoE combine) also writes the next layer's x.
-    const float* next_norm =
-        T > kGemvMaxTokens && l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
+    // The layer's last op also writes the next layer's x: in the residual's or the MoE combine's pass
+    // where one CTA holds a whole row of h (prefill; MoE layers of 2-8 decode tokens), else by the
+    // rmsnorm kernel right after it.
+    const float* next_norm = l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
 
     // Attention block.
     if (!x_ready) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)

@@ -7,7 +7,8 @@
 //     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
 //     tiles (docs/performance.md, "MoE at 2-8 decode tokens"); from 2 tokens on the down
 //     projection runs slot by slot into w.moe_y and a combine kernel forms h (one launch more,
-//     docs/performance.md "Eighth session");
+//     docs/performance.md "Eighth session") and, one CTA per row, the next layer's x = rmsnorm(h)
+//     (docs/performance.md "Ninth session");
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
@@ -34,27 +35,28 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
               w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
   if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
-  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T);
-  else moe_decode_bf16(L, T);
+  else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, next_norm);
+  else moe_decode_bf16(L, T, next_norm);
 }
 
 // BF16 routed experts of a decode step: gate/up + SwiGLU of the selected experts (and a BF16
 // shared expert) in one launch, then down + weighted sum + residual in another.
-void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T) {
+void CudaBackend::moe_decode_bf16(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
             K = int(c.num_experts_per_tok);
   moe_gate_up(w.x, T, H, L.exp_gate, L.exp_up, I, w.topk_ids, K, w.moe_act, L.sh_gate, L.sh_up, Is,
               L.sh_gate ? w.shared_act : nullptr, stream_);
+  const RowNorm next{next_norm, c.rms_norm_eps, w.x};  // the next layer's x = rmsnorm(h), in the combine's pass
   moe_down_combine(w.moe_act, T, K, L.exp_down, I, H, w.topk_ids, w.topk_w, L.sh_gate ? w.shared_act : nullptr,
-                   L.sh_down, Is, w.h, stream_, w.moe_y);
+                   L.sh_down, Is, w.h, stream_, w.moe_y, next_norm != nullptr ? &next : nullptr);
 }
 
 // NVFP4 routed experts of a decode step: the selected-experts kernels, with an NVFP4 shared
 // expert fused into them, or a BF16 one run first by the BF16 GEMV kernels and added as a bf16
 // vector.
-void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
+void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
   const int H = int(c.hidden_size), I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size),
@@ -62,6 +64,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
   const bool shared_nv = L.nv_sh_gate.present();
   const Nvfp4Shared sh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
                        L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
+  const RowNorm next{next_norm, c.rms_norm_eps, w.x};  // the next layer's x = rmsnorm(h), in the combine's pass
   const bf16* y_shared = nullptr;
   if (L.sh_gate) {  // BF16 shared expert: y_shared = bf16(mm(act, Wd_shared)) into w.tmp
     gemv_gate_up(w.x, T, H, L.sh_gate, L.sh_up, Is, w.act, stream_);
@@ -71,7 +74,8 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T) {
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
-                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y);  // h = bf16(h + y)
+                         shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y,
+                         next_norm != nullptr ? &next : nullptr);  // h = bf16(h + y)
 }
 
 // Routed experts of a step of more than kGemvMaxTokens tokens (batched decode or prefill), all on

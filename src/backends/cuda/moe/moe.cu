@@ -252,7 +252,12 @@ __global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_ke
     const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ float partial[kRmsnormRowThreads / 32];
-  pdl_grid_start();  // see launch.cuh
+  pdl_launch_dependents();  // see launch.cuh
+  // The norm's weights (no earlier kernel writes them) are pulled into L2 while the kernel in front
+  // drains: one 128-byte line per thread, so a cold gamma does not add an HBM round trip at the end.
+  for (int i = int(threadIdx.x) * 32; i < hidden; i += kRmsnormRowThreads * 32)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(gamma + i));
+  pdl_wait();
   auto* row = reinterpret_cast<bf16_t*>(smem);
   for (int t = blockIdx.x; t < T; t += gridDim.x) {
     for (int o = int(threadIdx.x) * kCombineCols; o < hidden; o += kRmsnormRowThreads * kCombineCols)
@@ -295,7 +300,8 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
-                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream, bf16* y_scratch) {
+                      const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream, bf16* y_scratch,
+                      const RowNorm* next_norm) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   check_width("moe_down_combine", inter);
@@ -311,7 +317,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
                shared_act ? shared_inter : 0, reinterpret_cast<bf16_t*>(y_scratch));
     STRIKER_CUDA_CHECK_LAUNCH("moe_down_slots");
     moe_combine_sorted(y_scratch, nullptr, topk_w, shared_act ? y_scratch + int64_t(T) * K * hidden : nullptr, T, K,
-                       hidden, h, stream);
+                       hidden, h, stream, next_norm);
     return;
   }
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
@@ -320,6 +326,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("moe_down_combine");
+  if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
 }
 
 void moe_combine_sorted(const bf16* y_sorted, const int32_t* inv, const float* topk_w, const bf16* y_shared, int T,

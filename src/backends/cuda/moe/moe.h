@@ -22,10 +22,12 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
 // shared_act [T, shared_inter] and w_down_shared [H, shared_inter] may be null (no shared expert).
 // K <= 8. With y_scratch ([T·(K+1), H] bf16) and T >= 2, two launches: each slot's down rows
 // into y_scratch, then the combine (moe_combine_sorted in slot order) — the same bits.
+// With next_norm, also next_norm->out = rmsnorm(h) of the new h (the next layer's input norm): in
+// the combine's pass on the two-launch path, by the rmsnorm kernel after the one-launch path.
 void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int inter, int hidden,
                       const int32_t* topk_ids, const float* topk_w, const bf16* shared_act,
                       const bf16* w_down_shared, int shared_inter, bf16* h, cudaStream_t stream,
-                      bf16* y_scratch = nullptr);
+                      bf16* y_scratch = nullptr, const RowNorm* next_norm = nullptr);
 
 // Prefill path, after the routed experts ran as grouped GEMMs over rows sorted by expert:
 // h[t] = bf16(h[t] + bf16(bf16(Σ_k w[t,k]·y_sorted[inv[t·K+k]]) + y_shared[t])), where y_sorted

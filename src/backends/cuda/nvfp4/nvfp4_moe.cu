@@ -339,7 +339,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
                             const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            bf16* y_scratch) {
+                            bf16* y_scratch, const RowNorm* next_norm) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -357,7 +357,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
                reinterpret_cast<bf16_t*>(y_scratch));
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots");
     moe_combine_sorted(y_scratch, nullptr, topk_w, fused_shared ? y_scratch + int64_t(T) * K * hidden : y_shared, T,
-                       K, hidden, h, stream);
+                       K, hidden, h, stream, next_norm);
     return;
   }
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
@@ -367,12 +367,14 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
                reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
                reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
+    if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
     return;
   }
   launch_pdl(nvfp4_moe_down_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), K, down,
              inter, hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
              reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
+  if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
 }
 
 }  // namespace striker::cuda

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "core/bf16.h"
 
@@ -36,10 +37,11 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 // given, or read from y_shared [T, H] (a BF16 shared expert run beforehand), or absent when both are null.
 // With y_scratch ([T·(K+1), H] bf16), T >= 2 and inter, shared inter <= 512: two launches, each
 // slot's down rows into y_scratch, then the combine (moe.h moe_combine_sorted in slot order) — the same bits.
+// With next_norm, also next_norm->out = rmsnorm(h) (in the combine's pass on the two-launch path).
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
                             const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            bf16* y_scratch = nullptr);
+                            bf16* y_scratch = nullptr, const RowNorm* next_norm = nullptr);
 
 // CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
 // gate/up [E, I, H], down [E, H, I]; shared_* may be null.
