@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -19,6 +20,20 @@ using decode::kNegInf;
 using decode::kWarps;
 using decode::rescale;
 constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
+
+// TEMPORARY A/B switch (deleted with the loser): STRIKER_AB_OFF=1 runs the old split plan (a fixed
+// chunk of max_keys / splits keys) and the old two-pass combine; "plan" or "combine" only that one.
+constexpr int kAbOldPlan = 1, kAbOldCombine = 2;
+int ab_off() {
+  static const int mask = [] {
+    const char* e = std::getenv("STRIKER_AB_OFF");
+    if (!e || !*e || std::string(e) == "0") return 0;
+    if (std::string(e) == "plan") return kAbOldPlan;
+    if (std::string(e) == "combine") return kAbOldCombine;
+    return kAbOldPlan | kAbOldCombine;
+  }();
+  return mask;
+}
 
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
@@ -37,15 +52,13 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
   constexpr int KPW = 32 / LPK;     // keys per warp per step
   constexpr int KEYS_PER_STEP = kWarps * KPW * U;
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
-  const int qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane / LPK, sub = lane % LPK;
   const int nh = nkv * G;
-  const int p = positions[qi];
-  const int lo = window > 0 ? max(0, p - window + 1) : 0;
-  const int kbeg = lo + split * chunk;
-  const int kend = min(kbeg + chunk, p + 1);
-  const int32_t* table = block_tables + table_offset[qi];
+  const decode::SplitKeys sk =
+      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, chunk, window);
+  const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
+  const int32_t* table = sk.table;
   const float score_scale = kLog2e / sqrtf(float(D));
 
   float qf[G][8];
@@ -166,7 +179,7 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attention_mma_kernel(
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const decode::SplitKeys sk =
-      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, chunk, window);
+      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, chunk, window);
   const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
   // Metadata only above, so it runs before the wait (attention_decode.cuh, "Metadata before the
@@ -217,7 +230,8 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                                                                 const float* __restrict__ sinks, int nkv,
                                                                 int num_splits,
                                                                 const int32_t* __restrict__ query_ids,
-                                                                bool records_by_id, bf16_t* __restrict__ out) {
+                                                                bool records_by_id, bool two_pass,
+                                                                bf16_t* __restrict__ out) {
   pdl_launch_dependents();  // see launch.cuh
   constexpr int R = G * (D + 2);
   const int nh = nkv * G;
@@ -230,8 +244,9 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
   pdl_wait();
   // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
   const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
-  decode::combine_head<D, G>([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
-                             out + (int64_t(qi) * nh + h) * D);
+  auto record = [&](int s) { return recs + int64_t(s) * R; };
+  if (two_pass) decode::combine_head_two_pass<D, G>(record, num_splits, hh, sink, out + (int64_t(qi) * nh + h) * D);
+  else decode::combine_head<D, G>(record, num_splits, hh, sink, out + (int64_t(qi) * nh + h) * D);
 }
 
 template <int D, int G>
@@ -245,10 +260,16 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize;
   int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
   if (pipelined) target = std::max<int64_t>(1, target * decode::kPipeCtasPerSm / 3);
-  // Chunks are whole 64-key steps (4 warps x 16-key tiles).
-  const decode::DecodeSplitPlan plan =
-      decode::plan_decode_splits(decode::plan_keys(qs.max_keys, s.window), heads_total, target, scratch.max_partials);
-  const int chunk = plan.chunk, splits = plan.splits;
+  // The number of splits per (query, KV head); each CTA takes its share of its own query's keys.
+  const int plan_keys = decode::plan_keys(qs.max_keys, s.window);
+  int splits = decode::plan_decode_split_count(plan_keys, heads_total, target, scratch.max_partials);
+  int chunk = 0;  // 0: balanced shares (decode::split_key_range)
+  if (ab_off() & kAbOldPlan) {  // TEMPORARY (A/B): the old fixed chunk of whole 64-key steps
+    const decode::DecodeSplitPlan plan =
+        decode::plan_decode_splits(plan_keys, heads_total, target, scratch.max_partials);
+    chunk = plan.chunk;
+    splits = plan.splits;
+  }
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   // Queries go on grid.z: more than kMaxGridYZ are split into launches of consecutive queries. A
@@ -278,7 +299,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
-             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
+             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, (ab_off() & kAbOldCombine) != 0,
+             reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
@@ -296,7 +318,8 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
                 std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
   if (num_queries <= 0) return;
   launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
-             sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
+             sinks, s.n_kv_heads, num_splits, query_ids, true, (ab_off() & kAbOldCombine) != 0,
+             reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (kGroup * (kHeadDim + 2));
   pipe_split_record<kStages>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                             split, kvh, z, step_queries, chunk, pipe_smem, sm_m, sm_l, rec);
+                             split, num_splits, kvh, z, step_queries, chunk, pipe_smem, sm_m, sm_l, rec);
 }
 
 template <int kStages, int kMinBlocks>
