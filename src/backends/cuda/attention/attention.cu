@@ -34,6 +34,15 @@ int ab_off() {
   }();
   return mask;
 }
+// TEMPORARY experiment (STRIKER_AB_SLIDING_MMA=1): sliding-window layers take the register-load
+// kernel (16.6 KiB of shared memory, 3 CTAs per SM) instead of the pipelined one (96 KiB, 2 per SM).
+bool sliding_mma() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIKER_AB_SLIDING_MMA");
+    return e && std::string(e) == "1";
+  }();
+  return on;
+}
 
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
@@ -257,7 +266,7 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
                 std::to_string(heads_total));
   constexpr bool tensor_cores = D == 128 && G == 8;
-  const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize;
+  const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize && !(s.window > 0 && sliding_mma());
   int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
   if (pipelined) target = std::max<int64_t>(1, target * decode::kPipeCtasPerSm / 3);
   // The number of splits per (query, KV head); each CTA takes its share of its own query's keys.
