@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -21,29 +20,6 @@ using decode::kWarps;
 using decode::rescale;
 constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
 
-// TEMPORARY A/B switch (deleted with the loser): STRIKER_AB_OFF=1 runs the old split plan (a fixed
-// chunk of max_keys / splits keys) and the old two-pass combine; "plan" or "combine" only that one.
-constexpr int kAbOldPlan = 1, kAbOldCombine = 2;
-int ab_off() {
-  static const int mask = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    if (!e || !*e || std::string(e) == "0") return 0;
-    if (std::string(e) == "plan") return kAbOldPlan;
-    if (std::string(e) == "combine") return kAbOldCombine;
-    return kAbOldPlan | kAbOldCombine;
-  }();
-  return mask;
-}
-// TEMPORARY experiment (STRIKER_AB_SLIDING_MMA=1): sliding-window layers take the register-load
-// kernel (16.6 KiB of shared memory, 3 CTAs per SM) instead of the pipelined one (96 KiB, 2 per SM).
-bool sliding_mma() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIKER_AB_SLIDING_MMA");
-    return e && std::string(e) == "1";
-  }();
-  return on;
-}
-
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
 // KV head live in registers, so each key is read once for all of them. For shapes the
@@ -53,7 +29,7 @@ template <int D, int G>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int num_splits,
     float* __restrict__ partials) {
   pdl_grid_start();  // see launch.cuh
   constexpr int U = kKeysInFlight;
@@ -65,7 +41,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
   const int grp = lane / LPK, sub = lane % LPK;
   const int nh = nkv * G;
   const decode::SplitKeys sk =
-      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, chunk, window);
+      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
   const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
   const float score_scale = kLog2e / sqrtf(float(D));
@@ -181,14 +157,14 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
 __global__ void __launch_bounds__(kWarps * 32, 3) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int num_splits,
     float* __restrict__ partials) {
   constexpr int D = 128, G = 8;
   pdl_launch_dependents();  // see launch.cuh
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const decode::SplitKeys sk =
-      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, chunk, window);
+      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
   const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
   // Metadata only above, so it runs before the wait (attention_decode.cuh, "Metadata before the
@@ -239,8 +215,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                                                                 const float* __restrict__ sinks, int nkv,
                                                                 int num_splits,
                                                                 const int32_t* __restrict__ query_ids,
-                                                                bool records_by_id, bool two_pass,
-                                                                bf16_t* __restrict__ out) {
+                                                                bool records_by_id, bf16_t* __restrict__ out) {
   pdl_launch_dependents();  // see launch.cuh
   constexpr int R = G * (D + 2);
   const int nh = nkv * G;
@@ -253,9 +228,8 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
   pdl_wait();
   // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
   const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
-  auto record = [&](int s) { return recs + int64_t(s) * R; };
-  if (two_pass) decode::combine_head_two_pass<D, G>(record, num_splits, hh, sink, out + (int64_t(qi) * nh + h) * D);
-  else decode::combine_head<D, G>(record, num_splits, hh, sink, out + (int64_t(qi) * nh + h) * D);
+  decode::combine_head<D, G>([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
+                             out + (int64_t(qi) * nh + h) * D);
 }
 
 template <int D, int G>
@@ -266,19 +240,14 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
                 std::to_string(heads_total));
   constexpr bool tensor_cores = D == 128 && G == 8;
-  const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize && !(s.window > 0 && sliding_mma());
+  const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize;
   int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
   if (pipelined) target = std::max<int64_t>(1, target * decode::kPipeCtasPerSm / 3);
-  // The number of splits per (query, KV head); each CTA takes its share of its own query's keys.
-  const int plan_keys = decode::plan_keys(qs.max_keys, s.window);
-  int splits = decode::plan_decode_split_count(plan_keys, heads_total, target, scratch.max_partials);
-  int chunk = 0;  // 0: balanced shares (decode::split_key_range)
-  if (ab_off() & kAbOldPlan) {  // TEMPORARY (A/B): the old fixed chunk of whole 64-key steps
-    const decode::DecodeSplitPlan plan =
-        decode::plan_decode_splits(plan_keys, heads_total, target, scratch.max_partials);
-    chunk = plan.chunk;
-    splits = plan.splits;
-  }
+  // The number of splits per (query, KV head); each CTA takes its share of its own query's keys
+  // (decode::split_key_range), so a bound above the real key counts (a graph's key bucket) leaves
+  // no split empty.
+  const int splits = decode::plan_decode_split_count(decode::plan_keys(qs.max_keys, s.window), heads_total, target,
+                                                     scratch.max_partials);
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   // Queries go on grid.z: more than kMaxGridYZ are split into launches of consecutive queries. A
@@ -297,19 +266,18 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
     if (pipelined) {
       decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
-                                    qs.block_tables, ids, qs.num_queries, chunk, splits, records, stream);
+                                    qs.block_tables, ids, qs.num_queries, splits, records, stream);
     } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
       launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
-                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
+                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, splits, records);
     } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first
       launch_pdl(attention_split_kernel<D, G>, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
-                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
+                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, splits, records);
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
-             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, (ab_off() & kAbOldCombine) != 0,
-             reinterpret_cast<bf16_t*>(out));
+             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
@@ -327,8 +295,7 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
                 std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
   if (num_queries <= 0) return;
   launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
-             sinks, s.n_kv_heads, num_splits, query_ids, true, (ab_off() & kAbOldCombine) != 0,
-             reinterpret_cast<bf16_t*>(out));
+             sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

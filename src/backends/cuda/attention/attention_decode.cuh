@@ -175,27 +175,21 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
 // index, key range [kbeg, kend) (its share of the query's own keys: split_key_range) and block
 // table. These read only step metadata (positions, table offsets, block tables, query ids), which
 // the step's host→device memcpy writes before the step's first kernel starts, so they run before
-// pdl_wait() (see "Metadata before the PDL wait" below). chunk > 0: TEMPORARY (A/B) the old
-// fixed-chunk plan.
+// pdl_wait() (see "Metadata before the PDL wait" below).
 struct SplitKeys {
   int qi, kbeg, kend;
   const int32_t* table;
 };
 __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const int32_t* table_offset,
                                                 const int32_t* block_tables, const int32_t* query_ids, int z,
-                                                int split, int num_splits, int chunk, int window) {
+                                                int split, int num_splits, int window) {
   SplitKeys sk;
   sk.qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int p = positions[sk.qi];
   const int lo = window > 0 ? max(0, p - window + 1) : 0;
-  if (chunk > 0) {
-    sk.kbeg = lo + split * chunk;
-    sk.kend = min(sk.kbeg + chunk, p + 1);
-  } else {
-    const KeyRange r = split_key_range(p + 1 - lo, split, num_splits);
-    sk.kbeg = lo + r.begin;
-    sk.kend = lo + r.end;
-  }
+  const KeyRange r = split_key_range(p + 1 - lo, split, num_splits);
+  sk.kbeg = lo + r.begin;
+  sk.kend = lo + r.end;
   sk.table = block_tables + table_offset[sk.qi];
   return sk;
 }
@@ -226,7 +220,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
                                                   const int32_t* __restrict__ table_offset,
                                                   const int32_t* __restrict__ block_tables,
                                                   const int32_t* __restrict__ query_ids, int split, int num_splits,
-                                                  int kvh, int z, int step_queries, int chunk, unsigned char* smem,
+                                                  int kvh, int z, int step_queries, unsigned char* smem,
                                                   float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
                                                   float* rec) {
   static_assert(kStages >= 2, "a ring of one stage would not overlap loads with math");
@@ -235,7 +229,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   pdl_launch_dependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const SplitKeys sk =
-      split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, chunk, window);
+      split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
   const int kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
   const float score_scale = kLog2e / sqrtf(float(D));
@@ -332,94 +326,13 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
 
 // Merges num_splits records of one query head (head hh of its KV head's group) and adds the sink
 // (log2 domain; -inf = none), whose logit enters the denominator once with no value; writes the
-// D outputs at out_row. record(s) gives split s's record. Block of 128 threads: warp w takes
-// splits w, w + 4, ... in batches of kCombineBatch per warp, each batch's records (max, sum and
-// the lane's D/32 accumulators) loaded together before any is used, so a batch costs one L2 round
-// trip; the warp keeps a running max and rescales by it (online softmax), and the 4 warps are
-// merged through shared memory after one barrier. Every multiply-add is an explicit fma (and the
-// rescale weights exp2 of rounded differences) so the result does not depend on how the compiler
-// contracts.
-constexpr int kCombineBatch = 8;  // splits per warp in flight: 8 × 4 warps covers batch-8 steps in one round trip
+// D outputs at out_row. record(s) gives split s's record. Block of 128 threads (4 warps take
+// every 4th split, each lane D/32 dims); every multiply-add is an explicit fma so the result does
+// not depend on how the compiler contracts. Ends with __syncthreads: the caller may call it again
+// for another head.
 template <int D, int G, class RecordAt>
 __device__ __forceinline__ void combine_head(RecordAt record, int num_splits, int hh, float sink,
                                              bf16_t* __restrict__ out_row) {
-  constexpr int E = D / 32;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  __shared__ float red_m[4], red_l[4], red_a[4][D];
-  float wm = kNegInf, den = 0.f, a[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) a[e] = 0.f;
-  for (int s0 = warp; s0 < num_splits; s0 += 4 * kCombineBatch) {
-    // Loads of every split in the batch first, unconditionally (a split past the last re-reads
-    // the last one and is weighted 0 through m = -inf), accumulators before maxima. As relaxed
-    // gpu-scope loads (strong, so ptxas keeps their order) they all leave before the first max:
-    // with plain loads ptxas sinks the accumulator loads below the max, a second L2 round trip.
-    // (The records were written by the split kernel before the PDL wait returned.)
-    float bm[kCombineBatch], bl[kCombineBatch], ba[kCombineBatch][E];
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b) {
-      const int s = s0 + 4 * b;
-      const float* acc = record(s < num_splits ? s : num_splits - 1) + G * 2 + hh * D + lane * E;
-      if constexpr (E == 4) {  // 16-byte aligned: records are 16-byte multiples (G·(D+2) floats, D = 128)
-        asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(ba[b][0]), "=f"(ba[b][1]), "=f"(ba[b][2]), "=f"(ba[b][3])
-                     : "l"(acc));
-      } else {
-#pragma unroll
-        for (int e = 0; e < E; ++e) asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(ba[b][e]) : "l"(acc + e));
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b) {
-      const int s = s0 + 4 * b;
-      const float* ml = record(s < num_splits ? s : num_splits - 1) + 2 * hh;
-      asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(bm[b]), "=f"(bl[b]) : "l"(ml));
-    }
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b)
-      if (s0 + 4 * b >= num_splits) bm[b] = kNegInf;
-    float mn = wm;
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b) mn = fmaxf(mn, bm[b]);
-    const float keep = rescale(wm, mn);
-    den = __fmul_rn(den, keep);
-#pragma unroll
-    for (int e = 0; e < E; ++e) a[e] = __fmul_rn(a[e], keep);
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b) {
-      const float sc = rescale(bm[b], mn);
-      den = __fmaf_rn(bl[b], sc, den);
-#pragma unroll
-      for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(ba[b][e], sc, a[e]);
-    }
-    wm = mn;
-  }
-#pragma unroll
-  for (int e = 0; e < E; ++e) red_a[warp][lane * E + e] = a[e];
-  if (lane == 0) {
-    red_m[warp] = wm;
-    red_l[warp] = den;
-  }
-  __syncthreads();
-  if (threadIdx.x < D) {
-    const float mx = fmaxf(fmaxf(fmaxf(red_m[0], red_m[1]), fmaxf(red_m[2], red_m[3])), sink);
-    float total = 0.f, denom = rescale(sink, mx);
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const float sc = rescale(red_m[w], mx);
-      total = __fmaf_rn(red_a[w][threadIdx.x], sc, total);
-      denom = __fmaf_rn(red_l[w], sc, denom);
-    }
-    // denom > 0: the query's own key is always in range.
-    out_row[threadIdx.x] = __float2bfloat16_rn(total / denom);
-  }
-  __syncthreads();  // red_m / red_a / red_l are reused by the next call
-}
-
-// TEMPORARY (A/B, STRIKER_AB_OFF): the old two-pass merge (global max first, then the sums).
-template <int D, int G, class RecordAt>
-__device__ __forceinline__ void combine_head_two_pass(RecordAt record, int num_splits, int hh, float sink,
-                                                      bf16_t* __restrict__ out_row) {
   constexpr int E = D / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   __shared__ float red_m[4], red_l[4], red_a[4][D];
@@ -447,9 +360,10 @@ __device__ __forceinline__ void combine_head_two_pass(RecordAt record, int num_s
   if (threadIdx.x < D) {
     const float total = red_a[0][threadIdx.x] + red_a[1][threadIdx.x] + red_a[2][threadIdx.x] + red_a[3][threadIdx.x];
     const float denom = rescale(sink, mx) + red_l[0] + red_l[1] + red_l[2] + red_l[3];
+    // denom > 0: the query's own key is always in range.
     out_row[threadIdx.x] = __float2bfloat16_rn(total / denom);
   }
-  __syncthreads();
+  __syncthreads();  // red_m / red_a / red_l are reused by the next call
 }
 
 // Sink logit of query head h in the log2 domain (an explicit rounded multiply: see combine_head).
@@ -458,14 +372,14 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
 }
 
 // attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
-// per SM) over the grid (splits, KV heads, queries) with the given chunk; writes split records
+// per SM) over the grid (splits, KV heads, queries); writes split records
 // only (the caller launches the combine). step_queries: the queries of the whole step in this
 // kernel (grid.z, or more when the caller slices them into launches of at most kMaxGridYZ).
 constexpr int kPipeStages = 3;
 constexpr int kPipeCtasPerSm = 2;  // sizes its split plan: one wave
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
-                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
-                           int num_splits, float* partials, cudaStream_t stream);
+                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
+                           float* partials, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode

@@ -125,27 +125,4 @@ STRIKER_HOST_DEVICE constexpr KeyRange split_key_range(int n, int split, int spl
   return {b < n ? b : n, e < n ? e : n};
 }
 
-// TEMPORARY (A/B, STRIKER_AB_OFF): the old plan, a fixed chunk of `keys / splits` keys rounded up
-// to 64 for every query.
-struct DecodeSplitPlan {
-  int splits, chunk;
-};
-inline DecodeSplitPlan plan_decode_splits(int keys, int64_t heads_total, int64_t target_records,
-                                          int64_t max_partials) {
-  keys = keys > 1 ? keys : 1;
-  int64_t wanted = target_records / heads_total;
-  const int64_t cap = max_partials / heads_total;
-  wanted = wanted < cap ? wanted : cap;
-  wanted = wanted > 1 ? wanted : 1;
-  int chunk = int((keys + wanted - 1) / wanted);
-  chunk = chunk > kStepKeys ? chunk : kStepKeys;
-  chunk = (chunk + kStepKeys - 1) / kStepKeys * kStepKeys;
-  int splits = (keys + chunk - 1) / chunk;
-  if (heads_total * splits > max_partials) {  // only reachable when wanted was clamped to 1-ish sizes
-    chunk = keys;
-    splits = 1;
-  }
-  return {splits, chunk};
-}
-
 }  // namespace striker::cuda::decode
