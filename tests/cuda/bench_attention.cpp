@@ -20,7 +20,8 @@
 
 namespace striker::cuda::testing {
 
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs) {
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs,
+                     int max_keys) {
   const int nh = 32, nkv = 4, d = 128, B = 16;
   const int blocks = (ctx + B - 1) / B;  // per sequence
   const int keys = window > 0 ? std::min(ctx, window) : ctx;
@@ -49,7 +50,7 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   DeviceBuffer<int32_t> d_pos(pos), d_off(off), d_tab(table);
   const int64_t records = int64_t(nkv) * 2048 * seqs;
   DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
-  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), seqs, keys};
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), seqs, max_keys > 0 ? max_keys : keys};
   auto launch = [&](int i) {
     paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
                     AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());

@@ -102,12 +102,17 @@ void bench_decode_moe(std::mt19937& rng, LtGemm& lt) {
 }
 
 // The decode attention rows of a step at batch 1 and 8 (the backend's split target).
+// The decode step's attention launches: full layers planned for the real key count and for the
+// key bucket a captured decode graph plans for (8K context: 16,384; 100K: 131,072), sliding
+// layers (the bucket of 1,024 keys plans for the window either way).
 void bench_decode_attention(std::mt19937& rng, int sms) {
-  for (int seqs : {1, 8}) {
+  for (int seqs : {1, 2, 4, 8}) {
     const std::string tag = " x" + std::to_string(seqs) + " seqs";
-    bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
-    bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs);
+    if (seqs == 1 || seqs == 8) bench_attention(rng, "attn full ctx=8192" + tag, 8192, 0, 3 * sms, seqs);
+    bench_attention(rng, "attn full ctx=8192" + tag + " b16K", 8192, 0, 3 * sms, seqs, 16384);
+    bench_attention(rng, "attn sliding W=513" + tag, 8192, 513, 3 * sms, seqs, 1024);
   }
+  bench_attention(rng, "attn full ctx=100000 x1 seqs b128K", 100000, 0, 3 * sms, 1, 131072);
 }
 
 }  // namespace

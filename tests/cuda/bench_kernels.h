@@ -23,7 +23,10 @@ void bench_embedding(std::mt19937& rng);
 void bench_pdl_chain_floor();
 
 // bench_attention.cpp
-void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1);
+// Decode attention of `seqs` sequences at position ctx-1 each, planned for max_keys keys (0: the
+// real count; a captured decode graph plans for its key bucket, a power of two >= 1024).
+void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int window, int target, int seqs = 1,
+                     int max_keys = 0);
 // Prefill attention of one T-token chunk over a `prefix`-token cached prefix (Flint's shape):
 // the prefill kernel and, from position 0, the decode kernel over the same queries; each checked
 // against the CPU reference on sampled queries, the two against each other on every output.

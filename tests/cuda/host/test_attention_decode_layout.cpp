@@ -2,7 +2,7 @@
 // without a GPU: cp.async staging coverage, shared-memory bank conflicts of the swizzled K and V
 // tiles, one warp's S = Q·Kᵀ and O = P·V replayed through mma.m16n8k16 as the PTX ISA defines it
 // (fragments read from the swizzled tiles exactly as the kernel reads them), the block-table
-// lookups of a 16-key tile, the warps' tile counts and the split plan.
+// lookups of a 16-key tile, the warps' tile counts and the split plan (counts, key ranges).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -190,49 +190,61 @@ TEST(DecodeAttentionLayout, WarpTilesAreTheRegisterKernelsTiles) {
       }
 }
 
-TEST(DecodeAttentionLayout, SplitPlanCoversKeysWithinScratch) {
-  for (int keys : {0, 1, 63, 64, 513, 8192, 100000, 131072})
-    for (int64_t heads : {4, 8, 32, 200})
-      for (int64_t target : {1, 8, 264, 396, 1024})
-        for (int64_t max_partials : {heads, heads * 2, int64_t(4096), int64_t(8192)}) {
-          const DecodeSplitPlan pl = plan_decode_splits(keys, heads, target, max_partials);
-          const int k = keys > 1 ? keys : 1;
-          SCOPED_TRACE("keys " + std::to_string(keys) + " heads " + std::to_string(heads) + " target " +
-                       std::to_string(target) + " max " + std::to_string(max_partials));
-          EXPECT_GE(pl.splits, 1);
-          EXPECT_GE(int64_t(pl.splits) * pl.chunk, k);
-          EXPECT_LT(int64_t(pl.splits - 1) * pl.chunk, k);
-          EXPECT_LE(heads * pl.splits, max_partials);
-          if (pl.splits > 1) {
-            EXPECT_EQ(pl.chunk % kStepKeys, 0);
-            EXPECT_LE(heads * pl.splits, std::max<int64_t>(target, heads) + heads);  // about one wave
-          }
-        }
-  // Flint at 100K, one query, 4 KV heads, 132 SMs: 2 CTAs per SM -> 66 splits of 1536 keys.
-  const DecodeSplitPlan flint = plan_decode_splits(100000, 4, 264, 4096);
-  EXPECT_EQ(flint.splits, 66);
-  EXPECT_EQ(flint.chunk, 1536);
-}
-
-}  // namespace
-}  // namespace striker::cuda::decode
-
-namespace striker::cuda::decode {
-namespace {
-
-// Flint's sliding layers at batch 1 (4 KV heads, 264 = the 3-stage target on 132 SMs): 9 splits
-// of 64 keys. A captured graph's key bucket (1024) on a sliding layer plans for W = 513 keys.
+// A captured graph's key bucket (1024) on a sliding layer plans for W = 513 keys.
 TEST(DecodeAttentionLayout, SlidingPlanUsesTheWindowNotTheKeyBucket) {
   EXPECT_EQ(plan_keys(1024, 513), 513);
   EXPECT_EQ(plan_keys(300, 513), 300);
   EXPECT_EQ(plan_keys(1024, 0), 1024);
-  const DecodeSplitPlan two = plan_decode_splits(plan_keys(1024, 513), 4, 264, 4096);
-  EXPECT_EQ(two.splits, 9);
-  EXPECT_EQ(two.chunk, 64);
-  // Batch 64 (256 KV-head records, GPU full): one split of 576 keys.
-  const DecodeSplitPlan full = plan_decode_splits(513, 256, 264, 256 * 1024);
-  EXPECT_EQ(full.splits, 1);
-  EXPECT_EQ(full.chunk, 576);
+}
+
+// Each split takes whole 16-key tiles of its query's own keys: together exactly [0, n), in order,
+// tile counts within one of each other, whatever the number of splits the host planned for.
+TEST(DecodeAttentionLayout, SplitKeyRangesCoverEachQuerysKeysOnceInEvenTiles) {
+  for (int n : {1, 2, 15, 16, 17, 63, 64, 65, 100, 513, 1000, 8193, 100000, 131072})
+    for (int splits : {1, 2, 3, 5, 8, 9, 33, 66, 100, 1000}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " splits " + std::to_string(splits));
+      int next = 0, min_tiles = 1 << 30, max_tiles = 0;
+      for (int s = 0; s < splits; ++s) {
+        const KeyRange r = split_key_range(n, s, splits);
+        ASSERT_EQ(r.begin, next);
+        ASSERT_LE(r.begin, r.end);
+        EXPECT_EQ(r.begin % kTileKeys, 0);
+        if (r.end < n) EXPECT_EQ(r.end % kTileKeys, 0);
+        const int tiles = (r.end - r.begin + kTileKeys - 1) / kTileKeys;
+        min_tiles = std::min(min_tiles, tiles);
+        max_tiles = std::max(max_tiles, tiles);
+        next = r.end;
+      }
+      EXPECT_EQ(next, n);
+      EXPECT_LE(max_tiles - min_tiles, 1);
+    }
+}
+
+TEST(DecodeAttentionLayout, SplitCountAimsAtOneWaveWithinScratch) {
+  for (int keys : {0, 1, 63, 64, 65, 513, 1024, 8192, 16384, 100000, 131072})
+    for (int64_t heads : {4, 8, 32, 200})
+      for (int64_t target : {1, 8, 264, 396, 1024})
+        for (int64_t max_partials : {heads, heads * 2, int64_t(4096), int64_t(8192)}) {
+          SCOPED_TRACE("keys " + std::to_string(keys) + " heads " + std::to_string(heads) + " target " +
+                       std::to_string(target) + " max " + std::to_string(max_partials));
+          const int s = plan_decode_split_count(keys, heads, target, max_partials);
+          EXPECT_GE(s, 1);
+          EXPECT_LE(heads * s, max_partials);
+          EXPECT_LE(int64_t(s - 1) * kStepKeys, std::max(keys, 1) - 1);  // every split can have a 64-key step
+          if (s > 1) EXPECT_LE(heads * s, target);
+        }
+  // Flint on 132 SMs (target 264: 2 CTAs per SM of the pipelined kernel), 4 KV heads, 4096 records.
+  EXPECT_EQ(plan_decode_split_count(16384, 8 * 4, 264, 4096), 8);   // 8 sequences at 8K, graph bucket
+  EXPECT_EQ(plan_decode_split_count(16384, 2 * 4, 264, 4096), 33);  // 2 sequences
+  EXPECT_EQ(plan_decode_split_count(16384, 4, 264, 4096), 66);      // 1 sequence at 8K
+  EXPECT_EQ(plan_decode_split_count(131072, 4, 264, 4096), 66);     // 1 sequence at 100K
+  EXPECT_EQ(plan_decode_split_count(plan_keys(1024, 513), 4, 264, 4096), 9);      // sliding, 1 sequence
+  EXPECT_EQ(plan_decode_split_count(plan_keys(1024, 513), 8 * 4, 264, 4096), 8);  // sliding, 8 sequences
+  // 8 sequences at 8,193 keys in 8 splits: 64 or 65 tiles each (the old plan's 2,048-key chunks
+  // left 4 of the 8 splits empty).
+  EXPECT_EQ(split_key_range(8193, 0, 8).end, 64 * kTileKeys);
+  EXPECT_EQ(split_key_range(8193, 7, 8).begin, 448 * kTileKeys);
+  EXPECT_EQ(split_key_range(8193, 7, 8).end, 8193);
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ template <int D, int G>
 __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int num_splits,
     float* __restrict__ partials) {
   pdl_grid_start();  // see launch.cuh
   constexpr int U = kKeysInFlight;
@@ -37,15 +37,13 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
   constexpr int KPW = 32 / LPK;     // keys per warp per step
   constexpr int KEYS_PER_STEP = kWarps * KPW * U;
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
-  const int qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane / LPK, sub = lane % LPK;
   const int nh = nkv * G;
-  const int p = positions[qi];
-  const int lo = window > 0 ? max(0, p - window + 1) : 0;
-  const int kbeg = lo + split * chunk;
-  const int kend = min(kbeg + chunk, p + 1);
-  const int32_t* table = block_tables + table_offset[qi];
+  const decode::SplitKeys sk =
+      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
+  const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
+  const int32_t* table = sk.table;
   const float score_scale = kLog2e / sqrtf(float(D));
 
   float qf[G][8];
@@ -159,14 +157,14 @@ __global__ void __launch_bounds__(kWarps * 32) attention_split_kernel(
 __global__ void __launch_bounds__(kWarps * 32, 3) attention_mma_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int chunk, int num_splits,
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int num_splits,
     float* __restrict__ partials) {
   constexpr int D = 128, G = 8;
   pdl_launch_dependents();  // see launch.cuh
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const decode::SplitKeys sk =
-      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, chunk, window);
+      decode::split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
   const int qi = sk.qi, kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
   // Metadata only above, so it runs before the wait (attention_decode.cuh, "Metadata before the
@@ -245,10 +243,11 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   const bool pipelined = tensor_cores && s.block_size >= decode::kMinBlockSize;
   int64_t target = scratch.target_records > 0 ? scratch.target_records : kTargetRecords;
   if (pipelined) target = std::max<int64_t>(1, target * decode::kPipeCtasPerSm / 3);
-  // Chunks are whole 64-key steps (4 warps x 16-key tiles).
-  const decode::DecodeSplitPlan plan =
-      decode::plan_decode_splits(decode::plan_keys(qs.max_keys, s.window), heads_total, target, scratch.max_partials);
-  const int chunk = plan.chunk, splits = plan.splits;
+  // The number of splits per (query, KV head); each CTA takes its share of its own query's keys
+  // (decode::split_key_range), so a bound above the real key counts (a graph's key bucket) leaves
+  // no split empty.
+  const int splits = decode::plan_decode_split_count(decode::plan_keys(qs.max_keys, s.window), heads_total, target,
+                                                     scratch.max_partials);
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   // Queries go on grid.z: more than kMaxGridYZ are split into launches of consecutive queries. A
@@ -267,13 +266,13 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
     if (pipelined) {
       decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
-                                    qs.block_tables, ids, qs.num_queries, chunk, splits, records, stream);
+                                    qs.block_tables, ids, qs.num_queries, splits, records, stream);
     } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
       launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
-                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
+                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, splits, records);
     } else {  // CUDA-core kernel (other shapes; not on Flint's decode path): waits first
       launch_pdl(attention_split_kernel<D, G>, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
-                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, chunk, splits, records);
+                 s.block_size, s.window, positions, offsets, qs.block_tables, ids, splits, records);
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }

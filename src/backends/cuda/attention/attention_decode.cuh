@@ -171,23 +171,25 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
   merge_warps_into_record<G, D>(acc, acc_stride, sm_m, sm_l, rec);
 }
 
-// Per-query lookups of a decode CTA (split `split` of query record z): its query index, key range
-// [kbeg, kend) and block table. These read only step metadata (positions, table offsets, block
-// tables, query ids), which the step's host→device memcpy writes before the step's first kernel
-// starts, so they run before pdl_wait() (see "Metadata before the PDL wait" below).
+// Per-query lookups of a decode CTA (split `split` of `num_splits` of query record z): its query
+// index, key range [kbeg, kend) (its share of the query's own keys: split_key_range) and block
+// table. These read only step metadata (positions, table offsets, block tables, query ids), which
+// the step's host→device memcpy writes before the step's first kernel starts, so they run before
+// pdl_wait() (see "Metadata before the PDL wait" below).
 struct SplitKeys {
   int qi, kbeg, kend;
   const int32_t* table;
 };
 __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const int32_t* table_offset,
                                                 const int32_t* block_tables, const int32_t* query_ids, int z,
-                                                int split, int chunk, int window) {
+                                                int split, int num_splits, int window) {
   SplitKeys sk;
   sk.qi = query_ids ? query_ids[z] : z;  // z indexes the split records
   const int p = positions[sk.qi];
   const int lo = window > 0 ? max(0, p - window + 1) : 0;
-  sk.kbeg = lo + split * chunk;
-  sk.kend = min(sk.kbeg + chunk, p + 1);
+  const KeyRange r = split_key_range(p + 1 - lo, split, num_splits);
+  sk.kbeg = lo + r.begin;
+  sk.kend = lo + r.end;
   sk.table = block_tables + table_offset[sk.qi];
   return sk;
 }
@@ -217,8 +219,8 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
                                                   const int32_t* __restrict__ positions,
                                                   const int32_t* __restrict__ table_offset,
                                                   const int32_t* __restrict__ block_tables,
-                                                  const int32_t* __restrict__ query_ids, int split, int kvh, int z,
-                                                  int step_queries, int chunk, unsigned char* smem,
+                                                  const int32_t* __restrict__ query_ids, int split, int num_splits,
+                                                  int kvh, int z, int step_queries, unsigned char* smem,
                                                   float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
                                                   float* rec) {
   static_assert(kStages >= 2, "a ring of one stage would not overlap loads with math");
@@ -226,7 +228,8 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   constexpr int D = kHeadDim;
   pdl_launch_dependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const SplitKeys sk = split_keys(positions, table_offset, block_tables, query_ids, z, split, chunk, window);
+  const SplitKeys sk =
+      split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
   const int kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
   const float score_scale = kLog2e / sqrtf(float(D));
@@ -369,14 +372,14 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
 }
 
 // attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
-// per SM) over the grid (splits, KV heads, queries) with the given chunk; writes split records
+// per SM) over the grid (splits, KV heads, queries); writes split records
 // only (the caller launches the combine). step_queries: the queries of the whole step in this
 // kernel (grid.z, or more when the caller slices them into launches of at most kMaxGridYZ).
 constexpr int kPipeStages = 3;
 constexpr int kPipeCtasPerSm = 2;  // sizes its split plan: one wave
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
-                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
-                           int num_splits, float* partials, cudaStream_t stream);
+                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
+                           float* partials, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode

@@ -96,28 +96,33 @@ STRIKER_HOST_DEVICE constexpr int plan_keys(int max_keys, int window) {
   return window > 0 && window < max_keys ? window : max_keys;
 }
 
-// Host-side split of every (query, KV head)'s key range into `splits` chunks of `chunk` keys (a
-// multiple of kStepKeys), aiming at target_records CTAs in all (one wave), within the scratch's
-// max_partials records. The same plan as the register kernel's, so both can share a scratch.
-struct DecodeSplitPlan {
-  int splits, chunk;
-};
-inline DecodeSplitPlan plan_decode_splits(int keys, int64_t heads_total, int64_t target_records,
-                                          int64_t max_partials) {
-  keys = keys > 1 ? keys : 1;
+// Split plan. The host picks only the number of splits per (query, KV head), `splits`: about one
+// wave of CTAs (target_records in all), within the scratch's max_partials records, and no more
+// splits than `keys` has 64-key CTA steps. Each CTA then takes its share of its own query's keys
+// (split_key_range), so the plan does not depend on how far `keys` overstates the queries' real
+// key counts: a captured decode graph plans for its key bucket (a power of two >= 1024, up to
+// twice the real count), and a fixed chunk of bucket / splits keys left half the splits empty
+// (8 sequences at 8K: 4 of 8 splits of 2,048 keys busy, one CTA per SM).
+inline int plan_decode_split_count(int keys, int64_t heads_total, int64_t target_records, int64_t max_partials) {
   int64_t wanted = target_records / heads_total;
   const int64_t cap = max_partials / heads_total;
   wanted = wanted < cap ? wanted : cap;
-  wanted = wanted > 1 ? wanted : 1;
-  int chunk = int((keys + wanted - 1) / wanted);
-  chunk = chunk > kStepKeys ? chunk : kStepKeys;
-  chunk = (chunk + kStepKeys - 1) / kStepKeys * kStepKeys;
-  int splits = (keys + chunk - 1) / chunk;
-  if (heads_total * splits > max_partials) {  // only reachable when wanted was clamped to 1-ish sizes
-    chunk = keys;
-    splits = 1;
-  }
-  return {splits, chunk};
+  const int64_t steps = (int64_t(keys > 1 ? keys : 1) + kStepKeys - 1) / kStepKeys;
+  wanted = wanted < steps ? wanted : steps;
+  return int(wanted > 1 ? wanted : 1);
+}
+
+// Keys [begin, end) (offsets from the query's first key) that split `split` of `splits` takes of a
+// query's n keys: whole 16-key tiles, as even as possible (tile counts differ by at most one;
+// the last split holds the partial tile). Empty when the query has fewer tiles than splits.
+struct KeyRange {
+  int begin, end;
+};
+STRIKER_HOST_DEVICE constexpr KeyRange split_key_range(int n, int split, int splits) {
+  const int64_t tiles = (int64_t(n) + kTileKeys - 1) / kTileKeys;
+  const int b = int(tiles * split / splits) * kTileKeys;
+  const int e = int(tiles * (split + 1) / splits) * kTileKeys;
+  return {b < n ? b : n, e < n ? e : n};
 }
 
 }  // namespace striker::cuda::decode

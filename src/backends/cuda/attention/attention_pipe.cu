@@ -26,20 +26,20 @@ template <int kStages, int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int chunk,
-    int num_splits, float* __restrict__ partials) {
+    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int num_splits,
+    float* __restrict__ partials) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (kGroup * (kHeadDim + 2));
   pipe_split_record<kStages>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                             split, kvh, z, step_queries, chunk, pipe_smem, sm_m, sm_l, rec);
+                             split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec);
 }
 
 template <int kStages, int kMinBlocks>
 void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size,
                    int window, const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
-                   const int32_t* query_ids, int step_queries, int chunk, int num_splits, float* partials,
+                   const int32_t* query_ids, int step_queries, int num_splits, float* partials,
                    cudaStream_t stream) {
   auto* kernel = attention_pipe_kernel<kStages, kMinBlocks>;
   constexpr int smem = cta_ring_bytes(kStages);
@@ -55,7 +55,7 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
   }();
   (void)configured;
   launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
-             table_offset, block_tables, query_ids, step_queries, chunk, num_splits, partials);
+             table_offset, block_tables, query_ids, step_queries, num_splits, partials);
   STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_kernel");
 }
 
@@ -63,13 +63,13 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
 
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
-                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int chunk,
-                           int num_splits, float* partials, cudaStream_t stream) {
+                           const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
+                           float* partials, cudaStream_t stream) {
   if (block_size < kMinBlockSize)
     throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
                 std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
   launch_stages<kPipeStages, kPipeCtasPerSm>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
-                                             block_tables, query_ids, step_queries, chunk, num_splits, partials,
+                                             block_tables, query_ids, step_queries, num_splits, partials,
                                              stream);
 }
 
