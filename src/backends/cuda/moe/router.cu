@@ -17,6 +17,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -335,6 +336,222 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm, rsf, ids, weights);
 }
 
+// ---- decode steps, one launch spread over the GPU: the ninth session's form ----
+// Each CTA takes kSpreadRows expert rows for every token of the step (the matrix is read once per
+// step, not once per token) and holds them in registers, requested before griddepcontrol.wait. After
+// the wait, warp t of every CTA loads token t's h, normalises it (the rmsnorm kernel's bits: lane p
+// plays the row kernel's threads 8p..8p+7, rmsnorm_row.cuh) into shared memory; one barrier; then
+// each warp's dot products (the router's lane order: the other forms' bits). A logit leaves its warp
+// as one 64-bit word {1, fp32 bits} (`words`, [T][E]); CTA t's first warp polls token t's E words
+// until every one carries the 1 (a word is written whole, so its value is there when its flag is:
+// no fence, no atomic, no counter), selects the top K, and writes the words back to zero for the
+// next launch. CTAs 0..T-1 select in parallel. Progress: every CTA that does not select finishes
+// without waiting, and the step's dependents start only after all CTAs have started.
+constexpr int kSpreadWarps = 8;  // warps per CTA; warp t normalises token t (T <= 8)
+constexpr int kSpreadRows = 2;   // expert rows per CTA: 128 CTAs for 256 experts
+constexpr int kSpreadGroups = kSpreadWarps / kSpreadRows;  // warps per row: token t goes to warp group t % 4
+static_assert(kSpreadWarps >= kRouterDecodeMaxTokens, "one warp per token normalises");
+constexpr unsigned long long kWordReady = 1ull << 32;
+
+struct SpreadLayout {  // dynamic shared memory of one CTA
+  size_t x, gamma, bias, logits, total;
+};
+__host__ __device__ inline SpreadLayout spread_layout(int T, int hidden, int E) {
+  SpreadLayout l;
+  l.x = 0;
+  l.gamma = (size_t(T) * hidden * 2 + 15) & ~size_t(15);
+  l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));
+  l.logits = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));
+  l.total = l.logits + size_t(E) * 4;
+  return l;
+}
+
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// P: experts per selecting lane (E <= 32·P).
+template <typename W, int P>
+__global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
+    const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
+    const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
+    unsigned long long* __restrict__ words, int32_t* __restrict__ ids, float* __restrict__ weights,
+    const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  pdl_launch_dependents();
+  using RW = RouterWeight<W>;
+  const SpreadLayout lay = spread_layout(T, hidden, E);
+  auto* xs = reinterpret_cast<bf16_t*>(smem + lay.x);
+  auto* gs = reinterpret_cast<float*>(smem + lay.gamma);
+  auto* bs = reinterpret_cast<float*>(smem + lay.bias);
+  auto* ls = reinterpret_cast<float*>(smem + lay.logits);
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+  const int chunks = hidden / 8;
+  const int e = int(blockIdx.x) * kSpreadRows + warp % kSpreadRows;
+  const int group = warp / kSpreadRows;  // this warp's tokens: group, group + kSpreadGroups, ...
+  const bool dots = e < E && group < T;
+  const bool selects = int(blockIdx.x) < T && warp == 0;
+  // Before the wait (nothing here depends on earlier kernels): this warp's weight row, the norm's
+  // gamma, the bias of the selecting CTAs.
+  const W* wrow = weight + int64_t(min(e, E - 1)) * hidden;
+  typename RW::Chunk held[kHeld];
+  if (dots) {
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i)
+      if (lane + 32 * i < chunks) held[i] = RW::load(wrow + (lane + 32 * i) * 8);
+  }
+  if (gamma != nullptr)
+    for (int i = int(threadIdx.x); i < hidden; i += int(blockDim.x)) gs[i] = gamma[i];
+  if (int(blockIdx.x) < T)
+    for (int i = int(threadIdx.x); i < E; i += int(blockDim.x)) bs[i] = bias != nullptr ? bias[i] : 0.f;
+  __syncthreads();  // gamma in shared memory
+  pdl_wait();       // x (or h) is the previous kernel's output
+  if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
+    const bf16_t* src = x + int64_t(warp) * hidden;
+    uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
+    if (gamma == nullptr) {
+      for (int c = lane; c < chunks; c += 32) dst[c] = load_cached(src + c * 8);
+    } else {
+      // The row kernel's sums: lane p holds threads 8p..8p+7 (chunk c = p + 32j is elements 8c..8c+7,
+      // thread 8p + k's trip j), trip by trip; chunks past the held ones go through shared memory.
+      uint4 hq[kHeld];
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) hq[i] = load_cached(src + (lane + 32 * i) * 8);
+      float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      auto add_squares = [&](const uint4& q) {
+        float f[8];
+        unpack8(q, f);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) part[k] += f[k] * f[k];  // rmsnorm_partial's `ss += v * v`
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) add_squares(hq[i]);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) {
+        const uint4 q = load_cached(src + c * 8);
+        dst[c] = q;
+        add_squares(q);
+      }
+      const float r = rmsnorm_r_of_lanes(part, hidden, eps);
+      uint4* out = x_out != nullptr && blockIdx.x == 0 ? reinterpret_cast<uint4*>(x_out + int64_t(warp) * hidden)
+                                                       : nullptr;
+      auto apply = [&](const uint4& q, int c) {
+        float f[8], y[8];
+        unpack8(q, f);
+        const float4 g0 = reinterpret_cast<const float4*>(gs)[2 * c], g1 = reinterpret_cast<const float4*>(gs)[2 * c + 1];
+        const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+#pragma unroll
+        for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, g[k]);
+        const uint4 v = pack8(y);
+        dst[c] = v;
+        if (out != nullptr) out[c] = v;
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) apply(hq[i], lane + 32 * i);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) apply(dst[c], c);
+    }
+  }
+  __syncthreads();  // every token's x in shared memory
+  if (dots) {
+    for (int t = group; t < T; t += kSpreadGroups) {
+      float acc = 0.f;
+      const bf16_t* xt = xs + int64_t(t) * hidden;
+      auto add_chunk = [&](const typename RW::Chunk& q, int c) {
+        float wf[8], xf[8];
+        RW::unpack(q, wf);
+        unpack8(*reinterpret_cast<const uint4*>(xt + c * 8), xf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)  // held chunks first (constant indices: they stay in registers)
+        if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RW::load(wrow + c * 8), c);
+      const float v = warp_sum(acc);
+      if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
+    }
+  }
+  if (!selects) return;
+  const int t = int(blockIdx.x);
+  unsigned long long* tw = words + int64_t(t) * E;
+  unsigned long long v[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) v[i] = lane + 32 * i < E ? ld_relaxed_u64(tw + lane + 32 * i) : kWordReady;
+  for (;;) {
+    bool ready = true;
+#pragma unroll
+    for (int i = 0; i < P; ++i) ready = ready && v[i] >= kWordReady;
+    if (__all_sync(0xffffffffu, ready)) break;
+#pragma unroll
+    for (int i = 0; i < P; ++i)
+      if (v[i] < kWordReady) v[i] = ld_relaxed_u64(tw + lane + 32 * i);  // only experts < E are ever 0
+  }
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (lane + 32 * i < E) ls[lane + 32 * i] = __uint_as_float(unsigned(v[i]));
+  __syncwarp();
+  router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+  // Off the critical path: the logits scratch, as the other forms write it, and the words back to zero.
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (lane + 32 * i < E) {
+      logits[int64_t(t) * E + lane + 32 * i] = ls[lane + 32 * i];
+      st_relaxed_u64(tw + lane + 32 * i, 0ull);
+    }
+}
+
+bool spread_fits(int T, int hidden, int E) {
+  return T <= kRouterDecodeMaxTokens && spread_layout(T, hidden, E).total <= kMaxClusterSmem;
+}
+
+template <typename W, int P>
+void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
+                            float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
+                            const RouterInputNorm* in_norm, cudaStream_t stream) {
+  auto* kernel = router_spread_kernel<W, P>;
+  static const bool configured = [&] {
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxClusterSmem)));
+    return true;
+  }();
+  (void)configured;
+  const int E = rs.n_experts;
+  const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kSpreadWarps * 32), spread_layout(T, rs.hidden, E).total, stream,
+             reinterpret_cast<const bf16_t*>(x), T, rs.hidden, E, rs.top_k, weight, bias, rs.norm_topk_prob,
+             rs.routed_scaling_factor, logits, reinterpret_cast<unsigned long long*>(sync), ids, topk_w,
+             in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
+             in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr);
+  STRIKER_CUDA_CHECK_LAUNCH("router_spread");
+}
+
+template <typename W>
+void launch_router_spread(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
+                          float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
+                          const RouterInputNorm* in_norm, cudaStream_t stream) {
+  if (rs.n_experts <= kRouterSelectNarrow)
+    launch_router_spread_p<W, kRouterSelectNarrow / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
+                                                        stream);
+  else
+    launch_router_spread_p<W, kRouterMaxExperts / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
+                                                      stream);
+}
+
+// TEMPORARY A/B switch (STRIKER_AB_OFF=1: the eighth session's cluster / last-block forms).
+bool router_ab_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("STRIKER_AB_OFF");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return off;
+}
+
 // Whether the cluster form fits this shape (else the spread form runs).
 bool cluster_fits(int T, int hidden, int E, size_t weight_bytes) {
   return T <= kRouterDecodeMaxTokens && cluster_layout(T, hidden, E, weight_bytes).total <= kMaxClusterSmem;
@@ -369,6 +586,10 @@ template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
                    unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm, LtGemm* lt,
                    cudaStream_t stream) {
+  if (!router_ab_off() && spread_fits(T, rs.hidden, rs.n_experts)) {
+    launch_router_spread(x, T, rs, weight, bias, logits, counter, ids, topk_w, in_norm, stream);
+    return;
+  }
   if (cluster_fits(T, rs.hidden, rs.n_experts, sizeof(W))) {
     launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, in_norm, stream);
     return;

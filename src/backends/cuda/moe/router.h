@@ -28,6 +28,10 @@ struct RouterInputNorm {
 
 class LtGemm;
 
+// Size of router_topk's `counter` in unsigned ints: the decode form's exchange words ([8][1024] of
+// 64 bits), zero between launches.
+constexpr int kRouterSyncWords = 2 * 8 * 1024;
+
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
 // T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster per token holding the
