@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, int32_t* __restrict__ ids,
     float* __restrict__ weights, const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out,
-    int tokens_per_cluster) {
+    int tokens_per_cluster, bool redux_select) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();
   {  // this cluster's tokens
@@ -332,8 +332,28 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
   cluster.sync();  // release/acquire: every CTA's DSMEM stores are visible in CTA 0
   if (rank != 0) return;  // nothing reads another CTA's shared memory after the barrier
   const float* all = reinterpret_cast<const float*>(smem + lay.logits);
-  for (int t = warp; t < T; t += kClusterWarps)
-    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+  for (int t = warp; t < T; t += kClusterWarps) {
+    if (redux_select) {  // TEMPORARY A/B variant 2
+      if (E <= kRouterSelectNarrow)
+        router_select_warp_redux<kRouterSelectNarrow / 32>([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm,
+                                                           rsf, ids, weights);
+      else
+        router_select_warp_redux<kRouterMaxExperts / 32>([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm,
+                                                         rsf, ids, weights);
+    } else {
+      router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+    }
+  }
+}
+
+// TEMPORARY A/B switch STRIKER_AB_OFF: 1 the eighth session's cluster / last-block forms, 2 the
+// cluster with the redux selection, 3 the spread form at 4 rows per CTA; else the spread form.
+int router_ab() {
+  static const int v = [] {
+    const char* e = std::getenv("STRIKER_AB_OFF");
+    return e != nullptr ? std::atoi(e) : 0;
+  }();
+  return v;
 }
 
 // ---- decode steps, one launch spread over the GPU: the ninth session's form ----
@@ -349,7 +369,6 @@ __global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
 // without waiting, and the step's dependents start only after all CTAs have started.
 constexpr int kSpreadWarps = 8;  // warps per CTA; warp t normalises token t (T <= 8)
 constexpr int kSpreadRows = 2;   // expert rows per CTA: 128 CTAs for 256 experts
-constexpr int kSpreadGroups = kSpreadWarps / kSpreadRows;  // warps per row: token t goes to warp group t % 4
 static_assert(kSpreadWarps >= kRouterDecodeMaxTokens, "one warp per token normalises");
 constexpr unsigned long long kWordReady = 1ull << 32;
 
@@ -375,8 +394,8 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// P: experts per selecting lane (E <= 32·P).
-template <typename W, int P>
+// P: experts per selecting lane (E <= 32·P); R: expert rows per CTA.
+template <typename W, int P, int R>
 __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
@@ -392,8 +411,9 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
   auto* ls = reinterpret_cast<float*>(smem + lay.logits);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
   const int chunks = hidden / 8;
-  const int e = int(blockIdx.x) * kSpreadRows + warp % kSpreadRows;
-  const int group = warp / kSpreadRows;  // this warp's tokens: group, group + kSpreadGroups, ...
+  constexpr int kSpreadGroups = kSpreadWarps / R;  // warps per row: token t goes to warp group t % groups
+  const int e = int(blockIdx.x) * R + warp % R;
+  const int group = warp / R;  // this warp's tokens: group, group + kSpreadGroups, ...
   const bool dots = e < E && group < T;
   const bool selects = int(blockIdx.x) < T && warp == 0;
   // Before the wait (nothing here depends on earlier kernels): this warp's weight row, the norm's
@@ -511,18 +531,18 @@ bool spread_fits(int T, int hidden, int E) {
   return T <= kRouterDecodeMaxTokens && spread_layout(T, hidden, E).total <= kMaxClusterSmem;
 }
 
-template <typename W, int P>
+template <typename W, int P, int R>
 void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
-  auto* kernel = router_spread_kernel<W, P>;
+  auto* kernel = router_spread_kernel<W, P, R>;
   static const bool configured = [&] {
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxClusterSmem)));
     return true;
   }();
   (void)configured;
   const int E = rs.n_experts;
-  const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
+  const int ctas = std::max((E + R - 1) / R, T);
   launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kSpreadWarps * 32), spread_layout(T, rs.hidden, E).total, stream,
              reinterpret_cast<const bf16_t*>(x), T, rs.hidden, E, rs.top_k, weight, bias, rs.norm_topk_prob,
              rs.routed_scaling_factor, logits, reinterpret_cast<unsigned long long*>(sync), ids, topk_w,
@@ -535,21 +555,18 @@ template <typename W>
 void launch_router_spread(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                           float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                           const RouterInputNorm* in_norm, cudaStream_t stream) {
-  if (rs.n_experts <= kRouterSelectNarrow)
-    launch_router_spread_p<W, kRouterSelectNarrow / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
-                                                        stream);
-  else
-    launch_router_spread_p<W, kRouterMaxExperts / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
-                                                      stream);
-}
-
-// TEMPORARY A/B switch (STRIKER_AB_OFF=1: the eighth session's cluster / last-block forms).
-bool router_ab_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("STRIKER_AB_OFF");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return off;
+  const bool four = router_ab() == 3;  // TEMPORARY A/B variant: 4 rows per CTA
+  if (rs.n_experts <= kRouterSelectNarrow) {
+    if (four)
+      launch_router_spread_p<W, kRouterSelectNarrow / 32, 4>(x, T, rs, weight, bias, logits, sync, ids, topk_w,
+                                                             in_norm, stream);
+    else
+      launch_router_spread_p<W, kRouterSelectNarrow / 32, kSpreadRows>(x, T, rs, weight, bias, logits, sync, ids,
+                                                                       topk_w, in_norm, stream);
+  } else {
+    launch_router_spread_p<W, kRouterMaxExperts / 32, kSpreadRows>(x, T, rs, weight, bias, logits, sync, ids, topk_w,
+                                                                   in_norm, stream);
+  }
 }
 
 // Whether the cluster form fits this shape (else the spread form runs).
@@ -576,7 +593,7 @@ void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W*
                      reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
                      rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w,
                      in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
-                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr, per);
+                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr, per, router_ab() == 2);
   STRIKER_CUDA_CHECK_LAUNCH("router_cluster");
 }
 
@@ -586,7 +603,7 @@ template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
                    unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm, LtGemm* lt,
                    cudaStream_t stream) {
-  if (!router_ab_off() && spread_fits(T, rs.hidden, rs.n_experts)) {
+  if ((router_ab() == 0 || router_ab() == 3) && spread_fits(T, rs.hidden, rs.n_experts)) {
     launch_router_spread(x, T, rs, weight, bias, logits, counter, ids, topk_w, in_norm, stream);
     return;
   }
