@@ -72,8 +72,8 @@ void bench_router_decode_rows(std::mt19937& rng) {
       row(name + " (one launch)", &c, time_us(route), wbytes);
     }
   }
-  // The production decode form: the bf16 router with the post-attention norm inside (one cluster
-  // per token), T = 1..8 (the correctness checks are CudaRouterDecode's).
+  // The production decode form: the bf16 router with the post-attention norm inside, T = 1..8 (x's
+  // bits: CudaRouterDecode's tests).
   const auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
   const int nc = copies_for(double(E) * H * 2);
   std::vector<DeviceBuffer<bf16>> wbs;

@@ -4,7 +4,7 @@
 // must be the same bits; a bf16 router's batched logits come from a cuBLASLt tensor-core GEMM
 // (another fp32 summation order, allowed by FLINT.md §4: router.h), so they are checked against the
 // CPU reference's logits with a tolerance, and its ids and weights against the selection rule
-// applied to those same logits. The decode launch must leave its counter at zero.
+// applied to those same logits. The decode launch must leave its exchange words at zero.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,7 +55,7 @@ std::string bit_diff(const std::vector<float>& a, const std::vector<float>& b, c
     std::memcpy(&ua, &a[i], 4);
     std::memcpy(&ub, &b[i], 4);
     if (ua != ub)
-      return std::string(what) + "[" + std::to_string(i) + "]: cluster " + std::to_string(a[i]) + " vs two-launch " +
+      return std::string(what) + "[" + std::to_string(i) + "]: " + std::to_string(a[i]) + " vs " +
              std::to_string(b[i]);
   }
   return "";
@@ -127,14 +127,14 @@ TEST(CudaRouterDecode, MatchesTwoLaunchPathAndReference) {
   }
 }
 
-// The router that normalises its own input (x = rmsnorm(h) inside the cluster launch; the rmsnorm
-// kernel in front of the other forms) against the rmsnorm kernel followed by the plain router: x,
+// The router that normalises its own input (x = rmsnorm(h) inside the decode launch; the rmsnorm
+// kernel in front of the batched form) against the rmsnorm kernel followed by the plain router: x,
 // logits, ids and weights bit for bit, and x against the CPU rmsnorm reference. h is left as it was.
 TEST(CudaRouterDecode, InputNormMatchesRmsnormKernelThenRouter) {
   std::mt19937 rng(81);
   const RouterShape shapes[] = {{2048, 256, 6, true, 2.5f}, {1000, 250, 8, false, 1.5f}};
   for (const RouterShape& rs : shapes)
-    for (bool f32 : {false, true})  // bf16: the cluster form (fused norm); fp32: the spread form
+    for (bool f32 : {false, true})
       for (int T : {1, 3, 8, 9}) {  // 9: the batched two-launch form
         SCOPED_TRACE("hidden=" + std::to_string(rs.hidden) + (f32 ? " fp32" : " bf16") + " T=" + std::to_string(T));
         const auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
