@@ -41,6 +41,8 @@ void bench_prefill_small_kernels(std::mt19937& rng, LtGemm& lt);
 // bench_routing.cpp: the batched top-K selection and the routing sort alone at T = 8192, 1024, 16
 // (also alone: `bench_cuda_kernels routing`).
 void bench_routing_rows(std::mt19937& rng);
+// The decode router (T <= 8) rows (bench_moe.cpp), also in `routing`.
+void bench_router_decode_rows(std::mt19937& rng);
 
 // bench_moe.cpp
 void bench_router_moe(std::mt19937& rng);

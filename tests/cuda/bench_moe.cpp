@@ -26,12 +26,12 @@
 
 namespace striker::cuda::testing {
 
-namespace {
-
-// The decode router (one launch per step, T <= 8, top-K in the last CTA) at Flint's shape, both weight formats,
-// T = 1 and 8, over rotated weight copies (HBM, not L2), checked against the CPU reference (same
-// expert ids, weights within 1e-5).
-void bench_router(std::mt19937& rng) {
+// The decode router (one launch per step, T <= 8) at Flint's shape, both weight formats, T = 1 and
+// 8, over rotated weight copies (HBM, not L2), checked against the CPU reference (same expert ids,
+// weights within 1e-5); then the production form (bf16 router, post-attention norm inside) at
+// T = 1, 2, 4, 8, checked against the CPU reference on the kernel's own x (the rmsnorm's bits are
+// CudaRouterDecode's test).
+void bench_router_decode_rows(std::mt19937& rng) {
   const int H = 2048, E = 256, K = 6;
   const RouterShape rs{H, E, K, true, 2.5f};
   auto bias = random_f32(rng, size_t(E), 0.f, 0.05f);
@@ -54,7 +54,7 @@ void bench_router(std::mt19937& rng) {
       DeviceBuffer<bf16> d_x(x);
       DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
       DeviceBuffer<int32_t> d_ids(size_t(T) * K);
-      auto counter = zero_counters(1);
+      auto counter = zero_counters(kRouterSyncWords);
       auto route = [&](int i) {
         const size_t c = size_t(i % nc);
         router_topk(d_x.get(), T, rs, f32 ? nullptr : wbs[c].get(), f32 ? wfs[c].get() : nullptr, d_bias.get(),
@@ -72,8 +72,8 @@ void bench_router(std::mt19937& rng) {
       row(name + " (one launch)", &c, time_us(route), wbytes);
     }
   }
-  // The production decode form: the bf16 router with the post-attention norm inside (one cluster
-  // per token), T = 1..8 (the correctness checks are CudaRouterDecode's).
+  // The production decode form: the bf16 router with the post-attention norm inside, T = 1..8 (x's
+  // bits: CudaRouterDecode's tests).
   const auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
   const int nc = copies_for(double(E) * H * 2);
   std::vector<DeviceBuffer<bf16>> wbs;
@@ -83,20 +83,28 @@ void bench_router(std::mt19937& rng) {
     DeviceBuffer<bf16> d_h(random_bf16(rng, size_t(T) * H, 2.f)), d_x(size_t(T) * H);
     DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
     DeviceBuffer<int32_t> d_ids(size_t(T) * K);
-    auto counter = zero_counters(1);
+    auto counter = zero_counters(kRouterSyncWords);
     const RouterInputNorm in_norm{d_gamma.get(), 1e-6f, d_x.get()};
     auto route = [&](int i) {
       router_topk(d_h.get(), T, rs, wbs[size_t(i % nc)].get(), nullptr, d_bias.get(), d_logits.get(), counter.get(),
                   d_ids.get(), d_w.get(), bench_stream(), &in_norm);
     };
-    row("router bf16 + norm T=" + std::to_string(T), nullptr, time_us(route), double(E) * H * 2);
+    d_x.poison();
+    d_w.poison();
+    d_ids.poison();
+    route(0);
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+    std::vector<int32_t> ref_ids;
+    std::vector<float> ref_w;
+    router_topk_ref(d_x.download(), T, rs, to_float(wb), &bias, ref_ids, ref_w);
+    Comparison c = compare(d_w.download(), ref_w, 1e-5, 1e-6);
+    if (d_ids.download() != ref_ids || !counters_are_zero(counter)) c.nan_count += 1;
+    row("router bf16 + norm T=" + std::to_string(T), &c, time_us(route), double(E) * H * 2);
   }
 }
 
-}  // namespace
-
 void bench_router_moe(std::mt19937& rng) {
-  bench_router(rng);
+  bench_router_decode_rows(rng);
   const int H = 2048, E = 256, I = 512, K = 6, Is = 512, T = 1;
   const RouterShape rs{H, E, K, true, 2.5f};
   auto x = random_bf16(rng, size_t(T) * H);
@@ -106,7 +114,7 @@ void bench_router_moe(std::mt19937& rng) {
   DeviceBuffer<float> d_bias(bias), d_tw(size_t(T) * K);
   DeviceBuffer<int32_t> d_ids(size_t(T) * K);
   DeviceBuffer<float> d_logits(size_t(T) * E);
-  auto counter = zero_counters(1);
+  auto counter = zero_counters(kRouterSyncWords);
   d_ids.poison();
   auto route = [&](int) {
     router_topk(d_x.get(), T, rs, d_wr.get(), nullptr, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(), d_tw.get(),

@@ -3,7 +3,8 @@
 // selection of steps above 8 tokens on fp32 logits (router_select_topk: the kernel after the
 // router's GEMM), and the routing sort (moe_route_sort) at the tile heights its callers use. Each
 // row checked against its CPU reference: the selection's ids exactly and weights within 1e-5 of the
-// rule applied to the same logits; the sort's sorted_slot, slot_row and tiles exactly.
+// rule applied to the same logits; the sort's sorted_slot, slot_row and tiles exactly. Then the decode
+// router's rows (T <= 8, bench_moe.cpp: bench_router_decode_rows).
 #include <cstdio>
 #include <random>
 #include <string>
@@ -78,6 +79,7 @@ void bench_routing_rows(std::mt19937& rng) {
     bench_sort(rng, T, 128);
   }
   bench_sort(rng, 16, 16);
+  bench_router_decode_rows(rng);
 }
 
 }  // namespace striker::cuda::testing

@@ -31,7 +31,7 @@ TEST(CudaRouter, TopKAndWeightsMatchReference) {
     DeviceBuffer<float> d_wf(wf), d_bias(bias), d_w(size_t(T) * rs.top_k);
     DeviceBuffer<int32_t> d_ids(size_t(T) * rs.top_k);
     DeviceBuffer<float> d_logits(size_t(T) * rs.n_experts);
-    auto counter = zero_counters(1);
+    auto counter = zero_counters(kRouterSyncWords);
     d_w.poison();
     d_ids.poison();
     LtGemm lt;  // the bf16 router's batched logits
@@ -56,7 +56,7 @@ TEST(CudaRouter, TiesGoToTheLowerExpert) {
   DeviceBuffer<float> d_wf(w), d_w(4);
   DeviceBuffer<int32_t> d_ids(4);
   DeviceBuffer<float> d_logits(32);
-  auto counter = zero_counters(1);
+  auto counter = zero_counters(kRouterSyncWords);
   d_ids.poison();
   router_topk(d_x.get(), 1, rs, nullptr, d_wf.get(), nullptr, d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr);
   EXPECT_EQ(d_ids.download(), (std::vector<int32_t>{0, 1, 2, 3}));

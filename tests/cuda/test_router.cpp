@@ -4,7 +4,7 @@
 // must be the same bits; a bf16 router's batched logits come from a cuBLASLt tensor-core GEMM
 // (another fp32 summation order, allowed by FLINT.md §4: router.h), so they are checked against the
 // CPU reference's logits with a tolerance, and its ids and weights against the selection rule
-// applied to those same logits. The decode launch must leave its counter at zero.
+// applied to those same logits. The decode launch must leave its exchange words at zero.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,7 +34,7 @@ RouterRun run_router(const RouterShape& rs, int T, const DeviceBuffer<bf16>& x, 
   d_logits.poison();
   d_w.poison();
   d_ids.poison();
-  auto counter = zero_counters(1);
+  auto counter = zero_counters(kRouterSyncWords);
   router_topk(x.get(), T, rs, wb, wf, bias, d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr, nullptr, lt);
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(counters_are_zero(counter));
@@ -55,7 +55,7 @@ std::string bit_diff(const std::vector<float>& a, const std::vector<float>& b, c
     std::memcpy(&ua, &a[i], 4);
     std::memcpy(&ub, &b[i], 4);
     if (ua != ub)
-      return std::string(what) + "[" + std::to_string(i) + "]: cluster " + std::to_string(a[i]) + " vs two-launch " +
+      return std::string(what) + "[" + std::to_string(i) + "]: " + std::to_string(a[i]) + " vs " +
              std::to_string(b[i]);
   }
   return "";
@@ -127,14 +127,14 @@ TEST(CudaRouterDecode, MatchesTwoLaunchPathAndReference) {
   }
 }
 
-// The router that normalises its own input (x = rmsnorm(h) inside the cluster launch; the rmsnorm
-// kernel in front of the other forms) against the rmsnorm kernel followed by the plain router: x,
+// The router that normalises its own input (x = rmsnorm(h) inside the decode launch; the rmsnorm
+// kernel in front of the batched form) against the rmsnorm kernel followed by the plain router: x,
 // logits, ids and weights bit for bit, and x against the CPU rmsnorm reference. h is left as it was.
 TEST(CudaRouterDecode, InputNormMatchesRmsnormKernelThenRouter) {
   std::mt19937 rng(81);
   const RouterShape shapes[] = {{2048, 256, 6, true, 2.5f}, {1000, 250, 8, false, 1.5f}};
   for (const RouterShape& rs : shapes)
-    for (bool f32 : {false, true})  // bf16: the cluster form (fused norm); fp32: the spread form
+    for (bool f32 : {false, true})
       for (int T : {1, 3, 8, 9}) {  // 9: the batched two-launch form
         SCOPED_TRACE("hidden=" + std::to_string(rs.hidden) + (f32 ? " fp32" : " bf16") + " T=" + std::to_string(T));
         const auto wb = random_bf16(rng, size_t(rs.n_experts) * rs.hidden, 0.03f);
@@ -154,7 +154,7 @@ TEST(CudaRouterDecode, InputNormMatchesRmsnormKernelThenRouter) {
         d_logits.poison();
         d_w.poison();
         d_ids.poison();
-        auto counter = zero_counters(1);
+        auto counter = zero_counters(kRouterSyncWords);
         const RouterInputNorm in{d_gamma.get(), eps, d_x.get()};
         LtGemm lt;  // T = 9, bf16: both runs take the same GEMM, so the same bits
         router_topk(d_h.get(), T, rs, wbp, wfp, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(), d_w.get(),
@@ -305,6 +305,87 @@ TEST(CudaRouterBatched, SelectionMatchesRuleWithTiesAndInfinities) {
     const auto cw = compare(run.w, rule_w, 1e-5, 1e-6);
     EXPECT_TRUE(cw.ok()) << where << ": " << cw.describe();
   }
+}
+
+// The decode form at shapes away from Flint's — hidden past 2048 (chunks beyond the held ones) and
+// not a multiple of 256, expert counts that do not split over the CTAs' row pairs or give fewer
+// row CTAs than tokens (E = 8 at T = 8) — with exact ties: pairs of identical expert rows with
+// equal biases (equal scores: the lower expert must win), with and without the input norm, both
+// weight formats. ids exactly and weights within 1e-5 of the CPU reference run on the kernel's own
+// x (x itself: the rmsnorm kernel's bits); each launch repeated (the exchange words must be back
+// at zero, and the second run the same bits); poisoned outputs (NaN never passes).
+TEST(CudaRouterDecode, OddShapesExactTiesAndRepeatedLaunches) {
+  std::mt19937 rng(97);
+  const RouterShape shapes[] = {{2056, 33, 5, true, 1.f}, {64, 8, 8, true, 1.f}, {1000, 250, 8, false, 1.5f},
+                                {2048, 256, 6, true, 2.5f}, {512, 1000, 8, true, 2.5f}};
+  for (const RouterShape& rs : shapes)
+    for (bool f32 : {false, true})
+      for (bool with_norm : {false, true})
+        for (int T : {1, 2, 5, 8}) {
+          SCOPED_TRACE("hidden=" + std::to_string(rs.hidden) + " E=" + std::to_string(rs.n_experts) +
+                       (f32 ? " fp32" : " bf16") + (with_norm ? " norm" : "") + " T=" + std::to_string(T));
+          const int E = rs.n_experts, H = rs.hidden, K = rs.top_k;
+          auto wb = random_bf16(rng, size_t(E) * H, 0.03f);
+          auto bias = random_f32(rng, size_t(E), 0.f, 0.05f);
+          for (int e = 1; e < E; e += 3) {  // expert e a copy of expert e - 1: equal logits, equal scores
+            std::copy(wb.begin() + long(e - 1) * H, wb.begin() + long(e) * H, wb.begin() + long(e) * H);
+            bias[size_t(e)] = bias[size_t(e - 1)];
+          }
+          auto wf = to_float(wb);
+          if (f32)  // fp32 weights off the bf16 grid, the copies kept
+            for (int e = 0; e < E; ++e)
+              for (int i = 0; i < H; ++i) {
+                float& v = wf[size_t(e) * H + i];
+                v = e % 3 == 1 ? wf[size_t(e - 1) * H + i] : v * (1.f + 1e-3f * float(i % 7));
+              }
+          const auto gamma = random_f32(rng, size_t(H), 1.f, 0.3f);
+          const auto h = random_bf16(rng, size_t(T) * H, with_norm ? 2.f : 1.f);
+          DeviceBuffer<bf16> d_wb(wb), d_h(h), d_x(h.size());
+          DeviceBuffer<float> d_wf(wf), d_bias(bias), d_gamma(gamma);
+          auto counter = zero_counters(kRouterSyncWords);
+          const RouterInputNorm in{d_gamma.get(), 1e-6f, d_x.get()};
+          std::vector<float> first_w;
+          std::vector<int32_t> first_ids;
+          for (int run = 0; run < 2; ++run) {
+            DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
+            DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+            d_logits.poison();
+            d_w.poison();
+            d_ids.poison();
+            d_x.poison();
+            router_topk(d_h.get(), T, rs, f32 ? nullptr : d_wb.get(), f32 ? d_wf.get() : nullptr, d_bias.get(),
+                        d_logits.get(), counter.get(), d_ids.get(), d_w.get(), nullptr, with_norm ? &in : nullptr);
+            STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+            EXPECT_TRUE(counters_are_zero(counter)) << "the exchange words were not left at zero";
+            const std::vector<bf16> x = with_norm ? d_x.download() : h;
+            std::vector<int32_t> ref_ids;
+            std::vector<float> ref_w;
+            router_topk_ref(x, T, rs, wf, &bias, ref_ids, ref_w);
+            const auto ids = d_ids.download();
+            const auto w = d_w.download();
+            EXPECT_EQ(ids, ref_ids) << "run " << run;
+            const auto c = compare(w, ref_w, 1e-5, 1e-6);
+            EXPECT_TRUE(c.ok()) << "run " << run << ": " << c.describe();
+            const auto logits = d_logits.download();
+            EXPECT_EQ(bit_diff(logits, logits, "logits"), "");  // every logit written
+            for (int t = 0; t < T; ++t)
+              for (int e = 1; e < E; e += 3)  // the copies' logits are the same bits
+                ASSERT_EQ(logits[size_t(t) * E + e], logits[size_t(t) * E + e - 1]);
+            if (with_norm) {
+              std::vector<bf16> x_ref;
+              rmsnorm_ref(h, gamma, x_ref, T, H, 1e-6f);
+              const auto cx = compare(x, x_ref, kBf16Rtol, kBf16Atol);
+              EXPECT_TRUE(cx.ok()) << "x vs the CPU rmsnorm: " << cx.describe();
+            }
+            if (run == 0) {
+              first_w = w;
+              first_ids = ids;
+            } else {
+              EXPECT_EQ(ids, first_ids);
+              EXPECT_EQ(bit_diff(w, first_w, "weights of the second run"), "");
+            }
+          }
+        }
 }
 
 TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {

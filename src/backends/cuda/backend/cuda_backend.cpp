@@ -12,6 +12,7 @@
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
+#include "backends/cuda/moe/router.h"
 
 namespace striker::cuda {
 namespace {
@@ -68,8 +69,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.router_logits = w.arena.get<float>(Tm * c.n_routed_experts);
   w.topk_w = w.arena.get<float>(Tm * K);
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
-  w.router_counter = w.arena.get<unsigned int>(1);
-  STRIKER_CUDA_CHECK(cudaMemset(w.router_counter, 0, sizeof(unsigned int)));
+  w.router_counter = w.arena.get<unsigned int>(kRouterSyncWords);  // the decode router's exchange words
+  STRIKER_CUDA_CHECK(cudaMemset(w.router_counter, 0, kRouterSyncWords * sizeof(unsigned int)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));

@@ -1,29 +1,22 @@
-// MoE router (FLINT.md §4), three forms; the CUDA-core ones share one per-lane chunk order and fmaf
+// MoE router (FLINT.md §4), two forms; the CUDA-core ones share one per-lane chunk order and fmaf
 // chain, so a token's logits, ids and weights are the same bits in each (the bf16 router's batched
 // logits come from cuBLASLt instead: router.h):
-// - decode steps (T <= 8) whose matrix slice fits in shared memory (Flint's bf16 router): an 8-CTA
-//   cluster per token; each CTA copies its experts' rows into shared memory before
-//   griddepcontrol.wait, then computes the logits from there and CTA 0 selects the top K
-//   (router_cluster_kernel).
-// - other decode steps (an fp32 Flint router is 2 MiB): one warp per expert row over the whole
-//   GPU, the row in registers before the wait, the top K in the CTA that finishes last
-//   (router_decode_kernel, common/last_block.cuh).
+// - decode steps (T <= 8): one launch spread over the GPU (router_spread_kernel): each CTA holds two
+//   expert rows in registers (requested before griddepcontrol.wait) for every token of the step,
+//   normalises the tokens' h itself, and the logits meet in CTA t through flagged 64-bit words in
+//   global memory (no cluster, fence, atomic or counter), which selects token t's top K.
 // - larger steps: the logits — a cuBLASLt tensor-core GEMM with fp32 output for a bf16 router
-//   (router.h says why its bits may differ from the decode forms'), a CUDA-core kernel (register
-//   blocks of 8 experts × 8 tokens per warp, the decode forms' bits) for an fp32 one — then a
+//   (router.h says why its bits may differ from the decode form's), a CUDA-core kernel (register
+//   blocks of 8 experts × 8 tokens per warp, the decode form's bits) for an fp32 one — then a
 //   selection kernel.
 #include "backends/cuda/moe/router.h"
-
-#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <string>
 #include <type_traits>
 
 #include "backends/cuda/common/cuda_check.h"
-#include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
-#include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/linear/gemm_lt.h"
@@ -31,8 +24,6 @@
 
 namespace striker::cuda {
 namespace {
-
-namespace cg = cooperative_groups;
 
 // Every CUDA-core form computes a (token, expert) logit in one order, "the router's lane order": lane l of
 // a warp accumulates chunks c = l, l + 32, ... of 8 values (fmaf over the 8 in order, x times w),
@@ -110,7 +101,7 @@ __global__ void __launch_bounds__(kTileThreads) router_logits_kernel(const bf16_
 }
 
 // Selection of steps above 8 tokens: one warp per token, kSelectWarps tokens per CTA, P experts
-// per lane as router_select picks it (a kernel per P: one kernel holding both paths took the
+// per lane (E <= 32·P; a kernel per P: one kernel holding both paths took the
 // E <= 1024 path's 117 registers, 16 warps per SM).
 constexpr int kSelectWarps = 4;
 template <int P>
@@ -135,242 +126,224 @@ void launch_router_select(const float* logits, int T, const RouterShape& rs, con
 }
 
 // ---- decode steps ----
-constexpr int kDecodeWarps = 4;  // expert rows per CTA: 64 CTAs for 256 experts
-constexpr int kHeld = 8;         // 16-byte weight chunks per lane held in registers (rows <= 2048)
+constexpr int kHeld = 8;  // 8-value chunks of a weight row (and of h) per lane held in registers (rows <= 2048)
+constexpr size_t kMaxSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
 
-// One warp's fp32 dot products of its expert row with tokens 0..T-1, lane-partial over chunks
-// c = lane, lane + 32, ... in order (the router's lane order, so the logits are the
-// same bits as the batched router's).
-template <typename W>
-__device__ __forceinline__ void row_dots(const W* __restrict__ w, const bf16_t* __restrict__ x, int T, int hidden,
-                                         int lane, float (&acc)[kRouterDecodeMaxTokens]) {
-  constexpr int kPer = RouterWeight<W>::kValuesPerChunk;  // 8 values = 16 bytes (bf16) or 32 bytes (fp32)
-  const int chunks = hidden / 8;
-  typename RouterWeight<W>::Chunk held[kHeld];
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i)
-    if (lane + 32 * i < chunks) held[i] = RouterWeight<W>::load(w + (lane + 32 * i) * kPer);
-  pdl_wait();  // x is the previous kernel's output
-#pragma unroll
-  for (int t = 0; t < kRouterDecodeMaxTokens; ++t) acc[t] = 0.f;
-  auto add_chunk = [&](const typename RouterWeight<W>::Chunk& q, int c) {
-    float wf[8];
-    RouterWeight<W>::unpack(q, wf);
-#pragma unroll
-    for (int t = 0; t < kRouterDecodeMaxTokens; ++t)
-      if (t < T) {
-        float xf[8];
-        unpack8(load_cached(x + int64_t(t) * hidden + c * 8), xf);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[t] = fmaf(xf[j], wf[j], acc[t]);
-      }
-  };
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i)  // held chunks first (constant indices: they stay in registers)
-    if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
-  for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RouterWeight<W>::load(w + c * kPer), c);
-}
+// Each CTA takes kSpreadRows expert rows for every token of the step (the matrix is read once per
+// step, not once per token) and holds them in registers, requested before griddepcontrol.wait. After
+// the wait, warp t of every CTA loads token t's h, normalises it (the rmsnorm kernel's bits: lane p
+// plays the row kernel's threads 8p..8p+7, rmsnorm_row.cuh) into shared memory; one barrier; then
+// each warp's dot products (the router's lane order: the other forms' bits). A logit leaves its warp
+// as one 64-bit word {1, fp32 bits} (`words`, [T][E]); CTA t's first warp polls token t's E words
+// until every one carries the 1 (a word is written whole, so its value is there when its flag is:
+// no fence, no atomic, no counter), selects the top K, and writes the words back to zero for the
+// next launch. CTAs 0..T-1 select in parallel. Progress: every CTA that does not select finishes
+// without waiting, and the step's dependents start only after all CTAs have started.
+constexpr int kSpreadWarps = 8;  // warps per CTA; warp t normalises token t (T <= 8)
+constexpr int kSpreadRows = 2;   // expert rows per CTA: 128 CTAs for 256 experts
+constexpr int kSpreadGroups = kSpreadWarps / kSpreadRows;  // warps per row: token t goes to warp group t % 4
+static_assert(kSpreadWarps >= kRouterDecodeMaxTokens, "one warp per token normalises");
+constexpr unsigned long long kWordReady = 1ull << 32;
 
-template <typename W>
-__global__ void __launch_bounds__(kDecodeWarps * 32) router_decode_kernel(
-    const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
-    const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, unsigned int* counter,
-    int32_t* __restrict__ ids, float* __restrict__ weights) {
-  pdl_launch_dependents();
-  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
-  const int e = int(blockIdx.x) * kDecodeWarps + warp;
-  float acc[kRouterDecodeMaxTokens];
-  row_dots<W>(weight + int64_t(min(e, E - 1)) * hidden, x, T, hidden, lane, acc);  // waits inside
-#pragma unroll
-  for (int t = 0; t < kRouterDecodeMaxTokens; ++t) {
-    const float v = warp_sum(acc[t]);
-    if (lane == 0 && t < T && e < E) logits[int64_t(t) * E + e] = v;
-  }
-  if (!last_block_arrive(counter, gridDim.x)) return;
-  for (int t = warp; t < T; t += kDecodeWarps)
-    router_select([&](int ex) { return __ldcg(logits + int64_t(t) * E + ex); }, t, E, K, bias, norm, rsf, ids,
-                       weights);
-}
-
-
-// ---- decode steps, the matrix in shared memory (when it fits) ----
-// One 8-CTA thread-block cluster for all of the step's tokens: CTA r copies the rows of experts
-// [r·per, (r+1)·per) into its shared memory with cp.async *before* griddepcontrol.wait (the matrix
-// does not depend on earlier kernels, so its 1 MiB streams while the o_proj kernel in front
-// drains), then, after the wait, the tokens' x, the dot products out of shared memory (same
-// per-lane chunk order and fmaf chain as the other forms: the same bits), each logit into CTA 0's
-// shared memory through DSMEM, a cluster barrier, and CTA 0's warps select the top K per token.
-// No fence or atomic on any CTA's tail (they cost more than they save: docs/performance.md).
-constexpr int kClusterCtas = 8;    // portable cluster size
-constexpr int kClusterWarps = 16;
-
-struct ClusterLayout {  // dynamic shared memory of one CTA
-  size_t weights, x, logits, gamma, bias, partial, total;
+struct SpreadLayout {  // dynamic shared memory of one CTA
+  size_t x, gamma, bias, logits, total;
 };
-__host__ __device__ inline ClusterLayout cluster_layout(int T, int hidden, int E, size_t weight_bytes) {
-  const int per = (E + kClusterCtas - 1) / kClusterCtas;
-  ClusterLayout l;
-  l.weights = 0;
-  l.x = (size_t(per) * hidden * weight_bytes + 15) & ~size_t(15);
-  l.logits = l.x + ((size_t(T) * hidden * 2 + 15) & ~size_t(15));
-  l.gamma = l.logits + ((size_t(T) * E * 4 + 15) & ~size_t(15));  // the norm's weights (fused form)
-  l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));    // the router bias (CTA 0)
-  l.partial = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));    // the norm's warp partials, then r, per token
-  l.total = l.partial + size_t(T) * (kRmsnormRowThreads / 32 + 1) * 4;
+__host__ __device__ inline SpreadLayout spread_layout(int T, int hidden, int E) {
+  SpreadLayout l;
+  l.x = 0;
+  l.gamma = (size_t(T) * hidden * 2 + 15) & ~size_t(15);
+  l.bias = l.gamma + ((size_t(hidden) * 4 + 15) & ~size_t(15));
+  l.logits = l.bias + ((size_t(E) * 4 + 15) & ~size_t(15));
+  l.total = l.logits + size_t(E) * 4;
   return l;
 }
-constexpr size_t kMaxClusterSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
-// Tokens per cluster: a step of T tokens runs as T clusters (8T SMs). Measured (graph rows, µs,
-// bf16 router with its input norm): T = 2 / 4 / 8: 9.54 / 9.56 / 9.69 at 1 token per cluster,
-// 10.79 / 10.96 / 10.95 at 2, 10.76 / 14.03 / 21.25 with one cluster for all; T = 1 9.34.
-constexpr int kRouterTokensPerCluster = 1;
 
-// With `gamma` set, the input is h and every CTA first computes x = rmsnorm(h, gamma) itself
-// (rmsnorm_row.cuh: the rmsnorm kernel's bits; the norm's gamma and the bias are copied before
-// the wait), and CTA 0 writes x to x_out for the expert kernels: the post-attention norm costs no
-// launch of its own (3.3 µs per layer in the knock-out profile, docs/performance.md).
-// Cluster c of the grid takes tokens [c·tokens_per_cluster, ...) of the step: each cluster holds the
-// whole matrix (its own copy, from L2 after the first), so a step's dot products and norms spread
-// over T / tokens_per_cluster × 8 SMs instead of 8 (one cluster for 8 tokens: 21.3 µs, one per
-// token: 9.7).
-template <typename W>
-__global__ void __launch_bounds__(kClusterWarps * 32) router_cluster_kernel(
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// P: experts per selecting lane (E <= 32·P).
+template <typename W, int P>
+__global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
-    const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits, int32_t* __restrict__ ids,
-    float* __restrict__ weights, const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out,
-    int tokens_per_cluster) {
+    const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
+    unsigned long long* __restrict__ words, int32_t* __restrict__ ids, float* __restrict__ weights,
+    const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();
-  {  // this cluster's tokens
-    const int t0 = int(blockIdx.x / kClusterCtas) * tokens_per_cluster;
-    T = min(tokens_per_cluster, T - t0);
-    x += int64_t(t0) * hidden;
-    logits += int64_t(t0) * E;
-    ids += int64_t(t0) * K;
-    weights += int64_t(t0) * K;
-    if (x_out != nullptr) x_out += int64_t(t0) * hidden;
-  }
-  // Relaxed arrive now, wait before the first DSMEM store: no CTA writes into CTA 0's shared memory
-  // before CTA 0 has started.
-  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = int(cluster.block_rank());
-  const int per = (E + kClusterCtas - 1) / kClusterCtas;
-  const int e0 = min(E, rank * per), e1 = min(E, e0 + per);
-  const ClusterLayout lay = cluster_layout(T, hidden, E, sizeof(W));
-  auto* ws = reinterpret_cast<W*>(smem + lay.weights);
+  using RW = RouterWeight<W>;
+  const SpreadLayout lay = spread_layout(T, hidden, E);
   auto* xs = reinterpret_cast<bf16_t*>(smem + lay.x);
-  const int64_t wchunks = int64_t(e1 - e0) * hidden * int64_t(sizeof(W)) / 16;
-  const auto* src = reinterpret_cast<const bf16_t*>(weight + int64_t(e0) * hidden);
-  for (int64_t i = threadIdx.x; i < wchunks; i += blockDim.x)
-    cp_async16(reinterpret_cast<bf16_t*>(ws) + i * 8, src + i * 8, true);
   auto* gs = reinterpret_cast<float*>(smem + lay.gamma);
   auto* bs = reinterpret_cast<float*>(smem + lay.bias);
-  if (gamma != nullptr)
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x) gs[i] = gamma[i];
-  if (rank == 0)
-    for (int e = threadIdx.x; e < E; e += blockDim.x) bs[e] = bias != nullptr ? bias[e] : 0.f;
-  cp_async_commit();
-  pdl_wait();  // x (or h) is the previous kernel's output
-  for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
-    reinterpret_cast<uint4*>(xs)[i] = load_cached(x + int64_t(i) * 8);
-  cp_async_wait<0>();
-  __syncthreads();
-  if (gamma != nullptr) {  // xs holds h: normalise every token in place, all tokens at once
-    // Each kRmsnormRowThreads-thread half of the CTA takes every other token; its thread i sums
-    // elements i, i + 256, ... (the rmsnorm kernel's order: the same bits), two barriers in all
-    // instead of three per token.
-    constexpr int kWarpsPerRow = kRmsnormRowThreads / 32, kHalves = kClusterWarps * 32 / kRmsnormRowThreads;
-    auto* partial = reinterpret_cast<float*>(smem + lay.partial);  // [T][kWarpsPerRow]
-    float* rs = partial + T * kWarpsPerRow;                        // [T]
-    const int ti = int(threadIdx.x) % kRmsnormRowThreads;
-    for (int t = int(threadIdx.x) / kRmsnormRowThreads; t < T; t += kHalves) {
-      const bf16_t* row = xs + t * hidden;
-      const float ss = warp_sum(rmsnorm_partial_of(ti, hidden, [&](int i) { return __bfloat162float(row[i]); }));
-      if ((ti & 31) == 0) partial[t * kWarpsPerRow + (ti >> 5)] = ss;
-    }
-    __syncthreads();
-    if (threadIdx.x < unsigned(T)) rs[threadIdx.x] = rmsnorm_r(partial + threadIdx.x * kWarpsPerRow, hidden, eps);
-    __syncthreads();
-    for (int i = threadIdx.x; i < T * hidden; i += blockDim.x)
-      xs[i] = __float2bfloat16_rn(rmsnorm_apply(__bfloat162float(xs[i]), rs[i / hidden], gs[i % hidden]));
-    __syncthreads();
-    if (rank == 0)
-      for (int i = threadIdx.x; i < T * hidden / 8; i += blockDim.x)
-        reinterpret_cast<uint4*>(x_out)[i] = reinterpret_cast<const uint4*>(xs)[i];
-  }
-  asm volatile("barrier.cluster.wait;" ::: "memory");
-  float* rank0_logits = cluster.map_shared_rank(reinterpret_cast<float*>(smem + lay.logits), 0u);
+  auto* ls = reinterpret_cast<float*>(smem + lay.logits);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
-  for (int e = e0 + warp; e < e1; e += kClusterWarps) {
-    float acc[kRouterDecodeMaxTokens];
+  const int chunks = hidden / 8;
+  const int e = int(blockIdx.x) * kSpreadRows + warp % kSpreadRows;
+  const int group = warp / kSpreadRows;  // this warp's tokens: group, group + kSpreadGroups, ...
+  const bool dots = e < E && group < T;
+  const bool selects = int(blockIdx.x) < T && warp == 0;
+  // Before the wait (nothing here depends on earlier kernels): this warp's weight row, the norm's
+  // gamma, the bias of the selecting CTAs.
+  const W* wrow = weight + int64_t(min(e, E - 1)) * hidden;
+  typename RW::Chunk held[kHeld];
+  if (dots) {
 #pragma unroll
-    for (int t = 0; t < kRouterDecodeMaxTokens; ++t) acc[t] = 0.f;
-    const W* row = ws + int64_t(e - e0) * hidden;
-    for (int c = lane; c < hidden / 8; c += 32) {
-      float wf[8];
-      RouterWeight<W>::unpack(RouterWeight<W>::load_shared(row + c * 8), wf);
+    for (int i = 0; i < kHeld; ++i)
+      if (lane + 32 * i < chunks) held[i] = RW::load(wrow + (lane + 32 * i) * 8);
+  }
+  if (gamma != nullptr)
+    for (int i = int(threadIdx.x); i < hidden; i += int(blockDim.x)) gs[i] = gamma[i];
+  if (int(blockIdx.x) < T)
+    for (int i = int(threadIdx.x); i < E; i += int(blockDim.x)) bs[i] = bias != nullptr ? bias[i] : 0.f;
+  __syncthreads();  // gamma in shared memory
+  pdl_wait();       // x (or h) is the previous kernel's output
+  if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
+    const bf16_t* src = x + int64_t(warp) * hidden;
+    uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
+    if (gamma == nullptr) {
+      for (int c = lane; c < chunks; c += 32) dst[c] = load_cached(src + c * 8);
+    } else {
+      // The row kernel's sums: lane p holds threads 8p..8p+7 (chunk c = p + 32j is elements 8c..8c+7,
+      // thread 8p + k's trip j), trip by trip; chunks past the held ones go through shared memory.
+      uint4 hq[kHeld];
 #pragma unroll
-      for (int t = 0; t < kRouterDecodeMaxTokens; ++t)
-        if (t < T) {
-          float xf[8];
-          unpack8(*reinterpret_cast<const uint4*>(xs + t * hidden + c * 8), xf);
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) hq[i] = load_cached(src + (lane + 32 * i) * 8);
+      float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      auto add_squares = [&](const uint4& q) {
+        float f[8];
+        unpack8(q, f);
 #pragma unroll
-          for (int j = 0; j < 8; ++j) acc[t] = fmaf(xf[j], wf[j], acc[t]);
-        }
-    }
+        for (int k = 0; k < 8; ++k) part[k] += f[k] * f[k];  // rmsnorm_partial's `ss += v * v`
+      };
 #pragma unroll
-    for (int t = 0; t < kRouterDecodeMaxTokens; ++t) {
-      const float v = warp_sum(acc[t]);
-      if (lane == 0 && t < T) {
-        rank0_logits[t * E + e] = v;
-        logits[int64_t(t) * E + e] = v;  // the logits scratch, as the other forms write it
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) add_squares(hq[i]);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) {
+        const uint4 q = load_cached(src + c * 8);
+        dst[c] = q;
+        add_squares(q);
       }
+      const float r = rmsnorm_r_of_lanes(part, hidden, eps);
+      uint4* out = x_out != nullptr && blockIdx.x == 0 ? reinterpret_cast<uint4*>(x_out + int64_t(warp) * hidden)
+                                                       : nullptr;
+      auto apply = [&](const uint4& q, int c) {
+        float f[8], y[8];
+        unpack8(q, f);
+        const float4 g0 = reinterpret_cast<const float4*>(gs)[2 * c], g1 = reinterpret_cast<const float4*>(gs)[2 * c + 1];
+        const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+#pragma unroll
+        for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, g[k]);
+        const uint4 v = pack8(y);
+        dst[c] = v;
+        if (out != nullptr) out[c] = v;
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) apply(hq[i], lane + 32 * i);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) apply(dst[c], c);
     }
   }
-  cluster.sync();  // release/acquire: every CTA's DSMEM stores are visible in CTA 0
-  if (rank != 0) return;  // nothing reads another CTA's shared memory after the barrier
-  const float* all = reinterpret_cast<const float*>(smem + lay.logits);
-  for (int t = warp; t < T; t += kClusterWarps)
-    router_select([&](int ex) { return all[t * E + ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+  __syncthreads();  // every token's x in shared memory
+  if (dots) {
+    for (int t = group; t < T; t += kSpreadGroups) {
+      float acc = 0.f;
+      const bf16_t* xt = xs + int64_t(t) * hidden;
+      auto add_chunk = [&](const typename RW::Chunk& q, int c) {
+        float wf[8], xf[8];
+        RW::unpack(q, wf);
+        unpack8(*reinterpret_cast<const uint4*>(xt + c * 8), xf);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)  // held chunks first (constant indices: they stay in registers)
+        if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RW::load(wrow + c * 8), c);
+      const float v = warp_sum(acc);
+      if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
+    }
+  }
+  if (!selects) return;
+  const int t = int(blockIdx.x);
+  unsigned long long* tw = words + int64_t(t) * E;
+  unsigned long long v[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) v[i] = lane + 32 * i < E ? ld_relaxed_u64(tw + lane + 32 * i) : kWordReady;
+  for (;;) {
+    bool ready = true;
+#pragma unroll
+    for (int i = 0; i < P; ++i) ready = ready && v[i] >= kWordReady;
+    if (__all_sync(0xffffffffu, ready)) break;
+#pragma unroll
+    for (int i = 0; i < P; ++i)
+      if (v[i] < kWordReady) v[i] = ld_relaxed_u64(tw + lane + 32 * i);  // only experts < E are ever 0
+  }
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (lane + 32 * i < E) ls[lane + 32 * i] = __uint_as_float(unsigned(v[i]));
+  __syncwarp();
+  router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+  // Off the critical path: the logits scratch, as the other forms write it, and the words back to zero.
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (lane + 32 * i < E) {
+      logits[int64_t(t) * E + lane + 32 * i] = ls[lane + 32 * i];
+      st_relaxed_u64(tw + lane + 32 * i, 0ull);
+    }
 }
 
-// Whether the cluster form fits this shape (else the spread form runs).
-bool cluster_fits(int T, int hidden, int E, size_t weight_bytes) {
-  return T <= kRouterDecodeMaxTokens && cluster_layout(T, hidden, E, weight_bytes).total <= kMaxClusterSmem;
+bool spread_fits(int T, int hidden, int E) {
+  return T <= kRouterDecodeMaxTokens && spread_layout(T, hidden, E).total <= kMaxSmem;
 }
 
-template <typename W>
-void launch_router_cluster(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
-                           float* logits, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm,
-                           cudaStream_t stream) {
-  auto* kernel = router_cluster_kernel<W>;
-  // Over 48 KiB of dynamic shared memory needs the opt-in (a function attribute, allowed while a
-  // graph is being captured); set once per instantiation.
+template <typename W, int P>
+void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
+                            float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
+                            const RouterInputNorm* in_norm, cudaStream_t stream) {
+  auto* kernel = router_spread_kernel<W, P>;
   static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxClusterSmem)));
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
     return true;
   }();
   (void)configured;
-  const int per = kRouterTokensPerCluster, clusters = (T + per - 1) / per;
-  const size_t smem = cluster_layout(std::min(T, per), rs.hidden, rs.n_experts, sizeof(W)).total;
-  launch_pdl_cluster(kernel, dim3(unsigned(kClusterCtas * clusters)), dim3(kClusterWarps * 32), smem, kClusterCtas,
-                     stream,
-                     reinterpret_cast<const bf16_t*>(x), T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
-                     rs.norm_topk_prob, rs.routed_scaling_factor, logits, ids, topk_w,
-                     in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
-                     in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr, per);
-  STRIKER_CUDA_CHECK_LAUNCH("router_cluster");
+  const int E = rs.n_experts;
+  const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
+  launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kSpreadWarps * 32), spread_layout(T, rs.hidden, E).total, stream,
+             reinterpret_cast<const bf16_t*>(x), T, rs.hidden, E, rs.top_k, weight, bias, rs.norm_topk_prob,
+             rs.routed_scaling_factor, logits, reinterpret_cast<unsigned long long*>(sync), ids, topk_w,
+             in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
+             in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr);
+  STRIKER_CUDA_CHECK_LAUNCH("router_spread");
 }
 
-// `in_norm`: x is h, to be normalised first (in the cluster launch when it fits, else by the rmsnorm
-// kernel into in_norm->x_out, which then is the router's input).
+template <typename W>
+void launch_router_spread(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
+                          float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
+                          const RouterInputNorm* in_norm, cudaStream_t stream) {
+  if (rs.n_experts <= kRouterSelectNarrow)
+    launch_router_spread_p<W, kRouterSelectNarrow / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
+                                                        stream);
+  else
+    launch_router_spread_p<W, kRouterMaxExperts / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
+                                                      stream);
+}
+
+// Decode steps: the spread launch (the norm inside when in_norm is set); larger steps: the rmsnorm
+// kernel first when in_norm is set (the backend's larger steps get x from the o_proj residual's
+// pass instead), then the logits, then the selection.
 template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
-                   unsigned int* counter, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm, LtGemm* lt,
+                   unsigned int* sync, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm, LtGemm* lt,
                    cudaStream_t stream) {
-  if (cluster_fits(T, rs.hidden, rs.n_experts, sizeof(W))) {
-    launch_router_cluster(x, T, rs, weight, bias, logits, ids, topk_w, in_norm, stream);
+  if (T <= kRouterDecodeMaxTokens) {
+    launch_router_spread(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm, stream);
     return;
   }
   if (in_norm != nullptr) {
@@ -378,13 +351,6 @@ void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight,
     x = in_norm->x_out;
   }
   const auto* xb = reinterpret_cast<const bf16_t*>(x);
-  if (T <= kRouterDecodeMaxTokens) {
-    launch_pdl(router_decode_kernel<W>, dim3(unsigned((rs.n_experts + kDecodeWarps - 1) / kDecodeWarps)),
-               dim3(kDecodeWarps * 32), 0, stream, xb, T, rs.hidden, rs.n_experts, rs.top_k, weight, bias,
-               rs.norm_topk_prob, rs.routed_scaling_factor, logits, counter, ids, topk_w);
-    STRIKER_CUDA_CHECK_LAUNCH("router_decode");
-    return;
-  }
   if constexpr (std::is_same_v<W, float>) {
     const dim3 grid(unsigned((rs.n_experts + kTileE - 1) / kTileE),
                     unsigned(std::min((T + kTileT - 1) / kTileT, kMaxGridYZ)));
@@ -416,7 +382,9 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
   if (rs.hidden % 8 != 0 || logits_scratch == nullptr)
     throw Error("router_topk: hidden size must be a multiple of 8 and a logits scratch [T, E] is required");
   if (T <= kRouterDecodeMaxTokens && counter == nullptr)
-    throw Error("router_topk: a decode step (T <= 8) needs a zero-initialised device counter");
+    throw Error("router_topk: a decode step (T <= 8) needs the zero-initialised exchange words (kRouterSyncWords)");
+  if (!spread_fits(std::min(T, kRouterDecodeMaxTokens), rs.hidden, rs.n_experts))
+    throw Error("router_topk: hidden size " + std::to_string(rs.hidden) + " exceeds the decode router's shared memory");
   if (in_norm != nullptr && (in_norm->gamma == nullptr || in_norm->x_out == nullptr || in_norm->x_out == x))
     throw Error("router_topk: the input norm needs its weights and an output buffer apart from h");
   if (T > kRouterDecodeMaxTokens && weight_bf16 != nullptr && lt == nullptr)

@@ -28,11 +28,15 @@ struct RouterInputNorm {
 
 class LtGemm;
 
+// Size of router_topk's `counter` in unsigned ints: the decode launch's exchange words ([8][1024] of
+// 64 bits: a logit and its ready flag), zero between launches.
+constexpr int kRouterSyncWords = 2 * 8 * 1024;
+
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
-// T <= 8 (decode): logits and selection in one launch (router.cu: an 8-CTA cluster per token holding the
-// matrix in shared memory when it fits, else one spread over the GPU whose last CTA selects, with
-// counter: a zero-initialised device counter, left zero). Larger T: the logits, then a selection
+// T <= 8 (decode): logits and selection in one launch (router.cu: each CTA takes a few expert rows
+// for every token, the logits meet as flagged words in `counter` — kRouterSyncWords zero-initialised
+// unsigned ints, left zero — and CTA t selects token t's top K). Larger T: the logits, then a selection
 // kernel (counter unused). The logits of larger steps come from a tensor-core GEMM through `lt`
 // (required then) for a bf16 router — bf16 products are exact in fp32, so only the fp32 summation
 // order differs from the decode forms (FLINT.md §4 fixes the products and the fp32 accumulation,
@@ -40,8 +44,8 @@ class LtGemm;
 // near-tie in the top K may then pick the other expert. An fp32 router keeps the CUDA-core logits
 // kernel (fp32 products are not exact on tensor cores), whose per-lane order is the decode forms':
 // the same bits either way.
-// in_norm: x is h and the router normalises it first — inside the cluster launch when that form
-// runs (no launch of its own), else with the rmsnorm kernel; the same bits either way.
+// in_norm: x is h and the router normalises it first — inside the decode launch (no launch of its
+// own), with the rmsnorm kernel for larger T; the same bits either way.
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
                  cudaStream_t stream, const RouterInputNorm* in_norm = nullptr, LtGemm* lt = nullptr);

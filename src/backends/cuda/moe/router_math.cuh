@@ -1,7 +1,7 @@
-// Device pieces shared by the router kernels (router.cu: batched steps; router_decode.cu: decode
-// steps): limits, the weight-row chunk loads for bf16 or fp32 router matrices, and the top-K
-// selection of one token by one warp (FLINT.md §4: sigmoid, + bias, top-K with ties to the lower
-// expert index, weights normalised and scaled by routed_scaling_factor).
+// Device pieces of the router kernels (router.cu): limits, the weight-row chunk loads for bf16 or
+// fp32 router matrices, and the top-K selection of one token by one warp (FLINT.md §4: sigmoid,
+// + bias, top-K with ties to the lower expert index, weights normalised and scaled by
+// routed_scaling_factor).
 #pragma once
 #include "backends/cuda/common/device_math.cuh"
 
@@ -20,7 +20,6 @@ struct RouterWeight<bf16_t> {
   static constexpr int kValuesPerChunk = 8;
   using Chunk = uint4;
   static __device__ __forceinline__ Chunk load(const bf16_t* p) { return load_stream(p); }
-  static __device__ __forceinline__ Chunk load_shared(const bf16_t* p) { return *reinterpret_cast<const uint4*>(p); }
   static __device__ __forceinline__ void unpack(const Chunk& c, float (&f)[8]) { unpack8(c, f); }
 };
 template <>
@@ -31,9 +30,6 @@ struct RouterWeight<float> {
   };
   static __device__ __forceinline__ Chunk load(const float* p) {
     return Chunk{__ldcs(reinterpret_cast<const float4*>(p)), __ldcs(reinterpret_cast<const float4*>(p + 4))};
-  }
-  static __device__ __forceinline__ Chunk load_shared(const float* p) {
-    return Chunk{*reinterpret_cast<const float4*>(p), *reinterpret_cast<const float4*>(p + 4)};
   }
   static __device__ __forceinline__ void unpack(const Chunk& c, float (&f)[8]) {
     f[0] = c.a.x, f[1] = c.a.y, f[2] = c.a.z, f[3] = c.a.w, f[4] = c.b.x, f[5] = c.b.y, f[6] = c.b.z, f[7] = c.b.w;
@@ -53,69 +49,11 @@ __device__ __forceinline__ void router_select_load(LogitOf logit_of, int E, cons
   }
 }
 
-// Selection of token t by one warp: the top K of sigmoid(logit) + bias in K rounds of a warp-wide
-// argmax (ties go to the lower index, as the spec requires), everything in registers: lane l holds
-// experts l, l + 32, ... (visited in increasing order with a strict >, so within a lane the lower
-// index wins ties; across lanes the shuffle keeps the lower index). logit_of(e) gives the fp32
-// logit; all of a lane's loads are issued before the first use.
-// P = experts per lane held (E <= 32·P); router_select picks P for E.
-template <int P, typename LogitOf>
-__device__ __forceinline__ void router_select_warp(LogitOf logit_of, int t, int E, int K,
-                                                   const float* __restrict__ bias, bool norm, float rsf,
-                                                   int32_t* __restrict__ ids, float* __restrict__ weights) {
-  const int lane = threadIdx.x & 31;
-  float logit[P], b[P];
-  router_select_load<P>(logit_of, E, bias, lane, logit, b);
-  float score[P], sel[P];
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    score[i] = 1.0f / (1.0f + expf(-logit[i]));
-    sel[i] = lane + 32 * i < E ? score[i] + b[i] : -__builtin_huge_valf();
-  }
-  float picked_sum = 0.f, pick_score = 0.f;
-  int mine = 0;  // lane k keeps the k-th pick and its score
-  for (int k = 0; k < K; ++k) {
-    float best = -__builtin_huge_valf();
-    int best_e = E;
-#pragma unroll
-    for (int i = 0; i < P; ++i)
-      if (sel[i] > best) {  // strict: within a lane the lower index wins ties
-        best = sel[i];
-        best_e = lane + 32 * i;
-      }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-      if (ob > best || (ob == best && oe < best_e)) {
-        best = ob;
-        best_e = oe;
-      }
-    }
-    // Only NaN scores leave best_e == E; keep the index in range (the NaN weights still show).
-    best_e = min(best_e, E - 1);
-    float own = 0.f;  // the winner's lane takes it out and shares its score
-#pragma unroll
-    for (int i = 0; i < P; ++i)
-      if (lane + 32 * i == best_e) {
-        own = score[i];
-        sel[i] = -__builtin_huge_valf();
-      }
-    const float s = __shfl_sync(0xffffffffu, own, best_e & 31);
-    picked_sum += s;
-    if (lane == k) {
-      mine = best_e;
-      pick_score = s;
-    }
-  }
-  if (lane < K) {
-    ids[t * K + lane] = mine;
-    weights[t * K + lane] = (norm ? pick_score / (picked_sum + 1e-20f) : pick_score) * rsf;
-  }
-}
-
-// The same selection (the same ids and weight bits, NaN and infinities included) with fewer
-// instructions, for the batched selection kernel (thousands of tokens, issue-bound):
+// Selection of token t by one warp: the top K of sigmoid(logit) + bias (ties go to the lower expert
+// index, as the spec requires), weights normalised and scaled; logit_of(e) gives the fp32 logit.
+// Lane l holds experts l, l + 32, ... (P per lane: E <= 32·P), every load issued before the first
+// use; K rounds of a warp-wide argmax in few instructions (the decode and the batched selection
+// both run it; it replaced a shuffle argmax with the same ids and weight bits):
 // - each score + bias becomes an order-preserving 32-bit key (0 for NaN and -inf, which the rule never
 //   picks; +0 for -0, which compares equal to it), so a round's warp-wide maximum is one redux.sync and
 //   its lowest expert among ties a second one (redux.sync: integers only on sm_90);
@@ -187,15 +125,6 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
     ids[t * K + lane] = mine;
     weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
   }
-}
-
-template <typename LogitOf>
-__device__ __forceinline__ void router_select(LogitOf logit_of, int t, int E, int K, const float* __restrict__ bias,
-                                              bool norm, float rsf, int32_t* __restrict__ ids,
-                                              float* __restrict__ weights) {
-  if (E <= kRouterSelectNarrow)
-    router_select_warp<kRouterSelectNarrow / 32>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
-  else router_select_warp<kRouterMaxExperts / 32>(logit_of, t, E, K, bias, norm, rsf, ids, weights);
 }
 
 }  // namespace striker::cuda
