@@ -4,21 +4,15 @@
 #include "server/api_error.h"
 #include "server/render_response.h"
 #include "server/sampling_request.h"
+#include "small_limits.h"
 
 namespace striker::server {
 namespace {
 
 using nlohmann::json;
 
-RequestLimits limits() {
-  RequestLimits l;
-  l.vocab_size = 1000;
-  l.max_model_len = 100;
-  return l;
-}
-
 SamplingRequest parse(const json& body) {
-  return parse_sampling_request(body, ApiKind::Chat, SamplingDefaults{}, limits());
+  return parse_sampling_request(body, ApiKind::Chat, SamplingDefaults{}, small_request_limits());
 }
 
 TEST(RenderResponse, SamplingParamsUseVllmNames) {

@@ -8,6 +8,7 @@
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/sampling_request.h"
+#include "small_limits.h"
 #include "server/startup_config.h"
 #include "server/structured_request.h"
 
@@ -16,60 +17,53 @@ namespace {
 
 using nlohmann::json;
 
-RequestLimits limits() {
-  RequestLimits l;
-  l.vocab_size = 1000;
-  l.max_model_len = 100;
-  return l;
-}
-
 TEST(SamplingRequest, RequestValueBeatsServerDefaultBeatsOpenAIDefault) {
   SamplingDefaults d;
   d.temperature = 0.7f;
   d.top_p = 0.95f;
   d.top_k = 20;
-  auto r = parse_sampling_request(json{{"temperature", 0.0}}, ApiKind::Chat, d, limits());
+  auto r = parse_sampling_request(json{{"temperature", 0.0}}, ApiKind::Chat, d, small_request_limits());
   EXPECT_EQ(r.params.temperature, 0.0f);
   EXPECT_FLOAT_EQ(r.params.top_p, 0.95f);
   EXPECT_EQ(r.params.top_k, 20);
   EXPECT_EQ(r.params.min_p, 0.0f);
-  auto plain = parse_sampling_request(json::object(), ApiKind::Chat, SamplingDefaults{}, limits());
+  auto plain = parse_sampling_request(json::object(), ApiKind::Chat, SamplingDefaults{}, small_request_limits());
   EXPECT_EQ(plain.params.temperature, 1.0f);
   EXPECT_EQ(plain.params.top_p, 1.0f);
   EXPECT_EQ(plain.params.top_k, 0);
 }
 
 TEST(SamplingRequest, ChatLogprobsNeedLogprobsTrue) {
-  EXPECT_THROW(parse_sampling_request(json{{"top_logprobs", 3}}, ApiKind::Chat, {}, limits()), ApiError);
-  auto r = parse_sampling_request(json{{"logprobs", true}, {"top_logprobs", 3}}, ApiKind::Chat, {}, limits());
+  EXPECT_THROW(parse_sampling_request(json{{"top_logprobs", 3}}, ApiKind::Chat, {}, small_request_limits()), ApiError);
+  auto r = parse_sampling_request(json{{"logprobs", true}, {"top_logprobs", 3}}, ApiKind::Chat, {}, small_request_limits());
   EXPECT_EQ(r.params.logprobs, 3);
-  EXPECT_THROW(parse_sampling_request(json{{"logprobs", true}, {"top_logprobs", 21}}, ApiKind::Chat, {}, limits()),
+  EXPECT_THROW(parse_sampling_request(json{{"logprobs", true}, {"top_logprobs", 21}}, ApiKind::Chat, {}, small_request_limits()),
                ApiError);
-  auto none = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  auto none = parse_sampling_request(json::object(), ApiKind::Chat, {}, small_request_limits());
   EXPECT_FALSE(none.params.logprobs.has_value());
 }
 
 TEST(SamplingRequest, MaxCompletionTokensWinsOverMaxTokens) {
-  auto r = parse_sampling_request(json{{"max_tokens", 5}, {"max_completion_tokens", 7}}, ApiKind::Chat, {}, limits());
+  auto r = parse_sampling_request(json{{"max_tokens", 5}, {"max_completion_tokens", 7}}, ApiKind::Chat, {}, small_request_limits());
   EXPECT_EQ(r.max_tokens, 7);
 }
 
 TEST(SamplingRequest, StopAndSeedForms) {
-  auto r = parse_sampling_request(json{{"stop", "x"}, {"seed", -5}}, ApiKind::Completion, {}, limits());
+  auto r = parse_sampling_request(json{{"stop", "x"}, {"seed", -5}}, ApiKind::Completion, {}, small_request_limits());
   EXPECT_EQ(r.params.stop, std::vector<std::string>{"x"});
   EXPECT_EQ(r.params.seed, uint64_t(-5));
   auto list = parse_sampling_request(json{{"stop", {"a", "b"}}, {"seed", 18446744073709551615ULL}}, ApiKind::Completion,
-                                     {}, limits());
+                                     {}, small_request_limits());
   EXPECT_EQ(list.params.stop.size(), 2u);
-  EXPECT_THROW(parse_sampling_request(json{{"stop", {1}}}, ApiKind::Completion, {}, limits()), ApiError);
+  EXPECT_THROW(parse_sampling_request(json{{"stop", {1}}}, ApiKind::Completion, {}, small_request_limits()), ApiError);
 }
 
 TEST(SamplingRequest, LogitBiasIsClampedAndChecked) {
-  auto r = parse_sampling_request(json{{"logit_bias", {{"5", 500}, {"6", -3}}}}, ApiKind::Chat, {}, limits());
+  auto r = parse_sampling_request(json{{"logit_bias", {{"5", 500}, {"6", -3}}}}, ApiKind::Chat, {}, small_request_limits());
   EXPECT_EQ(r.params.logit_bias.at(5), 100.0f);
   EXPECT_EQ(r.params.logit_bias.at(6), -3.0f);
-  EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"1000", 1}}}}, ApiKind::Chat, {}, limits()), ApiError);
-  EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"5x", 1}}}}, ApiKind::Chat, {}, limits()), ApiError);
+  EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"1000", 1}}}}, ApiKind::Chat, {}, small_request_limits()), ApiError);
+  EXPECT_THROW(parse_sampling_request(json{{"logit_bias", {{"5x", 1}}}}, ApiKind::Chat, {}, small_request_limits()), ApiError);
 }
 
 // Every schema-carrying field, as an object and as a string holding one, keeps the written
@@ -127,10 +121,10 @@ TEST(OrderedJson, MergeKeysReplacesInPlaceAndAppendsInOrder) {
 }
 
 TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
-  auto r = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  auto r = parse_sampling_request(json::object(), ApiKind::Chat, {}, small_request_limits());
   resolve_max_tokens(r, 40, 100);
   EXPECT_EQ(r.params.max_tokens, 60);
-  auto big = parse_sampling_request(json{{"max_tokens", 70}}, ApiKind::Chat, {}, limits());
+  auto big = parse_sampling_request(json{{"max_tokens", 70}}, ApiKind::Chat, {}, small_request_limits());
   try {
     resolve_max_tokens(big, 40, 100);
     FAIL() << "expected a context-length error";
@@ -142,24 +136,24 @@ TEST(ResolveMaxTokens, FillsTheRestOfTheContextOrRejectsWithBothNumbers) {
     EXPECT_NE(msg.find("your prompt contains 40 input tokens"), std::string::npos) << msg;
     EXPECT_NE(msg.find("total of 110 tokens"), std::string::npos) << msg;
   }
-  auto full = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  auto full = parse_sampling_request(json::object(), ApiKind::Chat, {}, small_request_limits());
   EXPECT_THROW(resolve_max_tokens(full, 100, 100), ApiError);
 }
 
 TEST(ResolveMaxTokens, CompletionsDefaultTo16AsVllmWhenTheFieldIsAbsent) {
-  auto absent = parse_sampling_request(json::object(), ApiKind::Completion, {}, limits());
+  auto absent = parse_sampling_request(json::object(), ApiKind::Completion, {}, small_request_limits());
   resolve_max_tokens(absent, 40, 100);
   EXPECT_EQ(absent.params.max_tokens, 16);
-  auto short_room = parse_sampling_request(json::object(), ApiKind::Completion, {}, limits());
+  auto short_room = parse_sampling_request(json::object(), ApiKind::Completion, {}, small_request_limits());
   resolve_max_tokens(short_room, 90, 100);  // the default never asks past the context
   EXPECT_EQ(short_room.params.max_tokens, 10);
-  auto null_mt = parse_sampling_request(json{{"max_tokens", nullptr}}, ApiKind::Completion, {}, limits());
+  auto null_mt = parse_sampling_request(json{{"max_tokens", nullptr}}, ApiKind::Completion, {}, small_request_limits());
   resolve_max_tokens(null_mt, 40, 100);  // an explicit null: the room left, as vLLM's None
   EXPECT_EQ(null_mt.params.max_tokens, 60);
-  auto chat = parse_sampling_request(json::object(), ApiKind::Chat, {}, limits());
+  auto chat = parse_sampling_request(json::object(), ApiKind::Chat, {}, small_request_limits());
   resolve_max_tokens(chat, 40, 100);
   EXPECT_EQ(chat.params.max_tokens, 60);
-  EXPECT_THROW(parse_sampling_request(json{{"min_tokens", 17}}, ApiKind::Completion, {}, limits()), ApiError);
+  EXPECT_THROW(parse_sampling_request(json{{"min_tokens", 17}}, ApiKind::Completion, {}, small_request_limits()), ApiError);
 }
 
 TEST(Metrics, OneTwoFiveBucketsAndHistogramText) {
@@ -194,7 +188,7 @@ TEST(StartupConfig, GenerationConfigModes) {
   EXPECT_EQ(folder.eos_token_ids, (std::vector<int32_t>{151329, 151336, 151338}));
   // The non-primary eos ids become default stop_token_ids, merged into each request's.
   EXPECT_EQ(folder.defaults.stop_token_ids, (std::vector<int32_t>{151336, 151338}));
-  RequestLimits big = limits();
+  RequestLimits big = small_request_limits();
   big.vocab_size = 151552;
   auto r = parse_sampling_request(json{{"stop_token_ids", {151338, 5}}}, ApiKind::Chat, folder.defaults, big);
   EXPECT_EQ(r.params.stop_token_ids, (std::vector<int32_t>{151338, 5, 151336}));
