@@ -40,6 +40,18 @@ std::string describe_tile(const MoeTile& t) {
          std::to_string(t.rows) + "}";
 }
 
+// The sort's four outputs (tile count, sorted_slot, slot_row, tiles) against the reference's.
+void expect_sort_matches(DeviceRouting& d, const std::vector<int32_t>& sorted, const std::vector<int32_t>& row,
+                         const std::vector<MoeTile>& tiles, const std::string& where) {
+  ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << ": tile count differs";
+  ASSERT_EQ(first_difference(d.sorted.download(), sorted), "") << where << ": sorted_slot";
+  ASSERT_EQ(first_difference(d.row.download(), row), "") << where << ": slot_row";
+  const auto got = d.tiles.download();
+  for (size_t i = 0; i < tiles.size(); ++i)
+    ASSERT_TRUE(got[i].expert == tiles[i].expert && got[i].first == tiles[i].first && got[i].rows == tiles[i].rows)
+        << where << ": tile " << i << " is " << describe_tile(got[i]) << ", reference " << describe_tile(tiles[i]);
+}
+
 TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
   std::mt19937 rng(101);
   const int K = 6;
@@ -56,15 +68,7 @@ TEST(CudaMoeGrouped, RouteSortMatchesReferenceExactly) {
           DeviceRouting d(ids, T, K, E, tm);
           moe_route_sort(d.ids.get(), T, K, d.r, nullptr);
           STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-          ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << ": tile count differs";
-          ASSERT_EQ(first_difference(d.sorted.download(), sorted), "") << where << ": sorted_slot";
-          ASSERT_EQ(first_difference(d.row.download(), row), "") << where << ": slot_row";
-          const auto got = d.tiles.download();
-          for (size_t i = 0; i < tiles.size(); ++i)
-            ASSERT_TRUE(got[i].expert == tiles[i].expert && got[i].first == tiles[i].first &&
-                        got[i].rows == tiles[i].rows)
-                << where << ": tile " << i << " is " << describe_tile(got[i]) << ", reference "
-                << describe_tile(tiles[i]);
+          ASSERT_NO_FATAL_FAILURE(expect_sort_matches(d, sorted, row, tiles, where));
         }
 }
 
@@ -101,13 +105,7 @@ TEST(CudaMoeGrouped, RouteSortEdgesMatchReferenceExactly) {
       DeviceBuffer<int32_t> d_shifted(shifted);  // ids at a 4-byte offset
       moe_route_sort(c.misaligned ? d_shifted.get() + 1 : d.ids.get(), c.T, c.K, d.r, nullptr);
       STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-      ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << ": tile count differs";
-      ASSERT_EQ(first_difference(d.sorted.download(), sorted), "") << where << ": sorted_slot";
-      ASSERT_EQ(first_difference(d.row.download(), row), "") << where << ": slot_row";
-      const auto got = d.tiles.download();
-      for (size_t i = 0; i < tiles.size(); ++i)
-        ASSERT_TRUE(got[i].expert == tiles[i].expert && got[i].first == tiles[i].first && got[i].rows == tiles[i].rows)
-            << where << ": tile " << i << " is " << describe_tile(got[i]) << ", reference " << describe_tile(tiles[i]);
+      ASSERT_NO_FATAL_FAILURE(expect_sort_matches(d, sorted, row, tiles, where));
     }
 }
 
