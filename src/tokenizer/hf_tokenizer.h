@@ -39,6 +39,8 @@ class HfTokenizer : public Tokenizer {
   int64_t vocab_size() const override;
   bool is_special(int32_t id) const override;
   bool is_added(int32_t id) const override { return added_.by_id(id) != nullptr; }
+  // Long segments whose ids are kept (SegmentCache), for tests.
+  size_t cached_segments() const { return segments_.entries(); }
 
  private:
   std::vector<AddedToken> load_added_tokens(const JsonRef& list) const;

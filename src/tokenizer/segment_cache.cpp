@@ -28,9 +28,9 @@ bool SegmentCache::append(std::string_view text, bool at_text_start, std::vector
 }
 
 void SegmentCache::put(std::string_view text, bool at_text_start, std::span<const int32_t> ids) const {
-  Entry e{std::string(text), at_text_start, std::vector<int32_t>(ids.begin(), ids.end())};
-  if (e.bytes() > budget_) return;
+  if (text.size() + ids.size() * sizeof(int32_t) > budget_) return;
   const size_t key = key_of(text, at_text_start);
+  Entry e{key, std::string(text), at_text_start, std::vector<int32_t>(ids.begin(), ids.end())};
   std::lock_guard lock(mu_);
   if (find_locked(text, at_text_start, key) != lru_.end()) return;  // another thread was first
   bytes_ += e.bytes();
@@ -38,8 +38,7 @@ void SegmentCache::put(std::string_view text, bool at_text_start, std::span<cons
   index_.emplace(key, lru_.begin());
   while (bytes_ > budget_) {
     auto last = std::prev(lru_.end());
-    const size_t k = key_of(last->text, last->at_text_start);
-    auto [lo, hi] = index_.equal_range(k);
+    auto [lo, hi] = index_.equal_range(last->key);
     for (auto it = lo; it != hi; ++it)
       if (it->second == last) {
         index_.erase(it);

@@ -37,6 +37,7 @@ class SegmentCache {
 
  private:
   struct Entry {
+    size_t key;  // key_of(text, at_text_start), kept for eviction
     std::string text;
     bool at_text_start;
     std::vector<int32_t> ids;

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/segment_cache.h"
 #include "tokenizer/tokenizer.h"
 
@@ -84,6 +85,10 @@ TEST(SegmentCache, TokenizerHitsGiveTheIdsOfAFreshTokenizer) {
                     text_of(300 + 50 * size_t(t), 10 + uint32_t(t)) + "<|assistant|>");
   turns.push_back(history);  // the same text at the start of the input: a different key
   for (const auto& t : turns) (void)warm->encode(t);  // fills the cache
+  // The history, inside a turn and at the start of the input: two entries the later encodes hit.
+  const auto* hf = dynamic_cast<const striker::tok::HfTokenizer*>(warm.get());
+  ASSERT_NE(hf, nullptr);
+  EXPECT_EQ(hf->cached_segments(), 2u);
   std::vector<std::thread> threads;
   std::vector<std::vector<std::vector<int32_t>>> got(4);
   for (int i = 0; i < 4; ++i)
