@@ -30,7 +30,7 @@ struct LtGemm::Plan {
   }
 };
 
-LtGemm::LtGemm() {
+LtGemm::LtGemm() : plans_(kPlansPerKind), scaled_plans_(kPlansPerKind), f32_plans_(kPlansPerKind) {
   cublasLtHandle_t h = nullptr;
   lt_check(cublasLtCreate(&h), "create");
   handle_ = h;
@@ -87,24 +87,10 @@ std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int 
   return p;
 }
 
-LtGemm::Plan& LtGemm::plan_for(int T, int in, int out_dim) {
-  auto key = std::make_tuple(T, in, out_dim);
-  auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, make_plan(T, in, out_dim, out_dim, false)).first;
-  return *it->second;
-}
-
-LtGemm::Plan& LtGemm::scaled_plan_for(int T, int in, int out_dim, int ld_out) {
-  auto key = std::make_tuple(T, in, out_dim, ld_out);
-  auto it = scaled_plans_.find(key);
-  if (it == scaled_plans_.end()) it = scaled_plans_.emplace(key, make_plan(T, in, out_dim, ld_out, true)).first;
-  return *it->second;
-}
-
 void LtGemm::gemm_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim, bf16* out, cudaStream_t stream) {
   if (T <= 0 || out_dim <= 0) return;
   if (in <= 0) throw Error("gemm_bf16: input width must be positive, got " + std::to_string(in));
-  Plan& p = plan_for(T, in, out_dim);
+  Plan& p = *plans_.get_or_make({T, in, out_dim}, [&] { return make_plan(T, in, out_dim, out_dim, false); });
   const float alpha = 1.f, beta = 0.f;
   lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
                           p.c, &p.algo, workspace_, workspace_bytes_, stream),
@@ -119,7 +105,8 @@ void LtGemm::gemm_bf16_scaled(const bf16* x, int T, int in, const bf16* W, int o
                 " ld_out=" + std::to_string(ld_out));
   for (const void* ptr : {static_cast<const void*>(x), static_cast<const void*>(W), static_cast<const void*>(out)})
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) throw Error("gemm_bf16_scaled: pointers must be 16-byte aligned");
-  Plan& p = scaled_plan_for(T, in, out_dim, ld_out);
+  Plan& p =
+      *scaled_plans_.get_or_make({T, in, out_dim, ld_out}, [&] { return make_plan(T, in, out_dim, ld_out, true); });
   const float beta = 0.f;
   lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
                           p.c, &p.algo, workspace_, workspace_bytes_, stream),
@@ -132,10 +119,7 @@ void LtGemm::gemm_bf16_f32out(const bf16* x, int T, int in, const bf16* W, int o
   if (in <= 0) throw Error("gemm_bf16_f32out: input width must be positive, got " + std::to_string(in));
   for (const void* ptr : {static_cast<const void*>(x), static_cast<const void*>(W), static_cast<const void*>(out)})
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) throw Error("gemm_bf16_f32out: pointers must be 16-byte aligned");
-  auto key = std::make_tuple(T, in, out_dim);
-  auto it = f32_plans_.find(key);
-  if (it == f32_plans_.end()) it = f32_plans_.emplace(key, make_plan(T, in, out_dim, out_dim, true, true)).first;
-  Plan& p = *it->second;
+  Plan& p = *f32_plans_.get_or_make({T, in, out_dim}, [&] { return make_plan(T, in, out_dim, out_dim, true, true); });
   const float alpha = 1.f, beta = 0.f;
   lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
                           p.c, &p.algo, workspace_, workspace_bytes_, stream),

@@ -4,10 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <tuple>
 
+#include "backends/cuda/linear/lru_map.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -35,14 +35,15 @@ class LtGemm {
  private:
   struct Plan;
   std::unique_ptr<Plan> make_plan(int T, int in, int out_dim, int ld_out, bool align16, bool f32_out = false);
-  Plan& plan_for(int T, int in, int out_dim);
-  Plan& scaled_plan_for(int T, int in, int out_dim, int ld_out);
   void* handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::map<std::tuple<int, int, int>, std::unique_ptr<Plan>> plans_;  // descriptors and chosen algorithm per shape
-  std::map<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> scaled_plans_;
-  std::map<std::tuple<int, int, int>, std::unique_ptr<Plan>> f32_plans_;
+  // Descriptors and the chosen algorithm per exact shape (T, in, out[, ld_out]); at most
+  // kPlansPerKind of each kind are kept (a server meets every chunk length up to its token budget).
+  static constexpr size_t kPlansPerKind = 512;
+  LruMap<std::tuple<int, int, int>, std::unique_ptr<Plan>> plans_;
+  LruMap<std::tuple<int, int, int, int>, std::unique_ptr<Plan>> scaled_plans_;
+  LruMap<std::tuple<int, int, int>, std::unique_ptr<Plan>> f32_plans_;
 };
 
 }  // namespace striker::cuda
