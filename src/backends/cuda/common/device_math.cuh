@@ -55,4 +55,12 @@ __device__ __forceinline__ uint4 load_cached(const void* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
+// Activations of a GEMV-style dot product: from global memory (read-only path), or, kShared, from
+// the shared-memory row a kernel formed itself (block_rmsnorm_row).
+template <bool kShared>
+__device__ __forceinline__ uint4 load_x(const void* p) {
+  if constexpr (kShared) return *reinterpret_cast<const uint4*>(p);
+  else return load_cached(p);
+}
+
 }  // namespace striker::cuda
