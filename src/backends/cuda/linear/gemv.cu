@@ -28,8 +28,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
                                                            const bf16_t* __restrict__ W, int out_dim, void* out,
                                                            const float* __restrict__ gamma, float eps) {
   static_assert(!kNorm || (NT == 1 && kWarps * 32 == kRmsnormRowThreads), "the block norm: one token, 256 threads");
-  // The LM head streams 8+ chunks per lane: its weights keep the deeper-unrolled loop after the wait.
-  constexpr int kPre = M == Mode::Logits ? 0 : (NT == 1 ? 2 : 1);
+  // The LM head streams 8+ chunks per lane: its weights keep the deeper-unrolled loop after the wait,
+  // except with the norm inside, where the first two chunks are in flight while the CTA normalises.
+  constexpr int kPre = M == Mode::Logits && !kNorm ? 0 : (NT == 1 ? 2 : 1);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -126,13 +127,15 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
   const int oa = min(o0, inter - 1), ob = min(o0 + 1, inter - 1);
   const bf16_t* w[4] = {Wg + int64_t(oa) * in, Wu + int64_t(oa) * in, Wg + int64_t(ob) * in, Wu + int64_t(ob) * in};
   float acc[4][NT];
-  if constexpr (kNorm) {
+  if constexpr (kNorm) {  // each lane's first two weight chunks in flight while the CTA normalises
     __shared__ BlockNormSmem ns;
+    WarpDotPrologue<4, 2> pr;
+    if (o0 < inter) warp_dot_prologue<4, 2>(w, in, pr, part, S);
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h comes from earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
     const bf16_t* xr[4] = {ns.x, ns.x, ns.x, ns.x};
-    if (o0 < inter) warp_dot<4, NT, true>(w, xr, in, nt, in, acc, part, S);
+    if (o0 < inter) warp_dot_after_prologue<4, NT, 2, true>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
     pdl_wait();  // x comes from earlier kernels
     const bf16_t* xb = x + int64_t(t0) * in;
