@@ -42,6 +42,7 @@ struct Format {
   // norm: x is h, normalised inside the one-token kernel (Store, Logits, Act).
   std::function<void(int, int, const bf16*, void*, const InputNorm*)> run;
   std::function<std::vector<float>(const std::vector<bf16>&, int)> reference;
+  bool logits_norm = true;  // the LM head takes the norm inside (BF16 only)
 };
 
 void bench_shape(std::mt19937& rng, const DecodeShape& s, const Format& f, const std::vector<int>& tokens) {
@@ -73,7 +74,7 @@ void bench_shape(std::mt19937& rng, const DecodeShape& s, const Format& f, const
 // One token with x = rmsnorm(h) in front: the rmsnorm kernel, then the kernel (two launches), against
 // the kernel that normalises h itself (one launch); the second must give the first's bits.
 void bench_norm_pair(std::mt19937& rng, const DecodeShape& s, const Format& f) {
-  if (s.out == Out::Residual) return;
+  if (s.out == Out::Residual || (s.out == Out::Logits && !f.logits_norm)) return;
   const int matrices = s.out == Out::Act ? 2 : 1;
   const auto h = random_bf16(rng, size_t(s.in), 3.f);
   const auto gamma = random_f32(rng, size_t(s.in), 1.f, 0.3f);
@@ -147,7 +148,7 @@ void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens, bool 
     for (int m = 0; m < matrices; ++m) host.push_back(random_nvfp4(rng, s.rows, s.in));
     const RowScale2 s2{s.rows / 3, s.rows / 2, {0.0137f, 0.0021f, 0.0433f}};  // q|k|v-like ranges
     const float s2g = 0.011f, s2u = 0.0047f;
-    Format f{"nvfp4 ", bytes, copies_for(bytes * matrices), nullptr, nullptr};
+    Format f{"nvfp4 ", bytes, copies_for(bytes * matrices), nullptr, nullptr, false};
     std::vector<DeviceBuffer<uint8_t>> codes, scales;  // copy i, matrix m at [i * matrices + m]
     for (int i = 0; i < f.copies; ++i)
       for (const auto& h : host) codes.emplace_back(h.codes), scales.emplace_back(h.scales);
@@ -161,7 +162,7 @@ void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens, bool 
         case Out::Store: nvfp4_gemv(x, T, s.in, mat(i, 0), s2, s.rows, y, bench_stream(), norm); break;
         case Out::Residual: nvfp4_gemv_residual(x, T, s.in, mat(i, 0), s2, s.rows, y, bench_stream()); break;
         case Out::Logits:
-          nvfp4_gemv_logits(x, T, s.in, mat(i, 0), s2, s.rows, static_cast<float*>(out), bench_stream(), norm);
+          nvfp4_gemv_logits(x, T, s.in, mat(i, 0), s2, s.rows, static_cast<float*>(out), bench_stream());
           break;
         case Out::Act:
           nvfp4_gemv_gate_up(x, T, s.in, mat(i, 0), s2g, mat(i, 1), s2u, s.rows, y, bench_stream(), norm);

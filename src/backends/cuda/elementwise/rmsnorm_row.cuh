@@ -106,7 +106,7 @@ __device__ __forceinline__ void block_rmsnorm_row(const bf16_t* __restrict__ h, 
   const bool holds = c < hidden / 8;
   uint4* x4 = reinterpret_cast<uint4*>(s.x);
   uint4 raw = make_uint4(0u, 0u, 0u, 0u);
-  if (holds) x4[c] = raw = load_cached(h + int64_t(c) * 8);
+  if (holds) x4[c] = raw = load_from_l2(h + int64_t(c) * 8);  // h: the previous kernel's output
   __syncthreads();  // the raw row (and block_norm_stage_gamma's gamma) in shared memory
   const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(s.x[i]); });
   const float r = rmsnorm_scale(ss, hidden, eps, s.partial);  // two barriers: the raw row is read by now

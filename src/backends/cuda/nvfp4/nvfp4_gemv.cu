@@ -191,7 +191,7 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 template <int R, int S, Mode M>
 void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
                    const InputNorm* norm, cudaStream_t stream) {
-  if constexpr (M != Mode::Residual) {
+  if constexpr (M == Mode::Store) {
     if (norm != nullptr) {
       launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales,
                  s2, out_dim, out, norm->gamma, norm->eps);
@@ -268,8 +268,8 @@ void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 
 }
 
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream, const InputNorm* norm) {
-  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream, norm);
+                       cudaStream_t stream) {
+  launch_gemv<Mode::Logits>("nvfp4_gemv_logits", x, T, in, W, scale2, out_dim, logits, stream);
 }
 
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,

@@ -46,8 +46,9 @@ struct RowScale2 {
 // The decode kernels (GEMV, dense gate/up, the MoE gate/up's shared-expert slots) issue each
 // warp's first two code/scale chunks between griddepcontrol.launch_dependents and .wait (weights
 // only; activations, h and routing ids after the wait), then keep two chunks in flight.
-// `norm` (gemv, logits, gate/up; one token only): x is h and every CTA forms x = rmsnorm(h) itself,
-// as gemv.h's (the rmsnorm kernel's bits; checked: in <= 2048, aligned gamma).
+// `norm` (gemv, gate/up; one token only): x is h and every CTA forms x = rmsnorm(h) itself, as
+// gemv.h's (the rmsnorm kernel's bits; checked: in <= 2048, aligned gamma). Not the LM head: its
+// 9,472 CTAs at 3 per SM would each pay the norm (measured slower than a separate norm launch).
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream, const InputNorm* norm = nullptr);
@@ -56,7 +57,7 @@ void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 
                          cudaStream_t stream);
 // logits[t,o] = float(bf16(mm(x[t], W)[o]))  (LM head).
 void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, float* logits,
-                       cudaStream_t stream, const InputNorm* norm = nullptr);
+                       cudaStream_t stream);
 // act = bf16(bf16(g·sigmoid(g))·u) with g = bf16(mm(x,Wg)), u = bf16(mm(x,Wu)); Wg, Wu [inter, in].
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
                         float scale2_u, int inter, bf16* act, cudaStream_t stream, const InputNorm* norm = nullptr);
