@@ -114,8 +114,7 @@ class CudaBackend : public Backend {
   // The InputNorm a one-token GEMV (`gemv`: the op's kernel can take one) runs in front for
   // `in_norm`, or null: then x = rmsnorm(x, in_norm) is written to ws_->x by the rmsnorm kernel
   // first and `x` points there.
-  const InputNorm* input_norm_for(const bf16*& x, int T, int in, const float* in_norm, bool gemv, InputNorm& storage,
-                                  int ab_bit);
+  const InputNorm* input_norm_for(const bf16*& x, int T, int in, const float* in_norm, bool gemv, InputNorm& storage);
   // x = rmsnorm(h) (above kGemvMaxTokens already written by the o_proj residual); h = bf16(h + routed
   // + shared experts of x).
   // `next_norm` as for swiglu_dense: written by the combine (moe_batched; decode steps of 2-8

@@ -19,9 +19,6 @@
 namespace striker::cuda {
 
 constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are streamed by GEMV kernels
-// TEMPORARY (issue 11 A/B; ops_linear.cpp): STRIKER_AB_OFF=1 puts the separate rmsnorm launch back
-// in front of the one-token GEMVs.
-bool ab_norm_in_gemv_off();
 // Sequences with at least this many queries in a step take the tensor-core prefill attention
 // (one tile of 16 queries reads each key once); shorter ones, decodes above all, keep the
 // split-KV decode kernel, which spreads one query's long context over many CTAs.

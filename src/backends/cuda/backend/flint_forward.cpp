@@ -24,7 +24,7 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   // CTA normalises the 4 KB row: no separate launch, ops_linear.cpp); longer steps, written by the
   // previous layer's last pass (in the residual's or the MoE combine's pass where one CTA holds a
   // whole row of h: prefill, MoE layers of 2-8 tokens; else by the rmsnorm kernel right after it).
-  const bool norm_in_gemv = T == 1 && !ab_norm_in_gemv_off();
+  const bool norm_in_gemv = T == 1;
   bool x_ready = false;  // x = rmsnorm(h) of this layer already written by the previous layer's last pass
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];

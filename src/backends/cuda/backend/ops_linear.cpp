@@ -1,9 +1,6 @@
 // CudaBackend's dense ops, each choosing its kernel by weight format and step size: up to
 // kGemvMaxTokens tokens the GEMV kernels stream the weights once (BF16 or NVFP4); above, cuBLASLt
 // (NVFP4 weights dequantised to BF16 first, alpha = scale2; nvfp4_prefill.h).
-#include <cstdlib>
-#include <string>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -16,30 +13,12 @@
 
 namespace striker::cuda {
 
-// TEMPORARY (issue 11 A/B, deleted after the run): STRIKER_AB_OFF=1 runs the separate rmsnorm
-// launch in front of the one-token GEMVs again.
-bool ab_norm_in_gemv_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("STRIKER_AB_OFF");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return off;
-}
-// TEMPORARY bisection (second run): STRIKER_QKVNORM_OPS=bits, 1 QKV, 2 dense gate/up, 4 LM head (default 7).
-bool ab_norm_in_gemv_op(int bit) {
-  static const int ops = [] {
-    const char* v = std::getenv("STRIKER_QKVNORM_OPS");
-    return v != nullptr ? std::atoi(v) : 7;
-  }();
-  return !ab_norm_in_gemv_off() && (ops & bit) != 0;
-}
-
 // One token into a GEMV (`gemv`): the GEMV forms x = rmsnorm(h) in its CTAs (`storage` describes
 // the norm). Otherwise the rmsnorm kernel writes ws_->x first and x points there.
 const InputNorm* CudaBackend::input_norm_for(const bf16*& x, int T, int in, const float* in_norm, bool gemv,
-                                             InputNorm& storage, int ab_bit) {
+                                             InputNorm& storage) {
   if (in_norm == nullptr) return nullptr;
-  if (gemv && T == 1 && ab_norm_in_gemv_op(ab_bit)) {
+  if (gemv && T == 1) {
     storage = InputNorm{in_norm, model_.config.rms_norm_eps};
     return &storage;
   }
@@ -50,7 +29,7 @@ const InputNorm* CudaBackend::input_norm_for(const bf16*& x, int T, int in, cons
 
 void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y, const float* in_norm) {
   InputNorm norm;
-  const InputNorm* fused = input_norm_for(x, T, in, in_norm, true, norm, 1);
+  const InputNorm* fused = input_norm_for(x, T, in, in_norm, true, norm);
   if (T <= kGemvMaxTokens) gemv_bf16(x, T, in, W, out, y, stream_, fused);
   else ws_->lt.gemm_bf16(x, T, in, W, out, y, stream_);
 }
@@ -75,7 +54,7 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
                          const float* in_norm) {
   if (!q.present()) return linear(x, T, in, W, out, y, in_norm);
   InputNorm norm;
-  const InputNorm* fused = input_norm_for(x, T, in, in_norm, true, norm, 1);
+  const InputNorm* fused = input_norm_for(x, T, in, in_norm, true, norm);
   if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_, fused);
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
@@ -109,7 +88,7 @@ void CudaBackend::swiglu_front(const bf16* x, int T, int in, const bf16* Wg, con
   const bool bf16_pair = T <= kGemvMaxTokens && Wg && Wu;
   const bool nvfp4_pair = T <= kGemvMaxTokens && qg.present() && qu.present();
   InputNorm norm;  // one launch for norm, gate, up and SwiGLU where the pair shares a format
-  const InputNorm* fused = input_norm_for(x, T, in, in_norm, bf16_pair || nvfp4_pair, norm, 2);
+  const InputNorm* fused = input_norm_for(x, T, in, in_norm, bf16_pair || nvfp4_pair, norm);
   if (bf16_pair) {
     gemv_gate_up(x, T, in, Wg, Wu, inter, act, stream_, fused);
   } else if (nvfp4_pair) {
@@ -133,7 +112,7 @@ void CudaBackend::lm_head_logits(const StepPlan& p) {
   // first (the NVFP4 LM head too: its 9,472 CTAs at 3 per SM run 24 waves, each paying the norm's
   // barriers; measured 99.0 µs with the norm inside against 79.2 for norm + GEMV).
   const InputNorm one_row{model_.final_norm, c.rms_norm_eps};
-  const bool in_gemv = p.T == 1 && p.rows == 1 && !model_.nv_lm_head.present() && ab_norm_in_gemv_op(4);
+  const bool in_gemv = p.T == 1 && p.rows == 1 && !model_.nv_lm_head.present();
   const InputNorm* fused = in_gemv ? &one_row : nullptr;
   const bf16* xs = in_gemv ? w.h : w.logit_x;
   if (!in_gemv) {
