@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   static const char* const kFamilies[] = {"grouped-moe", "grouped-moe-nvfp4", "grouped-moe-wgmma", "prefill",
                                           "prefill-attention", "prefill-small", "decode", "decode-attention",
-                                          "decode-moe", "decode-linear", "routing"};
+                                          "decode-moe", "decode-linear", "decode-norm", "routing"};
   const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
   if (argc > 2 || !known) {
     std::fprintf(stderr, "usage: bench_cuda_kernels [");
@@ -171,6 +171,12 @@ int main(int argc, char** argv) {
     if (only == "decode-linear") {  // the dense decode projections alone (the first rows of `decode`)
       bench_decode_bf16(rng, {1, 2, 4, 8});
       bench_decode_nvfp4(rng, {1, 2, 4, 8});
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
+    if (only == "decode-norm") {  // one token: rmsnorm kernel + GEMV against the GEMV with the norm inside
+      bench_decode_bf16(rng, {1}, true);
+      bench_decode_nvfp4(rng, {1}, true);
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
       return kernel_check_failures() == 0 ? 0 : 1;
     }

@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/backend/device_model.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/sampling/sampling.h"
 #include "backends/cuda/sampling/sampling_masks.h"
 
@@ -91,21 +92,29 @@ class CudaBackend : public Backend {
   void flint_forward(const StepPlan& plan);
   // y = bf16(mm(x, W)); h = bf16(h + bf16(mm(x, W))) (BF16 W). With `norm_w`, also
   // ws_->x = rmsnorm(h, norm_w): above kGemvMaxTokens in the residual's own pass (add_rmsnorm).
-  void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y);
+  // With `in_norm` (linear, swiglu_front), the op's input is h and it computes mm(rmsnorm(h, in_norm), W):
+  // at one token inside the GEMV's CTAs (no rmsnorm launch), else rmsnorm into ws_->x first.
+  void linear(const bf16* x, int T, int in, const bf16* W, int out, bf16* y, const float* in_norm = nullptr);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, int out, bf16* h, const float* norm_w = nullptr);
   // The same for a weight in either format: `W` when BF16, `q` when NVFP4 (q.present()).
-  void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y);
+  void linear(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* y,
+              const float* in_norm = nullptr);
   void linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out, bf16* h,
                        const float* norm_w = nullptr);
   // h = bf16(h + ws_->tmp) (a GEMM's rounded output), with norm_w also ws_->x = rmsnorm(h).
   void add_tmp_residual(bf16* h, int T, int out, const float* norm_w);
   void attention(const StepPlan& plan, int64_t layer);  // ws_->attn = attention over ws_->q and the cache
-  // h = bf16(h + swiglu(x)). `next_norm`: the next layer's input norm weights; x = rmsnorm(h) is
-  // then written in the residual's pass (above kGemvMaxTokens) or by the rmsnorm kernel after it.
-  void swiglu_dense(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
+  // h = bf16(h + swiglu(x)), x = ws_->x, or with `in_norm` x = rmsnorm(h, in_norm) formed by the
+  // op (as linear's). `next_norm`: the next layer's input norm weights; x = rmsnorm(h) is then
+  // written in the residual's pass (above kGemvMaxTokens) or by the rmsnorm kernel after it.
+  void swiglu_dense(const DeviceLayer& layer, int T, const float* in_norm, const float* next_norm);
   // act = bf16(bf16(g·sigmoid(g))·u), g/u = bf16(mm(x, gate/up)), each weight BF16 or NVFP4.
   void swiglu_front(const bf16* x, int T, int in, const bf16* Wg, const Nvfp4Linear& qg, const bf16* Wu,
-                    const Nvfp4Linear& qu, int inter, bf16* act);
+                    const Nvfp4Linear& qu, int inter, bf16* act, const float* in_norm = nullptr);
+  // The InputNorm a one-token GEMV (`gemv`: the op's kernel can take one) runs in front for
+  // `in_norm`, or null: then x = rmsnorm(x, in_norm) is written to ws_->x by the rmsnorm kernel
+  // first and `x` points there.
+  const InputNorm* input_norm_for(const bf16*& x, int T, int in, const float* in_norm, bool gemv, InputNorm& storage);
   // x = rmsnorm(h) (above kGemvMaxTokens already written by the o_proj residual); h = bf16(h + routed
   // + shared experts of x).
   // `next_norm` as for swiglu_dense: written by the combine (moe_batched; decode steps of 2-8

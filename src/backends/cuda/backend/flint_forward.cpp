@@ -7,7 +7,6 @@
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/embedding.h"
-#include "backends/cuda/elementwise/rmsnorm.h"
 
 namespace striker::cuda {
 
@@ -21,18 +20,21 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   const HeadShape hs{nh, nkv, d};
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
+  // x = rmsnorm(h) in front of a layer's first op: one token, formed by that op's GEMV itself (every
+  // CTA normalises the 4 KB row: no separate launch, ops_linear.cpp); longer steps, written by the
+  // previous layer's last pass (in the residual's or the MoE combine's pass where one CTA holds a
+  // whole row of h: prefill, MoE layers of 2-8 tokens; else by the rmsnorm kernel right after it).
+  const bool norm_in_gemv = T == 1;
   bool x_ready = false;  // x = rmsnorm(h) of this layer already written by the previous layer's last pass
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
     const bool sliding = c.is_sliding_layer(l);
-    // The layer's last op also writes the next layer's x: in the residual's or the MoE combine's pass
-    // where one CTA holds a whole row of h (prefill; MoE layers of 2-8 decode tokens), else by the
-    // rmsnorm kernel right after it.
-    const float* next_norm = l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
+    const float* next_norm =
+        !norm_in_gemv && l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
 
     // Attention block.
-    if (!x_ready) rmsnorm(w.h, L.input_norm, w.x, T, H, eps, stream_);              // x = rmsnorm(h)
-    linear(w.x, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv);                            // q|k|v = bf16(mm(x, Wqkv))
+    linear(x_ready ? w.x : w.h, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv,             // q|k|v = bf16(mm(x, Wqkv)),
+           x_ready ? nullptr : L.input_norm);                                       // x = rmsnorm(h)
     qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,       // q, k = per-head rmsnorm,
                           sliding ? w.inv_freq : nullptr,                           // rope on sliding layers;
                           sliding ? p.slots_sliding : p.slots_full, kv_spec_.block_size,  // k, v into the cache
@@ -44,8 +46,8 @@ void CudaBackend::flint_forward(const StepPlan& p) {
 
     // Feed-forward block.
     if (c.is_dense_layer(l)) {
-      if (!post_norm_fused) rmsnorm(w.h, L.post_norm, w.x, T, H, eps, stream_);    // x = rmsnorm(h)
-      swiglu_dense(L, T, next_norm);                                                // h = bf16(h + swiglu(x))
+      swiglu_dense(L, T, post_norm_fused ? nullptr : L.post_norm, next_norm);  // h = bf16(h + swiglu(x)),
+                                                                                 // x = rmsnorm(h)
     } else {
       moe(L, T, next_norm);  // x = rmsnorm(h) (decode: in the router's launch); h = bf16(h + y), y routed + shared
     }

@@ -55,4 +55,26 @@ __device__ __forceinline__ uint4 load_cached(const void* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
+// A row that the kernel in front wrote while this one was already running (programmatic dependent
+// launch), read after griddepcontrol.wait: from L2, the point of coherence, never through L1 or
+// the read-only path (ld.global.nc / __ldg promises data unchanged for the kernel's lifetime, which
+// a PDL-overlapped writer breaks: stale lines of an older h were read). volatile + "memory": the
+// load stays below the wait.
+__device__ __forceinline__ uint4 load_from_l2(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+// Activations of a GEMV-style dot product: from global memory (read-only path), or, kShared, from
+// the shared-memory row a kernel formed itself (block_rmsnorm_row).
+template <bool kShared>
+__device__ __forceinline__ uint4 load_x(const void* p) {
+  if constexpr (kShared) return *reinterpret_cast<const uint4*>(p);
+  else return load_cached(p);
+}
+
 }  // namespace striker::cuda

@@ -10,7 +10,8 @@ namespace striker::cuda {
 // x[r] + t*x_stride. nt <= NT tokens are live. in % 8 == 0. With split-K, `part` of `parts`
 // warps share the rows: this warp takes 16-byte chunks part*32+lane, stepping 32*parts.
 // Adds one 16-byte chunk c of R weight rows (already loaded: wq) times the tokens' activations.
-template <int R, int NT>
+// kSharedX: the activations are a shared-memory row (load_x).
+template <int R, int NT, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot_chunk(const uint4 (&wq)[R], const bf16_t* const (&x)[R], int64_t x_stride,
                                                int nt, int c, float (&acc)[R][NT]) {
 #pragma unroll
@@ -21,7 +22,7 @@ __device__ __forceinline__ void warp_dot_chunk(const uint4 (&wq)[R], const bf16_
     for (int t = 0; t < NT; ++t) {
       if (t < nt) {
         float xf[8];
-        unpack8(load_cached(x[r] + t * x_stride + int64_t(c) * 8), xf);
+        unpack8(load_x<kSharedX>(x[r] + t * x_stride + int64_t(c) * 8), xf);
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[r][t] = fmaf(wf[i], xf[i], acc[r][t]);
       }
@@ -46,7 +47,7 @@ __device__ __forceinline__ void warp_dot_reduce(float (&acc)[R][NT]) {
 }
 
 // The chunks part*32+lane+i·32·parts (i >= first) of warp_dot, from chunk `first` on.
-template <int R, int NT>
+template <int R, int NT, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot_from(const bf16_t* const (&w)[R], const bf16_t* const (&x)[R],
                                               int64_t x_stride, int nt, int in, float (&acc)[R][NT], int part,
                                               int parts, int first) {
@@ -57,18 +58,18 @@ __device__ __forceinline__ void warp_dot_from(const bf16_t* const (&w)[R], const
     uint4 wq[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) wq[r] = load_stream(w[r] + int64_t(c) * 8);
-    warp_dot_chunk<R, NT>(wq, x, x_stride, nt, c, acc);
+    warp_dot_chunk<R, NT, kSharedX>(wq, x, x_stride, nt, c, acc);
   }
 }
 
 // w[r]: weight row r (in bf16 values, 16-byte aligned). x[r]: activations for row r, token t at
 // x[r] + t*x_stride. nt <= NT tokens are live. in % 8 == 0. With split-K, `part` of `parts`
 // warps share the rows: this warp takes 16-byte chunks part*32+lane, stepping 32*parts.
-template <int R, int NT>
+template <int R, int NT, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot(const bf16_t* const (&w)[R], const bf16_t* const (&x)[R], int64_t x_stride,
                                          int nt, int in, float (&acc)[R][NT], int part = 0, int parts = 1) {
   warp_dot_zero<R, NT>(acc);
-  warp_dot_from<R, NT>(w, x, x_stride, nt, in, acc, part, parts, 0);
+  warp_dot_from<R, NT, kSharedX>(w, x, x_stride, nt, in, acc, part, parts, 0);
   warp_dot_reduce<R, NT>(acc);
 }
 
@@ -94,7 +95,7 @@ __device__ __forceinline__ void warp_dot_prologue(const bf16_t* const (&w)[R], i
   }
 }
 
-template <int R, int NT, int kPre>
+template <int R, int NT, int kPre, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot_after_prologue(const WarpDotPrologue<R, kPre>& pr,
                                                         const bf16_t* const (&w)[R], const bf16_t* const (&x)[R],
                                                         int64_t x_stride, int nt, int in, float (&acc)[R][NT],
@@ -104,9 +105,9 @@ __device__ __forceinline__ void warp_dot_after_prologue(const WarpDotPrologue<R,
 #pragma unroll
   for (int i = 0; i < kPre; ++i) {
     const int c = part * 32 + (threadIdx.x & 31) + i * 32 * parts;
-    if (c < chunks) warp_dot_chunk<R, NT>(pr.q[i], x, x_stride, nt, c, acc);
+    if (c < chunks) warp_dot_chunk<R, NT, kSharedX>(pr.q[i], x, x_stride, nt, c, acc);
   }
-  warp_dot_from<R, NT>(w, x, x_stride, nt, in, acc, part, parts, kPre);
+  warp_dot_from<R, NT, kSharedX>(w, x, x_stride, nt, in, acc, part, parts, kPre);
   warp_dot_reduce<R, NT>(acc);
 }
 

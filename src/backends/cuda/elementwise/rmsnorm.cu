@@ -129,6 +129,13 @@ void launch_rmsnorm(bf16_t* h, const bf16_t* delta, const float* w, bf16_t* out,
 
 }  // namespace
 
+void check_input_norm(const char* what, const InputNorm& norm, int T, int hidden) {
+  if (T != 1 || hidden <= 0 || hidden % 8 != 0 || hidden > kBlockNormMaxHidden || norm.gamma == nullptr ||
+      !aligned16(norm.gamma))
+    throw Error(std::string(what) + ": the input norm inside the kernel takes one token, a width that is a multiple "
+                "of 8 up to " + std::to_string(kBlockNormMaxHidden) + " and 16-byte aligned weights");
+}
+
 void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream) {
   if (rows <= 0) return;
   launch_rmsnorm<false>(const_cast<bf16_t*>(reinterpret_cast<const bf16_t*>(x)), nullptr, w,

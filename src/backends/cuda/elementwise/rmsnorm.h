@@ -17,6 +17,16 @@ struct RowNorm {
   bf16* out = nullptr;
 };
 
+// An RMSNorm that a kernel applies to its input row before using it (the 1-token GEMVs: x =
+// rmsnorm(h) formed in every CTA, the rmsnorm kernel's bits; gemv.h, nvfp4_linear.h).
+struct InputNorm {
+  const float* gamma = nullptr;  // [hidden] fp32, 16-byte aligned
+  float eps = 0.f;
+};
+// Throws striker::Error unless a kernel can take `norm` in front: one token, hidden % 8 == 0 and
+// <= 2048 (one 8-value chunk per thread of a 256-thread block), gamma set and 16-byte aligned.
+void check_input_norm(const char* what, const InputNorm& norm, int T, int hidden);
+
 // x, out: [rows, hidden] bf16; w: [hidden] fp32 (norm weights are kept in fp32 on the device so
 // an F32 checkpoint weight is used exactly). x and out may alias.
 void rmsnorm(const bf16* x, const float* w, bf16* out, int rows, int hidden, float eps, cudaStream_t stream);

@@ -69,3 +69,55 @@ __device__ __forceinline__ float rmsnorm_scale(float ss, int hidden, float eps, 
 __device__ __forceinline__ float rmsnorm_apply(float v, float r, float w) { return round_bf16(round_bf16(v * r) * w); }
 
 }  // namespace striker::cuda
+
+namespace striker::cuda {
+
+// x = rmsnorm(h) of one row, formed by a whole block of exactly kRmsnormRowThreads threads in
+// shared memory: the 1-token GEMVs that take the norm in front of their dot products (every CTA
+// normalises the row itself after griddepcontrol.wait instead of waiting for a separate rmsnorm
+// launch; hidden <= kBlockNormMaxHidden, hidden % 8 == 0, 16-byte aligned pointers).
+constexpr int kBlockNormMaxHidden = 8 * kRmsnormRowThreads;  // one 8-value chunk per thread (Flint: 2048)
+
+struct BlockNormSmem {
+  __align__(16) float gamma[kBlockNormMaxHidden];
+  __align__(16) bf16_t x[kBlockNormMaxHidden];
+  float partial[kRmsnormRowThreads / 32];
+};
+
+// Before the wait (norm weights are no earlier kernel's output): thread c copies chunk c of gamma.
+// No barrier: block_rmsnorm_row's first one publishes it.
+__device__ __forceinline__ void block_norm_stage_gamma(const float* __restrict__ gamma, int hidden, BlockNormSmem& s) {
+  const int c = int(threadIdx.x);
+  if (c < hidden / 8) {
+    const float4* g4 = reinterpret_cast<const float4*>(gamma);
+    float4* d4 = reinterpret_cast<float4*>(s.gamma);
+    d4[2 * c] = __ldg(g4 + 2 * c);
+    d4[2 * c + 1] = __ldg(g4 + 2 * c + 1);
+  }
+}
+
+// After the wait: s.x = rmsnorm(h) with the rmsnorm kernel's bits, op for op: thread i's sum of
+// squares over elements i, i + 256, ... in that order (rmsnorm_partial, read from the staged raw
+// row), rmsnorm_scale's reduction, rmsnorm_apply. Every thread of the block calls it; it ends with
+// a barrier, so on return every thread may read all of s.x.
+__device__ __forceinline__ void block_rmsnorm_row(const bf16_t* __restrict__ h, int hidden, float eps,
+                                                  BlockNormSmem& s) {
+  const int c = int(threadIdx.x);  // this thread's chunk (elements 8c..8c+7)
+  const bool holds = c < hidden / 8;
+  uint4* x4 = reinterpret_cast<uint4*>(s.x);
+  uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+  if (holds) x4[c] = raw = load_from_l2(h + int64_t(c) * 8);  // h: the previous kernel's output
+  __syncthreads();  // the raw row (and block_norm_stage_gamma's gamma) in shared memory
+  const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(s.x[i]); });
+  const float r = rmsnorm_scale(ss, hidden, eps, s.partial);  // two barriers: the raw row is read by now
+  if (holds) {
+    float f[8], y[8];
+    unpack8(raw, f);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, s.gamma[8 * c + k]);
+    x4[c] = pack8(y);
+  }
+  __syncthreads();  // the normalised row complete
+}
+
+}  // namespace striker::cuda

@@ -99,14 +99,15 @@ __device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], con
 // kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
 // instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their
 // register bounds. Same operations per row, so the same sums.
-template <int R, int NT, bool kRowByRow = false>
+// kSharedX: x is a shared-memory row (load_x).
+template <int R, int NT, bool kRowByRow = false, bool kSharedX = false>
 __device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const bf16_t* x, int64_t x_stride, int nt,
                                                  int c, float (&acc)[R][NT]) {
   static_assert(!kRowByRow || NT == 1, "row-by-row order is for one token");
   if constexpr (kRowByRow) {
 #pragma unroll
     for (int g = 0; g < 2; ++g) {
-      uint4 xq[2] = {load_cached(x + int64_t(c) * 32 + g * 16), load_cached(x + int64_t(c) * 32 + g * 16 + 8)};
+      uint4 xq[2] = {load_x<kSharedX>(x + int64_t(c) * 32 + g * 16), load_x<kSharedX>(x + int64_t(c) * 32 + g * 16 + 8)};
       float xf[16];
       unpack8(xq[0], xf);
       unpack8(xq[1], xf + 8);
@@ -136,8 +137,8 @@ __device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const b
         if (t < nt) {
           const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
           float xf[16];
-          unpack8(load_cached(xp), xf);
-          unpack8(load_cached(xp + 8), xf + 8);
+          unpack8(load_x<kSharedX>(xp), xf);
+          unpack8(load_x<kSharedX>(xp + 8), xf + 8);
 #pragma unroll
           for (int r = 0; r < R; ++r) {
             float p = 0.f;
@@ -198,7 +199,7 @@ __device__ __forceinline__ void warp_dot_nvfp4_prologue(const uint8_t* const (&c
   if (c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
 }
 
-template <int R, int NT>
+template <int R, int NT, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
                                                      const uint8_t* const (&scales)[R], const bf16_t* x,
                                                      int64_t x_stride, int nt, int in, float (&acc)[R][NT],
@@ -210,10 +211,10 @@ __device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   for (int c = part * 32 + lane; c < chunks; c += 2 * step) {
-    accumulate_chunk<R, NT, NT == 1>(pr.a, x, x_stride, nt, c, acc);  // chunk c
+    accumulate_chunk<R, NT, NT == 1, kSharedX>(pr.a, x, x_stride, nt, c, acc);  // chunk c
     if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
     if (c + step < chunks) {
-      accumulate_chunk<R, NT, NT == 1>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
+      accumulate_chunk<R, NT, NT == 1, kSharedX>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
       if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
     }
   }

@@ -7,6 +7,7 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
@@ -21,10 +22,14 @@ using Mode = GemvOut;
 // Each warp loads its first two chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs
 // per SM at T = 1 (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96);
 // ptxas would otherwise take 96–97 / 103–135 registers.
-template <int R, int NT, int S, Mode M>
+// kNorm (one token): x is h, and every CTA forms x = rmsnorm(h) in shared memory after the wait
+// (gemv.cu's gemv_kernel, block_rmsnorm_row: the rmsnorm kernel's bits).
+template <int R, int NT, int S, Mode M, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
-                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out) {
+                      const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out,
+                      const float* __restrict__ gamma, float eps) {
+  static_assert(!kNorm || (NT == 1 && kWarps * 32 == kRmsnormRowThreads), "the block norm: one token, 256 threads");
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -43,8 +48,16 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
   float acc[R][NT];
   Nvfp4Prologue<R> pr;
   if (o0 < out_dim) warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
-  pdl_wait();  // x and h (Residual) are written by earlier kernels
-  if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  if constexpr (kNorm) {
+    __shared__ BlockNormSmem ns;
+    block_norm_stage_gamma(gamma, in, ns);
+    pdl_wait();  // h is written by earlier kernels
+    block_rmsnorm_row(x, in, eps, ns);
+    if (o0 < out_dim) warp_dot_nvfp4_early<R, NT, true>(pr, cr, sr, ns.x, in, nt, in, acc, part, S);
+  } else {
+    pdl_wait();  // x and h (Residual) are written by earlier kernels
+    if (o0 < out_dim) warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
+  }
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -79,25 +92,38 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
 // Gate and up of two output rows per warp (4 weight rows in flight), one pass, then SwiGLU.
 // Weights before pdl_wait as nvfp4_gemv_kernel's; the T = 1 form is held to 2 CTAs per SM (left
 // alone, ptxas takes ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
-template <int NT>
+// kNorm (one token): x is h, normalised by every CTA as in nvfp4_gemv_kernel (so no warp leaves
+// before the norm's barriers).
+template <int NT, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
-                         float s2u, int inter, bf16_t* __restrict__ act) {
+                         float s2u, int inter, bf16_t* __restrict__ act, const float* __restrict__ gamma, float eps) {
+  static_assert(!kNorm || (NT == 1 && kWarps * 32 == kRmsnormRowThreads), "the block norm: one token, 256 threads");
   pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blockIdx.x * kWarps + warp) * 2;
-  if (o0 >= inter) return;
+  const bool live = o0 < inter;
+  if (!kNorm && !live) return;
   const int t0 = blockIdx.y * NT;
   const int nt = min(NT, T - t0);
-  const int64_t oa = o0, ob = min(o0 + 1, inter - 1);
+  const int64_t oa = min(o0, inter - 1), ob = min(o0 + 1, inter - 1);
   const int64_t cb = in / 2, sb = in / 16;
   const uint8_t* cr[4] = {wg.codes + oa * cb, wu.codes + oa * cb, wg.codes + ob * cb, wu.codes + ob * cb};
   const uint8_t* sr[4] = {wg.scales + oa * sb, wu.scales + oa * sb, wg.scales + ob * sb, wu.scales + ob * sb};
   float acc[4][NT];
   Nvfp4Prologue<4> pr;
-  warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
-  pdl_wait();  // x is written by the previous kernel
-  warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+  if (live) warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
+  if constexpr (kNorm) {
+    __shared__ BlockNormSmem ns;
+    block_norm_stage_gamma(gamma, in, ns);
+    pdl_wait();  // h is written by earlier kernels
+    block_rmsnorm_row(x, in, eps, ns);
+    if (!live) return;
+    warp_dot_nvfp4_early<4, NT, true>(pr, cr, sr, ns.x, in, nt, in, acc);
+  } else {
+    pdl_wait();  // x is written by the previous kernel
+    warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+  }
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -161,10 +187,26 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
     throw Error(std::string(what) + ": activations/codes must be 16-byte and scales 4-byte aligned");
 }
 
+// One 1-token nvfp4_gemv_kernel launch, with the input norm inside when `norm` is set.
+template <int R, int S, Mode M>
+void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
+                   const InputNorm* norm, cudaStream_t stream) {
+  if constexpr (M == Mode::Store) {
+    if (norm != nullptr) {
+      launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales,
+                 s2, out_dim, out, norm->gamma, norm->eps);
+      return;
+    }
+  }
+  launch_pdl(nvfp4_gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2,
+             out_dim, out, static_cast<const float*>(nullptr), 0.f);
+}
+
 template <Mode M>
 void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const InputNorm* norm = nullptr) {
   check_nvfp4(what, x, in, W, out);
+  if (norm != nullptr) check_input_norm(what, *norm, T, in);
   if (T <= 0 || out_dim <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   if (T > 1) {
@@ -177,12 +219,8 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, Nvfp4Matrix W, 
   // each row over 4 warps so enough loads are in flight; the LM head has warps to spare.
   const bool split = out_dim < 8192 && in / 32 >= 128;
   constexpr int S = 4;
-  if (split)
-    launch_pdl(nvfp4_gemv_kernel<2, 1, S, M>, dim3(blocks(2 * kWarps / S), 1), dim3(kWarps * 32), 0,
-               stream, xd, T, in, W.codes, W.scales, s2, out_dim, out);
-  else
-    launch_pdl(nvfp4_gemv_kernel<2, 1, 1, M>, dim3(blocks(2 * kWarps), 1), dim3(kWarps * 32), 0, stream,
-               xd, T, in, W.codes, W.scales, s2, out_dim, out);
+  if (split) launch_gemv_1<2, S, M>(dim3(blocks(2 * kWarps / S)), xd, in, W, s2, out_dim, out, norm, stream);
+  else launch_gemv_1<2, 1, M>(dim3(blocks(2 * kWarps)), xd, in, W, s2, out_dim, out, norm, stream);
   STRIKER_CUDA_CHECK_LAUNCH(what);
 }
 
@@ -191,9 +229,10 @@ unsigned grid_for(int64_t n, int threads) {
 }
 
 void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu, float scale2_u,
-                    int inter, bf16* act, cudaStream_t stream) {
+                    int inter, bf16* act, cudaStream_t stream, const InputNorm* norm) {
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wg, act);
   check_nvfp4("nvfp4_gemv_gate_up", x, in, Wu, act);
+  if (norm != nullptr) check_input_norm("nvfp4_gemv_gate_up", *norm, T, in);
   if (T <= 0 || inter <= 0) return;
   const auto* xd = reinterpret_cast<const bf16_t*>(x);
   auto* a = reinterpret_cast<bf16_t*>(act);
@@ -205,7 +244,12 @@ void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g
     return;
   }
   const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), 1u);
-  launch_pdl(nvfp4_gate_up_kernel<1>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u, inter, a);
+  if (norm != nullptr)
+    launch_pdl(nvfp4_gate_up_kernel<1, true>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu,
+               scale2_u, inter, a, norm->gamma, norm->eps);
+  else
+    launch_pdl(nvfp4_gate_up_kernel<1>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u,
+               inter, a, static_cast<const float*>(nullptr), 0.f);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }
 
@@ -214,8 +258,8 @@ void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g
 // Tensor cores from 2 tokens on (nvfp4_skinny.cuh), the CUDA-core kernels at 1 (measured on the
 // H200: docs/performance.md, "Decode kernels at 1 token").
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream) {
-  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream);
+                cudaStream_t stream, const InputNorm* norm) {
+  launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream, norm);
 }
 
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
@@ -229,8 +273,8 @@ void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 sc
 }
 
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream) {
-  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream);
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream, const InputNorm* norm) {
+  launch_gate_up(x, T, in, Wg, scale2_g, Wu, scale2_u, inter, act, stream, norm);
 }
 
 void nvfp4_dequantize(Nvfp4Matrix W, int64_t rows, int in, bf16* out, cudaStream_t stream) {

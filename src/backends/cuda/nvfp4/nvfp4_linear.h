@@ -21,6 +21,7 @@
 #include "core/bf16.h"
 
 #include "backends/cuda/common/host_device.h"
+#include "backends/cuda/elementwise/rmsnorm.h"
 
 namespace striker::cuda {
 
@@ -45,9 +46,12 @@ struct RowScale2 {
 // The decode kernels (GEMV, dense gate/up, the MoE gate/up's shared-expert slots) issue each
 // warp's first two code/scale chunks between griddepcontrol.launch_dependents and .wait (weights
 // only; activations, h and routing ids after the wait), then keep two chunks in flight.
+// `norm` (gemv, gate/up; one token only): x is h and every CTA forms x = rmsnorm(h) itself, as
+// gemv.h's (the rmsnorm kernel's bits; checked: in <= 2048, aligned gamma). Not the LM head: its
+// 9,472 CTAs at 3 per SM would each pay the norm (measured slower than a separate norm launch).
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
-                cudaStream_t stream);
+                cudaStream_t stream, const InputNorm* norm = nullptr);
 // h[t,o] = bf16(h[t,o] + bf16(mm(x[t], W)[o]))  (o_proj / dense down with the residual add fused).
 void nvfp4_gemv_residual(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* h,
                          cudaStream_t stream);
@@ -56,7 +60,7 @@ void nvfp4_gemv_logits(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 sc
                        cudaStream_t stream);
 // act = bf16(bf16(g·sigmoid(g))·u) with g = bf16(mm(x,Wg)), u = bf16(mm(x,Wu)); Wg, Wu [inter, in].
 void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g, Nvfp4Matrix Wu,
-                        float scale2_u, int inter, bf16* act, cudaStream_t stream);
+                        float scale2_u, int inter, bf16* act, cudaStream_t stream, const InputNorm* norm = nullptr);
 
 // out[r, i] = bf16(E2M1(code)·E4M3(scale)) for `rows` rows of `in` weights (no scale2: the
 // caller applies it to the GEMM accumulator). Exact, see nvfp4_gemv.cu.
