@@ -15,6 +15,7 @@
 
 #include "backends/cuda/attention/attention_decode_layout.h"
 #include "backends/cuda/common/device_math.cuh"
+#include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
@@ -371,6 +372,133 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
   return sinks ? __fmul_rn(sinks[h], kLog2e) : kNegInf;
 }
 
+// The split combine of one query head (head hh of its KV head's group) for Flint's shape when it
+// merges many records (one query's full layer: 66 splits at 8K and 100K): 8 warps, warp w takes
+// splits w, w + 8, ..., lane l dims 4l .. 4l+3 (one 16-byte load per record) with its (m, l)
+// pair; the loads of 8 splits are issued before any is used and each warp keeps a running maximum
+// (online softmax across records), so 66 splits cost two L2 round trips per warp instead of the
+// max pass plus ~5 rounds of combine_head; one barrier merges the 8 warps and adds the sink.
+// Block of kWideCombineThreads threads; records R = G·(D + 2) floats apart.
+constexpr int kWideCombineThreads = 256;
+template <class RecordAt>
+__device__ __forceinline__ void combine_head_wide(RecordAt record, int num_splits, int hh, float sink,
+                                                  bf16_t* __restrict__ out_row) {
+  constexpr int D = kHeadDim, G = kGroup, U = 8, W = kWideCombineThreads / 32;
+  static_assert(D == 32 * 4, "lane l owns dims 4l .. 4l+3");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __shared__ float red_m[W], red_l[W];
+  __shared__ __align__(16) float red_a[W][D];
+  float run = kNegInf, den = 0.f;
+  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int s0 = warp; s0 < num_splits; s0 += U * W) {
+    float2 ml[U];
+    float4 x[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int s = s0 + u * W;
+      if (s < num_splits) {
+        const float* rec = record(s);
+        ml[u] = __ldcg(reinterpret_cast<const float2*>(rec + 2 * hh));
+        x[u] = __ldcg(reinterpret_cast<const float4*>(rec + 2 * G + hh * D + 4 * lane));
+      } else {
+        ml[u] = make_float2(kNegInf, 0.f);
+        x[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const float mn = fmaxf(run, ml[u].x);
+      const float c_old = rescale(run, mn), c_new = rescale(ml[u].x, mn);
+      den = __fmaf_rn(ml[u].y, c_new, __fmul_rn(den, c_old));
+      a.x = __fmaf_rn(x[u].x, c_new, __fmul_rn(a.x, c_old));
+      a.y = __fmaf_rn(x[u].y, c_new, __fmul_rn(a.y, c_old));
+      a.z = __fmaf_rn(x[u].z, c_new, __fmul_rn(a.z, c_old));
+      a.w = __fmaf_rn(x[u].w, c_new, __fmul_rn(a.w, c_old));
+      run = mn;
+    }
+  }
+  *reinterpret_cast<float4*>(&red_a[warp][4 * lane]) = a;
+  if (lane == 0) red_m[warp] = run, red_l[warp] = den;
+  __syncthreads();
+  if (threadIdx.x < D) {
+    float mx = sink;
+#pragma unroll
+    for (int w = 0; w < W; ++w) mx = fmaxf(mx, red_m[w]);
+    float total = 0.f, denom = rescale(sink, mx);
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      const float sc = rescale(red_m[w], mx);
+      total = __fmaf_rn(red_a[w][threadIdx.x], sc, total);
+      denom = __fmaf_rn(red_l[w], sc, denom);
+    }
+    // denom > 0: the query's own key is always in range.
+    out_row[threadIdx.x] = __float2bfloat16_rn(total / denom);
+  }
+}
+
+// Single-launch decode attention (the split combine in the split kernel's tail): the CTA that
+// completes the last split of a (query, KV head) merges that KV head's num_splits records (recs:
+// the first, records R = G·(D + 2) floats apart, written by this and other CTAs of the same grid,
+// hence the L2 loads) for all G query heads at once, adds the sinks and writes the G·D outputs
+// at out (the KV head's first output element). Thread t owns head t/16, dims 8·(t%16) .. +7: one
+// pass over the splits with a running maximum (online softmax across records), the loads of all
+// (up to kFusedMaxSplits) splits issued before any is used (one L2 round trip), no barrier.
+// Numerically the combine kernel's function (another summation order, so not bit-identical to it).
+constexpr int kFusedMaxSplits = 16;  // splits per (query, KV head) the last CTA merges; more take the combine kernel
+__device__ __forceinline__ void combine_group_records(const float* recs, int num_splits, const float* sinks, int h0,
+                                                      bf16_t* __restrict__ out) {
+  constexpr int D = kHeadDim, G = kGroup, R = G * (D + 2), U = kFusedMaxSplits;
+  static_assert(kWarps * 32 == G * 16 && D == 16 * 8, "thread t owns head t/16, dims 8(t%16)..+7");
+  const int hh = threadIdx.x >> 4, d0 = (threadIdx.x & 15) * 8;
+  const float sink = sink_log2(sinks, h0 + hh);
+  float run = sink;                         // running maximum (log2 domain)
+  float den = sink == kNegInf ? 0.f : 1.f;  // the sink's weight 2^(sink - run), no value
+  float a[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) a[e] = 0.f;
+  for (int s0 = 0; s0 < num_splits; s0 += U) {
+    float2 ml[U];
+    float4 x[U][2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (s0 + u < num_splits) {
+        const float* rec = recs + int64_t(s0 + u) * R;
+        ml[u] = __ldcg(reinterpret_cast<const float2*>(rec + 2 * hh));
+        x[u][0] = __ldcg(reinterpret_cast<const float4*>(rec + 2 * G + hh * D + d0));
+        x[u][1] = __ldcg(reinterpret_cast<const float4*>(rec + 2 * G + hh * D + d0 + 4));
+      } else {
+        ml[u] = make_float2(kNegInf, 0.f);
+        x[u][0] = x[u][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const float mn = fmaxf(run, ml[u].x);
+      const float c_old = rescale(run, mn), c_new = rescale(ml[u].x, mn);
+      den = __fmaf_rn(ml[u].y, c_new, __fmul_rn(den, c_old));
+      const float xv[8] = {x[u][0].x, x[u][0].y, x[u][0].z, x[u][0].w, x[u][1].x, x[u][1].y, x[u][1].z, x[u][1].w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) a[e] = __fmaf_rn(xv[e], c_new, __fmul_rn(a[e], c_old));
+      run = mn;
+    }
+  }
+  // den > 0: the query's own key is always in range.
+  uint4 o;
+  o.x = pack_bf16x2(a[0] / den, a[1] / den);
+  o.y = pack_bf16x2(a[2] / den, a[3] / den);
+  o.z = pack_bf16x2(a[4] / den, a[5] / den);
+  o.w = pack_bf16x2(a[6] / den, a[7] / den);
+  *reinterpret_cast<uint4*>(out + hh * D + d0) = o;
+}
+
+// The tail of a single-launch split CTA, called by every thread after the CTA wrote its split
+// record: counts the split on (query, KV head)'s counter (common/last_block.cuh), and the CTA of
+// the last split merges the group's records (combine_group_records).
+__device__ __forceinline__ void finish_split_group(unsigned int* counter, const float* recs, int num_splits,
+                                                   const float* sinks, int h0, bf16_t* __restrict__ out) {
+  if (last_block_arrive(counter, unsigned(num_splits))) combine_group_records(recs, num_splits, sinks, h0, out);
+}
+
 // attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
 // per SM) over the grid (splits, KV heads, queries); writes split records
 // only (the caller launches the combine). step_queries: the queries of the whole step in this
@@ -381,5 +509,13 @@ void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const b
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
                            float* partials, cudaStream_t stream);
+// The same split kernel with the combine in the last split's CTA (finish_split_group): one launch,
+// outputs at out ([queries, KV heads · kGroup, kHeadDim], query z's row at query_ids[z] or z),
+// counters: one zeroed word per (query, KV head) record group, left zeroed. num_splits <= kFusedMaxSplits.
+void launch_attention_pipe_combined(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
+                                    int block_size, int window, const int32_t* positions, const int32_t* table_offset,
+                                    const int32_t* block_tables, const int32_t* query_ids, int step_queries,
+                                    int num_splits, float* partials, unsigned int* counters, const float* sinks,
+                                    bf16_t* out, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode
