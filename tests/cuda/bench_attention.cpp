@@ -51,12 +51,9 @@ void bench_attention(std::mt19937& rng, const std::string& name, int ctx, int wi
   const int64_t records = int64_t(nkv) * 2048 * seqs;
   DeviceBuffer<float> d_scr(size_t(records * attention_partial_floats(shape)));
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), seqs, max_keys > 0 ? max_keys : keys};
-  DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(records));  // as CudaBackend: single launch where planned
-  AttentionScratch scratch{d_scr.get(), records, target};
-  scratch.counters = d_counters.get();
   auto launch = [&](int i) {
-    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs, scratch,
-                    d_out.get(), bench_stream());
+    paged_attention(d_q.get(), ks[size_t(i % nc)].get(), vs[size_t(i % nc)].get(), d_sinks.get(), shape, qs,
+                    AttentionScratch{d_scr.get(), records, target}, d_out.get(), bench_stream());
   };
   d_out.poison();
   launch(0);

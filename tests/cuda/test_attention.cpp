@@ -170,13 +170,9 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   paged_attention_ref(q, kc, vc, ac.sinks ? &sinks : nullptr, shape, positions, offsets, tables, ref);
 
   // The case's queries over the cache k, v in blocks of `block` tokens (tables tab, offsets off).
-  // The counters of the single-launch path (AttentionScratch::counters): zeroed once for the whole
-  // case, every launch must leave them zero for the next.
   const int64_t records = int64_t(NQ) * g.nkv * 300;
-  DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(records));
   auto run = [&](const std::vector<bf16>& k, const std::vector<bf16>& v, const std::vector<int32_t>& tab,
-                 const std::vector<int32_t>& off, int block, int64_t target, int plan_keys = 0,
-                 bool single_launch = false) {
+                 const std::vector<int32_t>& off, int block, int64_t target, int plan_keys = 0) {
     const AttentionShape sh{g.nh, g.nkv, g.d, block, ac.window};
     DeviceBuffer<bf16> d_q(q), d_k(k), d_v(v), d_out(ref.size());
     DeviceBuffer<float> d_sinks(sinks);
@@ -185,37 +181,29 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
     d_out.poison();
     d_scratch.poison();
     const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, plan_keys > 0 ? plan_keys : max_keys};
-    AttentionScratch scratch{d_scratch.get(), records, target};
-    if (single_launch) scratch.counters = d_counters.get();
-    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, sh, qs, scratch,
-                    d_out.get(), nullptr);
+    paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, sh, qs,
+                    AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr);
     return d_out.download();
   };
-  // Target split records: the default (one wave), few vs many splits, and 64 (Flint's 4 KV heads
-  // at one query: 16 splits, the most the single launch merges in a CTA); each with two launches
-  // (split kernel + combine kernel) and with the counters (one launch where the plan allows).
+  // Target split records: the default (one wave), few vs many splits, and 96 (Flint's 4 KV heads
+  // at one query: 16 splits). Flint's shape merges more than 8 splits with the wide combine.
   std::vector<bf16> got_default;
-  for (bool single : {false, true})
-    for (int64_t target : {0, 3, 12, 96}) {
-      const auto got = run(kc, vc, tables, offsets, B, target, 0, single);
-      const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << "block " << B << " target " << target << (single ? " single launch " : " ")
-                          << c.describe();
-      if (target == 0 && !single) got_default = got;
-    }
-  EXPECT_TRUE(counters_are_zero(d_counters)) << "the single-launch path left a counter non-zero";
+  for (int64_t target : {0, 3, 12, 96}) {
+    const auto got = run(kc, vc, tables, offsets, B, target);
+    const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "block " << B << " target " << target << " " << c.describe();
+    if (target == 0) got_default = got;
+  }
   // Planned for a captured decode graph's key bucket (a power of two >= 1024, up to twice the
   // real count): the splits are sized for the bucket, each CTA takes its share of its query's own
   // keys (many splits of short queries are empty).
-  for (bool single : {false, true}) {
+  {
     int bucket = 1024;
     while (bucket < max_keys) bucket *= 2;
-    const auto got = run(kc, vc, tables, offsets, B, 0, bucket, single);
+    const auto got = run(kc, vc, tables, offsets, B, 0, bucket);
     const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "block " << B << " planned for " << bucket << " keys" << (single ? " single launch: " : ": ")
-                        << c.describe();
+    EXPECT_TRUE(c.ok()) << "block " << B << " planned for " << bucket << " keys: " << c.describe();
   }
-  EXPECT_TRUE(counters_are_zero(d_counters)) << "the single-launch path left a counter non-zero";
   // Flint's shape with blocks >= 16 takes the pipelined kernel; the same keys in blocks of 8 take
   // the register-load kernel, which does the same arithmetic in the same order: bit-identical
   // outputs under the same split plan (the pipelined kernel scales the target by 2/3).
@@ -321,9 +309,8 @@ TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
 }
 
 // One sequence at Flint's decode sizes: full attention over 8K (one key either side of 8192) and
-// ~100K keys, sliding layers at W = 513 with the window edge crossed, batch 8 of each; targets as CudaBackend sets
-// them (3 × 132: 66 splits at one query, the two-launch path) and the ones above (the single
-// launch up to 16 splits).
+// ~100K keys, sliding layers at W = 513 with the window edge crossed, batch 8 of each; the split
+// targets of run_attention_case (3 × 132 in the backend: 66 splits at one query, the wide combine).
 TEST(CudaAttention, OneSequenceAtDecodeContexts) {
   std::mt19937 rng(41);
   run_attention_case({{32, 4, 128}, 0, {8191}, -1, true}, rng);
@@ -335,9 +322,10 @@ TEST(CudaAttention, OneSequenceAtDecodeContexts) {
   run_attention_case({{32, 4, 128}, 513, {8193, 8000, 7001, 8192, 20, 8191, 5000, 4097}, -1, true}, rng);
 }
 
-// NaN never passes: a NaN in one cached value row reaches the outputs of the single launch (the
-// comparison must fail), so a merge that dropped or masked a split could not pass unseen.
-TEST(CudaAttention, SingleLaunchPropagatesNaN) {
+// NaN never passes: a NaN in one cached value inside the window reaches exactly that dim of the
+// KV head's 8 query heads through the split records and the combine (9 splits: the wide combine),
+// so a merge that dropped or masked a split could not pass unseen.
+TEST(CudaAttention, NaNValuePropagatesThroughTheCombine) {
   std::mt19937 rng(42);
   const Geometry g{32, 4, 128};
   const int B = 16, len = 600, W = 513;
@@ -358,10 +346,9 @@ TEST(CudaAttention, SingleLaunchPropagatesNaN) {
   DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables);
   const int64_t records = int64_t(g.nkv) * 64;
   DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
-  DeviceBuffer<unsigned int> d_counters = zero_counters(size_t(records));
   d_out.poison();
-  AttentionScratch scratch{d_scratch.get(), records, 396};
-  scratch.counters = d_counters.get();
+  d_scratch.poison();
+  const AttentionScratch scratch{d_scratch.get(), records, 396};
   paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape,
                   AttentionQueries{d_pos.get(), d_off.get(), d_tab.get(), 1, W}, scratch, d_out.get(), nullptr);
   const auto got = d_out.download();
@@ -371,7 +358,6 @@ TEST(CudaAttention, SingleLaunchPropagatesNaN) {
   // Dim 5 of the 8 query heads of KV head 1 (every other output finite).
   EXPECT_EQ(nan_outputs, 8u);
   for (int h = 8; h < 16; ++h) EXPECT_TRUE(std::isnan(bf16_to_float(got[size_t(h) * g.d + 5]))) << "head " << h;
-  EXPECT_TRUE(counters_are_zero(d_counters));
 }
 
 // The pipelined kernel at longer contexts (many tiles per warp, so the cp.async ring wraps many

@@ -22,23 +22,15 @@ using decode::kWarps;
 using decode::rescale;
 constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
 
-// TEMPORARY A/B switch (tenth session): STRIKER_AB_OFF=1 keeps every decode launch on the two
-// launches (split kernel + combine kernel) with the old combine; =single only the single launch
-// off (two launches, the wide combine where it applies); =wide only the wide combine off.
-// Deleted with the loser after the measurement.
-int ab_mode() {  // 0 new, 1 both old, 2 single launch old, 3 wide combine old
-  static const int mode = [] {
+// TEMPORARY A/B switch (tenth session): STRIKER_AB_OFF=1 merges many splits with the old combine
+// kernel instead of the wide one. Deleted with the loser after the measurement.
+bool ab_off() {
+  static const bool off = [] {
     const char* e = std::getenv("STRIKER_AB_OFF");
-    if (e == nullptr) return 0;
-    if (std::strcmp(e, "1") == 0) return 1;
-    if (std::strcmp(e, "single") == 0) return 2;
-    if (std::strcmp(e, "wide") == 0) return 3;
-    return 0;
+    return e != nullptr && std::strcmp(e, "1") == 0;
   }();
-  return mode;
+  return off;
 }
-bool ab_single_off() { return ab_mode() == 1 || ab_mode() == 2; }
-bool ab_wide_off() { return ab_mode() == 1 || ab_mode() == 3; }
 
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
@@ -293,17 +285,6 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   // slice) or, without ids, at index z of positions / table offsets / q (shifted); its records go
   // to the slice's place, so the combine below reads them at the step-wide z as always.
   const int64_t record_floats = int64_t(s.n_kv_heads) * splits * attention_partial_floats(s);
-  // One launch: the last split CTA of each (query, KV head) merges its records (few splits only:
-  // one CTA reads them all). Queries in one grid dimension only (counters are per launch z).
-  if (pipelined && scratch.counters != nullptr && splits <= decode::kFusedMaxSplits &&
-      qs.num_queries <= kMaxGridYZ && !ab_single_off()) {
-    decode::launch_attention_pipe_combined(dim3(unsigned(splits), unsigned(s.n_kv_heads), unsigned(qs.num_queries)),
-                                           reinterpret_cast<const bf16_t*>(q), kb, vb, s.n_kv_heads, s.block_size,
-                                           s.window, qs.positions, qs.table_offset, qs.block_tables, qs.query_ids,
-                                           qs.num_queries, splits, scratch.data, scratch.counters, sinks,
-                                           reinterpret_cast<bf16_t*>(out), stream);
-    return;
-  }
   for (int first = 0; first < qs.num_queries; first += kMaxGridYZ) {
     const int n = std::min(qs.num_queries - first, kMaxGridYZ);
     const bool by_id = qs.query_ids != nullptr;
@@ -325,7 +306,7 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
-  if (tensor_cores && splits > 8 && !ab_wide_off()) {  // many splits: the wide combine (two L2 round trips per warp)
+  if (tensor_cores && splits > 8 && !ab_off()) {  // many splits: the wide combine (two L2 round trips per warp)
     launch_pdl(attention_combine_wide_kernel, dim3(unsigned(qs.num_queries * s.n_heads)),
                dim3(decode::kWideCombineThreads), 0, stream, scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids,
                reinterpret_cast<bf16_t*>(out));

@@ -44,10 +44,6 @@ struct AttentionScratch {
   float* data = nullptr;
   int64_t max_partials = 0;    // capacity in (query, kv head, split) records
   int64_t target_records = 0;  // split records to aim for per launch (about one wave of CTAs); 0 = 1024
-  // Optional: max_partials words, all zero, that the kernels leave zero. With them a decode launch
-  // of Flint's shape whose plan has at most decode::kFusedMaxSplits splits merges its splits in the
-  // last split's CTA (one launch instead of split kernel + combine). nullptr = always two launches.
-  unsigned int* counters = nullptr;
 };
 int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 
@@ -59,9 +55,7 @@ int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 //   the same shape with smaller blocks: tensor cores, K and V loaded into registers, 3 CTAs per SM;
 //   any other shape: CUDA cores, 4 keys per lane group in flight.
 // scratch.target_records is the split-record target of a 3-CTAs-per-SM kernel (one wave); the
-// pipelined kernel scales it by 2/3. With scratch.counters, a pipelined launch of at most
-// decode::kFusedMaxSplits splits per (query, KV head) (sliding layers, and full layers at 4+
-// sequences) does the split combine in its own last CTAs: one launch.
+// pipelined kernel scales it by 2/3.
 // The tensor-core kernels and the combine read the step metadata (positions,
 // table offsets, block ids of the first tiles, query ids, sinks) before the PDL wait: it is written
 // by the step's metadata memcpy before the step's first kernel (attention_decode.cuh says why that

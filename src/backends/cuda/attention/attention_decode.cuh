@@ -15,7 +15,6 @@
 
 #include "backends/cuda/attention/attention_decode_layout.h"
 #include "backends/cuda/common/device_math.cuh"
-#include "backends/cuda/common/last_block.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
@@ -436,69 +435,6 @@ __device__ __forceinline__ void combine_head_wide(RecordAt record, int num_split
   }
 }
 
-// Single-launch decode attention (the split combine in the split kernel's tail): the CTA that
-// completes the last split of a (query, KV head) merges that KV head's num_splits records (recs:
-// the first, records R = G·(D + 2) floats apart, written by this and other CTAs of the same grid,
-// hence the L2 loads) for all G query heads at once, adds the sinks and writes the G·D outputs
-// at out (the KV head's first output element). Thread t owns head t/16, dims 8·(t%16) .. +7: one
-// pass over the splits with a running maximum (online softmax across records), the loads of all
-// (up to kFusedMaxSplits) splits issued before any is used (one L2 round trip), no barrier.
-// Numerically the combine kernel's function (another summation order, so not bit-identical to it).
-constexpr int kFusedMaxSplits = 16;  // splits per (query, KV head) the last CTA merges; more take the combine kernel
-__device__ __forceinline__ void combine_group_records(const float* recs, int num_splits, const float* sinks, int h0,
-                                                      bf16_t* __restrict__ out) {
-  constexpr int D = kHeadDim, G = kGroup, R = G * (D + 2), U = kFusedMaxSplits;
-  static_assert(kWarps * 32 == G * 16 && D == 16 * 8, "thread t owns head t/16, dims 8(t%16)..+7");
-  const int hh = threadIdx.x >> 4, d0 = (threadIdx.x & 15) * 8;
-  const float sink = sink_log2(sinks, h0 + hh);
-  float run = sink;                         // running maximum (log2 domain)
-  float den = sink == kNegInf ? 0.f : 1.f;  // the sink's weight 2^(sink - run), no value
-  float a[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) a[e] = 0.f;
-  for (int s0 = 0; s0 < num_splits; s0 += U) {
-    float2 ml[U];
-    float4 x[U][2];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (s0 + u < num_splits) {
-        const float* rec = recs + int64_t(s0 + u) * R;
-        ml[u] = __ldcg(reinterpret_cast<const float2*>(rec + 2 * hh));
-        x[u][0] = __ldcg(reinterpret_cast<const float4*>(rec + 2 * G + hh * D + d0));
-        x[u][1] = __ldcg(reinterpret_cast<const float4*>(rec + 2 * G + hh * D + d0 + 4));
-      } else {
-        ml[u] = make_float2(kNegInf, 0.f);
-        x[u][0] = x[u][1] = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const float mn = fmaxf(run, ml[u].x);
-      const float c_old = rescale(run, mn), c_new = rescale(ml[u].x, mn);
-      den = __fmaf_rn(ml[u].y, c_new, __fmul_rn(den, c_old));
-      const float xv[8] = {x[u][0].x, x[u][0].y, x[u][0].z, x[u][0].w, x[u][1].x, x[u][1].y, x[u][1].z, x[u][1].w};
-#pragma unroll
-      for (int e = 0; e < 8; ++e) a[e] = __fmaf_rn(xv[e], c_new, __fmul_rn(a[e], c_old));
-      run = mn;
-    }
-  }
-  // den > 0: the query's own key is always in range.
-  uint4 o;
-  o.x = pack_bf16x2(a[0] / den, a[1] / den);
-  o.y = pack_bf16x2(a[2] / den, a[3] / den);
-  o.z = pack_bf16x2(a[4] / den, a[5] / den);
-  o.w = pack_bf16x2(a[6] / den, a[7] / den);
-  *reinterpret_cast<uint4*>(out + hh * D + d0) = o;
-}
-
-// The tail of a single-launch split CTA, called by every thread after the CTA wrote its split
-// record: counts the split on (query, KV head)'s counter (common/last_block.cuh), and the CTA of
-// the last split merges the group's records (combine_group_records).
-__device__ __forceinline__ void finish_split_group(unsigned int* counter, const float* recs, int num_splits,
-                                                   const float* sinks, int h0, bf16_t* __restrict__ out) {
-  if (last_block_arrive(counter, unsigned(num_splits))) combine_group_records(recs, num_splits, sinks, h0, out);
-}
-
 // attention_pipe.cu: launches attention_pipe_kernel (kPipeStages-deep ring, kPipeCtasPerSm CTAs
 // per SM) over the grid (splits, KV heads, queries); writes split records
 // only (the caller launches the combine). step_queries: the queries of the whole step in this
@@ -509,13 +445,5 @@ void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const b
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
                            float* partials, cudaStream_t stream);
-// The same split kernel with the combine in the last split's CTA (finish_split_group): one launch,
-// outputs at out ([queries, KV heads · kGroup, kHeadDim], query z's row at query_ids[z] or z),
-// counters: one zeroed word per (query, KV head) record group, left zeroed. num_splits <= kFusedMaxSplits.
-void launch_attention_pipe_combined(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
-                                    int block_size, int window, const int32_t* positions, const int32_t* table_offset,
-                                    const int32_t* block_tables, const int32_t* query_ids, int step_queries,
-                                    int num_splits, float* partials, unsigned int* counters, const float* sinks,
-                                    bf16_t* out, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode

@@ -36,43 +36,6 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
                              split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec);
 }
 
-// The same CTAs with the split combine in the tail of the last split of each (query, KV head)
-// (decode::finish_split_group): one launch instead of two.
-template <int kStages, int kMinBlocks>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_combined_kernel(
-    const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
-    int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int num_splits,
-    float* __restrict__ partials, unsigned int* __restrict__ counters, const float* __restrict__ sinks,
-    bf16_t* __restrict__ out) {
-  extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
-  const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
-  const int64_t group = int64_t(z) * nkv + kvh;
-  float* recs = partials + group * num_splits * (kGroup * (kHeadDim + 2));
-  pipe_split_record<kStages>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                             split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l,
-                             recs + int64_t(split) * (kGroup * (kHeadDim + 2)));
-  const int qi = query_ids ? query_ids[z] : z;
-  finish_split_group(counters + group, recs, num_splits, sinks, kvh * kGroup,
-                     out + (int64_t(qi) * nkv + kvh) * kGroup * kHeadDim);
-}
-
-// Over 48 KiB of dynamic shared memory needs the opt-in, and kMinBlocks rings per SM need the
-// largest shared-memory carveout. Both are function attributes (allowed while a graph is being
-// captured); set once per kernel instantiation (a thread-safe static), so uncaptured launches
-// (bench rows, prefill steps) do not pay two extra driver calls each.
-template <auto kernel>
-void configure_once(int smem) {
-  static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    STRIKER_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
-}
-
 template <int kStages, int kMinBlocks>
 void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size,
                    int window, const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
@@ -80,42 +43,31 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
                    cudaStream_t stream) {
   auto* kernel = attention_pipe_kernel<kStages, kMinBlocks>;
   constexpr int smem = cta_ring_bytes(kStages);
-  configure_once<attention_pipe_kernel<kStages, kMinBlocks>>(smem);
+  // Over 48 KiB of dynamic shared memory needs the opt-in, and kMinBlocks rings per SM need the
+  // largest shared-memory carveout. Both are function attributes (allowed while a graph is being
+  // captured); set once per kernel instantiation (a thread-safe static), so uncaptured launches
+  // (bench rows, prefill steps) do not pay two extra driver calls each.
+  static const bool configured = [&] {
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    return true;
+  }();
+  (void)configured;
   launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
              table_offset, block_tables, query_ids, step_queries, num_splits, partials);
   STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_kernel");
 }
 
-void check_block_size(int block_size) {
-  if (block_size < kMinBlockSize)
-    throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
-                std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
-}
-
 }  // namespace
-
-void launch_attention_pipe_combined(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
-                                    int block_size, int window, const int32_t* positions, const int32_t* table_offset,
-                                    const int32_t* block_tables, const int32_t* query_ids, int step_queries,
-                                    int num_splits, float* partials, unsigned int* counters, const float* sinks,
-                                    bf16_t* out, cudaStream_t stream) {
-  check_block_size(block_size);
-  if (num_splits > kFusedMaxSplits || int(grid.x) != num_splits)
-    throw Error("attention_pipe_combined: " + std::to_string(num_splits) + " splits (at most " +
-                std::to_string(kFusedMaxSplits) + ", one CTA each)");
-  auto* kernel = attention_pipe_combined_kernel<kPipeStages, kPipeCtasPerSm>;
-  constexpr int smem = cta_ring_bytes(kPipeStages);
-  configure_once<attention_pipe_combined_kernel<kPipeStages, kPipeCtasPerSm>>(smem);
-  launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
-             table_offset, block_tables, query_ids, step_queries, num_splits, partials, counters, sinks, out);
-  STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_combined_kernel");
-}
 
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
                            float* partials, cudaStream_t stream) {
-  check_block_size(block_size);
+  if (block_size < kMinBlockSize)
+    throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
+                std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
   launch_stages<kPipeStages, kPipeCtasPerSm>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
                                              block_tables, query_ids, step_queries, num_splits, partials,
                                              stream);

@@ -82,8 +82,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   w.scratch.target_records = int64_t(sms) * 3;  // one wave of the 3-CTAs-per-SM tensor-core kernel
   w.scratch.data = w.arena.get<float>(w.scratch.max_partials * attention_partial_floats(shape));
-  w.scratch.counters = w.arena.get<unsigned int>(w.scratch.max_partials);  // single-launch decode attention
-  STRIKER_CUDA_CHECK(cudaMemset(w.scratch.counters, 0, size_t(w.scratch.max_partials) * sizeof(unsigned int)));
   // [per-token arrays | logit rows | full tables] packed from 0; sliding tables at a fixed base,
   // so every device pointer depends only on (T, rows) and a captured graph can be replayed.
   // The prefill tiles (at most T pairs), tiled and other query lists (T in all) follow the full
