@@ -185,8 +185,8 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
                     AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr);
     return d_out.download();
   };
-  // Target split records: the default (one wave), few vs many splits, and 96 (Flint's 4 KV heads
-  // at one query: 16 splits). Flint's shape merges more than 8 splits with the wide combine.
+  // Target split records: the default (one wave), few vs many splits, and 96 (16 splits for
+  // Flint's 4 KV heads at one query).
   std::vector<bf16> got_default;
   for (int64_t target : {0, 3, 12, 96}) {
     const auto got = run(kc, vc, tables, offsets, B, target);
@@ -309,8 +309,8 @@ TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
 }
 
 // One sequence at Flint's decode sizes: full attention over 8K (one key either side of 8192) and
-// ~100K keys, sliding layers at W = 513 with the window edge crossed, batch 8 of each; the split
-// targets of run_attention_case (3 × 132 in the backend: 66 splits at one query, the wide combine).
+// ~100K keys, sliding layers at W = 513 with the window edge crossed, batch 8 of each, at the
+// split targets of run_attention_case (the backend's 3 × 132 gives 66 splits at one query).
 TEST(CudaAttention, OneSequenceAtDecodeContexts) {
   std::mt19937 rng(41);
   run_attention_case({{32, 4, 128}, 0, {8191}, -1, true}, rng);
@@ -323,7 +323,7 @@ TEST(CudaAttention, OneSequenceAtDecodeContexts) {
 }
 
 // NaN never passes: a NaN in one cached value inside the window reaches exactly that dim of the
-// KV head's 8 query heads through the split records and the combine (9 splits: the wide combine),
+// KV head's 8 query heads through the split records and the combine (9 splits),
 // so a merge that dropped or masked a split could not pass unseen.
 TEST(CudaAttention, NaNValuePropagatesThroughTheCombine) {
   std::mt19937 rng(42);

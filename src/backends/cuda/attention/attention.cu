@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -21,16 +19,6 @@ using decode::kNegInf;
 using decode::kWarps;
 using decode::rescale;
 constexpr int kTargetRecords = 1024;       // split records wanted per launch (fills 132 SMs several times)
-
-// TEMPORARY A/B switch (tenth session): STRIKER_AB_OFF=1 merges many splits with the old combine
-// kernel instead of the wide one. Deleted with the loser after the measurement.
-bool ab_off() {
-  static const bool off = [] {
-    const char* e = std::getenv("STRIKER_AB_OFF");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  return off;
-}
 
 // One CTA = one (split of keys, KV head, query). A lane group of D/8 lanes owns one key at a
 // time, each lane 8 of its D dims (one 16-byte load of k and of v); the G query heads of the
@@ -244,24 +232,6 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                              out + (int64_t(qi) * nh + h) * D);
 }
 
-// attention_combine_kernel for Flint's shape when it merges many splits (decode::combine_head_wide):
-// one block of 8 warps per (query, head); paged_attention's records of its z-th query at z.
-__global__ void __launch_bounds__(decode::kWideCombineThreads) attention_combine_wide_kernel(
-    const float* __restrict__ partials, const float* __restrict__ sinks, int nkv, int num_splits,
-    const int32_t* __restrict__ query_ids, bf16_t* __restrict__ out) {
-  pdl_launch_dependents();  // see launch.cuh
-  constexpr int D = decode::kHeadDim, G = decode::kGroup, R = G * (D + 2);
-  const int nh = nkv * G;
-  const int z = blockIdx.x / nh, h = blockIdx.x % nh;
-  const int qi = query_ids ? query_ids[z] : z;
-  const int kvh = h / G, hh = h % G;
-  const float sink = decode::sink_log2(sinks, h);
-  pdl_wait();  // query ids and sinks above (metadata and weights), the split records below
-  const float* recs = partials + (int64_t(z) * nkv + kvh) * num_splits * R;
-  decode::combine_head_wide([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
-                            out + (int64_t(qi) * nh + h) * D);
-}
-
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
             const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
@@ -305,13 +275,6 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
                  s.block_size, s.window, positions, offsets, qs.block_tables, ids, splits, records);
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
-  }
-  if (tensor_cores && splits > 8 && !ab_off()) {  // many splits: the wide combine (two L2 round trips per warp)
-    launch_pdl(attention_combine_wide_kernel, dim3(unsigned(qs.num_queries * s.n_heads)),
-               dim3(decode::kWideCombineThreads), 0, stream, scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids,
-               reinterpret_cast<bf16_t*>(out));
-    STRIKER_CUDA_CHECK_LAUNCH("attention_combine_wide_kernel");
-    return;
   }
   launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
              scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
