@@ -170,13 +170,13 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   paged_attention_ref(q, kc, vc, ac.sinks ? &sinks : nullptr, shape, positions, offsets, tables, ref);
 
   // The case's queries over the cache k, v in blocks of `block` tokens (tables tab, offsets off).
+  const int64_t records = int64_t(NQ) * g.nkv * 300;
   auto run = [&](const std::vector<bf16>& k, const std::vector<bf16>& v, const std::vector<int32_t>& tab,
                  const std::vector<int32_t>& off, int block, int64_t target, int plan_keys = 0) {
     const AttentionShape sh{g.nh, g.nkv, g.d, block, ac.window};
     DeviceBuffer<bf16> d_q(q), d_k(k), d_v(v), d_out(ref.size());
     DeviceBuffer<float> d_sinks(sinks);
     DeviceBuffer<int32_t> d_pos(positions), d_off(off), d_tab(tab);
-    const int64_t records = int64_t(NQ) * g.nkv * 300;
     DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(sh)));
     d_out.poison();
     d_scratch.poison();
@@ -185,9 +185,10 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
                     AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr);
     return d_out.download();
   };
-  // Target split records: the default (one wave), and few vs many splits.
+  // Target split records: the default (one wave), few vs many splits, and 96 (16 splits for
+  // Flint's 4 KV heads at one query).
   std::vector<bf16> got_default;
-  for (int64_t target : {0, 3, 12}) {
+  for (int64_t target : {0, 3, 12, 96}) {
     const auto got = run(kc, vc, tables, offsets, B, target);
     const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << "block " << B << " target " << target << " " << c.describe();
@@ -305,6 +306,58 @@ TEST(CudaAttention, DecodeKernelTakesMoreQueriesThanOneGridDimension) {
 TEST(CudaAttention, LongContextSplitsAcrossManyCtas) {
   std::mt19937 rng(36);
   run_attention_case({{32, 4, 128}, 0, {20000}, -1, true}, rng);
+}
+
+// One sequence at Flint's decode sizes: full attention over 8K (one key either side of 8192) and
+// ~100K keys, sliding layers at W = 513 with the window edge crossed, batch 8 of each, at the
+// split targets of run_attention_case (the backend's 3 × 132 gives 66 splits at one query).
+TEST(CudaAttention, OneSequenceAtDecodeContexts) {
+  std::mt19937 rng(41);
+  run_attention_case({{32, 4, 128}, 0, {8191}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 0, {8193}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 0, {100003}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 513, {8193}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 513, {514}, -1, true}, rng);
+  run_attention_case({{32, 4, 128}, 0, {8193, 8000, 7001, 8192, 20, 8191, 5000, 4097}, -1, true}, rng);  // batch 8
+  run_attention_case({{32, 4, 128}, 513, {8193, 8000, 7001, 8192, 20, 8191, 5000, 4097}, -1, true}, rng);
+}
+
+// NaN never passes: a NaN in one cached value inside the window reaches exactly that dim of the
+// KV head's 8 query heads through the split records and the combine (9 splits),
+// so a merge that dropped or masked a split could not pass unseen.
+TEST(CudaAttention, NaNValuePropagatesThroughTheCombine) {
+  std::mt19937 rng(42);
+  const Geometry g{32, 4, 128};
+  const int B = 16, len = 600, W = 513;
+  std::vector<int32_t> tables((len + B - 1) / B), offsets{0}, positions{len - 1};
+  std::iota(tables.begin(), tables.end(), 0);
+  const size_t cache_elems = tables.size() * g.nkv * B * g.d;
+  auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+  const auto q = random_bf16(rng, size_t(g.nh) * g.d, 0.3f);
+  const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+  const AttentionShape shape{g.nh, g.nkv, g.d, B, W};
+  std::vector<bf16> ref;
+  paged_attention_ref(q, kc, vc, &sinks, shape, positions, offsets, tables, ref);
+  // Key 300 of KV head 1 (inside the window), value dim 5: NaN.
+  const int key = 300, kvh = 1;
+  vc[((size_t(tables[key / B]) * g.nkv + kvh) * B + key % B) * g.d + 5] = float_to_bf16(std::nanf(""));
+  DeviceBuffer<bf16> d_q(q), d_k(kc), d_v(vc), d_out(ref.size());
+  DeviceBuffer<float> d_sinks(sinks);
+  DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables);
+  const int64_t records = int64_t(g.nkv) * 64;
+  DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+  d_out.poison();
+  d_scratch.poison();
+  const AttentionScratch scratch{d_scratch.get(), records, 396};
+  paged_attention(d_q.get(), d_k.get(), d_v.get(), d_sinks.get(), shape,
+                  AttentionQueries{d_pos.get(), d_off.get(), d_tab.get(), 1, W}, scratch, d_out.get(), nullptr);
+  const auto got = d_out.download();
+  EXPECT_FALSE(compare(got, ref, kBf16Rtol, kBf16Atol).ok()) << "a NaN value row passed";
+  size_t nan_outputs = 0;
+  for (size_t i = 0; i < got.size(); ++i) nan_outputs += std::isnan(bf16_to_float(got[i])) ? 1 : 0;
+  // Dim 5 of the 8 query heads of KV head 1 (every other output finite).
+  EXPECT_EQ(nan_outputs, 8u);
+  for (int h = 8; h < 16; ++h) EXPECT_TRUE(std::isnan(bf16_to_float(got[size_t(h) * g.d + 5]))) << "head " << h;
 }
 
 // The pipelined kernel at longer contexts (many tiles per warp, so the cp.async ring wraps many
