@@ -95,6 +95,7 @@ struct Params {
   unsigned long long* sync;
   int32_t* ids_out;
   float* w_out;
+  bool prefetch_down;  // TEMPORARY A/B variant (issue 11): false = no L2 prefetch of the routed down rows
 };
 
 // SwiGLU rows o0..o0+3 of one expert (gate g, up u [rows, H]) on x (shared memory): moe_gate_up's
@@ -274,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
       router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, 0, E, K, bs, p.norm, p.rsf, s_ids, s_w);
       __syncwarp();
       if (lane < K) {
-        if (has_down)  // this CTA's down rows of the expert, into L2 while the SwiGLU rows stream
+        if (has_down && p.prefetch_down)  // this CTA's down rows of the expert, into L2 while the SwiGLU rows stream
           prefetch_l2(p.wd + (int64_t(s_ids[lane]) * H + down_row0) * I, unsigned(min(kCtaDownRows, H - down_row0) * I * 2));
         if (b == 0 && p.ids_out != nullptr) p.ids_out[lane] = s_ids[lane];
         if (b == 0 && p.w_out != nullptr) p.w_out[lane] = s_w[lane];
@@ -407,7 +408,7 @@ bool moe_decode_fused_fits(const RouterShape& rs, int inter, int shared_inter, b
 }
 
 void moe_decode_fused(bf16* h, const RouterShape& rs, const MoeFusedWeights& w, unsigned long long* sync,
-                      int32_t* topk_ids, float* topk_w, cudaStream_t stream) {
+                      int32_t* topk_ids, float* topk_w, cudaStream_t stream, bool prefetch_down) {
   const bool has_shared = w.shared_gate != nullptr;
   if (!moe_decode_fused_fits(rs, w.inter, w.shared_inter, has_shared))
     throw Error("moe_decode_fused: unsupported shape (hidden " + std::to_string(rs.hidden) + ", experts " +
@@ -436,6 +437,7 @@ void moe_decode_fused(bf16* h, const RouterShape& rs, const MoeFusedWeights& w, 
   p.sync = sync;
   p.ids_out = topk_ids;
   p.w_out = topk_w;
+  p.prefetch_down = prefetch_down;
   if (w.router_bf16 != nullptr)
     launch_pdl(moe_decode_fused_kernel<bf16_t>, dim3(kCtas), dim3(kThreads), 0, stream, p);
   else

@@ -41,6 +41,6 @@ bool moe_decode_fused_fits(const RouterShape& rs, int inter, int shared_inter, b
 // h [1, H] in and out. topk_ids [K] / topk_w [K] (may be null) receive the routing.
 // sync: kMoeFusedSyncWords zero-initialised 64-bit words, used by this function only.
 void moe_decode_fused(bf16* h, const RouterShape& rs, const MoeFusedWeights& w, unsigned long long* sync,
-                      int32_t* topk_ids, float* topk_w, cudaStream_t stream);
+                      int32_t* topk_ids, float* topk_w, cudaStream_t stream, bool prefetch_down = true);
 
 }  // namespace striker::cuda
