@@ -195,7 +195,9 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
   __syncthreads();  // gamma in shared memory
   pdl_wait();       // h is the previous kernel's output
 
-  if (threadIdx.x == 0) {  // this launch's number: the CTA's counter + 1 (0 never: the words' initial tag)
+  // This launch's number: the CTA's counter + 1 (0 never: the words' initial tag); by the last warp,
+  // so the round trip stays off warp 0's path to h.
+  if (threadIdx.x == kThreads - 32) {
     unsigned t = unsigned(*static_cast<volatile unsigned long long*>(gen + b)) + 1u;
     if (t == 0u) t = 1u;
     gen[b] = t;
