@@ -210,19 +210,24 @@ void bench_moe_block_t1(std::mt19937& rng) {
   fw.post_gamma = d_gamma.get(), fw.eps = 1e-6f, fw.router_bf16 = d_wr.get();
   fw.gate = d_wg.get(), fw.up = d_wu.get(), fw.down = d_wd.get(), fw.inter = I;
   fw.shared_gate = d_sg.get(), fw.shared_up = d_su.get(), fw.shared_down = d_sd.get(), fw.shared_inter = Is;
-  auto one = [&](int i, bool prefetch) {
+  auto one = [&](int i, int variant) {
     fw.router_bias = biases[size_t(i % 16)].get();
-    moe_decode_fused(d_h1.get(), rs, fw, sync.get(), d_ids.get(), d_tw.get(), bench_stream(), prefetch);
+    moe_decode_fused(d_h1.get(), rs, fw, sync.get(), d_ids.get(), d_tw.get(), bench_stream(), variant);
   };
   three(0);
-  one(0, true);
+  one(0, 2);
   Comparison c;  // any differing bit fails the row
   const auto want = d_h.download(), got = d_h1.download();
   for (size_t i = 0; i < want.size(); ++i) c.nan_count += want[i].bits != got[i].bits;
   const double bytes = double(E) * H * 2 + double(K + 1) * 3 * I * H * 2;
   row("moe block T=1: norm+router, gate/up, down (3 kernels)", nullptr, time_us(three), bytes);
-  row("moe block T=1: one launch (moe_decode_fused)", &c, time_us([&](int i) { one(i, true); }), bytes);
-  row("moe block T=1: one launch, no down L2 prefetch", nullptr, time_us([&](int i) { one(i, false); }), bytes);
+  row("moe block T=1: one launch, arrival counters (variant 2)", &c, time_us([&](int i) { one(i, 2); }), bytes);
+  row("moe block T=1: counters + down L2 prefetch (3)", nullptr, time_us([&](int i) { one(i, 3); }), bytes);
+  row("moe block T=1: counters + CTA 0 selects (6)", nullptr, time_us([&](int i) { one(i, 6); }), bytes);
+  row("moe block T=1: counters + CTA 0 selects + prefetch (7)", nullptr, time_us([&](int i) { one(i, 7); }), bytes);
+  row("moe block T=1: spin on words, no prefetch (0)", nullptr, time_us([&](int i) { one(i, 0); }), bytes);
+  row("moe block T=1: spin on words + prefetch (1)", nullptr, time_us([&](int i) { one(i, 1); }), bytes);
+  row("moe block T=1: norm+router, gate/up, down (3 kernels) again", nullptr, time_us(three), bytes);
 }
 
 // Decode steps of 1, 2, 4, 8 tokens through the per-slot kernels with a BF16 shared expert (production's

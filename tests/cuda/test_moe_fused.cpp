@@ -164,6 +164,11 @@ TEST(CudaMoeFused, MatchesReferenceAndThreeLaunchPath) {
       const auto ch = compare(got, h_ref, 2 * kBf16Rtol, kBf16Atol);
       EXPECT_TRUE(ch.ok()) << "h vs the CPU references: " << ch.describe();
       EXPECT_EQ(bits_differ(got, got_old), 0u) << "h vs the three launches";
+      for (int variant : {0, 1, 3, 4, 5, 6, 7}) {  // the other (temporary) variants: the same bits
+        d_h.upload(h);
+        moe_decode_fused(d_h.get(), L.rs(), L.fused(), sync.get(), d_ids.get(), d_w.get(), nullptr, variant);
+        EXPECT_EQ(bits_differ(d_h.download(), got_old), 0u) << "variant " << variant;
+      }
       EXPECT_EQ(ids, d_ids_old.download()) << "ids vs the decode router";
       EXPECT_EQ(words_differ(w, d_w_old.download()), 0u) << "weight bits vs the decode router";
     }
@@ -198,11 +203,12 @@ TEST(CudaMoeFused, ConsecutiveLayersAndGraphReplays) {
     const auto ch = compare(want, h_ref, 3 * kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(ch.ok()) << "old path vs the CPU references: " << ch.describe();
 
-    for (int rep = 0; rep < 3; ++rep) {  // plain launches, three times over the same words
+    for (int rep = 0; rep < 9; ++rep) {  // plain launches, nine times over the same words (variants 2, then 0..7)
+      const int variant = rep == 0 ? 2 : rep - 1;
       d_h.upload(h);
       d_ids.poison();
-      moe_decode_fused(d_h.get(), L1.rs(), L1.fused(), sync.get(), d_ids.get(), d_w.get(), stream);
-      moe_decode_fused(d_h.get(), L2.rs(), L2.fused(), sync.get(), d_ids.get(), d_w.get(), stream);
+      moe_decode_fused(d_h.get(), L1.rs(), L1.fused(), sync.get(), d_ids.get(), d_w.get(), stream, variant);
+      moe_decode_fused(d_h.get(), L2.rs(), L2.fused(), sync.get(), d_ids.get(), d_w.get(), stream, variant);
       STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream));
       EXPECT_EQ(bits_differ(d_h.download(), want), 0u) << "plain launches, round " << rep;
       EXPECT_EQ(d_ids.download(), d_ids_old.download()) << "the second layer's ids, round " << rep;

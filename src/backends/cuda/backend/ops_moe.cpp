@@ -49,11 +49,11 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
 // next layer's x = rmsnorm(h) as after moe_down_combine's one-launch path. False when the shape
 // does not fit it (the caller runs the separate launches).
 bool CudaBackend::moe_decode_fused_step(const DeviceLayer& L, const float* next_norm) {
-  // TEMPORARY A/B switch (issue 11): STRIKER_AB_OFF=1 runs the old path, =2 the one launch without
-  // the routed down rows' L2 prefetch.
+  // TEMPORARY A/B switch (issue 11): STRIKER_AB_OFF=1 runs the old path; 2..9 the one launch's
+  // variant 0..7 (moe_decode_fused.h; unset: variant 2, arrival counters without the down prefetch).
   static const int ab = [] {
     const char* v = std::getenv("STRIKER_AB_OFF");
-    return v == nullptr ? 0 : std::strcmp(v, "1") == 0 ? 1 : std::strcmp(v, "2") == 0 ? 2 : 0;
+    return v == nullptr || v[0] < '1' || v[0] > '9' || v[1] != 0 ? 4 : v[0] - '0';
   }();
   const bool ab_off = ab == 1;
   const FlintConfig& c = model_.config;
@@ -71,7 +71,7 @@ bool CudaBackend::moe_decode_fused_step(const DeviceLayer& L, const float* next_
   fw.router_bias = L.router_bias;
   fw.gate = L.exp_gate, fw.up = L.exp_up, fw.down = L.exp_down, fw.inter = I;
   fw.shared_gate = L.sh_gate, fw.shared_up = L.sh_up, fw.shared_down = L.sh_down, fw.shared_inter = Is;
-  moe_decode_fused(w.h, rs, fw, w.moe_sync, w.topk_ids, w.topk_w, stream_, ab != 2);
+  moe_decode_fused(w.h, rs, fw, w.moe_sync, w.topk_ids, w.topk_w, stream_, ab - 2);
   if (next_norm != nullptr) rmsnorm(w.h, next_norm, w.x, 1, rs.hidden, c.rms_norm_eps, stream_);
   return true;
 }

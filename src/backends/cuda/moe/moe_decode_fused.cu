@@ -53,7 +53,12 @@ constexpr int kSlots = kWarps;           // routed slot k: warp k; the shared ex
 constexpr int kSharedSlot = kSlots - 1;
 constexpr int kActStride = kMaxInter / 2;  // words per slot
 constexpr int kLogitWords = kCtas, kActWords = kCtas + kMaxExperts;
-static_assert(kActWords + kSlots * kActStride == kMoeFusedSyncWords, "the sync buffer's layout");
+// Arrival counters (variant bit 1): [parity][16] u32 counters, one 128-byte line each: 8 for the logits
+// (32 experts each), 8 for the SwiGLU slots. Launch n counts in parity n & 1 and zeroes parity n + 1.
+constexpr int kCounterWords = kActWords + kSlots * kActStride, kCounterStride = 32;  // u32 per line
+constexpr int kLogitGroups = kMaxExperts / 32;
+constexpr int kIdWords = kCounterWords + 2 * 16 * 16;  // variant bit 2: CTA 0's K words {tag, id, weight}
+static_assert(kIdWords + 16 == kMoeFusedSyncWords, "the sync buffer's layout");
 static_assert(kCtaDownRows * kCtas == kMaxHidden, "down rows cover the hidden width");
 static_assert(kRouterRows < kSharedSlot, "the shared expert's warp computes no logits");
 
@@ -95,8 +100,27 @@ struct Params {
   unsigned long long* sync;
   int32_t* ids_out;
   float* w_out;
-  bool prefetch_down;  // TEMPORARY A/B variant (issue 11): false = no L2 prefetch of the routed down rows
+  bool prefetch_down;  // TEMPORARY A/B variant (issue 11): L2 prefetch of the routed down rows at the ids
+  bool counters;       // TEMPORARY A/B variant (issue 11): wait on arrival counters, then read the words once
+  bool one_selector;   // TEMPORARY A/B variant (issue 11): CTA 0 selects and publishes the ids
 };
+
+__device__ __forceinline__ unsigned ld_relaxed_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_add_relaxed(unsigned* p, unsigned v) {
+  asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Lanes i < n wait until counter i reaches want(i) (the whole warp returns together).
+template <typename Want>
+__device__ __forceinline__ void wait_counters(const unsigned* c, int n, Want want) {
+  const int lane = int(threadIdx.x & 31);
+  bool done = lane >= n;
+  while (!__all_sync(0xffffffffu, done))
+    if (!done) done = ld_relaxed_u32(c + lane * kCounterStride) >= unsigned(want(lane));
+}
 
 // SwiGLU rows o0..o0+3 of one expert (gate g, up u [rows, H]) on x (shared memory): moe_gate_up's
 // bits (a lane's chunks lane, lane + 32, ... in order, warp_sum, bf16 gate and up, bf16(silu·u)).
@@ -170,6 +194,8 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
   unsigned long long* const gen = p.sync;
   unsigned long long* const lw = p.sync + kLogitWords;
   unsigned long long* const actw = p.sync + kActWords;
+  unsigned* const counters = reinterpret_cast<unsigned*>(p.sync + kCounterWords);  // [parity][16] lines
+  unsigned long long* const idw = p.sync + kIdWords;
 
   // ---- before the wait: nothing here is written by an earlier kernel ----
   const int e = b * kRouterRows + warp;
@@ -235,6 +261,10 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
   }
   __syncthreads();  // x, h and the tag in shared memory
   const unsigned tag = s_tag;
+  unsigned* const lcnt = counters + (tag & 1u) * 16 * kCounterStride;  // this launch's logit counters
+  unsigned* const acnt = lcnt + kLogitGroups * kCounterStride;          // and SwiGLU slot counters
+  if (b == 0 && threadIdx.x < 16)  // the next launch's counters (the last user has completed)
+    counters[((tag + 1u) & 1u) * 16 * kCounterStride + threadIdx.x * kCounterStride] = 0u;
 
   // ---- 1. logits ----
   if (dots) {
@@ -249,15 +279,27 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
         for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
       }
     const float v = warp_sum(acc);
-    if (lane == 0) st_relaxed_u64(lw + e, tagged(tag, __float_as_uint(v)));
+    if (lane == 0) {
+      st_relaxed_u64(lw + e, tagged(tag, __float_as_uint(v)));
+      if (p.counters) red_add_relaxed(lcnt + (e / 32) * kCounterStride, 1u);  // unordered with the word: tags check
+    }
   }
   // Barrier 1: warp 0 hands the ids to the other warps (but the shared expert's, which gets them
   // through barrier 2 once its own rows are done).
   const int ids_threads = has_shared ? kThreads - 32 : kThreads;
   if (warp == 0) {
-    // ---- 2. every CTA selects the top K itself ----
-    if (needs_ids) {
+    // ---- 2. every CTA selects the top K itself (variant bit 2: CTA 0 only, the others read its words) ----
+    if (needs_ids && p.one_selector && b != 0) {  // CTA 0 selected: its K words {tag, id, weight}
+      if (lane < K) {
+        const unsigned want = tag & 0xffffffu;
+        unsigned long long v = ld_relaxed_u64(idw + lane);
+        while (unsigned(v >> 40) != want) v = ld_relaxed_u64(idw + lane);
+        s_ids[lane] = int32_t((v >> 32) & 0xffu);
+        s_w[lane] = __uint_as_float(unsigned(v));
+      }
+    } else if (needs_ids) {
       constexpr int P = kMaxExperts / 32;
+      if (p.counters) wait_counters(lcnt, (E + 31) / 32, [&](int g) { return min(32, E - 32 * g); });
       unsigned long long v[P];
 #pragma unroll
       for (int i = 0; i < P; ++i) v[i] = lane + 32 * i < E ? ld_relaxed_u64(lw + lane + 32 * i) : tagged(tag, 0u);
@@ -276,12 +318,16 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
       __syncwarp();
       router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, 0, E, K, bs, p.norm, p.rsf, s_ids, s_w);
       __syncwarp();
-      if (lane < K) {
-        if (has_down && p.prefetch_down)  // this CTA's down rows of the expert, into L2 while the SwiGLU rows stream
-          prefetch_l2(p.wd + (int64_t(s_ids[lane]) * H + down_row0) * I, unsigned(min(kCtaDownRows, H - down_row0) * I * 2));
-        if (b == 0 && p.ids_out != nullptr) p.ids_out[lane] = s_ids[lane];
-        if (b == 0 && p.w_out != nullptr) p.w_out[lane] = s_w[lane];
-      }
+      if (p.one_selector && lane < K)  // ids < 256: {24-bit tag, 8-bit id, fp32 weight}
+        st_relaxed_u64(idw + lane, (static_cast<unsigned long long>(((tag & 0xffffffu) << 8) | unsigned(s_ids[lane])) << 32) |
+                                       __float_as_uint(s_w[lane]));
+    }
+    __syncwarp();
+    if (needs_ids && lane < K) {
+      if (has_down && p.prefetch_down)  // this CTA's down rows of the expert, into L2 while the SwiGLU rows stream
+        prefetch_l2(p.wd + (int64_t(s_ids[lane]) * H + down_row0) * I, unsigned(min(kCtaDownRows, H - down_row0) * I * 2));
+      if (b == 0 && p.ids_out != nullptr) p.ids_out[lane] = s_ids[lane];
+      if (b == 0 && p.w_out != nullptr) p.w_out[lane] = s_w[lane];
     }
     bar_arrive(1, ids_threads);
     if (has_shared) bar_arrive(2, 64);
@@ -290,6 +336,7 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
       float a[kActRows];
       swiglu_rows4(p.sg, p.su, H, xs, act_row0, a);
       publish_act(actw, kSharedSlot, act_row0, a, tag);
+      if (p.counters && lane == 0) red_add_relaxed(acnt + kSharedSlot * kCounterStride, 1u);
     }
     bar_sync(2, 64);
   } else {
@@ -302,6 +349,7 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
     float a[kActRows];
     swiglu_rows4(p.wg + off, p.wu + off, H, xs, act_row0, a);
     publish_act(actw, warp, act_row0, a, tag);
+    if (p.counters && lane == 0) red_add_relaxed(acnt + warp * kCounterStride, 1u);
   }
 
   // ---- 4. down rows, weighted sum, residual ----
@@ -322,6 +370,14 @@ __global__ void __launch_bounds__(kThreads, 1) moe_decode_fused_kernel(const Par
             if (lane + 32 * c < in / 8) q[k][r][c] = load_stream(base + int64_t(r) * in + (lane + 32 * c) * 8);
       }
     }
+  }
+  if (has_down && p.counters) {  // warp 0 waits for every producing CTA of every slot, then all read once
+    if (warp == 0)
+      wait_counters(acnt, kSlots, [&](int s) {
+        const int in = s < K ? I : (s == kSharedSlot && has_shared ? Is : 0);
+        return (in + kActRows - 1) / kActRows;  // CTAs with rows of slot s
+      });
+    __syncthreads();
   }
   if (has_down) {  // every slot's SwiGLU words into shared memory: thread i polls word i of each slot
 #pragma unroll
@@ -410,7 +466,7 @@ bool moe_decode_fused_fits(const RouterShape& rs, int inter, int shared_inter, b
 }
 
 void moe_decode_fused(bf16* h, const RouterShape& rs, const MoeFusedWeights& w, unsigned long long* sync,
-                      int32_t* topk_ids, float* topk_w, cudaStream_t stream, bool prefetch_down) {
+                      int32_t* topk_ids, float* topk_w, cudaStream_t stream, int variant) {
   const bool has_shared = w.shared_gate != nullptr;
   if (!moe_decode_fused_fits(rs, w.inter, w.shared_inter, has_shared))
     throw Error("moe_decode_fused: unsupported shape (hidden " + std::to_string(rs.hidden) + ", experts " +
@@ -439,7 +495,9 @@ void moe_decode_fused(bf16* h, const RouterShape& rs, const MoeFusedWeights& w, 
   p.sync = sync;
   p.ids_out = topk_ids;
   p.w_out = topk_w;
-  p.prefetch_down = prefetch_down;
+  p.prefetch_down = (variant & 1) != 0;
+  p.counters = (variant & 2) != 0;
+  p.one_selector = (variant & 4) != 0;
   if (w.router_bf16 != nullptr)
     launch_pdl(moe_decode_fused_kernel<bf16_t>, dim3(kCtas), dim3(kThreads), 0, stream, p);
   else

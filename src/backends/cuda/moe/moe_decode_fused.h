@@ -15,7 +15,7 @@ namespace striker::cuda {
 
 // The launch's exchange words (64-bit, zero-initialised once, never reset): the CTAs' launch
 // counters, the router logits and the SwiGLU outputs, each tagged with the launch's number.
-constexpr int kMoeFusedSyncWords = 128 + 256 + 8 * 256;
+constexpr int kMoeFusedSyncWords = 128 + 256 + 8 * 256 + 2 * 16 * 16 + 16;
 
 struct MoeFusedWeights {
   const float* post_gamma = nullptr;  // [H] the post-attention RMSNorm
@@ -41,6 +41,11 @@ bool moe_decode_fused_fits(const RouterShape& rs, int inter, int shared_inter, b
 // h [1, H] in and out. topk_ids [K] / topk_w [K] (may be null) receive the routing.
 // sync: kMoeFusedSyncWords zero-initialised 64-bit words, used by this function only.
 void moe_decode_fused(bf16* h, const RouterShape& rs, const MoeFusedWeights& w, unsigned long long* sync,
-                      int32_t* topk_ids, float* topk_w, cudaStream_t stream, bool prefetch_down = true);
+                      int32_t* topk_ids, float* topk_w, cudaStream_t stream, int variant = 2);
+// TEMPORARY A/B variants (issue 11): bit 0 = prefetch the routed down rows into L2 at the ids;
+// bit 1 = consumers wait on per-group arrival counters (one line each) before reading the tagged
+// words once, instead of every CTA spinning on every word; bit 2 = CTA 0 alone selects the top K
+// and publishes K words {tag, id, weight} that the other CTAs wait on (one hop more, no redundant
+// selection and no 128-CTA read of the logit words).
 
 }  // namespace striker::cuda
