@@ -94,7 +94,6 @@ void bench_decode_steps(std::mt19937& rng, LtGemm& lt) {
 // tokens) at T = 1, 2, 4, 8 with the shared expert, and without it (also each kernel alone) beside
 // the grouped path of the same routing, BF16 and NVFP4.
 void bench_decode_moe(std::mt19937& rng, LtGemm& lt) {
-  bench_moe_block_t1(rng);
   bench_moe_per_slot_shared(rng);
   for (int T : {1, 2, 4, 8}) bench_moe_grouped(rng, lt, T);
   const Nvfp4ExpertStacks stacks;

@@ -72,7 +72,6 @@ void bench_nvfp4_gemv(std::mt19937& rng, const char* name, int T, int in, int ou
 void bench_nvfp4_moe(std::mt19937& rng);
 // Per-slot MoE of 1, 2, 4, 8 decode tokens with a BF16 shared expert (bench_moe.cpp).
 void bench_moe_per_slot_shared(std::mt19937& rng);
-void bench_moe_block_t1(std::mt19937& rng);
 
 // Full-size NVFP4 expert stacks (E 256, H 2048, I 512), filled on the device once for every T.
 struct Nvfp4ExpertStacks {

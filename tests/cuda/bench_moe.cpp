@@ -18,7 +18,6 @@
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
-#include "backends/cuda/moe/moe_decode_fused.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/router.h"
@@ -166,68 +165,6 @@ void bench_router_moe(std::mt19937& rng) {
                      bench_stream());
   };
   row("moe T=1 (6 routed + shared, 2 kern)", &cm, time_us(moe_rot), double(K + 1) * 3 * I * H * 2);
-}
-
-// The MoE block of a 1-token step (post-attention norm, router, routed + shared experts, residual):
-// the three launches (router_topk with its norm, moe_gate_up, moe_down_combine) against the one
-// launch (moe_decode_fused.h). Flint's shapes, 256 experts filled on the device; 16 router biases of
-// scale 4 rotated so each call picks other experts (not L2 hits). GB/s over the router's + the 7
-// experts' bytes. Checked: the one launch gives the three launches' h bits.
-void bench_moe_block_t1(std::mt19937& rng) {
-  const int H = 2048, E = 256, I = 512, K = 6, Is = 512;
-  const RouterShape rs{H, E, K, true, 2.5f};
-  const int64_t expert_elems = int64_t(E) * I * H, shared_elems = int64_t(Is) * H;
-  DeviceBuffer<bf16> d_wg(static_cast<size_t>(expert_elems)), d_wu(static_cast<size_t>(expert_elems)),
-      d_wd(static_cast<size_t>(expert_elems));
-  DeviceBuffer<bf16> d_sg(static_cast<size_t>(shared_elems)), d_su(static_cast<size_t>(shared_elems)),
-      d_sd(static_cast<size_t>(shared_elems));
-  fill_random_bf16(d_wg.get(), expert_elems, 31, 0.f, 0.03f, bench_stream());
-  fill_random_bf16(d_wu.get(), expert_elems, 32, 0.f, 0.03f, bench_stream());
-  fill_random_bf16(d_wd.get(), expert_elems, 33, 0.f, 0.03f, bench_stream());
-  fill_random_bf16(d_sg.get(), shared_elems, 34, 0.f, 0.03f, bench_stream());
-  fill_random_bf16(d_su.get(), shared_elems, 35, 0.f, 0.03f, bench_stream());
-  fill_random_bf16(d_sd.get(), shared_elems, 36, 0.f, 0.03f, bench_stream());
-  DeviceBuffer<bf16> d_wr(random_bf16(rng, size_t(E) * H, 0.03f));
-  DeviceBuffer<float> d_gamma(random_f32(rng, size_t(H), 1.f, 0.2f));
-  std::vector<DeviceBuffer<float>> biases;
-  for (int r = 0; r < 16; ++r) biases.emplace_back(random_f32(rng, size_t(E), 0.f, 4.f));
-  const auto h0 = random_bf16(rng, size_t(H));
-  DeviceBuffer<bf16> d_h(h0), d_h1(h0), d_x{size_t(H)}, d_act{size_t(K) * I}, d_sact{size_t(Is)};
-  DeviceBuffer<float> d_logits{size_t(E)}, d_tw{size_t(K)};
-  DeviceBuffer<int32_t> d_ids{size_t(K)};
-  auto counter = zero_counters(kRouterSyncWords);
-  DeviceBuffer<unsigned long long> sync(std::vector<unsigned long long>(kMoeFusedSyncWords, 0ull));
-  const RouterInputNorm in{d_gamma.get(), 1e-6f, d_x.get()};
-  auto three = [&](int i) {
-    router_topk(d_h.get(), 1, rs, d_wr.get(), nullptr, biases[size_t(i % 16)].get(), d_logits.get(), counter.get(),
-                d_ids.get(), d_tw.get(), bench_stream(), &in);
-    moe_gate_up(d_x.get(), 1, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
-                d_sact.get(), bench_stream());
-    moe_down_combine(d_act.get(), 1, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
-                     d_h.get(), bench_stream());
-  };
-  MoeFusedWeights fw;
-  fw.post_gamma = d_gamma.get(), fw.eps = 1e-6f, fw.router_bf16 = d_wr.get();
-  fw.gate = d_wg.get(), fw.up = d_wu.get(), fw.down = d_wd.get(), fw.inter = I;
-  fw.shared_gate = d_sg.get(), fw.shared_up = d_su.get(), fw.shared_down = d_sd.get(), fw.shared_inter = Is;
-  auto one = [&](int i, int variant) {
-    fw.router_bias = biases[size_t(i % 16)].get();
-    moe_decode_fused(d_h1.get(), rs, fw, sync.get(), d_ids.get(), d_tw.get(), bench_stream(), variant);
-  };
-  three(0);
-  one(0, 2);
-  Comparison c;  // any differing bit fails the row
-  const auto want = d_h.download(), got = d_h1.download();
-  for (size_t i = 0; i < want.size(); ++i) c.nan_count += want[i].bits != got[i].bits;
-  const double bytes = double(E) * H * 2 + double(K + 1) * 3 * I * H * 2;
-  row("moe block T=1: norm+router, gate/up, down (3 kernels)", nullptr, time_us(three), bytes);
-  row("moe block T=1: one launch, arrival counters (variant 2)", &c, time_us([&](int i) { one(i, 2); }), bytes);
-  row("moe block T=1: counters + down L2 prefetch (3)", nullptr, time_us([&](int i) { one(i, 3); }), bytes);
-  row("moe block T=1: counters + CTA 0 selects (6)", nullptr, time_us([&](int i) { one(i, 6); }), bytes);
-  row("moe block T=1: counters + CTA 0 selects + prefetch (7)", nullptr, time_us([&](int i) { one(i, 7); }), bytes);
-  row("moe block T=1: spin on words, no prefetch (0)", nullptr, time_us([&](int i) { one(i, 0); }), bytes);
-  row("moe block T=1: spin on words + prefetch (1)", nullptr, time_us([&](int i) { one(i, 1); }), bytes);
-  row("moe block T=1: norm+router, gate/up, down (3 kernels) again", nullptr, time_us(three), bytes);
 }
 
 // Decode steps of 1, 2, 4, 8 tokens through the per-slot kernels with a BF16 shared expert (production's

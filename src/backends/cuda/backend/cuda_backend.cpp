@@ -10,7 +10,6 @@
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
-#include "backends/cuda/moe/moe_decode_fused.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/router.h"
@@ -72,8 +71,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
   w.router_counter = w.arena.get<unsigned int>(kRouterSyncWords);  // the decode router's exchange words
   STRIKER_CUDA_CHECK(cudaMemset(w.router_counter, 0, kRouterSyncWords * sizeof(unsigned int)));
-  w.moe_sync = w.arena.get<unsigned long long>(kMoeFusedSyncWords);
-  STRIKER_CUDA_CHECK(cudaMemset(w.moe_sync, 0, kMoeFusedSyncWords * sizeof(unsigned long long)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));

@@ -112,7 +112,6 @@ class CudaBackend : public Backend {
   // tokens: the combine kernel; 1 token: the rmsnorm kernel after the one-launch down).
   void moe(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
   void moe_decode_bf16(const DeviceLayer& layer, int T, const float* next_norm);
-  bool moe_decode_fused_step(const DeviceLayer& layer, const float* next_norm);  // T = 1, BF16: one launch
   void moe_decode_nvfp4(const DeviceLayer& layer, int T, const float* next_norm);
   void moe_batched(const DeviceLayer& layer, int T, const float* next_norm);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows

@@ -53,8 +53,6 @@ struct CudaBackend::Workspace {
   int32_t* topk_ids;
   // The decode router's last-CTA counter (common/last_block.cuh): zero between launches.
   unsigned int* router_counter = nullptr;
-  // The one-launch MoE block of 1-token steps: its tagged exchange words (moe_decode_fused.h), zeroed once.
-  unsigned long long* moe_sync = nullptr;
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;

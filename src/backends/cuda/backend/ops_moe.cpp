@@ -12,15 +12,11 @@
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
-#include <cstdlib>
-#include <cstring>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/moe/moe.h"
-#include "backends/cuda/moe/moe_decode_fused.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/moe_grouped_wgmma_nvfp4.h"
@@ -34,7 +30,6 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   Workspace& w = *ws_;
   const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
                        c.routed_scaling_factor};
-  if (T == 1 && moe_decode_fused_step(L, next_norm)) return;
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
@@ -42,38 +37,6 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, next_norm);
   else moe_decode_bf16(L, T, next_norm);
-}
-
-// A 1-token step with BF16 experts (and a BF16 shared expert or none): the whole block in one
-// launch (moe_decode_fused.h: the router's, moe_gate_up's and moe_down_combine's bits), then the
-// next layer's x = rmsnorm(h) as after moe_down_combine's one-launch path. False when the shape
-// does not fit it (the caller runs the separate launches).
-bool CudaBackend::moe_decode_fused_step(const DeviceLayer& L, const float* next_norm) {
-  // TEMPORARY A/B switch (issue 11): STRIKER_AB_OFF=1 runs the old path; 2..9 the one launch's
-  // variant 0..7 (moe_decode_fused.h; unset: variant 2, arrival counters without the down prefetch).
-  static const int ab = [] {
-    const char* v = std::getenv("STRIKER_AB_OFF");
-    return v == nullptr || v[0] < '1' || v[0] > '9' || v[1] != 0 ? 4 : v[0] - '0';
-  }();
-  const bool ab_off = ab == 1;
-  const FlintConfig& c = model_.config;
-  if (ab_off || L.nv_exp_gate.present() || L.exp_gate == nullptr || L.nv_sh_gate.present()) return false;
-  const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
-                       c.routed_scaling_factor};
-  const int I = int(c.moe_intermediate_size), Is = int(c.shared_expert_intermediate_size);
-  if (!moe_decode_fused_fits(rs, I, Is, L.sh_gate != nullptr)) return false;
-  Workspace& w = *ws_;
-  MoeFusedWeights fw;
-  fw.post_gamma = L.post_norm;
-  fw.eps = c.rms_norm_eps;
-  fw.router_bf16 = L.router_bf16;
-  fw.router_f32 = L.router_f32;
-  fw.router_bias = L.router_bias;
-  fw.gate = L.exp_gate, fw.up = L.exp_up, fw.down = L.exp_down, fw.inter = I;
-  fw.shared_gate = L.sh_gate, fw.shared_up = L.sh_up, fw.shared_down = L.sh_down, fw.shared_inter = Is;
-  moe_decode_fused(w.h, rs, fw, w.moe_sync, w.topk_ids, w.topk_w, stream_, ab - 2);
-  if (next_norm != nullptr) rmsnorm(w.h, next_norm, w.x, 1, rs.hidden, c.rms_norm_eps, stream_);
-  return true;
 }
 
 // BF16 routed experts of a decode step: gate/up + SwiGLU of the selected experts (and a BF16
