@@ -51,7 +51,7 @@ class DeviceBuffer {
   size_t n_ = 0;
 };
 
-// Zero-initialised device counters for kernels with last-block epilogues (common/last_block.cuh);
+// Zero-initialised device words for kernels that exchange through global memory (the decode router);
 // every launch must leave them zero again (counters_are_zero).
 inline DeviceBuffer<unsigned int> zero_counters(size_t n = 64) {
   return DeviceBuffer<unsigned int>(std::vector<unsigned int>(n, 0u));

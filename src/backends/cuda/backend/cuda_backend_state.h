@@ -51,7 +51,7 @@ struct CudaBackend::Workspace {
   bf16* moe_y = nullptr;  // decode steps: each slot's down output [kGemvMaxTokens·(K+1), H] (moe.h)
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
-  // The decode router's last-CTA counter (common/last_block.cuh): zero between launches.
+  // The decode router's exchange words (router.h, kRouterSyncWords): zero between launches.
   unsigned int* router_counter = nullptr;
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
