@@ -118,12 +118,6 @@ void row_checked_h(const std::string& name, const std::function<void(int)>& laun
 
 int copies_for(double bytes) { return int(std::max(1.0, std::ceil(256.0 * (1 << 20) / bytes))); }
 
-std::vector<float> rounded(const std::vector<float>& v) {
-  std::vector<float> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = round_bf16(v[i]);
-  return r;
-}
-
 Comparison compare_finite(const std::vector<bf16>& got, const std::vector<bf16>& ref, double rtol, double atol_rel) {
   Comparison c = compare(got, ref, rtol, atol_rel);
   for (bf16 v : got)

@@ -46,7 +46,5 @@ void row_checked_h(const std::string& name, const std::function<void(int)>& laun
 
 // Weight copies to rotate over so one pass reads >= 256 MiB (timings are not L2 hits).
 int copies_for(double bytes);
-// Each value rounded to bf16 (kept as float).
-std::vector<float> rounded(const std::vector<float>& v);
 
 }  // namespace striker::cuda::testing

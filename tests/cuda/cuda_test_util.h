@@ -76,6 +76,13 @@ inline std::vector<float> random_f32(std::mt19937& rng, size_t n, float mean, fl
   return v;
 }
 
+// Each value rounded to bf16 (kept as float): a GEMV reference's fp32 dots as the kernel stores them.
+inline std::vector<float> rounded(const std::vector<float>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = round_bf16(v[i]);
+  return r;
+}
+
 inline std::vector<float> to_float(const std::vector<bf16>& v) {
   std::vector<float> f(v.size());
   for (size_t i = 0; i < v.size(); ++i) f[i] = bf16_to_float(v[i]);

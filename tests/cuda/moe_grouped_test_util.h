@@ -23,6 +23,7 @@
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
+#include "nvfp4_test_util.h"
 
 namespace striker::cuda::testing {
 
@@ -138,17 +139,6 @@ inline std::string mismatches(const std::vector<bf16>& got, const std::vector<bf
   }
   return " | " + std::to_string(bad) + " bad in " + std::to_string(rows.size()) + " rows, " +
          std::to_string(cs.size()) + " columns; first" + first;
-}
-
-// Codes uniform over all bytes; scale bytes uniform in [lo, hi].
-inline Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in, int lo = 0x30, int hi = 0x40) {
-  Nvfp4HostMatrix m;
-  m.codes.resize(size_t(rows) * size_t(in / 2));
-  m.scales.resize(size_t(rows) * size_t(in / 16));
-  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
-  std::uniform_int_distribution<int> sd(lo, hi);
-  for (auto& s : m.scales) s = uint8_t(sd(rng));
-  return m;
 }
 
 // One NVFP4 expert stack on the device, with its per-expert scale2.

@@ -11,12 +11,6 @@
 namespace striker::cuda::testing {
 namespace {
 
-std::vector<float> rounded(const std::vector<float>& dot) {
-  std::vector<float> r(dot.size());
-  for (size_t i = 0; i < dot.size(); ++i) r[i] = round_bf16(dot[i]);
-  return r;
-}
-
 struct Shape {
   int T, in, out;
 };

@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "core/error.h"
 #include "backends/cuda/linear/gemv.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "cuda_test_util.h"
+#include "nvfp4_test_util.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -26,12 +28,6 @@ constexpr size_t kTail = 64;  // poisoned elements past every output
 struct Shape {
   int in, out;
 };
-
-std::vector<float> rounded(const std::vector<float>& dot) {
-  std::vector<float> r(dot.size());
-  for (size_t i = 0; i < dot.size(); ++i) r[i] = round_bf16(dot[i]);
-  return r;
-}
 
 inline float float_of(float v) { return v; }
 inline float float_of(bf16 v) { return bf16_to_float(v); }
@@ -69,6 +65,28 @@ bool all_nan(const std::vector<T>& v, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!std::isnan(float_of(v[i]))) return false;
   return true;
+}
+
+// The checks every one-token output gets: bit for bit the rmsnorm kernel + the same kernel without
+// the norm (`d_plain`), the poisoned tail untouched, and then either NaN everywhere (a NaN in h) or
+// the CPU reference within `rtol`.
+template <typename R>
+void expect_norm_inside_output(const DeviceBuffer<bf16>& d_fused, const DeviceBuffer<bf16>& d_plain, size_t n,
+                               bool nan_in_h, const std::vector<R>& ref, double rtol) {
+  const auto fused = d_fused.download(), plain = d_plain.download();
+  EXPECT_EQ(bit_mismatches(fused, plain, n), 0u) << "fused != rmsnorm kernel + the kernel without the norm";
+  EXPECT_TRUE(tail_untouched(d_fused, n));
+  if (nan_in_h) {
+    EXPECT_TRUE(all_nan(fused, n)) << "a NaN in h reaches every output";
+    return;
+  }
+  std::vector<R> got(n);
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<R, float>) got[i] = bf16_to_float(fused[i]);
+    else got[i] = fused[i];
+  }
+  const auto c = compare(got, ref, rtol, 2e-3);
+  EXPECT_TRUE(c.ok()) << c.describe();
 }
 
 // in: 2048 (Flint: QKV splits each row over 8 warps), 1000 (< 1024: 4 rows per warp; not a
@@ -143,37 +161,12 @@ TEST(CudaGemvInputNorm, Bf16GateUpMatchesReferenceAndTheRmsnormKernelBitForBit) 
       gemv_gate_up(d_h.get(), 1, s.in, d_g.get(), d_u.get(), s.out, d_fused.get(), nullptr, &norm);
       rmsnorm(d_h.get(), d_gamma.get(), d_x.get(), 1, s.in, kEps, nullptr);
       gemv_gate_up(d_x.get(), 1, s.in, d_g.get(), d_u.get(), s.out, d_plain.get(), nullptr);
-      const auto fused = d_fused.download(), plain = d_plain.download();
-      EXPECT_EQ(bit_mismatches(fused, plain, size_t(s.out)), 0u) << "fused != rmsnorm kernel + gate/up";
-      EXPECT_TRUE(tail_untouched(d_fused, size_t(s.out)));
-      if (nan_at >= 0) {
-        EXPECT_TRUE(all_nan(fused, size_t(s.out)));
-        continue;
-      }
-      const std::vector<bf16> got(fused.begin(), fused.end() - kTail);
-      const auto c = compare(got, ref, 4 * kBf16Rtol, 2e-3);
-      EXPECT_TRUE(c.ok()) << c.describe();
+      expect_norm_inside_output(d_fused, d_plain, size_t(s.out), nan_at >= 0, ref, 4 * kBf16Rtol);
     }
   }
 }
 
 // ---- NVFP4 ----
-
-Nvfp4HostMatrix random_matrix(std::mt19937& rng, int64_t rows, int in) {
-  Nvfp4HostMatrix m;
-  m.codes.resize(size_t(rows) * size_t(in / 2));
-  m.scales.resize(size_t(rows) * size_t(in / 16));
-  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
-  std::uniform_int_distribution<int> sd(0x30, 0x40);
-  for (auto& s : m.scales) s = uint8_t(sd(rng));
-  return m;
-}
-
-struct DeviceMatrix {
-  DeviceBuffer<uint8_t> codes, scales;
-  explicit DeviceMatrix(const Nvfp4HostMatrix& m) : codes(m.codes), scales(m.scales) {}
-  Nvfp4Matrix view() const { return {codes.get(), scales.get()}; }
-};
 
 // in: multiples of 64 up to 2048 (1984, 576: a lane's chunk count differs across lanes; 64: one
 // chunk); out off the tile, >= 8192 (the unsplit grid), with three scale2 row ranges as q|k|v.
@@ -185,12 +178,12 @@ TEST(CudaGemvInputNorm, Nvfp4StoreMatchesReferenceAndTheRmsnormKernelBitForBit) 
     for (int nan_at : {-1, 7}) {
       SCOPED_TRACE("in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) + " nan_at=" + std::to_string(nan_at));
       const NormInput n = norm_input(rng, s.in, nan_at);
-      auto W = random_matrix(rng, s.out, s.in);
+      auto W = random_nvfp4(rng, s.out, s.in);
       const RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
       std::vector<float> dot;
       nvfp4_gemv_ref(n.x_ref, 1, s.in, W, s2, s.out, dot);
       const auto ref = rounded(dot);
-      DeviceMatrix dW(W);
+      DeviceNvfp4Matrix dW(W);
       DeviceBuffer<bf16> d_h(n.h), d_x(size_t(s.in)), d_fused(s.out + kTail), d_plain(s.out + kTail);
       DeviceBuffer<float> d_g(n.gamma);
       d_x.poison();
@@ -200,17 +193,7 @@ TEST(CudaGemvInputNorm, Nvfp4StoreMatchesReferenceAndTheRmsnormKernelBitForBit) 
       nvfp4_gemv(d_h.get(), 1, s.in, dW.view(), s2, s.out, d_fused.get(), nullptr, &norm);
       rmsnorm(d_h.get(), d_g.get(), d_x.get(), 1, s.in, kEps, nullptr);
       nvfp4_gemv(d_x.get(), 1, s.in, dW.view(), s2, s.out, d_plain.get(), nullptr);
-      const auto fused = d_fused.download(), plain = d_plain.download();
-      EXPECT_EQ(bit_mismatches(fused, plain, size_t(s.out)), 0u) << "fused != rmsnorm kernel + GEMV";
-      EXPECT_TRUE(tail_untouched(d_fused, size_t(s.out)));
-      if (nan_at >= 0) {
-        EXPECT_TRUE(all_nan(fused, size_t(s.out))) << "a NaN in h reaches every output";
-        continue;
-      }
-      std::vector<float> got(size_t(s.out));
-      for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_float(fused[i]);
-      const auto c = compare(got, ref, 2 * kBf16Rtol, 2e-3);
-      EXPECT_TRUE(c.ok()) << c.describe();
+      expect_norm_inside_output(d_fused, d_plain, size_t(s.out), nan_at >= 0, ref, 2 * kBf16Rtol);
     }
   }
 }
@@ -222,11 +205,11 @@ TEST(CudaGemvInputNorm, Nvfp4GateUpMatchesReferenceAndTheRmsnormKernelBitForBit)
     for (int nan_at : {-1, 0}) {
       SCOPED_TRACE("in=" + std::to_string(s.in) + " inter=" + std::to_string(s.out) + " nan_at=" + std::to_string(nan_at));
       const NormInput n = norm_input(rng, s.in, nan_at);
-      auto Wg = random_matrix(rng, s.out, s.in), Wu = random_matrix(rng, s.out, s.in);
+      auto Wg = random_nvfp4(rng, s.out, s.in), Wu = random_nvfp4(rng, s.out, s.in);
       const float s2g = 0.011f, s2u = 0.0047f;
       std::vector<bf16> ref;
       nvfp4_gate_up_ref(n.x_ref, 1, s.in, Wg, s2g, Wu, s2u, s.out, ref);
-      DeviceMatrix dg(Wg), du(Wu);
+      DeviceNvfp4Matrix dg(Wg), du(Wu);
       DeviceBuffer<bf16> d_h(n.h), d_x(size_t(s.in)), d_fused(s.out + kTail), d_plain(s.out + kTail);
       DeviceBuffer<float> d_gamma(n.gamma);
       d_x.poison();
@@ -236,16 +219,7 @@ TEST(CudaGemvInputNorm, Nvfp4GateUpMatchesReferenceAndTheRmsnormKernelBitForBit)
       nvfp4_gemv_gate_up(d_h.get(), 1, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_fused.get(), nullptr, &norm);
       rmsnorm(d_h.get(), d_gamma.get(), d_x.get(), 1, s.in, kEps, nullptr);
       nvfp4_gemv_gate_up(d_x.get(), 1, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_plain.get(), nullptr);
-      const auto fused = d_fused.download(), plain = d_plain.download();
-      EXPECT_EQ(bit_mismatches(fused, plain, size_t(s.out)), 0u) << "fused != rmsnorm kernel + gate/up";
-      EXPECT_TRUE(tail_untouched(d_fused, size_t(s.out)));
-      if (nan_at >= 0) {
-        EXPECT_TRUE(all_nan(fused, size_t(s.out)));
-        continue;
-      }
-      const std::vector<bf16> got(fused.begin(), fused.end() - kTail);
-      const auto c = compare(got, ref, 4 * kBf16Rtol, 2e-3);
-      EXPECT_TRUE(c.ok()) << c.describe();
+      expect_norm_inside_output(d_fused, d_plain, size_t(s.out), nan_at >= 0, ref, 4 * kBf16Rtol);
     }
   }
 }

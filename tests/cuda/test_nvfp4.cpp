@@ -10,42 +10,20 @@
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
 #include "cuda_test_util.h"
+#include "nvfp4_test_util.h"
 #include "model/nvfp4.h"
 
 namespace striker::cuda::testing {
 namespace {
 
-// Codes uniform over all bytes; scale bytes uniform in [lo, hi].
-Nvfp4HostMatrix random_matrix(std::mt19937& rng, int64_t rows, int in, int lo = 0x30, int hi = 0x40) {
-  Nvfp4HostMatrix m;
-  m.codes.resize(size_t(rows) * size_t(in / 2));
-  m.scales.resize(size_t(rows) * size_t(in / 16));
-  for (auto& c : m.codes) c = uint8_t(rng() & 0xFF);
-  std::uniform_int_distribution<int> sd(lo, hi);
-  for (auto& s : m.scales) s = uint8_t(sd(rng));
-  return m;
-}
-
-struct DeviceMatrix {
-  DeviceBuffer<uint8_t> codes, scales;
-  explicit DeviceMatrix(const Nvfp4HostMatrix& m) : codes(m.codes), scales(m.scales) {}
-  Nvfp4Matrix view() const { return {codes.get(), scales.get()}; }
-};
-
-std::vector<float> rounded(const std::vector<float>& dot) {
-  std::vector<float> r(dot.size());
-  for (size_t i = 0; i < dot.size(); ++i) r[i] = round_bf16(dot[i]);
-  return r;
-}
-
 TEST(CudaNvfp4, DequantizeIsExactForEveryScaleByte) {
   std::mt19937 rng(61);
   const int64_t rows = 37;
   const int in = 576;  // 36 scale bytes per row: rows x 36 > 256 covers every scale byte below
-  auto m = random_matrix(rng, rows, in);
+  auto m = random_nvfp4(rng, rows, in);
   for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = uint8_t(i & 0xFF);  // incl. 0, subnormals, 0x7F, bit 7
   const auto ref = nvfp4_dequantize_ref(m, rows, in);
-  DeviceMatrix d(m);
+  DeviceNvfp4Matrix d(m);
   DeviceBuffer<bf16> out(size_t(rows) * in);
   out.poison();
   nvfp4_dequantize(d.view(), rows, in, out.get(), nullptr);
@@ -70,13 +48,13 @@ TEST(CudaNvfp4, GemvStoreResidualAndLogitsMatchReference) {
                   Shape{1, 4096, 2050}}) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
-    auto W = random_matrix(rng, s.out, s.in);
+    auto W = random_nvfp4(rng, s.out, s.in);
     // Three row ranges with their own scale2 (q|k|v), boundaries not multiples of any tile.
     RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
     std::vector<float> dot;
     nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
     const auto ref = rounded(dot);
-    DeviceMatrix dW(W);
+    DeviceNvfp4Matrix dW(W);
     DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.out);
     d_y.poison();
     nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr);
@@ -104,11 +82,11 @@ TEST(CudaNvfp4, GateUpSwigluMatchesReference) {
   for (Shape s : {Shape{1, 2048, 512}, Shape{5, 256, 77}, Shape{9, 1024, 33}, Shape{2, 2048, 100}}) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " inter=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
-    auto Wg = random_matrix(rng, s.out, s.in), Wu = random_matrix(rng, s.out, s.in);
+    auto Wg = random_nvfp4(rng, s.out, s.in), Wu = random_nvfp4(rng, s.out, s.in);
     const float s2g = 0.011f, s2u = 0.0047f;
     std::vector<bf16> ref;
     nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, s.out, ref);
-    DeviceMatrix dg(Wg), du(Wu);
+    DeviceNvfp4Matrix dg(Wg), du(Wu);
     DeviceBuffer<bf16> d_x(x), d_a(ref.size());
     d_a.poison();
     nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr);
@@ -128,7 +106,7 @@ TEST(CudaNvfp4, GemvMatchesReferenceOnDecodeShapes) {
   for (Shape s : shapes) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
-    auto W = random_matrix(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
+    auto W = random_nvfp4(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
     RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
     std::vector<float> dot;
     nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
@@ -136,7 +114,7 @@ TEST(CudaNvfp4, GemvMatchesReferenceOnDecodeShapes) {
     const auto h0 = random_bf16(rng, size_t(s.T) * s.out);
     std::vector<float> h_ref(h0.size());
     for (size_t i = 0; i < h0.size(); ++i) h_ref[i] = round_bf16(bf16_to_float(h0[i]) + ref[i]);
-    DeviceMatrix dW(W);
+    DeviceNvfp4Matrix dW(W);
     DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.out), d_h(h0);
     DeviceBuffer<float> d_l(size_t(s.T) * s.out);
     d_y.poison();
@@ -160,11 +138,11 @@ TEST(CudaNvfp4, GateUpMatchesReferenceOnDecodeShapes) {
                   Shape{5, 64, 33}}) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " inter=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
-    auto Wg = random_matrix(rng, s.out, s.in), Wu = random_matrix(rng, s.out, s.in);
+    auto Wg = random_nvfp4(rng, s.out, s.in), Wu = random_nvfp4(rng, s.out, s.in);
     const float s2g = 0.011f, s2u = 0.0047f;
     std::vector<bf16> ref;
     nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, s.out, ref);
-    DeviceMatrix dg(Wg), du(Wu);
+    DeviceNvfp4Matrix dg(Wg), du(Wu);
     DeviceBuffer<bf16> d_x(x), d_a(ref.size());
     d_a.poison();
     nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, s.out, d_a.get(), nullptr);
@@ -190,13 +168,13 @@ TEST(CudaNvfp4, OneToEightTokensMatchReference) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
     const bool all_scales = k == 1 || k == 8;  // one shape per family
-    auto W = random_matrix(rng, s.out, s.in, all_scales ? 0x00 : 0x01, all_scales ? 0xFF : 0x45);
+    auto W = random_nvfp4(rng, s.out, s.in, all_scales ? 0x00 : 0x01, all_scales ? 0xFF : 0x45);
     RowScale2 s2{s.out / 3, s.out / 3 + s.out / 5 + 1, {0.0137f, 0.0021f, 0.0433f}};
     std::vector<float> dot;
     nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
     const auto ref = rounded(dot);
     const size_t n = size_t(s.T) * s.out, pad = 64;
-    DeviceMatrix dW(W);
+    DeviceNvfp4Matrix dW(W);
     DeviceBuffer<bf16> d_x(x), d_y(n + pad);
     DeviceBuffer<float> d_l(n + pad);
     d_y.poison();
@@ -223,11 +201,11 @@ TEST(CudaNvfp4, OneToEightTokensMatchReference) {
     EXPECT_TRUE(c.ok()) << "residual " << c.describe();
 
     const int inter = s.out % 3000 + 5;  // gate/up: 8-row tiles, widths off the tile too
-    auto Wg = random_matrix(rng, inter, s.in, 0x01, 0x45), Wu = random_matrix(rng, inter, s.in, 0x01, 0x45);
+    auto Wg = random_nvfp4(rng, inter, s.in, 0x01, 0x45), Wu = random_nvfp4(rng, inter, s.in, 0x01, 0x45);
     const float s2g = 0.011f, s2u = 0.0047f;
     std::vector<bf16> act_ref;
     nvfp4_gate_up_ref(x, s.T, s.in, Wg, s2g, Wu, s2u, inter, act_ref);
-    DeviceMatrix dg(Wg), du(Wu);
+    DeviceNvfp4Matrix dg(Wg), du(Wu);
     DeviceBuffer<bf16> d_a(act_ref.size() + pad);
     d_a.poison();
     nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), s2g, du.view(), s2u, inter, d_a.get(),
@@ -254,14 +232,14 @@ TEST(CudaNvfp4, PrefillGemmMatchesReference) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
                  " ld=" + std::to_string(s.ld) + " scratch=" + std::to_string(s.scratch));
     auto x = random_bf16(rng, size_t(s.T) * s.in);
-    auto W = random_matrix(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
+    auto W = random_nvfp4(rng, s.out, s.in, 0x01, 0x45);  // includes subnormal scale bytes
     const RowScale2 s2{s.out / 3 / 8 * 8, 2 * s.out / 3 / 8 * 8, {0.0137f, 0.0021f, 0.0433f}};  // multiples of 8
     std::vector<float> dot;
     nvfp4_gemv_ref(x, s.T, s.in, W, s2, s.out, dot);
     std::vector<float> ref(size_t(s.T) * s.ld, std::nanf(""));  // columns past `out` stay poisoned
     for (int t = 0; t < s.T; ++t)
       for (int o = 0; o < s.out; ++o) ref[size_t(t) * s.ld + o] = round_bf16(dot[size_t(t) * s.out + o]);
-    DeviceMatrix dW(W);
+    DeviceNvfp4Matrix dW(W);
     DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.ld), d_scratch(size_t(s.scratch));
     d_y.poison();
     nvfp4_gemm(lt, d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), s.ld, {d_scratch.get(), s.scratch}, nullptr);
@@ -300,9 +278,9 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
       SCOPED_TRACE("I=" + std::to_string(I) + " Is=" + std::to_string(Is) + " T=" + std::to_string(T) +
                    " shared_mode=" + std::to_string(shared_mode));
       auto x = random_bf16(rng, size_t(T) * H);
-      auto g = random_matrix(rng, int64_t(E) * I, H), u = random_matrix(rng, int64_t(E) * I, H);
-      auto d = random_matrix(rng, int64_t(E) * H, I);
-      auto sg = random_matrix(rng, Is, H), su = random_matrix(rng, Is, H), sdn = random_matrix(rng, H, Is);
+      auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+      auto d = random_nvfp4(rng, int64_t(E) * H, I);
+      auto sg = random_nvfp4(rng, Is, H), su = random_nvfp4(rng, Is, H), sdn = random_nvfp4(rng, H, Is);
       std::vector<float> s2g(E), s2u(E), s2d(E);
       std::uniform_real_distribution<float> us(0.002f, 0.02f);
       for (int e = 0; e < E; ++e) s2g[size_t(e)] = us(rng), s2u[size_t(e)] = us(rng), s2d[size_t(e)] = us(rng) * 0.5f;
@@ -327,7 +305,7 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
       moe_float_ref(x, T, H, I, Is,
                     MoeFloatWeights{&fg, &fu, &fd, with_shared ? &fsg : nullptr, &fsu, &fsd}, ids, tw, K, h_ref);
 
-      DeviceMatrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
+      DeviceNvfp4Matrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
       DeviceBuffer<float> d_s2g(s2g), d_s2u(s2u), d_s2d(s2d), d_tw(tw);
       DeviceBuffer<int32_t> d_ids(ids);
       DeviceBuffer<bf16> d_x(x), d_h(h), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
