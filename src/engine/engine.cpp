@@ -37,7 +37,14 @@ class ThreadedEngine : public Engine {
     if (!active_ids_.insert(request.request_id).second)
       throw Error("request id '" + request.request_id + "' is already in use");
     stats_.num_waiting += request.params.n;  // visible at once; the next step recomputes it
-    inbox_.push_back({std::move(request), std::move(on_output)});
+    // A finished request's reply can reach its client before this step ends: the counters it
+    // added (its tokens, its prefix-cache lookups) are published first, so a /metrics scrape
+    // made after the reply always counts them.
+    auto publish_then_send = [this, send = std::move(on_output)](const RequestOutput& out) {
+      if (out.finished) publish_stats();
+      send(out);
+    };
+    inbox_.push_back({std::move(request), std::move(publish_then_send)});
     cv_.notify_one();
   }
 
@@ -154,6 +161,15 @@ class ThreadedEngine : public Engine {
     std::lock_guard lock(mu_);
     kv_events_.insert(kv_events_.end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
     for (const auto& id : finished) active_ids_.erase(id);
+    publish_stats_locked();
+  }
+
+  // Engine thread only (it reads core_).
+  void publish_stats() {
+    std::lock_guard lock(mu_);
+    publish_stats_locked();
+  }
+  void publish_stats_locked() {
     stats_ = core_.stats();
     for (const auto& p : inbox_) stats_.num_waiting += p.request.params.n;
   }

@@ -144,6 +144,34 @@ TEST(EngineThread, RequestsFromSeveralThreadsMatchTheSynchronousCore) {
   ASSERT_TRUE(res.wait_for(7));
 }
 
+// The server answers a request from its final output; a /metrics scrape made after that
+// answer must already count the request's tokens (CI once saw 11 of 12).
+TEST(EngineThread, StatsCountARequestBeforeItsFinalOutputIsSent) {
+  std::atomic<int> calls{0};
+  auto engine = start(calls);
+  Results res;
+  Engine* e = engine.get();
+  auto inner = res.callback();
+  std::vector<int64_t> generated_at_finish;
+  for (int i = 0; i < 3; ++i)
+    engine->add_request({"m" + std::to_string(i), {1, 2, 3, 4}, params(uint64_t(i), 4)},
+                        [&, e, inner](const RequestOutput& o) {
+                          if (o.finished) {
+                            const EngineStats s = e->stats();
+                            EXPECT_GE(s.prompt_tokens_total, 4);
+                            std::lock_guard lock(res.mu);
+                            generated_at_finish.push_back(s.generation_tokens_total);
+                          }
+                          inner(o);
+                        });
+  ASSERT_TRUE(res.wait_for(3));
+  std::lock_guard lock(res.mu);
+  ASSERT_EQ(generated_at_finish.size(), 3u);
+  // Each request is counted (4 tokens) by the time its own final output is sent.
+  for (size_t i = 0; i < 3; ++i) EXPECT_GE(generated_at_finish[i], int64_t(4 * (i + 1)));
+  EXPECT_EQ(generated_at_finish.back(), 12);
+}
+
 TEST(EngineThread, AbortFromTheCallbackEndsTheRequestAtTheNextStep) {
   std::atomic<int> calls{0};
   auto engine = start(calls, 1ms);
