@@ -9,7 +9,11 @@
 # speed-of-light and memory-workload sections for the BF16 grouped wgmma expert kernels (gate/up and
 # down of one middle layer) of a prefill chunk of that many tokens: whether L2 -> SM transfer, HBM or
 # the tensor pipes bound them (docs/performance.md, seventh session: bytes into each SM, not stage
-# latency, looked like the limit). Usage: bash scripts/gpu_profile.sh BIN_DIR
+# latency, looked like the limit). STRIKER_PROFILE_TIMELINE="bf16:8192 nvfp4:100000 bf16:8192:8 ..."
+# (format:context[:batch]) traces `bench latency --graphs` with the CUPTI injection library
+# (BIN_DIR/libstriker_kernel_trace.so, tests/cuda/profiling) and prints each kernel's share of the
+# replayed step (scripts/step_timeline.py): kernels overlap through PDL as they do when serving, unlike
+# ncu's one-at-a-time replays. Usage: bash scripts/gpu_profile.sh BIN_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-gpubin}
@@ -17,6 +21,17 @@ CONFIG=${STRIKER_GPU_CONFIG:-$BIN/config.json}
 [ -f "$CONFIG" ] || CONFIG=../shared/fixtures/flint-config/config.json
 LOGS=${OUT:-/tmp/striker-gpu}
 mkdir -p "$LOGS"
+for spec in ${STRIKER_PROFILE_TIMELINE:-}; do
+  IFS=: read -r q ctx batch <<<"$spec"
+  batch=${batch:-1}
+  trace="$LOGS/timeline_${q}_${ctx}_b${batch}.csv"
+  qarg=""; [ "$q" = nvfp4 ] && qarg="--quantization nvfp4"
+  CUDA_INJECTION64_PATH="$PWD/$BIN/libstriker_kernel_trace.so" STRIKER_KERNEL_TRACE="$trace" \
+    timeout 300 "$BIN/striker" bench latency --config "$CONFIG" $qarg --graphs --context="$ctx" --batch "$batch" \
+    --steps 20 --warmup 3 >"$trace.log" 2>&1
+  echo "timeline $q $ctx batch $batch rc=$?"; grep -E "ms/step|device|kernels" "$trace.log" | head -4
+  python3 scripts/step_timeline.py "$trace" "$q decode step, context $ctx, batch $batch (CUPTI, graph replays)"
+done
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "ncu not found: no profile taken"; exit 3; }
 for q in bf16 nvfp4; do
