@@ -39,9 +39,10 @@ class ThreadedEngine : public Engine {
     stats_.num_waiting += request.params.n;  // visible at once; the next step recomputes it
     // A finished request's reply can reach its client before this step ends: the counters it
     // added (its tokens, its prefix-cache lookups) are published first, so a /metrics scrape
-    // made after the reply always counts them.
+    // made after the reply always counts them, and its id is free again (a new request with it
+    // reaches the core only after this step, when the old one is gone).
     auto publish_then_send = [this, send = std::move(on_output)](const RequestOutput& out) {
-      if (out.finished) publish_stats();
+      if (out.finished) publish_finished(out.request_id);
       send(out);
     };
     inbox_.push_back({std::move(request), std::move(publish_then_send)});
@@ -155,18 +156,19 @@ class ThreadedEngine : public Engine {
     }
   }
 
+  // After each step: its KV events and stats. (Finished ids were freed as their final outputs
+  // went out: publish_finished.)
   void publish() {
-    auto finished = core_.take_finished();
     auto events = core_.take_kv_events();
     std::lock_guard lock(mu_);
     kv_events_.insert(kv_events_.end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
-    for (const auto& id : finished) active_ids_.erase(id);
     publish_stats_locked();
   }
 
   // Engine thread only (it reads core_).
-  void publish_stats() {
+  void publish_finished(const std::string& request_id) {
     std::lock_guard lock(mu_);
+    active_ids_.erase(request_id);
     publish_stats_locked();
   }
   void publish_stats_locked() {

@@ -229,7 +229,6 @@ void EngineCore::abort_all(const std::string& error) {
 
 bool EngineCore::has_work() const { return !requests_.empty(); }
 
-std::vector<std::string> EngineCore::take_finished() { return std::exchange(finished_, {}); }
 
 void EngineCore::step() {
   last_plan_ = scheduler_->schedule();
@@ -478,11 +477,7 @@ void EngineCore::emit(Request& r, RequestOutput& out) {
       logging::get("engine")->error("output callback for request {} threw: {}", r.req.request_id, e.what());
     }
   }
-  if (out.finished) {
-    std::string id = r.req.request_id;
-    finished_.push_back(id);
-    requests_.erase(id);  // destroys r
-  }
+  if (out.finished) requests_.erase(std::string(r.req.request_id));  // destroys r
 }
 
 EngineStats EngineCore::stats() const {

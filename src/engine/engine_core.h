@@ -50,8 +50,6 @@ class EngineCore {
   EngineStats stats() const;
   bool reset_prefix_cache();
   std::vector<KvEvent> take_kv_events() { return kv_->take_events(); }
-  // Ids of requests that finished since the last call.
-  std::vector<std::string> take_finished();
 
   // Read-only views for tests and benches.
   const Scheduler& scheduler() const { return *scheduler_; }
@@ -97,7 +95,6 @@ class EngineCore {
   std::unique_ptr<KvBlockManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<std::string, std::unique_ptr<Request>> requests_;
-  std::vector<std::string> finished_;
   StepPlan last_plan_;
   std::vector<float> logits_;
   SampledStep sampled_;          // device sampling: tokens and returned rows of the last step

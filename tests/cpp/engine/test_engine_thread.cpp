@@ -145,8 +145,8 @@ TEST(EngineThread, RequestsFromSeveralThreadsMatchTheSynchronousCore) {
 }
 
 // The server answers a request from its final output; a /metrics scrape made after that
-// answer must already count the request's tokens (CI once saw 11 of 12).
-TEST(EngineThread, StatsCountARequestBeforeItsFinalOutputIsSent) {
+// answer must already count the request's tokens (CI once saw 11 of 12), and the id is free.
+TEST(EngineThread, AFinishedRequestIsCountedAndItsIdFreeBeforeItsFinalOutputIsSent) {
   std::atomic<int> calls{0};
   auto engine = start(calls);
   Results res;
@@ -165,11 +165,27 @@ TEST(EngineThread, StatsCountARequestBeforeItsFinalOutputIsSent) {
                           inner(o);
                         });
   ASSERT_TRUE(res.wait_for(3));
-  std::lock_guard lock(res.mu);
-  ASSERT_EQ(generated_at_finish.size(), 3u);
-  // Each request is counted (4 tokens) by the time its own final output is sent.
-  for (size_t i = 0; i < 3; ++i) EXPECT_GE(generated_at_finish[i], int64_t(4 * (i + 1)));
-  EXPECT_EQ(generated_at_finish.back(), 12);
+  {
+    std::lock_guard lock(res.mu);
+    ASSERT_EQ(generated_at_finish.size(), 3u);
+    // Each request is counted (4 tokens) by the time its own final output is sent.
+    for (size_t i = 0; i < 3; ++i) EXPECT_GE(generated_at_finish[i], int64_t(4 * (i + 1)));
+    EXPECT_EQ(generated_at_finish.back(), 12);
+  }
+  // Its id is free by then too: a caller may reuse it from the final output's callback.
+  std::atomic<bool> reused{false};
+  engine->add_request({"again", {1, 2}, params(7, 2)}, [&, e, inner](const RequestOutput& o) {
+    inner(o);
+    if (o.finished && !reused.exchange(true)) {
+      try {
+        e->add_request({"again", {3, 4}, params(8, 2)}, inner);
+      } catch (const std::exception& ex) {
+        ADD_FAILURE() << "reusing a finished id: " << ex.what();
+      }
+    }
+  });
+  ASSERT_TRUE(res.wait_for(5));
+  EXPECT_TRUE(reused.load());
 }
 
 TEST(EngineThread, AbortFromTheCallbackEndsTheRequestAtTheNextStep) {
