@@ -14,6 +14,15 @@ BUILD=${STRIKER_SHIP_BUILD:-build}  # the CUDA build folder whose binaries trave
 for b in "$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels" "$BUILD/striker"; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
 done
+# The step-timeline injection library (scripts/gpu_profile.sh STRIKER_PROFILE_TIMELINE) and the
+# CUPTI it links (carried: its soname must match this CUDA 13 build).
+TRACE="$BUILD/tests/cuda/libstriker_kernel_trace.so"
+if [ -f "$TRACE" ]; then
+  cp "$TRACE" "$DEST/gpubin/"
+  mkdir -p "$DEST/gpubin/lib"
+  cupti=$(ldd "$TRACE" | awk '/libcupti/ {print $3}')
+  [ -n "$cupti" ] && cp -L "$cupti" "$DEST/gpubin/lib/"
+fi
 # Shared libraries only Debian has (the GPU machine runs Ubuntu 24.04): carried beside the
 # binaries; gpu.sh puts gpubin/lib on LD_LIBRARY_PATH.
 if [ -x "$DEST/gpubin/striker" ]; then
