@@ -11,7 +11,8 @@
 // kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone), `decode-moe` (the MoE rows of the decode
-// steps alone), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
+// steps alone), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `pdl-coherence`
+// (stale reads after griddepcontrol.wait per load path: pdl_coherence_probe.h), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   static const char* const kFamilies[] = {"grouped-moe", "grouped-moe-nvfp4", "grouped-moe-wgmma", "prefill",
                                           "prefill-attention", "prefill-small", "decode", "decode-attention",
-                                          "decode-moe", "decode-linear", "decode-norm", "routing"};
+                                          "decode-moe", "decode-linear", "decode-norm", "routing", "pdl-coherence"};
   const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
   if (argc > 2 || !known) {
     std::fprintf(stderr, "usage: bench_cuda_kernels [");
@@ -177,6 +178,11 @@ int main(int argc, char** argv) {
     if (only == "decode-norm") {  // one token: rmsnorm kernel + GEMV against the GEMV with the norm inside
       bench_decode_bf16(rng, {1}, true);
       bench_decode_nvfp4(rng, {1}, true);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
+    if (only == "pdl-coherence") {  // stale reads after griddepcontrol.wait, per load path
+      bench_pdl_coherence();
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
       return kernel_check_failures() == 0 ? 0 : 1;
     }

@@ -60,6 +60,7 @@ void bench_moe_grouped_wgmma(std::mt19937& rng, int T);
 
 // bench_decode.cpp: QKV, o_proj (+ residual), dense gate/up, LM head for each T of `tokens`
 // (CUDA-core kernels at 1 token, tensor-core ones from 2), one reference each.
+void bench_pdl_coherence();
 void bench_decode_bf16(std::mt19937& rng, const std::vector<int>& tokens, bool norm_pairs = false);
 void bench_decode_nvfp4(std::mt19937& rng, const std::vector<int>& tokens, bool norm_pairs = false);
 
