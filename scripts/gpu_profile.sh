@@ -13,7 +13,8 @@
 # (format:context[:batch]) traces `bench latency --graphs` with the CUPTI injection library
 # (BIN_DIR/libstriker_kernel_trace.so, tests/cuda/profiling) and prints each kernel's share of the
 # replayed step (scripts/step_timeline.py): kernels overlap through PDL as they do when serving, unlike
-# ncu's one-at-a-time replays. Usage: bash scripts/gpu_profile.sh BIN_DIR
+# ncu's one-at-a-time replays; `scripts/step_timeline.py A.csv --compare B.csv` sets two traces (an A/B)
+# side by side per kernel family. Usage: bash scripts/gpu_profile.sh BIN_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-gpubin}

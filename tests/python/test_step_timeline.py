@@ -13,13 +13,13 @@ LAYER = [("gemv_kernel<4;8;0;true>", 1280, 7000, 2000), ("qk_rope_kv_kernel", 40
          ("attention_kernel", 36, 6000, 1000), ("router_kernel", 132, 9000, 3000)]
 
 
-def make_trace(path, replays=4, jitter=0):
+def make_trace(path, replays=4, jitter=0, layer=LAYER):
     rows = [HEADER, "0,5000,0,7,1,1,1,1,256,0,fill_kernel\n"]  # eager, not in a graph: ignored
     t = 1_000_000
     for rep in range(replays):
         end = t
-        for layer in range(49):
-            for name, grid, share, lead in LAYER:
+        for _ in range(49):
+            for name, grid, share, lead in layer:
                 extra = jitter * rep if name == "router_kernel" else 0
                 start, end = end - lead, end + share + extra
                 rows.append(f"{start},{end},5,7,{900 + rep},{grid},1,1,256,0,{name}\n")
@@ -69,3 +69,19 @@ def test_no_graph_kernels(tmp_path):
     trace.write_text(HEADER + "0,5000,0,7,1,1,1,1,256,0,fill_kernel\n")
     r = subprocess.run([sys.executable, str(SCRIPT), str(trace)], capture_output=True, text=True)
     assert r.returncode == 1 and "no graph kernels" in r.stdout
+
+
+def test_compare_two_traces_per_kernel_family(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    make_trace(a)
+    # B: the attention kernel 2 us faster, the router gone, a new fused kernel of 12 us.
+    layer_b = [LAYER[0], LAYER[1], ("attention_kernel", 36, 4000, 1000), ("moe_fused_kernel<2>", 128, 12000, 500)]
+    make_trace(b, layer=layer_b)
+    r = subprocess.run([sys.executable, str(SCRIPT), str(a), "--compare", str(b), "A/B"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {l.split()[0]: l.split()[1:] for l in r.stdout.splitlines()[3:] if l.strip()}
+    assert rows["attention_kernel"] == ["49", "0.294", "49", "0.196", "-0.098"]
+    assert rows["router_kernel"] == ["49", "0.441", "0", "0.000", "-0.441"]
+    assert rows["moe_fused_kernel"] == ["0", "0.000", "49", "0.588", "+0.588"]
+    assert "kernels 196 -> 196" in r.stdout
