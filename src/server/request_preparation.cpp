@@ -1,7 +1,11 @@
 // Request preparation shared by the generating routes and the render routes.
 #include "server/request_preparation.h"
 
+#include <limits>
+#include <optional>
+
 #include "server/api_error.h"
+#include "server/json_fields.h"
 #include "server/serving_context.h"
 
 namespace striker::server {
@@ -66,6 +70,27 @@ void parse_prompts(const nlohmann::json& body, const ServingContext& ctx, bool a
   }
 }
 
+// vLLM's `truncate_prompt_tokens`: keep only a prompt's last k tokens (its left side goes), -1 for
+// the model's maximum length; above that is a 400 with vLLM's message. 0 would keep nothing (vLLM's
+// slice [-0:] would keep everything): refused, naming the field.
+std::optional<int64_t> prompt_truncation(const nlohmann::json& body, int64_t max_model_len) {
+  const auto k = JsonFields(body).integer("truncate_prompt_tokens", -1, std::numeric_limits<int64_t>::max());
+  if (!k) return std::nullopt;
+  if (*k == -1) return max_model_len;
+  if (*k == 0)
+    throw bad_request("`truncate_prompt_tokens` must be -1 (the model's maximum length) or at least 1, got 0",
+                      "truncate_prompt_tokens");
+  if (*k > max_model_len)
+    throw bad_request("truncate_prompt_tokens value is greater than max_model_len. Please, select a smaller "
+                      "truncation size.",
+                      "truncate_prompt_tokens");
+  return k;
+}
+
+void keep_last(std::vector<int32_t>& tokens, std::optional<int64_t> keep) {
+  if (keep && int64_t(tokens.size()) > *keep) tokens.erase(tokens.begin(), tokens.end() - *keep);
+}
+
 }  // namespace
 
 PreparedChat prepare_chat_request(const ServingContext& ctx, const RequestBody& request) {
@@ -73,7 +98,9 @@ PreparedChat prepare_chat_request(const ServingContext& ctx, const RequestBody& 
   check_model_name(body, ctx.options);
   if (!ctx.chat_template) throw bad_request("this model has no chat template; use /v1/completions");
   PreparedChat out;
+  const auto truncation = prompt_truncation(body, ctx.options.max_model_len);
   out.prompt = build_chat_prompt(request, ctx.options, *ctx.chat_template, ctx.tokenizer);
+  keep_last(out.prompt.tokens, truncation);
   out.sampling = parse_sampling_request(body, ApiKind::Chat, ctx.options.sampling_defaults, ctx.options.limits);
   resolve_max_tokens(out.sampling, int64_t(out.prompt.tokens.size()), ctx.options.max_model_len);
   return out;
@@ -89,7 +116,10 @@ PreparedCompletion prepare_completion_request(const ServingContext& ctx, const R
     throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");
   }
   const bool add_special = ast != body.end() && ast->is_boolean() ? ast->get<bool>() : true;
+  const auto truncation = prompt_truncation(body, ctx.options.max_model_len);
   parse_prompts(body, ctx, add_special, out);
+  // `texts` stay the prompts as sent (what `echo` returns, as vLLM's prompt text does).
+  for (auto& p : out.prompts) keep_last(p, truncation);
   return out;
 }
 

@@ -258,3 +258,44 @@ def test_logit_bias_forces_and_stop_token_ids_stop(server, client):
     assert r.choices[0].finish_reason == "stop"
     assert r.choices[0].model_extra["stop_reason"] == tok
     assert r.choices[0].text == ""
+
+
+def test_truncate_prompt_tokens_keeps_the_prompts_last_tokens(server, client):
+    # Completions: the last k tokens, by token list and by text; greedy output equal to the same
+    # request made with those k ids as the prompt.
+    ids = requests.post(server.url + "/tokenize", json={"prompt": "one two three four five six seven eight"}).json()["tokens"]
+    assert len(ids) > 4
+    cut = client.completions.create(model=MODEL, prompt="one two three four five six seven eight", max_tokens=6,
+                                    temperature=0, extra_body={"truncate_prompt_tokens": 4, "ignore_eos": True})
+    assert cut.usage.prompt_tokens == 4
+    same = client.completions.create(model=MODEL, prompt=ids[-4:], max_tokens=6, temperature=0,
+                                     extra_body={"ignore_eos": True})
+    assert cut.choices[0].text == same.choices[0].text
+    by_ids = client.completions.create(model=MODEL, prompt=ids, max_tokens=1, extra_body={"truncate_prompt_tokens": 2})
+    assert by_ids.usage.prompt_tokens == 2
+    # Longer than the prompt, or -1 (max_model_len): nothing cut.
+    for k in (len(ids) + 5, -1):
+        full = client.completions.create(model=MODEL, prompt=ids, max_tokens=1, extra_body={"truncate_prompt_tokens": k})
+        assert full.usage.prompt_tokens == len(ids)
+    # Several prompts: each cut.
+    multi = client.completions.create(model=MODEL, prompt=[ids, ids[:3]], max_tokens=1,
+                                      extra_body={"truncate_prompt_tokens": 3})
+    assert multi.usage.prompt_tokens == 6
+    # Chat: the rendered prompt's last k tokens.
+    chat = client.chat.completions.create(model=MODEL, messages=MSGS, max_tokens=1,
+                                          extra_body={"truncate_prompt_tokens": 5})
+    assert chat.usage.prompt_tokens == 5
+
+
+@pytest.mark.parametrize("value, needle", [
+    (513, "truncate_prompt_tokens value is greater than max_model_len"),
+    (0, "truncate_prompt_tokens"),
+    (-2, "truncate_prompt_tokens"),
+    ("3", "truncate_prompt_tokens"),
+])
+def test_truncate_prompt_tokens_bad_values_are_400s(server, value, needle):
+    for path, body in (("/v1/completions", {"prompt": "hello there"}), ("/v1/chat/completions", {"messages": MSGS})):
+        r = requests.post(server.url + path, json={"model": MODEL, "max_tokens": 1, "truncate_prompt_tokens": value, **body})
+        assert r.status_code == 400, r.text
+        err = r.json()["error"]
+        assert needle in err["message"] and err["param"] == "truncate_prompt_tokens" and err["type"] == "BadRequestError"

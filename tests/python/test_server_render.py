@@ -66,6 +66,17 @@ def test_chat_render_follows_template_options_and_resolves_max_tokens(server):
     assert thinking["token_ids"] == tokens(server, messages=MSGS, chat_template_kwargs={"enable_thinking": False})
 
 
+def test_render_applies_truncate_prompt_tokens(server):
+    full = chat_render(server)["token_ids"]
+    cut = chat_render(server, truncate_prompt_tokens=4)
+    assert cut["token_ids"] == full[-4:]
+    assert cut["sampling_params"]["max_tokens"] == MAX_LEN - 4
+    r = post(server, "/v1/completions/render", {"model": MODEL, "prompt": [1, 2, 3, 4, 5], "truncate_prompt_tokens": 2})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert len(out) == 1 and out[0]["token_ids"] == [4, 5]
+
+
 def test_chat_render_echoes_stream_salt_priority_and_no_model(server):
     out = chat_render(server, stream=True, stream_options={"include_usage": True}, cache_salt="salt-1", priority=-3)
     assert out["stream"] is True
