@@ -54,7 +54,10 @@ class Cluster:
                "--worker-urls", *[r.url for r in self.replicas],
                "--health-check-interval-secs", "1", "--health-failure-threshold", "1",
                "--health-success-threshold", "1", "--worker-startup-check-interval", "1",
-               "--log-level", "info"]
+               "--log-level", "info",
+               # Its own metrics port: the default (29000) is taken by a router of another test
+               # running at the same time (ctest -j), and the router exits when it cannot bind.
+               "--prometheus-port", str(free_port())]
         for r, port in zip(self.replicas, self.kv_ports):
             cmd += ["--kv-event-source", f"{r.url}=tcp://127.0.0.1:{port}"]
         if self.kv_ports:
