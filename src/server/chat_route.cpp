@@ -20,6 +20,7 @@ struct ChatChoice {
   nlohmann::json stop_reason = nullptr;
   bool role_sent = false;
   bool tools_streamed = false;
+  std::vector<int32_t> token_ids;  // return_token_ids
 };
 
 struct ChatJob {
@@ -44,6 +45,7 @@ std::string chat_finish_reason(const ChatJob& job, const ChatChoice& c, bool has
 
 void collect_choice_output(ChatJob& job, const ChoiceDelta& d) {
   auto& c = job.choices[size_t(d.index)];
+  if (job.sampling.return_token_ids) c.token_ids.insert(c.token_ids.end(), d.new_tokens.begin(), d.new_tokens.end());
   if (job.sampling.logprobs) {
     for (const auto& lp : d.logprobs) c.logprobs.push_back(chat_logprob_entry(job.ctx.tokenizer, lp));
   }
@@ -100,7 +102,7 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
     choice["logprobs"] = job.sampling.logprobs ? nlohmann::json{{"content", c.logprobs}} : nlohmann::json(nullptr);
     choice["finish_reason"] = chat_finish_reason(job, c, !msg.tool_calls.empty());
     choice["stop_reason"] = c.stop_reason;
-    choice["token_ids"] = nullptr;
+    choice["token_ids"] = job.sampling.return_token_ids ? nlohmann::json(c.token_ids) : nlohmann::json(nullptr);
     choices.push_back(std::move(choice));
   }
   acct.finish(final_reason_for_metrics(job), job.gen->prompt_tokens(), job.sampling.params.n, max_tokens);
@@ -113,7 +115,8 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
                          {"system_fingerprint", nullptr},
                          {"usage", usage_json(*job.gen, acct.completion_tokens())},
                          {"prompt_logprobs", job.prompt_logprobs},
-                         {"prompt_token_ids", nullptr},
+                         {"prompt_token_ids", job.sampling.return_token_ids ? nlohmann::json(job.prompt.tokens)
+                                                                            : nlohmann::json(nullptr)},
                          {"kv_transfer_params", nullptr}};
   res.status = 200;
   res.set_content(dump_json(body), "application/json");
@@ -131,9 +134,12 @@ nlohmann::json chunk_base(const ChatJob& job) {
 
 void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& sink) {
   RequestAccounting acct(job.ctx, *job.gen);
-  auto write_choice = [&](const nlohmann::json& choice) {
+  // vLLM leaves token ids out of the stream when reasoning is hidden (they would leak it).
+  const bool stream_ids = job.sampling.return_token_ids && job.prompt.include_reasoning;
+  auto write_choice = [&](const nlohmann::json& choice, bool with_prompt_ids = false) {
     nlohmann::json chunk = chunk_base(job);
     chunk["choices"] = nlohmann::json::array({choice});
+    if (with_prompt_ids) chunk["prompt_token_ids"] = job.prompt.tokens;
     if (job.sampling.continuous_usage) chunk["usage"] = usage_json(*job.gen, acct.completion_tokens());
     return send_event(sink, chunk);
   };
@@ -145,7 +151,8 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
       if (!c.role_sent) {
         c.role_sent = true;
         if (!write_choice({{"index", d.index}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                           {"logprobs", nullptr}, {"finish_reason", nullptr}})) {
+                           {"logprobs", nullptr}, {"finish_reason", nullptr}},
+                          stream_ids)) {
           return false;
         }
       }
@@ -173,8 +180,10 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
         logprobs = {{"content", nlohmann::json::array()}};
         for (const auto& lp : d.logprobs) logprobs["content"].push_back(chat_logprob_entry(job.ctx.tokenizer, lp));
       }
-      if (delta.empty() && logprobs.is_null() && !d.finish) continue;
+      const bool ids = stream_ids && !d.new_tokens.empty();
+      if (delta.empty() && logprobs.is_null() && !ids && !d.finish) continue;
       nlohmann::json choice = {{"index", d.index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
+      if (stream_ids) choice["token_ids"] = d.new_tokens;
       if (d.finish) {
         choice["finish_reason"] = chat_finish_reason(job, c, c.tools_streamed);
         choice["stop_reason"] = c.stop_reason;

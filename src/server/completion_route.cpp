@@ -21,6 +21,8 @@ struct CompletionChoice {
   size_t offset = 0;  // running text offset for logprobs
   nlohmann::json prompt_logprobs = nullptr;
   bool echoed = false;  // streaming: the prompt text went out in this choice's first chunk
+  bool ids_sent = false;  // streaming, return_token_ids: the prompt's ids went out in this choice's first chunk
+  std::vector<int32_t> token_ids;  // return_token_ids
   nlohmann::json echo_logprobs = nullptr;  // streaming: the prompt's logprobs, sent with the prompt text
 };
 
@@ -94,6 +96,7 @@ struct CompletionJob {
   bool echo_logprobs() const { return sampling.echo && sampling.logprobs; }
 
   const std::string& prompt_text_of(size_t choice) const { return prompt_texts[choice / size_t(n)]; }
+  const std::vector<int32_t>& prompt_tokens_of(size_t choice) const { return prompt_tokens[choice / size_t(n)]; }
   // echo with max_tokens 0: the one generated token is dropped, only the prompt is returned (vLLM).
   bool drop_generated() const { return sampling.echo_only; }
 };
@@ -135,6 +138,8 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
       auto& c = job.choices[size_t(d.index)];
       if (!job.drop_generated()) c.text += d.new_text;
+      if (job.sampling.return_token_ids && !job.drop_generated())
+        c.token_ids.insert(c.token_ids.end(), d.new_tokens.begin(), d.new_tokens.end());
       absorb(job, out, d);  // first: echo's prompt logprobs precede the output's
       if (job.sampling.logprobs && !job.drop_generated()) add_logprobs(job.ctx.tokenizer, c, d.logprobs);
     }
@@ -158,7 +163,10 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
                        {"logprobs", logprobs},
                        {"finish_reason", finish_reason_name(c.finish.value_or(FinishReason::Abort))},
                        {"stop_reason", c.stop_reason},
-                       {"prompt_logprobs", c.prompt_logprobs}});
+                       {"token_ids", job.sampling.return_token_ids ? nlohmann::json(c.token_ids) : nlohmann::json(nullptr)},
+                       {"prompt_logprobs", c.prompt_logprobs},
+                       {"prompt_token_ids", job.sampling.return_token_ids ? nlohmann::json(job.prompt_tokens_of(i))
+                                                                          : nlohmann::json(nullptr)}});
   }
   acct.finish(metrics_reason(job), job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
   nlohmann::json body = {{"id", job.id},       {"object", "text_completion"},
@@ -207,9 +215,16 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
           }
         }
       }
-      if (text.empty() && logprobs.is_null() && !d.finish) continue;
+      const bool ids = job.sampling.return_token_ids && !job.drop_generated() && !d.new_tokens.empty();
+      if (text.empty() && logprobs.is_null() && !ids && !d.finish) continue;
       nlohmann::json choice = {{"index", d.index}, {"text", text}, {"logprobs", logprobs},
                                {"finish_reason", nullptr}, {"stop_reason", nullptr}};
+      if (job.sampling.return_token_ids) {
+        // vLLM: the prompt's ids with a choice's first chunk, then each chunk's new ids.
+        choice["token_ids"] = job.drop_generated() ? std::vector<int32_t>{} : d.new_tokens;
+        if (!c.ids_sent) choice["prompt_token_ids"] = job.prompt_tokens_of(size_t(d.index));
+        c.ids_sent = true;
+      }
       if (d.finish) {
         choice["finish_reason"] = finish_reason_name(*d.finish);
         choice["stop_reason"] = c.stop_reason;

@@ -47,6 +47,9 @@ struct SamplingRequest {
   bool echo_only = false;             // echo with max_tokens 0: only the prompt is returned
   std::optional<std::string> cache_salt;  // vLLM: shares cached prefixes only with the same salt
   int32_t priority = 0;  // vLLM's scheduling priority: type-checked and echoed by /render; striker schedules FCFS
+  // vLLM's return_token_ids: the prompt's ids and each choice's generated ids (the stop token
+  // included, as vLLM's output.token_ids) in the response, beside the text.
+  bool return_token_ids = false;
 };
 
 SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind, const SamplingDefaults& defaults,

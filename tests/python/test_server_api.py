@@ -299,3 +299,42 @@ def test_truncate_prompt_tokens_bad_values_are_400s(server, value, needle):
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert needle in err["message"] and err["param"] == "truncate_prompt_tokens" and err["type"] == "BadRequestError"
+
+
+def test_return_token_ids_completions(server, client):
+    prompt = "one two three"
+    ids = requests.post(server.url + "/tokenize", json={"prompt": prompt}).json()["tokens"]
+    body = {"model": MODEL, "prompt": prompt, "max_tokens": 5, "temperature": 0, "ignore_eos": True}
+    plain = requests.post(server.url + "/v1/completions", json=body).json()["choices"][0]
+    assert plain["token_ids"] is None and plain["prompt_token_ids"] is None
+    out = requests.post(server.url + "/v1/completions", json={**body, "return_token_ids": True}).json()
+    choice = out["choices"][0]
+    assert choice["prompt_token_ids"] == ids
+    assert len(choice["token_ids"]) == 5 == out["usage"]["completion_tokens"]
+    assert requests.post(server.url + "/detokenize", json={"tokens": choice["token_ids"]}).json()["prompt"] == choice["text"]
+    # Streaming: the prompt's ids with the first chunk, then each chunk's new ids.
+    with requests.post(server.url + "/v1/completions", json={**body, "return_token_ids": True, "stream": True},
+                       stream=True) as r:
+        chunks = [json.loads(e) for e in sse_events(r) if e != "[DONE]"]
+    firsts = [c["choices"][0] for c in chunks if "prompt_token_ids" in c["choices"][0]]
+    assert len(firsts) == 1 and firsts[0]["prompt_token_ids"] == ids and chunks[0]["choices"][0] is firsts[0]
+    assert [t for c in chunks for t in c["choices"][0]["token_ids"]] == choice["token_ids"]
+    bad = requests.post(server.url + "/v1/completions", json={**body, "return_token_ids": "yes"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "return_token_ids"
+
+
+def test_return_token_ids_chat(server, client):
+    ids = requests.post(server.url + "/tokenize", json={"messages": MSGS}).json()["tokens"]
+    body = {"model": MODEL, "messages": MSGS, "max_tokens": 6, "temperature": 0, "ignore_eos": True}
+    plain = requests.post(server.url + "/v1/chat/completions", json=body).json()
+    assert plain["prompt_token_ids"] is None and plain["choices"][0]["token_ids"] is None
+    out = requests.post(server.url + "/v1/chat/completions", json={**body, "return_token_ids": True}).json()
+    assert out["prompt_token_ids"] == ids
+    got = out["choices"][0]["token_ids"]
+    assert len(got) == 6 == out["usage"]["completion_tokens"]
+    with requests.post(server.url + "/v1/chat/completions", json={**body, "return_token_ids": True, "stream": True},
+                       stream=True) as r:
+        chunks = [json.loads(e) for e in sse_events(r) if e != "[DONE]"]
+    assert chunks[0]["prompt_token_ids"] == ids
+    assert all("prompt_token_ids" not in c for c in chunks[1:])
+    assert [t for c in chunks[1:] for t in c["choices"][0].get("token_ids") or []] == got
