@@ -33,6 +33,8 @@ struct ChatJob {
   std::time_t created = std::time(nullptr);
   std::string id;
   nlohmann::json prompt_logprobs = nullptr;
+
+  TokenNames token_names() const { return TokenNames{ctx.tokenizer, sampling.return_tokens_as_token_ids}; }
 };
 
 // vLLM reports "tool_calls" only when calls were made, the engine stopped on its own, and the
@@ -47,7 +49,7 @@ void collect_choice_output(ChatJob& job, const ChoiceDelta& d) {
   auto& c = job.choices[size_t(d.index)];
   if (job.sampling.return_token_ids) c.token_ids.insert(c.token_ids.end(), d.new_tokens.begin(), d.new_tokens.end());
   if (job.sampling.logprobs) {
-    for (const auto& lp : d.logprobs) c.logprobs.push_back(chat_logprob_entry(job.ctx.tokenizer, lp));
+    for (const auto& lp : d.logprobs) c.logprobs.push_back(chat_logprob_entry(job.token_names(), lp));
   }
   if (d.finish) {
     c.finish = d.finish;
@@ -178,7 +180,7 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
       nlohmann::json logprobs = nullptr;
       if (job.sampling.logprobs && !d.logprobs.empty()) {
         logprobs = {{"content", nlohmann::json::array()}};
-        for (const auto& lp : d.logprobs) logprobs["content"].push_back(chat_logprob_entry(job.ctx.tokenizer, lp));
+        for (const auto& lp : d.logprobs) logprobs["content"].push_back(chat_logprob_entry(job.token_names(), lp));
       }
       const bool ids = stream_ids && !d.new_tokens.empty();
       if (delta.empty() && logprobs.is_null() && !ids && !d.finish) continue;

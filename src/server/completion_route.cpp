@@ -26,19 +26,14 @@ struct CompletionChoice {
   nlohmann::json echo_logprobs = nullptr;  // streaming: the prompt's logprobs, sent with the prompt text
 };
 
-std::string piece_text(const Tokenizer& tok, int32_t id) {
-  const int32_t ids[1] = {id};
-  return tok.decode(ids, false);
-}
-
 // Appends this delta's logprobs in the completions layout; returns them as a standalone object too.
-nlohmann::json add_logprobs(const Tokenizer& tok, CompletionChoice& c, const std::vector<TokenLogprob>& lps) {
+nlohmann::json add_logprobs(const TokenNames& piece_text, CompletionChoice& c, const std::vector<TokenLogprob>& lps) {
   nlohmann::json part = {{"text_offset", nlohmann::json::array()}, {"token_logprobs", nlohmann::json::array()},
                          {"tokens", nlohmann::json::array()}, {"top_logprobs", nlohmann::json::array()}};
   for (const auto& lp : lps) {
-    const std::string text = piece_text(tok, lp.token);
+    const std::string text = piece_text(lp.token);
     nlohmann::json top = nlohmann::json::object();
-    for (const auto& [id, logprob] : lp.top) top[piece_text(tok, id)] = std::max(logprob, -9999.0f);
+    for (const auto& [id, logprob] : lp.top) top[piece_text(id)] = std::max(logprob, -9999.0f);
     part["text_offset"].push_back(c.offset);
     part["token_logprobs"].push_back(std::max(lp.logprob, -9999.0f));
     part["tokens"].push_back(text);
@@ -54,18 +49,18 @@ nlohmann::json add_logprobs(const Tokenizer& tok, CompletionChoice& c, const std
 
 // The prompt's tokens in the completions logprobs layout, for echo (vLLM): the first token has
 // no logprob (null entries); top lists are cut to the request's `logprobs`.
-nlohmann::json add_prompt_logprobs(const Tokenizer& tok, CompletionChoice& c, const std::vector<int32_t>& prompt,
+nlohmann::json add_prompt_logprobs(const TokenNames& piece_text, CompletionChoice& c, const std::vector<int32_t>& prompt,
                                    const std::vector<std::optional<TokenLogprob>>& lps, int32_t top_n) {
   nlohmann::json part = {{"text_offset", nlohmann::json::array()}, {"token_logprobs", nlohmann::json::array()},
                          {"tokens", nlohmann::json::array()}, {"top_logprobs", nlohmann::json::array()}};
   for (size_t i = 0; i < prompt.size(); ++i) {
-    const std::string text = piece_text(tok, prompt[i]);
+    const std::string text = piece_text(prompt[i]);
     nlohmann::json logprob = nullptr, top = nullptr;
     if (i < lps.size() && lps[i]) {
       logprob = std::max(lps[i]->logprob, -9999.0f);
       top = nlohmann::json::object();
       for (size_t k = 0; k < lps[i]->top.size() && k < size_t(top_n); ++k) {
-        top[piece_text(tok, lps[i]->top[k].first)] = std::max(lps[i]->top[k].second, -9999.0f);
+        top[piece_text(lps[i]->top[k].first)] = std::max(lps[i]->top[k].second, -9999.0f);
       }
     }
     part["text_offset"].push_back(c.offset);
@@ -94,6 +89,7 @@ struct CompletionJob {
   std::vector<std::vector<int32_t>> prompt_tokens;  // one per prompt (echo with logprobs)
 
   bool echo_logprobs() const { return sampling.echo && sampling.logprobs; }
+  TokenNames token_names() const { return TokenNames{ctx.tokenizer, sampling.return_tokens_as_token_ids}; }
 
   const std::string& prompt_text_of(size_t choice) const { return prompt_texts[choice / size_t(n)]; }
   const std::vector<int32_t>& prompt_tokens_of(size_t choice) const { return prompt_tokens[choice / size_t(n)]; }
@@ -116,7 +112,7 @@ void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) 
       auto& ci = job.choices[i];
       ci.prompt_logprobs = plp;
       if (job.echo_logprobs()) {
-        ci.echo_logprobs = add_prompt_logprobs(job.ctx.tokenizer, ci, job.prompt_tokens[prompt], out.prompt_logprobs,
+        ci.echo_logprobs = add_prompt_logprobs(job.token_names(), ci, job.prompt_tokens[prompt], out.prompt_logprobs,
                                                *job.sampling.params.logprobs);
       }
     }
@@ -141,7 +137,7 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
       if (job.sampling.return_token_ids && !job.drop_generated())
         c.token_ids.insert(c.token_ids.end(), d.new_tokens.begin(), d.new_tokens.end());
       absorb(job, out, d);  // first: echo's prompt logprobs precede the output's
-      if (job.sampling.logprobs && !job.drop_generated()) add_logprobs(job.ctx.tokenizer, c, d.logprobs);
+      if (job.sampling.logprobs && !job.drop_generated()) add_logprobs(job.token_names(), c, d.logprobs);
     }
     return true;
   });
@@ -206,7 +202,7 @@ void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib
         if (job.echo_logprobs()) logprobs = c.echo_logprobs;
       }
       if (job.sampling.logprobs && !d.logprobs.empty() && !job.drop_generated()) {
-        const auto part = add_logprobs(job.ctx.tokenizer, c, d.logprobs);
+        const auto part = add_logprobs(job.token_names(), c, d.logprobs);
         if (logprobs.is_null()) {
           logprobs = part;
         } else {

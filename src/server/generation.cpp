@@ -255,10 +255,15 @@ void send_stream_error(httplib::DataSink& sink, const ApiError& error) {
   sink.done();
 }
 
-nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp) {
+std::string TokenNames::operator()(int32_t id) const {
+  if (as_ids) return "token_id:" + std::to_string(id);
+  const int32_t ids[1] = {id};
+  return tok.decode(ids, false);
+}
+
+nlohmann::json chat_logprob_entry(const TokenNames& names, const TokenLogprob& lp) {
   auto piece = [&](int32_t id, float logprob) {
-    const int32_t ids[1] = {id};
-    std::string text = tok.decode(ids, false);
+    std::string text = names(id);
     std::vector<int> bytes(text.begin(), text.end());
     for (auto& b : bytes) b &= 0xff;
     return nlohmann::json{{"token", text}, {"logprob", std::max(logprob, -9999.0f)}, {"bytes", bytes}};

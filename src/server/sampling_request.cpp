@@ -205,6 +205,7 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
   }
   out.priority = int32_t(f.integer("priority", std::numeric_limits<int32_t>::min(), kI32Max).value_or(0));
   out.return_token_ids = f.boolean("return_token_ids").value_or(false);
+  out.return_tokens_as_token_ids = f.boolean("return_tokens_as_token_ids").value_or(false);
   return out;
 }
 

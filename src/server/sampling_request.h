@@ -50,6 +50,7 @@ struct SamplingRequest {
   // vLLM's return_token_ids: the prompt's ids and each choice's generated ids (the stop token
   // included, as vLLM's output.token_ids) in the response, beside the text.
   bool return_token_ids = false;
+  bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:<id>" (vLLM)
 };
 
 SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind, const SamplingDefaults& defaults,

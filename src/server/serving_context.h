@@ -158,8 +158,16 @@ void respond_or_stream(bool stream, Generation& gen, const httplib::Request& req
 // Python requests decode the UTF-8 stream as ISO-8859-1.
 inline constexpr const char* kSseContentType = "text/event-stream; charset=utf-8";
 
+// How logprobs name a token: its text, or "token_id:<id>" (vLLM's return_tokens_as_token_ids,
+// for clients that need the exact ids, which text pieces of partial UTF-8 lose).
+struct TokenNames {
+  const Tokenizer& tok;
+  bool as_ids = false;
+  std::string operator()(int32_t id) const;
+};
+
 // Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
-nlohmann::json chat_logprob_entry(const Tokenizer& tok, const TokenLogprob& lp);
+nlohmann::json chat_logprob_entry(const TokenNames& names, const TokenLogprob& lp);
 
 }  // namespace striker::server
 

@@ -338,3 +338,23 @@ def test_return_token_ids_chat(server, client):
     assert chunks[0]["prompt_token_ids"] == ids
     assert all("prompt_token_ids" not in c for c in chunks[1:])
     assert [t for c in chunks[1:] for t in c["choices"][0].get("token_ids") or []] == got
+
+
+def test_return_tokens_as_token_ids_names_logprob_tokens_by_id(server, client):
+    body = {"model": MODEL, "max_tokens": 3, "temperature": 0, "ignore_eos": True, "return_token_ids": True}
+    chat = requests.post(server.url + "/v1/chat/completions",
+                         json={**body, "messages": MSGS, "logprobs": True, "top_logprobs": 2,
+                               "return_tokens_as_token_ids": True}).json()["choices"][0]
+    entries = chat["logprobs"]["content"]
+    assert [e["token"] for e in entries] == [f"token_id:{t}" for t in chat["token_ids"]]
+    assert all(top["token"].startswith("token_id:") for e in entries for top in e["top_logprobs"])
+    assert entries[0]["bytes"] == list(entries[0]["token"].encode())
+    comp = requests.post(server.url + "/v1/completions",
+                         json={**body, "prompt": "one two", "logprobs": 2, "echo": True,
+                               "return_tokens_as_token_ids": True}).json()["choices"][0]
+    ids = comp["prompt_token_ids"] + comp["token_ids"]
+    assert comp["logprobs"]["tokens"] == [f"token_id:{t}" for t in ids]
+    assert all(k.startswith("token_id:") for top in comp["logprobs"]["top_logprobs"] if top for k in top)
+    # Off by default: the tokens' text.
+    plain = requests.post(server.url + "/v1/completions", json={**body, "prompt": "one two", "logprobs": 1}).json()
+    assert not any(t.startswith("token_id:") for t in plain["choices"][0]["logprobs"]["tokens"])
