@@ -210,7 +210,7 @@ void OpenAIServer::register_routes() {
     metrics()->record_http("/reset_prefix_cache", res.status);
   });
 
-  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  auto health = [this](const httplib::Request&, httplib::Response& res) {
     if (draining_) {
       send_error(res, 503, "ServiceUnavailableError", "the server is shutting down");
     } else if (context()) {
@@ -218,7 +218,11 @@ void OpenAIServer::register_routes() {
     } else {
       send_error(res, 503, "ServiceUnavailableError", "the model is still loading");
     }
-  });
+  };
+  http_->Get("/health", health);
+  // vLLM's /ping (GET and POST): /health under the name SageMaker-style hosts probe.
+  http_->Get("/ping", health);
+  http_->Post("/ping", health);
   http_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(dump_json({{"version", kVersion}}), "application/json");
   });
@@ -291,7 +295,7 @@ void OpenAIServer::register_routes() {
     // The page's files hold nothing secret; the page sends the key with its API calls.
     const bool page = std::any_of(web_assets().begin(), web_assets().end(),
                                   [&req](const WebAsset& a) { return a.route == req.path; });
-    if (options_.api_key.empty() || req.path == "/health" || req.path == "/metrics" || page) {
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/ping" || req.path == "/metrics" || page) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");

@@ -37,6 +37,7 @@ def test_models_health_version(server, client):
     assert [m.id for m in models.data] == [MODEL]
     assert models.data[0].max_model_len == 512
     assert requests.get(server.url + "/health").status_code == 200
+    assert requests.get(server.url + "/ping").status_code == 200 and requests.post(server.url + "/ping").status_code == 200
     assert "version" in requests.get(server.url + "/version").json()
 
 
@@ -183,6 +184,7 @@ def test_api_key(striker_bin, tiny_model, tmp_path):
                       env={"VLLM_API_KEY": "k3y"}, log_dir=tmp_path)
     try:
         assert requests.get(s.url + "/health").status_code == 200
+        assert requests.get(s.url + "/ping").status_code == 200
         assert requests.get(s.url + "/metrics").status_code == 200
         for path in ("/v1/models", "/version"):
             r = requests.get(s.url + path)
