@@ -186,6 +186,12 @@ TEST(EngineThread, AFinishedRequestIsCountedAndItsIdFreeBeforeItsFinalOutputIsSe
   });
   ASSERT_TRUE(res.wait_for(5));
   EXPECT_TRUE(reused.load());
+  // No callback at all is allowed: the request runs, its id is freed, nothing is called.
+  engine->add_request({"silent", {1, 2}, params(9, 2)}, nullptr);
+  for (int i = 0; i < 500 && e->stats().generation_tokens_total < 12 + 4 + 2; ++i) std::this_thread::sleep_for(2ms);
+  EXPECT_EQ(e->stats().generation_tokens_total, 12 + 4 + 2);
+  engine->add_request({"silent", {3}, params(9, 1)}, res.callback());
+  ASSERT_TRUE(res.wait_for(6));
 }
 
 TEST(EngineThread, AbortFromTheCallbackEndsTheRequestAtTheNextStep) {
