@@ -229,7 +229,6 @@ void EngineCore::abort_all(const std::string& error) {
 
 bool EngineCore::has_work() const { return !requests_.empty(); }
 
-
 void EngineCore::step() {
   last_plan_ = scheduler_->schedule();
   const StepPlan& plan = last_plan_;

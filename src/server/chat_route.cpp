@@ -20,7 +20,7 @@ struct ChatChoice {
   nlohmann::json stop_reason = nullptr;
   bool role_sent = false;
   bool tools_streamed = false;
-  std::vector<int32_t> token_ids;  // return_token_ids
+  std::vector<int32_t> token_ids;  // return_token_ids, non-streaming (the stream sends each delta's)
 };
 
 struct ChatJob {
@@ -47,7 +47,6 @@ std::string chat_finish_reason(const ChatJob& job, const ChatChoice& c, bool has
 
 void collect_choice_output(ChatJob& job, const ChoiceDelta& d) {
   auto& c = job.choices[size_t(d.index)];
-  if (job.sampling.return_token_ids) c.token_ids.insert(c.token_ids.end(), d.new_tokens.begin(), d.new_tokens.end());
   if (job.sampling.logprobs) {
     for (const auto& lp : d.logprobs) c.logprobs.push_back(chat_logprob_entry(job.token_names(), lp));
   }
@@ -73,7 +72,9 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
     }
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
-      job.choices[size_t(d.index)].text += d.new_text;
+      auto& c = job.choices[size_t(d.index)];
+      c.text += d.new_text;
+      if (job.sampling.return_token_ids) c.token_ids.insert(c.token_ids.end(), d.new_tokens.begin(), d.new_tokens.end());
       collect_choice_output(job, d);
     }
     return true;

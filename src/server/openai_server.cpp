@@ -295,7 +295,7 @@ void OpenAIServer::register_routes() {
     // The page's files hold nothing secret; the page sends the key with its API calls.
     const bool page = std::any_of(web_assets().begin(), web_assets().end(),
                                   [&req](const WebAsset& a) { return a.route == req.path; });
-    if (options_.api_key.empty() || req.path == "/health" || req.path == "/ping" || req.path == "/metrics" || page) {
+    if (options_.api_key.empty() || is_probe_path(req.path) || page) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");

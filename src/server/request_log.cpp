@@ -52,7 +52,7 @@ void RequestLog::end(const httplib::Request& req, const httplib::Response& res) 
       usage_.erase(it);
     }
   }
-  const bool probe = req.path == "/health" || req.path == "/ping" || req.path == "/metrics";
+  const bool probe = is_probe_path(req.path);
   static const auto log = logging::get("http");
   log->log(probe ? spdlog::level::debug : spdlog::level::info,
            format(req.remote_addr + ":" + std::to_string(req.remote_port), req.method, req.path, res.status, id,

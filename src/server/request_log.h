@@ -3,7 +3,7 @@
 //   INFO 12-01 22:43:53.123 [http] 127.0.0.1:51234 "POST /v1/chat/completions" 200
 //        chatcmpl-1a2b3c prompt_tokens=12 completion_tokens=40 latency=0.532s
 // Generation routes name their request in the X-Request-Id response header and hand over the
-// token counts under that id; other routes log "-" for them. Probes (/health, /metrics) are
+// token counts under that id; other routes log "-" for them. Probes (/health, /ping, /metrics) are
 // logged at debug level so an orchestrator's polling does not drown the request lines.
 #pragma once
 #include <chrono>
@@ -20,6 +20,11 @@ struct Response;
 namespace striker::server {
 
 inline constexpr const char* kRequestIdHeader = "X-Request-Id";
+
+// The routes orchestrators poll: public even with an API key, logged at debug level.
+inline bool is_probe_path(const std::string& path) {
+  return path == "/health" || path == "/ping" || path == "/metrics";
+}
 
 class RequestLog {
  public:
