@@ -43,7 +43,15 @@ std::string short_name(const char* mangled) {
   char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string s = status == 0 && d ? d : mangled;
   std::free(d);
+  // "(anonymous namespace)" holds the first '(' of most names: drop it before cutting the arguments,
+  // and the return type of a template's name ("void ").
+  for (std::string anon = "(anonymous namespace)::"; ;) {
+    const auto a = s.find(anon);
+    if (a == std::string::npos) break;
+    s.erase(a, anon.size());
+  }
   if (const auto p = s.find('('); p != std::string::npos) s.resize(p);
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);
   for (auto& c : s)
     if (c == ',') c = ';';  // the CSV's separator
   return s;
