@@ -211,11 +211,16 @@ void launch_gemv(const char* what, const bf16* x, int T, int in, const bf16* W, 
   }
   // Short rows (in < 1024) take 4 rows per warp so each lane still has several loads in flight.
   // Enough warps already (LM head: 75K of them) -> one warp per 2 rows. Otherwise split each
-  // row over 8 warps when it is long enough (>= 256 chunks of 16 bytes).
+  // row over several warps when it is long enough (>= 256 chunks of 16 bytes): over 4 warps for
+  // Store outputs (QKV: 640 CTAs of 8 rows, 2 chunks per lane per row, all requested before the
+  // wait), over 8 for Residual (o_proj). QKV over 8 warps (1,280 CTAs, 2.4 waves behind the MoE
+  // down kernel, each CTA paying its norm) cost 9.5 µs of the chain against 6.3 (H200, thirteenth
+  // session, docs/performance.md).
   const bool many_rows = out_dim >= 32768;
   const bool split = !many_rows && in / 8 >= 256;
   auto blocks = [&](int rows_per_block) { return unsigned((out_dim + rows_per_block - 1) / rows_per_block); };
-  if (split) launch_gemv_1<4, 8, M>(dim3(blocks(4)), xd, in, Wd, out_dim, out, norm, stream);
+  if (split && M == Mode::Store) launch_gemv_1<4, 4, M>(dim3(blocks(8)), xd, in, Wd, out_dim, out, norm, stream);
+  else if (split) launch_gemv_1<4, 8, M>(dim3(blocks(4)), xd, in, Wd, out_dim, out, norm, stream);
   else if (in < 1024) launch_gemv_1<4, 1, M>(dim3(blocks(4 * kWarps)), xd, in, Wd, out_dim, out, norm, stream);
   else launch_gemv_1<2, 1, M>(dim3(blocks(2 * kWarps)), xd, in, Wd, out_dim, out, norm, stream);
   STRIKER_CUDA_CHECK_LAUNCH(what);
