@@ -272,5 +272,43 @@ TEST(CudaMoe, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
     }
 }
 
+// One token at Flint's widths takes moe_down_one_round_kernel (K <= 6, inter = shared_inter = 512);
+// DecodeStepsAtFlintSizeMatchOneTokenSteps covers it at K = 6 with the shared expert. Here K = 1, 4
+// and 6, with and without the shared expert, against moe_ref, and K = 7 (moe_down_kernel) beside it;
+// outputs poisoned, so a row left unwritten fails as NaN.
+TEST(CudaMoe, OneTokenAtFlintWidthsMatchesReferenceForEveryTopK) {
+  std::mt19937 rng(313);
+  const int E = 12, H = 2048, I = 512, Is = 512;
+  const auto wg = random_bf16(rng, size_t(E) * I * H, 0.03f), wu = random_bf16(rng, wg.size(), 0.03f);
+  const auto wd = random_bf16(rng, size_t(E) * H * I, 0.03f);
+  const auto sg = random_bf16(rng, size_t(Is) * H, 0.03f), su = random_bf16(rng, sg.size(), 0.03f);
+  const auto sd = random_bf16(rng, size_t(H) * Is, 0.03f);
+  DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd), d_sg(sg), d_su(su), d_sd(sd);
+  for (int K : {1, 4, 6, 7})
+    for (bool shared : {true, false}) {
+      const std::string where = "K=" + std::to_string(K) + (shared ? " with" : " without") + " the shared expert: ";
+      const auto ids = make_routing(rng, RoutingKind::uniform, 1, K, E);
+      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+      const auto x = random_bf16(rng, size_t(H));
+      const auto h0 = random_bf16(rng, size_t(H));
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(K) * I), d_sact(static_cast<size_t>(Is));
+      DeviceBuffer<float> d_tw(tw);
+      d_act.poison();
+      d_sact.poison();
+      moe_gate_up(d_x.get(), 1, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(),
+                  shared ? d_sg.get() : nullptr, shared ? d_su.get() : nullptr, Is, shared ? d_sact.get() : nullptr,
+                  nullptr);
+      moe_down_combine(d_act.get(), 1, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), shared ? d_sact.get() : nullptr,
+                       shared ? d_sd.get() : nullptr, Is, d_h.get(), nullptr);
+      std::vector<bf16> h_ref = h0;
+      const MoeRefWeights w = shared ? MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}
+                                     : MoeRefWeights{&wg, &wu, &wd, nullptr, nullptr, nullptr};
+      moe_ref(x, 1, H, I, shared ? Is : 0, w, ids, tw, K, h_ref);
+      const auto c = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << where << c.describe();
+    }
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing

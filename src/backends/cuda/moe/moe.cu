@@ -16,19 +16,30 @@ constexpr int kWarps = 8;
 
 constexpr int kMaxTopK = 8;
 
-// grid (row pairs, T*K [+ T]): each warp computes gate and up of two rows of one slot. Slots
+// grid (row-pair groups, T*K [+ T]): each pair of warps computes gate and up of two rows of one
+// slot, each warp over half of the input (split-K, the halves summed in shared memory). Slots
 // t*K+k are routed experts; slots T*K+t (when a shared expert is given) are token t's shared expert.
+// Why split: a warp holding the whole input of 4 weight rows (32 chunks per lane) issues them in two
+// rounds of 16 (the loop's unroll), two dependent DRAM round trips; halved, each lane's 16 loads go
+// out at once, and the 448 CTAs of a Flint token still fit in one wave (64 registers, 4 per SM).
+// Measured at T = 1 (H200, thirteenth session): BF16 8K step 2.656 -> 2.579 ms. Every T takes the
+// same split, so a step of T tokens gives the bits of T one-token steps.
+constexpr int kGateUpSplit = 2;
+constexpr int kGateUpRowsPerCta = kWarps / kGateUpSplit * 2;
+
 __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
   constexpr int kPre = 2;  // shared-expert chunks per lane loaded before the wait
+  constexpr int S = kGateUpSplit;
   pdl_launch_dependents();  // see launch.cuh
-  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
+  const int warp = threadIdx.x >> 5, part = warp % S;
+  const int o0 = (blockIdx.x * (kWarps / S) + warp / S) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? shared_inter : inter;
-  if (o0 >= rows) return;  // (before reading anything an earlier kernel writes)
+  const bool live = o0 < rows;  // (dead warps still reach the barrier below)
   const int t = shared ? slot - T * K : slot / K;
   const int o1 = min(o0 + 1, rows - 1);
   auto rows_of = [&](const bf16_t* g, const bf16_t* u, const bf16_t* (&w)[4]) {
@@ -42,13 +53,26 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   if (shared) {  // the shared expert's rows do not depend on the routing: start them before the wait
     rows_of(sg, su, w);
     WarpDotPrologue<4, kPre> pr;
-    warp_dot_prologue<4, kPre>(w, hidden, pr);
+    if (live) warp_dot_prologue<4, kPre>(w, hidden, pr, part, S);
     pdl_wait();  // x comes from the previous kernel
-    warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc);
+    if (live) warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc, part, S);
   } else {
     pdl_wait();  // x and the routing come from earlier kernels
     rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
-    warp_dot<4, 1>(w, xr, 0, 1, hidden, acc);
+    if (live) warp_dot<4, 1>(w, xr, 0, 1, hidden, acc, part, S);
+  }
+  __shared__ float red[kWarps][4];  // the S parts of each row group, summed in part order
+  if ((threadIdx.x & 31) == 0)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) red[warp][r] = live ? acc[r][0] : 0.f;
+  __syncthreads();
+  if (part != 0 || !live) return;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    float v = 0.f;
+#pragma unroll
+    for (int p = 0; p < S; ++p) v += red[warp + p][r];
+    acc[r][0] = v;
   }
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
@@ -128,9 +152,113 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
   }
 }
 
-// grid (row pairs, T): each warp produces two rows of the token's MoE output. All K experts'
-// rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
+// One token at Flint's widths (inter = shared_inter = 512: two 16-byte chunks per lane and row, K <= 6):
+// moe_down_kernel's work with every load of a warp issued in one round — the shared expert's down
+// rows before the wait, then both chunks of all K routed rows and their act — instead of two rounds
+// of the routed rows and a third of the shared expert's. The same per-lane fma order (chunk lane, then
+// lane + 32, each accumulator on its own) and the same reductions: moe_down_kernel's bits, so a step
+// of T tokens (the slot kernel below) still gives the bits of T one-token steps. 192 registers, so one
+// 64-register QKV CTA would fit beside it; the launch reserves kOneRoundSmem of shared memory it never
+// uses to keep it off (see moe_down_kernel on why). Measured (H200, thirteenth session, BF16 8K step):
+// 2.582 -> 2.508 ms, 2.495 with the reservation.
+constexpr int kOneRoundTopK = 6;
+constexpr int kOneRoundInter = 512;
+constexpr size_t kOneRoundSmem = 216 * 1024;
+
+__global__ void __launch_bounds__(kWarps * 32) moe_down_one_round_kernel(
+    const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
+    const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
+    const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  constexpr int kChunks = 2;  // per lane and row: 512 / 8 / 32
+  pdl_launch_dependents();  // see launch.cuh
+  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
+  const int t = blockIdx.y;
+  const int o1 = min(o0 + 1, hidden - 1);
+  const int lane = threadIdx.x & 31;
+  const bool live = o0 < hidden, has_sh = shared_act != nullptr;
+  uint4 sw[2][kChunks];
+  if (live && has_sh)
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      sw[0][j] = load_stream(wd_shared + int64_t(o0) * shared_inter + (lane + 32 * j) * 8);
+      sw[1][j] = load_stream(wd_shared + int64_t(o1) * shared_inter + (lane + 32 * j) * 8);
+    }
+  pdl_wait();  // ids, weights, act, shared act and h come from earlier kernels
+  if (!live) return;
+  uint4 q0[kChunks][kOneRoundTopK], q1[kChunks][kOneRoundTopK], qx[kChunks][kOneRoundTopK], sx[kChunks];
+#pragma unroll
+  for (int k = 0; k < kOneRoundTopK; ++k)
+    if (k < K) {
+      const int slot = t * K + k;
+      const int64_t base = int64_t(ids[slot]) * hidden;
+      const bf16_t* w0 = wd + (base + o0) * inter;
+      const bf16_t* w1 = wd + (base + o1) * inter;
+      const bf16_t* xa = act + int64_t(slot) * inter;
+#pragma unroll
+      for (int j = 0; j < kChunks; ++j) {
+        q0[j][k] = load_stream(w0 + (lane + 32 * j) * 8);
+        q1[j][k] = load_stream(w1 + (lane + 32 * j) * 8);
+        qx[j][k] = load_cached(xa + (lane + 32 * j) * 8);
+      }
+    }
+  if (has_sh)
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) sx[j] = load_cached(shared_act + int64_t(t) * shared_inter + (lane + 32 * j) * 8);
+  float acc[kOneRoundTopK][2];
+#pragma unroll
+  for (int k = 0; k < kOneRoundTopK; ++k) acc[k][0] = acc[k][1] = 0.f;
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j)
+#pragma unroll
+    for (int k = 0; k < kOneRoundTopK; ++k)
+      if (k < K) {
+        float f0[8], f1[8], fx[8];
+        unpack8(q0[j][k], f0);
+        unpack8(q1[j][k], f1);
+        unpack8(qx[j][k], fx);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          acc[k][0] = fmaf(f0[i], fx[i], acc[k][0]);
+          acc[k][1] = fmaf(f1[i], fx[i], acc[k][1]);
+        }
+      }
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int k = 0; k < kOneRoundTopK; ++k)
+    if (k < K) {
+      const float wk = topk_w[t * K + k];
+      sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
+      sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
+    }
+  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+  if (has_sh) {
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      float f0[8], f1[8], fx[8];
+      unpack8(sw[0][j], f0);
+      unpack8(sx[j], fx);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s0 = fmaf(f0[i], fx[i], s0);
+      unpack8(sw[1][j], f1);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s1 = fmaf(f1[i], fx[i], s1);
+    }
+    y0 = round_bf16(y0 + round_bf16(warp_sum(s0)));
+    y1 = round_bf16(y1 + round_bf16(warp_sum(s1)));
+  }
+  if (lane < 2 && o0 + lane < hidden) {
+    const int64_t idx = int64_t(t) * hidden + o0 + lane;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
+  }
+}
+
+// grid (row pairs, T): each warp produces two rows of the token's MoE output (the shapes
+// moe_down_one_round_kernel does not take). All K experts' rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
 // fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
+// Its 202 registers (1 CTA per SM) are load-bearing: compiled for K <= 6 (119 registers) two of the
+// next layer's QKV CTAs fit beside it and stream their weights before their wait, and the step got
+// 0.18 ms slower at BF16 8K (thirteenth session, docs/performance.md).
 __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
@@ -289,7 +417,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
     throw Error("moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
-  const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
+  const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
       reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
       reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
@@ -321,7 +449,19 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
     return;
   }
   const dim3 grid(unsigned((hidden + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T));
-  launch_pdl(moe_down_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
+  const bool one_round = T == 1 && K <= kOneRoundTopK && inter == kOneRoundInter &&
+                         (shared_act == nullptr || shared_inter == kOneRoundInter);
+  if (one_round) {
+    // A function attribute (allowed during graph capture), set once.
+    static const bool configured = [] {
+      STRIKER_CUDA_CHECK(cudaFuncSetAttribute(moe_down_one_round_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              int(kOneRoundSmem)));
+      return true;
+    }();
+    (void)configured;
+  }
+  launch_pdl(one_round ? moe_down_one_round_kernel : moe_down_kernel, dim3(grid), dim3(kWarps * 32),
+             one_round ? kOneRoundSmem : size_t(0), stream, 
       reinterpret_cast<const bf16_t*>(act), K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids, topk_w,
       reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared), shared_inter,
       reinterpret_cast<bf16_t*>(h));
