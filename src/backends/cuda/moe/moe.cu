@@ -83,6 +83,43 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   }
 }
 
+// The down kernels' shared steps (moe_down_kernel, moe_down_one_round_kernel: the same bits).
+// One 16-byte chunk of the warp's two down rows (w0, w1) times the act chunk x, added to acc[0], acc[1].
+__device__ __forceinline__ void moe_down_add_chunk(const uint4& w0, const uint4& w1, const uint4& x, float (&acc)[2]) {
+  float f0[8], f1[8], fx[8];
+  unpack8(w0, f0);
+  unpack8(w1, f1);
+  unpack8(x, fx);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    acc[0] = fmaf(f0[i], fx[i], acc[0]);
+    acc[1] = fmaf(f1[i], fx[i], acc[1]);
+  }
+}
+
+// y of the two rows: the fp32 weighted sum, in k order, of each routed expert's bf16 row output.
+template <int KM>
+__device__ __forceinline__ void moe_down_weighted_sum(const float (&acc)[KM][2], int K, const float* __restrict__ tw,
+                                                      float& y0, float& y1) {
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int k = 0; k < KM; ++k)
+    if (k < K) {
+      sum0 = fmaf(tw[k], round_bf16(warp_sum(acc[k][0])), sum0);
+      sum1 = fmaf(tw[k], round_bf16(warp_sum(acc[k][1])), sum1);
+    }
+  y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+}
+
+// h[t, o0 + lane] = bf16(h + y) for lanes 0 and 1 (y0, y1).
+__device__ __forceinline__ void moe_down_add_residual(bf16_t* __restrict__ h, int t, int hidden, int o0, int lane,
+                                                      float y0, float y1) {
+  if (lane < 2 && o0 + lane < hidden) {
+    const int64_t idx = int64_t(t) * hidden + o0 + lane;
+    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
+  }
+}
+
 // One warp's two output rows o0, o0 + 1 of token blockIdx.y (moe_down_kernel).
 __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd,
                                               int inter, int hidden, const int32_t* __restrict__ ids,
@@ -116,27 +153,10 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
       }
 #pragma unroll
     for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K) {
-        float f0[8], f1[8], fx[8];
-        unpack8(q0[k], f0);
-        unpack8(q1[k], f1);
-        unpack8(qx[k], fx);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          acc[k][0] = fmaf(f0[i], fx[i], acc[k][0]);
-          acc[k][1] = fmaf(f1[i], fx[i], acc[k][1]);
-        }
-      }
+      if (k < K) moe_down_add_chunk(q0[k], q1[k], qx[k], acc[k]);
   }
-  float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-  for (int k = 0; k < kMaxTopK; ++k)
-    if (k < K) {
-      const float wk = topk_w[t * K + k];
-      sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
-      sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
-    }
-  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
+  float y0, y1;
+  moe_down_weighted_sum<kMaxTopK>(acc, K, topk_w + t * K, y0, y1);
   if (shared_act != nullptr) {
     const bf16_t* w[2] = {wd_shared + int64_t(o0) * shared_inter, wd_shared + int64_t(o1) * shared_inter};
     const bf16_t* xs = shared_act + int64_t(t) * shared_inter;
@@ -146,10 +166,7 @@ __device__ __forceinline__ void moe_down_rows(const bf16_t* __restrict__ act, in
     y0 = round_bf16(y0 + round_bf16(sacc[0][0]));
     y1 = round_bf16(y1 + round_bf16(sacc[1][0]));
   }
-  if (lane < 2 && o0 + lane < hidden) {
-    const int64_t idx = int64_t(t) * hidden + o0 + lane;
-    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
-  }
+  moe_down_add_residual(h, t, hidden, o0, lane, y0, y1);
 }
 
 // One token at Flint's widths (inter = shared_inter = 512: two 16-byte chunks per lane and row, K <= 6):
@@ -211,27 +228,10 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_one_round_kernel(
   for (int j = 0; j < kChunks; ++j)
 #pragma unroll
     for (int k = 0; k < kOneRoundTopK; ++k)
-      if (k < K) {
-        float f0[8], f1[8], fx[8];
-        unpack8(q0[j][k], f0);
-        unpack8(q1[j][k], f1);
-        unpack8(qx[j][k], fx);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          acc[k][0] = fmaf(f0[i], fx[i], acc[k][0]);
-          acc[k][1] = fmaf(f1[i], fx[i], acc[k][1]);
-        }
-      }
-  float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-  for (int k = 0; k < kOneRoundTopK; ++k)
-    if (k < K) {
-      const float wk = topk_w[t * K + k];
-      sum0 = fmaf(wk, round_bf16(warp_sum(acc[k][0])), sum0);
-      sum1 = fmaf(wk, round_bf16(warp_sum(acc[k][1])), sum1);
-    }
-  float y0 = round_bf16(sum0), y1 = round_bf16(sum1);
-  if (has_sh) {
+      if (k < K) moe_down_add_chunk(q0[j][k], q1[j][k], qx[j][k], acc[k]);
+  float y0, y1;
+  moe_down_weighted_sum<kOneRoundTopK>(acc, K, topk_w + t * K, y0, y1);
+  if (has_sh) {  // (the two rows one after the other: this order keeps the measured schedule)
     float s0 = 0.f, s1 = 0.f;
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
@@ -247,10 +247,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_one_round_kernel(
     y0 = round_bf16(y0 + round_bf16(warp_sum(s0)));
     y1 = round_bf16(y1 + round_bf16(warp_sum(s1)));
   }
-  if (lane < 2 && o0 + lane < hidden) {
-    const int64_t idx = int64_t(t) * hidden + o0 + lane;
-    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + (lane == 0 ? y0 : y1));
-  }
+  moe_down_add_residual(h, t, hidden, o0, lane, y0, y1);
 }
 
 // grid (row pairs, T): each warp produces two rows of the token's MoE output (the shapes
