@@ -16,15 +16,17 @@ constexpr int kWarps = 8;
 
 constexpr int kMaxTopK = 8;
 
-// grid (row-pair groups, T*K [+ T]): each pair of warps computes gate and up of two rows of one
-// slot, each warp over half of the input (split-K, the halves summed in shared memory). Slots
-// t*K+k are routed experts; slots T*K+t (when a shared expert is given) are token t's shared expert.
+// grid (row-pair groups, T*K [+ T]): each group of kGateUpSplit warps computes gate and up of two
+// rows of one slot, each warp over 1/kGateUpSplit of the input (split-K, the parts summed in shared
+// memory in part order). Slots t*K+k are routed experts; slots T*K+t (when a shared expert is given)
+// are token t's shared expert.
 // Why split: a warp holding the whole input of 4 weight rows (32 chunks per lane) issues them in two
 // rounds of 16 (the loop's unroll), two dependent DRAM round trips; halved, each lane's 16 loads go
-// out at once, and the 448 CTAs of a Flint token still fit in one wave (64 registers, 4 per SM).
-// Measured at T = 1 (H200, thirteenth session): BF16 8K step 2.656 -> 2.579 ms. Every T takes the
-// same split, so a step of T tokens gives the bits of T one-token steps.
-constexpr int kGateUpSplit = 2;
+// out at once (448 CTAs of a Flint token, one wave at 64 registers, 4 per SM); quartered, 8 loads
+// per lane and 896 CTAs. Measured at T = 1 (H200, BF16 8K step): whole rows 2.656 ms, halves 2.579
+// (thirteenth session), quarters 2.455 against halves 2.491 (fourteenth; batch 8 6.653 vs 6.642,
+// noise). Every T takes the same split, so a step of T tokens gives the bits of T one-token steps.
+constexpr int kGateUpSplit = 4;
 constexpr int kGateUpRowsPerCta = kWarps / kGateUpSplit * 2;
 
 __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
@@ -415,11 +417,10 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, 
-      reinterpret_cast<const bf16_t*>(x), T, hidden, reinterpret_cast<const bf16_t*>(w_gate),
-      reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K, reinterpret_cast<bf16_t*>(act),
-      reinterpret_cast<const bf16_t*>(shared_gate), reinterpret_cast<const bf16_t*>(shared_up), shared_inter,
-      reinterpret_cast<bf16_t*>(shared_act));
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+             hidden, reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids,
+             K, reinterpret_cast<bf16_t*>(act), reinterpret_cast<const bf16_t*>(shared_gate),
+             reinterpret_cast<const bf16_t*>(shared_up), shared_inter, reinterpret_cast<bf16_t*>(shared_act));
   STRIKER_CUDA_CHECK_LAUNCH("moe_gate_up");
 }
 
