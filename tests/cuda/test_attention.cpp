@@ -455,5 +455,109 @@ TEST(CudaAttention, RejectsUnbuiltGroupSize) {
   EXPECT_THROW(paged_attention(nullptr, nullptr, nullptr, nullptr, shape, qs, {}, nullptr, nullptr), Error);
 }
 
+
+// A one-token step runs the attention front inside the split kernel (paged_attention_one_token):
+// against the front kernel followed by paged_attention (the path of every other step) it must give
+// the same output bits and write the same k, v bits into the cache, and match the CPU reference
+// (qk_norm_rope_kv_write_ref then paged_attention_ref). The token's cache row is NaN before
+// either run, so a split that read the new key before the front wrote it cannot pass. Flint's
+// shape; full and sliding layers, with and without RoPE, the window edge, positions inside and at
+// the ends of cache blocks, blocks of 16 and 64 tokens, the default split plan and a graph bucket.
+TEST(CudaAttention, OneTokenFrontInSplitKernelMatchesFrontKernel) {
+  std::mt19937 rng(47);
+  const Geometry g{32, 4, 128};
+  const HeadShape hs{g.nh, g.nkv, g.d};
+  const int heads = g.nh + 2 * g.nkv;
+  const auto inv = rope_inv_freq(10000.f, g.d);
+  struct Case {
+    int window, p, block;
+    bool rope;
+    int plan_keys;  // 0: the real key count
+  };
+  const std::vector<Case> cases = {{0, 0, 16, false, 0},      {0, 15, 16, false, 0},    {0, 8191, 16, false, 0},
+                                   {0, 8192, 64, true, 16384}, {0, 20000, 16, false, 0}, {513, 0, 16, true, 0},
+                                   {513, 512, 16, true, 0},    {513, 513, 16, true, 0},  {513, 8200, 64, true, 1024},
+                                   {513, 30000, 16, true, 0}};
+  for (const Case& cs : cases) {
+    SCOPED_TRACE("window " + std::to_string(cs.window) + " p " + std::to_string(cs.p) + " block " +
+                 std::to_string(cs.block) + (cs.rope ? " rope" : " nope") + " plan " + std::to_string(cs.plan_keys));
+    const int B = cs.block, len = cs.p + 1, nblocks = (len + B - 1) / B;
+    std::vector<int32_t> table(size_t(nblocks) + 2);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    table.resize(size_t(nblocks));
+    const int32_t phys_blocks = nblocks + 2;
+    const size_t cache_elems = size_t(phys_blocks) * g.nkv * B * g.d;
+    auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+    const int64_t slot = int64_t(table[size_t(cs.p / B)]) * B + cs.p % B;
+    for (int kvh = 0; kvh < g.nkv; ++kvh)  // the token's own rows: NaN until the front writes them
+      for (int e = 0; e < g.d; ++e) {
+        const size_t at = ((size_t(slot / B) * g.nkv + kvh) * B + size_t(slot % B)) * g.d + size_t(e);
+        kc[at].bits = vc[at].bits = 0xFFFF;
+      }
+    const auto qkv = random_bf16(rng, size_t(heads) * g.d, 2.f);
+    const auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
+    const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+    const std::vector<int32_t> positions = {cs.p}, offsets = {0};
+    const std::vector<int64_t> slots = {slot};
+    const AttentionShape shape{g.nh, g.nkv, g.d, B, cs.window};
+    const int keys = cs.window > 0 ? std::min(len, cs.window) : len;
+
+    DeviceBuffer<bf16> d_qkv(qkv), d_q(size_t(g.nh) * g.d);
+    DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv), d_sinks(sinks);
+    DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(table);
+    DeviceBuffer<int64_t> d_slots(slots);
+    const int64_t records = int64_t(g.nkv) * 300;
+    DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+    const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, cs.plan_keys > 0 ? cs.plan_keys : keys};
+    ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
+    const float* inv_ptr = cs.rope ? d_inv.get() : nullptr;
+
+    // Two launches: the front kernel, then paged_attention.
+    DeviceBuffer<bf16> k_a(kc), v_a(vc), out_a(size_t(g.nh) * g.d);
+    out_a.poison();
+    d_scratch.poison();
+    qk_norm_rope_kv_write(d_qkv.get(), 1, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
+                          k_a.get(), v_a.get(), d_q.get(), nullptr);
+    paged_attention(d_q.get(), k_a.get(), v_a.get(), d_sinks.get(), shape, qs,
+                    AttentionScratch{d_scratch.get(), records, 0}, out_a.get(), nullptr);
+    // One launch pair: the split kernel runs the front.
+    DeviceBuffer<bf16> k_b(kc), v_b(vc), out_b(size_t(g.nh) * g.d);
+    out_b.poison();
+    d_scratch.poison();
+    const AttentionFront front{d_qkv.get(), d_qw.get(), d_kw.get(), 1e-6f, inv_ptr, d_slots.get()};
+    paged_attention_one_token(front, k_b.get(), v_b.get(), d_sinks.get(), shape, qs,
+                              AttentionScratch{d_scratch.get(), records, 0}, out_b.get(), nullptr);
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+
+    const auto oa = out_a.download(), ob = out_b.download();
+    size_t nan_out = 0;
+    for (const bf16& x : ob) nan_out += (x.bits & 0x7FFF) > 0x7F80;
+    EXPECT_EQ(nan_out, 0u) << "outputs left NaN (poisoned, or the new key read before it was written)";
+    EXPECT_EQ(first_bit_difference(ob, oa), ob.size()) << "output: front in the split kernel vs the front kernel";
+    EXPECT_EQ(first_bit_difference(k_b.download(), k_a.download()), cache_elems) << "k cache";
+    EXPECT_EQ(first_bit_difference(v_b.download(), v_a.download()), cache_elems) << "v cache";
+
+    std::vector<bf16> ref_k = kc, ref_v = vc, ref_q, ref_out;
+    qk_norm_rope_kv_write_ref(qkv, 1, hs, qw, kw, 1e-6f, positions, cs.rope ? &inv : nullptr, slots, B, ref_k, ref_v,
+                              ref_q);
+    paged_attention_ref(ref_q, ref_k, ref_v, &sinks, shape, positions, offsets, table, ref_out);
+    const auto c = compare(ob, ref_out, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "vs the CPU reference: " << c.describe();
+  }
+}
+
+TEST(CudaAttention, OneTokenFrontRejectsOtherShapes) {
+  const AttentionQueries one{nullptr, nullptr, nullptr, 1, 100}, two{nullptr, nullptr, nullptr, 2, 100};
+  EXPECT_TRUE(attention_front_in_split_kernel({32, 4, 128, 16, 0}, one));
+  EXPECT_FALSE(attention_front_in_split_kernel({32, 4, 128, 16, 0}, two));
+  EXPECT_FALSE(attention_front_in_split_kernel({32, 4, 128, 8, 0}, one));
+  EXPECT_FALSE(attention_front_in_split_kernel({8, 1, 32, 16, 0}, one));
+  EXPECT_FALSE(attention_front_in_split_kernel({16, 4, 128, 16, 0}, one));
+  EXPECT_THROW(paged_attention_one_token(AttentionFront{}, nullptr, nullptr, nullptr, {32, 4, 128, 16, 0}, two,
+                                         AttentionScratch{}, nullptr, nullptr),
+               Error);
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing

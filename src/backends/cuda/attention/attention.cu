@@ -232,9 +232,11 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                              out + (int64_t(qi) * nh + h) * D);
 }
 
+// front: the pipelined kernel runs the attention front itself (one query; paged_attention_one_token).
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
-            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream) {
+            const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream,
+            const decode::FrontArgs* front = nullptr) {
   const int64_t heads_total = int64_t(qs.num_queries) * s.n_kv_heads;
   if (scratch.max_partials < heads_total)
     throw Error("paged_attention: scratch holds " + std::to_string(scratch.max_partials) + " records, needs at least " +
@@ -266,7 +268,9 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
     if (pipelined) {
       decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
-                                    qs.block_tables, ids, qs.num_queries, splits, records, stream);
+                                    qs.block_tables, ids, qs.num_queries, splits, records, stream, front);
+    } else if (front != nullptr) {
+      throw Error("paged_attention: the front runs only in the pipelined kernel");
     } else if constexpr (tensor_cores) {  // cache blocks below 16 tokens
       launch_pdl(attention_mma_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, qb, kb, vb, s.n_kv_heads,
                  s.block_size, s.window, positions, offsets, qs.block_tables, ids, splits, records);
@@ -297,6 +301,31 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
   launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
              sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
+}
+
+bool attention_front_in_split_kernel(const AttentionShape& s, const AttentionQueries& qs) {
+  return qs.num_queries == 1 && qs.query_ids == nullptr && s.head_dim == decode::kHeadDim &&
+         s.n_heads == decode::kGroup * s.n_kv_heads && s.block_size >= decode::kMinBlockSize;
+}
+
+void paged_attention_one_token(const AttentionFront& f, bf16* k_cache, bf16* v_cache, const float* sinks,
+                               const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch,
+                               bf16* out, cudaStream_t stream) {
+  if (!attention_front_in_split_kernel(s, qs))
+    throw Error("paged_attention_one_token: needs one query, head_dim 128, 8 query heads per KV head and cache "
+                "blocks of >= 16 tokens (got " + std::to_string(qs.num_queries) + " queries, head_dim " +
+                std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
+                " heads, block " + std::to_string(s.block_size) + ")");
+  decode::FrontArgs fa;
+  fa.qkv = reinterpret_cast<const bf16_t*>(f.qkv);
+  fa.q_norm_w = f.q_norm_w;
+  fa.k_norm_w = f.k_norm_w;
+  fa.eps = f.eps;
+  fa.inv_freq = f.inv_freq;
+  fa.slot = f.slots;
+  fa.k_cache = reinterpret_cast<bf16_t*>(k_cache);
+  fa.v_cache = reinterpret_cast<bf16_t*>(v_cache);
+  launch<128, 8>(nullptr, k_cache, v_cache, sinks, s, qs, scratch, out, stream, &fa);
 }
 
 void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks,

@@ -64,6 +64,28 @@ void paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, co
                      const AttentionShape& shape, const AttentionQueries& queries, const AttentionScratch& scratch,
                      bf16* out, cudaStream_t stream);
 
+// The attention front (FLINT.md §4: q, k = per-head RMSNorm with q_norm / k_norm, RoPE on sliding
+// layers; k, v into the cache) as the inputs of qk_norm_rope_kv_write (qk_rope_kv.h).
+struct AttentionFront {
+  const bf16* qkv = nullptr;       // [T, (n_heads + 2 n_kv) · d] = q | k | v of each token
+  const float* q_norm_w = nullptr;  // [d]
+  const float* k_norm_w = nullptr;  // [d]
+  float eps = 0.f;
+  const float* inv_freq = nullptr;  // [d/2]; nullptr on NoPE layers
+  const int64_t* slots = nullptr;   // [T] cache slot of each token's k, v
+};
+
+// One-token steps: the pipelined split kernel runs the front itself (each CTA normalises and
+// rotates its KV head's 8 query heads into shared memory; the CTA whose keys hold the token's
+// position writes its k, v into the cache before reading them), so the step has no front launch
+// and no q buffer: the same bits as qk_norm_rope_kv_write followed by paged_attention. Needs
+// attention_front_in_split_kernel (one query, no query_ids, Flint's head shape, blocks >= 16
+// tokens), throws otherwise.
+bool attention_front_in_split_kernel(const AttentionShape& shape, const AttentionQueries& queries);
+void paged_attention_one_token(const AttentionFront& front, bf16* k_cache, bf16* v_cache, const float* sinks,
+                               const AttentionShape& shape, const AttentionQueries& queries,
+                               const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
+
 // ---------------------------------------------------------------------------------------------
 // Tensor-core prefill attention (attention_prefill.cu, Hopper wgmma, sm_90a): a CTA takes a tile
 // of up to 16 consecutive queries of one sequence × the 8 query heads of one KV head and reads

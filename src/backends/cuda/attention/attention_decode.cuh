@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "backends/cuda/attention/attention_decode_layout.h"
+#include "backends/cuda/attention/qk_rope_kv.cuh"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
@@ -49,6 +50,19 @@ __device__ __forceinline__ void load_q_fragments(const bf16_t* q, int qi, int nk
 #pragma unroll
   for (int pp = 0; pp < 4; ++pp) {
     const uint4 v = load_cached(qh + 32 * pp + 8 * (lane & 3));
+    qa[2 * pp][0] = v.x;
+    qa[2 * pp][1] = v.y;
+    qa[2 * pp + 1][0] = v.z;
+    qa[2 * pp + 1][1] = v.w;
+  }
+}
+
+// The same fragments from the CTA's own normalised q heads in shared memory ([kGroup][kHeadDim]).
+__device__ __forceinline__ void q_fragments_from_shared(const bf16_t* qs, int lane, uint32_t (&qa)[8][2]) {
+  const bf16_t* qh = qs + (lane >> 2) * kHeadDim;
+#pragma unroll
+  for (int pp = 0; pp < 4; ++pp) {
+    const uint4 v = *reinterpret_cast<const uint4*>(qh + 32 * pp + 8 * (lane & 3));
     qa[2 * pp][0] = v.x;
     qa[2 * pp][1] = v.y;
     qa[2 * pp + 1][0] = v.z;
@@ -206,6 +220,67 @@ __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const 
 // (older keys may be copied before it: pipe_split_record).
 // The split partials of the combine kernel are written by the split kernel: after the wait too.
 
+// The attention front of a one-token step run by the split CTAs themselves (FLINT.md §4: q, k =
+// per-head RMSNorm, RoPE on sliding layers; k, v into the cache), so no front kernel and no q
+// buffer sit between the QKV projection and attention. Every CTA normalises and rotates its KV
+// head's kGroup query heads from the raw q|k|v row into shared memory (warp w: heads 2w, 2w+1); the
+// one CTA whose keys include the token's own position p computes the token's k (warp 0) and v
+// (warp 1), writes them into the cache for later steps and patches them into its own tile, whose
+// copy zero-fills row p: every tile of the step is requested before the wait. The math is the
+// front kernel's (qk_rope_kv.cuh): the same bits. Only for one query per launch: then no other CTA
+// reads the new key.
+struct FrontArgs {
+  const bf16_t* qkv = nullptr;  // the token's q | k | v, (nkv·kGroup + 2·nkv)·kHeadDim values
+  const float* q_norm_w = nullptr;
+  const float* k_norm_w = nullptr;
+  float eps = 0.f;
+  const float* inv_freq = nullptr;  // nullptr: NoPE layer
+  const int64_t* slot = nullptr;    // the token's cache slot
+  bf16_t* k_cache = nullptr;        // the caches the split kernel reads
+  bf16_t* v_cache = nullptr;
+};
+constexpr int kFrontLane = kHeadDim / 32;  // a lane's elements of a head in the front math
+static_assert(kGroup == 2 * kWarps, "the front: two query heads per warp");
+
+// Before the wait: the norm gammas and the RoPE cos/sin at position p (weights and step metadata).
+struct FrontPrep {
+  qk_front::Prep<kFrontLane> q, k;
+};
+__device__ __forceinline__ void front_prepare(FrontPrep& fp, const FrontArgs& fa, int p) {
+  qk_front::prepare_gamma<kFrontLane>(fp.q, fa.q_norm_w);
+  qk_front::prepare_gamma<kFrontLane>(fp.k, fa.k_norm_w);
+  if (fa.inv_freq != nullptr) {
+    qk_front::prepare_rope<kFrontLane>(fp.q, p, fa.inv_freq);
+#pragma unroll
+    for (int e = 0; e < kFrontLane; ++e) fp.k.cs[e] = fp.q.cs[e], fp.k.sn[e] = fp.q.sn[e];
+  }
+}
+// After the wait: q heads into qs[0..kGroup) (rows of kHeadDim bf16 in shared memory); when
+// `writes_kv`, the token's k and v into the cache and into qs[kGroup], qs[kGroup + 1] (the caller
+// patches them into its tile: the cache copy is for later steps). The caller's __syncthreads
+// publishes qs to the CTA.
+__device__ __forceinline__ void front_run(const FrontPrep& fp, const FrontArgs& fa, int nkv, int kvh, int block_size,
+                                          bool writes_kv, bf16_t* qs) {
+  constexpr int D = kHeadDim, E = kFrontLane;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const bool rope = fa.inv_freq != nullptr;
+  const bool kv = writes_kv && warp < 2;  // warp 0: k, warp 1: v
+  float x0[E], x1[E], xkv[E];
+  qk_front::load_lane<E>(fa.qkv + (kvh * kGroup + 2 * warp) * D, x0);
+  qk_front::load_lane<E>(fa.qkv + (kvh * kGroup + 2 * warp + 1) * D, x1);
+  if (kv) qk_front::load_lane<E>(fa.qkv + (nkv * kGroup + warp * nkv + kvh) * D, xkv);
+  qk_front::norm_rotate<E>(x0, fp.q, rope, fa.eps);
+  qk_front::norm_rotate<E>(x1, fp.q, rope, fa.eps);
+  qk_front::store_lane<E>(qs + (2 * warp) * D + lane * E, x0);
+  qk_front::store_lane<E>(qs + (2 * warp + 1) * D + lane * E, x1);
+  if (kv) {
+    if (warp == 0) qk_front::norm_rotate<E>(xkv, fp.k, rope, fa.eps);
+    bf16_t* row = qk_front::cache_row(warp == 0 ? fa.k_cache : fa.v_cache, *fa.slot, block_size, nkv, kvh, D);
+    qk_front::store_lane<E>(row + lane * E, xkv);                      // for later steps
+    qk_front::store_lane<E>(qs + (kGroup + warp) * D + lane * E, xkv);  // for this CTA's tile
+  }
+}
+
 // The pipelined split computation of one CTA (attention_pipe_kernel):
 // every warp streams its tiles (keys kbeg + 16·warp + 64·i) through its kStages-deep cp.async ring
 // (ring = this warp's warp_ring_bytes(kStages) bytes of shared memory at smem + warp·that), folds
@@ -213,7 +288,7 @@ __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const 
 // or shared memory; G·2 + G·D floats). Calls pdl_launch_dependents() / pdl_wait() itself: the
 // query's key range and the block ids of the first kStages tiles are looked up before the wait.
 // No early return: every thread reaches the final __syncthreads.
-template <int kStages>
+template <int kStages, bool kFront = false>
 __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc,
                                                   const bf16_t* __restrict__ vc, int nkv, int block_size, int window,
                                                   const int32_t* __restrict__ positions,
@@ -222,7 +297,8 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
                                                   const int32_t* __restrict__ query_ids, int split, int num_splits,
                                                   int kvh, int z, int step_queries, unsigned char* smem,
                                                   float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
-                                                  float* rec) {
+                                                  float* rec, const FrontArgs& fa = FrontArgs{},
+                                                  bf16_t* q_smem = nullptr) {
   static_assert(kStages >= 2, "a ring of one stage would not overlap loads with math");
   static_assert(warp_ring_bytes(kStages) >= kGroup * kHeadDim * 4, "the warp's ring holds its accumulators at the end");
   constexpr int D = kHeadDim;
@@ -232,6 +308,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
       split_keys(positions, table_offset, block_tables, query_ids, z, split, num_splits, window);
   const int kbeg = sk.kbeg, kend = sk.kend;
   const int32_t* table = sk.table;
+  const int p_new = positions[sk.qi];  // with the front: the one new key (never read from the cache)
   const float score_scale = kLog2e / sqrtf(float(D));
   bf16_t* ring = reinterpret_cast<bf16_t*>(smem + warp * warp_ring_bytes(kStages));
   const int first = kbeg + kTileKeys * warp;  // this warp's tile i: keys first + 64·i .. +15
@@ -258,7 +335,9 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
 #pragma unroll
       for (int j = 0; j < kStagePasses; ++j) {
         const int r = stage_row(lane, j);
-        const bool ok = base + r < kend;
+        // With the front, the token's own key p is not read: its row is zero-filled here and
+        // patched from shared memory once the front has computed it (patch_new_key below).
+        const bool ok = base + r < kend && (!kFront || base + r != p_new);
         const int64_t blk = row_in_second(tb, r, block_size) ? b1 : b0;
         const int64_t off = ((blk * nkv + kvh) * block_size + row_slot(tb, r, block_size)) * D + ch * 8;
         cp_async16(ks + k_swizzled(r, ch), ok ? kc + off : kc, ok);
@@ -280,21 +359,31 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   for (int i = 0; i < kStages - 1; ++i) fetch_blocks(i, pb0[i], pb1[i]);
   int32_t nb0 = 0, nb1 = 0;  // block ids of the next tile to issue
   fetch_blocks(kStages - 1, nb0, nb1);
-  const int fresh_from = positions[sk.qi] + 1 - step_queries;  // keys at or above may be this step's
+  // Keys at or above fresh_from may be this step's. With the front, every tile goes out before the
+  // wait: its rows are older keys, the new key (zero-filled, patched in) or past kend (zero-filled).
+  const int fresh_from = p_new + 1 - step_queries;
   int early = 0;
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i)
-    if (early == i && first + kStepKeys * i + kTileKeys <= fresh_from) {
+    if (early == i && (kFront || first + kStepKeys * i + kTileKeys <= fresh_from)) {
       issue(i, pb0[i], pb1[i]);
       ++early;
     }
-  pdl_wait();  // metadata and old keys only above (see "Metadata before the PDL wait"); q and new keys below
-#pragma unroll
-  for (int i = 0; i < kStages - 1; ++i)
-    if (i >= early) issue(i, pb0[i], pb1[i]);
-
   uint32_t qa[8][2];
-  load_q_fragments(q, sk.qi, nkv, kvh, lane, qa);
+  if constexpr (kFront) {
+    FrontPrep fp;
+    front_prepare(fp, fa, p_new);
+    pdl_wait();  // qkv comes from the QKV projection in front; every tile is already requested
+    front_run(fp, fa, nkv, kvh, block_size, kbeg <= p_new && p_new < kend, q_smem);
+    __syncthreads();  // q heads and the new key's k, v rows in shared memory
+    q_fragments_from_shared(q_smem, lane, qa);
+  } else {
+    pdl_wait();  // metadata and old keys only above (see "Metadata before the PDL wait"); q and new keys below
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i)
+      if (i >= early) issue(i, pb0[i], pb1[i]);
+    load_q_fragments(q, sk.qi, nkv, kvh, lane, qa);
+  }
   WarpState st;
   init_state(st);
 
@@ -304,8 +393,17 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
     fetch_blocks(i + kStages, nb0, nb1);
     cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed
     __syncwarp();                  // ... and every other lane's
-    const bf16_t* ks = ring + (i % kStages) * 2 * kTileElems;
-    const bf16_t* vs = ks + kTileElems;
+    bf16_t* ks = ring + (i % kStages) * 2 * kTileElems;
+    bf16_t* vs = ks + kTileElems;
+    if constexpr (kFront) {
+      const int r = p_new - (first + kStepKeys * i);
+      if (r >= 0 && r < kTileKeys && p_new < kend) {  // the new key's row, zero-filled by its copy: k from lanes 0-15, v from 16-31
+        const int ch = lane & 15;
+        bf16_t* dst = lane < 16 ? ks + k_swizzled(r, ch) : vs + v_swizzled(r, ch);
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(q_smem + (kGroup + lane / 16) * D + 8 * ch);
+        __syncwarp();
+      }
+    }
     uint4 kq[2][4], vq[4][2];
 #pragma unroll
     for (int t = 0; t < 2; ++t)
@@ -377,9 +475,10 @@ __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
 // kernel (grid.z, or more when the caller slices them into launches of at most kMaxGridYZ).
 constexpr int kPipeStages = 3;
 constexpr int kPipeCtasPerSm = 2;  // sizes its split plan: one wave
+// front: run the attention front in the kernel (one query, grid.z = 1, no query_ids; q unused).
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
-                           float* partials, cudaStream_t stream);
+                           float* partials, cudaStream_t stream, const FrontArgs* front = nullptr);
 
 }  // namespace striker::cuda::decode

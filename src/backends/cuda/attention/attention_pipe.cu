@@ -22,26 +22,28 @@
 namespace striker::cuda::decode {
 namespace {
 
-template <int kStages, int kMinBlocks>
+template <int kStages, int kMinBlocks, bool kFront>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel(
     const bf16_t* __restrict__ q, const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv,
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int num_splits,
-    float* __restrict__ partials) {
+    float* __restrict__ partials, FrontArgs front) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
+  __shared__ __align__(16) bf16_t q_s[kFront ? (kGroup + 2) * kHeadDim : 8];  // the front's q heads, new k, v
   const int split = blockIdx.x, kvh = blockIdx.y, z = blockIdx.z;
   float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (kGroup * (kHeadDim + 2));
-  pipe_split_record<kStages>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables, query_ids,
-                             split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec);
+  pipe_split_record<kStages, kFront>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables,
+                                     query_ids, split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec,
+                                     front, q_s);
 }
 
-template <int kStages, int kMinBlocks>
+template <int kStages, int kMinBlocks, bool kFront>
 void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size,
                    int window, const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
-                   const int32_t* query_ids, int step_queries, int num_splits, float* partials,
+                   const int32_t* query_ids, int step_queries, int num_splits, float* partials, const FrontArgs& front,
                    cudaStream_t stream) {
-  auto* kernel = attention_pipe_kernel<kStages, kMinBlocks>;
+  auto* kernel = attention_pipe_kernel<kStages, kMinBlocks, kFront>;
   constexpr int smem = cta_ring_bytes(kStages);
   // Over 48 KiB of dynamic shared memory needs the opt-in, and kMinBlocks rings per SM need the
   // largest shared-memory carveout. Both are function attributes (allowed while a graph is being
@@ -55,7 +57,7 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
   }();
   (void)configured;
   launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
-             table_offset, block_tables, query_ids, step_queries, num_splits, partials);
+             table_offset, block_tables, query_ids, step_queries, num_splits, partials, front);
   STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_kernel");
 }
 
@@ -64,13 +66,22 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
 void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* vc, int nkv,
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
-                           float* partials, cudaStream_t stream) {
+                           float* partials, cudaStream_t stream, const FrontArgs* front) {
   if (block_size < kMinBlockSize)
     throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
                 std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
-  launch_stages<kPipeStages, kPipeCtasPerSm>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
-                                             block_tables, query_ids, step_queries, num_splits, partials,
-                                             stream);
+  if (front != nullptr) {
+    if (grid.z != 1 || step_queries != 1 || query_ids != nullptr)
+      throw Error("attention_pipe: the front runs in the split kernel for one query only (got " +
+                  std::to_string(step_queries) + ")");
+    launch_stages<kPipeStages, kPipeCtasPerSm, true>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
+                                                     block_tables, query_ids, step_queries, num_splits, partials,
+                                                     *front, stream);
+    return;
+  }
+  launch_stages<kPipeStages, kPipeCtasPerSm, false>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
+                                                    block_tables, query_ids, step_queries, num_splits, partials,
+                                                    FrontArgs{}, stream);
 }
 
 }  // namespace striker::cuda::decode

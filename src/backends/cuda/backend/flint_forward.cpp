@@ -3,7 +3,6 @@
 // one §4 step; which kernel runs it (BF16 or NVFP4 weights, GEMV or cuBLASLt or grouped MoE, by
 // the step's token count) is the business of the op it calls (ops_linear.cpp, ops_attention.cpp,
 // ops_moe.cpp). Everything is enqueued on stream_; nothing here reads device memory back.
-#include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/embedding.h"
@@ -16,8 +15,6 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   const int T = p.T, H = int(c.hidden_size), d = int(c.head_dim), nh = int(c.num_attention_heads),
             nkv = int(c.num_key_value_heads);
   const int qkv_dim = (nh + 2 * nkv) * d;
-  const float eps = c.rms_norm_eps;
-  const HeadShape hs{nh, nkv, d};
 
   embedding_gather(model_.embed, c.vocab_size, H, p.tokens, T, w.h, stream_);  // h = E[token]
   // x = rmsnorm(h) in front of a layer's first op: one token, formed by that op's GEMV itself (every
@@ -28,18 +25,14 @@ void CudaBackend::flint_forward(const StepPlan& p) {
   bool x_ready = false;  // x = rmsnorm(h) of this layer already written by the previous layer's last pass
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const DeviceLayer& L = model_.layers[size_t(l)];
-    const bool sliding = c.is_sliding_layer(l);
     const float* next_norm =
         !norm_in_gemv && l + 1 < c.num_hidden_layers ? model_.layers[size_t(l + 1)].input_norm : nullptr;
 
     // Attention block.
     linear(x_ready ? w.x : w.h, T, H, L.wqkv, L.nv_qkv, qkv_dim, w.qkv,             // q|k|v = bf16(mm(x, Wqkv)),
            x_ready ? nullptr : L.input_norm);                                       // x = rmsnorm(h)
-    qk_norm_rope_kv_write(w.qkv, T, hs, L.q_norm, L.k_norm, eps, p.positions,       // q, k = per-head rmsnorm,
-                          sliding ? w.inv_freq : nullptr,                           // rope on sliding layers;
-                          sliding ? p.slots_sliding : p.slots_full, kv_spec_.block_size,  // k, v into the cache
-                          k_cache_[size_t(l)], v_cache_[size_t(l)], w.q, stream_);
-    attention(p, l);                                                                // o = softmax with sinks · v
+    attention(p, l);  // q, k = per-head rmsnorm, rope on sliding layers; k, v into the cache;
+                      // o = softmax with sinks · v
     // h = bf16(h + bf16(mm(o, Wo))); above 8 tokens also x = rmsnorm(h), in the residual's pass.
     const bool post_norm_fused = T > kGemvMaxTokens;
     linear_residual(w.attn, T, nh * d, L.wo, L.nv_o, H, w.h, post_norm_fused ? L.post_norm : nullptr);

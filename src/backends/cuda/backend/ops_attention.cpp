@@ -1,8 +1,11 @@
-// CudaBackend::attention: o = softmax with sinks · v for every query of the step (FLINT.md §4).
-// Runs of >= 16 queries of one sequence (prefill chunks) take the tensor-core prefill kernel;
-// every other query (decodes) the split-KV decode kernel, which spreads one query's long context
-// over many CTAs.
+// CudaBackend::attention: the attention front (q, k = per-head RMSNorm, RoPE on sliding layers;
+// k, v into the cache) and o = softmax with sinks · v for every query of the step (FLINT.md §4).
+// A one-token step runs the front inside the split-KV decode kernel (one launch fewer, no q
+// buffer); other steps write q and the cache with the front kernel first. Runs of >= 16 queries of
+// one sequence (prefill chunks) take the tensor-core prefill kernel; every other query (decodes)
+// the split-KV decode kernel, which spreads one query's long context over many CTAs.
 #include "backends/cuda/attention/attention.h"
+#include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 
@@ -13,12 +16,21 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
   Workspace& w = *ws_;
   const DeviceLayer& L = model_.layers[size_t(l)];
   const bool sliding = c.is_sliding_layer(l);
-  const bf16 *k = k_cache_[size_t(l)], *v = v_cache_[size_t(l)];
+  bf16 *k = k_cache_[size_t(l)], *v = v_cache_[size_t(l)];
   const AttentionShape shape{int(c.num_attention_heads), int(c.num_key_value_heads), int(c.head_dim),
                              kv_spec_.block_size, sliding ? int(c.sliding_window) : 0};
   AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                            sliding ? p.tables_sliding : p.tables_full, p.T,
                            sliding ? p.max_keys_sliding : p.max_keys_full};
+  const AttentionFront front{w.qkv,      L.q_norm, L.k_norm, c.rms_norm_eps, sliding ? w.inv_freq : nullptr,
+                             sliding ? p.slots_sliding : p.slots_full};
+  if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
+    paged_attention_one_token(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
+    return;
+  }
+  const HeadShape hs{int(c.num_attention_heads), int(c.num_key_value_heads), int(c.head_dim)};
+  qk_norm_rope_kv_write(front.qkv, p.T, hs, front.q_norm_w, front.k_norm_w, front.eps, p.positions, front.inv_freq,
+                        front.slots, kv_spec_.block_size, k, v, w.q, stream_);
   if (!p.use_prefill) {
     paged_attention(w.q, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
     return;
