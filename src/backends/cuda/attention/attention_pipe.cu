@@ -45,17 +45,9 @@ void launch_stages(dim3 grid, const bf16_t* q, const bf16_t* kc, const bf16_t* v
                    cudaStream_t stream) {
   auto* kernel = attention_pipe_kernel<kStages, kMinBlocks, kFront>;
   constexpr int smem = cta_ring_bytes(kStages);
-  // Over 48 KiB of dynamic shared memory needs the opt-in, and kMinBlocks rings per SM need the
-  // largest shared-memory carveout. Both are function attributes (allowed while a graph is being
-  // captured); set once per kernel instantiation (a thread-safe static), so uncaptured launches
-  // (bench rows, prefill steps) do not pay two extra driver calls each.
-  static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    STRIKER_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)configured;
+  // kMinBlocks rings per SM need the largest shared-memory carveout.
+  static const bool ready = allow_dynamic_smem(kernel, smem, true);
+  (void)ready;
   launch_pdl(kernel, grid, dim3(kWarps * 32), size_t(smem), stream, q, kc, vc, nkv, block_size, window, positions,
              table_offset, block_tables, query_ids, step_queries, num_splits, partials, front);
   STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_kernel");

@@ -555,8 +555,8 @@ void prefill_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, 
     maps.k = make_tma_map_bf16_sw128(k_cache, rows, kHeadDim, bs, "prefill_attention K cache");
     maps.v = make_tma_map_bf16_sw128(v_cache, rows, kHeadDim, bs, "prefill_attention V cache");
   }
-  STRIKER_CUDA_CHECK(
-      cudaFuncSetAttribute(attention_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  static const bool ready = allow_dynamic_smem(attention_prefill_kernel, int(kSmemBytes));
+  (void)ready;
   // Sliding-window layers: one persistent CTA per SM striding over the items (all of about the
   // same length, a window), so an SM's next item streams into the ring while its consumers finish
   // the previous one, instead of a CTA launch, a cold ring and a Q load per 5-tile item (W = 513

@@ -61,4 +61,18 @@ void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t sme
   launch_pdl_cluster(kernel, grid, block, smem, 0, stream, std::forward<Args>(args)...);
 }
 
+// Lets `kernel` take up to `bytes` of dynamic shared memory (over 48 KiB needs the opt-in) and, with
+// `max_carveout`, asks for the largest shared-memory carveout (several big CTAs per SM). Function
+// attributes, allowed while a graph is being captured; call it once per kernel instantiation, from
+// a thread-safe static at the launch site (`static const bool ready = allow_dynamic_smem(...)`), so
+// uncaptured launches (bench rows, prefill steps) do not pay the driver calls each time.
+template <typename... KernelArgs>
+bool allow_dynamic_smem(void (*kernel)(KernelArgs...), int bytes, bool max_carveout = false) {
+  STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (max_carveout)
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  return true;
+}
+
 }  // namespace striker::cuda

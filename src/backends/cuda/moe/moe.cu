@@ -450,13 +450,8 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
   const bool one_round = T == 1 && K <= kOneRoundTopK && inter == kOneRoundInter &&
                          (shared_act == nullptr || shared_inter == kOneRoundInter);
   if (one_round) {
-    // A function attribute (allowed during graph capture), set once.
-    static const bool configured = [] {
-      STRIKER_CUDA_CHECK(cudaFuncSetAttribute(moe_down_one_round_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              int(kOneRoundSmem)));
-      return true;
-    }();
-    (void)configured;
+    static const bool ready = allow_dynamic_smem(moe_down_one_round_kernel, int(kOneRoundSmem));
+    (void)ready;
   }
   launch_pdl(one_round ? moe_down_one_round_kernel : moe_down_kernel, dim3(grid), dim3(kWarps * 32),
              one_round ? kOneRoundSmem : size_t(0), stream, 

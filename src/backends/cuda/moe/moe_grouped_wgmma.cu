@@ -256,13 +256,8 @@ template <bool kGated, class Weights>
 void launch_wgmma(const char* what, const WgmmaArgs& args, const Weights& w, int T, int K, const MoeRouting& r,
                   cudaStream_t stream) {
   auto* kernel = grouped_wgmma_kernel<kGated, Weights>;
-  // Above 48 KiB of dynamic shared memory needs the opt-in: a function attribute (allowed while a
-  // graph is being captured), set once per instantiation (thread-safe static).
-  static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Weights::kSmemBytes));
-    return true;
-  }();
-  (void)configured;
+  static const bool ready = allow_dynamic_smem(kernel, int(Weights::kSmemBytes));
+  (void)ready;
   // Persistent CTAs, one per SM (one fits: 193-220 KiB of shared memory, 384 threads × 168
   // registers), never more than the work items of the largest routing of T tokens.
   int device = 0, sms = 0;

@@ -344,11 +344,8 @@ void launch(const char* what, const NvArgs& args, int T, int K, const MoeRouting
   };
   const NvCodeMaps maps{{map(args.w[0]), map(args.w[1])}};
   auto* kernel = grouped_nvfp4_kernel<kGated>;
-  static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kNvSmemBytes));
-    return true;
-  }();
-  (void)configured;
+  static const bool ready = allow_dynamic_smem(kernel, int(kNvSmemBytes));
+  (void)ready;
   int device = 0, sms = 0;
   STRIKER_CUDA_CHECK(cudaGetDevice(&device));
   STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

@@ -308,11 +308,8 @@ void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
   auto* kernel = router_spread_kernel<W, P>;
-  static const bool configured = [&] {
-    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)));
-    return true;
-  }();
-  (void)configured;
+  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem));
+  (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
   launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kSpreadWarps * 32), spread_layout(T, rs.hidden, E).total, stream,

@@ -368,12 +368,8 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
     // Measured (H200, thirteenth session, NVFP4 8K step): 2.300 ms with none reserved, 2.122 with 200
     // KiB, 2.210 with 216 KiB (no QKV CTA beside it).
     constexpr size_t kOneTokenSmem = 200 * 1024;
-    static const bool configured = [] {
-      STRIKER_CUDA_CHECK(cudaFuncSetAttribute(nvfp4_moe_down_half_warp_kernel,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, int(kOneTokenSmem)));
-      return true;
-    }();
-    (void)configured;
+    static const bool ready = allow_dynamic_smem(nvfp4_moe_down_half_warp_kernel, int(kOneTokenSmem));
+    (void)ready;
     launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), T == 1 ? kOneTokenSmem : size_t(0), stream,
                reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
                reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
