@@ -22,7 +22,7 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
   AttentionQueries queries{p.positions, sliding ? p.off_sliding : p.off_full,
                            sliding ? p.tables_sliding : p.tables_full, p.T,
                            sliding ? p.max_keys_sliding : p.max_keys_full};
-  const AttentionFront front{w.qkv,      L.q_norm, L.k_norm, c.rms_norm_eps, sliding ? w.inv_freq : nullptr,
+  const AttentionFront front{w.qkv, L.q_norm, L.k_norm, c.rms_norm_eps, sliding ? w.inv_freq : nullptr,
                              sliding ? p.slots_sliding : p.slots_full};
   if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
     paged_attention_one_token(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
