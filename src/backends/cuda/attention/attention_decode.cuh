@@ -397,7 +397,8 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
     bf16_t* vs = ks + kTileElems;
     if constexpr (kFront) {
       const int r = p_new - (first + kStepKeys * i);
-      if (r >= 0 && r < kTileKeys && p_new < kend) {  // the new key's row, zero-filled by its copy: k from lanes 0-15, v from 16-31
+      // The new key's row (zero-filled by its copy) from the front's rows: k from lanes 0-15, v from 16-31.
+      if (r >= 0 && r < kTileKeys && p_new < kend) {
         const int ch = lane & 15;
         bf16_t* dst = lane < 16 ? ks + k_swizzled(r, ch) : vs + v_swizzled(r, ch);
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(q_smem + (kGroup + lane / 16) * D + 8 * ch);

@@ -253,8 +253,9 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_one_round_kernel(
 }
 
 // grid (row pairs, T): each warp produces two rows of the token's MoE output (the shapes
-// moe_down_one_round_kernel does not take). All K experts' rows are loaded together (K <= 8, unrolled) so a lane has up to 24 loads in flight; the
-// fp32 weighted sum of bf16 expert outputs is followed by the shared expert and the residual.
+// moe_down_one_round_kernel does not take). All K experts' rows are loaded together (K <= 8,
+// unrolled) so a lane has up to 24 loads in flight; the fp32 weighted sum of bf16 expert outputs is
+// followed by the shared expert and the residual.
 // Its 202 registers (1 CTA per SM) are load-bearing: compiled for K <= 6 (119 registers) two of the
 // next layer's QKV CTAs fit beside it and stream their weights before their wait, and the step got
 // 0.18 ms slower at BF16 8K (thirteenth session, docs/performance.md).
