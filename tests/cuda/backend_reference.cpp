@@ -217,7 +217,8 @@ void expect_rows_close(const std::vector<RowDiff>& diffs, const std::string& wha
 }
 }  // namespace
 
-void expect_backend_matches_reference(const LoadedModel& device_model, const LoadedModel& ref_model) {
+void expect_backend_matches_reference(const LoadedModel& device_model, const LoadedModel& ref_model,
+                                      int one_token_step_kernels) {
   const FlintConfig& c = device_model.config;
   const int B = 16, N = 60, N2 = 40;
   // Physical blocks shuffled; the sliding pool is a ring of 4 blocks per sequence (window 17
@@ -272,13 +273,15 @@ void expect_backend_matches_reference(const LoadedModel& device_model, const Loa
     run({{'a', 0, 37, true}});                       // prefill chunk, cuBLASLt path, every row
     run({{'a', 37, 5, true}, {'b', 0, 12, false}});  // a small chunk beside another sequence's prefill
     for (int p = 42; p < 50; ++p) run({{'a', p, 1, false}});  // decode steps
+    const auto* cuda_backend = dynamic_cast<const CudaBackend*>(backend.get());
+    ASSERT_NE(cuda_backend, nullptr);
+    if (graphs && one_token_step_kernels >= 0)  // the last capture was the one-token step's
+      EXPECT_EQ(cuda_backend->captured_step_kernels(), one_token_step_kernels) << "kernels of a one-token step";
     run({{'b', 12, 18, false}, {'a', 50, 1, false}});  // mixed batch
     for (int p = 51; p < N; ++p) run({{'a', p, 1, false}, {'b', std::min(p - 21, N2 - 1), 1, false}});
     expect_rows_close(diffs, std::string(graphs ? "graphs" : "stream"));
     // The graph pass must really have replayed captured steps, or the bit check below compares
     // eager launches with themselves.
-    const auto* cuda_backend = dynamic_cast<const CudaBackend*>(backend.get());
-    ASSERT_NE(cuda_backend, nullptr);
     if (graphs) EXPECT_GT(cuda_backend->captured_step_kernels(), 0) << "no step was captured";
     else EXPECT_EQ(cuda_backend->captured_step_kernels(), 0) << "a step was captured with graphs off";
   }

@@ -561,3 +561,55 @@ TEST(CudaAttention, OneTokenFrontRejectsOtherShapes) {
 
 }  // namespace
 }  // namespace striker::cuda::testing
+
+namespace striker::cuda::testing {
+namespace {
+
+// The front really runs inside the split kernel: a one-token attention captured into a graph is two
+// kernels (split with its front, combine), where the front kernel + paged_attention are three. The
+// bit test above would also pass if paged_attention_one_token fell back to the two-kernel path.
+TEST(CudaAttention, OneTokenFrontAddsNoKernel) {
+  const AttentionShape shape{32, 4, 128, 16, 0};
+  const HeadShape hs{32, 4, 128};
+  const int p = 100, nblocks = p / 16 + 1;
+  std::vector<int32_t> table(static_cast<size_t>(nblocks));
+  std::iota(table.begin(), table.end(), 0);
+  DeviceBuffer<bf16> qkv(size_t(40) * 128), q(size_t(32) * 128), out(size_t(32) * 128);
+  DeviceBuffer<bf16> kc(size_t(nblocks) * 4 * 16 * 128), vc(size_t(nblocks) * 4 * 16 * 128);
+  DeviceBuffer<float> qw(std::vector<float>(128, 1.f)), kw(std::vector<float>(128, 1.f));
+  DeviceBuffer<int32_t> pos(std::vector<int32_t>{p}), off(std::vector<int32_t>{0}), tab(table);
+  DeviceBuffer<int64_t> slots(std::vector<int64_t>{int64_t(p)});
+  const int64_t records = 4 * 300;
+  DeviceBuffer<float> scratch(size_t(records * attention_partial_floats(shape)));
+  const AttentionQueries qs{pos.get(), off.get(), tab.get(), 1, p + 1};
+  const AttentionScratch sc{scratch.get(), records, 0};
+  cudaStream_t s = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto kernels = [&](auto&& launches) {
+    launches();  // once outside the capture (function attributes)
+    STRIKER_CUDA_CHECK(cudaStreamSynchronize(s));
+    cudaGraph_t g = nullptr;
+    STRIKER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    launches();
+    STRIKER_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    size_t n = 0;
+    STRIKER_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+    STRIKER_CUDA_CHECK(cudaGraphDestroy(g));
+    return n;
+  };
+  const size_t fused = kernels([&] {
+    paged_attention_one_token(AttentionFront{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()}, kc.get(),
+                              vc.get(), nullptr, shape, qs, sc, out.get(), s);
+  });
+  const size_t separate = kernels([&] {
+    qk_norm_rope_kv_write(qkv.get(), 1, hs, qw.get(), kw.get(), 1e-6f, pos.get(), nullptr, slots.get(), 16, kc.get(),
+                          vc.get(), q.get(), s);
+    paged_attention(q.get(), kc.get(), vc.get(), nullptr, shape, qs, sc, out.get(), s);
+  });
+  STRIKER_CUDA_CHECK(cudaStreamDestroy(s));
+  EXPECT_EQ(fused, 2u) << "split kernel with the front + combine";
+  EXPECT_EQ(separate, 3u) << "front kernel + split kernel + combine";
+}
+
+}  // namespace
+}  // namespace striker::cuda::testing
