@@ -559,12 +559,6 @@ TEST(CudaAttention, OneTokenFrontRejectsOtherShapes) {
                Error);
 }
 
-}  // namespace
-}  // namespace striker::cuda::testing
-
-namespace striker::cuda::testing {
-namespace {
-
 // The front really runs inside the split kernel: a one-token attention captured into a graph is two
 // kernels (split with its front, combine), where the front kernel + paged_attention are three. The
 // bit test above would also pass if paged_attention_one_token fell back to the two-kernel path.

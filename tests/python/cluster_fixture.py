@@ -135,7 +135,6 @@ def complete(url, prompt, max_tokens=8, stream=False, timeout=60):
         # failure in session 15: "11 tokens of 12" during a rolling restart, not reproduced since).
         reasons = [c.get("finish_reason") for c in body.get("choices", [])]
         return 200, f"{n} tokens of {max_tokens}, finish_reason {reasons}, id {body.get('id')}"
-
     events = [line.decode()[6:] for line in r.iter_lines() if line.startswith(b"data: ")]
     if not events or events[-1] != "[DONE]":
         return 200, f"stream ended without [DONE]: {events[-2:]}"
