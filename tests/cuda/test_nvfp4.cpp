@@ -6,12 +6,14 @@
 #include <set>
 
 #include "backends/cuda/linear/gemm_lt.h"
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
 #include "cuda_test_util.h"
 #include "nvfp4_test_util.h"
 #include "model/nvfp4.h"
+#include "nvfp4_pair_probe.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -35,6 +37,30 @@ TEST(CudaNvfp4, DequantizeIsExactForEveryScaleByte) {
     if (!ok && bad++ == 0) first = i;
   }
   EXPECT_EQ(bad, 0u) << "first mismatch at " << first << ": got " << got[first] << " want " << ref[first];
+}
+
+// The tensor-core kernels' decode (nvfp4_pair_bf16) on the device for every code byte under every
+// scale byte: the same bits as the host form, which test_cuda_host checks against the codec (E2M1·E4M3
+// times 2^-8). The E2M1 0.5 pattern is a bf16 subnormal: a multiply that flushed it would fail here.
+TEST(CudaNvfp4, PairDecodeMatchesHostOnEveryByteAndScale) {
+  DeviceBuffer<uint32_t> out(size_t(256) * 256 * 4);
+  out.poison();
+  nvfp4_pair_probe(out.get());
+  const auto got = out.download();
+  size_t bad = 0;
+  for (uint32_t b = 0; b < 256; ++b)
+    for (uint32_t v = 0; v < 256; ++v) {
+      const uint32_t w = v * 0x01010101u, sc = ue4m3_bf16x2_x2p118_bits(b);
+      const uint32_t want[4] = {nvfp4_pair_bf16<0>(w, sc), nvfp4_pair_bf16<1>(w, sc), nvfp4_pair_bf16<2>(w, sc),
+                                nvfp4_pair_bf16<3>(w, sc)};
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t g = got[(size_t(b) * 256 + v) * 4 + size_t(k)];
+        if (g != want[k] && bad++ < 5)
+          ADD_FAILURE() << std::hex << "scale byte 0x" << b << " code byte 0x" << v << " pair " << k << ": device 0x"
+                        << g << " host 0x" << want[k];
+      }
+    }
+  EXPECT_EQ(bad, 0u);
 }
 
 struct Shape {

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_bits.h"
+#include "core/bf16.h"
 #include "model/nvfp4.h"
 
 namespace striker::cuda::testing {
@@ -55,6 +57,53 @@ TEST(Nvfp4Bits, WordPairsMatchNibbles) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     expect_word(uint32_t(s >> 32));
     if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+double bf16_value(uint16_t b) {  // subnormals included (bf16_to_float keeps them: it only shifts)
+  const int sign = b >> 15, exp = (b >> 7) & 0xFF, mant = b & 0x7F;
+  const double mag = exp == 0 ? std::ldexp(double(mant), -133) : std::ldexp(1.0 + mant / 128.0, exp - 127);
+  return sign ? -mag : mag;
+}
+
+TEST(Nvfp4Bits, EveryNibbleIsE2m1Times2pm126InBf16) {
+  for (uint32_t n = 0; n < 16; ++n) {
+    const uint16_t b = e2m1_nibble_bf16_bits(n);
+    EXPECT_EQ(bf16_value(b), std::ldexp(double(nvfp4::e2m1_value(uint8_t(n))), -126)) << "nibble " << n;
+    EXPECT_EQ(b >> 15, n >> 3) << "sign of nibble " << n;
+  }
+}
+
+TEST(Nvfp4Bits, Bf16WordPairsMatchNibbles) {
+  uint64_t s = 0x13198A2E03707344ull;
+  for (int i = 0; i < 400000; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const uint32_t w = i < 0x10000 ? uint32_t(i) * 0x10001u ^ uint32_t(s >> 40) : uint32_t(s >> 32);
+    const uint32_t pairs[4] = {e2m1_word_pair_bf16_bits<0>(w), e2m1_word_pair_bf16_bits<1>(w),
+                               e2m1_word_pair_bf16_bits<2>(w), e2m1_word_pair_bf16_bits<3>(w)};
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(pairs[k] & 0xFFFFu, e2m1_nibble_bf16_bits((w >> (4 * k)) & 0xFu)) << std::hex << w << " " << k;
+      ASSERT_EQ(pairs[k] >> 16, e2m1_nibble_bf16_bits((w >> (4 * (k + 4))) & 0xFu)) << std::hex << w << " " << k;
+    }
+  }
+}
+
+// The folded weight of every nibble under every scale byte is the codec's E2M1·E4M3 times 2^-8,
+// exactly and as a normal bf16 (the host form of bf16x2_mul rounds as the device's mul.rn.bf16x2;
+// the device itself is checked by CudaNvfp4.PairDecodeMatchesHostOnEveryByteAndScale).
+TEST(Nvfp4Bits, FoldedPairIsCodecWeightTimes2pm8) {
+  for (uint32_t b = 0; b < 256; ++b) {
+    const uint32_t sc = ue4m3_bf16x2_x2p118_bits(b);
+    ASSERT_EQ(sc >> 16, sc & 0xFFFFu) << "scale byte " << b;
+    for (uint32_t n = 0; n < 16; ++n) {
+      const uint32_t w = n | (((n + 5) & 0xFu) << 16);  // weights 0 and 4 of the word
+      const uint32_t p = nvfp4_pair_bf16<0>(w, sc);
+      const double want0 = double(nvfp4::e2m1_value(uint8_t(n))) * nvfp4::ue4m3_value(uint8_t(b));
+      const double want1 = double(nvfp4::e2m1_value(uint8_t((n + 5) & 0xFu))) * nvfp4::ue4m3_value(uint8_t(b));
+      ASSERT_EQ(bf16_value(uint16_t(p)) * kNvfp4PairUnscale, want0) << "nibble " << n << " scale byte " << b;
+      ASSERT_EQ(bf16_value(uint16_t(p >> 16)) * kNvfp4PairUnscale, want1) << "nibble " << n << " scale byte " << b;
+      if (want0 != 0.0) ASSERT_NE((p >> 7) & 0xFFu, 0u) << "subnormal product, nibble " << n << " scale " << b;
+    }
   }
 }
 

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cuda/nvfp4/nvfp4_bits.h"
+
 #ifdef __CUDACC__
 #define STRIKER_NVFP4_BF16_FN __host__ __device__ __forceinline__
 #else
@@ -83,6 +85,29 @@ STRIKER_NVFP4_BF16_FN uint32_t ue4m3_bf16x2_bits(uint32_t b) {
   return b == 0x7Fu ? 0u : byte_perm(bits, 0, 0x3232u);
 }
 
+// The tensor-core decode's scale: E4M3(b)·2^118 as bf16 in both halves (exact: at most 4 significant
+// bits, 2^109 to 448·2^118 < 2^127), 0x7F -> 0 and bit 7 ignored as ue4m3_bf16_bits. Times the
+// E2M1·2^-126 pattern of e2m1_word_pair_bf16_bits it gives the weight E2M1·E4M3 times 2^-8, a normal
+// bf16 (2^-18 to 10.5) — see nvfp4_pair_bf16. The 7 magnitude bits as an fp32 exponent/mantissa with
+// no bias are E4M3·2^-120 (subnormal for e = 0, exactly m·2^-129); two multiplies by 2^127 and 2^111
+// (no .ftz) make it E4M3·2^118 exactly.
+STRIKER_NVFP4_BF16_FN uint32_t ue4m3_bf16x2_x2p118_bits(uint32_t b) {
+  const uint32_t u = (b & 0x7Fu) << 20;
+  float f;
+#ifdef __CUDA_ARCH__
+  asm("mul.rn.f32 %0, %1, 0f7F000000;" : "=f"(f) : "f"(__uint_as_float(u)));  // 2^127
+  asm("mul.rn.f32 %0, %0, 0f77000000;" : "+f"(f));                            // 2^111
+  const uint32_t bits = __float_as_uint(f);
+#else
+  std::memcpy(&f, &u, 4);
+  f *= 0x1p127f;
+  f *= 0x1p111f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+#endif
+  return (b & 0xFFu) == 0x7Fu ? 0u : byte_perm(bits, 0, 0x3232u);  // 0xFF is 480, as the codec
+}
+
 // a·b per bf16 half, rounded to nearest-even (exact for the products above).
 STRIKER_NVFP4_BF16_FN uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
 #ifdef __CUDA_ARCH__
@@ -122,6 +147,18 @@ STRIKER_NVFP4_BF16_FN void nvfp4_a_fragment(uint32_t g0, uint32_t g1, uint32_t h
   e2m1x4_to_bf16x2(byte_perm(h0, h1, sel), lo, hi);
   a[1] = bf16x2_mul(lo, scale_h);
   a[3] = bf16x2_mul(hi, scale_h);
+}
+
+// Weights K and K + 4 of code word w (nvfp4_bits.h pairing) as a bf16x2 of E2M1·E4M3·2^-8 (weight K
+// in the low half), given the group's scale as ue4m3_bf16x2_x2p118_bits: exact, so a tensor-core sum
+// over such weights is 2^-8 times the sum over E2M1·E4M3 (no product is near the subnormal range:
+// kNvfp4PairUnscale undoes it with the fp32 result). About 2.4 instructions per weight (two shifts, two
+// logic ops and one bf16x2 multiply per pair); bf16's subnormals are kept by mul.rn.bf16x2.
+constexpr float kNvfp4PairUnscale = 256.f;  // 2^8
+
+template <int K>
+STRIKER_NVFP4_BF16_FN uint32_t nvfp4_pair_bf16(uint32_t w, uint32_t scale_x2p118) {
+  return bf16x2_mul(e2m1_word_pair_bf16_bits<K>(w), scale_x2p118);
 }
 
 }  // namespace striker::cuda

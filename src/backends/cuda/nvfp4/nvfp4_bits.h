@@ -29,6 +29,25 @@ STRIKER_NVFP4_BITS_FN uint32_t e2m1_word_pair_bits(uint32_t w) {
   return sign | mag;
 }
 
+// The same pairing as bf16 bit patterns of E2M1·2^-126, for the tensor-core decode (nvfp4_bf16_bits.h
+// nvfp4_pair_bf16): e1 e0 go to bf16's exponent bits 7–8, m to mantissa bit 6, the sign to bit 15.
+// bf16's bias of 127 gives 2^(e-127)·(1+m/2) = E2M1·2^-126 for e > 0 and the subnormal m·2^-127 =
+// E2M1·2^-126 for e = 0: exact, no table, no special case. Same shifts-and-masks count as the fp16
+// form, and one bf16x2 multiply by the scale (times 2^118) then makes the weight normal.
+template <int K>
+STRIKER_NVFP4_BITS_FN uint32_t e2m1_word_pair_bf16_bits(uint32_t w) {
+  static_assert(K >= 0 && K < 4, "a code word has 4 nibble pairs");
+  const uint32_t sign = (w << (12 - 4 * K)) & 0x80008000u;  // nibble bit 4K+3 -> bit 15 (and 31)
+  // nibble bits 4K..4K+2 -> bits 6..8 (and 22..24): left by 6 or 2, right by 2 or 6.
+  const uint32_t mag = (K == 0 ? w << 6 : K == 1 ? w << 2 : K == 2 ? w >> 2 : w >> 6) & 0x01C001C0u;
+  return sign | mag;
+}
+
+// The same bf16 pattern for one nibble.
+STRIKER_NVFP4_BITS_FN uint16_t e2m1_nibble_bf16_bits(uint32_t nibble) {
+  return uint16_t(((nibble & 0x8u) << 12) | ((nibble & 0x7u) << 6));
+}
+
 // The same fp16 pattern for one nibble (the definition the word form is tested against).
 STRIKER_NVFP4_BITS_FN uint16_t e2m1_nibble_bits(uint32_t nibble) {
   return uint16_t(((nibble & 0x8u) << 12) | ((nibble & 0x7u) << 9));

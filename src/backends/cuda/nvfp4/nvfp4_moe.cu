@@ -10,6 +10,7 @@
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
+#include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
 #include "backends/cuda/common/warp_dot.cuh"
 
 namespace striker::cuda {
@@ -509,6 +510,10 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
                 " slots exceed one launch (65535); split the batch");
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
+  if (nvfp4_moe_mma_gate_up_enabled() && nvfp4_moe_gate_up_mma_fits(hidden)) {
+    launch_nvfp4_moe_gate_up_mma(x, T, hidden, gate, up, inter, topk_ids, K, act, shared, shared_act, stream);
+    return;
+  }
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
@@ -551,6 +556,12 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
     static const bool ready = allow_dynamic_smem(nvfp4_moe_down_half_warp_kernel<false>, int(kOneTokenSmem)) &&
                               allow_dynamic_smem(nvfp4_moe_down_half_warp_kernel<true>, int(kOneTokenSmem));
     (void)ready;
+    if (nvfp4_moe_mma_down_enabled() && nvfp4_moe_down_mma_fits(K, inter, fused_shared ? sh.inter : 0)) {
+      launch_nvfp4_moe_down_mma(act, T, K, down, inter, hidden, topk_ids, topk_w, shared, shared_act, y_shared, h,
+                                T == 1 ? kOneTokenSmem : size_t(0), stream);
+      if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
+      return;
+    }
     static const bool batched = std::getenv("STRIKER_AB_DOWNB") != nullptr;  // TEMPORARY
     launch_pdl(batched && T == 1 ? nvfp4_moe_down_half_warp_kernel<true> : nvfp4_moe_down_half_warp_kernel<false>, grid, dim3(kWarps * 32), T == 1 ? kOneTokenSmem : size_t(0), stream,
                reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,

@@ -2,6 +2,9 @@
 // (nvfp4_gemv.cu).
 #pragma once
 #include "backends/cuda/linear/skinny_mma.cuh"
+#include <cstdlib>
+
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 
@@ -33,7 +36,7 @@ __device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
 
 // W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
 // gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
-template <int S, int U, SkinnyTile K, GemvOut M>
+template <int S, int U, SkinnyTile K, GemvOut M, bool kFold>
 __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
     nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
                         int T, RowScale2 s2) {
@@ -68,20 +71,29 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
           const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
+          const uint32_t wt = word_of(qt[u], i), wb = word_of(qb[u], i);
+          if constexpr (kFold) {
+            const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
+            const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
+            skinny_mma(acc.c[0], nvfp4_pair_bf16<0>(wt, at), nvfp4_pair_bf16<0>(wb, ab), nvfp4_pair_bf16<1>(wt, at),
+                       nvfp4_pair_bf16<1>(wb, ab), x_pair(xq, 0), x_pair(xq, 1));
+            skinny_mma(acc.c[1], nvfp4_pair_bf16<2>(wt, at), nvfp4_pair_bf16<2>(wb, ab), nvfp4_pair_bf16<3>(wt, at),
+                       nvfp4_pair_bf16<3>(wb, ab), x_pair(xq, 2), x_pair(xq, 3));
+          } else {
           const float at = ue4m3_x2p14((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
           const float ab = ue4m3_x2p14((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-          const uint32_t wt = word_of(qt[u], i), wb = word_of(qb[u], i);
 #pragma unroll
           for (int h = 0; h < 2; ++h)  // pairs (2h, 2h + 4) and (2h + 1, 2h + 5): 16 k values over the quad
             skinny_mma(acc.c[h], e2m1_bf16_pair(wt, 2 * h, at), e2m1_bf16_pair(wb, 2 * h, ab),
                        e2m1_bf16_pair(wt, 2 * h + 1, at), e2m1_bf16_pair(wb, 2 * h + 1, ab), x_pair(xq, 2 * h),
                        x_pair(xq, 2 * h + 1));
+          }
         }
         load(u, s + u + U);  // refill the slot just consumed
       }
     }
   }
-  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o); }, out);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return kFold ? s2.at(o) * kNvfp4PairUnscale : s2.at(o); }, out);
 }
 
 // T tokens (2..8 in production). Shapes are checked by the callers (in % 64 == 0, 16-byte aligned
@@ -92,9 +104,14 @@ void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
   const int S = skinny_split((in + 127) / 128, 4);
+  static const bool fold = std::getenv("STRIKER_AB_SKD") != nullptr && std::getenv("STRIKER_AB_SKD")[0] == '1';  // A/B, temporary
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
-    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M>, skinny_grid<K>(rows, S, T),
-               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
+    if (fold)
+      launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, true>, skinny_grid<K>(rows, S, T),
+                 dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
+    else
+      launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, false>, skinny_grid<K>(rows, S, T),
+                 dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
   });
 }
 

@@ -1,0 +1,274 @@
+// The NVFP4 per-slot MoE kernels of 1-8 decode tokens on tensor cores: the same launches, grids and
+// rounding points as nvfp4_moe.cu's CUDA-core kernels, but each weight is decoded straight into a
+// bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16: ~2.4 instructions per weight instead of ~4.9 for the fp16 →
+// fp32 decode, scale decode and fmaf) and summed by mma.sync m16n8k16 (fp32 accumulators, FLINT.md
+// §4; the sum's order differs from the CUDA-core group-by-group order, and is the same for every T).
+//
+// Fragment use (skinny_mma.cuh): a lane (g = lane/4, t = lane%4) loads the 16-byte code chunk t of a
+// 128-weight step of weight rows g (MMA row g) and g + 8 (MMA row g + 8), and the same 32 activations
+// of the slot's token; a chunk's weights fill the fragment slots in load order and the activations
+// the B fragment in the same order (column n = g: every column holds the slot's one token, column 0
+// is read). The scale is folded into the weight, so an MMA's 16 k values may span scale groups.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/common/warp_dot.cuh"
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
+#include "backends/cuda/nvfp4/nvfp4_decode.cuh"
+#include "backends/cuda/nvfp4/nvfp4_moe.h"
+#include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
+
+namespace striker::cuda {
+namespace {
+
+constexpr int kGuSplit = 4;        // warps per gate/up row tile (split-K over the hidden size)
+constexpr int kGuWarps = 8;        // 2 tiles of 8 outputs per CTA: 16 outputs, as the CUDA-core kernel
+constexpr int kSteps = 4;          // 128-weight steps a warp loads in one batch
+constexpr int kMaxTopK = 8;
+
+// Activations j and j + 4 of 8 (one 16-byte load) as a bf16x2, j in the low half (nvfp4_skinny.cuh).
+__device__ __forceinline__ uint32_t act_pair(const uint4& q, int j) {
+  const uint32_t lo = j < 2 ? q.x : q.y, hi = j < 2 ? q.z : q.w;
+  return __byte_perm(lo, hi, (j & 1) ? 0x7632 : 0x5410);
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& q, int i) {
+  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
+
+// One 128-weight step of rows top/bottom (one 16-byte chunk each per lane, their 2 scale bytes
+// each) against the lane's 32 activations (xq[0..3]): 8 MMAs into two accumulator chains.
+__device__ __forceinline__ void step_mma(const uint4& qt, uint32_t st, const uint4& qb, uint32_t sb,
+                                         const uint4 (&xq)[4], float (&c0)[4], float (&c1)[4]) {
+  const uint32_t at[2] = {ue4m3_bf16x2_x2p118_bits(st & 0xFFu), ue4m3_bf16x2_x2p118_bits((st >> 8) & 0xFFu)};
+  const uint32_t ab[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
+    const uint32_t wt = word(qt, i), wb = word(qb, i), a = at[i / 2], b = ab[i / 2];
+    const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a), nvfp4_pair_bf16<0>(wb, b), nvfp4_pair_bf16<1>(wt, a),
+                            nvfp4_pair_bf16<1>(wb, b)};
+    mma_m16n8k16(c0, f0, act_pair(xq[i], 0), act_pair(xq[i], 1));
+    const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a), nvfp4_pair_bf16<2>(wb, b), nvfp4_pair_bf16<3>(wt, a),
+                            nvfp4_pair_bf16<3>(wb, b)};
+    mma_m16n8k16(c1, f1, act_pair(xq[i], 2), act_pair(xq[i], 3));
+  }
+}
+
+// A warp's share of one dot product of rows (top, bottom) over `in` weights: steps s0, s0 + 1, ...
+// below s1, all loaded in one batch (kSteps at most; the callers' shapes keep it so).
+struct MmaRows {
+  uint4 qt[kSteps], qb[kSteps];
+  uint32_t st[kSteps], sb[kSteps];
+};
+
+// in % 64 == 0: a lane's 32-weight chunk of a step is wholly inside the row or wholly past it (the
+// last step of in % 128 == 64), and then its weights, scales and activations are zeros.
+__device__ __forceinline__ void load_rows(const uint8_t* ct, const uint8_t* stp, const uint8_t* cb, const uint8_t* sbp,
+                                          int in, int t, int s0, int s1, MmaRows& r) {
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (s0 + u < s1) {
+      const int64_t s = s0 + u;
+      const bool live = s * 128 + t * 32 < in;
+      r.qt[u] = live ? load_stream(ct + s * 64 + t * 16) : make_uint4(0, 0, 0, 0);
+      r.qb[u] = live ? load_stream(cb + s * 64 + t * 16) : make_uint4(0, 0, 0, 0);
+      r.st[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(stp + s * 8 + t * 2)) : 0u;
+      r.sb[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(sbp + s * 8 + t * 2)) : 0u;
+    }
+}
+
+__device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int in, int t, int s0, int s1,
+                                         float (&c0)[4], float (&c1)[4]) {
+  uint4 xq[kSteps][4];
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (s0 + u < s1) {
+      const bool live = (s0 + u) * 128 + t * 32 < in;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        xq[u][i] = live ? load_cached(x + int64_t(s0 + u) * 128 + t * 32 + i * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (s0 + u < s1) step_mma(r.qt[u], r.st[u], r.qb[u], r.sb[u], xq[u], c0, c1);
+}
+
+// grid (row tiles of 16 outputs, T*K [+ T]) as nvfp4_moe_gate_up_kernel; a warp pair of tiles: warp
+// w works on tile w / kGuSplit, steps [part·per, part·per + per) of hidden / 128 (part = w % kGuSplit).
+// MMA rows 0-7 are gate rows o0..o0+7 of the tile, rows 8-15 the same up rows.
+__global__ void __launch_bounds__(kGuWarps * 32, 2)
+    nvfp4_moe_gate_up_mma_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
+                                 int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act,
+                                 Nvfp4Shared sh, bf16_t* __restrict__ shared_act) {
+  pdl_launch_dependents();  // see launch.cuh
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int slot = blockIdx.y;
+  const bool shared = slot >= T * K;
+  const int rows = shared ? sh.inter : inter;
+  const int tile = warp / kGuSplit, part = warp % kGuSplit;
+  const int o0 = (blockIdx.x * (kGuWarps / kGuSplit) + tile) * 8;
+  const int steps = (hidden + 127) / 128, per = (steps + kGuSplit - 1) / kGuSplit;
+  const int s0 = part * per, s1 = min(steps, s0 + per);
+  const int row = min(o0 + g, rows - 1);  // rows past the matrix are computed, never stored
+  const int tok = shared ? slot - T * K : slot / K;
+  const int64_t cb = hidden / 2, sbytes = hidden / 16;
+  MmaRows r;
+  const uint8_t *cg, *sg, *cu, *su;
+  float s2g = 0.f, s2u = 0.f;
+  const bool live = o0 < rows;
+  if (shared) {
+    cg = sh.gate.codes + row * cb, sg = sh.gate.scales + row * sbytes;
+    cu = sh.up.codes + row * cb, su = sh.up.scales + row * sbytes;
+    s2g = sh.s2_gate, s2u = sh.s2_up;
+    if (live) load_rows(cg, sg, cu, su, hidden, t, s0, s1, r);
+  }
+  pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
+  if (!shared) {
+    const int64_t e = ids[slot];
+    const int64_t base = e * inter + row;
+    cg = wg.m.codes + base * cb, sg = wg.m.scales + base * sbytes;
+    cu = wu.m.codes + base * cb, su = wu.m.scales + base * sbytes;
+    s2g = wg.scale2[e], s2u = wu.scale2[e];
+    if (live) load_rows(cg, sg, cu, su, hidden, t, s0, s1, r);
+  }
+  float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
+  if (live) dot_rows(r, x + int64_t(tok) * hidden, hidden, t, s0, s1, c0, c1);
+  __shared__ float red[kGuWarps][16];  // [warp][MMA row] of token column 0
+  if (t == 0) {
+    red[warp][g] = c0[0] + c1[0];
+    red[warp][g + 8] = c0[2] + c1[2];
+  }
+  __syncthreads();
+  if (threadIdx.x < 16) {
+    const int tl = threadIdx.x / 8, j = threadIdx.x % 8;
+    const int o = (blockIdx.x * (kGuWarps / kGuSplit) + tl) * 8 + j;
+    if (o < rows) {
+      float gs = 0.f, us = 0.f;
+#pragma unroll
+      for (int p = 0; p < kGuSplit; ++p) gs += red[tl * kGuSplit + p][j], us += red[tl * kGuSplit + p][j + 8];
+      const float gv = round_bf16(gs * (s2g * kNvfp4PairUnscale));
+      const float uv = round_bf16(us * (s2u * kNvfp4PairUnscale));
+      bf16_t* dst = shared ? shared_act + int64_t(tok) * sh.inter : act + int64_t(slot) * inter;
+      dst[o] = __float2bfloat16_rn(silu_bf16(gv) * uv);
+    }
+  }
+}
+
+// grid (hidden / 16, T): one CTA per 16 output rows of one token, one warp per routed expert k < K
+// (warp K: the fused shared expert), each over the whole inter of its expert (⌈inter / 128⌉ <= kSteps
+// steps, all loaded in one batch). Then y = bf16(Σ_k w_k·bf16(scale2_e·sum_k)) in k order, plus the
+// shared expert's bf16 output, added to h — nvfp4_moe_down_half_warp_kernel's rounding points.
+__global__ void __launch_bounds__((kMaxTopK + 1) * 32)
+    nvfp4_moe_down_mma_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
+                              const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
+                              const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
+                              bf16_t* __restrict__ h) {
+  pdl_launch_dependents();  // see launch.cuh
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int tok = blockIdx.y;
+  const int o0 = blockIdx.x * 16;
+  const bool fused = shared_act != nullptr;
+  const bool shared = warp == K;  // only launched when fused
+  const int in = shared ? sh.inter : inter;
+  const int steps = (in + 127) / 128;
+  const int top = min(o0 + g, hidden - 1), bottom = min(o0 + 8 + g, hidden - 1);
+  MmaRows r;
+  const int64_t cb = in / 2, sbytes = in / 16;
+  if (shared)
+    load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
+              sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
+  pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
+  const bf16_t* xa;
+  if (!shared) {
+    const int64_t e = ids[tok * K + warp];
+    const uint8_t* c = wd.m.codes + e * hidden * cb;
+    const uint8_t* s = wd.m.scales + e * hidden * sbytes;
+    load_rows(c + top * cb, s + top * sbytes, c + bottom * cb, s + bottom * sbytes, in, t, 0, steps, r);
+    xa = act + int64_t(tok * K + warp) * inter;
+  } else {
+    xa = shared_act + int64_t(tok) * sh.inter;
+  }
+  float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
+  dot_rows(r, xa, in, t, 0, steps, c0, c1);
+  __shared__ float red[kMaxTopK + 1][16];
+  if (t == 0) {
+    red[warp][g] = c0[0] + c1[0];
+    red[warp][g + 8] = c0[2] + c1[2];
+  }
+  __syncthreads();
+  if (threadIdx.x < 16) {
+    const int o = o0 + threadIdx.x;
+    if (o < hidden) {
+      float sum = 0.f;
+      for (int k = 0; k < K; ++k) {
+        const int slot = tok * K + k;
+        const float s2 = wd.scale2[ids[slot]] * kNvfp4PairUnscale;
+        sum = fmaf(topk_w[slot], round_bf16(red[k][threadIdx.x] * s2), sum);  // Σ_k w_k·bf16(mm(act_k, Wd_e))
+      }
+      float y = round_bf16(sum);
+      if (fused) y = round_bf16(y + round_bf16(red[K][threadIdx.x] * (sh.s2_down * kNvfp4PairUnscale)));
+      else if (y_shared != nullptr) y = round_bf16(y + __bfloat162float(y_shared[int64_t(tok) * hidden + o]));
+      const int64_t idx = int64_t(tok) * hidden + o;
+      h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
+    }
+  }
+}
+
+bool ab_knob(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] == '1';
+}
+
+}  // namespace
+
+bool nvfp4_moe_mma_gate_up_enabled() {
+  static const bool on = ab_knob("STRIKER_AB_GUMMA");  // A/B, temporary
+  return on;
+}
+bool nvfp4_moe_mma_down_enabled() {
+  static const bool on = ab_knob("STRIKER_AB_DNMMA");  // A/B, temporary
+  return on;
+}
+
+bool nvfp4_moe_gate_up_mma_fits(int hidden) { return (hidden + 127) / 128 <= kGuSplit * kSteps; }
+
+void launch_nvfp4_moe_gate_up_mma(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
+                                  const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared,
+                                  bf16* shared_act, cudaStream_t stream) {
+  const bool has_shared = shared != nullptr && shared_act != nullptr;
+  const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
+  const int rows = std::max(inter, has_shared ? sh.inter : 0);
+  const int per_cta = 8 * (kGuWarps / kGuSplit);
+  const dim3 grid(unsigned((rows + per_cta - 1) / per_cta), unsigned(T * K + (has_shared ? T : 0)));
+  launch_pdl(nvfp4_moe_gate_up_mma_kernel, grid, dim3(kGuWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x),
+             T, hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
+             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
+  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up_mma");
+}
+
+bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter) {
+  return K >= 1 && K + (shared_inter > 0 ? 1 : 0) <= kMaxTopK + 1 && (inter + 127) / 128 <= kSteps &&
+         (shared_inter + 127) / 128 <= kSteps;
+}
+
+void launch_nvfp4_moe_down_mma(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
+                               const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
+                               const bf16* shared_act, const bf16* y_shared, bf16* h, size_t smem,
+                               cudaStream_t stream) {
+  const bool fused = shared != nullptr && shared_act != nullptr;
+  const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
+  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, 200 * 1024);
+  (void)ready;
+  const dim3 grid(unsigned((hidden + 15) / 16), unsigned(T));
+  launch_pdl(nvfp4_moe_down_mma_kernel, grid, dim3((K + (fused ? 1 : 0)) * 32), smem, stream,
+             reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
+             reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
+             reinterpret_cast<const bf16_t*>(fused ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
+  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_mma");
+}
+
+}  // namespace striker::cuda
