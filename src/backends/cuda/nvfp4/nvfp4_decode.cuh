@@ -3,6 +3,8 @@
 #include <cuda_fp16.h>
 
 #include "backends/cuda/common/device_math.cuh"
+#include "backends/cuda/common/tensor_core.cuh"
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_bits.h"
 
 namespace striker::cuda {
@@ -222,6 +224,117 @@ __device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+// ---- The same one-token dot products on tensor cores ("diagonal" mma.sync) ----
+// Every lane keeps its own chunks and its own activations, as above; the decode gives bf16 weights
+// E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2.4 instructions per weight instead of ~4.9 for the fp16 → fp32
+// decode, the scale's decode and the fmaf chain) and m16n8k16 MMAs sum them: rows 2p and 2p + 1 of
+// the warp's R are an MMA's rows g and g + 8 in every lane group g (so each group's four lanes hold
+// the same two rows), and lane (g, t)'s activations fill column g of B. Column g of the product then
+// pairs lane group g's weights with its own activations, so the diagonal D[g][g] (lane t = g/2) is
+// that group's share of row 2p and D[g + 8][g] of row 2p + 1; the other 7 columns are never read.
+// The 16 k values of an MMA span a chunk's two scale groups (the scale is inside each weight), so the
+// sum's order differs from accumulate_chunk's group-by-group fmaf chain: other bits, same FLINT.md §4
+// products and fp32 accumulation. Returns Σ x·E2M1·E4M3 WITHOUT scale2 (2^8 restored) in every lane.
+// The loop is warp-uniform (mma.sync needs every lane): a lane past the row's last chunk decodes zeros.
+
+// Activations j and j + 4 of 8 (one 16-byte load) as a bf16x2, j in the low half: the pairing of
+// nvfp4_pair_bf16's weights.
+__device__ __forceinline__ uint32_t act_pair_bf16(const uint4& q, int j) {
+  const uint32_t lo = j < 2 ? q.x : q.y, hi = j < 2 ? q.z : q.w;
+  return __byte_perm(lo, hi, (j & 1) ? 0x7632 : 0x5410);
+}
+
+__device__ __forceinline__ uint32_t code_word(const uint4& q, int i) {
+  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
+
+template <int R>
+__device__ __forceinline__ void zero_chunk(Nvfp4Chunk<R>& k) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) k.q[r] = make_uint4(0, 0, 0, 0), k.sc[r] = 0u;
+}
+
+// d[p][0..1]: row pair p's two MMA accumulator chains (pairs 0/1 and 2/3 of each code word).
+template <int R, bool kSharedX = false>
+__device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, const bf16_t* x, bool live, int c,
+                                                     float (&d)[R / 2][2][4]) {
+  static_assert(R % 2 == 0, "rows go to the MMA in pairs");
+  uint4 xq[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)  // zeros past the row: 0·x would still be NaN for a NaN x
+    xq[i] = live ? load_x<kSharedX>(x + int64_t(c) * 32 + i * 8) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int p = 0; p < R / 2; ++p) {
+    const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(k.sc[2 * p] & 0xFFu),
+                           ue4m3_bf16x2_x2p118_bits((k.sc[2 * p] >> 8) & 0xFFu)};
+    const uint32_t b[2] = {ue4m3_bf16x2_x2p118_bits(k.sc[2 * p + 1] & 0xFFu),
+                           ue4m3_bf16x2_x2p118_bits((k.sc[2 * p + 1] >> 8) & 0xFFu)};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
+      const uint32_t wt = code_word(k.q[2 * p], i), wb = code_word(k.q[2 * p + 1], i);
+      const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a[i / 2]), nvfp4_pair_bf16<0>(wb, b[i / 2]),
+                              nvfp4_pair_bf16<1>(wt, a[i / 2]), nvfp4_pair_bf16<1>(wb, b[i / 2])};
+      mma_m16n8k16(d[p][0], f0, act_pair_bf16(xq[i], 0), act_pair_bf16(xq[i], 1));
+      const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a[i / 2]), nvfp4_pair_bf16<2>(wb, b[i / 2]),
+                              nvfp4_pair_bf16<3>(wt, a[i / 2]), nvfp4_pair_bf16<3>(wb, b[i / 2])};
+      mma_m16n8k16(d[p][1], f1, act_pair_bf16(xq[i], 2), act_pair_bf16(xq[i], 3));
+    }
+  }
+}
+
+// warp_dot_nvfp4_prologue for the MMA form: a lane past the row's chunks holds zeros.
+template <int R>
+__device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const (&codes)[R],
+                                                            const uint8_t* const (&scales)[R], int in,
+                                                            Nvfp4Prologue<R>& pr, int part = 0, int parts = 1) {
+  const int chunks = in / 32, step = 32 * parts;
+  const int c0 = part * 32 + (threadIdx.x & 31);
+  if (c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
+  else zero_chunk<R>(pr.a);
+  if (c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
+  else zero_chunk<R>(pr.b);
+}
+
+// warp_dot_nvfp4_early<R, 1> on tensor cores (two chunks in flight, refilled the same way).
+template <int R, bool kSharedX = false>
+__device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
+                                                         const uint8_t* const (&scales)[R], const bf16_t* x, int in,
+                                                         float (&acc)[R][1], int part = 0, int parts = 1) {
+  const int lane = threadIdx.x & 31;
+  const int chunks = in / 32, step = 32 * parts;
+  float d[R / 2][2][4];
+#pragma unroll
+  for (int p = 0; p < R / 2; ++p)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[p][j][e] = 0.f;
+  for (int b = part * 32; b < chunks; b += 2 * step) {  // warp-uniform; lane's chunk c = b + lane
+    const int c = b + lane;
+    accumulate_chunk_mma<R, kSharedX>(pr.a, x, c < chunks, c, d);
+    if (b + 2 * step < chunks) {
+      if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
+      else zero_chunk<R>(pr.a);
+    }
+    if (b + step < chunks) {
+      accumulate_chunk_mma<R, kSharedX>(pr.b, x, c + step < chunks, c + step, d);
+      if (b + 3 * step < chunks) {
+        if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
+        else zero_chunk<R>(pr.b);
+      }
+    }
+  }
+  const int g = lane >> 2;
+  const bool diagonal = (lane & 3) == (g >> 1);  // this lane holds D[g][g] and D[g + 8][g]
+#pragma unroll
+  for (int p = 0; p < R / 2; ++p) {
+    const float top = diagonal ? d[p][0][g & 1] + d[p][1][g & 1] : 0.f;
+    const float bottom = diagonal ? d[p][0][2 + (g & 1)] + d[p][1][2 + (g & 1)] : 0.f;
+    acc[2 * p][0] = warp_sum(top) * kNvfp4PairUnscale;
+    acc[2 * p + 1][0] = warp_sum(bottom) * kNvfp4PairUnscale;
+  }
 }
 
 }  // namespace striker::cuda

@@ -76,6 +76,7 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // depend on the router's ids, read after it. Held to 2 CTAs per SM (≤ 128 registers; left alone,
 // ptxas takes ~160, 1 CTA per SM), so the decode grid of 32 × 7 = 224 CTAs runs in one wave on
 // 132 SMs instead of two.
+template <bool kMma>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
@@ -102,7 +103,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     s2u = sh.s2_up;
   }
   Nvfp4Prologue<4> pr;
-  if (shared) warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
+  if (shared) {
+    if constexpr (kMma) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
+    else warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
+  }
   StampRec rec;
   if (T == 1) rec.open(st, 0, g0, c0);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
@@ -116,10 +120,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
+    if constexpr (kMma) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
+    else warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
   }
   float acc[4][1];
-  warp_dot_nvfp4_early<4, 1>(pr, cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
+  if constexpr (kMma) warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
+  else warp_dot_nvfp4_early<4, 1>(pr, cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
   rec.stamp(3, __float_as_uint(acc[0][0]) ^ __float_as_uint(acc[3][0]));
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
@@ -510,12 +516,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
                 " slots exceed one launch (65535); split the batch");
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
-  if (nvfp4_moe_mma_gate_up_enabled() && nvfp4_moe_gate_up_mma_fits(hidden)) {
-    launch_nvfp4_moe_gate_up_mma(x, T, hidden, gate, up, inter, topk_ids, K, act, shared, shared_act, stream);
-    return;
-  }
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+  launch_pdl(nvfp4_moe_mma_gate_up_enabled() ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
              reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr), stamps());
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
