@@ -1,12 +1,8 @@
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
-#include <vector>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
-#include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -18,50 +14,6 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kMaxTopK = 8;
-
-// EXPERIMENT (fifteenth session, STRIKER_STAMPS=path): per-CTA time stamps of the one-token MoE
-// kernels (warp 0, lane 0): entry, past the wait, past the ids, past the dot products, end — the
-// global timer and the SM's clock — to see where a dependency's ~4 µs go. Not for landing.
-constexpr int kStampWords = 16;
-constexpr int64_t kStampCap = 1 << 20;  // records per kind
-struct Stamps {
-  unsigned long long* rec = nullptr;  // [2][kStampCap][kStampWords]
-  unsigned int* ctr = nullptr;        // [2]
-};
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
-__device__ __forceinline__ unsigned long long sm_clock() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
-  return t;
-}
-struct StampRec {
-  unsigned long long* r = nullptr;
-  __device__ __forceinline__ void open(const Stamps& st, int kind, unsigned long long g0, unsigned long long c0) {
-    if (st.rec == nullptr || threadIdx.x != 0) return;
-    const unsigned i = atomicAdd(st.ctr + kind, 1u);
-    if (i >= kStampCap) return;
-    r = st.rec + (int64_t(kind) * kStampCap + i) * kStampWords;
-    unsigned smid;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-    r[0] = (unsigned long long)kind | (unsigned long long)blockIdx.x << 8 | (unsigned long long)blockIdx.y << 24 |
-           (unsigned long long)smid << 40;
-    r[2] = g0;
-    r[7] = c0;
-    r[15] = i;
-  }
-  // Stamp `at` (1..4) once `dep` has arrived (it is stored first; the fence keeps the timer behind it).
-  __device__ __forceinline__ void stamp(int at, unsigned long long dep) {
-    if (r == nullptr) return;
-    r[1] = dep;
-    __threadfence_block();
-    r[7 + at] = sm_clock();
-    r[2 + at] = gtimer();
-  }
-};
 
 // Pointers to row `row` of expert `e` in a stack of [E, rows, in] weights.
 __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64_t rows, int64_t row, int in,
@@ -80,8 +32,7 @@ template <bool kMma>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
-                             bf16_t* __restrict__ shared_act, Stamps st) {
-  const unsigned long long g0 = gtimer(), c0 = sm_clock();
+                             bf16_t* __restrict__ shared_act) {
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
@@ -107,13 +58,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     if constexpr (kMma) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
     else warp_dot_nvfp4_prologue<4>(cr, sr, hidden, pr);
   }
-  StampRec rec;
-  if (T == 1) rec.open(st, 0, g0, c0);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
-  rec.stamp(1, 0);
   if (!shared) {
     const int64_t e = ids[slot];
-    rec.stamp(2, (unsigned long long)e);
     stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
     stack_row(wu.m, e, inter, o0, hidden, cr[1], sr[1]);
     stack_row(wg.m, e, inter, o1, hidden, cr[2], sr[2]);
@@ -126,7 +73,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   float acc[4][1];
   if constexpr (kMma) warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
   else warp_dot_nvfp4_early<4, 1>(pr, cr, sr, x + int64_t(t) * hidden, 0, 1, hidden, acc);
-  rec.stamp(3, __float_as_uint(acc[0][0]) ^ __float_as_uint(acc[3][0]));
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -134,7 +80,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     bf16_t* dst = shared ? shared_act + int64_t(t) * sh.inter : act + int64_t(slot) * inter;
     dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
   }
-  rec.stamp(4, 0);
 }
 
 // grid (row pairs, T): each warp produces two rows of the token's MoE output (as moe.cu's
@@ -226,29 +171,11 @@ __device__ __forceinline__ float half_warp_sum(float v) {
 // half the decode work per lane, the same partial per (row, chunk), and half_warp_sum in place of
 // warp_sum — the same sums bit for bit. The shared expert's down chunk is loaded before pdl_wait
 // (it does not depend on the routing), the routed ones after.
-__device__ __forceinline__ float group_dot_loaded(uint32_t w0, uint32_t w1, uint32_t sb, const uint4& x0,
-                                                  const uint4& x1) {  // group_dot with x already loaded
-  float wf[16], xf[16];
-  decode16(w0, w1, wf);
-  unpack8(x0, xf);
-  unpack8(x1, xf + 8);
-  float p = 0.f;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
-  return ue4m3_x2p14(sb & 0xFFu) * p;
-}
-
-// kBatched (EXPERIMENT, STRIKER_AB_DOWNB): every load after the wait in one batch — the K experts'
-// activation chunks, routing weights and scale2, the shared expert's activations, h — instead of
-// each expert's inside the loop (one L2 round trip per expert on the chain; session-15 stamps: 6.4 µs
-// from the wait to the sum). Same operations in the same order: the same bits.
-template <bool kBatched>
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_half_warp_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                                     const int32_t* __restrict__ ids, const float* __restrict__ topk_w,
                                     Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
-                                    const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h, Stamps st) {
-  const unsigned long long g0 = gtimer(), c0 = sm_clock();
+                                    const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 >= hidden) return;
@@ -262,10 +189,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const uint8_t* scr[1] = {sh.down.codes + int64_t(o) * (sh.inter / 2)};
   const uint8_t* ssr[1] = {sh.down.scales + int64_t(o) * (sh.inter / 16)};
   if (has_shared_chunk) load_chunk<1>(scr, ssr, c, shq);
-  StampRec rec;
-  if (t == 0 && gridDim.y == 1) rec.open(st, 1, g0, c0);
   pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
-  rec.stamp(1, 0);
   const bool has_chunk = c < inter / 32;
   uint4 q[kMaxTopK];
   uint32_t sc[kMaxTopK];
@@ -277,80 +201,6 @@ __global__ void __launch_bounds__(kWarps * 32)
       q[k] = load_stream(cp + int64_t(c) * 16);
       sc[k] = __ldcs(reinterpret_cast<const unsigned short*>(sp + int64_t(c) * 2));
     }
-  const bool writes = (lane == 0 || lane == 16) && (lane == 0 || o0 + 1 < hidden);
-  const int64_t hidx = int64_t(t) * hidden + o;
-  if constexpr (kBatched) {
-    // SESSION 16 FORM (prepared, not run): the activations land in this thread's slots of the
-    // kernel's reserved (otherwise unused) dynamic shared memory by cp.async, not in registers — the
-    // register form took 240 registers, so no QKV CTA fit beside it (docs, fifteenth session, run 6).
-    // Each thread reads back only what it copied itself: its own wait_group, no barrier.
-    extern __shared__ __align__(16) unsigned char down_slots[];
-    uint4* mine = reinterpret_cast<uint4*>(down_slots) + threadIdx.x * (kMaxTopK * 4 + 4);
-    uint4(&xs)[4] = *reinterpret_cast<uint4(*)[4]>(mine + kMaxTopK * 4);
-    float wks[kMaxTopK], s2s[kMaxTopK];
-#pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K) {
-        const int slot = t * K + k;
-        if (has_chunk) {
-          const bf16_t* xp = act + int64_t(slot) * inter + int64_t(c) * 32;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) cp_async16(reinterpret_cast<bf16_t*>(mine + 4 * k + i), xp + 8 * i, true);
-        }
-      }
-    if (has_shared_chunk) {
-      const bf16_t* xp = shared_act + int64_t(t) * sh.inter + int64_t(c) * 32;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) cp_async16(reinterpret_cast<bf16_t*>(&xs[i]), xp + 8 * i, true);
-    }
-    cp_async_commit();
-#pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K) {
-        const int slot = t * K + k;
-        wks[k] = topk_w[slot];
-        s2s[k] = wd.scale2[ids[slot]];
-      }
-    auto xa = [&](int k, int i) -> const uint4& { return mine[4 * k + i]; };
-    const float ysh = !fused && y_shared != nullptr ? __bfloat162float(y_shared[hidx]) : 0.f;
-    const float h_old = writes ? __bfloat162float(h[hidx]) : 0.f;
-    cp_async_wait<0>();  // this thread's own copies
-    float sum = 0.f;
-#pragma unroll
-    for (int k = 0; k < kMaxTopK; ++k)
-      if (k < K) {
-        float acc = 0.f;
-        if (has_chunk)
-          acc += group_dot_loaded(q[k].x, q[k].y, sc[k], xa(k, 0), xa(k, 1)) +
-                 group_dot_loaded(q[k].z, q[k].w, sc[k] >> 8, xa(k, 2), xa(k, 3));
-        sum = fmaf(wks[k], round_bf16(half_warp_sum(acc) * s2s[k]), sum);  // as below
-      }
-    rec.stamp(3, __float_as_uint(sum));
-    float y = round_bf16(sum);
-    if (fused) {  // accumulate_chunk<1, 1>'s operations on the loaded activations
-      float sacc = 0.f;
-      if (has_shared_chunk) {
-#pragma unroll
-        for (int g = 0; g < 2; ++g) {
-          float wf[16], xf[16];
-          decode16(g == 0 ? shq.q[0].x : shq.q[0].z, g == 0 ? shq.q[0].y : shq.q[0].w, wf);
-          const float sg = ue4m3_x2p14((shq.sc[0] >> (8 * g)) & 0xFFu);
-          unpack8(xs[2 * g], xf);
-          unpack8(xs[2 * g + 1], xf + 8);
-          float p = 0.f;
-#pragma unroll
-          for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
-          sacc = fmaf(sg, p, sacc);
-        }
-      }
-      y = round_bf16(y + round_bf16(half_warp_sum(sacc) * sh.s2_down));
-    } else if (y_shared != nullptr) {
-      y = round_bf16(y + ysh);
-    }
-    if (writes) h[hidx] = __float2bfloat16_rn(h_old + y);
-    rec.stamp(4, 0);
-    return;
-  }
   float sum = 0.f;
 #pragma unroll
   for (int k = 0; k < kMaxTopK; ++k)
@@ -364,7 +214,6 @@ __global__ void __launch_bounds__(kWarps * 32)
       const float wk = topk_w[slot], s2 = wd.scale2[ids[slot]];
       sum = fmaf(wk, round_bf16(half_warp_sum(acc) * s2), sum);  // Σ_k w_k·bf16(mm(act_k, Wd_e)), fp32
     }
-  rec.stamp(3, __float_as_uint(sum));
   float y = round_bf16(sum);
   if (fused) {
     float sacc[1][1] = {{0.f}};
@@ -377,7 +226,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int64_t idx = int64_t(t) * hidden + o;
     h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
   }
-  rec.stamp(4, 0);
 }
 
 // Decode steps of 2-8 tokens (the half-warp shapes: inter and the shared inter <= 512): the down
@@ -387,6 +235,17 @@ __global__ void __launch_bounds__(kWarps * 32)
 // lanes 16-31 rows o0 + 1, o0 + 3, one 16-byte chunk of each per lane, loaded with the lane's
 // activations in one batch. Per row the same partials and half-warp sums as the kernel above, and
 // the combine adds the rounded outputs in k order: the same bits.
+__device__ __forceinline__ float group_dot_loaded(uint32_t w0, uint32_t w1, uint32_t sb, const uint4& x0,
+                                                  const uint4& x1) {  // group_dot with x already loaded
+  float wf[16], xf[16];
+  decode16(w0, w1, wf);
+  unpack8(x0, xf);
+  unpack8(x1, xf + 8);
+  float p = 0.f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
+  return ue4m3_x2p14(sb & 0xFFu) * p;
+}
 
 __global__ void __launch_bounds__(kWarps * 32)
     nvfp4_moe_down_slots_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter, int hidden,
@@ -464,45 +323,6 @@ void check_width(const char* what, int width) {
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 64");
 }
 
-// The stamp buffers (STRIKER_STAMPS=path: allocated at the first launch, written to path at exit).
-const char* g_stamp_path = nullptr;
-Stamps g_stamps;
-void dump_stamps() {
-  std::vector<unsigned long long> host(size_t(2) * kStampCap * kStampWords);
-  unsigned ctr[2] = {0, 0};
-  if (cudaDeviceSynchronize() != cudaSuccess ||
-      cudaMemcpy(host.data(), g_stamps.rec, host.size() * 8, cudaMemcpyDeviceToHost) != cudaSuccess ||
-      cudaMemcpy(ctr, g_stamps.ctr, sizeof ctr, cudaMemcpyDeviceToHost) != cudaSuccess) {
-    std::fprintf(stderr, "stamps: copy failed\n");
-    return;
-  }
-  FILE* f = std::fopen(g_stamp_path, "wb");
-  if (f == nullptr) return;
-  for (int k = 0; k < 2; ++k) {
-    const unsigned n = std::min<unsigned>(ctr[k], unsigned(kStampCap));
-    std::fwrite(&n, 4, 1, f);
-    std::fwrite(host.data() + size_t(k) * kStampCap * kStampWords, 8, size_t(n) * kStampWords, f);
-  }
-  std::fclose(f);
-  std::fprintf(stderr, "stamps: %u + %u records to %s\n", ctr[0], ctr[1], g_stamp_path);
-}
-Stamps stamps() {
-  static const bool on = [] {
-    g_stamp_path = std::getenv("STRIKER_STAMPS");
-    if (g_stamp_path == nullptr) return false;
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;  // the first launch may be in a capture
-    STRIKER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-    STRIKER_CUDA_CHECK(cudaMalloc(&g_stamps.rec, size_t(2) * kStampCap * kStampWords * 8));
-    STRIKER_CUDA_CHECK(cudaMalloc(&g_stamps.ctr, 8));
-    const unsigned zero[2] = {0, 0};
-    STRIKER_CUDA_CHECK(cudaMemcpy(g_stamps.ctr, zero, 8, cudaMemcpyHostToDevice));
-    STRIKER_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-    std::atexit(dump_stamps);
-    return true;
-  }();
-  return on ? g_stamps : Stamps{};
-}
-
 }  // namespace
 
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
@@ -519,7 +339,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(nvfp4_moe_mma_gate_up_enabled() ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
-             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr), stamps());
+             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }
 
@@ -555,8 +375,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
     // Measured (H200, thirteenth session, NVFP4 8K step): 2.300 ms with none reserved, 2.122 with 200
     // KiB, 2.210 with 216 KiB (no QKV CTA beside it).
     constexpr size_t kOneTokenSmem = 200 * 1024;
-    static const bool ready = allow_dynamic_smem(nvfp4_moe_down_half_warp_kernel<false>, int(kOneTokenSmem)) &&
-                              allow_dynamic_smem(nvfp4_moe_down_half_warp_kernel<true>, int(kOneTokenSmem));
+    static const bool ready = allow_dynamic_smem(nvfp4_moe_down_half_warp_kernel, int(kOneTokenSmem));
     (void)ready;
     if (nvfp4_moe_mma_down_enabled() && nvfp4_moe_down_mma_fits(K, inter, fused_shared ? sh.inter : 0)) {
       launch_nvfp4_moe_down_mma(act, T, K, down, inter, hidden, topk_ids, topk_w, shared, shared_act, y_shared, h,
@@ -564,12 +383,10 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
       if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
       return;
     }
-    static const bool batched = std::getenv("STRIKER_AB_DOWNB") != nullptr;  // TEMPORARY
-    launch_pdl(batched && T == 1 ? nvfp4_moe_down_half_warp_kernel<true> : nvfp4_moe_down_half_warp_kernel<false>, grid, dim3(kWarps * 32), T == 1 ? kOneTokenSmem : size_t(0), stream,
+    launch_pdl(nvfp4_moe_down_half_warp_kernel, grid, dim3(kWarps * 32), T == 1 ? kOneTokenSmem : size_t(0), stream,
                reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
                reinterpret_cast<const bf16_t*>(fused_shared ? shared_act : nullptr),
-               reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h),
-               stamps());
+               reinterpret_cast<const bf16_t*>(fused_shared ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
     STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_combine");
     if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
     return;
