@@ -328,10 +328,11 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
   }
   const int g = lane >> 2;
   const bool diagonal = (lane & 3) == (g >> 1);  // this lane holds D[g][g] and D[g + 8][g]
+  const bool odd = g & 1;                        // ... in element 1 / 3 (selects: no indexed local array)
 #pragma unroll
   for (int p = 0; p < R / 2; ++p) {
-    const float top = diagonal ? d[p][0][g & 1] + d[p][1][g & 1] : 0.f;
-    const float bottom = diagonal ? d[p][0][2 + (g & 1)] + d[p][1][2 + (g & 1)] : 0.f;
+    const float top = diagonal ? (odd ? d[p][0][1] + d[p][1][1] : d[p][0][0] + d[p][1][0]) : 0.f;
+    const float bottom = diagonal ? (odd ? d[p][0][3] + d[p][1][3] : d[p][0][2] + d[p][1][2]) : 0.f;
     acc[2 * p][0] = warp_sum(top) * kNvfp4PairUnscale;
     acc[2 * p + 1][0] = warp_sum(bottom) * kNvfp4PairUnscale;
   }

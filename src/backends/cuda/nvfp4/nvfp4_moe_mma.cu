@@ -25,8 +25,6 @@
 namespace striker::cuda {
 namespace {
 
-constexpr int kGuSplit = 4;        // warps per gate/up row tile (split-K over the hidden size)
-constexpr int kGuWarps = 8;        // 2 tiles of 8 outputs per CTA: 16 outputs, as the CUDA-core kernel
 constexpr int kSteps = 4;          // 128-weight steps a warp loads in one batch
 constexpr int kMaxTopK = 8;
 
@@ -95,67 +93,6 @@ __device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int 
 #pragma unroll
   for (int u = 0; u < kSteps; ++u)
     if (s0 + u < s1) step_mma(r.qt[u], r.st[u], r.qb[u], r.sb[u], xq[u], c0, c1);
-}
-
-// grid (row tiles of 16 outputs, T*K [+ T]) as nvfp4_moe_gate_up_kernel; a warp pair of tiles: warp
-// w works on tile w / kGuSplit, steps [part·per, part·per + per) of hidden / 128 (part = w % kGuSplit).
-// MMA rows 0-7 are gate rows o0..o0+7 of the tile, rows 8-15 the same up rows.
-__global__ void __launch_bounds__(kGuWarps * 32, 2)
-    nvfp4_moe_gate_up_mma_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
-                                 int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act,
-                                 Nvfp4Shared sh, bf16_t* __restrict__ shared_act) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int slot = blockIdx.y;
-  const bool shared = slot >= T * K;
-  const int rows = shared ? sh.inter : inter;
-  const int tile = warp / kGuSplit, part = warp % kGuSplit;
-  const int o0 = (blockIdx.x * (kGuWarps / kGuSplit) + tile) * 8;
-  const int steps = (hidden + 127) / 128, per = (steps + kGuSplit - 1) / kGuSplit;
-  const int s0 = part * per, s1 = min(steps, s0 + per);
-  const int row = min(o0 + g, rows - 1);  // rows past the matrix are computed, never stored
-  const int tok = shared ? slot - T * K : slot / K;
-  const int64_t cb = hidden / 2, sbytes = hidden / 16;
-  MmaRows r;
-  const uint8_t *cg, *sg, *cu, *su;
-  float s2g = 0.f, s2u = 0.f;
-  const bool live = o0 < rows;
-  if (shared) {
-    cg = sh.gate.codes + row * cb, sg = sh.gate.scales + row * sbytes;
-    cu = sh.up.codes + row * cb, su = sh.up.scales + row * sbytes;
-    s2g = sh.s2_gate, s2u = sh.s2_up;
-    if (live) load_rows(cg, sg, cu, su, hidden, t, s0, s1, r);
-  }
-  pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
-  if (!shared) {
-    const int64_t e = ids[slot];
-    const int64_t base = e * inter + row;
-    cg = wg.m.codes + base * cb, sg = wg.m.scales + base * sbytes;
-    cu = wu.m.codes + base * cb, su = wu.m.scales + base * sbytes;
-    s2g = wg.scale2[e], s2u = wu.scale2[e];
-    if (live) load_rows(cg, sg, cu, su, hidden, t, s0, s1, r);
-  }
-  float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
-  if (live) dot_rows(r, x + int64_t(tok) * hidden, hidden, t, s0, s1, c0, c1);
-  __shared__ float red[kGuWarps][16];  // [warp][MMA row] of token column 0
-  if (t == 0) {
-    red[warp][g] = c0[0] + c1[0];
-    red[warp][g + 8] = c0[2] + c1[2];
-  }
-  __syncthreads();
-  if (threadIdx.x < 16) {
-    const int tl = threadIdx.x / 8, j = threadIdx.x % 8;
-    const int o = (blockIdx.x * (kGuWarps / kGuSplit) + tl) * 8 + j;
-    if (o < rows) {
-      float gs = 0.f, us = 0.f;
-#pragma unroll
-      for (int p = 0; p < kGuSplit; ++p) gs += red[tl * kGuSplit + p][j], us += red[tl * kGuSplit + p][j + 8];
-      const float gv = round_bf16(gs * (s2g * kNvfp4PairUnscale));
-      const float uv = round_bf16(us * (s2u * kNvfp4PairUnscale));
-      bf16_t* dst = shared ? shared_act + int64_t(tok) * sh.inter : act + int64_t(slot) * inter;
-      dst[o] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-    }
-  }
 }
 
 // grid (hidden / 16, T): one CTA per 16 output rows of one token, one warp per routed expert k < K
@@ -229,25 +166,13 @@ bool nvfp4_moe_mma_gate_up_enabled() {
   static const bool on = ab_knob("STRIKER_AB_GUMMA");  // A/B, temporary
   return on;
 }
+bool nvfp4_gemv_mma_enabled() {
+  static const bool on = ab_knob("STRIKER_AB_GVMMA");  // A/B, temporary
+  return on;
+}
 bool nvfp4_moe_mma_down_enabled() {
   static const bool on = ab_knob("STRIKER_AB_DNMMA");  // A/B, temporary
   return on;
-}
-
-bool nvfp4_moe_gate_up_mma_fits(int hidden) { return (hidden + 127) / 128 <= kGuSplit * kSteps; }
-
-void launch_nvfp4_moe_gate_up_mma(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
-                                  const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared,
-                                  bf16* shared_act, cudaStream_t stream) {
-  const bool has_shared = shared != nullptr && shared_act != nullptr;
-  const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
-  const int rows = std::max(inter, has_shared ? sh.inter : 0);
-  const int per_cta = 8 * (kGuWarps / kGuSplit);
-  const dim3 grid(unsigned((rows + per_cta - 1) / per_cta), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(nvfp4_moe_gate_up_mma_kernel, grid, dim3(kGuWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x),
-             T, hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
-             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
-  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up_mma");
 }
 
 bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter) {

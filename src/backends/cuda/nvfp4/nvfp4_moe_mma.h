@@ -12,11 +12,7 @@ namespace striker::cuda {
 
 bool nvfp4_moe_mma_gate_up_enabled();
 bool nvfp4_moe_mma_down_enabled();
-
-bool nvfp4_moe_gate_up_mma_fits(int hidden);
-void launch_nvfp4_moe_gate_up_mma(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
-                                  const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared,
-                                  bf16* shared_act, cudaStream_t stream);
+bool nvfp4_gemv_mma_enabled();
 
 bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter);
 void launch_nvfp4_moe_down_mma(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
