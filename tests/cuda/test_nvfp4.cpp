@@ -363,6 +363,56 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   }
 }
 
+// A T-token MoE step (the slot kernels and the combine) gives each token the bits of a one-token
+// step (the one-token down kernel) — the tensor-core sums run the same warp computation per slot.
+TEST(CudaNvfp4, SelectedExpertsMoeOfTTokensHasTheBitsOfOneTokenSteps) {
+  std::mt19937 rng(65);
+  const int E = 16, H = 2048, I = 512, K = 6, T = 5;
+  auto x = random_bf16(rng, size_t(T) * H), h0 = random_bf16(rng, size_t(T) * H);
+  auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+  auto d = random_nvfp4(rng, int64_t(E) * H, I);
+  auto sg = random_nvfp4(rng, I, H), su = random_nvfp4(rng, I, H), sdn = random_nvfp4(rng, H, I);
+  std::vector<float> s2(E, 0.01f), tw;
+  std::vector<int32_t> ids;
+  std::uniform_real_distribution<float> uw(0.1f, 1.f);
+  for (int t = 0; t < T; ++t) {
+    std::set<int32_t> chosen;
+    while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
+    for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
+  }
+  DeviceNvfp4Matrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
+  DeviceBuffer<float> d_s2(s2), d_tw(tw);
+  DeviceBuffer<int32_t> d_ids(ids);
+  const Nvfp4Shared sh{dsg.view(), dsu.view(), dsd.view(), 0.009f, 0.013f, 0.004f, I};
+  const Nvfp4Stack gs{dg.view(), d_s2.get()}, us{du.view(), d_s2.get()}, ds{dd.view(), d_s2.get()};
+  auto run = [&](int t0, int n) {  // tokens t0..t0+n-1 as one step of n tokens
+    DeviceBuffer<bf16> d_x(std::vector<bf16>(x.begin() + t0 * H, x.begin() + (t0 + n) * H));
+    DeviceBuffer<bf16> d_h(std::vector<bf16>(h0.begin() + t0 * H, h0.begin() + (t0 + n) * H));
+    DeviceBuffer<int32_t> d_id(std::vector<int32_t>(ids.begin() + t0 * K, ids.begin() + (t0 + n) * K));
+    DeviceBuffer<float> d_w(std::vector<float>(tw.begin() + t0 * K, tw.begin() + (t0 + n) * K));
+    DeviceBuffer<bf16> d_act(size_t(n) * K * I), d_sact(size_t(n) * I), d_y(size_t(n) * (K + 1) * H);
+    d_act.poison();
+    d_sact.poison();
+    d_y.poison();
+    nvfp4_moe_gate_up(d_x.get(), n, H, gs, us, I, d_id.get(), K, d_act.get(), &sh, d_sact.get(), nullptr);
+    nvfp4_moe_down_combine(d_act.get(), n, K, ds, I, H, d_id.get(), d_w.get(), &sh, d_sact.get(), nullptr, d_h.get(),
+                           nullptr, d_y.get());
+    return d_h.download();
+  };
+  const auto batched = run(0, T);
+  size_t bad = 0, nan = 0;
+  for (int t = 0; t < T; ++t) {
+    const auto one = run(t, 1);
+    for (int o = 0; o < H; ++o) {
+      const bf16 a = batched[size_t(t) * H + size_t(o)], b = one[size_t(o)];
+      bad += a.bits != b.bits;
+      nan += std::isnan(bf16_to_float(a));
+    }
+  }
+  EXPECT_EQ(bad, 0u) << "values of a " << T << "-token step differ from one-token steps";
+  EXPECT_EQ(nan, 0u);
+}
+
 TEST(CudaNvfp4, RandomFillHasTheRequestedStatistics) {
   const int64_t rows = 300;
   const int in = 2048;

@@ -95,59 +95,32 @@ __device__ __forceinline__ void load_chunk(const uint8_t* const (&codes)[R], con
 }
 
 // acc[r][t] += chunk c of row r · token t's activations (x + t·x_stride), group by group: each
-// 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc). warp_dot_nvfp4
-// and its early form both go through this function, so both add the same products in
-// the same order.
-// kRowByRow (one token only): widen x once, then decode and sum row by row — 16 live weights
-// instead of 16·R, which keeps the early-weights kernels (two chunks in flight) within their
-// register bounds. Same operations per row, so the same sums.
-// kSharedX: x is a shared-memory row (load_x).
-template <int R, int NT, bool kRowByRow = false, bool kSharedX = false>
+// 16-weight group summed in fp32 from 0, then acc = fma(scale, group sum, acc).
+template <int R, int NT>
 __device__ __forceinline__ void accumulate_chunk(const Nvfp4Chunk<R>& k, const bf16_t* x, int64_t x_stride, int nt,
                                                  int c, float (&acc)[R][NT]) {
-  static_assert(!kRowByRow || NT == 1, "row-by-row order is for one token");
-  if constexpr (kRowByRow) {
 #pragma unroll
-    for (int g = 0; g < 2; ++g) {
-      uint4 xq[2] = {load_x<kSharedX>(x + int64_t(c) * 32 + g * 16), load_x<kSharedX>(x + int64_t(c) * 32 + g * 16 + 8)};
-      float xf[16];
-      unpack8(xq[0], xf);
-      unpack8(xq[1], xf + 8);
+  for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
+    float wf[R][16];
+    float s[R];
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        float wf[16];
-        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf);
-        const float s = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
-        float p = 0.f;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) p = fmaf(wf[i], xf[i], p);
-        acc[r][0] = fmaf(s, p, acc[r][0]);
-      }
+    for (int r = 0; r < R; ++r) {
+      decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf[r]);
+      s[r] = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
     }
-  } else {  // (else, not return: nvcc warns of an unreachable loop in the row-by-row form)
 #pragma unroll
-    for (int g = 0; g < 2; ++g) {  // the chunk's two 16-weight groups
-      float wf[R][16];
-      float s[R];
+    for (int t = 0; t < NT; ++t) {
+      if (t < nt) {
+        const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
+        float xf[16];
+        unpack8(load_cached(xp), xf);
+        unpack8(load_cached(xp + 8), xf + 8);
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        decode16(g == 0 ? k.q[r].x : k.q[r].z, g == 0 ? k.q[r].y : k.q[r].w, wf[r]);
-        s[r] = ue4m3_x2p14((k.sc[r] >> (8 * g)) & 0xFFu);
-      }
+        for (int r = 0; r < R; ++r) {
+          float p = 0.f;
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < nt) {
-          const bf16_t* xp = x + t * x_stride + int64_t(c) * 32 + g * 16;
-          float xf[16];
-          unpack8(load_x<kSharedX>(xp), xf);
-          unpack8(load_x<kSharedX>(xp + 8), xf + 8);
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            float p = 0.f;
-#pragma unroll
-            for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
-            acc[r][t] = fmaf(s[r], p, acc[r][t]);
-          }
+          for (int i = 0; i < 16; ++i) p = fmaf(wf[r][i], xf[i], p);
+          acc[r][t] = fmaf(s[r], p, acc[r][t]);
         }
       }
     }
@@ -181,53 +154,18 @@ __device__ __forceinline__ void warp_dot_nvfp4(const uint8_t* const (&codes)[R],
     for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
 }
 
-// The early-weights form of warp_dot_nvfp4 (same sums, bit for bit): a lane's first two chunks
-// (c0 = part·32+lane and c0 + 32·parts) are loaded by warp_dot_nvfp4_prologue, which a kernel
-// calls between pdl_launch_dependents and pdl_wait, so their DRAM latency overlaps the previous
-// kernel's tail; warp_dot_nvfp4_early then keeps two chunks in flight (a chunk's registers are
-// refilled with the chunk two steps ahead right after it is consumed).
+// Early weights: a lane's first two chunks (c0 = part·32+lane and c0 + 32·parts) are loaded by
+// warp_dot_nvfp4_prologue_mma, which a kernel calls between pdl_launch_dependents and pdl_wait, so
+// their DRAM latency overlaps the previous kernel's tail; warp_dot_nvfp4_early_mma then keeps two
+// chunks in flight (a chunk's registers are refilled with the chunk two steps ahead right after it
+// is consumed).
 template <int R>
 struct Nvfp4Prologue {
   Nvfp4Chunk<R> a, b;
 };
 
-template <int R>
-__device__ __forceinline__ void warp_dot_nvfp4_prologue(const uint8_t* const (&codes)[R],
-                                                        const uint8_t* const (&scales)[R], int in, Nvfp4Prologue<R>& pr,
-                                                        int part = 0, int parts = 1) {
-  const int chunks = in / 32, step = 32 * parts;
-  const int c0 = part * 32 + (threadIdx.x & 31);
-  if (c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
-  if (c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
-}
-
-template <int R, int NT, bool kSharedX = false>
-__device__ __forceinline__ void warp_dot_nvfp4_early(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
-                                                     const uint8_t* const (&scales)[R], const bf16_t* x,
-                                                     int64_t x_stride, int nt, int in, float (&acc)[R][NT],
-                                                     int part = 0, int parts = 1) {
-  const int lane = threadIdx.x & 31;
-  const int chunks = in / 32, step = 32 * parts;
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
-  for (int c = part * 32 + lane; c < chunks; c += 2 * step) {
-    accumulate_chunk<R, NT, NT == 1, kSharedX>(pr.a, x, x_stride, nt, c, acc);  // chunk c
-    if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
-    if (c + step < chunks) {
-      accumulate_chunk<R, NT, NT == 1, kSharedX>(pr.b, x, x_stride, nt, c + step, acc);  // chunk c + step
-      if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
-}
-
-// ---- The same one-token dot products on tensor cores ("diagonal" mma.sync) ----
-// Every lane keeps its own chunks and its own activations, as above; the decode gives bf16 weights
+// ---- One-token dot products on tensor cores ("diagonal" mma.sync) ----
+// Every lane keeps its own chunks and its own activations, as warp_dot_nvfp4 does; the decode gives bf16 weights
 // E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2.4 instructions per weight instead of ~4.9 for the fp16 → fp32
 // decode, the scale's decode and the fmaf chain) and m16n8k16 MMAs sum them: rows 2p and 2p + 1 of
 // the warp's R are an MMA's rows g and g + 8 in every lane group g (so each group's four lanes hold
@@ -257,6 +195,7 @@ __device__ __forceinline__ void zero_chunk(Nvfp4Chunk<R>& k) {
 }
 
 // d[p][0..1]: row pair p's two MMA accumulator chains (pairs 0/1 and 2/3 of each code word).
+// kSharedX: x is a shared-memory row (load_x; the kernels that normalise h themselves).
 template <int R, bool kSharedX = false>
 __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, const bf16_t* x, bool live, int c,
                                                      float (&d)[R / 2][2][4]) {
@@ -284,7 +223,7 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
   }
 }
 
-// warp_dot_nvfp4_prologue for the MMA form: a lane past the row's chunks holds zeros.
+// The prologue: a lane past the row's chunks holds zeros.
 template <int R>
 __device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const (&codes)[R],
                                                             const uint8_t* const (&scales)[R], int in,
@@ -297,7 +236,7 @@ __device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const
   else zero_chunk<R>(pr.b);
 }
 
-// warp_dot_nvfp4_early<R, 1> on tensor cores (two chunks in flight, refilled the same way).
+// The dot products of R rows (R even) against one token x after the prologue.
 template <int R, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
                                                          const uint8_t* const (&scales)[R], const bf16_t* x, int in,

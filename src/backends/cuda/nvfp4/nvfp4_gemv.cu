@@ -8,7 +8,6 @@
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
-#include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
@@ -18,14 +17,14 @@ constexpr int kWarps = 8;  // warps per block
 
 using Mode = GemvOut;
 
-// Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each row's
-// input split over S warps; the dot product is scaled by the row's scale2 before rounding.
-// Each warp loads its first two chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs
-// per SM at T = 1 (72 registers, so qkv's 320 CTAs stay one wave on 132 SMs) and 2 at T > 1 (96);
-// ptxas would otherwise take 96–97 / 103–135 registers.
+// One token. Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each
+// row's input split over S warps; the dot product (on tensor cores: warp_dot_nvfp4_early_mma,
+// nvfp4_decode.cuh) is scaled by the row's scale2 before rounding. Each warp loads its first two
+// chunks of weights before pdl_wait (nvfp4_linear.h). Held to 3 CTAs per SM (80 registers, so qkv's
+// 320 CTAs stay one wave on 132 SMs).
 // kNorm (one token): x is h, and every CTA forms x = rmsnorm(h) in shared memory after the wait
 // (gemv.cu's gemv_kernel, block_rmsnorm_row: the rmsnorm kernel's bits).
-template <int R, int NT, int S, Mode M, bool kNorm = false, bool kMma = false>
+template <int R, int NT, int S, Mode M, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out,
@@ -48,25 +47,16 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
   }
   float acc[R][NT];
   Nvfp4Prologue<R> pr;
-  if (o0 < out_dim) {
-    if constexpr (kMma) warp_dot_nvfp4_prologue_mma<R>(cr, sr, in, pr, part, S);
-    else warp_dot_nvfp4_prologue<R>(cr, sr, in, pr, part, S);
-  }
+  if (o0 < out_dim) warp_dot_nvfp4_prologue_mma<R>(cr, sr, in, pr, part, S);
   if constexpr (kNorm) {
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
-    if (o0 < out_dim) {
-      if constexpr (kMma) warp_dot_nvfp4_early_mma<R, true>(pr, cr, sr, ns.x, in, acc, part, S);
-      else warp_dot_nvfp4_early<R, NT, true>(pr, cr, sr, ns.x, in, nt, in, acc, part, S);
-    }
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
     pdl_wait();  // x and h (Residual) are written by earlier kernels
-    if (o0 < out_dim) {
-      if constexpr (kMma) warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
-      else warp_dot_nvfp4_early<R, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc, part, S);
-    }
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
@@ -104,7 +94,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
 // alone, ptxas takes ~170 registers, 1 CTA per SM: the dense layer's 512 CTAs ran in 4 waves).
 // kNorm (one token): x is h, normalised by every CTA as in nvfp4_gemv_kernel (so no warp leaves
 // before the norm's barriers).
-template <int NT, bool kNorm = false, bool kMma = false>
+template <int NT, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
                          float s2u, int inter, bf16_t* __restrict__ act, const float* __restrict__ gamma, float eps) {
@@ -122,22 +112,17 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
   const uint8_t* sr[4] = {wg.scales + oa * sb, wu.scales + oa * sb, wg.scales + ob * sb, wu.scales + ob * sb};
   float acc[4][NT];
   Nvfp4Prologue<4> pr;
-  if (live) {
-    if constexpr (kMma) warp_dot_nvfp4_prologue_mma<4>(cr, sr, in, pr);
-    else warp_dot_nvfp4_prologue<4>(cr, sr, in, pr);
-  }
+  if (live) warp_dot_nvfp4_prologue_mma<4>(cr, sr, in, pr);
   if constexpr (kNorm) {
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
     if (!live) return;
-    if constexpr (kMma) warp_dot_nvfp4_early_mma<4, true>(pr, cr, sr, ns.x, in, acc);
-    else warp_dot_nvfp4_early<4, NT, true>(pr, cr, sr, ns.x, in, nt, in, acc);
+    warp_dot_nvfp4_early_mma<4, true>(pr, cr, sr, ns.x, in, acc);
   } else {
     pdl_wait();  // x is written by the previous kernel
-    if constexpr (kMma) warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t0) * in, in, acc);
-    else warp_dot_nvfp4_early<4, NT>(pr, cr, sr, x + int64_t(t0) * in, in, nt, in, acc);
+    warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t0) * in, in, acc);
   }
 #pragma unroll
   for (int j = 0; j < 2; ++j)
@@ -206,17 +191,15 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 template <int R, int S, Mode M>
 void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
                    const InputNorm* norm, cudaStream_t stream) {
-  const bool mma = nvfp4_gemv_mma_enabled();
   if constexpr (M == Mode::Store) {
     if (norm != nullptr) {
-      launch_pdl(mma ? nvfp4_gemv_kernel<R, 1, S, M, true, true> : nvfp4_gemv_kernel<R, 1, S, M, true>, grid,
-                 dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2, out_dim, out, norm->gamma, norm->eps);
+      launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales,
+                 s2, out_dim, out, norm->gamma, norm->eps);
       return;
     }
   }
-  launch_pdl(mma ? nvfp4_gemv_kernel<R, 1, S, M, false, true> : nvfp4_gemv_kernel<R, 1, S, M>, grid,
-             dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2, out_dim, out,
-             static_cast<const float*>(nullptr), 0.f);
+  launch_pdl(nvfp4_gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2,
+             out_dim, out, static_cast<const float*>(nullptr), 0.f);
 }
 
 template <Mode M>
@@ -261,20 +244,19 @@ void launch_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scale2_g
     return;
   }
   const dim3 grid(unsigned((inter + 2 * kWarps - 1) / (2 * kWarps)), 1u);
-  const bool mma = nvfp4_gemv_mma_enabled();
   if (norm != nullptr)
-    launch_pdl(mma ? nvfp4_gate_up_kernel<1, true, true> : nvfp4_gate_up_kernel<1, true>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu,
+    launch_pdl(nvfp4_gate_up_kernel<1, true>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu,
                scale2_u, inter, a, norm->gamma, norm->eps);
   else
-    launch_pdl(mma ? nvfp4_gate_up_kernel<1, false, true> : nvfp4_gate_up_kernel<1>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u,
+    launch_pdl(nvfp4_gate_up_kernel<1>, grid, dim3(kWarps * 32), 0, stream, xd, T, in, Wg, scale2_g, Wu, scale2_u,
                inter, a, static_cast<const float*>(nullptr), 0.f);
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_gemv_gate_up");
 }
 
 }  // namespace
 
-// Tensor cores from 2 tokens on (nvfp4_skinny.cuh), the CUDA-core kernels at 1 (measured on the
-// H200: docs/performance.md, "Decode kernels at 1 token").
+// The skinny GEMMs from 2 tokens on (nvfp4_skinny.cuh), the one-token kernels above at 1 (measured on
+// the H200: docs/performance.md, "Decode kernels at 1 token" and the sixteenth session).
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream, const InputNorm* norm) {
   launch_gemv<Mode::Store>("nvfp4_gemv", x, T, in, W, scale2, out_dim, out, stream, norm);

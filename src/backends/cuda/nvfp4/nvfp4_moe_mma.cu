@@ -1,16 +1,15 @@
-// The NVFP4 per-slot MoE kernels of 1-8 decode tokens on tensor cores: the same launches, grids and
-// rounding points as nvfp4_moe.cu's CUDA-core kernels, but each weight is decoded straight into a
-// bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16: ~2.4 instructions per weight instead of ~4.9 for the fp16 →
-// fp32 decode, scale decode and fmaf) and summed by mma.sync m16n8k16 (fp32 accumulators, FLINT.md
-// §4; the sum's order differs from the CUDA-core group-by-group order, and is the same for every T).
+// The NVFP4 MoE down projection of 1-8 decode tokens (inter and the shared inter <= 512, Flint's) on
+// tensor cores: each weight decoded straight into a bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16) and summed
+// by mma.sync m16n8k16 in fp32 (FLINT.md §4), ~2.4 instructions per weight instead of ~4.9 for the
+// CUDA-core decode (docs/performance.md, sixteenth session).
 //
-// Fragment use (skinny_mma.cuh): a lane (g = lane/4, t = lane%4) loads the 16-byte code chunk t of a
-// 128-weight step of weight rows g (MMA row g) and g + 8 (MMA row g + 8), and the same 32 activations
-// of the slot's token; a chunk's weights fill the fragment slots in load order and the activations
-// the B fragment in the same order (column n = g: every column holds the slot's one token, column 0
-// is read). The scale is folded into the weight, so an MMA's 16 k values may span scale groups.
+// Fragment use (skinny_mma.cuh): a warp computes 16 output rows of one slot; lane (g = lane/4, t =
+// lane%4) loads the 16-byte code chunk t of each 128-weight step of rows g (MMA row g) and g + 8, and
+// the same 32 activations; a chunk's weights fill the A fragment in load order and the activations
+// the B fragment in the same order (every column holds the slot's token; column 0 is read). The scale
+// is inside each weight, so an MMA's 16 k values may span scale groups. The one-token kernel and the
+// slot kernel run this same warp computation, so a T-token step gives each token a one-token step's bits.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -27,16 +26,7 @@ namespace {
 
 constexpr int kSteps = 4;          // 128-weight steps a warp loads in one batch
 constexpr int kMaxTopK = 8;
-
-// Activations j and j + 4 of 8 (one 16-byte load) as a bf16x2, j in the low half (nvfp4_skinny.cuh).
-__device__ __forceinline__ uint32_t act_pair(const uint4& q, int j) {
-  const uint32_t lo = j < 2 ? q.x : q.y, hi = j < 2 ? q.z : q.w;
-  return __byte_perm(lo, hi, (j & 1) ? 0x7632 : 0x5410);
-}
-
-__device__ __forceinline__ uint32_t word(const uint4& q, int i) {
-  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
-}
+constexpr size_t kMaxDownSmem = 200 * 1024;  // the one-token launch's reservation (nvfp4_moe.cu)
 
 // One 128-weight step of rows top/bottom (one 16-byte chunk each per lane, their 2 scale bytes
 // each) against the lane's 32 activations (xq[0..3]): 8 MMAs into two accumulator chains.
@@ -46,13 +36,13 @@ __device__ __forceinline__ void step_mma(const uint4& qt, uint32_t st, const uin
   const uint32_t ab[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-    const uint32_t wt = word(qt, i), wb = word(qb, i), a = at[i / 2], b = ab[i / 2];
+    const uint32_t wt = code_word(qt, i), wb = code_word(qb, i), a = at[i / 2], b = ab[i / 2];
     const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a), nvfp4_pair_bf16<0>(wb, b), nvfp4_pair_bf16<1>(wt, a),
                             nvfp4_pair_bf16<1>(wb, b)};
-    mma_m16n8k16(c0, f0, act_pair(xq[i], 0), act_pair(xq[i], 1));
+    mma_m16n8k16(c0, f0, act_pair_bf16(xq[i], 0), act_pair_bf16(xq[i], 1));
     const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a), nvfp4_pair_bf16<2>(wb, b), nvfp4_pair_bf16<3>(wt, a),
                             nvfp4_pair_bf16<3>(wb, b)};
-    mma_m16n8k16(c1, f1, act_pair(xq[i], 2), act_pair(xq[i], 3));
+    mma_m16n8k16(c1, f1, act_pair_bf16(xq[i], 2), act_pair_bf16(xq[i], 3));
   }
 }
 
@@ -98,7 +88,8 @@ __device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int 
 // grid (hidden / 16, T): one CTA per 16 output rows of one token, one warp per routed expert k < K
 // (warp K: the fused shared expert), each over the whole inter of its expert (⌈inter / 128⌉ <= kSteps
 // steps, all loaded in one batch). Then y = bf16(Σ_k w_k·bf16(scale2_e·sum_k)) in k order, plus the
-// shared expert's bf16 output, added to h — nvfp4_moe_down_half_warp_kernel's rounding points.
+// shared expert's bf16 output, added to h (the rounding points of moe.h's combine: the slot kernel
+// below + moe_combine_sorted give the same bits). One token, or T without a scratch buffer.
 __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
     nvfp4_moe_down_mma_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                               const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
@@ -155,25 +146,54 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
   }
 }
 
-bool ab_knob(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && v[0] == '1';
+// grid (hidden / 64, T·K [+ T]): 4 warps of 16 rows of one slot each, the one-token kernel's warp
+// computation; y[s] = bf16(scale2_e·sum) for routed slot s, and for the shared expert's slots T·K + t
+// bf16(s2_down·sum) — the values that kernel rounds before its combine.
+constexpr int kSlotWarps = 4;
+
+__global__ void __launch_bounds__(kSlotWarps * 32)
+    nvfp4_moe_down_slots_mma_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter,
+                                    int hidden, const int32_t* __restrict__ ids, Nvfp4Shared sh,
+                                    const bf16_t* __restrict__ shared_act, bf16_t* __restrict__ y) {
+  pdl_launch_dependents();  // see launch.cuh
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int s = blockIdx.y;
+  const bool shared = s >= T * K;
+  const int o0 = (blockIdx.x * kSlotWarps + warp) * 16;
+  if (o0 >= hidden) return;  // warp-uniform
+  const int in = shared ? sh.inter : inter;
+  const int steps = (in + 127) / 128;
+  const int top = min(o0 + g, hidden - 1), bottom = min(o0 + 8 + g, hidden - 1);
+  const int64_t cb = in / 2, sbytes = in / 16;
+  MmaRows r;
+  float s2;
+  const bf16_t* xa;
+  if (shared) {  // the shared expert's rows do not depend on the routing: load them before the wait
+    load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
+              sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
+    pdl_wait();  // shared_act comes from the gate/up kernel
+    s2 = sh.s2_down;
+    xa = shared_act + int64_t(s - T * K) * sh.inter;
+  } else {
+    pdl_wait();  // ids and act come from earlier kernels
+    const int64_t e = ids[s];
+    const uint8_t* c = wd.m.codes + e * hidden * cb;
+    const uint8_t* sc = wd.m.scales + e * hidden * sbytes;
+    load_rows(c + top * cb, sc + top * sbytes, c + bottom * cb, sc + bottom * sbytes, in, t, 0, steps, r);
+    s2 = wd.scale2[e];
+    xa = act + int64_t(s) * inter;
+  }
+  float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
+  dot_rows(r, xa, in, t, 0, steps, c0, c1);
+  if (t == 0) {
+    s2 *= kNvfp4PairUnscale;
+    bf16_t* ys = y + int64_t(s) * hidden;
+    if (o0 + g < hidden) ys[o0 + g] = __float2bfloat16_rn((c0[0] + c1[0]) * s2);
+    if (o0 + 8 + g < hidden) ys[o0 + 8 + g] = __float2bfloat16_rn((c0[2] + c1[2]) * s2);
+  }
 }
 
 }  // namespace
-
-bool nvfp4_moe_mma_gate_up_enabled() {
-  static const bool on = ab_knob("STRIKER_AB_GUMMA");  // A/B, temporary
-  return on;
-}
-bool nvfp4_gemv_mma_enabled() {
-  static const bool on = ab_knob("STRIKER_AB_GVMMA");  // A/B, temporary
-  return on;
-}
-bool nvfp4_moe_mma_down_enabled() {
-  static const bool on = ab_knob("STRIKER_AB_DNMMA");  // A/B, temporary
-  return on;
-}
 
 bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter) {
   return K >= 1 && K + (shared_inter > 0 ? 1 : 0) <= kMaxTopK + 1 && (inter + 127) / 128 <= kSteps &&
@@ -186,14 +206,28 @@ void launch_nvfp4_moe_down_mma(const bf16* act, int T, int K, Nvfp4Stack down, i
                                cudaStream_t stream) {
   const bool fused = shared != nullptr && shared_act != nullptr;
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
-  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, 200 * 1024);
+  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, int(kMaxDownSmem));
   (void)ready;
+  if (smem > kMaxDownSmem) throw Error("nvfp4_moe_down_mma: " + std::to_string(smem) + " bytes of shared memory asked");
   const dim3 grid(unsigned((hidden + 15) / 16), unsigned(T));
   launch_pdl(nvfp4_moe_down_mma_kernel, grid, dim3((K + (fused ? 1 : 0)) * 32), smem, stream,
              reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
              reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
              reinterpret_cast<const bf16_t*>(fused ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_mma");
+}
+
+void launch_nvfp4_moe_down_slots_mma(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
+                                     const int32_t* topk_ids, const Nvfp4Shared* shared, const bf16* shared_act,
+                                     bf16* y, cudaStream_t stream) {
+  const bool fused = shared != nullptr && shared_act != nullptr;
+  const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
+  const int slots = T * K + (fused ? T : 0);
+  const dim3 grid(unsigned((hidden + 16 * kSlotWarps - 1) / (16 * kSlotWarps)), unsigned(slots));
+  launch_pdl(nvfp4_moe_down_slots_mma_kernel, grid, dim3(kSlotWarps * 32), 0, stream,
+             reinterpret_cast<const bf16_t*>(act), T, K, down, inter, hidden, topk_ids, sh,
+             reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr), reinterpret_cast<bf16_t*>(y));
+  STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots_mma");
 }
 
 }  // namespace striker::cuda

@@ -2,8 +2,6 @@
 // (nvfp4_gemv.cu).
 #pragma once
 #include "backends/cuda/linear/skinny_mma.cuh"
-#include <cstdlib>
-
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
@@ -11,32 +9,13 @@
 namespace striker::cuda {
 
 // A lane's chunk of step s is code chunk 4s + t of rows g and g + 8 (32 weights each, two scale
-// bytes): decoded exactly into bf16 (E2M1·E4M3 has at most 5 significant bits, see
-// nvfp4_dequant_kernel) as 8 MMAs; scale2 is applied to the fp32 sum before the bf16 rounding
-// (skinny_store). The weight pairs come out of the decoder as (j, j + 4) of a code word
-// (e2m1_word_pair_bits), so the activations are paired the same way.
-__device__ __forceinline__ uint32_t e2m1_bf16_pair(uint32_t word, int j, float scale_x2p14) {
-  const uint32_t h = j == 0 ? e2m1_word_pair_bits<0>(word)
-                     : j == 1 ? e2m1_word_pair_bits<1>(word)
-                     : j == 2 ? e2m1_word_pair_bits<2>(word)
-                              : e2m1_word_pair_bits<3>(word);
-  const float2 f = half2_bits_to_float2(h);
-  return pack_bf16x2(f.x * scale_x2p14, f.y * scale_x2p14);  // exact products, exact roundings
-}
-
-// Activations j and j + 4 of 8 (one 16-byte load) as a bf16x2, j in the low half.
-__device__ __forceinline__ uint32_t x_pair(const uint4& q, int j) {
-  const uint32_t lo = j < 2 ? q.x : q.y, hi = j < 2 ? q.z : q.w;
-  return __byte_perm(lo, hi, (j & 1) ? 0x7632 : 0x5410);
-}
-
-__device__ __forceinline__ uint32_t word_of(const uint4& q, int i) {
-  return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
-}
-
+// bytes): decoded exactly into bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2.4 instructions per weight) as
+// 8 MMAs; 2^8 and scale2 are applied to the fp32 sum before the bf16 rounding (skinny_store). The
+// weight pairs come out of the decoder as (j, j + 4) of a code word, so the activations are paired
+// the same way (act_pair_bf16).
 // W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
 // gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
-template <int S, int U, SkinnyTile K, GemvOut M, bool kFold>
+template <int S, int U, SkinnyTile K, GemvOut M>
 __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
     nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
                         int T, RowScale2 s2) {
@@ -71,29 +50,19 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
           const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
-          const uint32_t wt = word_of(qt[u], i), wb = word_of(qb[u], i);
-          if constexpr (kFold) {
-            const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
-            const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-            skinny_mma(acc.c[0], nvfp4_pair_bf16<0>(wt, at), nvfp4_pair_bf16<0>(wb, ab), nvfp4_pair_bf16<1>(wt, at),
-                       nvfp4_pair_bf16<1>(wb, ab), x_pair(xq, 0), x_pair(xq, 1));
-            skinny_mma(acc.c[1], nvfp4_pair_bf16<2>(wt, at), nvfp4_pair_bf16<2>(wb, ab), nvfp4_pair_bf16<3>(wt, at),
-                       nvfp4_pair_bf16<3>(wb, ab), x_pair(xq, 2), x_pair(xq, 3));
-          } else {
-          const float at = ue4m3_x2p14((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
-          const float ab = ue4m3_x2p14((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-#pragma unroll
-          for (int h = 0; h < 2; ++h)  // pairs (2h, 2h + 4) and (2h + 1, 2h + 5): 16 k values over the quad
-            skinny_mma(acc.c[h], e2m1_bf16_pair(wt, 2 * h, at), e2m1_bf16_pair(wb, 2 * h, ab),
-                       e2m1_bf16_pair(wt, 2 * h + 1, at), e2m1_bf16_pair(wb, 2 * h + 1, ab), x_pair(xq, 2 * h),
-                       x_pair(xq, 2 * h + 1));
-          }
+          const uint32_t wt = code_word(qt[u], i), wb = code_word(qb[u], i);
+          const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
+          const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
+          skinny_mma(acc.c[0], nvfp4_pair_bf16<0>(wt, at), nvfp4_pair_bf16<0>(wb, ab), nvfp4_pair_bf16<1>(wt, at),
+                     nvfp4_pair_bf16<1>(wb, ab), act_pair_bf16(xq, 0), act_pair_bf16(xq, 1));
+          skinny_mma(acc.c[1], nvfp4_pair_bf16<2>(wt, at), nvfp4_pair_bf16<2>(wb, ab), nvfp4_pair_bf16<3>(wt, at),
+                     nvfp4_pair_bf16<3>(wb, ab), act_pair_bf16(xq, 2), act_pair_bf16(xq, 3));
         }
         load(u, s + u + U);  // refill the slot just consumed
       }
     }
   }
-  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return kFold ? s2.at(o) * kNvfp4PairUnscale : s2.at(o); }, out);
+  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o) * kNvfp4PairUnscale; }, out);
 }
 
 // T tokens (2..8 in production). Shapes are checked by the callers (in % 64 == 0, 16-byte aligned
@@ -104,14 +73,9 @@ void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
   const int S = skinny_split((in + 127) / 128, 4);
-  static const bool fold = std::getenv("STRIKER_AB_SKD") != nullptr && std::getenv("STRIKER_AB_SKD")[0] == '1';  // A/B, temporary
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
-    if (fold)
-      launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, true>, skinny_grid<K>(rows, S, T),
-                 dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
-    else
-      launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M, false>, skinny_grid<K>(rows, S, T),
-                 dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
+    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M>, skinny_grid<K>(rows, S, T),
+               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
   });
 }
 
