@@ -51,6 +51,37 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The "diagonal" use of mma_m16n8k16 by the one-token dot products (warp_dot_mma.cuh, NVFP4's
+// nvfp4_decode.cuh): weight rows 2p and 2p + 1 are MMA rows g and g + 8 in every lane group g, and
+// lane (g, t) puts its own activations into column g of B, so D[g][g] is lane group g's share of row
+// 2p and D[g + 8][g] of row 2p + 1 (held by lane t = g / 2; the other columns are never read).
+// d[p][0..1]: row pair p's two accumulator chains. acc[2p][0], acc[2p + 1][0] = the rows' sums over
+// the warp, times `scale`, in every lane.
+template <int R>
+__device__ __forceinline__ void mma_diagonal_row_sums(const float (&d)[R / 2][2][4], float scale,
+                                                      float (&acc)[R][1]) {
+  const int g = (threadIdx.x & 31) >> 2;
+  const bool diagonal = (threadIdx.x & 3) == (g >> 1);
+  const bool odd = g & 1;  // element 1 / 3, not 0 / 2 (selects: an indexed local array would spill)
+#pragma unroll
+  for (int p = 0; p < R / 2; ++p) {
+    const float top = diagonal ? (odd ? d[p][0][1] + d[p][1][1] : d[p][0][0] + d[p][1][0]) : 0.f;
+    const float bottom = diagonal ? (odd ? d[p][0][3] + d[p][1][3] : d[p][0][2] + d[p][1][2]) : 0.f;
+    acc[2 * p][0] = warp_sum(top) * scale;
+    acc[2 * p + 1][0] = warp_sum(bottom) * scale;
+  }
+}
+
+template <int R>
+__device__ __forceinline__ void mma_diagonal_zero(float (&d)[R / 2][2][4]) {
+#pragma unroll
+  for (int p = 0; p < R / 2; ++p)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[p][j][e] = 0.f;
+}
+
 // Two floats rounded to bf16 (nearest-even), lo in the low half.
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(lo));

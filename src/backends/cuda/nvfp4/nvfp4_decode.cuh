@@ -171,7 +171,7 @@ struct Nvfp4Prologue {
 // the warp's R are an MMA's rows g and g + 8 in every lane group g (so each group's four lanes hold
 // the same two rows), and lane (g, t)'s activations fill column g of B. Column g of the product then
 // pairs lane group g's weights with its own activations, so the diagonal D[g][g] (lane t = g/2) is
-// that group's share of row 2p and D[g + 8][g] of row 2p + 1; the other 7 columns are never read.
+// that group's share of row 2p and D[g + 8][g] of row 2p + 1 (mma_diagonal_row_sums, tensor_core.cuh).
 // The 16 k values of an MMA span a chunk's two scale groups (the scale is inside each weight), so the
 // sum's order differs from accumulate_chunk's group-by-group fmaf chain: other bits, same FLINT.md §4
 // products and fp32 accumulation. Returns Σ x·E2M1·E4M3 WITHOUT scale2 (2^8 restored) in every lane.
@@ -244,12 +244,7 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
   const int lane = threadIdx.x & 31;
   const int chunks = in / 32, step = 32 * parts;
   float d[R / 2][2][4];
-#pragma unroll
-  for (int p = 0; p < R / 2; ++p)
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) d[p][j][e] = 0.f;
+  mma_diagonal_zero<R>(d);
   for (int b = part * 32; b < chunks; b += 2 * step) {  // warp-uniform; lane's chunk c = b + lane
     const int c = b + lane;
     accumulate_chunk_mma<R, kSharedX>(pr.a, x, c < chunks, c, d);
@@ -265,16 +260,7 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
       }
     }
   }
-  const int g = lane >> 2;
-  const bool diagonal = (lane & 3) == (g >> 1);  // this lane holds D[g][g] and D[g + 8][g]
-  const bool odd = g & 1;                        // ... in element 1 / 3 (selects: no indexed local array)
-#pragma unroll
-  for (int p = 0; p < R / 2; ++p) {
-    const float top = diagonal ? (odd ? d[p][0][1] + d[p][1][1] : d[p][0][0] + d[p][1][0]) : 0.f;
-    const float bottom = diagonal ? (odd ? d[p][0][3] + d[p][1][3] : d[p][0][2] + d[p][1][2]) : 0.f;
-    acc[2 * p][0] = warp_sum(top) * kNvfp4PairUnscale;
-    acc[2 * p + 1][0] = warp_sum(bottom) * kNvfp4PairUnscale;
-  }
+  mma_diagonal_row_sums<R>(d, kNvfp4PairUnscale, acc);
 }
 
 }  // namespace striker::cuda
