@@ -51,8 +51,8 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The "diagonal" use of mma_m16n8k16 by the one-token dot products (warp_dot_mma.cuh, NVFP4's
-// nvfp4_decode.cuh): weight rows 2p and 2p + 1 are MMA rows g and g + 8 in every lane group g, and
+// The "diagonal" use of mma_m16n8k16 by the NVFP4 one-token dot products (nvfp4_decode.cuh):
+// weight rows 2p and 2p + 1 are MMA rows g and g + 8 in every lane group g, and
 // lane (g, t) puts its own activations into column g of B, so D[g][g] is lane group g's share of row
 // 2p and D[g + 8][g] of row 2p + 1 (held by lane t = g / 2; the other columns are never read).
 // d[p][0..1]: row pair p's two accumulator chains. acc[2p][0], acc[2p + 1][0] = the rows' sums over

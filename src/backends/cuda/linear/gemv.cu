@@ -1,13 +1,11 @@
 #include "backends/cuda/linear/gemv.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/common/warp_dot_mma.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/linear/skinny_bf16.cuh"
 
@@ -25,7 +23,7 @@ using Mode = GemvOut;
 // weight byte, streamed while the kernel in front drains.
 // kNorm (one token): x is h, and every CTA forms x = rmsnorm(h) (gamma, eps) in shared memory
 // after the wait (block_rmsnorm_row: the rmsnorm kernel's bits), gamma staged before it.
-template <int R, int NT, int S, Mode M, bool kNorm = false, bool kMma = false>
+template <int R, int NT, int S, Mode M, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                            const bf16_t* __restrict__ W, int out_dim, void* out,
                                                            const float* __restrict__ gamma, float eps) {
@@ -55,41 +53,23 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     for (int r = 0; r < R; ++r) xr[r] = ns.x;
     if constexpr (kPre > 0) {
       WarpDotPrologue<R, kPre> pr;
-      if (o0 < out_dim) {
-        if constexpr (kMma) warp_dot_prologue_mma<R, kPre>(w, in, pr, part, S);
-        else warp_dot_prologue<R, kPre>(w, in, pr, part, S);
-      }
+      if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
       pdl_wait();  // h comes from earlier kernels
       block_rmsnorm_row(x, in, eps, ns);
-      if (o0 < out_dim) {
-        if constexpr (kMma) warp_dot_mma<R, kPre, true>(pr.q, w, ns.x, in, acc, part, S);
-        else warp_dot_after_prologue<R, NT, kPre, true>(pr, w, xr, in, nt, in, acc, part, S);
-      }
+      if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre, true>(pr, w, xr, in, nt, in, acc, part, S);
     } else {
       pdl_wait();
       block_rmsnorm_row(x, in, eps, ns);
-      if (o0 < out_dim) {
-        if constexpr (kMma) warp_dot_mma<R, 0, true>(nullptr, w, ns.x, in, acc, part, S);
-        else warp_dot<R, NT, true>(w, xr, in, nt, in, acc, part, S);
-      }
+      if (o0 < out_dim) warp_dot<R, NT, true>(w, xr, in, nt, in, acc, part, S);
     }
   } else if constexpr (kPre > 0) {
     WarpDotPrologue<R, kPre> pr;
-    if (o0 < out_dim) {
-      if constexpr (kMma) warp_dot_prologue_mma<R, kPre>(w, in, pr, part, S);
-      else warp_dot_prologue<R, kPre>(w, in, pr, part, S);
-    }
+    if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
     pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-    if (o0 < out_dim) {
-      if constexpr (kMma) warp_dot_mma<R, kPre>(pr.q, w, x + int64_t(t0) * in, in, acc, part, S);
-      else warp_dot_after_prologue<R, NT, kPre>(pr, w, xr, in, nt, in, acc, part, S);
-    }
+    if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
     pdl_wait();
-    if (o0 < out_dim) {
-      if constexpr (kMma) warp_dot_mma<R, 0>(nullptr, w, x + int64_t(t0) * in, in, acc, part, S);
-      else warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
-    }
+    if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
   }
   bool stores = o0 < out_dim;  // this warp holds finished sums to store
   if constexpr (S > 1) {
@@ -130,7 +110,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
 // Two output rows per warp group: gate and up of each (4 weight rows in flight per lane),
 // the input width split over S warps as in gemv_kernel.
 // kNorm (one token): x is h, normalised by every CTA as in gemv_kernel.
-template <int NT, int S, bool kNorm = false, bool kMma = false>
+template <int NT, int S, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __restrict__ x, int T, int in,
                                                               const bf16_t* __restrict__ Wg,
                                                               const bf16_t* __restrict__ Wu, int inter,
@@ -150,26 +130,17 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
   if constexpr (kNorm) {  // each lane's first two weight chunks in flight while the CTA normalises
     __shared__ BlockNormSmem ns;
     WarpDotPrologue<4, 2> pr;
-    if (o0 < inter) {
-      if constexpr (kMma) warp_dot_prologue_mma<4, 2>(w, in, pr, part, S);
-      else warp_dot_prologue<4, 2>(w, in, pr, part, S);
-    }
+    if (o0 < inter) warp_dot_prologue<4, 2>(w, in, pr, part, S);
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h comes from earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
     const bf16_t* xr[4] = {ns.x, ns.x, ns.x, ns.x};
-    if (o0 < inter) {
-      if constexpr (kMma) warp_dot_mma<4, 2, true>(pr.q, w, ns.x, in, acc, part, S);
-      else warp_dot_after_prologue<4, NT, 2, true>(pr, w, xr, in, nt, in, acc, part, S);
-    }
+    if (o0 < inter) warp_dot_after_prologue<4, NT, 2, true>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
     pdl_wait();  // x comes from earlier kernels
     const bf16_t* xb = x + int64_t(t0) * in;
     const bf16_t* xr[4] = {xb, xb, xb, xb};
-    if (o0 < inter) {
-      if constexpr (kMma) warp_dot_mma<4, 0>(nullptr, w, xb, in, acc, part, S);
-      else warp_dot<4, NT>(w, xr, in, nt, in, acc, part, S);
-    }
+    if (o0 < inter) warp_dot<4, NT>(w, xr, in, nt, in, acc, part, S);
   }
   if constexpr (S > 1) {
     __shared__ float red[kWarps][4 * NT];
@@ -214,16 +185,15 @@ void check_shapes(const char* what, const void* x, int in, const void* W, const 
 template <int R, int S, Mode M>
 void launch_gemv_1(dim3 grid, const bf16_t* x, int in, const bf16_t* W, int out_dim, void* out, const InputNorm* norm,
                    cudaStream_t stream) {
-  static const bool mma = std::getenv("STRIKER_AB_BFMMA") != nullptr;  // A/B, temporary
   if constexpr (M != Mode::Residual) {
     if (norm != nullptr) {
-      launch_pdl(mma ? gemv_kernel<R, 1, S, M, true, true> : gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0,
-                 stream, x, 1, in, W, out_dim, out, norm->gamma, norm->eps);
+      launch_pdl(gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W, out_dim, out,
+                 norm->gamma, norm->eps);
       return;
     }
   }
-  launch_pdl(mma ? gemv_kernel<R, 1, S, M, false, true> : gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream,
-             x, 1, in, W, out_dim, out, static_cast<const float*>(nullptr), 0.f);
+  launch_pdl(gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W, out_dim, out,
+             static_cast<const float*>(nullptr), 0.f);
 }
 
 template <Mode M>
@@ -276,11 +246,10 @@ void launch_gate_up(const bf16* x, int T, int in, const bf16* Wg, const bf16* Wu
   const float* gamma = norm != nullptr ? norm->gamma : nullptr;
   const float eps = norm != nullptr ? norm->eps : 0.f;
   const dim3 block(kWarps * 32);
-  static const bool mma = std::getenv("STRIKER_AB_BFMMA") != nullptr;  // A/B, temporary
-  if (split && norm) launch_pdl(mma ? gate_up_kernel<1, 8, true, true> : gate_up_kernel<1, 8, true>, dim3(blocks(2)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
-  else if (split) launch_pdl(mma ? gate_up_kernel<1, 8, false, true> : gate_up_kernel<1, 8>, dim3(blocks(2)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
-  else if (norm) launch_pdl(mma ? gate_up_kernel<1, 1, true, true> : gate_up_kernel<1, 1, true>, dim3(blocks(2 * kWarps)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
-  else launch_pdl(mma ? gate_up_kernel<1, 1, false, true> : gate_up_kernel<1, 1>, dim3(blocks(2 * kWarps)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
+  if (split && norm) launch_pdl(gate_up_kernel<1, 8, true>, dim3(blocks(2)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
+  else if (split) launch_pdl(gate_up_kernel<1, 8>, dim3(blocks(2)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
+  else if (norm) launch_pdl(gate_up_kernel<1, 1, true>, dim3(blocks(2 * kWarps)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
+  else launch_pdl(gate_up_kernel<1, 1>, dim3(blocks(2 * kWarps)), block, 0, stream, xd, T, in, g, u, inter, a, gamma, eps);
   STRIKER_CUDA_CHECK_LAUNCH("gemv_gate_up");
 }
 

@@ -1,14 +1,12 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
-#include "backends/cuda/common/warp_dot_mma.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
 
 namespace striker::cuda {
@@ -31,7 +29,6 @@ constexpr int kMaxTopK = 8;
 constexpr int kGateUpSplit = 4;
 constexpr int kGateUpRowsPerCta = kWarps / kGateUpSplit * 2;
 
-template <bool kMma>
 __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
@@ -58,22 +55,13 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
   if (shared) {  // the shared expert's rows do not depend on the routing: start them before the wait
     rows_of(sg, su, w);
     WarpDotPrologue<4, kPre> pr;
-    if (live) {
-      if constexpr (kMma) warp_dot_prologue_mma<4, kPre>(w, hidden, pr, part, S);
-      else warp_dot_prologue<4, kPre>(w, hidden, pr, part, S);
-    }
+    if (live) warp_dot_prologue<4, kPre>(w, hidden, pr, part, S);
     pdl_wait();  // x comes from the previous kernel
-    if (live) {
-      if constexpr (kMma) warp_dot_mma<4, kPre>(pr.q, w, xt, hidden, acc, part, S);
-      else warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc, part, S);
-    }
+    if (live) warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc, part, S);
   } else {
     pdl_wait();  // x and the routing come from earlier kernels
     rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
-    if (live) {
-      if constexpr (kMma) warp_dot_mma<4, 0>(nullptr, w, xt, hidden, acc, part, S);
-      else warp_dot<4, 1>(w, xr, 0, 1, hidden, acc, part, S);
-    }
+    if (live) warp_dot<4, 1>(w, xr, 0, 1, hidden, acc, part, S);
   }
   __shared__ float red[kWarps][4];  // the S parts of each row group, summed in part order
   if ((threadIdx.x & 31) == 0)
@@ -430,8 +418,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? T : 0)));
-  static const bool mma = std::getenv("STRIKER_AB_BFMMA") != nullptr;  // A/B, temporary
-  launch_pdl(mma ? moe_gate_up_kernel<true> : moe_gate_up_kernel<false>, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids,
              K, reinterpret_cast<bf16_t*>(act), reinterpret_cast<const bf16_t*>(shared_gate),
              reinterpret_cast<const bf16_t*>(shared_up), shared_inter, reinterpret_cast<bf16_t*>(shared_act));

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -25,8 +24,8 @@ using Mode = GemvOut;
 // 320 CTAs stay one wave on 132 SMs).
 // kNorm (one token): x is h, and every CTA forms x = rmsnorm(h) in shared memory after the wait
 // (gemv.cu's gemv_kernel, block_rmsnorm_row: the rmsnorm kernel's bits).
-template <int R, int NT, int S, Mode M, bool kNorm = false, bool kCap72 = false>
-__global__ void __maxnreg__(kCap72 ? 72 : 80)
+template <int R, int NT, int S, Mode M, bool kNorm = false>
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out,
                       const float* __restrict__ gamma, float eps) {
@@ -192,15 +191,14 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 template <int R, int S, Mode M>
 void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
                    const InputNorm* norm, cudaStream_t stream) {
-  static const bool cap72 = std::getenv("STRIKER_AB_R72") != nullptr;  // A/B, temporary
   if constexpr (M == Mode::Store) {
     if (norm != nullptr) {
-      launch_pdl(cap72 ? nvfp4_gemv_kernel<R, 1, S, M, true, true> : nvfp4_gemv_kernel<R, 1, S, M, true>, grid,
-                 dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2, out_dim, out, norm->gamma, norm->eps);
+      launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales,
+                 s2, out_dim, out, norm->gamma, norm->eps);
       return;
     }
   }
-  launch_pdl(cap72 ? nvfp4_gemv_kernel<R, 1, S, M, false, true> : nvfp4_gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2,
+  launch_pdl(nvfp4_gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2,
              out_dim, out, static_cast<const float*>(nullptr), 0.f);
 }
 
