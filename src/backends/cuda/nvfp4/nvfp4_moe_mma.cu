@@ -10,7 +10,6 @@
 // is inside each weight, so an MMA's 16 k values may span scale groups. The one-token kernel and the
 // slot kernel run this same warp computation, so a T-token step gives each token a one-token step's bits.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -193,94 +192,6 @@ __global__ void __launch_bounds__(kSlotWarps * 32)
   }
 }
 
-// EXPERIMENT (STRIKER_AB_DNHW=1, prepared in session 16, not run): one token in the shape of the
-// deleted CUDA-core half-warp kernel — 256 threads, two output rows per warp (lanes 0-15 row o0, 16-31
-// row o1), one 16-byte chunk per lane and expert, all loaded in one batch — with the sums on the
-// diagonal MMA (tensor_core.cuh) and MMA rows 8-15 zero. Question: does the one-warp-per-expert
-// kernel above (224 threads × 126 registers) cost the next layer's attention its early start
-// (session 16 timeline: +1.1 µs per layer), and does this shape keep the gain without that cost?
-// Its sums are not the slot kernel's (other lane layout): a T-token step would lose one-token bits.
-__device__ __forceinline__ float half_warp_sum(float v) {
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// One chunk (32 weights, 2 scale bytes) of the lane's row against its 32 activations, on the MMA;
-// returns the half warp's sum of the diagonal (the row's sum over the half warp's 16 chunks).
-__device__ __forceinline__ float half_warp_chunk_mma(const uint4& q, uint32_t sc, const uint4 (&xq)[4]) {
-  float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
-  const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(sc & 0xFFu), ue4m3_bf16x2_x2p118_bits((sc >> 8) & 0xFFu)};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t w = code_word(q, i);
-    const uint32_t f0[4] = {nvfp4_pair_bf16<0>(w, a[i / 2]), 0u, nvfp4_pair_bf16<1>(w, a[i / 2]), 0u};
-    mma_m16n8k16(d0, f0, act_pair_bf16(xq[i], 0), act_pair_bf16(xq[i], 1));
-    const uint32_t f1[4] = {nvfp4_pair_bf16<2>(w, a[i / 2]), 0u, nvfp4_pair_bf16<3>(w, a[i / 2]), 0u};
-    mma_m16n8k16(d1, f1, act_pair_bf16(xq[i], 2), act_pair_bf16(xq[i], 3));
-  }
-  const int lane = threadIdx.x & 31, g = lane >> 2;
-  const bool diagonal = (lane & 3) == (g >> 1);
-  return half_warp_sum(diagonal ? ((g & 1) ? d0[1] + d1[1] : d0[0] + d1[0]) : 0.f);
-}
-
-__global__ void __launch_bounds__(256)
-    nvfp4_moe_down_half_warp_mma_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
-                                        const int32_t* __restrict__ ids, const float* __restrict__ topk_w,
-                                        Nvfp4Shared sh, const bf16_t* __restrict__ shared_act,
-                                        const bf16_t* __restrict__ y_shared, bf16_t* __restrict__ h) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int o0 = (blockIdx.x * 8 + (threadIdx.x >> 5)) * 2;
-  if (o0 >= hidden) return;  // warp-uniform
-  const int t = blockIdx.y, lane = threadIdx.x & 31, c = lane & 15;
-  const int o = lane < 16 ? o0 : min(o0 + 1, hidden - 1);
-  const bool fused = shared_act != nullptr;
-  const bool has_shared_chunk = fused && c < sh.inter / 32;
-  uint4 shq = make_uint4(0, 0, 0, 0);
-  uint32_t shs = 0u;
-  if (has_shared_chunk) {  // the shared expert's chunk does not depend on the routing
-    shq = load_stream(sh.down.codes + int64_t(o) * (sh.inter / 2) + c * 16);
-    shs = __ldcs(reinterpret_cast<const unsigned short*>(sh.down.scales + int64_t(o) * (sh.inter / 16) + c * 2));
-  }
-  pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
-  const bool has_chunk = c < inter / 32;
-  uint4 q[kMaxTopK];
-  uint32_t sc[kMaxTopK];
-#pragma unroll
-  for (int k = 0; k < kMaxTopK; ++k)
-    if (k < K) {
-      const int64_t r = int64_t(ids[t * K + k]) * hidden + o;
-      q[k] = has_chunk ? load_stream(wd.m.codes + r * (inter / 2) + c * 16) : make_uint4(0, 0, 0, 0);
-      sc[k] = has_chunk ? __ldcs(reinterpret_cast<const unsigned short*>(wd.m.scales + r * (inter / 16) + c * 2)) : 0u;
-    }
-  float sum = 0.f;
-#pragma unroll
-  for (int k = 0; k < kMaxTopK; ++k)
-    if (k < K) {  // uniform: the MMAs run on converged warps. The expert's act here, as the old kernel.
-      const int slot = t * K + k;
-      uint4 xq[4];
-      const bf16_t* xp = act + int64_t(slot) * inter + c * 32;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) xq[i] = has_chunk ? load_cached(xp + i * 8) : make_uint4(0, 0, 0, 0);
-      const float s2 = wd.scale2[ids[slot]] * kNvfp4PairUnscale;
-      sum = fmaf(topk_w[slot], round_bf16(half_warp_chunk_mma(q[k], sc[k], xq) * s2), sum);
-    }
-  float y = round_bf16(sum);
-  if (fused) {
-    uint4 sx[4];
-    const bf16_t* xp = shared_act + int64_t(t) * sh.inter + c * 32;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sx[i] = has_shared_chunk ? load_cached(xp + i * 8) : make_uint4(0, 0, 0, 0);
-    y = round_bf16(y + round_bf16(half_warp_chunk_mma(shq, shs, sx) * (sh.s2_down * kNvfp4PairUnscale)));
-  } else if (y_shared != nullptr) {
-    y = round_bf16(y + __bfloat162float(y_shared[int64_t(t) * hidden + o]));
-  }
-  if ((lane == 0 || lane == 16) && (lane == 0 || o0 + 1 < hidden)) {
-    const int64_t idx = int64_t(t) * hidden + o;
-    h[idx] = __float2bfloat16_rn(__bfloat162float(h[idx]) + y);
-  }
-}
-
 }  // namespace
 
 bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter) {
@@ -294,19 +205,9 @@ void launch_nvfp4_moe_down_mma(const bf16* act, int T, int K, Nvfp4Stack down, i
                                cudaStream_t stream) {
   const bool fused = shared != nullptr && shared_act != nullptr;
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
-  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, int(kMaxDownSmem)) &&
-                            allow_dynamic_smem(nvfp4_moe_down_half_warp_mma_kernel, int(kMaxDownSmem));
+  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, int(kMaxDownSmem));
   (void)ready;
   if (smem > kMaxDownSmem) throw Error("nvfp4_moe_down_mma: " + std::to_string(smem) + " bytes of shared memory asked");
-  static const bool half_warp = std::getenv("STRIKER_AB_DNHW") != nullptr;  // EXPERIMENT, temporary
-  if (half_warp && sh.inter <= 512 && inter <= 512) {
-    launch_pdl(nvfp4_moe_down_half_warp_mma_kernel, dim3(unsigned((hidden + 15) / 16), unsigned(T)), dim3(256), smem,
-               stream, reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
-               reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
-               reinterpret_cast<const bf16_t*>(fused ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
-    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_half_warp_mma");
-    return;
-  }
   const dim3 grid(unsigned((hidden + 15) / 16), unsigned(T));
   launch_pdl(nvfp4_moe_down_mma_kernel, grid, dim3((K + (fused ? 1 : 0)) * 32), smem, stream,
              reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
