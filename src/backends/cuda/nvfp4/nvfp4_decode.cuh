@@ -194,6 +194,30 @@ __device__ __forceinline__ void zero_chunk(Nvfp4Chunk<R>& k) {
   for (int r = 0; r < R; ++r) k.q[r] = make_uint4(0, 0, 0, 0), k.sc[r] = 0u;
 }
 
+// Code word i of a chunk of rows top and bottom (weights 8i..8i+7; a / b: their group's scale as
+// ue4m3_bf16x2_x2p118_bits) against the word's 8 activations x: weight pairs 0/1 into chain d0, 2/3
+// into d1 — MMA rows g (top) and g + 8 (bottom), k slots 2t, 2t+1 and 2t+8, 2t+9 of the lane.
+__device__ __forceinline__ void mma_code_word(uint32_t wt, uint32_t a, uint32_t wb, uint32_t b, const uint4& x,
+                                              float (&d0)[4], float (&d1)[4]) {
+  const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a), nvfp4_pair_bf16<0>(wb, b), nvfp4_pair_bf16<1>(wt, a),
+                          nvfp4_pair_bf16<1>(wb, b)};
+  mma_m16n8k16(d0, f0, act_pair_bf16(x, 0), act_pair_bf16(x, 1));
+  const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a), nvfp4_pair_bf16<2>(wb, b), nvfp4_pair_bf16<3>(wt, a),
+                          nvfp4_pair_bf16<3>(wb, b)};
+  mma_m16n8k16(d1, f1, act_pair_bf16(x, 2), act_pair_bf16(x, 3));
+}
+
+// One 16-byte code chunk (32 weights) of rows top and bottom, their 2 scale bytes each (st, sb), against
+// the chunk's 32 activations xq: 8 MMAs into chains d0, d1.
+__device__ __forceinline__ void mma_chunk_pair(const uint4& qt, uint32_t st, const uint4& qb, uint32_t sb,
+                                               const uint4 (&xq)[4], float (&d0)[4], float (&d1)[4]) {
+  const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(st & 0xFFu), ue4m3_bf16x2_x2p118_bits((st >> 8) & 0xFFu)};
+  const uint32_t b[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
+#pragma unroll
+  for (int i = 0; i < 4; ++i)  // scale group i / 2
+    mma_code_word(code_word(qt, i), a[i / 2], code_word(qb, i), b[i / 2], xq[i], d0, d1);
+}
+
 // d[p][0..1]: row pair p's two MMA accumulator chains (pairs 0/1 and 2/3 of each code word).
 // kSharedX: x is a shared-memory row (load_x; the kernels that normalise h themselves).
 template <int R, bool kSharedX = false>
@@ -205,22 +229,8 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
   for (int i = 0; i < 4; ++i)  // zeros past the row: 0·x would still be NaN for a NaN x
     xq[i] = live ? load_x<kSharedX>(x + int64_t(c) * 32 + i * 8) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-  for (int p = 0; p < R / 2; ++p) {
-    const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(k.sc[2 * p] & 0xFFu),
-                           ue4m3_bf16x2_x2p118_bits((k.sc[2 * p] >> 8) & 0xFFu)};
-    const uint32_t b[2] = {ue4m3_bf16x2_x2p118_bits(k.sc[2 * p + 1] & 0xFFu),
-                           ue4m3_bf16x2_x2p118_bits((k.sc[2 * p + 1] >> 8) & 0xFFu)};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-      const uint32_t wt = code_word(k.q[2 * p], i), wb = code_word(k.q[2 * p + 1], i);
-      const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a[i / 2]), nvfp4_pair_bf16<0>(wb, b[i / 2]),
-                              nvfp4_pair_bf16<1>(wt, a[i / 2]), nvfp4_pair_bf16<1>(wb, b[i / 2])};
-      mma_m16n8k16(d[p][0], f0, act_pair_bf16(xq[i], 0), act_pair_bf16(xq[i], 1));
-      const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a[i / 2]), nvfp4_pair_bf16<2>(wb, b[i / 2]),
-                              nvfp4_pair_bf16<3>(wt, a[i / 2]), nvfp4_pair_bf16<3>(wb, b[i / 2])};
-      mma_m16n8k16(d[p][1], f1, act_pair_bf16(xq[i], 2), act_pair_bf16(xq[i], 3));
-    }
-  }
+  for (int p = 0; p < R / 2; ++p)
+    mma_chunk_pair(k.q[2 * p], k.sc[2 * p], k.q[2 * p + 1], k.sc[2 * p + 1], xq, d[p][0], d[p][1]);
 }
 
 // The prologue: a lane past the row's chunks holds zeros.

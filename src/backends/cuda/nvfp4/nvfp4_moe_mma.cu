@@ -27,24 +27,6 @@ constexpr int kSteps = 4;          // 128-weight steps a warp loads in one batch
 constexpr int kMaxTopK = 8;
 constexpr size_t kMaxDownSmem = 200 * 1024;  // the one-token launch's reservation (nvfp4_moe.cu)
 
-// One 128-weight step of rows top/bottom (one 16-byte chunk each per lane, their 2 scale bytes
-// each) against the lane's 32 activations (xq[0..3]): 8 MMAs into two accumulator chains.
-__device__ __forceinline__ void step_mma(const uint4& qt, uint32_t st, const uint4& qb, uint32_t sb,
-                                         const uint4 (&xq)[4], float (&c0)[4], float (&c1)[4]) {
-  const uint32_t at[2] = {ue4m3_bf16x2_x2p118_bits(st & 0xFFu), ue4m3_bf16x2_x2p118_bits((st >> 8) & 0xFFu)};
-  const uint32_t ab[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-    const uint32_t wt = code_word(qt, i), wb = code_word(qb, i), a = at[i / 2], b = ab[i / 2];
-    const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a), nvfp4_pair_bf16<0>(wb, b), nvfp4_pair_bf16<1>(wt, a),
-                            nvfp4_pair_bf16<1>(wb, b)};
-    mma_m16n8k16(c0, f0, act_pair_bf16(xq[i], 0), act_pair_bf16(xq[i], 1));
-    const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a), nvfp4_pair_bf16<2>(wb, b), nvfp4_pair_bf16<3>(wt, a),
-                            nvfp4_pair_bf16<3>(wb, b)};
-    mma_m16n8k16(c1, f1, act_pair_bf16(xq[i], 2), act_pair_bf16(xq[i], 3));
-  }
-}
-
 // A warp's share of one dot product of rows (top, bottom) over `in` weights: steps s0, s0 + 1, ...
 // below s1, all loaded in one batch (kSteps at most; the callers' shapes keep it so).
 struct MmaRows {
@@ -81,7 +63,7 @@ __device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int 
     }
 #pragma unroll
   for (int u = 0; u < kSteps; ++u)
-    if (s0 + u < s1) step_mma(r.qt[u], r.st[u], r.qb[u], r.sb[u], xq[u], c0, c1);
+    if (s0 + u < s1) mma_chunk_pair(r.qt[u], r.st[u], r.qb[u], r.sb[u], xq[u], c0, c1);
 }
 
 // grid (hidden / 16, T): one CTA per 16 output rows of one token, one warp per routed expert k < K

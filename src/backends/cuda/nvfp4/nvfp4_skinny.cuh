@@ -50,13 +50,9 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
           const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
-          const uint32_t wt = code_word(qt[u], i), wb = code_word(qb[u], i);
           const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
           const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-          skinny_mma(acc.c[0], nvfp4_pair_bf16<0>(wt, at), nvfp4_pair_bf16<0>(wb, ab), nvfp4_pair_bf16<1>(wt, at),
-                     nvfp4_pair_bf16<1>(wb, ab), act_pair_bf16(xq, 0), act_pair_bf16(xq, 1));
-          skinny_mma(acc.c[1], nvfp4_pair_bf16<2>(wt, at), nvfp4_pair_bf16<2>(wb, ab), nvfp4_pair_bf16<3>(wt, at),
-                     nvfp4_pair_bf16<3>(wb, ab), act_pair_bf16(xq, 2), act_pair_bf16(xq, 3));
+          mma_code_word(code_word(qt[u], i), at, code_word(qb[u], i), ab, xq, acc.c[0], acc.c[1]);
         }
         load(u, s + u + U);  // refill the slot just consumed
       }
