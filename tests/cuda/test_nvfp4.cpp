@@ -39,6 +39,16 @@ TEST(CudaNvfp4, DequantizeIsExactForEveryScaleByte) {
   EXPECT_EQ(bad, 0u) << "first mismatch at " << first << ": got " << got[first] << " want " << ref[first];
 }
 
+// A routing of T tokens: K distinct experts of E each (ascending ids), weights uniform in [0.1, 1).
+void random_topk(std::mt19937& rng, int T, int K, int E, std::vector<int32_t>& ids, std::vector<float>& tw) {
+  std::uniform_real_distribution<float> uw(0.1f, 1.f);
+  for (int t = 0; t < T; ++t) {
+    std::set<int32_t> chosen;
+    while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
+    for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
+  }
+}
+
 // The tensor-core kernels' decode (nvfp4_pair_bf16) on the device for every code byte under every
 // scale byte: the same bits as the host form, which test_cuda_host checks against the codec (E2M1·E4M3
 // times 2^-8). The E2M1 0.5 pattern is a bf16 subnormal: a multiply that flushed it would fail here.
@@ -313,12 +323,7 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
       const float sh_s2g = 0.009f, sh_s2u = 0.013f, sh_s2d = 0.004f;
       std::vector<int32_t> ids;
       std::vector<float> tw;
-      std::uniform_real_distribution<float> uw(0.1f, 1.f);
-      for (int t = 0; t < T; ++t) {
-        std::set<int32_t> chosen;
-        while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
-        for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
-      }
+      random_topk(rng, T, K, E, ids, tw);
       const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
       const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
       const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
@@ -374,12 +379,7 @@ TEST(CudaNvfp4, SelectedExpertsMoeOfTTokensHasTheBitsOfOneTokenSteps) {
   auto sg = random_nvfp4(rng, I, H), su = random_nvfp4(rng, I, H), sdn = random_nvfp4(rng, H, I);
   std::vector<float> s2(E, 0.01f), tw;
   std::vector<int32_t> ids;
-  std::uniform_real_distribution<float> uw(0.1f, 1.f);
-  for (int t = 0; t < T; ++t) {
-    std::set<int32_t> chosen;
-    while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
-    for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
-  }
+  random_topk(rng, T, K, E, ids, tw);
   DeviceNvfp4Matrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
   DeviceBuffer<float> d_s2(s2), d_tw(tw);
   DeviceBuffer<int32_t> d_ids(ids);

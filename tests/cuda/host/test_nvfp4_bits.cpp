@@ -15,12 +15,17 @@
 namespace striker::cuda::testing {
 namespace {
 
-// IEEE binary16 bit pattern -> value (subnormals included).
-double half_value(uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-  const double mag = exp == 0 ? std::ldexp(double(mant), -24) : std::ldexp(1.0 + mant / 1024.0, exp - 15);
+// An IEEE-style bit pattern with E exponent and M mantissa bits -> value (subnormals included).
+template <int E, int M>
+double binary_value(uint32_t bits) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  const uint32_t sign = (bits >> (E + M)) & 1u, exp = (bits >> M) & ((1u << E) - 1), mant = bits & ((1u << M) - 1);
+  const double mag = exp == 0 ? std::ldexp(double(mant), 1 - kBias - M)
+                              : std::ldexp(1.0 + std::ldexp(double(mant), -M), int(exp) - kBias);
   return sign ? -mag : mag;
 }
+double half_value(uint16_t h) { return binary_value<5, 10>(h); }
+double bf16_value(uint16_t b) { return binary_value<8, 7>(b); }
 
 TEST(Nvfp4Bits, EveryNibbleIsE2m1Times2pm14) {
   for (uint32_t n = 0; n < 16; ++n) {
@@ -58,12 +63,6 @@ TEST(Nvfp4Bits, WordPairsMatchNibbles) {
     expect_word(uint32_t(s >> 32));
     if (::testing::Test::HasFatalFailure()) return;
   }
-}
-
-double bf16_value(uint16_t b) {  // subnormals included (bf16_to_float keeps them: it only shifts)
-  const int sign = b >> 15, exp = (b >> 7) & 0xFF, mant = b & 0x7F;
-  const double mag = exp == 0 ? std::ldexp(double(mant), -133) : std::ldexp(1.0 + mant / 128.0, exp - 127);
-  return sign ? -mag : mag;
 }
 
 TEST(Nvfp4Bits, EveryNibbleIsE2m1Times2pm126InBf16) {
