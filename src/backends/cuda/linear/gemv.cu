@@ -46,7 +46,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     xr[r] = x + int64_t(t0) * in;
   }
   float acc[R][NT];
+  float hv[R][NT] = {};  // Residual: h at the lane's own outputs
   if constexpr (kNorm) {
+    static_assert(M != Mode::Residual, "the residual's h is loaded after the other branch's wait");
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
 #pragma unroll
@@ -66,8 +68,15 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     WarpDotPrologue<R, kPre> pr;
     if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
     pdl_wait();  // x (and h in Residual mode) come from earlier kernels
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t)  // h of the lane's own output now, added at the end (gemv_out.cuh)
+        if (M == Mode::Residual && part == 0 && lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
+          hv[r][t] = residual_h<M>(out, int64_t(t0 + t) * out_dim + o0 + r);
     if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
+    static_assert(M != Mode::Residual, "the residual's h is loaded after the other branch's wait");
     pdl_wait();
     if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
   }
@@ -101,7 +110,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
         // Spread the stores over lanes: lane (r*NT+t)%32 writes element (t, o0+r).
         if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
           const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-          store_gemv_out<M>(out, idx, round_bf16(acc[r][t]));
+          store_gemv_out_h<M>(out, idx, round_bf16(acc[r][t]), hv[r][t]);
         }
       }
   }

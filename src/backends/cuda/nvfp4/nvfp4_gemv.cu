@@ -46,6 +46,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     sr[r] = scales + row * (in / 16);
   }
   float acc[R][NT];
+  float hv[R][NT] = {};  // Residual: h at the lane's own outputs
   Nvfp4Prologue<R> pr;
   if (o0 < out_dim) warp_dot_nvfp4_prologue_mma<R>(cr, sr, in, pr, part, S);
   if constexpr (kNorm) {
@@ -56,6 +57,12 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
     pdl_wait();  // x and h (Residual) are written by earlier kernels
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t)  // h of the lane's own output now, added at the end (gemv_out.cuh)
+        if (M == Mode::Residual && part == 0 && lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
+          hv[r][t] = residual_h<M>(out, int64_t(t0 + t) * out_dim + o0 + r);
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
   if constexpr (S > 1) {
@@ -84,7 +91,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     for (int t = 0; t < NT; ++t) {
       if (lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim) {
         const int64_t idx = int64_t(t0 + t) * out_dim + o0 + r;
-        store_gemv_out<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)));  // scale2 before the rounding (FLINT.md §4)
+        store_gemv_out_h<M>(out, idx, round_bf16(acc[r][t] * s2.at(o0 + r)), hv[r][t]);  // scale2 before the rounding (FLINT.md §4)
       }
     }
 }
