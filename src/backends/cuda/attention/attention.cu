@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -209,13 +208,6 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attention_mma_kernel(
   decode::write_split_record(st, &sm_acc[0][0][0], G * D, sm_m, sm_l, rec, lane, warp);
 }
 
-// EXPERIMENT (STRIKER_AB_CMB): the batched combine (decode::combine_head_batched): 1 = 8 warps × 9 splits
-// always; 2 = that above 36 splits, else 4 warps × 9; 3 = 4 warps × 17 above 36 splits, else 4 × 9.
-int combine_batched() {
-  static const int v = std::getenv("STRIKER_AB_CMB") != nullptr ? std::atoi(std::getenv("STRIKER_AB_CMB")) : 0;
-  return v;
-}
-
 // One block of 4 warps per (query, head): merges the splits and adds the sink
 // (decode::combine_head).
 template <int D, int G>
@@ -238,43 +230,6 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
   const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
   decode::combine_head<D, G>([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
                              out + (int64_t(qi) * nh + h) * D);
-}
-
-template <int D, int G, int W, int B>
-__global__ void __launch_bounds__(W * 32, 3) attention_combine_batched_kernel(const float* __restrict__ partials,
-                                                                const float* __restrict__ sinks, int nkv,
-                                                                int num_splits,
-                                                                const int32_t* __restrict__ query_ids,
-                                                                bool records_by_id, bf16_t* __restrict__ out) {
-  pdl_launch_dependents();  // see launch.cuh
-  constexpr int R = G * (D + 2);
-  const int nh = nkv * G;
-  const int z = blockIdx.x / nh, h = blockIdx.x % nh;
-  const int qi = query_ids ? query_ids[z] : z;
-  const int kvh = h / G, hh = h % G;
-  const float sink = decode::sink_log2(sinks, h);
-  // Query ids (step metadata) and sinks (weights) only above, so they are read before the wait
-  // (attention_decode.cuh, "Metadata before the PDL wait"); the partials come from the split kernel.
-  pdl_wait();
-  // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
-  const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
-  decode::combine_head_batched<D, G, W, B>([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
-                                          out + (int64_t(qi) * nh + h) * D);
-}
-
-template <int D, int G>
-void launch_combine_batched(unsigned ctas, const float* partials, const float* sinks, int nkv, int splits,
-                            const int32_t* query_ids, bool by_id, bf16_t* out, cudaStream_t stream) {
-  const int v = combine_batched();
-  if (v == 1 || (v == 2 && splits > 36))
-    launch_pdl(attention_combine_batched_kernel<D, G, 8, 9>, dim3(ctas), dim3(256), 0, stream, partials, sinks, nkv,
-               splits, query_ids, by_id, out);
-  else if (v == 3 && splits > 36)
-    launch_pdl(attention_combine_batched_kernel<D, G, 4, 17>, dim3(ctas), dim3(128), 0, stream, partials, sinks, nkv,
-               splits, query_ids, by_id, out);
-  else
-    launch_pdl(attention_combine_batched_kernel<D, G, 4, 9>, dim3(ctas), dim3(128), 0, stream, partials, sinks, nkv,
-               splits, query_ids, by_id, out);
 }
 
 // front: the pipelined kernel runs the attention front itself (one query; paged_attention_one_token).
@@ -325,12 +280,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
-  if (combine_batched() != 0)
-    launch_combine_batched<D, G>(unsigned(qs.num_queries * s.n_heads), scratch.data, sinks, s.n_kv_heads, splits,
-                                 qs.query_ids, false, reinterpret_cast<bf16_t*>(out), stream);
-  else
-    launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
-               scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
+  launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
+             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 
@@ -347,12 +298,8 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
     throw Error("attention_combine_splits: only head_dim 128 with 8 query heads per KV head is built (got " +
                 std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + ")");
   if (num_queries <= 0) return;
-  if (combine_batched() != 0)
-    launch_combine_batched<128, 8>(unsigned(num_queries * s.n_heads), partials, sinks, s.n_kv_heads, num_splits,
-                                   query_ids, true, reinterpret_cast<bf16_t*>(out), stream);
-  else
-    launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream,
-               partials, sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
+  launch_pdl(attention_combine_kernel<128, 8>, dim3(unsigned(num_queries * s.n_heads)), dim3(128), 0, stream, partials,
+             sinks, s.n_kv_heads, num_splits, query_ids, true, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

@@ -12,8 +12,6 @@
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
-#include <cstdlib>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -30,11 +28,8 @@ namespace striker::cuda {
 void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
-  RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
-                 c.routed_scaling_factor};
-  // EXPERIMENT (STRIKER_AB_SEL=1): NVFP4 decode steps select the top K in the MoE gate/up kernel.
-  static const bool sel_knob = std::getenv("STRIKER_AB_SEL") != nullptr && (std::getenv("STRIKER_AB_SEL")[0] == '1' || std::getenv("STRIKER_AB_SEL")[0] == '2');
-  rs.logits_only = sel_knob && T <= kGemvMaxTokens && L.nv_exp_gate.present() && rs.n_experts <= 256;
+  const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
+                       c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
@@ -76,12 +71,8 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* nex
     gemv_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
     y_shared = w.tmp;
   }
-  static const bool sel_knob = std::getenv("STRIKER_AB_SEL") != nullptr && (std::getenv("STRIKER_AB_SEL")[0] == '1' || std::getenv("STRIKER_AB_SEL")[0] == '2');
-  const MoeSelectInGateUp sel{w.router_logits, L.router_bias, int(c.n_routed_experts), c.norm_topk_prob,
-                              c.routed_scaling_factor, w.topk_w};
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
-                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_,
-                    sel_knob && c.n_routed_experts <= 256 ? &sel : nullptr);
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y,
                          next_norm != nullptr ? &next : nullptr);  // h = bf16(h + y)

@@ -16,7 +16,6 @@ struct RouterShape {
   int top_k = 0;       // K, at most 8
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
-  bool logits_only = false;  // EXPERIMENT (STRIKER_AB_SEL): decode steps write logits only; the MoE gate/up selects
 };
 
 // The router's input normalised by the router itself (FLINT.md §4's post-attention RMSNorm):

@@ -1,11 +1,9 @@
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/moe/moe.h"
-#include "backends/cuda/moe/router_math.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
@@ -32,11 +30,10 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // depend on the router's ids, read after it. Held to 2 CTAs per SM (≤ 128 registers; left alone,
 // ptxas takes ~160, 1 CTA per SM), so the decode grid of 32 × 7 = 224 CTAs runs in one wave on
 // 132 SMs instead of two.
-template <int kSelect = 0>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
-                             bf16_t* __restrict__ shared_act, MoeSelectInGateUp sel = {}) {
+                             bf16_t* __restrict__ shared_act) {
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
@@ -61,35 +58,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   if (shared) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
   if (!shared) {
-    int64_t e;
-    if constexpr (kSelect != 0) {
-      __shared__ int32_t ids_s[kMaxTopK];
-      __shared__ float w_s[kMaxTopK];
-      if ((threadIdx.x >> 5) == 0) {
-        const float* lg = sel.logits + int64_t(t) * sel.n_experts;
-        if constexpr (kSelect == 1) {
-          router_select_warp_redux<kRouterSelectNarrow / 32>([&](int ex) { return lg[ex]; }, 0, sel.n_experts, K,
-                                                              sel.bias, sel.norm, sel.rsf, ids_s, w_s);
-        } else {  // TIMING PROBE ONLY (STRIKER_AB_SEL=2, wrong routing): the logits read, fixed distinct ids, no selection
-          const float v = lg[threadIdx.x & 31];
-          const bool nan = __any_sync(0xffffffffu, v != v);
-          if ((threadIdx.x & 31) < K) {
-            ids_s[threadIdx.x & 31] = (int(threadIdx.x & 31) * 41 + (nan ? 1 : 0)) % sel.n_experts;
-            w_s[threadIdx.x & 31] = 1.f / float(K);
-          }
-        }
-        __syncwarp();
-        const int lane = threadIdx.x & 31;
-        if (blockIdx.x == 0 && slot % K == 0 && lane < K) {
-          const_cast<int32_t*>(ids)[t * K + lane] = ids_s[lane];
-          sel.topk_w[t * K + lane] = w_s[lane];
-        }
-      }
-      __syncthreads();
-      e = ids_s[slot % K];
-    } else {
-      e = ids[slot];
-    }
+    const int64_t e = ids[slot];
     stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
     stack_row(wu.m, e, inter, o0, hidden, cr[1], sr[1]);
     stack_row(wg.m, e, inter, o1, hidden, cr[2], sr[2]);
@@ -193,7 +162,7 @@ void check_width(const char* what, int width) {
 
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream, const MoeSelectInGateUp* select) {
+                       cudaStream_t stream) {
   if (T <= 0) return;
   check_width("nvfp4_moe_gate_up", hidden);
   const bool has_shared = shared != nullptr && shared_act != nullptr;
@@ -203,13 +172,9 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  if (select != nullptr && (select->n_experts > kRouterSelectNarrow || select->n_experts < K))
-    throw Error("nvfp4_moe_gate_up: the selection in the kernel takes at most 256 experts");
-  static const bool probe = std::getenv("STRIKER_AB_SEL") != nullptr && std::getenv("STRIKER_AB_SEL")[0] == '2';
-  launch_pdl(select == nullptr ? nvfp4_moe_gate_up_kernel<0> : probe ? nvfp4_moe_gate_up_kernel<2> : nvfp4_moe_gate_up_kernel<1>, grid,
-             dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,
-             reinterpret_cast<bf16_t*>(act), sh, reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
-             select != nullptr ? *select : MoeSelectInGateUp{});
+  launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+             hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
+             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }
 

@@ -28,20 +28,9 @@ struct Nvfp4Shared {
 
 // act[t*K+k] = bf16(bf16(g·sigmoid(g))·u) of expert ids[t*K+k] on token t (act [T*K, I]); with
 // `shared` and shared_act non-null, also shared_act [T, shared->inter] in the same launch.
-// EXPERIMENT (STRIKER_AB_SEL): the router's top-K selection inside the gate/up kernel: every routed CTA
-// selects its token's K experts from logits [T, E] (warp 0, router_select_warp_redux) and CTA 0 of
-// each token's first slot writes topk_ids / topk_w for the down kernel (topk_ids is then an output).
-struct MoeSelectInGateUp {
-  const float* logits = nullptr;
-  const float* bias = nullptr;
-  int n_experts = 0;  // <= 256
-  bool norm = true;
-  float rsf = 1.f;
-  float* topk_w = nullptr;
-};
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream, const MoeSelectInGateUp* select = nullptr);
+                       cudaStream_t stream);
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + ys );  h = bf16(h + y), where ys is the shared
 // expert's bf16 output: computed here from shared_act and shared->down when shared_act is
