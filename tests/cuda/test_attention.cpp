@@ -322,6 +322,15 @@ TEST(CudaAttention, OneSequenceAtDecodeContexts) {
   run_attention_case({{32, 4, 128}, 513, {8193, 8000, 7001, 8192, 20, 8191, 5000, 4097}, -1, true}, rng);
 }
 
+// One query with one KV head: up to 264 splits per KV head at the default target, past the one batch
+// (8 warps × 9 splits) of the one-query combine, whose later splits fold one by one; and few splits
+// (targets 3, 12), where most of its warps hold none.
+TEST(CudaAttention, OneQueryCombineBeyondOneBatchOfSplits) {
+  std::mt19937 rng(43);
+  run_attention_case({{8, 1, 128}, 0, {20000}, -1, true}, rng);
+  run_attention_case({{8, 1, 128}, 513, {3000}, -1, true}, rng);
+}
+
 // NaN never passes: a NaN in one cached value inside the window reaches exactly that dim of the
 // KV head's 8 query heads through the split records and the combine (9 splits),
 // so a merge that dropped or masked a split could not pass unseen.

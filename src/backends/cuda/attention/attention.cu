@@ -232,6 +232,25 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                              out + (int64_t(qi) * nh + h) * D);
 }
 
+// One query (a batch-1 decode step): combine_head_wide over kWideWarps warps, one batch of loads. Only
+// there: with 8 queries the combine's gain went to the o_proj behind it, whose weight stream it had been
+// hiding, and the step lost 0.02–0.07 ms (seventeenth session). kWideWarps·32 threads × ≤ 80 registers
+// (the 3-CTA bound), so a combine CTA still fits beside the two split CTAs of an SM.
+constexpr int kWideWarps = 8, kWideBatch = 9;
+template <int D, int G>
+__global__ void __launch_bounds__(kWideWarps * 32, 3) attention_combine_wide_kernel(
+    const float* __restrict__ partials, const float* __restrict__ sinks, int nkv, int num_splits,
+    bf16_t* __restrict__ out) {
+  pdl_launch_dependents();  // see launch.cuh
+  constexpr int R = G * (D + 2);
+  const int h = blockIdx.x, kvh = h / G, hh = h % G;
+  const float sink = decode::sink_log2(sinks, h);
+  pdl_wait();  // the partials come from the split kernel
+  const float* recs = partials + int64_t(kvh) * num_splits * R;
+  decode::combine_head_wide<D, G, kWideWarps, kWideBatch>([&](int s) { return recs + int64_t(s) * R; }, num_splits,
+                                                          hh, sink, out + int64_t(h) * D);
+}
+
 // front: the pipelined kernel runs the attention front itself (one query; paged_attention_one_token).
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
@@ -280,8 +299,12 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
-  launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
-             scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
+  if (qs.num_queries == 1 && qs.query_ids == nullptr)
+    launch_pdl(attention_combine_wide_kernel<D, G>, dim3(unsigned(s.n_heads)), dim3(kWideWarps * 32), 0, stream,
+               scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));
+  else
+    launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
+               scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));
   STRIKER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

@@ -465,6 +465,81 @@ __device__ __forceinline__ void combine_head(RecordAt record, int num_splits, in
   __syncthreads();  // red_m / red_a / red_l are reused by the next call
 }
 
+// combine_head for a step of one query (attention_combine_wide_kernel): 8 warps (W) and every load issued
+// right after the wait — thread s's split maximum and each warp's splits w, w + W, … (up to kBatch of
+// them: (m, l) and the lane's D/32 values) — so the merge costs one L2 round trip. combine_head's warps
+// loop over every 4th split with an unroll of 4: at one sequence (66 splits per KV head from 8K to 100K
+// keys) that is ~5 dependent round trips after the maxima' (seventeenth session, docs/performance.md:
+// −0.03 to −0.045 ms per batch-1 step). Splits past W·kBatch fold one by one after the batch. The W
+// partial sums are added in warp order (other fp32 summation order than combine_head).
+template <int D, int G, int W, int kBatch, class RecordAt>
+__device__ __forceinline__ void combine_head_wide(RecordAt record, int num_splits, int hh, float sink,
+                                                  bf16_t* __restrict__ out_row) {
+  constexpr int E = D / 32;
+  constexpr bool kVector = E == 4 && G % 2 == 0;  // records of G·(D + 2) floats stay 16-byte aligned
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __shared__ float red_m[W], red_l[W], red_a[W][D];
+  // Thread s's split maximum and the warp's batch, all requested before any is used.
+  float mx = int(threadIdx.x) < num_splits ? record(threadIdx.x)[2 * hh] : kNegInf;
+  float m[kBatch], l[kBatch], v[kBatch][E];
+#pragma unroll
+  for (int i = 0; i < kBatch; ++i) {
+    const int s = warp + W * i;
+    if (s < num_splits) {
+      const float* rec = record(s);
+      if constexpr (kVector) {
+        const float2 ml = *reinterpret_cast<const float2*>(rec + 2 * hh);
+        const float4 q = *reinterpret_cast<const float4*>(rec + G * 2 + hh * D + lane * E);
+        m[i] = ml.x, l[i] = ml.y;
+        v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
+      } else {
+        m[i] = rec[2 * hh];
+        l[i] = rec[2 * hh + 1];
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[i][e] = rec[G * 2 + hh * D + lane * E + e];
+      }
+    }
+  }
+  for (int s = threadIdx.x + 32 * W; s < num_splits; s += 32 * W) mx = fmaxf(mx, record(s)[2 * hh]);
+  mx = warp_max(mx);
+  if (lane == 0) red_m[warp] = mx;
+  __syncthreads();
+  mx = sink;
+#pragma unroll
+  for (int w = 0; w < W; ++w) mx = fmaxf(mx, red_m[w]);
+  float a[E], den = 0.f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) a[e] = 0.f;
+#pragma unroll
+  for (int i = 0; i < kBatch; ++i)
+    if (warp + W * i < num_splits) {
+      const float sc = rescale(m[i], mx);
+      den = __fmaf_rn(l[i], sc, den);
+#pragma unroll
+      for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(v[i][e], sc, a[e]);
+    }
+  for (int s = warp + W * kBatch; s < num_splits; s += W) {
+    const float* rec = record(s);
+    const float sc = rescale(rec[2 * hh], mx);
+    den = __fmaf_rn(rec[2 * hh + 1], sc, den);
+#pragma unroll
+    for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(rec[G * 2 + hh * D + lane * E + e], sc, a[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) red_a[warp][lane * E + e] = a[e];
+  if (lane == 0) red_l[warp] = den;
+  __syncthreads();
+  for (int d = threadIdx.x; d < D; d += 32 * W) {
+    float total = 0.f, denom = rescale(sink, mx);
+#pragma unroll
+    for (int w = 0; w < W; ++w) total += red_a[w][d];
+#pragma unroll
+    for (int w = 0; w < W; ++w) denom += red_l[w];
+    out_row[d] = __float2bfloat16_rn(total / denom);  // denom > 0: the query's own key is always in range
+  }
+  __syncthreads();
+}
+
 // Sink logit of query head h in the log2 domain (an explicit rounded multiply: see combine_head).
 __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
   return sinks ? __fmul_rn(sinks[h], kLog2e) : kNegInf;
