@@ -67,32 +67,7 @@ __device__ __forceinline__ unsigned router_select_key(float sel) {
   return sel > -__builtin_huge_valf() ? k : 0u;
 }
 
-// EXPERIMENT (STRIKER_AB_RCP): sigmoid(x) = 1 / (1 + expf(-x)) with the IEEE division's own fast path
-// written out (rcp.approx, one fma correction: what the compiler emits for a divisor in [2^-126, 2^126),
-// so the same bits) for the P values at once, and the division itself only where a divisor is 2^126 or
-// more, behind one branch: the compiler's per-division slow-path branch kept the 8 from overlapping.
-template <int P>
-__device__ __forceinline__ void router_sigmoids_fast(const float (&x)[P], float (&s)[P]) {
-  float d[P];
-  bool slow = false;
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    d[i] = 1.0f + expf(-x[i]);
-    float r, e, en;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d[i]));
-    asm("fma.rn.f32 %0, %1, %2, 0fBF800000;" : "=f"(e) : "f"(d[i]), "f"(r));
-    asm("sub.ftz.f32 %0, 0f80000000, %1;" : "=f"(en) : "f"(e));
-    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(s[i]) : "f"(r), "f"(en));
-    slow = slow || !(d[i] < 0x1p126f);
-  }
-  if (slow) {
-#pragma unroll
-    for (int i = 0; i < P; ++i)
-      if (!(d[i] < 0x1p126f)) s[i] = 1.0f / d[i];
-  }
-}
-
-template <int P, bool kFastSigmoid = false, typename LogitOf>
+template <int P, typename LogitOf>
 __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t, int E, int K,
                                                          const float* __restrict__ bias, bool norm, float rsf,
                                                          int32_t* __restrict__ ids, float* __restrict__ weights) {
@@ -100,11 +75,9 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
   float logit[P], b[P];
   router_select_load<P>(logit_of, E, bias, lane, logit, b);
   unsigned key[P];
-  [[maybe_unused]] float sg[P];
-  if constexpr (kFastSigmoid) router_sigmoids_fast<P>(logit, sg);
 #pragma unroll
   for (int i = 0; i < P; ++i) {
-    const float score = kFastSigmoid ? sg[i] : 1.0f / (1.0f + expf(-logit[i]));
+    const float score = 1.0f / (1.0f + expf(-logit[i]));
     key[i] = lane + 32 * i < E ? router_select_key(score + b[i]) : 0u;
   }
   // The lane's best two keys not yet picked (0: none) and their experts; in increasing expert order with
@@ -145,15 +118,7 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
     }
     if (lane == k) mine = e;
   }
-  float s;
-  if constexpr (kFastSigmoid) {
-    const float xm[1] = {logit_of(mine)};
-    float sm[1];
-    router_sigmoids_fast<1>(xm, sm);
-    s = lane < K ? sm[0] : 0.f;
-  } else {
-    s = lane < K ? 1.0f / (1.0f + expf(-logit_of(mine))) : 0.f;
-  }
+  const float s = lane < K ? 1.0f / (1.0f + expf(-logit_of(mine))) : 0.f;
   float picked_sum = 0.f;
   for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
   if (lane < K) {
