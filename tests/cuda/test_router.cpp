@@ -17,6 +17,7 @@
 #include "backends/cuda/linear/gemm_lt.h"
 #include "backends/cuda/moe/router.h"
 #include "cuda_test_util.h"
+#include "router_sigmoid_probe.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -397,6 +398,17 @@ TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {
   const RouterRun r = run_router(rs, 1, d_x, nullptr, d_wf.get(), nullptr, 1, nullptr);
   EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 1, 2, 3}));
   EXPECT_EQ(r.w, (std::vector<float>{0.25f, 0.25f, 0.25f, 0.25f}));
+}
+
+// The selection's sigmoids (router_sigmoids: the IEEE division's fast path written out, and the
+// division only for divisors of 2^126 or more) have the bits of 1 / (1 + expf(-x)) for every float x,
+// NaNs and infinities included: the decode and batched selections keep the ids and weights they had.
+TEST(CudaRouter, SigmoidsHaveTheDivisionsBitsOnEveryFloat) {
+  DeviceBuffer<unsigned long long> mismatches(1);
+  DeviceBuffer<uint32_t> first(1);
+  router_sigmoid_probe(mismatches.get(), first.get());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(mismatches.download()[0], 0ull) << "first differing input bits 0x" << std::hex << first.download()[0];
 }
 
 }  // namespace

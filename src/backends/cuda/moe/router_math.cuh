@@ -67,6 +67,34 @@ __device__ __forceinline__ unsigned router_select_key(float sel) {
   return sel > -__builtin_huge_valf() ? k : 0u;
 }
 
+// s = sigmoid(x) = 1 / (1 + expf(-x)) of P values, the IEEE division's bits: its fast path written out
+// (rcp.approx, one fma correction: what nvcc emits for a divisor in [2^-126, 2^126); every 1 + expf(-x)
+// is >= 1), and the division itself only where a divisor is 2^126 or more, NaN or inf, behind one
+// branch for all P. The compiler's own division puts a slow-path branch around each quotient, which kept
+// the P exponentials and reciprocals from overlapping: 1,274 -> 452 cycles for a lane's 8 keys, the whole
+// selection 3,038 -> 2,210 (H200, one warp alone; same ids and weight bits), NVFP4 8K step -0.027 ms
+// (seventeenth session, docs/performance.md).
+template <int P>
+__device__ __forceinline__ void router_sigmoids(const float (&x)[P], float (&s)[P]) {
+  float d[P];
+  bool slow = false;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    d[i] = 1.0f + expf(-x[i]);
+    float r, e, en;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d[i]));
+    asm("fma.rn.f32 %0, %1, %2, 0fBF800000;" : "=f"(e) : "f"(d[i]), "f"(r));  // d·r - 1
+    asm("sub.ftz.f32 %0, 0f80000000, %1;" : "=f"(en) : "f"(e));               // -(d·r - 1), as nvcc forms it
+    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(s[i]) : "f"(r), "f"(en));
+    slow = slow || !(d[i] < 0x1p126f);
+  }
+  if (slow) {
+#pragma unroll
+    for (int i = 0; i < P; ++i)
+      if (!(d[i] < 0x1p126f)) s[i] = 1.0f / d[i];
+  }
+}
+
 template <int P, typename LogitOf>
 __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t, int E, int K,
                                                          const float* __restrict__ bias, bool norm, float rsf,
@@ -75,11 +103,10 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
   float logit[P], b[P];
   router_select_load<P>(logit_of, E, bias, lane, logit, b);
   unsigned key[P];
+  float score[P];
+  router_sigmoids<P>(logit, score);
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const float score = 1.0f / (1.0f + expf(-logit[i]));
-    key[i] = lane + 32 * i < E ? router_select_key(score + b[i]) : 0u;
-  }
+  for (int i = 0; i < P; ++i) key[i] = lane + 32 * i < E ? router_select_key(score[i] + b[i]) : 0u;
   // The lane's best two keys not yet picked (0: none) and their experts; in increasing expert order with
   // a strict > (ties: the lower expert first).
   unsigned b1 = 0, b2 = 0, picked = 0;  // picked: bit i = expert lane + 32·i was picked
@@ -118,7 +145,10 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
     }
     if (lane == k) mine = e;
   }
-  const float s = lane < K ? 1.0f / (1.0f + expf(-logit_of(mine))) : 0.f;
+  const float xm[1] = {logit_of(mine)};
+  float sm[1];
+  router_sigmoids<1>(xm, sm);
+  const float s = lane < K ? sm[0] : 0.f;
   float picked_sum = 0.f;
   for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
   if (lane < K) {
