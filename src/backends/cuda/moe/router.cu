@@ -12,7 +12,6 @@
 #include "backends/cuda/moe/router.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -169,7 +168,7 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
 }
 
 // P: experts per selecting lane (E <= 32·P).
-template <typename W, int P, bool kBallot = false>
+template <typename W, int P>
 __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
@@ -290,7 +289,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
   for (int i = 0; i < P; ++i)
     if (lane + 32 * i < E) ls[lane + 32 * i] = __uint_as_float(unsigned(v[i]));
   __syncwarp();
-  router_select_warp_redux<P, kBallot>([&](int ex) { return ls[ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+  router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, t, E, K, bs, norm, rsf, ids, weights);
   // Off the critical path: the logits scratch, as the other forms write it, and the words back to zero.
 #pragma unroll
   for (int i = 0; i < P; ++i)
@@ -308,10 +307,8 @@ template <typename W, int P>
 void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
-  static const bool ballot = std::getenv("STRIKER_AB_BALLOT") != nullptr && std::getenv("STRIKER_AB_BALLOT")[0] == '1';
-  auto* kernel = ballot ? router_spread_kernel<W, P, true> : router_spread_kernel<W, P, false>;
-  static const bool ready = allow_dynamic_smem(router_spread_kernel<W, P, true>, int(kMaxSmem)) &&
-                            allow_dynamic_smem(router_spread_kernel<W, P, false>, int(kMaxSmem));
+  auto* kernel = router_spread_kernel<W, P>;
+  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem));
   (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);

@@ -95,11 +95,7 @@ __device__ __forceinline__ void router_sigmoids(const float (&x)[P], float (&s)[
   }
 }
 
-// kBallot (EXPERIMENT, prepared in session 17, not measured; STRIKER_AB_BALLOT=1): a round's winner lane from
-// a ballot of the lanes holding the maximum when it is unique (the second REDUX only on a tie), and the picks
-// broadcast once after the rounds instead of each round: the rounds' dependent chain loses one REDUX and a
-// shuffle. The same winners, so the same ids and weight bits.
-template <int P, bool kBallot = false, typename LogitOf>
+template <int P, typename LogitOf>
 __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t, int E, int K,
                                                          const float* __restrict__ bias, bool norm, float rsf,
                                                          int32_t* __restrict__ ids, float* __restrict__ weights) {
@@ -131,42 +127,7 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
   best_two();
   bool second_known = true;  // b2 is the lane's second best (false after it moved up to b1)
   int mine = 0;              // lane k keeps the k-th pick
-  auto pop = [&](int e) {    // the winner's lane: its next best moves up
-    picked |= 1u << (e >> 5);
-    if (second_known) {
-      b1 = b2, e1 = e2;
-      second_known = false;
-    } else {
-      best_two();
-      second_known = true;
-    }
-  };
-  if constexpr (kBallot) {
-    int won[kRouterMaxTopK], winner[kRouterMaxTopK];  // this lane's expert of round k if it won; round k's lane
-#pragma unroll
-    for (int k = 0; k < kRouterMaxTopK; ++k)
-      if (k < K) {
-        const unsigned m = __reduce_max_sync(0xffffffffu, b1);
-        int wl = -1;
-        if (m != 0u) {
-          const unsigned tied = __ballot_sync(0xffffffffu, b1 == m);
-          wl = (tied & (tied - 1u)) == 0u ? __ffs(int(tied)) - 1
-                                          : int(__reduce_min_sync(0xffffffffu, b1 == m ? unsigned(e1) : 0xffffffffu)) & 31;
-          if (lane == wl) {
-            won[k] = e1;
-            pop(e1);
-          }
-        }
-        winner[k] = wl;
-      }
-#pragma unroll
-    for (int k = 0; k < kRouterMaxTopK; ++k)
-      if (k < K) {
-        const int e = __shfl_sync(0xffffffffu, won[k], winner[k] < 0 ? 0 : winner[k]);
-        if (lane == k) mine = winner[k] < 0 ? E - 1 : e;
-      }
-  }
-  for (int k = 0; k < (kBallot ? 0 : K); ++k) {
+  for (int k = 0; k < K; ++k) {
     const unsigned m = __reduce_max_sync(0xffffffffu, b1);
     int e = E - 1;  // nothing left to pick (NaN or -inf scores): router_select_warp's index
     if (m != 0u) {

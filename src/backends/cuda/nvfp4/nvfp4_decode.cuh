@@ -246,80 +246,18 @@ __device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const
   else zero_chunk<R>(pr.b);
 }
 
-// EXPERIMENT (session 18, STRIKER_AB_PREDEC=1): the prologue's first chunk decoded into its MMA A
-// fragments before the wait (the decode does not need x), so after the wait that chunk costs only its
-// activations' loads and 8 MMAs. The same fragments in the same MMA order as mma_chunk_pair: the same bits.
-template <int R>
-struct Nvfp4ChunkFrags {
-  uint32_t f[R / 2][4][2][4];  // row pair p, code word i, chain j (pairs 0/1, 2/3), A fragment
-};
-template <int R>
-__device__ __forceinline__ void decode_chunk_frags(const Nvfp4Chunk<R>& k, Nvfp4ChunkFrags<R>& fr) {
-#pragma unroll
-  for (int p = 0; p < R / 2; ++p) {
-    const uint32_t st = k.sc[2 * p], sb = k.sc[2 * p + 1];
-    const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(st & 0xFFu), ue4m3_bf16x2_x2p118_bits((st >> 8) & 0xFFu)};
-    const uint32_t b[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t wt = code_word(k.q[2 * p], i), wb = code_word(k.q[2 * p + 1], i);
-      fr.f[p][i][0][0] = nvfp4_pair_bf16<0>(wt, a[i / 2]);
-      fr.f[p][i][0][1] = nvfp4_pair_bf16<0>(wb, b[i / 2]);
-      fr.f[p][i][0][2] = nvfp4_pair_bf16<1>(wt, a[i / 2]);
-      fr.f[p][i][0][3] = nvfp4_pair_bf16<1>(wb, b[i / 2]);
-      fr.f[p][i][1][0] = nvfp4_pair_bf16<2>(wt, a[i / 2]);
-      fr.f[p][i][1][1] = nvfp4_pair_bf16<2>(wb, b[i / 2]);
-      fr.f[p][i][1][2] = nvfp4_pair_bf16<3>(wt, a[i / 2]);
-      fr.f[p][i][1][3] = nvfp4_pair_bf16<3>(wb, b[i / 2]);
-    }
-  }
-}
-// Keeps the decode before the wait: ptxas moves ALU work across griddepcontrol.wait (it orders only
-// memory operations), so a side effect (a zero-length nanosleep that never runs) is made to depend on
-// every fragment.
-template <int R>
-__device__ __forceinline__ void pin_frags(const Nvfp4ChunkFrags<R>& fr) {
-  uint32_t z = 0;
-#pragma unroll
-  for (int p = 0; p < R / 2; ++p)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) z ^= fr.f[p][i][j][0] ^ fr.f[p][i][j][1] ^ fr.f[p][i][j][2] ^ fr.f[p][i][j][3];
-  if (z == 0x9E3779B9u) __nanosleep(0);
-}
-template <int R, bool kSharedX>
-__device__ __forceinline__ void accumulate_frags_mma(const Nvfp4ChunkFrags<R>& fr, const bf16_t* x, bool live, int c,
-                                                     float (&d)[R / 2][2][4]) {
-  uint4 xq[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    xq[i] = live ? load_x<kSharedX>(x + int64_t(c) * 32 + i * 8) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-  for (int p = 0; p < R / 2; ++p)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      mma_m16n8k16(d[p][0], fr.f[p][i][0], act_pair_bf16(xq[i], 0), act_pair_bf16(xq[i], 1));
-      mma_m16n8k16(d[p][1], fr.f[p][i][1], act_pair_bf16(xq[i], 2), act_pair_bf16(xq[i], 3));
-    }
-}
-
-// The dot products of R rows (R even) against one token x after the prologue (kPre: with its first
-// chunk already decoded into `pre`).
-template <int R, bool kSharedX = false, bool kPre = false>
+// The dot products of R rows (R even) against one token x after the prologue.
+template <int R, bool kSharedX = false>
 __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
                                                          const uint8_t* const (&scales)[R], const bf16_t* x, int in,
-                                                         float (&acc)[R][1], int part = 0, int parts = 1,
-                                                         const Nvfp4ChunkFrags<R>* pre = nullptr) {
+                                                         float (&acc)[R][1], int part = 0, int parts = 1) {
   const int lane = threadIdx.x & 31;
   const int chunks = in / 32, step = 32 * parts;
   float d[R / 2][2][4];
   mma_diagonal_zero<R>(d);
-  // One pass of the loop below: chunk a (given decoded when `first`) and chunk b.
-  auto pass = [&](int b, bool first) {  // warp-uniform; lane's chunk c = b + lane
+  for (int b = part * 32; b < chunks; b += 2 * step) {  // warp-uniform; lane's chunk c = b + lane
     const int c = b + lane;
-    if (kPre && first) accumulate_frags_mma<R, kSharedX>(*pre, x, c < chunks, c, d);
-    else accumulate_chunk_mma<R, kSharedX>(pr.a, x, c < chunks, c, d);
+    accumulate_chunk_mma<R, kSharedX>(pr.a, x, c < chunks, c, d);
     if (b + 2 * step < chunks) {
       if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
       else zero_chunk<R>(pr.a);
@@ -331,13 +269,7 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
         else zero_chunk<R>(pr.b);
       }
     }
-  };
-  int b = part * 32;
-  if (kPre && b < chunks) {
-    pass(b, true);
-    b += 2 * step;
   }
-  for (; b < chunks; b += 2 * step) pass(b, false);
   mma_diagonal_row_sums<R>(d, kNvfp4PairUnscale, acc);
 }
 

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -25,7 +24,7 @@ using Mode = GemvOut;
 // 320 CTAs stay one wave on 132 SMs).
 // kNorm (one token): x is h, and every CTA forms x = rmsnorm(h) in shared memory after the wait
 // (gemv.cu's gemv_kernel, block_rmsnorm_row: the rmsnorm kernel's bits).
-template <int R, int NT, int S, Mode M, bool kNorm = false, bool kPre = false>
+template <int R, int NT, int S, Mode M, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out,
@@ -50,16 +49,13 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
   float hv[R][NT] = {};  // Residual: h at the lane's own outputs
   Nvfp4Prologue<R> pr;
   if (o0 < out_dim) warp_dot_nvfp4_prologue_mma<R>(cr, sr, in, pr, part, S);
-  Nvfp4ChunkFrags<R> fr;  // kPre: chunk a decoded before the wait (EXPERIMENT, STRIKER_AB_PREDEC)
   if constexpr (kNorm) {
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
-    if constexpr (kPre) decode_chunk_frags<R>(pr.a, fr), pin_frags<R>(fr);
     pdl_wait();  // h is written by earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
-    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true, kPre>(pr, cr, sr, ns.x, in, acc, part, S, &fr);
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
-    if constexpr (kPre) decode_chunk_frags<R>(pr.a, fr), pin_frags<R>(fr);
     pdl_wait();  // x and h (Residual) are written by earlier kernels
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -67,7 +63,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
       for (int t = 0; t < NT; ++t)  // h of the lane's own output now, added at the end (gemv_out.cuh)
         if (M == Mode::Residual && part == 0 && lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
           hv[r][t] = residual_h<M>(out, int64_t(t0 + t) * out_dim + o0 + r);
-    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, false, kPre>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S, &fr);
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
@@ -199,26 +195,18 @@ void check_nvfp4(const char* what, const void* x, int in, Nvfp4Matrix W, const v
 }
 
 // One 1-token nvfp4_gemv_kernel launch, with the input norm inside when `norm` is set.
-template <int R, int S, Mode M, bool kPre>
-void launch_gemv_1p(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                    const InputNorm* norm, cudaStream_t stream) {
+template <int R, int S, Mode M>
+void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
+                   const InputNorm* norm, cudaStream_t stream) {
   if constexpr (M == Mode::Store) {
     if (norm != nullptr) {
-      launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, true, kPre>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales,
+      launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, true>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales,
                  s2, out_dim, out, norm->gamma, norm->eps);
       return;
     }
   }
-  launch_pdl(nvfp4_gemv_kernel<R, 1, S, M, false, kPre>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes,
-             W.scales, s2, out_dim, out, static_cast<const float*>(nullptr), 0.f);
-}
-// EXPERIMENT (session 18): STRIKER_AB_PREDEC=1 decodes each lane's first chunk before the wait.
-template <int R, int S, Mode M>
-void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 s2, int out_dim, void* out,
-                   const InputNorm* norm, cudaStream_t stream) {
-  static const bool pre = std::getenv("STRIKER_AB_PREDEC") != nullptr && std::getenv("STRIKER_AB_PREDEC")[0] == '1';
-  if (pre) launch_gemv_1p<R, S, M, true>(grid, x, in, W, s2, out_dim, out, norm, stream);
-  else launch_gemv_1p<R, S, M, false>(grid, x, in, W, s2, out_dim, out, norm, stream);
+  launch_pdl(nvfp4_gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2,
+             out_dim, out, static_cast<const float*>(nullptr), 0.f);
 }
 
 template <Mode M>
