@@ -12,6 +12,7 @@
 #include "backends/cuda/moe/router.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -168,7 +169,7 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
 }
 
 // P: experts per selecting lane (E <= 32·P).
-template <typename W, int P>
+template <typename W, int P, bool kCta = false>
 __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
@@ -270,6 +271,26 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
       if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
     }
   }
+  if constexpr (kCta) {  // EXPERIMENT (session 18, STRIKER_AB_SELCTA=1): the CTA's 8 warps select by ranks
+    static_assert(kSpreadWarps == kCtaSelectWarps && P * 32 <= kCtaSelectWarps * 32, "one expert per thread");
+    __shared__ CtaSelectSmem csm;
+    if (int(blockIdx.x) >= T) return;
+    const int t = int(blockIdx.x);
+    unsigned long long* tw = words + int64_t(t) * E;
+    const int ex = int(threadIdx.x);
+    unsigned long long v = ex < E ? ld_relaxed_u64(tw + ex) : kWordReady;
+    while (!__all_sync(0xffffffffu, v >= kWordReady))
+      if (v < kWordReady) v = ld_relaxed_u64(tw + ex);
+    const float lg = __uint_as_float(unsigned(v));
+    if (ex < E) {
+      ls[ex] = lg;
+      logits[int64_t(t) * E + ex] = lg;  // the logits scratch, as the other forms write it
+      st_relaxed_u64(tw + ex, 0ull);      // the word back to zero
+    }
+    router_select_cta_rank(lg, ex < E ? bs[ex] : 0.f, [&](int q) { return ls[q]; }, t, E, K, norm, rsf, ids, weights,
+                           csm);
+    return;
+  }
   if (!selects) return;
   const int t = int(blockIdx.x);
   unsigned long long* tw = words + int64_t(t) * E;
@@ -307,8 +328,13 @@ template <typename W, int P>
 void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
-  auto* kernel = router_spread_kernel<W, P>;
-  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem));
+  // EXPERIMENT (session 18): STRIKER_AB_SELCTA=1 selects with the CTA's 8 warps (E <= 256).
+  static const bool cta = P * 32 <= kCtaSelectWarps * 32 && std::getenv("STRIKER_AB_SELCTA") != nullptr &&
+                          std::getenv("STRIKER_AB_SELCTA")[0] == '1';
+  auto* kernel = cta ? router_spread_kernel<W, P, P * 32 <= kCtaSelectWarps * 32> : router_spread_kernel<W, P>;
+  static const bool ready = allow_dynamic_smem(router_spread_kernel<W, P>, int(kMaxSmem)) &&
+                            allow_dynamic_smem(router_spread_kernel<W, P, P * 32 <= kCtaSelectWarps * 32>,
+                                               int(kMaxSmem - sizeof(CtaSelectSmem)));
   (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);

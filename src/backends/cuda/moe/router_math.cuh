@@ -157,4 +157,67 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
   }
 }
 
+// EXPERIMENT (session 18, STRIKER_AB_SELCTA=1): token t's selection by the 8 warps of its CTA, by ranks
+// instead of K dependent rounds. Warp w, lane l holds expert e = 32w + l (E <= 256) and its logit (any
+// value past E). Each key's rank in its warp (31 shuffles, ties: the lower lane = the lower expert) puts
+// the warp's best K at candidates w·K + rank; then threads i < 8K rank candidate i among all 8K (ties:
+// the lower candidate index, which orders equal keys by expert too) and the K best become the picks.
+// Keys are the round selection's (router_select_key of the same sigmoid + bias), a pick whose key is 0
+// (NaN / -inf: nothing left) is expert E - 1, and the weights are summed in pick order: the same ids and
+// weight bits as router_select_warp_redux. Every thread of the CTA calls it.
+constexpr int kCtaSelectWarps = 8;
+struct CtaSelectSmem {
+  unsigned key[kCtaSelectWarps * kRouterMaxTopK];
+  int expert[kCtaSelectWarps * kRouterMaxTopK];
+  int pick[kRouterMaxTopK];
+};
+template <typename LogitOf>
+__device__ __forceinline__ void router_select_cta_rank(float logit, float b, LogitOf logit_of, int t, int E, int K,
+                                                       bool norm, float rsf, int32_t* __restrict__ ids,
+                                                       float* __restrict__ weights, CtaSelectSmem& sm) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int e = 32 * warp + lane;
+  const float xs[1] = {logit};
+  float sg[1];
+  router_sigmoids<1>(xs, sg);
+  const unsigned key = e < E ? router_select_key(sg[0] + b) : 0u;
+  unsigned rank = 0;
+#pragma unroll
+  for (int j = 1; j < 32; ++j) {
+    const int o = (lane + j) & 31;
+    const unsigned kj = __shfl_sync(0xffffffffu, key, o);
+    rank += (kj > key || (kj == key && o < lane)) ? 1u : 0u;
+  }
+  if (rank < unsigned(K)) {
+    sm.key[warp * K + int(rank)] = key;
+    sm.expert[warp * K + int(rank)] = e;
+  }
+  __syncthreads();
+  if (warp >= 2) return;
+  const int nc = kCtaSelectWarps * K, i = int(threadIdx.x);
+  if (i < nc) {
+    const unsigned ki = sm.key[i];
+    unsigned r = 0;
+#pragma unroll 8
+    for (int j = 0; j < nc; ++j) {
+      const unsigned kj = sm.key[j];
+      r += (kj > ki || (kj == ki && j < i)) ? 1u : 0u;
+    }
+    if (r < unsigned(K)) sm.pick[r] = ki != 0u ? sm.expert[i] : E - 1;
+  }
+  asm volatile("bar.sync 1, 64;" ::: "memory");  // warps 0 and 1
+  if (warp != 0) return;
+  const int mine = lane < K ? sm.pick[lane] : 0;
+  const float xm[1] = {logit_of(mine)};
+  float smv[1];
+  router_sigmoids<1>(xm, smv);
+  const float s = lane < K ? smv[0] : 0.f;
+  float picked_sum = 0.f;
+  for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
+  if (lane < K) {
+    ids[t * K + lane] = mine;
+    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
+  }
+}
+
 }  // namespace striker::cuda

@@ -30,10 +30,11 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // depend on the router's ids, read after it. Held to 2 CTAs per SM (≤ 128 registers; left alone,
 // ptxas takes ~160, 1 CTA per SM), so the decode grid of 32 × 7 = 224 CTAs runs in one wave on
 // 132 SMs instead of two.
+template <bool kPf = false>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
-                             bf16_t* __restrict__ shared_act) {
+                             bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down) {
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
@@ -66,6 +67,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
     warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
+    if constexpr (kPf) {  // EXPERIMENT: this CTA's share of expert e's down rows into L2 for the down kernel
+      const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
+      prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
+      prefetch_l2_part(pf_down.scales + e * sbytes, sbytes, int(blockIdx.x), int(gridDim.x));
+    }
   }
   float acc[4][1];
   warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
@@ -162,7 +168,7 @@ void check_width(const char* what, int width) {
 
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, const Nvfp4Matrix* prefetch_down) {
   if (T <= 0) return;
   check_width("nvfp4_moe_gate_up", hidden);
   const bool has_shared = shared != nullptr && shared_act != nullptr;
@@ -172,9 +178,10 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(nvfp4_moe_gate_up_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
-             hidden, gate, up, inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
-             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr));
+  launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
+             dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,
+             reinterpret_cast<bf16_t*>(act), sh, reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
+             prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{});
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }
 
