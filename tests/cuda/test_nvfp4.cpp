@@ -357,8 +357,10 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
                       hz);  // K = 0: h = bf16(0 + bf16(0 + shared)) = shared output
         d_ysh = DeviceBuffer<bf16>(hz);
       }
+      const Nvfp4Matrix down_rows = dd.view();  // the L2 prefetch of the down rows (the backend's form) at T != 3
       nvfp4_moe_gate_up(d_x.get(), T, H, sg_stack, su_stack, I, d_ids.get(), K, d_act.get(),
-                        shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr);
+                        shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr, nullptr,
+                        T != 3 ? &down_rows : nullptr);
       nvfp4_moe_down_combine(d_act.get(), T, K, sd_stack, I, H, d_ids.get(), d_tw.get(),
                              shared_mode == 0 ? &sh : nullptr, shared_mode == 0 ? d_sact.get() : nullptr,
                              shared_mode == 1 ? d_ysh.get() : nullptr, d_h.get(), nullptr, d_y.get());

@@ -51,6 +51,15 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
   return __ldcs(reinterpret_cast<const uint4*>(p));
 }
 
+// CTA `part` of `parts` requests its 128-byte-aligned share of [p, p + bytes) into L2
+// (prefetch.global.L2: one instruction per 128-byte line, no registers, nothing waits for it).
+__device__ __forceinline__ void prefetch_l2_part(const void* p, int64_t bytes, int part, int parts) {
+  const int64_t slice = ((bytes + parts - 1) / parts + 127) & ~int64_t(127);
+  const int64_t b0 = int64_t(part) * slice, b1 = b0 + slice < bytes ? b0 + slice : bytes;
+  for (int64_t off = b0 + int64_t(threadIdx.x) * 128; off < b1; off += int64_t(blockDim.x) * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + off));
+}
+
 __device__ __forceinline__ uint4 load_cached(const void* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }

@@ -24,15 +24,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // previous kernels write (activations, routing, KV cache) may be read before it.
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
-// EXPERIMENT (session 18, STRIKER_AB_PFDOWN=1): CTA `part` of `parts` requests its 128-byte-aligned share of
-// [p, p + bytes) into L2 (prefetch.global.L2: one instruction per 128-byte line, no registers, nothing waits).
-__device__ __forceinline__ void prefetch_l2_part(const void* p, int64_t bytes, int part, int parts) {
-  const int64_t slice = ((bytes + parts - 1) / parts + 127) & ~int64_t(127);
-  const int64_t b0 = int64_t(part) * slice, b1 = b0 + slice < bytes ? b0 + slice : bytes;
-  for (int64_t off = b0 + int64_t(threadIdx.x) * 128; off < b1; off += int64_t(blockDim.x) * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + off));
-}
-
 __device__ __forceinline__ void pdl_grid_start() {
   pdl_launch_dependents();
   pdl_wait();

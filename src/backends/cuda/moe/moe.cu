@@ -29,11 +29,10 @@ constexpr int kMaxTopK = 8;
 constexpr int kGateUpSplit = 4;
 constexpr int kGateUpRowsPerCta = kWarps / kGateUpSplit * 2;
 
-template <bool kPf = false>
 __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
-    const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ pf_down) {
+    const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
   constexpr int kPre = 2;  // shared-expert chunks per lane loaded before the wait
   constexpr int S = kGateUpSplit;
   pdl_launch_dependents();  // see launch.cuh
@@ -63,10 +62,6 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     pdl_wait();  // x and the routing come from earlier kernels
     rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
     if (live) warp_dot<4, 1>(w, xr, 0, 1, hidden, acc, part, S);
-    if constexpr (kPf) {  // EXPERIMENT: this CTA's share of expert e's down rows into L2 for the down kernel
-      const int64_t bytes = int64_t(hidden) * inter * 2;
-      prefetch_l2_part(pf_down + int64_t(ids[slot]) * hidden * inter, bytes, int(blockIdx.x), int(gridDim.x));
-    }
   }
   __shared__ float red[kWarps][4];  // the S parts of each row group, summed in part order
   if ((threadIdx.x & 31) == 0)
@@ -420,7 +415,7 @@ void check_width(const char* what, int width) {
 
 void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
                  const int32_t* topk_ids, int K, bf16* act, const bf16* shared_gate, const bf16* shared_up,
-                 int shared_inter, bf16* shared_act, cudaStream_t stream, const bf16* prefetch_down) {
+                 int shared_inter, bf16* shared_act, cudaStream_t stream) {
   if (T <= 0) return;
   check_width("moe_gate_up", hidden);
   const bool has_shared = shared_act != nullptr;
@@ -429,12 +424,10 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(prefetch_down != nullptr ? moe_gate_up_kernel<true> : moe_gate_up_kernel<false>, dim3(grid),
-             dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden,
-             reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids, K,
-             reinterpret_cast<bf16_t*>(act), reinterpret_cast<const bf16_t*>(shared_gate),
-             reinterpret_cast<const bf16_t*>(shared_up), shared_inter, reinterpret_cast<bf16_t*>(shared_act),
-             reinterpret_cast<const bf16_t*>(prefetch_down));
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+             hidden, reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids,
+             K, reinterpret_cast<bf16_t*>(act), reinterpret_cast<const bf16_t*>(shared_gate),
+             reinterpret_cast<const bf16_t*>(shared_up), shared_inter, reinterpret_cast<bf16_t*>(shared_act));
   STRIKER_CUDA_CHECK_LAUNCH("moe_gate_up");
 }
 

@@ -16,8 +16,7 @@ namespace striker::cuda {
 // shared_gate/shared_up [shared_inter, H]; pass shared_act = nullptr when there is none.
 void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
                  const int32_t* topk_ids, int K, bf16* act, const bf16* shared_gate, const bf16* shared_up,
-                 int shared_inter, bf16* shared_act, cudaStream_t stream,
-                 const bf16* prefetch_down = nullptr);  // EXPERIMENT (PFDOWN): the down stack [E, hidden, inter]
+                 int shared_inter, bf16* shared_act, cudaStream_t stream);
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + bf16(shared_act·Wd_shared) );  h = bf16(h + y).
 // shared_act [T, shared_inter] and w_down_shared [H, shared_inter] may be null (no shared expert).

@@ -4,7 +4,7 @@
 // - decode steps (T <= 8): one launch spread over the GPU (router_spread_kernel): each CTA holds two
 //   expert rows in registers (requested before griddepcontrol.wait) for every token of the step,
 //   normalises the tokens' h itself, and the logits meet in CTA t through flagged 64-bit words in
-//   global memory (no cluster, fence, atomic or counter), which selects token t's top K.
+//   global memory (no cluster, fence, atomic or counter), whose 8 warps select token t's top K.
 // - larger steps: the logits — a cuBLASLt tensor-core GEMM with fp32 output for a bf16 router
 //   (router.h says why its bits may differ from the decode form's), a CUDA-core kernel (register
 //   blocks of 8 experts × 8 tokens per warp, the decode form's bits) for an fp32 one — then a
@@ -12,7 +12,6 @@
 #include "backends/cuda/moe/router.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -169,7 +168,7 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
 }
 
 // P: experts per selecting lane (E <= 32·P).
-template <typename W, int P, bool kCta = false>
+template <typename W, int P>
 __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
@@ -271,8 +270,11 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
       if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
     }
   }
-  if constexpr (kCta) {  // EXPERIMENT (session 18, STRIKER_AB_SELCTA=1): the CTA's 8 warps select by ranks
-    static_assert(kSpreadWarps == kCtaSelectWarps && P * 32 <= kCtaSelectWarps * 32, "one expert per thread");
+  // Up to 256 experts CTA t's 8 warps select token t by ranks (router_select_cta_rank; one expert per thread:
+  // the router -0.2 to -0.35 µs per MoE layer against one warp's K rounds, eighteenth session); above, warp 0
+  // alone (router_select_warp_redux, P experts per lane).
+  if constexpr (P * 32 <= kCtaSelectWarps * 32) {
+    static_assert(kSpreadWarps == kCtaSelectWarps, "one expert per thread");
     __shared__ CtaSelectSmem csm;
     if (int(blockIdx.x) >= T) return;
     const int t = int(blockIdx.x);
@@ -289,35 +291,35 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     }
     router_select_cta_rank(lg, ex < E ? bs[ex] : 0.f, [&](int q) { return ls[q]; }, t, E, K, norm, rsf, ids, weights,
                            csm);
-    return;
-  }
-  if (!selects) return;
-  const int t = int(blockIdx.x);
-  unsigned long long* tw = words + int64_t(t) * E;
-  unsigned long long v[P];
+  } else {
+    if (!selects) return;
+    const int t = int(blockIdx.x);
+    unsigned long long* tw = words + int64_t(t) * E;
+    unsigned long long v[P];
 #pragma unroll
-  for (int i = 0; i < P; ++i) v[i] = lane + 32 * i < E ? ld_relaxed_u64(tw + lane + 32 * i) : kWordReady;
-  for (;;) {
-    bool ready = true;
+    for (int i = 0; i < P; ++i) v[i] = lane + 32 * i < E ? ld_relaxed_u64(tw + lane + 32 * i) : kWordReady;
+    for (;;) {
+      bool ready = true;
 #pragma unroll
-    for (int i = 0; i < P; ++i) ready = ready && v[i] >= kWordReady;
-    if (__all_sync(0xffffffffu, ready)) break;
+      for (int i = 0; i < P; ++i) ready = ready && v[i] >= kWordReady;
+      if (__all_sync(0xffffffffu, ready)) break;
+#pragma unroll
+      for (int i = 0; i < P; ++i)
+        if (v[i] < kWordReady) v[i] = ld_relaxed_u64(tw + lane + 32 * i);  // only experts < E are ever 0
+    }
 #pragma unroll
     for (int i = 0; i < P; ++i)
-      if (v[i] < kWordReady) v[i] = ld_relaxed_u64(tw + lane + 32 * i);  // only experts < E are ever 0
+      if (lane + 32 * i < E) ls[lane + 32 * i] = __uint_as_float(unsigned(v[i]));
+    __syncwarp();
+    router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, t, E, K, bs, norm, rsf, ids, weights);
+    // Off the critical path: the logits scratch, as the other forms write it, and the words back to zero.
+#pragma unroll
+    for (int i = 0; i < P; ++i)
+      if (lane + 32 * i < E) {
+        logits[int64_t(t) * E + lane + 32 * i] = ls[lane + 32 * i];
+        st_relaxed_u64(tw + lane + 32 * i, 0ull);
+      }
   }
-#pragma unroll
-  for (int i = 0; i < P; ++i)
-    if (lane + 32 * i < E) ls[lane + 32 * i] = __uint_as_float(unsigned(v[i]));
-  __syncwarp();
-  router_select_warp_redux<P>([&](int ex) { return ls[ex]; }, t, E, K, bs, norm, rsf, ids, weights);
-  // Off the critical path: the logits scratch, as the other forms write it, and the words back to zero.
-#pragma unroll
-  for (int i = 0; i < P; ++i)
-    if (lane + 32 * i < E) {
-      logits[int64_t(t) * E + lane + 32 * i] = ls[lane + 32 * i];
-      st_relaxed_u64(tw + lane + 32 * i, 0ull);
-    }
 }
 
 bool spread_fits(int T, int hidden, int E) {
@@ -328,13 +330,8 @@ template <typename W, int P>
 void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
-  // EXPERIMENT (session 18): STRIKER_AB_SELCTA=1 selects with the CTA's 8 warps (E <= 256).
-  static const bool cta = P * 32 <= kCtaSelectWarps * 32 && std::getenv("STRIKER_AB_SELCTA") != nullptr &&
-                          std::getenv("STRIKER_AB_SELCTA")[0] == '1';
-  auto* kernel = cta ? router_spread_kernel<W, P, P * 32 <= kCtaSelectWarps * 32> : router_spread_kernel<W, P>;
-  static const bool ready = allow_dynamic_smem(router_spread_kernel<W, P>, int(kMaxSmem)) &&
-                            allow_dynamic_smem(router_spread_kernel<W, P, P * 32 <= kCtaSelectWarps * 32>,
-                                               int(kMaxSmem - sizeof(CtaSelectSmem)));
+  auto* kernel = router_spread_kernel<W, P>;
+  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem - sizeof(CtaSelectSmem)));
   (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
