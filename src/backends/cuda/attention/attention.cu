@@ -237,15 +237,14 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
 // hiding, and the step lost 0.02–0.07 ms (seventeenth session). kWideWarps·32 threads × ≤ 80 registers
 // (the 3-CTA bound), so a combine CTA still fits beside the two split CTAs of an SM.
 constexpr int kWideWarps = 8, kWideBatch = 9;
-template <int D, int G, bool kPf = false>
+template <int D, int G>
 __global__ void __launch_bounds__(kWideWarps * 32, 3) attention_combine_wide_kernel(
     const float* __restrict__ partials, const float* __restrict__ sinks, int nkv, int num_splits,
-    bf16_t* __restrict__ out, L2Prefetch pf) {
+    bf16_t* __restrict__ out) {
   pdl_launch_dependents();  // see launch.cuh
   constexpr int R = G * (D + 2);
   const int h = blockIdx.x, kvh = h / G, hh = h % G;
   const float sink = decode::sink_log2(sinks, h);
-  if constexpr (kPf) prefetch_l2_share(pf, int(blockIdx.x), int(gridDim.x));  // EXPERIMENT (PFOP)
   pdl_wait();  // the partials come from the split kernel
   const float* recs = partials + int64_t(kvh) * num_splits * R;
   decode::combine_head_wide<D, G, kWideWarps, kWideBatch>([&](int s) { return recs + int64_t(s) * R; }, num_splits,
@@ -301,9 +300,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
   if (qs.num_queries == 1 && qs.query_ids == nullptr)
-    launch_pdl(scratch.after.any() ? attention_combine_wide_kernel<D, G, true> : attention_combine_wide_kernel<D, G, false>,
-               dim3(unsigned(s.n_heads)), dim3(kWideWarps * 32), 0, stream, scratch.data, sinks, s.n_kv_heads, splits,
-               reinterpret_cast<bf16_t*>(out), scratch.after);
+    launch_pdl(attention_combine_wide_kernel<D, G>, dim3(unsigned(s.n_heads)), dim3(kWideWarps * 32), 0, stream,
+               scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));
   else
     launch_pdl(attention_combine_kernel<D, G>, dim3(unsigned(qs.num_queries * s.n_heads)), dim3(128), 0, stream,
                scratch.data, sinks, s.n_kv_heads, splits, qs.query_ids, false, reinterpret_cast<bf16_t*>(out));

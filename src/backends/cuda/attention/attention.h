@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/common/l2_prefetch.h"
 #include "core/bf16.h"
 
 namespace striker::cuda {
@@ -45,7 +44,6 @@ struct AttentionScratch {
   float* data = nullptr;
   int64_t max_partials = 0;    // capacity in (query, kv head, split) records
   int64_t target_records = 0;  // split records to aim for per launch (about one wave of CTAs); 0 = 1024
-  L2Prefetch after;  // EXPERIMENT (session 18, PFOP): the one-query combine's CTAs request these into L2 while they wait
 };
 int64_t attention_partial_floats(const AttentionShape& s);  // floats per record
 

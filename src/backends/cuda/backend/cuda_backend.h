@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "backends/backend.h"
-#include "backends/cuda/common/l2_prefetch.h"
 #include "backends/cuda/backend/device_model.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/sampling/sampling.h"
@@ -129,7 +128,6 @@ class CudaBackend : public Backend {
   DeviceModel model_;
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
-  L2Prefetch ab_next_weights_;  // EXPERIMENT (session 18, PFQKV): what the next MoE down kernel requests into L2
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<SamplingBuffers> sampling_;  // null unless options.device_sampling
   std::unique_ptr<TokenMaskBuffers> masks_;    // structured-output masks; with sampling_

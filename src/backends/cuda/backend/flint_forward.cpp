@@ -3,8 +3,6 @@
 // one §4 step; which kernel runs it (BF16 or NVFP4 weights, GEMV or cuBLASLt or grouped MoE, by
 // the step's token count) is the business of the op it calls (ops_linear.cpp, ops_attention.cpp,
 // ops_moe.cpp). Everything is enqueued on stream_; nothing here reads device memory back.
-#include <cstdlib>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/embedding.h"
@@ -44,15 +42,6 @@ void CudaBackend::flint_forward(const StepPlan& p) {
       swiglu_dense(L, T, post_norm_fused ? nullptr : L.post_norm, next_norm);  // h = bf16(h + swiglu(x)),
                                                                                  // x = rmsnorm(h)
     } else {
-      // EXPERIMENT (session 18, STRIKER_AB_PFQKV=1): the one-token NVFP4 down kernel's CTAs request the next
-      // layer's QKV weights into L2 while they wait.
-      static const bool pfqkv = std::getenv("STRIKER_AB_PFQKV") != nullptr && std::getenv("STRIKER_AB_PFQKV")[0] == '1';
-      ab_next_weights_ = L2Prefetch{};
-      if (pfqkv && l + 1 < c.num_hidden_layers && model_.layers[size_t(l + 1)].nv_qkv.present()) {
-        const Nvfp4Linear& q = model_.layers[size_t(l + 1)].nv_qkv;
-        ab_next_weights_.p[0] = q.codes, ab_next_weights_.bytes[0] = int64_t(qkv_dim) * H / 2;
-        ab_next_weights_.p[1] = q.scales, ab_next_weights_.bytes[1] = int64_t(qkv_dim) * H / 16;
-      }
       moe(L, T, next_norm);  // x = rmsnorm(h) (decode: in the router's launch); h = bf16(h + y), y routed + shared
     }
     x_ready = next_norm != nullptr;

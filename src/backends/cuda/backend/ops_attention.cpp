@@ -4,8 +4,6 @@
 // buffer); other steps write q and the cache with the front kernel first. Runs of >= 16 queries of
 // one sequence (prefill chunks) take the tensor-core prefill kernel; every other query (decodes)
 // the split-KV decode kernel, which spreads one query's long context over many CTAs.
-#include <cstdlib>
-
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
@@ -27,18 +25,7 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
   const AttentionFront front{w.qkv, L.q_norm, L.k_norm, c.rms_norm_eps, sliding ? w.inv_freq : nullptr,
                              sliding ? p.slots_sliding : p.slots_full};
   if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
-    AttentionScratch scratch = w.scratch;
-    static const bool pfop = std::getenv("STRIKER_AB_PFOP") != nullptr && std::getenv("STRIKER_AB_PFOP")[0] == '1';
-    if (pfop) {  // EXPERIMENT (session 18): the combine CTAs request this layer's o_proj weights into L2
-      const int64_t rows = c.hidden_size, in = int64_t(c.num_attention_heads) * c.head_dim;
-      if (L.nv_o.present()) {
-        scratch.after.p[0] = L.nv_o.codes, scratch.after.bytes[0] = rows * in / 2;
-        scratch.after.p[1] = L.nv_o.scales, scratch.after.bytes[1] = rows * in / 16;
-      } else {
-        scratch.after.p[0] = L.wo, scratch.after.bytes[0] = rows * in * 2;
-      }
-    }
-    paged_attention_one_token(front, k, v, L.sinks, shape, queries, scratch, w.attn, stream_);
+    paged_attention_one_token(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
     return;
   }
   const HeadShape hs{int(c.num_attention_heads), int(c.num_key_value_heads), int(c.head_dim)};

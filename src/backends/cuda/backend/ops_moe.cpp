@@ -78,7 +78,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* nex
                     shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_, &down_rows);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y,
-                         next_norm != nullptr ? &next : nullptr, &ab_next_weights_);  // h = bf16(h + y)
+                         next_norm != nullptr ? &next : nullptr);  // h = bf16(h + y)
 }
 
 // Routed experts of a step of more than kGemvMaxTokens tokens (batched decode or prefill), all on

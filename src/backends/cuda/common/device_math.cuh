@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "backends/cuda/common/l2_prefetch.h"
-
 namespace striker::cuda {
 
 using bf16_t = __nv_bfloat16;
@@ -60,13 +58,6 @@ __device__ __forceinline__ void prefetch_l2_part(const void* p, int64_t bytes, i
   const int64_t b0 = int64_t(part) * slice, b1 = b0 + slice < bytes ? b0 + slice : bytes;
   for (int64_t off = b0 + int64_t(threadIdx.x) * 128; off < b1; off += int64_t(blockDim.x) * 128)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + off));
-}
-
-// EXPERIMENT (session 18): CTA `part` of `parts` requests its share of each range of `pf` into L2.
-__device__ __forceinline__ void prefetch_l2_share(const L2Prefetch& pf, int part, int parts) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-    if (pf.p[i] != nullptr) prefetch_l2_part(pf.p[i], pf.bytes[i], part, parts);
 }
 
 __device__ __forceinline__ uint4 load_cached(const void* p) {

@@ -190,7 +190,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
                             const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            bf16* y_scratch, const RowNorm* next_norm, const L2Prefetch* after) {
+                            bf16* y_scratch, const RowNorm* next_norm) {
   if (T <= 0) return;
   if (K <= 0 || K > kMaxTopK) throw Error("nvfp4_moe_down_combine: top-k " + std::to_string(K) + " is not in 1..8");
   if (T > 65535) throw Error("nvfp4_moe_down_combine: " + std::to_string(T) + " tokens exceed one launch");
@@ -215,7 +215,7 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
     // with none reserved, 2.122 with 200 KiB, 2.210 with 216 KiB (no QKV CTA beside it).
     constexpr size_t kOneTokenSmem = 200 * 1024;
     launch_nvfp4_moe_down_mma(act, T, K, down, inter, hidden, topk_ids, topk_w, shared, shared_act, y_shared, h,
-                              T == 1 ? kOneTokenSmem : size_t(0), stream, T == 1 ? after : nullptr);
+                              T == 1 ? kOneTokenSmem : size_t(0), stream);
     if (next_norm != nullptr) rmsnorm(h, next_norm->gamma, next_norm->out, T, hidden, next_norm->eps, stream);
     return;
   }

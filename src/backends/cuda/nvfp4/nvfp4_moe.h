@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/common/l2_prefetch.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "core/bf16.h"
@@ -44,8 +43,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
 void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                             const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
                             const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
-                            bf16* y_scratch = nullptr, const RowNorm* next_norm = nullptr,
-                            const L2Prefetch* after = nullptr);  // EXPERIMENT (PFQKV): one token only
+                            bf16* y_scratch = nullptr, const RowNorm* next_norm = nullptr);
 
 // CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
 // gate/up [E, I, H], down [E, H, I]; shared_* may be null.

@@ -71,12 +71,11 @@ __device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int 
 // steps, all loaded in one batch). Then y = bf16(Σ_k w_k·bf16(scale2_e·sum_k)) in k order, plus the
 // shared expert's bf16 output, added to h (the rounding points of moe.h's combine: the slot kernel
 // below + moe_combine_sorted give the same bits). One token, or T without a scratch buffer.
-template <bool kPf = false>
 __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
     nvfp4_moe_down_mma_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                               const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                               const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
-                              bf16_t* __restrict__ h, L2Prefetch pf) {
+                              bf16_t* __restrict__ h) {
   pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int tok = blockIdx.y;
@@ -91,7 +90,6 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
   if (shared)
     load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
               sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
-  if constexpr (kPf) prefetch_l2_share(pf, int(blockIdx.x), int(gridDim.x));  // EXPERIMENT (PFQKV)
   pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
   // The tail's loads now, so their L2 round trips overlap the dot products (seventeenth session, with
   // the one-token GEMVs' residual: −0.02 ms per step): h at the 16 outputs, each routed warp's scale2
@@ -193,20 +191,17 @@ bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter) {
 void launch_nvfp4_moe_down_mma(const bf16* act, int T, int K, Nvfp4Stack down, int inter, int hidden,
                                const int32_t* topk_ids, const float* topk_w, const Nvfp4Shared* shared,
                                const bf16* shared_act, const bf16* y_shared, bf16* h, size_t smem,
-                               cudaStream_t stream, const L2Prefetch* after) {
+                               cudaStream_t stream) {
   const bool fused = shared != nullptr && shared_act != nullptr;
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
-  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel<false>, int(kMaxDownSmem)) &&
-                            allow_dynamic_smem(nvfp4_moe_down_mma_kernel<true>, int(kMaxDownSmem));
+  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, int(kMaxDownSmem));
   (void)ready;
   if (smem > kMaxDownSmem) throw Error("nvfp4_moe_down_mma: " + std::to_string(smem) + " bytes of shared memory asked");
   const dim3 grid(unsigned((hidden + 15) / 16), unsigned(T));
-  const bool pf = after != nullptr && after->any();
-  launch_pdl(pf ? nvfp4_moe_down_mma_kernel<true> : nvfp4_moe_down_mma_kernel<false>, grid,
-             dim3((K + (fused ? 1 : 0)) * 32), smem, stream, reinterpret_cast<const bf16_t*>(act), K, down, inter,
-             hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
-             reinterpret_cast<const bf16_t*>(fused ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h),
-             pf ? *after : L2Prefetch{});
+  launch_pdl(nvfp4_moe_down_mma_kernel, grid, dim3((K + (fused ? 1 : 0)) * 32), smem, stream,
+             reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
+             reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
+             reinterpret_cast<const bf16_t*>(fused ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_mma");
 }
 
