@@ -423,6 +423,16 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   write_split_record(st, reinterpret_cast<float*>(smem), warp_ring_bytes(kStages) / 4, sm_m, sm_l, rec, lane, warp);
 }
 
+// Folds one split record into a lane's running sums at the merged maximum mx: den += l·2^(m - mx) and
+// the lane's E = D/32 accumulators a += v·2^(m - mx) (query head hh of the record's G heads).
+template <int D, int G, int E>
+__device__ __forceinline__ void fold_split(const float* rec, int hh, int lane, float mx, float (&a)[E], float& den) {
+  const float sc = rescale(rec[2 * hh], mx);
+  den = __fmaf_rn(rec[2 * hh + 1], sc, den);
+#pragma unroll
+  for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(rec[G * 2 + hh * D + lane * E + e], sc, a[e]);
+}
+
 // Merges num_splits records of one query head (head hh of its KV head's group) and adds the sink
 // (log2 domain; -inf = none), whose logit enters the denominator once with no value; writes the
 // D outputs at out_row. record(s) gives split s's record. Block of 128 threads (4 warps take
@@ -445,13 +455,7 @@ __device__ __forceinline__ void combine_head(RecordAt record, int num_splits, in
 #pragma unroll
   for (int e = 0; e < E; ++e) a[e] = 0.f;
 #pragma unroll 4
-  for (int s = warp; s < num_splits; s += 4) {
-    const float* rec = record(s);
-    const float sc = rescale(rec[2 * hh], mx);
-    den = __fmaf_rn(rec[2 * hh + 1], sc, den);
-#pragma unroll
-    for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(rec[G * 2 + hh * D + lane * E + e], sc, a[e]);
-  }
+  for (int s = warp; s < num_splits; s += 4) fold_split<D, G>(record(s), hh, lane, mx, a, den);
 #pragma unroll
   for (int e = 0; e < E; ++e) red_a[warp][lane * E + e] = a[e];
   if (lane == 0) red_l[warp] = den;
@@ -518,13 +522,7 @@ __device__ __forceinline__ void combine_head_wide(RecordAt record, int num_split
 #pragma unroll
       for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(v[i][e], sc, a[e]);
     }
-  for (int s = warp + W * kBatch; s < num_splits; s += W) {
-    const float* rec = record(s);
-    const float sc = rescale(rec[2 * hh], mx);
-    den = __fmaf_rn(rec[2 * hh + 1], sc, den);
-#pragma unroll
-    for (int e = 0; e < E; ++e) a[e] = __fmaf_rn(rec[G * 2 + hh * D + lane * E + e], sc, a[e]);
-  }
+  for (int s = warp + W * kBatch; s < num_splits; s += W) fold_split<D, G>(record(s), hh, lane, mx, a, den);
 #pragma unroll
   for (int e = 0; e < E; ++e) red_a[warp][lane * E + e] = a[e];
   if (lane == 0) red_l[warp] = den;

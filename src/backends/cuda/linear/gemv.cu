@@ -68,12 +68,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
     WarpDotPrologue<R, kPre> pr;
     if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
     pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)  // h of the lane's own output now, added at the end (gemv_out.cuh)
-        if (M == Mode::Residual && part == 0 && lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
-          hv[r][t] = residual_h<M>(out, int64_t(t0 + t) * out_dim + o0 + r);
+    preload_residual_h<M>(out, out_dim, o0, t0, nt, lane, part, hv);  // added at the end (gemv_out.cuh)
     if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
     static_assert(M != Mode::Residual, "the residual's h is loaded after the other branch's wait");

@@ -32,6 +32,19 @@ __device__ __forceinline__ float residual_h(const void* out, int64_t idx) {
   if constexpr (M == GemvOut::Residual) return __bfloat162float(static_cast<const bf16_t*>(out)[idx]);
   else return 0.f;
 }
+// Residual: h at the lane's own outputs (lane (r·NT + t) % 32 of a row group's part 0 stores element
+// (t0 + t, o0 + r)), requested right after the wait (residual_h).
+template <GemvOut M, int R, int NT>
+__device__ __forceinline__ void preload_residual_h(const void* out, int out_dim, int o0, int t0, int nt, int lane,
+                                                   int part, float (&hv)[R][NT]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (M == GemvOut::Residual && part == 0 && lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
+        hv[r][t] = residual_h<M>(out, int64_t(t0 + t) * out_dim + o0 + r);
+}
+
 template <GemvOut M>
 __device__ __forceinline__ void store_gemv_out_h(void* out, int64_t idx, float y, float hv) {
   if constexpr (M == GemvOut::Residual) static_cast<bf16_t*>(out)[idx] = __float2bfloat16_rn(hv + y);

@@ -57,12 +57,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
     pdl_wait();  // x and h (Residual) are written by earlier kernels
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)  // h of the lane's own output now, added at the end (gemv_out.cuh)
-        if (M == Mode::Residual && part == 0 && lane == (r * NT + t) % 32 && t < nt && o0 + r < out_dim)
-          hv[r][t] = residual_h<M>(out, int64_t(t0 + t) * out_dim + o0 + r);
+    preload_residual_h<M>(out, out_dim, o0, t0, nt, lane, part, hv);  // added at the end (gemv_out.cuh)
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
   if constexpr (S > 1) {
