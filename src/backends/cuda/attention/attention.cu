@@ -2,7 +2,6 @@
 #include "backends/cuda/attention/attention_decode.cuh"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -268,16 +267,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   // The number of splits per (query, KV head); each CTA takes its share of its own query's keys
   // (decode::split_key_range), so a bound above the real key counts (a graph's key bucket) leaves
   // no split empty.
-  int splits = decode::plan_decode_split_count(decode::plan_keys(qs.max_keys, s.window), heads_total, target,
-                                               scratch.max_partials);
-  // EXPERIMENT (session 18): STRIKER_AB_SPLITS_SLIDING / STRIKER_AB_SPLITS_FULL set a one-query step's split count.
-  if (qs.num_queries == 1) {
-    static const char* es = std::getenv("STRIKER_AB_SPLITS_SLIDING");
-    static const char* ef = std::getenv("STRIKER_AB_SPLITS_FULL");
-    const char* e = s.window > 0 ? es : ef;
-    if (e != nullptr && std::atoi(e) > 0)
-      splits = int(std::min<int64_t>(std::min(std::atoi(e), splits * 4), scratch.max_partials / heads_total));
-  }
+  const int splits = decode::plan_decode_split_count(decode::plan_keys(qs.max_keys, s.window), heads_total, target,
+                                                     scratch.max_partials);
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   // Queries go on grid.z: more than kMaxGridYZ are split into launches of consecutive queries. A
