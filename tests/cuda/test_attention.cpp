@@ -172,7 +172,7 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
   // The case's queries over the cache k, v in blocks of `block` tokens (tables tab, offsets off).
   const int64_t records = int64_t(NQ) * g.nkv * 300;
   auto run = [&](const std::vector<bf16>& k, const std::vector<bf16>& v, const std::vector<int32_t>& tab,
-                 const std::vector<int32_t>& off, int block, int64_t target, int plan_keys = 0) {
+                 const std::vector<int32_t>& off, int block, int64_t target, int plan_keys = 0, int max_splits = 0) {
     const AttentionShape sh{g.nh, g.nkv, g.d, block, ac.window};
     DeviceBuffer<bf16> d_q(q), d_k(k), d_v(v), d_out(ref.size());
     DeviceBuffer<float> d_sinks(sinks);
@@ -180,7 +180,8 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
     DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(sh)));
     d_out.poison();
     d_scratch.poison();
-    const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, plan_keys > 0 ? plan_keys : max_keys};
+    AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), NQ, plan_keys > 0 ? plan_keys : max_keys};
+    qs.max_splits = max_splits;
     paged_attention(d_q.get(), d_k.get(), d_v.get(), ac.sinks ? d_sinks.get() : nullptr, sh, qs,
                     AttentionScratch{d_scratch.get(), records, target}, d_out.get(), nullptr);
     return d_out.download();
@@ -193,6 +194,12 @@ void run_attention_case(const AttnCase& ac, std::mt19937& rng) {
     const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << "block " << B << " target " << target << " " << c.describe();
     if (target == 0) got_default = got;
+  }
+  // A cap on the splits (AttentionQueries::max_splits: 5, the backend's NVFP4 sliding layers at one token).
+  {
+    const auto got = run(kc, vc, tables, offsets, B, 0, 0, 5);
+    const auto c = compare(got, ref, kBf16Rtol, kBf16Atol);
+    EXPECT_TRUE(c.ok()) << "block " << B << " at most 5 splits: " << c.describe();
   }
   // Planned for a captured decode graph's key bucket (a power of two >= 1024, up to twice the
   // real count): the splits are sized for the bucket, each CTA takes its share of its query's own

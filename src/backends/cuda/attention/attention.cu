@@ -267,8 +267,9 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   // The number of splits per (query, KV head); each CTA takes its share of its own query's keys
   // (decode::split_key_range), so a bound above the real key counts (a graph's key bucket) leaves
   // no split empty.
-  const int splits = decode::plan_decode_split_count(decode::plan_keys(qs.max_keys, s.window), heads_total, target,
-                                                     scratch.max_partials);
+  const int planned = decode::plan_decode_split_count(decode::plan_keys(qs.max_keys, s.window), heads_total, target,
+                                                      scratch.max_partials);
+  const int splits = qs.max_splits > 0 ? std::min(planned, qs.max_splits) : planned;
   const auto* kb = reinterpret_cast<const bf16_t*>(k_cache);
   const auto* vb = reinterpret_cast<const bf16_t*>(v_cache);
   // Queries go on grid.z: more than kMaxGridYZ are split into launches of consecutive queries. A

@@ -37,6 +37,9 @@ struct AttentionQueries {
   // nullptr = queries 0..NQ-1. Lets a step run only its decode-like queries here while its long
   // prefill runs go to prefill_attention (paged_attention only; prefill_attention rejects it).
   const int32_t* query_ids = nullptr;
+  // At most this many splits of each query's keys per KV head (0: the planner's count, about one wave of
+  // CTAs). The backend caps an NVFP4 one-token step's sliding layers at 5 (ops_attention.cpp).
+  int max_splits = 0;
 };
 
 // Scratch for split partial results, sized by attention_scratch_bytes.

@@ -25,6 +25,11 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
   const AttentionFront front{w.qkv, L.q_norm, L.k_norm, c.rms_norm_eps, sliding ? w.inv_freq : nullptr,
                              sliding ? p.slots_sliding : p.slots_full};
   if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
+    // NVFP4 sliding layers of a one-token step in 5 splits per KV head instead of the planner's 9 (one
+    // 64-key step each): measured on the H200 (eighteenth session, one binary, two rounds) NVFP4 8K
+    // 1.917 / 1.916 -> 1.897 / 1.888 ms, 100K 2.608 -> 2.586 / 2.587; 7 splits -0.01, 17 +0.015. BF16 steps
+    // keep 9: 5 lost there (+0.025 ms at 8K).
+    if (sliding && L.nv_qkv.present()) queries.max_splits = 5;
     paged_attention_one_token(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
     return;
   }
