@@ -95,6 +95,23 @@ __device__ __forceinline__ void router_sigmoids(const float (&x)[P], float (&s)[
   }
 }
 
+// Lane k < K of the selecting warp holds pick k (`mine`): its score (the same sigmoid expression: the
+// same bits) and, summed in pick order, the weights; writes token t's ids and weights.
+template <typename LogitOf>
+__device__ __forceinline__ void router_write_picks(LogitOf logit_of, int mine, int lane, int t, int K, bool norm,
+                                                   float rsf, int32_t* __restrict__ ids, float* __restrict__ weights) {
+  const float xm[1] = {logit_of(mine)};
+  float sm[1];
+  router_sigmoids<1>(xm, sm);
+  const float s = lane < K ? sm[0] : 0.f;
+  float picked_sum = 0.f;
+  for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
+  if (lane < K) {
+    ids[t * K + lane] = mine;
+    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
+  }
+}
+
 template <int P, typename LogitOf>
 __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t, int E, int K,
                                                          const float* __restrict__ bias, bool norm, float rsf,
@@ -145,16 +162,7 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
     }
     if (lane == k) mine = e;
   }
-  const float xm[1] = {logit_of(mine)};
-  float sm[1];
-  router_sigmoids<1>(xm, sm);
-  const float s = lane < K ? sm[0] : 0.f;
-  float picked_sum = 0.f;
-  for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
-  if (lane < K) {
-    ids[t * K + lane] = mine;
-    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
-  }
+  router_write_picks(logit_of, mine, lane, t, K, norm, rsf, ids, weights);
 }
 
 // Token t's selection by the 8 warps of its CTA (the decode router up to 256 experts), by ranks instead
@@ -208,16 +216,7 @@ __device__ __forceinline__ void router_select_cta_rank(float logit, float b, Log
   asm volatile("bar.sync 1, 64;" ::: "memory");  // warps 0 and 1
   if (warp != 0) return;
   const int mine = lane < K ? sm.pick[lane] : 0;
-  const float xm[1] = {logit_of(mine)};
-  float smv[1];
-  router_sigmoids<1>(xm, smv);
-  const float s = lane < K ? smv[0] : 0.f;
-  float picked_sum = 0.f;
-  for (int k = 0; k < K; ++k) picked_sum += __shfl_sync(0xffffffffu, s, k);
-  if (lane < K) {
-    ids[t * K + lane] = mine;
-    weights[t * K + lane] = (norm ? s / (picked_sum + 1e-20f) : s) * rsf;
-  }
+  router_write_picks(logit_of, mine, lane, t, K, norm, rsf, ids, weights);
 }
 
 }  // namespace striker::cuda
