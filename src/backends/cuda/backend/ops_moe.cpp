@@ -23,8 +23,6 @@
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
-#include <cstdlib>
-
 namespace striker::cuda {
 
 void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
@@ -34,27 +32,8 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
                        c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
-  // EXPERIMENT (session 18, prepared, not run; STRIKER_AB_PFGU=1): every decode router CTA requests its share of
-  // the selected experts' gate and up rows into L2 (router.h's epoch protocol), for the gate/up kernel's first
-  // loads after its wait. Decode steps only; every decode router launch of the process then takes it.
-  static const bool pfgu = std::getenv("STRIKER_AB_PFGU") != nullptr && std::getenv("STRIKER_AB_PFGU")[0] == '1';
-  RouterExpertRows rows;
-  const int64_t HI = int64_t(c.hidden_size) * c.moe_intermediate_size;
-  if (L.nv_exp_gate.present()) {
-    rows.base[0] = L.nv_exp_gate.codes, rows.bytes[0] = HI / 2;
-    rows.base[1] = L.nv_exp_gate.scales, rows.bytes[1] = HI / 16;
-    rows.base[2] = L.nv_exp_up.codes, rows.bytes[2] = HI / 2;
-    rows.base[3] = L.nv_exp_up.scales, rows.bytes[3] = HI / 16;
-  } else {
-    rows.base[0] = L.exp_gate, rows.bytes[0] = HI * 2;
-    rows.base[1] = L.exp_up, rows.bytes[1] = HI * 2;
-  }
-  // The epoch protocol needs every router CTA to compute logit rows at every decode T (ceil(E/2) >= 8) and
-  // E <= 256; decided per model, so one exchange buffer never sees both protocols.
-  const bool pf = pfgu && T <= kGemvMaxTokens && rs.n_experts <= 256 && (rs.n_experts + 1) / 2 >= 8;
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
-              w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt,
-              pf ? &rows : nullptr);
+              w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
   if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, next_norm);
   else moe_decode_bf16(L, T, next_norm);
