@@ -14,7 +14,11 @@
 # (BIN_DIR/libstriker_kernel_trace.so, tests/cuda/profiling) and prints each kernel's share of the
 # replayed step (scripts/step_timeline.py): kernels overlap through PDL as they do when serving, unlike
 # ncu's one-at-a-time replays; `scripts/step_timeline.py A.csv --compare B.csv` sets two traces (an A/B)
-# side by side per kernel family. Usage: bash scripts/gpu_profile.sh BIN_DIR
+# side by side per kernel family. STRIKER_PROFILE_ATTN_SOL="100000" adds ncu's speed-of-light, memory-workload,
+# occupancy and warp-state sections for the decode attention split kernel of one batch-1 BF16 step at that
+# context: layer 2 (sliding) and layer 3 (the first full layer), each replayed alone — whether HBM, the issue
+# of the tile math or the warps' stalls bound the full layers (0.78–0.87 of 4.6 TB/s at 100K in the step).
+# Usage: bash scripts/gpu_profile.sh BIN_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-gpubin}
@@ -68,6 +72,20 @@ for tokens in ${STRIKER_PROFILE_MOE_SOL:-}; do
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
     "$BIN/striker" bench prefill --config "$CONFIG" --tokens="$tokens" --repeats 1 >"$log" 2>"$log.err"
   echo "ncu grouped wgmma sections, prefill $tokens rc=$?"
-  grep -E '"(Duration|Memory Throughput|DRAM Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Mem Busy|Max Bandwidth|L2 Hit Rate|L1/TEX Hit Rate|Achieved Occupancy|Mem Pipes Busy)"' "$log" |
+  # Grid Size tells the layers apart: 4 KV heads x splits (sliding 9 or 5, full 66 at one sequence).
+  grep -E '"(Grid Size|Duration|Memory Throughput|DRAM Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Mem Busy|Max Bandwidth|L2 Hit Rate|L1/TEX Hit Rate|Achieved Occupancy|Mem Pipes Busy)"' "$log" |
     awk -F'","' '{print $5 " | " $(NF-2) " | " $NF}' | tr -d '"' | head -40
+done
+for ctx in ${STRIKER_PROFILE_ATTN_SOL:-}; do
+  log="$LOGS/ncu_attn_sol_${ctx}.csv"
+  # attention_pipe_kernel launches: one per layer of the step; skip 2 = layer 2 (sliding), then layer 3 (full).
+  timeout 300 "$NCU" --csv --page details --clock-control none --cache-control none \
+    -k 'regex:attention_pipe_kernel' --launch-skip 2 --launch-count 2 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+    --section SchedulerStats --section LaunchStats "$BIN/striker" bench latency --config "$CONFIG" --context="$ctx" --steps 1 --warmup 0 \
+    >"$log" 2>"$log.err"
+  echo "ncu decode attention sections, context $ctx (layers 2 and 3) rc=$?"
+  # Grid Size tells the layers apart: 4 KV heads x splits (sliding 9 or 5, full 66 at one sequence).
+  grep -E '"(Grid Size|Duration|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction|Avg. Active Threads Per Warp|Stall [A-Za-z ]+)"' "$log" |
+    awk -F'","' '{print $5 " | " $(NF-2) " | " $NF}' | tr -d '"' | head -60
 done
