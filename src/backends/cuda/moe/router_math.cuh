@@ -166,8 +166,9 @@ __device__ __forceinline__ void router_select_warp_redux(LogitOf logit_of, int t
 }
 
 // Token t's selection by the 8 warps of its CTA (the decode router up to 256 experts), by ranks instead
-// of K dependent rounds (one warp's rounds: ~1,600 of its ~2,200 cycles). Warp w, lane l holds expert e = 32w + l (E <= 256) and its logit (any
-// value past E). Each key's rank in its warp (31 shuffles, ties: the lower lane = the lower expert) puts
+// of K dependent rounds (one warp's rounds: ~1,600 of its ~2,200 cycles). Warp w, lane l holds expert
+// e = 32w + l (E <= 256) and its logit (any value past E). Each key's rank in its warp (31 shuffles,
+// ties: the lower lane = the lower expert) puts
 // the warp's best K at candidates w·K + rank; then threads i < 8K rank candidate i among all 8K (ties:
 // the lower candidate index, which orders equal keys by expert too) and the K best become the picks.
 // Keys are the round selection's (router_select_key of the same sigmoid + bias), a pick whose key is 0
