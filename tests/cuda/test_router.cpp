@@ -389,6 +389,72 @@ TEST(CudaRouterDecode, OddShapesExactTiesAndRepeatedLaunches) {
         }
 }
 
+// EXPERIMENT (session 18, prepared; router.h's epoch protocol with the experts' rows requested into L2): one
+// exchange buffer across launches of several shapes and token counts (every CTA selects, nothing is reset: the
+// words carry the launch's epoch). Ids exactly and weights within 1e-5 of the CPU reference, every logit written,
+// each launch repeated with the same bits, the epoch advanced exactly once per launch; shapes the protocol does
+// not take are refused.
+TEST(CudaRouterDecode, EpochProtocolWithExpertRowsPrefetch) {
+  std::mt19937 rng(83);
+  const RouterShape shapes[] = {{2048, 256, 6, true, 2.5f}, {64, 16, 6, true, 1.f}, {1000, 250, 8, false, 1.5f}};
+  auto counter = zero_counters(kRouterSyncWords);
+  DeviceBuffer<uint8_t> rows_buf(size_t(256) * 4096 + 256 * 100);
+  unsigned launches = 0;
+  for (const RouterShape& rs : shapes)
+    for (int T : {1, 3, 8}) {
+      SCOPED_TRACE("E=" + std::to_string(rs.n_experts) + " hidden=" + std::to_string(rs.hidden) + " T=" +
+                   std::to_string(T));
+      const int E = rs.n_experts, K = rs.top_k;
+      auto wb = random_bf16(rng, size_t(E) * rs.hidden, 0.03f);
+      for (int e = 1; e < E; e += 5)  // some exact ties: expert e a copy of e - 1
+        std::copy(wb.begin() + long(e - 1) * rs.hidden, wb.begin() + long(e) * rs.hidden, wb.begin() + long(e) * rs.hidden);
+      auto bias = random_f32(rng, size_t(E), 0.f, 0.05f);
+      for (int e = 1; e < E; e += 5) bias[size_t(e)] = bias[size_t(e - 1)];
+      const auto x = random_bf16(rng, size_t(T) * rs.hidden);
+      DeviceBuffer<bf16> d_wb(wb), d_x(x);
+      DeviceBuffer<float> d_bias(bias);
+      RouterExpertRows rows;
+      rows.base[0] = rows_buf.get(), rows.bytes[0] = 4096;
+      rows.base[2] = rows_buf.get() + size_t(256) * 4096, rows.bytes[2] = 100;  // an odd size, a gap in the ranges
+      std::vector<int32_t> ref_ids;
+      std::vector<float> ref_w;
+      router_topk_ref(x, T, rs, to_float(wb), &bias, ref_ids, ref_w);
+      std::vector<float> first_w;
+      for (int run = 0; run < 2; ++run) {
+        DeviceBuffer<float> d_logits(size_t(T) * E), d_w(size_t(T) * K);
+        DeviceBuffer<int32_t> d_ids(size_t(T) * K);
+        d_logits.poison();
+        d_w.poison();
+        d_ids.poison();
+        router_topk(d_x.get(), T, rs, d_wb.get(), nullptr, d_bias.get(), d_logits.get(), counter.get(), d_ids.get(),
+                    d_w.get(), nullptr, nullptr, nullptr, &rows);
+        STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+        ++launches;
+        const auto words = counter.download();
+        EXPECT_EQ(words[size_t(2 * 8 * 1024)], launches) << "the epoch advances once per launch";
+        EXPECT_EQ(d_ids.download(), ref_ids) << "run " << run;
+        const auto w = d_w.download();
+        const auto c = compare(w, ref_w, 1e-5, 1e-6);
+        EXPECT_TRUE(c.ok()) << "run " << run << ": " << c.describe();
+        const auto logits = d_logits.download();
+        EXPECT_EQ(bit_diff(logits, logits, "logits"), "");  // every logit written
+        if (run == 0) first_w = w;
+        else EXPECT_EQ(bit_diff(w, first_w, "weights of the second run"), "");
+      }
+    }
+  {  // E = 8 at T = 8: CTAs 4-7 would compute no logit row, so nothing orders their epoch read: refused
+    const RouterShape rs{64, 8, 4, true, 1.f};
+    DeviceBuffer<bf16> d_x(random_bf16(rng, size_t(8) * 64));
+    DeviceBuffer<bf16> d_wb(random_bf16(rng, size_t(8) * 64, 0.03f));
+    DeviceBuffer<float> d_logits(size_t(8) * 8), d_w(size_t(8) * 4);
+    DeviceBuffer<int32_t> d_ids(size_t(8) * 4);
+    RouterExpertRows rows;
+    EXPECT_THROW(router_topk(d_x.get(), 8, rs, d_wb.get(), nullptr, nullptr, d_logits.get(), counter.get(),
+                             d_ids.get(), d_w.get(), nullptr, nullptr, nullptr, &rows),
+                 Error);
+  }
+}
+
 TEST(CudaRouterDecode, TiesGoToTheLowerExpert) {
   const RouterShape rs{64, 32, 4, true, 1.f};
   std::vector<bf16> x(64, float_to_bf16(1.f));
