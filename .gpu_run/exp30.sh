@@ -12,9 +12,8 @@ B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"; C=$B/config.json
 t() { local name=$1 filt=$2 to=$3; shift 3; env "$@" timeout $to $B/test_cuda_kernels --gtest_brief=1 --gtest_filter="$filt" > /tmp/t_$name.log 2>&1;
   echo "tests $name rc=$? $(grep -E '^\[  (FAILED|PASSED) ' /tmp/t_$name.log | head -3 | tr '\n' ' ')"; grep -B2 -A10 Failure /tmp/t_$name.log | head -20; }
 t router 'CudaRouter*' 120 X=1
-t pfgu 'CudaBackend.ForwardMatches*:CudaBackend.Nvfp4Forward*' 150 STRIKER_AB_PFGU=1
-t pfgu2 'CudaBackend.Nvfp4Forward*' 100 STRIKER_AB_PFGU=2
-echo "tests done at ${SECONDS}s"
+t pfgu 'CudaBackend.*:CudaMoe*' 250 STRIKER_AB_PFGU=1
+t pfgu2 'CudaBackend.Nvfp4*' 120 STRIKER_AB_PFGU=2
 ms() { timeout 60 env "$@" $B/striker bench latency --config $C --graphs --steps 50 $A 2>&1 | grep -E 'ms/step' | sed -E 's/.*\(([0-9.]+) device.*/\1/'; }
 for r in 1 2; do for A in "--context=8192 --quantization nvfp4" "--context=8192" "--context=100000 --quantization nvfp4" "--context=100000" "--context=8192 --quantization nvfp4 --batch 8" "--context=8192 --batch 8"; do
   echo "$A: main $(ms X=1)  pfgu $(ms STRIKER_AB_PFGU=1)  pfgu2 $(ms STRIKER_AB_PFGU=2)"; done; done
@@ -24,6 +23,3 @@ env $E CUDA_INJECTION64_PATH="$PWD/$B/libstriker_kernel_trace.so" STRIKER_KERNEL
 done
 python3 scripts/step_timeline.py /tmp/tl_${q}_X.csv --compare /tmp/tl_${q}_STRIKER_AB_PFGU.csv "$q main vs pfgu" | head -9
 done
-echo "A/B done at ${SECONDS}s"
-if [ $SECONDS -lt 470 ]; then STRIKER_PROFILE_CONTEXTS="" STRIKER_PROFILE_ATTN_SOL="100000" bash scripts/gpu_profile.sh $B; fi
-echo "all done at ${SECONDS}s"
