@@ -23,16 +23,7 @@
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
-#include <cstdlib>
-
 namespace striker::cuda {
-namespace {
-// EXPERIMENT (session 18): STRIKER_AB_PFGU=1 / 2 (see moe()).
-int ab_pfgu() {
-  static const int v = std::getenv("STRIKER_AB_PFGU") != nullptr ? std::atoi(std::getenv("STRIKER_AB_PFGU")) : 0;
-  return v;
-}
-}  // namespace
 
 void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
@@ -41,31 +32,8 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
                        c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
-  // EXPERIMENT (session 18, prepared, not run; STRIKER_AB_PFGU=1): every decode router CTA requests its share of
-  // the selected experts' gate and up rows into L2 (router.h's epoch protocol), for the gate/up kernel's first
-  // loads after its wait; STRIKER_AB_PFGU=2 (NVFP4): the down rows too, instead of the gate/up CTAs (landed).
-  // Decode steps only; every decode router launch of the process then takes it.
-  RouterExpertRows rows;
-  const int64_t HI = int64_t(c.hidden_size) * c.moe_intermediate_size;
-  if (L.nv_exp_gate.present()) {
-    rows.base[0] = L.nv_exp_gate.codes, rows.bytes[0] = HI / 2;
-    rows.base[1] = L.nv_exp_gate.scales, rows.bytes[1] = HI / 16;
-    rows.base[2] = L.nv_exp_up.codes, rows.bytes[2] = HI / 2;
-    rows.base[3] = L.nv_exp_up.scales, rows.bytes[3] = HI / 16;
-    if (ab_pfgu() == 2) {
-      rows.base[4] = L.nv_exp_down.codes, rows.bytes[4] = HI / 2;
-      rows.base[5] = L.nv_exp_down.scales, rows.bytes[5] = HI / 16;
-    }
-  } else {
-    rows.base[0] = L.exp_gate, rows.bytes[0] = HI * 2;
-    rows.base[1] = L.exp_up, rows.bytes[1] = HI * 2;
-  }
-  // The epoch protocol needs every router CTA to compute logit rows at every decode T (ceil(E/2) >= 8) and
-  // E <= 256; decided per model, so one exchange buffer never sees both protocols.
-  const bool pf = ab_pfgu() != 0 && T <= kGemvMaxTokens && rs.n_experts <= 256 && (rs.n_experts + 1) / 2 >= 8;
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
-              w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt,
-              pf ? &rows : nullptr);
+              w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
   if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, next_norm);
   else moe_decode_bf16(L, T, next_norm);
@@ -107,8 +75,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* nex
   // -0.012 ms, batch 8 -0.05; the same for BF16's 4x the bytes lost +0.07 ms: eighteenth session).
   const Nvfp4Matrix down_rows = L.nv_exp_down.stack().m;
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
-                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_,
-                    ab_pfgu() == 2 ? nullptr : &down_rows);  // PFGU=2: the router requests the down rows
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_, &down_rows);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y,
                          next_norm != nullptr ? &next : nullptr);  // h = bf16(h + y)

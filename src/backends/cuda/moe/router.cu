@@ -167,17 +167,13 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// The epoch of router.h's epoch protocol (EXPERIMENT): the 64-bit word after the [8][1024] exchange words.
-constexpr int kRouterEpochWord = 8 * 1024;
-
-// P: experts per selecting lane (E <= 32·P). kEpoch: router.h's epoch protocol with the experts' rows requested
-// into L2 (EXPERIMENT, session 18, prepared; P = 8 only).
-template <typename W, int P, bool kEpoch = false>
+// P: experts per selecting lane (E <= 32·P).
+template <typename W, int P>
 __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
     unsigned long long* __restrict__ words, int32_t* __restrict__ ids, float* __restrict__ weights,
-    const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out, RouterExpertRows pf) {
+    const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   pdl_launch_dependents();
   using RW = RouterWeight<W>;
@@ -207,14 +203,6 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     for (int i = int(threadIdx.x); i < E; i += int(blockDim.x)) bs[i] = bias != nullptr ? bias[i] : 0.f;
   __syncthreads();  // gamma in shared memory
   pdl_wait();       // x (or h) is the previous kernel's output
-  // kEpoch: this launch's epoch, one past the last launch's (advanced by its CTA 0, whose grid has completed:
-  // every kernel between waited for its predecessor); 0 never tags a word.
-  unsigned long long tag = kWordReady;
-  if constexpr (kEpoch) {
-    unsigned ep = unsigned(ld_relaxed_u64(words + kRouterEpochWord)) + 1u;
-    ep = ep == 0u ? 1u : ep;
-    tag = static_cast<unsigned long long>(ep) << 32;
-  }
   if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
     const bf16_t* src = x + int64_t(warp) * hidden;
     uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
@@ -279,7 +267,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
         if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
       for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RW::load(wrow + c * 8), c);
       const float v = warp_sum(acc);
-      if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, tag | __float_as_uint(v));
+      if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
     }
   }
   // Up to 256 experts CTA t's 8 warps select token t by ranks (router_select_cta_rank; one expert per thread:
@@ -288,35 +276,21 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
   if constexpr (P * 32 <= kCtaSelectWarps * 32) {
     static_assert(kSpreadWarps == kCtaSelectWarps, "one expert per thread");
     __shared__ CtaSelectSmem csm;
-    if (!kEpoch && int(blockIdx.x) >= T) return;
-    const int t = kEpoch ? int(blockIdx.x) % T : int(blockIdx.x);  // kEpoch: token t in CTAs t, t + T, ...
-    const bool owner = !kEpoch || int(blockIdx.x) < T;
+    if (int(blockIdx.x) >= T) return;
+    const int t = int(blockIdx.x);
     unsigned long long* tw = words + int64_t(t) * E;
     const int ex = int(threadIdx.x);
-    auto ready = [&](unsigned long long w) { return kEpoch ? (w & ~0xFFFFFFFFull) == tag : w >= kWordReady; };
-    unsigned long long v = ex < E ? ld_relaxed_u64(tw + ex) : tag;
-    while (!__all_sync(0xffffffffu, ready(v)))
-      if (!ready(v)) v = ld_relaxed_u64(tw + ex);
+    unsigned long long v = ex < E ? ld_relaxed_u64(tw + ex) : kWordReady;
+    while (!__all_sync(0xffffffffu, v >= kWordReady))
+      if (v < kWordReady) v = ld_relaxed_u64(tw + ex);
     const float lg = __uint_as_float(unsigned(v));
     if (ex < E) {
       ls[ex] = lg;
-      if (owner) logits[int64_t(t) * E + ex] = lg;  // the logits scratch, as the other forms write it
-      if (!kEpoch) st_relaxed_u64(tw + ex, 0ull);   // the word back to zero
+      logits[int64_t(t) * E + ex] = lg;  // the logits scratch, as the other forms write it
+      st_relaxed_u64(tw + ex, 0ull);      // the word back to zero
     }
-    router_select_cta_rank<kEpoch>(lg, ex < E ? bs[ex] : 0.f, [&](int q) { return ls[q]; }, t, E, K, norm, rsf, ids,
-                                   weights, csm, owner);
-    if constexpr (kEpoch) {
-      // Every word of token t was read by this CTA: for CTA 0 that means every CTA has read the epoch.
-      if (blockIdx.x == 0 && threadIdx.x == 0) st_relaxed_u64(words + kRouterEpochWord, tag >> 32);
-      const int part = int(blockIdx.x) / T, parts = (int(gridDim.x) - t + T - 1) / T;
-      for (int k = 0; k < K; ++k) {
-        const int64_t e = csm.pick[k];
-#pragma unroll
-        for (int r = 0; r < RouterExpertRows::kRanges; ++r)
-          if (pf.base[r] != nullptr)
-            prefetch_l2_part(static_cast<const char*>(pf.base[r]) + e * pf.bytes[r], pf.bytes[r], part, parts);
-      }
-    }
+    router_select_cta_rank(lg, ex < E ? bs[ex] : 0.f, [&](int q) { return ls[q]; }, t, E, K, norm, rsf, ids, weights,
+                           csm);
   } else {
     if (!selects) return;
     const int t = int(blockIdx.x);
@@ -355,39 +329,30 @@ bool spread_fits(int T, int hidden, int E) {
 template <typename W, int P>
 void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
-                            const RouterInputNorm* in_norm, cudaStream_t stream, const RouterExpertRows* prefetch) {
-  constexpr bool kCanEpoch = P * 32 <= kCtaSelectWarps * 32;
+                            const RouterInputNorm* in_norm, cudaStream_t stream) {
   auto* kernel = router_spread_kernel<W, P>;
-  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem - sizeof(CtaSelectSmem))) &&
-                            allow_dynamic_smem(router_spread_kernel<W, P, kCanEpoch>, int(kMaxSmem - sizeof(CtaSelectSmem)));
+  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem - sizeof(CtaSelectSmem)));
   (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
-  if (prefetch != nullptr) {
-    if (!kCanEpoch || (E + kSpreadRows - 1) / kSpreadRows < T)
-      throw Error("router_topk: the experts' rows prefetch (epoch protocol) needs E <= 256 and ceil(E/2) >= T (got E " +
-                  std::to_string(E) + ", T " + std::to_string(T) + ")");
-    kernel = router_spread_kernel<W, P, kCanEpoch>;
-  }
   launch_pdl(kernel, dim3(unsigned(ctas)), dim3(kSpreadWarps * 32), spread_layout(T, rs.hidden, E).total, stream,
              reinterpret_cast<const bf16_t*>(x), T, rs.hidden, E, rs.top_k, weight, bias, rs.norm_topk_prob,
              rs.routed_scaling_factor, logits, reinterpret_cast<unsigned long long*>(sync), ids, topk_w,
              in_norm != nullptr ? in_norm->gamma : nullptr, in_norm != nullptr ? in_norm->eps : 0.f,
-             in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr,
-             prefetch != nullptr ? *prefetch : RouterExpertRows{});
+             in_norm != nullptr ? reinterpret_cast<bf16_t*>(in_norm->x_out) : nullptr);
   STRIKER_CUDA_CHECK_LAUNCH("router_spread");
 }
 
 template <typename W>
 void launch_router_spread(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                           float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
-                          const RouterInputNorm* in_norm, cudaStream_t stream, const RouterExpertRows* prefetch) {
+                          const RouterInputNorm* in_norm, cudaStream_t stream) {
   if (rs.n_experts <= kRouterSelectNarrow)
     launch_router_spread_p<W, kRouterSelectNarrow / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
-                                                        stream, prefetch);
+                                                        stream);
   else
     launch_router_spread_p<W, kRouterMaxExperts / 32>(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm,
-                                                      stream, prefetch);
+                                                      stream);
 }
 
 // Decode steps: the spread launch (the norm inside when in_norm is set); larger steps: the rmsnorm
@@ -396,9 +361,9 @@ void launch_router_spread(const bf16* x, int T, const RouterShape& rs, const W* 
 template <typename W>
 void launch_router(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias, float* logits,
                    unsigned int* sync, int32_t* ids, float* topk_w, const RouterInputNorm* in_norm, LtGemm* lt,
-                   cudaStream_t stream, const RouterExpertRows* prefetch) {
+                   cudaStream_t stream) {
   if (T <= kRouterDecodeMaxTokens) {
-    launch_router_spread(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm, stream, prefetch);
+    launch_router_spread(x, T, rs, weight, bias, logits, sync, ids, topk_w, in_norm, stream);
     return;
   }
   if (in_norm != nullptr) {
@@ -429,8 +394,7 @@ void check_router_shape(const RouterShape& rs) {
 
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream, const RouterInputNorm* in_norm, LtGemm* lt,
-                 const RouterExpertRows* prefetch) {
+                 cudaStream_t stream, const RouterInputNorm* in_norm, LtGemm* lt) {
   if (T <= 0) return;
   check_router_shape(rs);
   if ((weight_bf16 == nullptr) == (weight_f32 == nullptr))
@@ -446,10 +410,10 @@ void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight
   if (T > kRouterDecodeMaxTokens && weight_bf16 != nullptr && lt == nullptr)
     throw Error("router_topk: a step of more than 8 tokens with a bf16 router needs the cuBLASLt GEMM (lt)");
   if (weight_f32 != nullptr)
-    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, in_norm, lt, stream, prefetch);
+    launch_router(x, T, rs, weight_f32, bias, logits_scratch, counter, topk_ids, topk_w, in_norm, lt, stream);
   else
     launch_router(x, T, rs, reinterpret_cast<const bf16_t*>(weight_bf16), bias, logits_scratch, counter, topk_ids,
-                  topk_w, in_norm, lt, stream, prefetch);
+                  topk_w, in_norm, lt, stream);
 }
 
 void router_select_topk(const float* logits, int T, const RouterShape& rs, const float* bias, int32_t* topk_ids,

@@ -30,21 +30,7 @@ class LtGemm;
 
 // Size of router_topk's `counter` in unsigned ints: the decode launch's exchange words ([8][1024] of
 // 64 bits: a logit and its ready flag), zero between launches.
-constexpr int kRouterSyncWords = 2 * 8 * 1024 + 2;  // + one 64-bit word: the epoch of the epoch protocol below
-
-// EXPERIMENT (session 18, prepared, not run; STRIKER_AB_PFGU=1 or 2 in the backend): the selected experts' rows that
-// the next kernels read (up to 6 stacks, expert e's rows at base[i] + e·bytes[i]), requested into L2
-// by every decode router CTA, each its share, right after the selection. For this every CTA of the launch selects
-// (each token t's CTAs t, t + T, ...), so the exchange words can no longer be reset to zero by one reader: they
-// carry the launch's epoch instead (word = epoch << 32 | logit bits; the epoch, kept in the last 64-bit word of
-// `counter`, is read by every CTA after its wait and advanced by CTA 0 once it has read every word of token 0,
-// i.e. after every CTA has read it). Only for E <= 256 with every CTA computing logit rows (ceil(E/2) >= T), and
-// a `counter` must then be used with the epoch protocol only (a zeroed buffer to start).
-struct RouterExpertRows {
-  static constexpr int kRanges = 6;  // gate, up, down: codes and scales for NVFP4
-  const void* base[kRanges] = {};
-  int64_t bytes[kRanges] = {};
-};
+constexpr int kRouterSyncWords = 2 * 8 * 1024;
 
 // x [T, hidden] bf16; weight [E, hidden] as bf16 (weight_f32 == nullptr) or fp32; bias [E] fp32 or nullptr.
 // logits_scratch: [T, E] fp32 device buffer. Outputs: topk_ids [T, K] int32, topk_w [T, K] fp32.
@@ -62,8 +48,7 @@ struct RouterExpertRows {
 // own), with the rmsnorm kernel for larger T; the same bits either way.
 void router_topk(const bf16* x, int T, const RouterShape& rs, const bf16* weight_bf16, const float* weight_f32,
                  const float* bias, float* logits_scratch, unsigned int* counter, int32_t* topk_ids, float* topk_w,
-                 cudaStream_t stream, const RouterInputNorm* in_norm = nullptr, LtGemm* lt = nullptr,
-                 const RouterExpertRows* prefetch = nullptr);
+                 cudaStream_t stream, const RouterInputNorm* in_norm = nullptr, LtGemm* lt = nullptr);
 
 // The selection alone of a step above 8 tokens (router_topk's second launch) on logits [T, E] fp32
 // (a device buffer): topk_ids [T, K], topk_w [T, K]. For benchmarks and tests of the selection.

@@ -180,13 +180,10 @@ struct CtaSelectSmem {
   int expert[kCtaSelectWarps * kRouterMaxTopK];
   int pick[kRouterMaxTopK];
 };
-// kAllStay (EXPERIMENT, the epoch protocol of router.h): every warp stays to the end (sm.pick holds the K picks
-// for the whole CTA after it returns) and only a CTA with `writes` stores ids and weights.
-template <bool kAllStay = false, typename LogitOf>
+template <typename LogitOf>
 __device__ __forceinline__ void router_select_cta_rank(float logit, float b, LogitOf logit_of, int t, int E, int K,
                                                        bool norm, float rsf, int32_t* __restrict__ ids,
-                                                       float* __restrict__ weights, CtaSelectSmem& sm,
-                                                       bool writes = true) {
+                                                       float* __restrict__ weights, CtaSelectSmem& sm) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int e = 32 * warp + lane;
   const float xs[1] = {logit};
@@ -205,7 +202,7 @@ __device__ __forceinline__ void router_select_cta_rank(float logit, float b, Log
     sm.expert[warp * K + int(rank)] = e;
   }
   __syncthreads();
-  if (!kAllStay && warp >= 2) return;
+  if (warp >= 2) return;
   const int nc = kCtaSelectWarps * K, i = int(threadIdx.x);
   if (i < nc) {
     const unsigned ki = sm.key[i];
@@ -217,13 +214,8 @@ __device__ __forceinline__ void router_select_cta_rank(float logit, float b, Log
     }
     if (r < unsigned(K)) sm.pick[r] = ki != 0u ? sm.expert[i] : E - 1;
   }
-  if constexpr (kAllStay) {
-    __syncthreads();
-    if (warp != 0 || !writes) return;
-  } else {
-    asm volatile("bar.sync 1, 64;" ::: "memory");  // warps 0 and 1
-    if (warp != 0) return;
-  }
+  asm volatile("bar.sync 1, 64;" ::: "memory");  // warps 0 and 1
+  if (warp != 0) return;
   const int mine = lane < K ? sm.pick[lane] : 0;
   router_write_picks(logit_of, mine, lane, t, K, norm, rsf, ids, weights);
 }
