@@ -140,50 +140,42 @@ TEST(CudaMoeGrouped, FullSizeShapesMatchPerTokenReference) {
 // the same steps with the next layer's input norm (expect_next_norm_matches).
 TEST(CudaMoe, DecodeStepsOfOneToEightTokensPerSlot) {
   std::mt19937 rng(104);
-  // H = 2312, I = 584: wider than the 2-8 token kernels hold in registers, so each slot of an expert
-  // streams its rows again (expert_items.cuh).
-  struct Dims {
-    int H, I, Is;
-  };
-  for (Dims d : {Dims{264, 72, 40}, Dims{2312, 584, 520}}) {
-    const int E = 16, H = d.H, I = d.I, Is = d.Is, K = 6;
-    auto wg = random_bf16(rng, size_t(E) * I * H, 0.06f), wu = random_bf16(rng, wg.size(), 0.06f);
-    auto wd = random_bf16(rng, size_t(E) * H * I, 0.1f);
-    auto sg = random_bf16(rng, size_t(Is) * H, 0.06f), su = random_bf16(rng, sg.size(), 0.06f);
-    auto sd = random_bf16(rng, size_t(H) * Is, 0.1f);
-    DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd), d_sg(sg), d_su(su), d_sd(sd);
-    for (int T : {1, 2, 3, 5, 8})
-      for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
-        if (H != 264 && T != 3 && T != 8) continue;
-        const std::string where = "H=" + std::to_string(H) + " T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
-        const auto ids = make_routing(rng, kind, T, K, E);
-        const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
-        const auto x = random_bf16(rng, size_t(T) * H);
-        const auto h0 = random_bf16(rng, size_t(T) * H);
-        std::vector<bf16> sact_ref, h_ref = h0;
-        gate_up_ref(x, T, H, sg, su, Is, sact_ref);
-        moe_ref(x, T, H, I, Is, MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}, ids, tw, K, h_ref);
-        DeviceBuffer<int32_t> d_ids(ids);
-        DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
-        DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
-        DeviceBuffer<float> d_tw(tw);
-        d_act.poison();
-        d_sact.poison();
-        d_y.poison();
-        moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
-                    d_sact.get(), nullptr);
-        moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
-                         d_h.get(), nullptr, d_y.get());
-        const auto cs = compare(d_sact.download(), sact_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(cs.ok()) << where << "shared act " << cs.describe();
-        const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
-        EXPECT_TRUE(ch.ok()) << where << "h vs moe_ref with the shared expert " << ch.describe();
-        expect_next_norm_matches(rng, h0, d_h, T, H, [&](bf16* h, const RowNorm* next) {
-          moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is, h,
-                           nullptr, d_y.get(), next);
-        }, where);
-      }
-  }
+  const int E = 16, H = 264, I = 72, Is = 40, K = 6;
+  auto wg = random_bf16(rng, size_t(E) * I * H, 0.06f), wu = random_bf16(rng, wg.size(), 0.06f);
+  auto wd = random_bf16(rng, size_t(E) * H * I, 0.1f);
+  auto sg = random_bf16(rng, size_t(Is) * H, 0.06f), su = random_bf16(rng, sg.size(), 0.06f);
+  auto sd = random_bf16(rng, size_t(H) * Is, 0.1f);
+  DeviceBuffer<bf16> d_wg(wg), d_wu(wu), d_wd(wd), d_sg(sg), d_su(su), d_sd(sd);
+  for (int T : {1, 2, 3, 5, 8})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed, RoutingKind::identical}) {
+      const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + ": ";
+      const auto ids = make_routing(rng, kind, T, K, E);
+      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+      const auto x = random_bf16(rng, size_t(T) * H);
+      const auto h0 = random_bf16(rng, size_t(T) * H);
+      std::vector<bf16> sact_ref, h_ref = h0;
+      gate_up_ref(x, T, H, sg, su, Is, sact_ref);
+      moe_ref(x, T, H, I, Is, MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}, ids, tw, K, h_ref);
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<bf16> d_x(x), d_h(h0), d_act(size_t(T) * K * I), d_sact(size_t(T) * Is);
+      DeviceBuffer<bf16> d_y(size_t(T) * (K + 1) * H);  // each slot's down rows (T >= 2)
+      DeviceBuffer<float> d_tw(tw);
+      d_act.poison();
+      d_sact.poison();
+      d_y.poison();
+      moe_gate_up(d_x.get(), T, H, d_wg.get(), d_wu.get(), I, d_ids.get(), K, d_act.get(), d_sg.get(), d_su.get(), Is,
+                  d_sact.get(), nullptr);
+      moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is,
+                       d_h.get(), nullptr, d_y.get());
+      const auto cs = compare(d_sact.download(), sact_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(cs.ok()) << where << "shared act " << cs.describe();
+      const auto ch = compare(d_h.download(), h_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ch.ok()) << where << "h vs moe_ref with the shared expert " << ch.describe();
+      expect_next_norm_matches(rng, h0, d_h, T, H, [&](bf16* h, const RowNorm* next) {
+        moe_down_combine(d_act.get(), T, K, d_wd.get(), I, H, d_ids.get(), d_tw.get(), d_sact.get(), d_sd.get(), Is, h,
+                         nullptr, d_y.get(), next);
+      }, where);
+    }
 }
 
 TEST(CudaMoeGrouped, SortAndCombineCoverMoreTokensThanOneGridDimension) {

@@ -111,23 +111,6 @@ __device__ __forceinline__ void warp_dot_after_prologue(const WarpDotPrologue<R,
   warp_dot_reduce<R, NT>(acc);
 }
 
-// warp_dot_after_prologue when the prologue holds every chunk of the lane's rows (in <= kPre·32·parts
-// 16-byte chunks): the same fmas in the same order (the same bits), with no streaming tail, so pr can
-// serve another token (the MoE kernels' slot loops, expert_items.cuh).
-template <int R, int NT, int kPre>
-__device__ __forceinline__ void warp_dot_held(const WarpDotPrologue<R, kPre>& pr, const bf16_t* const (&x)[R],
-                                              int64_t x_stride, int nt, int in, float (&acc)[R][NT], int part = 0,
-                                              int parts = 1) {
-  const int chunks = in / 8;
-  warp_dot_zero<R, NT>(acc);
-#pragma unroll
-  for (int i = 0; i < kPre; ++i) {
-    const int c = part * 32 + (threadIdx.x & 31) + i * 32 * parts;
-    if (c < chunks) warp_dot_chunk<R, NT>(pr.q[i], x, x_stride, nt, c, acc);
-  }
-  warp_dot_reduce<R, NT>(acc);
-}
-
 __device__ __forceinline__ float silu_bf16(float g) {
   // bf16(g·sigmoid(g)) of FLINT.md swiglu; expf is accurate to ~2 ulp, far below bf16 rounding.
   return round_bf16(g / (1.0f + expf(-g)));

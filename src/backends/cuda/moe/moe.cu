@@ -1,7 +1,6 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -9,7 +8,6 @@
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
-#include "backends/cuda/moe/expert_items.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -84,83 +82,6 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const float uv = round_bf16(lane == 0 ? acc[1][0] : acc[3][0]);
     bf16_t* dst = shared ? shared_act + int64_t(t) * shared_inter : act + int64_t(slot) * inter;
     dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-  }
-}
-
-// Decode steps of 2-8 tokens grouped by expert (expert_items.cuh): grid (row-pair groups, [1 +] T*K);
-// with a shared expert, item 0 is it (every token, its rows requested before the wait) and item 1 + j
-// the j-th distinct routed expert; blocks past the step's distinct experts leave after the wait. Each
-// warp loads its rows once (a lane's first two chunks of each, all of Flint's 2048 inputs at the split
-// of 4) and runs moe_gate_up_kernel's computation for each slot of its item: a slot's bits are a
-// one-token step's, and an expert chosen by n tokens (the shared expert by all T) is streamed once.
-__global__ void __launch_bounds__(kWarps * 32, 3) moe_gate_up_items_kernel(
-    const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
-    int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
-    const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
-  constexpr int kPre = 2;  // chunks per lane loaded once for every slot of the item
-  constexpr int S = kGateUpSplit;
-  pdl_launch_dependents();  // see launch.cuh
-  const int warp = threadIdx.x >> 5, part = warp % S;
-  const int o0 = (blockIdx.x * (kWarps / S) + warp / S) * 2;
-  const bool has_shared = shared_act != nullptr;
-  const bool shared = has_shared && blockIdx.y == 0;
-  const int rows = shared ? shared_inter : inter;
-  const bool live = o0 < rows;  // (dead warps still reach the barriers below)
-  const int o1 = min(o0 + 1, rows - 1);
-  auto rows_of = [&](const bf16_t* g, const bf16_t* u, const bf16_t* (&w)[4]) {
-    w[0] = g + int64_t(o0) * hidden, w[1] = u + int64_t(o0) * hidden;
-    w[2] = g + int64_t(o1) * hidden, w[3] = u + int64_t(o1) * hidden;
-  };
-  // held: pr holds every chunk of the lane's rows; else each slot streams them (from L2 after the first).
-  const bool held = hidden / 8 <= kPre * 32 * S;
-  const bf16_t* w[4];
-  WarpDotPrologue<4, kPre> pr;
-  ExpertItem it;
-  if (shared) {  // the shared expert's rows do not depend on the routing: start them before the wait
-    rows_of(sg, su, w);
-    if (live && held) warp_dot_prologue<4, kPre>(w, hidden, pr, part, S);
-    pdl_wait();  // x comes from the previous kernel
-    it = all_slots_item(T);
-  } else {
-    pdl_wait();  // x and the routing come from earlier kernels
-    it = expert_item(ids, T * K, int(blockIdx.y) - (has_shared ? 1 : 0));
-    if (it.expert < 0) return;  // block-uniform: the step has fewer distinct experts
-    rows_of(wg + int64_t(it.expert) * inter * hidden, wu + int64_t(it.expert) * inter * hidden, w);
-    if (live && held) warp_dot_prologue<4, kPre>(w, hidden, pr, part, S);
-  }
-  __shared__ float red[kWarps][4];  // the S parts of each row group, summed in part order
-  const int lane = threadIdx.x & 31;
-  for (uint32_t lo = it.lo, hi = it.hi; (lo | hi) != 0u;) {
-    const int s = pop_slot(lo, hi);  // shared: the token
-#pragma unroll
-    for (int i = 0; i < kPre; ++i)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) keep_opaque(pr.q[i][r]);
-    const bf16_t* xt = x + int64_t(shared ? s : s / K) * hidden;
-    const bf16_t* xr[4] = {xt, xt, xt, xt};
-    float acc[4][1];
-    if (live && held) warp_dot_held<4, 1, kPre>(pr, xr, 0, 1, hidden, acc, part, S);
-    else if (live) warp_dot<4, 1>(w, xr, 0, 1, hidden, acc, part, S);
-    if (lane == 0)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) red[warp][r] = live ? acc[r][0] : 0.f;
-    __syncthreads();
-    if (part == 0 && live) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        float v = 0.f;
-#pragma unroll
-        for (int p = 0; p < S; ++p) v += red[warp + p][r];
-        acc[r][0] = v;
-      }
-      if (lane < 2 && o0 + lane < rows) {
-        const float gv = round_bf16(lane == 0 ? acc[0][0] : acc[2][0]);
-        const float uv = round_bf16(lane == 0 ? acc[1][0] : acc[3][0]);
-        bf16_t* dst = shared ? shared_act + int64_t(s) * shared_inter : act + int64_t(s) * inter;
-        dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-      }
-    }
-    __syncthreads();  // red is reused by the next slot
   }
 }
 
@@ -394,54 +315,6 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_slots_kernel(
   }
 }
 
-// moe_down_slots_kernel grouped by expert (expert_items.cuh): grid (row blocks, [1 +] T*K); with a
-// shared expert item 0 is it (y rows T*K + t), item 1 + j the j-th distinct routed expert. Each warp
-// loads its 4 rows once (a lane's two chunks of each: all of Flint's inter 512) and computes
-// y[s] = bf16(act_s·Wd_e) for every slot s of its item in moe_down_slots_kernel's order: the same bits.
-__global__ void __launch_bounds__(kWarps * 32, 3) moe_down_items_kernel(
-    const bf16_t* __restrict__ act, int T, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
-    const int32_t* __restrict__ ids, const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ wd_shared,
-    int shared_inter, bf16_t* __restrict__ y) {
-  constexpr int kPre = 2;
-  pdl_grid_start();  // see launch.cuh
-  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * kSlotRows;
-  if (o0 >= hidden) return;
-  const bool has_shared = shared_act != nullptr;
-  const bool shared = has_shared && blockIdx.y == 0;
-  const ExpertItem it = shared ? all_slots_item(T) : expert_item(ids, T * K, int(blockIdx.y) - (has_shared ? 1 : 0));
-  if (!shared && it.expert < 0) return;  // warp-uniform: the step has fewer distinct experts
-  const int in = shared ? shared_inter : inter;
-  const bf16_t* base = shared ? wd_shared : wd + int64_t(it.expert) * hidden * inter;
-  const bf16_t* w[kSlotRows];
-#pragma unroll
-  for (int r = 0; r < kSlotRows; ++r) w[r] = base + int64_t(min(o0 + r, hidden - 1)) * in;
-  const bool held = in / 8 <= kPre * 32;  // pr holds every chunk of the lane's rows (else: streamed per slot)
-  WarpDotPrologue<kSlotRows, kPre> pr;
-  if (held) warp_dot_prologue<kSlotRows, kPre>(w, in, pr);
-  const int lane = threadIdx.x & 31;
-  for (uint32_t lo = it.lo, hi = it.hi; (lo | hi) != 0u;) {
-    const int s = pop_slot(lo, hi);  // shared: the token
-#pragma unroll
-    for (int i = 0; i < kPre; ++i)
-#pragma unroll
-      for (int r = 0; r < kSlotRows; ++r) keep_opaque(pr.q[i][r]);
-    const bf16_t* xs = shared ? shared_act + int64_t(s) * shared_inter : act + int64_t(s) * inter;
-    const bf16_t* xr[kSlotRows];
-#pragma unroll
-    for (int r = 0; r < kSlotRows; ++r) xr[r] = xs;
-    float acc[kSlotRows][1];
-    if (held) warp_dot_held<kSlotRows, 1, kPre>(pr, xr, 0, 1, in, acc);
-    else warp_dot<kSlotRows, 1>(w, xr, 0, 1, in, acc);
-    if (lane < kSlotRows && o0 + lane < hidden) {
-      float v = acc[0][0];
-#pragma unroll
-      for (int r = 1; r < kSlotRows; ++r)
-        if (lane == r) v = acc[r][0];
-      y[(shared ? int64_t(T) * K + s : int64_t(s)) * hidden + o0 + lane] = __float2bfloat16_rn(v);
-    }
-  }
-}
-
 // Each thread combines 8 consecutive columns of one token with 16-byte loads (K expert rows, the
 // shared expert's row and h); a prefill step streams ~K·T·hidden·2 bytes here, so scalar 2-byte
 // loads (the first version: 191 µs at T = 8192, 0.31 of the roofline) left most of HBM idle.
@@ -533,25 +406,6 @@ __global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_ke
   }
 }
 
-}  // namespace
-
-// EXPERIMENT (session 19): STRIKER_AB_ITEMS=0 runs the per-slot kernels of 2-8 tokens instead.
-bool moe_ab_items() {
-  static const bool on = [] {
-    const char* v = std::getenv("STRIKER_AB_ITEMS");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
-
-void check_item_slots(const char* what, int T, int K) {
-  if (int64_t(T) * K > kMaxItemSlots)
-    throw Error(std::string(what) + ": a decode step of " + std::to_string(T) + " tokens x " + std::to_string(K) +
-                " experts has more than " + std::to_string(kMaxItemSlots) + " slots");
-}
-
-namespace {
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 8 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
@@ -569,16 +423,6 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
     throw Error("moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
-  if (T >= 2 && moe_ab_items()) {
-    check_item_slots("moe_gate_up", T, K);
-    const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? 1 : 0)));
-    launch_pdl(moe_gate_up_items_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
-               hidden, reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter,
-               topk_ids, K, reinterpret_cast<bf16_t*>(act), reinterpret_cast<const bf16_t*>(shared_gate),
-               reinterpret_cast<const bf16_t*>(shared_up), shared_inter, reinterpret_cast<bf16_t*>(shared_act));
-    STRIKER_CUDA_CHECK_LAUNCH("moe_gate_up_items");
-    return;
-  }
   const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids,
@@ -599,19 +443,6 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
     const int slots = T * K + (shared_act ? T : 0);
     if (slots > kMaxGridYZ) throw Error("moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
     check_width("moe_down_combine (hidden)", hidden);
-    if (moe_ab_items()) {
-      check_item_slots("moe_down_combine", T, K);
-      const dim3 grid(unsigned((hidden + kSlotRows * kWarps - 1) / (kSlotRows * kWarps)),
-                      unsigned(T * K + (shared_act ? 1 : 0)));
-      launch_pdl(moe_down_items_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), T,
-                 K, reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids,
-                 reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared),
-                 shared_act ? shared_inter : 0, reinterpret_cast<bf16_t*>(y_scratch));
-      STRIKER_CUDA_CHECK_LAUNCH("moe_down_items");
-      moe_combine_sorted(y_scratch, nullptr, topk_w, shared_act ? y_scratch + int64_t(T) * K * hidden : nullptr, T, K,
-                         hidden, h, stream, next_norm);
-      return;
-    }
     const dim3 grid(unsigned((hidden + kSlotRows * kWarps - 1) / (kSlotRows * kWarps)), unsigned(slots));
     launch_pdl(moe_down_slots_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), T, K,
                reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids,

@@ -273,18 +273,4 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
   mma_diagonal_row_sums<R>(d, kNvfp4PairUnscale, acc);
 }
 
-// warp_dot_nvfp4_early_mma when the prologue holds every chunk of the rows (in <= 64 chunks: a lane's
-// chunks lane and lane + 32, parts = 1): the same MMAs in the same order (the same bits), with no
-// refill path, and pr is left intact for another token (the MoE kernels' slot loops, expert_items.cuh).
-template <int R>
-__device__ __forceinline__ void warp_dot_nvfp4_held_mma(const Nvfp4Prologue<R>& pr, const bf16_t* x, int in,
-                                                        float (&acc)[R][1]) {
-  const int lane = threadIdx.x & 31, chunks = in / 32;
-  float d[R / 2][2][4];
-  mma_diagonal_zero<R>(d);
-  accumulate_chunk_mma<R>(pr.a, x, lane < chunks, lane, d);
-  if (32 < chunks) accumulate_chunk_mma<R>(pr.b, x, lane + 32 < chunks, lane + 32, d);
-  mma_diagonal_row_sums<R>(d, kNvfp4PairUnscale, acc);
-}
-
 }  // namespace striker::cuda

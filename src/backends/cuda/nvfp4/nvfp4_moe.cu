@@ -3,7 +3,6 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
-#include "backends/cuda/moe/expert_items.cuh"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -84,88 +83,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     const float uv = round_bf16((lane == 0 ? acc[1][0] : acc[3][0]) * s2u);
     bf16_t* dst = shared ? shared_act + int64_t(t) * sh.inter : act + int64_t(slot) * inter;
     dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-  }
-}
-
-// Decode steps of 2-8 tokens grouped by expert (expert_items.cuh): grid (row pairs, [1 +] T*K); with
-// a shared expert item 0 is it (every token, its rows requested before the wait), item 1 + j the j-th
-// distinct routed expert (blocks past the step's distinct experts leave after the wait). Each warp
-// loads its rows once and runs nvfp4_moe_gate_up_kernel's computation for each slot of its item (the
-// prologue's registers hold a lane's whole rows up to 2048 inputs; wider rows are reloaded per slot):
-// a slot's bits are a one-token step's, and an expert chosen by n tokens is streamed once. kPf: as
-// nvfp4_moe_gate_up_kernel, once per distinct expert.
-template <bool kPf = false>
-__global__ void __launch_bounds__(kWarps * 32, 2)
-    nvfp4_moe_gate_up_items_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
-                                   int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act,
-                                   Nvfp4Shared sh, bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  const bool has_shared = shared_act != nullptr;
-  const bool shared = has_shared && blockIdx.y == 0;
-  const int rows = shared ? sh.inter : inter;
-  if (o0 >= rows) return;  // warp-uniform; no block barrier below
-  const int o1 = min(o0 + 1, rows - 1);
-  const uint8_t* cr[4];
-  const uint8_t* sr[4];
-  float s2g, s2u;
-  Nvfp4Prologue<4> pr;
-  ExpertItem it;
-  if (shared) {
-    const int64_t cb = hidden / 2, sb = hidden / 16;
-    cr[0] = sh.gate.codes + o0 * cb, sr[0] = sh.gate.scales + o0 * sb;
-    cr[1] = sh.up.codes + o0 * cb, sr[1] = sh.up.scales + o0 * sb;
-    cr[2] = sh.gate.codes + o1 * cb, sr[2] = sh.gate.scales + o1 * sb;
-    cr[3] = sh.up.codes + o1 * cb, sr[3] = sh.up.scales + o1 * sb;
-    s2g = sh.s2_gate;
-    s2u = sh.s2_up;
-    warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
-    pdl_wait();  // x (rmsnorm) is written by an earlier kernel
-    it = all_slots_item(T);
-  } else {
-    pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
-    it = expert_item(ids, T * K, int(blockIdx.y) - (has_shared ? 1 : 0));
-    if (it.expert < 0) return;  // the step has fewer distinct experts
-    const int64_t e = it.expert;
-    stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
-    stack_row(wu.m, e, inter, o0, hidden, cr[1], sr[1]);
-    stack_row(wg.m, e, inter, o1, hidden, cr[2], sr[2]);
-    stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
-    s2g = wg.scale2[e];
-    s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
-    if constexpr (kPf) {  // this CTA's share of expert e's down rows into L2 for the down kernel
-      const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
-      prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
-      prefetch_l2_part(pf_down.scales + e * sbytes, sbytes, int(blockIdx.x), int(gridDim.x));
-    }
-  }
-  // held: the prologue holds a lane's whole rows (up to 64 chunks: Flint's 2048 inputs); past that
-  // warp_dot_nvfp4_early_mma refills it with later chunks, so it is loaded again for every slot.
-  const bool held = hidden / 32 <= 64;
-  const int lane = threadIdx.x & 31;
-  bool first = true;
-  for (uint32_t lo = it.lo, hi = it.hi; (lo | hi) != 0u; first = false) {
-    const int s = pop_slot(lo, hi);  // shared: the token
-    const bf16_t* xt = x + int64_t(shared ? s : s / K) * hidden;
-    float acc[4][1];
-    if (held) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        keep_opaque(pr.a.q[r]), keep_opaque(pr.a.sc[r]);
-        keep_opaque(pr.b.q[r]), keep_opaque(pr.b.sc[r]);
-      }
-      warp_dot_nvfp4_held_mma<4>(pr, xt, hidden, acc);
-    } else {
-      if (!first) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
-      warp_dot_nvfp4_early_mma<4>(pr, cr, sr, xt, hidden, acc);
-    }
-    if (lane < 2 && o0 + lane < rows) {
-      const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
-      const float uv = round_bf16((lane == 0 ? acc[1][0] : acc[3][0]) * s2u);
-      bf16_t* dst = shared ? shared_act + int64_t(s) * sh.inter : act + int64_t(s) * inter;
-      dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-    }
   }
 }
 
@@ -262,17 +179,6 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
                 " slots exceed one launch (65535); split the batch");
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
-  if (T >= 2 && moe_ab_items()) {
-    check_item_slots("nvfp4_moe_gate_up", T, K);
-    const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? 1 : 0)));
-    launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_items_kernel<true> : nvfp4_moe_gate_up_items_kernel<false>,
-               grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter,
-               topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
-               reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
-               prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{});
-    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up_items");
-    return;
-  }
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
              dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,

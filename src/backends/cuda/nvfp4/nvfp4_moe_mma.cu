@@ -15,8 +15,6 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
-#include "backends/cuda/moe/expert_items.cuh"
-#include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -183,62 +181,6 @@ __global__ void __launch_bounds__(kSlotWarps * 32)
   }
 }
 
-// nvfp4_moe_down_slots_mma_kernel grouped by expert (expert_items.cuh): grid (hidden / 64, [1 +] T·K);
-// with the fused shared expert item 0 is it (rows requested before the wait; y rows T·K + t), item
-// 1 + j the j-th distinct routed expert. Each warp loads its rows once and runs the slot kernel's
-// computation for each slot of its item: the same bits, each distinct expert streamed once.
-__global__ void __launch_bounds__(kSlotWarps * 32, 4)
-    nvfp4_moe_down_items_mma_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter,
-                                    int hidden, const int32_t* __restrict__ ids, Nvfp4Shared sh,
-                                    const bf16_t* __restrict__ shared_act, bf16_t* __restrict__ y) {
-  pdl_launch_dependents();  // see launch.cuh
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool has_shared = shared_act != nullptr;
-  const bool shared = has_shared && blockIdx.y == 0;
-  const int o0 = (blockIdx.x * kSlotWarps + warp) * 16;
-  if (o0 >= hidden) return;  // warp-uniform
-  const int in = shared ? sh.inter : inter;
-  const int steps = (in + 127) / 128;
-  const int top = min(o0 + g, hidden - 1), bottom = min(o0 + 8 + g, hidden - 1);
-  const int64_t cb = in / 2, sbytes = in / 16;
-  MmaRows r;
-  float s2;
-  ExpertItem it;
-  if (shared) {  // the shared expert's rows do not depend on the routing: load them before the wait
-    load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
-              sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
-    pdl_wait();  // shared_act comes from the gate/up kernel
-    s2 = sh.s2_down;
-    it = all_slots_item(T);
-  } else {
-    pdl_wait();  // ids and act come from earlier kernels
-    it = expert_item(ids, T * K, int(blockIdx.y) - (has_shared ? 1 : 0));
-    if (it.expert < 0) return;  // the step has fewer distinct experts
-    const int64_t e = it.expert;
-    const uint8_t* c = wd.m.codes + e * hidden * cb;
-    const uint8_t* sc = wd.m.scales + e * hidden * sbytes;
-    load_rows(c + top * cb, sc + top * sbytes, c + bottom * cb, sc + bottom * sbytes, in, t, 0, steps, r);
-    s2 = wd.scale2[e];
-  }
-  s2 *= kNvfp4PairUnscale;
-  for (uint32_t lo = it.lo, hi = it.hi; (lo | hi) != 0u;) {
-    const int s = pop_slot(lo, hi);  // shared: the token
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      keep_opaque(r.qt[u]), keep_opaque(r.qb[u]);
-      keep_opaque(r.st[u]), keep_opaque(r.sb[u]);
-    }
-    const bf16_t* xa = shared ? shared_act + int64_t(s) * sh.inter : act + int64_t(s) * inter;
-    float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
-    dot_rows(r, xa, in, t, 0, steps, c0, c1);
-    if (t == 0) {
-      bf16_t* ys = y + (shared ? int64_t(T) * K + s : int64_t(s)) * hidden;
-      if (o0 + g < hidden) ys[o0 + g] = __float2bfloat16_rn((c0[0] + c1[0]) * s2);
-      if (o0 + 8 + g < hidden) ys[o0 + 8 + g] = __float2bfloat16_rn((c0[2] + c1[2]) * s2);
-    }
-  }
-}
-
 }  // namespace
 
 bool nvfp4_moe_down_mma_fits(int K, int inter, int shared_inter) {
@@ -268,15 +210,6 @@ void launch_nvfp4_moe_down_slots_mma(const bf16* act, int T, int K, Nvfp4Stack d
                                      bf16* y, cudaStream_t stream) {
   const bool fused = shared != nullptr && shared_act != nullptr;
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
-  if (moe_ab_items()) {
-    check_item_slots("nvfp4_moe_down_combine", T, K);
-    const dim3 grid(unsigned((hidden + 16 * kSlotWarps - 1) / (16 * kSlotWarps)), unsigned(T * K + (fused ? 1 : 0)));
-    launch_pdl(nvfp4_moe_down_items_mma_kernel, grid, dim3(kSlotWarps * 32), 0, stream,
-               reinterpret_cast<const bf16_t*>(act), T, K, down, inter, hidden, topk_ids, sh,
-               reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr), reinterpret_cast<bf16_t*>(y));
-    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_items_mma");
-    return;
-  }
   const int slots = T * K + (fused ? T : 0);
   const dim3 grid(unsigned((hidden + 16 * kSlotWarps - 1) / (16 * kSlotWarps)), unsigned(slots));
   launch_pdl(nvfp4_moe_down_slots_mma_kernel, grid, dim3(kSlotWarps * 32), 0, stream,
