@@ -1,7 +1,6 @@
 #include "backends/cuda/moe/moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -30,8 +29,7 @@ constexpr int kMaxTopK = 8;
 constexpr int kGateUpSplit = 4;
 constexpr int kGateUpRowsPerCta = kWarps / kGateUpSplit * 2;
 
-template <int kMinBlocks = 0>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) moe_gate_up_kernel(
+__global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, const bf16_t* __restrict__ wg, const bf16_t* __restrict__ wu,
     int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, const bf16_t* __restrict__ sg,
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
@@ -286,8 +284,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
 // K rounded outputs in k order: the same bits.
 constexpr int kSlotRows = 4;  // rows per warp
 
-template <int kMinBlocks = 0>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) moe_down_slots_kernel(
+__global__ void __launch_bounds__(kWarps * 32) moe_down_slots_kernel(
     const bf16_t* __restrict__ act, int T, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ wd_shared,
     int shared_inter, bf16_t* __restrict__ y) {
@@ -409,19 +406,6 @@ __global__ void __launch_bounds__(kRmsnormRowThreads) moe_combine_sorted_norm_ke
   }
 }
 
-}  // namespace
-
-// EXPERIMENT (session 19): STRIKER_AB_OCC=5/6: the 2-8 token MoE kernels held to 5/6 CTAs per SM.
-int ab_occ() {
-  static const int v = [] {
-    const char* e = std::getenv("STRIKER_AB_OCC");
-    return e == nullptr ? 0 : std::atoi(e);
-  }();
-  return v;
-}
-
-namespace {
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 8 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 8");
@@ -440,7 +424,7 @@ void moe_gate_up(const bf16* x, int T, int hidden, const bf16* w_gate, const bf1
                 " slots exceed one launch (65535); split the batch");
   const int rows = std::max(inter, has_shared ? shared_inter : 0);
   const dim3 grid(unsigned((rows + kGateUpRowsPerCta - 1) / kGateUpRowsPerCta), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(T >= 2 && ab_occ() == 5 ? moe_gate_up_kernel<5> : T >= 2 && ab_occ() == 6 ? moe_gate_up_kernel<6> : moe_gate_up_kernel<0>, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
+  launch_pdl(moe_gate_up_kernel, dim3(grid), dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T,
              hidden, reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up), inter, topk_ids,
              K, reinterpret_cast<bf16_t*>(act), reinterpret_cast<const bf16_t*>(shared_gate),
              reinterpret_cast<const bf16_t*>(shared_up), shared_inter, reinterpret_cast<bf16_t*>(shared_act));
@@ -460,7 +444,7 @@ void moe_down_combine(const bf16* act, int T, int K, const bf16* w_down, int int
     if (slots > kMaxGridYZ) throw Error("moe_down_combine: " + std::to_string(slots) + " slots exceed one launch");
     check_width("moe_down_combine (hidden)", hidden);
     const dim3 grid(unsigned((hidden + kSlotRows * kWarps - 1) / (kSlotRows * kWarps)), unsigned(slots));
-    launch_pdl(ab_occ() == 5 ? moe_down_slots_kernel<5> : ab_occ() == 6 ? moe_down_slots_kernel<6> : moe_down_slots_kernel<0>, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), T, K,
+    launch_pdl(moe_down_slots_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(act), T, K,
                reinterpret_cast<const bf16_t*>(w_down), inter, hidden, topk_ids,
                reinterpret_cast<const bf16_t*>(shared_act), reinterpret_cast<const bf16_t*>(w_down_shared),
                shared_act ? shared_inter : 0, reinterpret_cast<bf16_t*>(y_scratch));

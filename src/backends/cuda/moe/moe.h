@@ -11,8 +11,6 @@
 
 namespace striker::cuda {
 
-int ab_occ();  // EXPERIMENT (session 19)
-
 // act[t*K+k] = bf16(bf16(g·sigmoid(g))·u) of expert topk_ids[t*K+k] on token t.  act [T*K, I].
 // The shared expert's front half rides in the same launch: shared_act [T, shared_inter] from
 // shared_gate/shared_up [shared_inter, H]; pass shared_act = nullptr when there is none.

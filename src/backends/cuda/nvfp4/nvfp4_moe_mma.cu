@@ -19,7 +19,6 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
-#include "backends/cuda/moe/moe.h"
 
 namespace striker::cuda {
 namespace {
@@ -140,8 +139,7 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
 // bf16(s2_down·sum) — the values that kernel rounds before its combine.
 constexpr int kSlotWarps = 4;
 
-template <int kMinBlocks = 0>
-__global__ void __launch_bounds__(kSlotWarps * 32, kMinBlocks)
+__global__ void __launch_bounds__(kSlotWarps * 32)
     nvfp4_moe_down_slots_mma_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter,
                                     int hidden, const int32_t* __restrict__ ids, Nvfp4Shared sh,
                                     const bf16_t* __restrict__ shared_act, bf16_t* __restrict__ y) {
@@ -214,7 +212,7 @@ void launch_nvfp4_moe_down_slots_mma(const bf16* act, int T, int K, Nvfp4Stack d
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
   const int slots = T * K + (fused ? T : 0);
   const dim3 grid(unsigned((hidden + 16 * kSlotWarps - 1) / (16 * kSlotWarps)), unsigned(slots));
-  launch_pdl(ab_occ() == 5 ? nvfp4_moe_down_slots_mma_kernel<5> : ab_occ() == 6 ? nvfp4_moe_down_slots_mma_kernel<6> : nvfp4_moe_down_slots_mma_kernel<0>, grid, dim3(kSlotWarps * 32), 0, stream,
+  launch_pdl(nvfp4_moe_down_slots_mma_kernel, grid, dim3(kSlotWarps * 32), 0, stream,
              reinterpret_cast<const bf16_t*>(act), T, K, down, inter, hidden, topk_ids, sh,
              reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr), reinterpret_cast<bf16_t*>(y));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots_mma");
