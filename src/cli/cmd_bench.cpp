@@ -38,6 +38,7 @@ struct LatencyOptions {
   uint64_t seed = 0;
   bool graphs = false;
   int batch = 1;  // sequences decoding together, each at `context`
+  int block_size = 16;  // tokens per KV cache block (serve's --block-size)
   std::string quantization;
 };
 
@@ -71,6 +72,9 @@ int run_latency(const LatencyOptions& o) {
     throw Error("bench latency: only --load-format dummy is supported (got '" + o.load_format + "')");
   if (o.context < 0 || o.steps <= 0 || o.warmup < 0) throw Error("bench latency: --context/--steps/--warmup out of range");
   if (o.batch < 1 || o.batch > 8) throw Error("bench latency: --batch must be 1..8 (the decode path's token count)");
+  if (o.block_size != 16 && o.block_size != 32 && o.block_size != 64 && o.block_size != 128)
+    throw Error("bench latency: --block-size must be 16, 32, 64 or 128 (serve's CUDA choices), got " +
+                std::to_string(o.block_size));
   const LinearFormat format = bench_format(o.quantization);
   if (cuda::device_count() == 0) throw Error("bench latency needs a GPU: " + cuda::device_summary());
   std::filesystem::path cfg_path = o.config;
@@ -86,7 +90,7 @@ int run_latency(const LatencyOptions& o) {
   const double weight_gb = double(model.bytes) / 1e9;
   cuda::CudaBackendOptions backend_options{8, 8, int64_t(1) << 20, o.graphs};
   cuda::CudaBackend backend(std::move(model), backend_options);
-  const int B = 16;
+  const int B = o.block_size;
   const int64_t seq_blocks = last_pos / B + 1;  // full-attention blocks of one sequence
   const int64_t full_blocks = seq_blocks * o.batch;
   const int64_t ring = (c.sliding_window + B - 1) / B + 2;  // sliding blocks one sequence holds, plus slack
@@ -148,8 +152,8 @@ int run_latency(const LatencyOptions& o) {
   const double total = weight_bytes + kv_bytes;
   const double floor_ms = total / kReadBandwidth * 1e3;
   const double med_wall = median(wall_ms), med_dev = median(device_ms);
-  std::printf("decode batch %d at context %lld: %d steps after %d warm-up, %s\n", o.batch, (long long)o.context,
-              o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)");
+  std::printf("decode batch %d at context %lld: %d steps after %d warm-up, %s, KV blocks of %d tokens\n", o.batch,
+              (long long)o.context, o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)", B);
   std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
               *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
   std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.6 TB/s %.3f ms\n", weight_bytes / 1e9,
@@ -251,6 +255,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
   lat->add_option("--batch", opts->batch, "sequences decoding together (1..8), each at --context")->capture_default_str();
+  lat->add_option("--block-size", opts->block_size, "tokens per KV cache block: 16, 32, 64 or 128 (blocks shuffled)")
+      ->capture_default_str();
   lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
 

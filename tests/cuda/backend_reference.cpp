@@ -218,11 +218,12 @@ void expect_rows_close(const std::vector<RowDiff>& diffs, const std::string& wha
 }  // namespace
 
 void expect_backend_matches_reference(const LoadedModel& device_model, const LoadedModel& ref_model,
-                                      int one_token_step_kernels) {
+                                      int one_token_step_kernels, int block_size) {
   const FlintConfig& c = device_model.config;
-  const int B = 16, N = 60, N2 = 40;
-  // Physical blocks shuffled; the sliding pool is a ring of 4 blocks per sequence (window 17
-  // spans at most 3 logical blocks), older logical blocks are -1 (freed).
+  const int B = block_size, N = 60, N2 = 40;
+  // Physical blocks shuffled (blocks of 16: 4 per sequence; of 32 and more the first ones of these
+  // lists); the sliding pool is a ring of 4 blocks per sequence (window 17 spans at most 3 logical
+  // blocks), older logical blocks are -1 (freed).
   std::mt19937 rng(5);
   std::vector<int32_t> full_a = {9, 3, 14, 0}, full_b = {7, 1, 12, 5};
   auto sliding_table = [&](int ring_base, int64_t last_pos, int64_t first_needed) {

@@ -52,8 +52,9 @@ RowDiff diff_row(const float* got, const float* ref, int64_t V);
 // without graphs) and compares every logits row with reference_logits(ref_model).
 // one_token_step_kernels >= 0: the captured graph of a one-token decode step must hold exactly that
 // many kernels — the step's structure (which fusions a one-token step takes), not only its numbers.
+// block_size: tokens per KV cache block (serve's --block-size; 16 and up on the GPU).
 void expect_backend_matches_reference(const LoadedModel& device_model, const LoadedModel& ref_model,
-                                      int one_token_step_kernels = -1);
+                                      int one_token_step_kernels = -1, int block_size = 16);
 
 // Steps of 64 and 16 tokens go through the grouped MoE kernels (device-side routing sort):
 // 16 sequences prefill 4 tokens each in one step, then decode together twice (the second

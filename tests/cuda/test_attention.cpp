@@ -261,6 +261,20 @@ TEST(CudaAttention, DecodeSlidingWindow) {
   run_attention_case({{8, 1, 32}, 17, {5, 17, 18, 100}, -1, true}, rng);
 }
 
+// KV cache blocks of 32, 64 and 128 tokens (serve's --block-size): 16-key tiles inside one block,
+// full and sliding layers, Flint's shape and the CUDA-core one, a prefill chunk, shuffled blocks.
+TEST(CudaAttention, DecodeWithLargerCacheBlocks) {
+  std::mt19937 rng(42);
+  for (int block : {32, 64, 128}) {
+    SCOPED_TRACE("blocks of " + std::to_string(block) + " tokens");
+    run_attention_case({{32, 4, 128}, 0, {1, 50, 1000, 4099}, -1, true, block}, rng);
+    run_attention_case({{32, 4, 128}, 513, {1, 513, 514, 3000}, -1, true, block}, rng);
+    run_attention_case({{8, 1, 32}, 17, {5, 17, 18, 100}, -1, true, block}, rng);
+    run_attention_case({{32, 4, 128}, 0, {8193}, -1, true, block}, rng);
+    run_attention_case({{32, 4, 128}, 0, {90}, 40, true, block}, rng);
+  }
+}
+
 TEST(CudaAttention, NoSinks) {
   std::mt19937 rng(34);
   run_attention_case({{32, 4, 128}, 0, {77, 300}, -1, false}, rng);

@@ -47,6 +47,18 @@ TEST(CudaBackend, ForwardMatchesHostReferenceWithPrefillAttentionShape) {
   expect_backend_matches_reference(hm.model, hm.model, one_token_step_kernels(c, true));
 }
 
+// KV cache blocks of 32, 64 and 128 tokens (serve's --block-size): the same steps with one or two
+// blocks per sequence, the one-token front writing its key into the middle of a block.
+TEST(CudaBackend, ForwardMatchesHostReferenceWithLargerCacheBlocks) {
+  FlintConfig c = small_config();
+  c.head_dim = 128;
+  HostModel hm = make_host_model(c);
+  for (int block : {32, 64, 128}) {
+    SCOPED_TRACE("blocks of " + std::to_string(block) + " tokens");
+    expect_backend_matches_reference(hm.model, hm.model, one_token_step_kernels(c, true), block);
+  }
+}
+
 TEST(CudaBackend, RejectsBadTokensAndTables) {
   const FlintConfig c = small_config();
   HostModel hm = make_host_model(c);

@@ -13,6 +13,7 @@ from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
     (["--device", "tpu"], "--device must be cpu or cuda"),
     (["--prefix-caching-hash-algo", "md5"], "--prefix-caching-hash-algo must be one of sha256, sha256_cbor"),
     (["--kv-cache-dtype", "fp8"], "--kv-cache-dtype fp8 is not supported"),
+    (["--block-size", "12"], "--block-size must be one of 1, 8, 16, 32, 64, 128, got 12"),
     (["--gpu-memory-utilization", "0.5"], "--gpu-memory-utilization applies to --device cuda"),
     (["--enable-auto-tool-choice"], "requires --tool-call-parser"),
     (["--tool-call-parser", "hermes"], "--tool-call-parser 'hermes' is not available"),

@@ -150,6 +150,27 @@ def test_metrics_count_queried_and_hit_tokens(servers):
     assert 0 <= after["vllm:kv_cache_usage_perc"] <= 1
 
 
+def test_block_size_flag_sets_the_cache_granularity(striker_bin, tiny_model, tmp_path):  # noqa: F811
+    """--block-size 32 (vLLM's flag): prefix hits come in whole blocks of 32 tokens, /metrics reports the
+    size, and the cached answer equals a recomputed one (same greedy tokens as a 16-token-block server)."""
+    prompt = "a prompt for the block size flag, long enough to fill more than two blocks of thirty-two tokens " * 4
+    s32 = StrikerServer(striker_bin, tiny_model, COMMON + ["--kv-cache-memory", "1MiB", "--block-size", "32"],
+                        log_dir=tmp_path)
+    try:
+        n = requests.post(s32.url + "/tokenize", json={"prompt": prompt}).json()["count"]
+        assert (n - 1) // 32 * 32 != (n - 1) // 16 * 16  # blocks of 16 would cache another count
+        c = s32.client()
+        first = c.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0)
+        second = c.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0)
+        assert cached_tokens(first.usage) == 0
+        assert cached_tokens(second.usage) == (n - 1) // 32 * 32
+        assert second.choices[0].text == first.choices[0].text
+        info = [k for k in s32.metrics() if k.startswith("vllm:cache_config_info{")]
+        assert info and 'block_size="32"' in info[0], info
+    finally:
+        s32.stop()
+
+
 def test_reset_prefix_cache(servers):
     cached, plain = servers
     prompt = "reset me please, this prompt is long enough for two blocks of tokens " * 3
