@@ -19,6 +19,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "cli/bench_throughput.h"
+#include "cli/cache_flags.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "loaders/dummy_model.h"
@@ -50,6 +51,7 @@ struct ThroughputOptions {
   int output_len = 256;
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
+  int32_t block_size = 16;  // tokens per KV cache block (vLLM's --block-size)
   double gpu_memory_utilization = 0.9;
   std::string kv_cache_memory;
   int cpu_threads = 0;
@@ -133,6 +135,7 @@ void check_options(const ThroughputOptions& o) {
   if (o.load_format != "dummy" && o.model.empty())
     throw Error("bench throughput: --load-format " + o.load_format + " needs a MODEL to load");
   parse_quantization(o.quantization);
+  check_block_size("bench throughput: ", o.block_size, o.device);
 #ifdef STRIKER_HAVE_CUDA
   if (o.device == "cuda" && cuda::device_count() == 0)
     throw Error("bench throughput --device cuda: no CUDA device is visible (" + cuda::device_summary() + ")");
@@ -239,6 +242,7 @@ int run_throughput(ThroughputOptions o) {
   ec.max_model_len = max_model_len;
   ec.max_num_seqs = o.max_num_seqs;
   ec.max_num_batched_tokens = o.max_num_batched_tokens;
+  ec.block_size = o.block_size;
   ec.seed = o.seed;
   const auto t_setup = std::chrono::steady_clock::now();
   BuiltBackend built = build_backend(o, c, lo, max_model_len, ec);
@@ -357,6 +361,7 @@ int run_throughput(ThroughputOptions o) {
   j["output_len"] = o.output_len;
   j["max_num_seqs"] = o.max_num_seqs;
   j["max_num_batched_tokens"] = o.max_num_batched_tokens;
+  j["block_size"] = o.block_size;
   j["kv_cache_tokens"] = before.kv_capacity_tokens;
   j["setup_s"] = setup_s;
   j["elapsed_s"] = elapsed;
@@ -418,6 +423,8 @@ void register_bench_throughput(CLI::App& bench, int& exit_code) {
   cmd->add_option("--output-len", o->output_len, "tokens each request generates (ignore_eos)")->capture_default_str();
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "maximum concurrent sequences")->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "token budget per engine step")
+      ->capture_default_str();
+  cmd->add_option("--block-size", o->block_size, "tokens per KV cache block: 1, 8, 16, 32, 64, 128 (cuda: 16 for now)")
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization, "fraction of GPU memory (cuda)")
       ->capture_default_str();

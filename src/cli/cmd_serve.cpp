@@ -4,7 +4,6 @@
 // summary, then serve until SIGINT or SIGTERM, which drain running requests (--shutdown-timeout).
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "chat/chat_template.h"
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
@@ -108,14 +108,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.kv_cache_dtype != "auto" && a.kv_cache_dtype != "bfloat16") {
     throw Error("--kv-cache-dtype " + a.kv_cache_dtype + " is not supported yet (only auto = bfloat16)");
   }
-  static constexpr int32_t kBlockSizes[] = {1, 8, 16, 32, 64, 128};  // vLLM's choices
-  if (std::find(std::begin(kBlockSizes), std::end(kBlockSizes), a.block_size) == std::end(kBlockSizes))
-    throw Error("--block-size must be one of 1, 8, 16, 32, 64, 128, got " + std::to_string(a.block_size));
-  // The CUDA kernels take blocks of 16 and more (a 16-key tile spans at most two blocks), but 32-128
-  // have not yet passed the GPU tests (CudaAttention.DecodeWithLargerCacheBlocks,
-  // CudaBackend.ForwardMatchesHostReferenceWithLargerCacheBlocks): until they have, only 16.
-  if (a.device == "cuda" && a.block_size != 16)
-    throw Error("--block-size " + std::to_string(a.block_size) + ": --device cuda supports only 16 for now");
+  check_block_size("", a.block_size, a.device);
   if (a.enforce_eager && a.cuda_graphs) throw Error("--enforce-eager and --cuda-graphs contradict each other");
   if (a.cuda_graphs && a.device == "cpu") throw Error("--cuda-graphs applies to --device cuda");
   parse_hash_algo(a.prefix_caching_hash_algo);

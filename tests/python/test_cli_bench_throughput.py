@@ -48,6 +48,20 @@ def test_json_counts_add_up(striker_bin, config_only, quant):
     assert 0 < j["roofline_fraction_estimate"] < 1
 
 
+def test_block_size_is_the_engine_block(striker_bin, config_only):
+    """--block-size (vLLM's engine flag) reaches the engine: runs whose prompts span several blocks of 8 and
+    one of 64 tokens complete every request, and the JSON reports the size."""
+    outs = {}
+    for block in (8, 64):
+        r = bench(striker_bin, config_only, "--num-prompts", 3, "--input-len", 70, "--output-len", 5,
+                  "--max-num-seqs", 2, "--block-size", block, "--json")
+        assert r.returncode == 0, r.stderr
+        j = json.loads(r.stdout)
+        assert j["block_size"] == block
+        outs[block] = (j["prompt_tokens"], j["output_tokens"])
+    assert outs[8] == outs[64] == (3 * 70, 3 * 5)
+
+
 def test_text_output_and_dummy_without_model(striker_bin, shared_dir):
     r = bench(striker_bin, "--config", shared_dir / "fixtures/flint-config/config.tiny.json",
               "--tokenizer", shared_dir / "fixtures/flint-tokenizer",
@@ -63,6 +77,7 @@ def test_text_output_and_dummy_without_model(striker_bin, shared_dir):
     (["--input-len", "5000"], "exceeds max_position_embeddings"),
     (["--quantization", "awq"], "--quantization 'awq' is not supported"),
     (["--device", "tpu"], "--device must be cpu or cuda"),
+    (["--block-size", "24"], "--block-size must be one of 1, 8, 16, 32, 64, 128, got 24"),
 ])
 def test_bad_flags(striker_bin, config_only, args, message):
     r = bench(striker_bin, config_only, *args)
