@@ -49,17 +49,20 @@ def test_json_counts_add_up(striker_bin, config_only, quant):
 
 
 def test_block_size_is_the_engine_block(striker_bin, config_only):
-    """--block-size (vLLM's engine flag) reaches the engine: runs whose prompts span several blocks of 8 and
-    one of 64 tokens complete every request, and the JSON reports the size."""
+    """--block-size (vLLM's engine flag) reaches the engine: with one KV budget the cache holds whole blocks of
+    the given size (so blocks of 8 and 64 give different token capacities), runs whose prompts span several
+    blocks of 8 and one of 64 tokens complete every request, and the JSON reports the size."""
     outs = {}
     for block in (8, 64):
         r = bench(striker_bin, config_only, "--num-prompts", 3, "--input-len", 70, "--output-len", 5,
-                  "--max-num-seqs", 2, "--block-size", block, "--json")
+                  "--max-num-seqs", 2, "--block-size", block, "--kv-cache-memory", "1000000", "--json")
         assert r.returncode == 0, r.stderr
         j = json.loads(r.stdout)
         assert j["block_size"] == block
-        outs[block] = (j["prompt_tokens"], j["output_tokens"])
-    assert outs[8] == outs[64] == (3 * 70, 3 * 5)
+        assert j["kv_cache_tokens"] % block == 0
+        outs[block] = (j["prompt_tokens"], j["output_tokens"], j["kv_cache_tokens"])
+    assert outs[8][:2] == outs[64][:2] == (3 * 70, 3 * 5)
+    assert outs[8][2] != outs[64][2]  # the same budget in blocks of 8 and of 64 tokens
 
 
 def test_text_output_and_dummy_without_model(striker_bin, shared_dir):

@@ -152,7 +152,7 @@ def test_metrics_count_queried_and_hit_tokens(servers):
 
 def test_block_size_flag_sets_the_cache_granularity(striker_bin, tiny_model, tmp_path):  # noqa: F811
     """--block-size 32 (vLLM's flag): prefix hits come in whole blocks of 32 tokens, /metrics reports the
-    size, and the cached answer equals a recomputed one (same greedy tokens as a 16-token-block server)."""
+    size, and the greedy answer from the cached blocks equals the first, uncached one."""
     prompt = "a prompt for the block size flag, long enough to fill more than two blocks of thirty-two tokens " * 4
     s32 = StrikerServer(striker_bin, tiny_model, COMMON + ["--kv-cache-memory", "1MiB", "--block-size", "32"],
                         log_dir=tmp_path)
