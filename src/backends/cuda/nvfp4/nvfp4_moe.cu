@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -87,73 +86,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
 }
 
-// EXPERIMENT (session 19): nvfp4_moe_gate_up_kernel with kP output rows per warp (rows 2p, 2p + 1 of the
-// MMA's R = 2·kP: gate and up of output row o0 + p), for 2-8 token steps, where the kernel is issue-bound
-// (ncu: 0.66 warps issued per scheduler cycle at batch 8) and ~half of a warp's ~1,540 instructions do
-// not scale with its rows (addresses, zeroing, reductions, the epilogue). A row pair's MMA chains are
-// the same for every kP: the same bits as the two-row kernel. kMinBlocks: CTAs per SM asked of ptxas.
-template <bool kPf, int kP, int kMinBlocks>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
-    nvfp4_moe_gate_up_rows_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
-                                  int inter, const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act,
-                                  Nvfp4Shared sh, bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down) {
-  constexpr int R = 2 * kP;
-  pdl_launch_dependents();  // see launch.cuh
-  const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * kP;
-  const int slot = blockIdx.y;
-  const bool shared = slot >= T * K;
-  const int rows = shared ? sh.inter : inter;
-  if (o0 >= rows) return;
-  const int t = shared ? slot - T * K : slot / K;
-  const uint8_t* cr[R];
-  const uint8_t* sr[R];
-  float s2g = 0.f, s2u = 0.f;
-  if (shared) {
-    const int64_t cb = hidden / 2, sb = hidden / 16;
-#pragma unroll
-    for (int p = 0; p < kP; ++p) {
-      const int o = min(o0 + p, rows - 1);
-      cr[2 * p] = sh.gate.codes + o * cb, sr[2 * p] = sh.gate.scales + o * sb;
-      cr[2 * p + 1] = sh.up.codes + o * cb, sr[2 * p + 1] = sh.up.scales + o * sb;
-    }
-    s2g = sh.s2_gate;
-    s2u = sh.s2_up;
-  }
-  Nvfp4Prologue<R> pr;
-  if (shared) warp_dot_nvfp4_prologue_mma<R>(cr, sr, hidden, pr);
-  pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
-  if (!shared) {
-    const int64_t e = ids[slot];
-#pragma unroll
-    for (int p = 0; p < kP; ++p) {
-      const int o = min(o0 + p, rows - 1);
-      stack_row(wg.m, e, inter, o, hidden, cr[2 * p], sr[2 * p]);
-      stack_row(wu.m, e, inter, o, hidden, cr[2 * p + 1], sr[2 * p + 1]);
-    }
-    s2g = wg.scale2[e];
-    s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue_mma<R>(cr, sr, hidden, pr);
-    if constexpr (kPf) {  // this CTA's share of expert e's down rows into L2 for the down kernel
-      const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
-      prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
-      prefetch_l2_part(pf_down.scales + e * sbytes, sbytes, int(blockIdx.x), int(gridDim.x));
-    }
-  }
-  float acc[R][1];
-  warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
-  const int lane = threadIdx.x & 31;
-  float gsum = 0.f, usum = 0.f;
-#pragma unroll
-  for (int p = 0; p < kP; ++p)
-    if (lane == p) gsum = acc[2 * p][0], usum = acc[2 * p + 1][0];
-  if (lane < kP && o0 + lane < rows) {
-    const float gv = round_bf16(gsum * s2g);
-    const float uv = round_bf16(usum * s2u);
-    bf16_t* dst = shared ? shared_act + int64_t(t) * sh.inter : act + int64_t(slot) * inter;
-    dst[o0 + lane] = __float2bfloat16_rn(silu_bf16(gv) * uv);
-  }
-}
-
 // grid (row pairs, T): each warp produces two rows of the token's MoE output (as moe.cu's
 // moe_down_kernel). Taken when inter or the fused shared expert's inter is above 512 (else the
 // tensor-core kernels of nvfp4_moe_mma.cu); on CUDA cores (group_dot), so those shapes keep other
@@ -229,16 +161,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// EXPERIMENT (session 19): STRIKER_AB_GU = 10·(rows per warp) + (CTAs per SM asked of ptxas); 0: main's kernel.
-int ab_gu_rows() {
-  static const int v = [] {
-    const char* e = std::getenv("STRIKER_AB_GU");
-    const int r = e == nullptr ? 0 : std::atoi(e);
-    return r == 41 || r == 42 ? r : 0;
-  }();
-  return v;
-}
-
 void check_width(const char* what, int width) {
   if (width <= 0 || width % 64 != 0)
     throw Error(std::string(what) + ": width " + std::to_string(width) + " is not a positive multiple of 64");
@@ -257,18 +179,6 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
                 " slots exceed one launch (65535); split the batch");
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
-  if (T >= 2 && ab_gu_rows() != 0) {  // EXPERIMENT (session 19): STRIKER_AB_GU=41 / 42: 4 rows per warp, 1 / 2 CTAs per SM
-    const int kp = ab_gu_rows() / 10, mb = ab_gu_rows() % 10;
-    const dim3 g(unsigned((rows + kp * kWarps - 1) / (kp * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-    const bool pf = prefetch_down != nullptr;
-    auto kernel = mb == 1 ? (pf ? nvfp4_moe_gate_up_rows_kernel<true, 4, 1> : nvfp4_moe_gate_up_rows_kernel<false, 4, 1>)
-                          : (pf ? nvfp4_moe_gate_up_rows_kernel<true, 4, 2> : nvfp4_moe_gate_up_rows_kernel<false, 4, 2>);
-    launch_pdl(kernel, g, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter,
-               topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
-               reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr), pf ? *prefetch_down : Nvfp4Matrix{});
-    STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up_rows");
-    return;
-  }
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
   launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
              dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,
