@@ -424,7 +424,7 @@ void register_bench_throughput(CLI::App& bench, int& exit_code) {
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "maximum concurrent sequences")->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "token budget per engine step")
       ->capture_default_str();
-  cmd->add_option("--block-size", o->block_size, "tokens per KV cache block: 1, 8, 16, 32, 64, 128 (cuda: 16 for now)")
+  cmd->add_option("--block-size", o->block_size, "tokens per KV cache block: 1, 8, 16, 32, 64, 128 (cuda: 16 or more)")
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization, "fraction of GPU memory (cuda)")
       ->capture_default_str();

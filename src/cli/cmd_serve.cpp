@@ -389,7 +389,7 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--quantization", a->quantization, "gguf | nvfp4 | modelopt_fp4: must match the checkpoint; picks the dummy format");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "auto (bfloat16)");
   cmd->add_option("--block-size", a->block_size,
-                  "tokens per KV cache block: 1, 8, 16, 32, 64 or 128 (default 16; --device cuda: 16 only for now)");
+                  "tokens per KV cache block: 1, 8, 16, 32, 64 or 128 (default 16; --device cuda: 16 or more)");
   cmd->add_flag("--enforce-eager", a->enforce_eager, "no CUDA graphs: launch every kernel eagerly (as vLLM's flag)");
   cmd->add_flag("--cuda-graphs", a->cuda_graphs,
                 "replay decode steps (up to 256 tokens) from captured CUDA graphs (the default on --device cuda)");
