@@ -11,7 +11,11 @@ trap 'rm -rf "$DEST"' EXIT
 tar --exclude='./build*' --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
 BUILD=${STRIKER_SHIP_BUILD:-build}  # the CUDA build folder whose binaries travel
-for b in "$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels" "$BUILD/striker"; do
+# STRIKER_SHIP_KERNEL_TESTS=0 leaves the kernel test and bench binaries out (~5.5 MB packed): with the server
+# suites' payload (below) everything together no longer fits the 64 MiB transfer.
+BINS=("$BUILD/striker")
+[ "${STRIKER_SHIP_KERNEL_TESTS:-1}" = 1 ] && BINS+=("$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels")
+for b in "${BINS[@]}"; do
   if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
 done
 # The step-timeline injection library (scripts/gpu_profile.sh STRIKER_PROFILE_TIMELINE) and the
