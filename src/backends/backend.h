@@ -112,7 +112,6 @@ class Backend {
   // Device sampling: the engine calls forward_sampled instead of forward when this is true, so
   // only the sampled ids (and the rows in return_rows) cross to the host.
   virtual bool samples_on_device() const { return false; }
-  virtual double last_device_ms() const { return 0; }  // TEMPORARY probe (session 20)
   virtual void forward_sampled(const ForwardBatch& /*batch*/, const DeviceSampling& /*sampling*/, SampledStep& /*out*/) {
     throw Error("backend " + name() + " cannot sample on the device (samples_on_device() is false)");
   }

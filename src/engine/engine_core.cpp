@@ -16,25 +16,6 @@
 
 namespace striker {
 
-// TEMPORARY probe (session 20, reverted): per-step host timings to STRIKER_STEP_PROBE.
-namespace {
-struct StepProbe {
-  FILE* f = nullptr;
-  std::chrono::steady_clock::time_point last_end{};
-  StepProbe() {
-    if (const char* p = std::getenv("STRIKER_STEP_PROBE")) f = std::fopen(p, "w");
-  }
-  ~StepProbe() {
-    if (f) std::fclose(f);
-  }
-  static double us(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration<double, std::micro>(b - a).count();
-  }
-};
-StepProbe g_probe;
-std::chrono::steady_clock::time_point g_t[6];
-}  // namespace
-
 struct EngineCore::Choice {
   Request* request = nullptr;
   Sequence seq;
@@ -249,9 +230,7 @@ void EngineCore::abort_all(const std::string& error) {
 bool EngineCore::has_work() const { return !requests_.empty(); }
 
 void EngineCore::step() {
-  g_t[0] = std::chrono::steady_clock::now();
   last_plan_ = scheduler_->schedule();
-  g_t[1] = std::chrono::steady_clock::now();
   const StepPlan& plan = last_plan_;
   if (plan.empty()) {
     if (plan.preempted.empty() && !scheduler_->waiting().empty())
@@ -276,7 +255,6 @@ void EngineCore::step() {
     all_logits.push_back(sc.all_logits);
     batch.seqs.push_back(std::move(sc));
   }
-  g_t[2] = std::chrono::steady_clock::now();
   start_masks(plan);
   // However the step ends (a backend error included), the mask job is done before choices go.
   struct JoinMasks {
@@ -315,9 +293,7 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
     row += nrows;
   }
   ds.wait_for_masks = [this] { wait_masks(); };
-  g_t[3] = std::chrono::steady_clock::now();
   backend_.forward_sampled(batch, ds, sampled_);
-  g_t[4] = std::chrono::steady_clock::now();
   wait_masks();  // a backend without masks to read may not have called it
   const int64_t V = limits_.vocab_size;
   if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V)
@@ -333,14 +309,6 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
   for (size_t j = 0; j < ds.return_rows.size(); ++j) row_pos_[size_t(ds.return_rows[j])] = int64_t(j);
   scheduler_->mark_computed(plan);
   update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens}, all_logits);
-  g_t[5] = std::chrono::steady_clock::now();
-  if (g_probe.f) {
-    std::fprintf(g_probe.f, "%zu %.1f %.1f %.1f %.1f %.1f %.1f %.3f\n", plan.chunks.size(),
-                 g_probe.last_end.time_since_epoch().count() ? StepProbe::us(g_probe.last_end, g_t[0]) : -1.0,
-                 StepProbe::us(g_t[0], g_t[1]), StepProbe::us(g_t[1], g_t[2]), StepProbe::us(g_t[2], g_t[3]),
-                 StepProbe::us(g_t[3], g_t[4]), StepProbe::us(g_t[4], g_t[5]), double(backend_.last_device_ms()));
-  }
-  g_probe.last_end = g_t[5];
 }
 
 std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {

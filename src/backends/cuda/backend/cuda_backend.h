@@ -70,7 +70,6 @@ class CudaBackend : public Backend {
   // device time of the last forward() measured with CUDA events.
   void fill_kv_random(uint64_t seed);
   float last_forward_device_ms() const { return last_device_ms_; }
-  double last_device_ms() const override { return last_device_ms_; }  // TEMPORARY probe (session 20)
   // Kernels in the step graph captured last (use_graphs), 0 before any capture.
   int captured_step_kernels() const { return captured_kernels_; }
   // The routed expert ids [T, K] the last MoE layer of the last step chose (waits for the step).
