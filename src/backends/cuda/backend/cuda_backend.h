@@ -122,7 +122,6 @@ class CudaBackend : public Backend {
   void moe(const DeviceLayer& layer, int T, const float* next_norm = nullptr);
   void moe_decode_bf16(const DeviceLayer& layer, int T, const float* next_norm);
   void moe_decode_nvfp4(const DeviceLayer& layer, int T, const float* next_norm);
-  bool select_in_gate_up(const DeviceLayer& layer, int T) const;  // EXPERIMENT (STRIKER_AB_SEL2)
   void moe_batched(const DeviceLayer& layer, int T, const float* next_norm);
   void lm_head_logits(const StepPlan& plan);            // fp32 logits of the plan's rows
 

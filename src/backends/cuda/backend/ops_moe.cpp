@@ -12,8 +12,6 @@
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
-#include <cstdlib>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -27,20 +25,11 @@
 
 namespace striker::cuda {
 
-// EXPERIMENT (STRIKER_AB_SEL2=1): NVFP4 decode steps select the top K in the MoE gate/up kernel.
-bool CudaBackend::select_in_gate_up(const DeviceLayer& L, int T) const {
-  static const bool knob = std::getenv("STRIKER_AB_SEL2") != nullptr && std::getenv("STRIKER_AB_SEL2")[0] == '1';
-  const FlintConfig& c = model_.config;
-  return knob && T <= kGemvMaxTokens && L.nv_exp_gate.present() && c.n_routed_experts <= 256 &&
-         c.n_routed_experts >= c.num_experts_per_tok;
-}
-
 void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
   Workspace& w = *ws_;
-  RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
-                 c.routed_scaling_factor};
-  rs.logits_only = select_in_gate_up(L, T);
+  const RouterShape rs{int(c.hidden_size), int(c.n_routed_experts), int(c.num_experts_per_tok), c.norm_topk_prob,
+                       c.routed_scaling_factor};
   const RouterInputNorm post_norm{L.post_norm, c.rms_norm_eps, w.x};  // x = rmsnorm(h), in the router's launch
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
@@ -85,11 +74,8 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* nex
   // The gate/up CTAs request the selected experts' down rows into L2 for the down kernel (NVFP4 8K step
   // -0.012 ms, batch 8 -0.05; the same for BF16's 4x the bytes lost +0.07 ms: eighteenth session).
   const Nvfp4Matrix down_rows = L.nv_exp_down.stack().m;
-  const MoeSelectInGateUp sel{w.router_logits, L.router_bias, int(c.n_routed_experts), c.norm_topk_prob,
-                              c.routed_scaling_factor, w.topk_w};
   nvfp4_moe_gate_up(w.x, T, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, w.topk_ids, K, w.moe_act,
-                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_, &down_rows,
-                    select_in_gate_up(L, T) ? &sel : nullptr);
+                    shared_nv ? &sh : nullptr, shared_nv ? w.shared_act : nullptr, stream_, &down_rows);
   nvfp4_moe_down_combine(w.moe_act, T, K, L.nv_exp_down.stack(), I, H, w.topk_ids, w.topk_w, shared_nv ? &sh : nullptr,
                          shared_nv ? w.shared_act : nullptr, y_shared, w.h, stream_, w.moe_y,
                          next_norm != nullptr ? &next : nullptr);  // h = bf16(h + y)

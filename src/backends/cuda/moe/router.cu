@@ -168,7 +168,7 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
 }
 
 // P: experts per selecting lane (E <= 32·P).
-template <typename W, int P, bool kLogitsOnly = false>
+template <typename W, int P>
 __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     const bf16_t* __restrict__ x, int T, int hidden, int E, int K, const W* __restrict__ weight,
     const float* __restrict__ bias, bool norm, float rsf, float* __restrict__ logits,
@@ -267,14 +267,9 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
         if (lane + 32 * i < chunks) add_chunk(held[i], lane + 32 * i);
       for (int c = lane + 32 * kHeld; c < chunks; c += 32) add_chunk(RW::load(wrow + c * 8), c);
       const float v = warp_sum(acc);
-      if constexpr (kLogitsOnly) {
-        if (lane == 0) logits[int64_t(t) * E + e] = v;
-      } else {
-        if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
-      }
+      if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
     }
   }
-  if constexpr (kLogitsOnly) return;  // EXPERIMENT (STRIKER_AB_SEL2): the gate/up kernel selects
   // Up to 256 experts CTA t's 8 warps select token t by ranks (router_select_cta_rank; one expert per thread:
   // the router -0.2 to -0.35 µs per MoE layer against one warp's K rounds, eighteenth session); above, warp 0
   // alone (router_select_warp_redux, P experts per lane).
@@ -335,9 +330,8 @@ template <typename W, int P>
 void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W* weight, const float* bias,
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
-  auto* kernel = rs.logits_only ? router_spread_kernel<W, P, true> : router_spread_kernel<W, P, false>;
-  static const bool ready = allow_dynamic_smem(router_spread_kernel<W, P, false>, int(kMaxSmem - sizeof(CtaSelectSmem))) &&
-                            allow_dynamic_smem(router_spread_kernel<W, P, true>, int(kMaxSmem - sizeof(CtaSelectSmem)));
+  auto* kernel = router_spread_kernel<W, P>;
+  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem - sizeof(CtaSelectSmem)));
   (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);

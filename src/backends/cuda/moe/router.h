@@ -16,9 +16,6 @@ struct RouterShape {
   int top_k = 0;       // K, at most 8
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.f;
-  // EXPERIMENT (STRIKER_AB_SEL2): a decode step's spread router writes plain logits and selects nothing:
-  // the NVFP4 MoE gate/up kernel behind it selects (nvfp4_moe.cu, MoeSelectInGateUp).
-  bool logits_only = false;
 };
 
 // The router's input normalised by the router itself (FLINT.md §4's post-attention RMSNorm):

@@ -220,39 +220,4 @@ __device__ __forceinline__ void router_select_cta_rank(float logit, float b, Log
   router_write_picks(logit_of, mine, lane, t, K, norm, rsf, ids, weights);
 }
 
-// EXPERIMENT (STRIKER_AB_SEL2): router_select_cta_rank's picks for every thread of a 256-thread CTA
-// (no early return; ends with __syncthreads): sm.pick[0..K) are the same experts as router_select_cta_rank's.
-__device__ __forceinline__ void router_select_cta_picks(float logit, float b, int E, int K, CtaSelectSmem& sm) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int e = 32 * warp + lane;
-  const float xs[1] = {logit};
-  float sg[1];
-  router_sigmoids<1>(xs, sg);
-  const unsigned key = e < E ? router_select_key(sg[0] + b) : 0u;
-  unsigned rank = 0;
-#pragma unroll
-  for (int j = 1; j < 32; ++j) {
-    const int o = (lane + j) & 31;
-    const unsigned kj = __shfl_sync(0xffffffffu, key, o);
-    rank += (kj > key || (kj == key && o < lane)) ? 1u : 0u;
-  }
-  if (rank < unsigned(K)) {
-    sm.key[warp * K + int(rank)] = key;
-    sm.expert[warp * K + int(rank)] = e;
-  }
-  __syncthreads();
-  const int nc = kCtaSelectWarps * K, i = int(threadIdx.x);
-  if (i < nc) {
-    const unsigned ki = sm.key[i];
-    unsigned r = 0;
-#pragma unroll 8
-    for (int j = 0; j < nc; ++j) {
-      const unsigned kj = sm.key[j];
-      r += (kj > ki || (kj == ki && j < i)) ? 1u : 0u;
-    }
-    if (r < unsigned(K)) sm.pick[r] = ki != 0u ? sm.expert[i] : E - 1;
-  }
-  __syncthreads();
-}
-
 }  // namespace striker::cuda

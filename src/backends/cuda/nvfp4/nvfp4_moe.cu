@@ -4,7 +4,6 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
 #include "backends/cuda/moe/moe.h"
-#include "backends/cuda/moe/router_math.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
@@ -33,22 +32,17 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // 132 SMs instead of two. kPf: each routed CTA also requests its share (1/gridDim.x) of its expert's
 // down rows into L2 right after its own weights, so the down kernel's dependent loads of those rows
 // come from L2 (NVFP4 8K step -0.012 ms, batch 8 -0.05: eighteenth session).
-// kSel (EXPERIMENT, STRIKER_AB_SEL2): the router wrote plain logits [T, E] (sel.logits) and selected
-// nothing; every routed CTA selects its token's K experts by ranks over its 8 warps
-// (router_select_cta_picks: the router's picks), and CTA 0 of each token's first slot writes ids and
-// weights for the down kernel (router_write_picks: the router's bits), so `ids` is an output then.
-template <bool kPf = false, bool kSel = false>
+template <bool kPf = false>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
-                             bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down, MoeSelectInGateUp sel) {
+                             bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down) {
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? sh.inter : inter;
-  // With kSel a routed CTA's every warp takes part in the selection; warps past the rows leave after it.
-  if (o0 >= rows && !(kSel && !shared)) return;
+  if (o0 >= rows) return;
   const int t = shared ? slot - T * K : slot / K;
   const int o1 = min(o0 + 1, rows - 1);
   const uint8_t* cr[4];
@@ -65,29 +59,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
   Nvfp4Prologue<4> pr;
   if (shared) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
-  float sel_bias = 0.f;
-  if constexpr (kSel)
-    if (!shared && sel.bias != nullptr && int(threadIdx.x) < sel.n_experts) sel_bias = sel.bias[threadIdx.x];
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
   if (!shared) {
-    int64_t e;
-    if constexpr (kSel) {
-      __shared__ CtaSelectSmem csm;
-      const int ex = int(threadIdx.x);
-      const float* lg = sel.logits + int64_t(t) * sel.n_experts;
-      const float logit = ex < sel.n_experts ? __ldcg(lg + ex) : 0.f;  // written by the router: an L2 load
-      router_select_cta_picks(logit, sel_bias, sel.n_experts, K, csm);
-      if (blockIdx.x == 0 && slot % K == 0 && (threadIdx.x >> 5) == 0) {
-        const int lane = int(threadIdx.x & 31);
-        const int mine = lane < K ? csm.pick[lane] : 0;
-        router_write_picks([&](int q) { return __ldcg(lg + q); }, mine, lane, t, K, sel.norm, sel.rsf,
-                           const_cast<int32_t*>(ids), sel.topk_w);
-      }
-      if (o0 >= rows) return;
-      e = csm.pick[slot % K];
-    } else {
-      e = ids[slot];
-    }
+    const int64_t e = ids[slot];
     stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
     stack_row(wu.m, e, inter, o0, hidden, cr[1], sr[1]);
     stack_row(wg.m, e, inter, o1, hidden, cr[2], sr[2]);
@@ -196,11 +170,9 @@ void check_width(const char* what, int width) {
 
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream, const Nvfp4Matrix* prefetch_down, const MoeSelectInGateUp* select) {
+                       cudaStream_t stream, const Nvfp4Matrix* prefetch_down) {
   if (T <= 0) return;
   check_width("nvfp4_moe_gate_up", hidden);
-  if (select != nullptr && (select->n_experts > kCtaSelectWarps * 32 || select->n_experts < K || K > kRouterMaxTopK))
-    throw Error("nvfp4_moe_gate_up: the selection in the kernel takes K <= 8 of at most 256 experts");
   const bool has_shared = shared != nullptr && shared_act != nullptr;
   if (int64_t(T) * (K + 1) > 65535)
     throw Error("nvfp4_moe_gate_up: " + std::to_string(T) + " tokens x " + std::to_string(K + 1) +
@@ -208,15 +180,10 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
   const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  auto* kernel = select != nullptr ? (prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true, true>
-                                                                : nvfp4_moe_gate_up_kernel<false, true>)
-                                   : (prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true, false>
-                                                                : nvfp4_moe_gate_up_kernel<false, false>);
-  launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up,
-             inter, topk_ids, K, reinterpret_cast<bf16_t*>(act), sh,
-             reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
-             prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{},
-             select != nullptr ? *select : MoeSelectInGateUp{});
+  launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
+             dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,
+             reinterpret_cast<bf16_t*>(act), sh, reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
+             prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{});
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }
 

@@ -30,21 +30,9 @@ struct Nvfp4Shared {
 // `shared` and shared_act non-null, also shared_act [T, shared->inter] in the same launch. With
 // prefetch_down (the down stack, [E, hidden, inter]), the CTAs also request the selected experts' down
 // rows into L2, each its share, for the down kernel that follows.
-// EXPERIMENT (STRIKER_AB_SEL2): with `select`, the router wrote only logits [T, E]; every routed CTA
-// selects its token's K experts (the router's picks and weight bits) and topk_ids / select->topk_w are
-// written here for the down kernel.
-struct MoeSelectInGateUp {
-  const float* logits = nullptr;
-  const float* bias = nullptr;  // [E] or null
-  int n_experts = 0;            // <= 256
-  bool norm = true;
-  float rsf = 1.f;
-  float* topk_w = nullptr;
-};
 void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4Stack up, int inter,
                        const int32_t* topk_ids, int K, bf16* act, const Nvfp4Shared* shared, bf16* shared_act,
-                       cudaStream_t stream, const Nvfp4Matrix* prefetch_down = nullptr,
-                       const MoeSelectInGateUp* select = nullptr);
+                       cudaStream_t stream, const Nvfp4Matrix* prefetch_down = nullptr);
 
 // y = bf16( bf16(Σ_k w_k·bf16(act_k·Wd_e)) + ys );  h = bf16(h + y), where ys is the shared
 // expert's bf16 output: computed here from shared_act and shared->down when shared_act is
