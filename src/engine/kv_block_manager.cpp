@@ -28,13 +28,15 @@ void KvBlockManager::release_out_of_window(SeqBlockTables& seq, int64_t next_que
   // The oldest key any future query can see; block i is dead once its last position is older.
   const int64_t oldest_visible = next_query_pos - layout_.sliding_window + 1;
   const int64_t B = layout_.block_size;
-  for (size_t i = 0; i < seq.sliding.size(); ++i) {
+  size_t i = std::min(seq.sliding_released, seq.sliding.size());
+  for (; i < seq.sliding.size(); ++i) {
     if (int64_t(i + 1) * B > oldest_visible) break;
     if (seq.sliding[i] >= 0) {
       sliding_.release(seq.sliding[i]);
       seq.sliding[i] = -1;
     }
   }
+  seq.sliding_released = i;
 }
 
 int64_t KvBlockManager::max_chunk_that_fits(const SeqBlockTables& seq, int64_t start, int64_t want) const {
@@ -69,6 +71,7 @@ void KvBlockManager::release_all(SeqBlockTables& seq) {
     if (*it >= 0) sliding_.release(*it);
   seq.full.clear();
   seq.sliding.clear();
+  seq.sliding_released = 0;
   seq.num_cached_blocks = 0;
 }
 
@@ -129,6 +132,7 @@ void KvBlockManager::take_cached_prefix(SeqBlockTables& seq, const CacheHit& hit
     if (id >= 0) sliding_.touch(id);
   seq.full = hit.full;
   seq.sliding = hit.sliding;
+  seq.sliding_released = 0;
   seq.num_cached_blocks = hit.tokens / layout_.block_size;
 }
 

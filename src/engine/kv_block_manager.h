@@ -18,6 +18,10 @@ namespace striker {
 struct SeqBlockTables {
   std::vector<int32_t> full;
   std::vector<int32_t> sliding;
+  // Leading sliding entries release_out_of_window has already released (all -1): each decode step
+  // then looks at the few blocks that just left the window, not at the whole table (a 100K-token
+  // sequence's table has 6,250 entries of 16 tokens). Reset wherever `sliding` is replaced.
+  size_t sliding_released = 0;
   int64_t num_sliding_held() const;
   // Prefix caching: the chained hash of every full block of the tokens (kept when the blocks are
   // released: it depends on the tokens only), and how many leading blocks are already in the

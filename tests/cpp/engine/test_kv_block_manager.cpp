@@ -120,6 +120,30 @@ TEST(KvBlockManager, SlidingNeverHoldsMoreThanTheWindowBound) {
   }
 }
 
+// release_out_of_window resumes where it stopped (SeqBlockTables::sliding_released) instead of
+// rescanning the table: at every step exactly the blocks wholly before the window are -1, the pool
+// holds the rest, and a table emptied by release_all starts over from its first block.
+TEST(KvBlockManager, SlidingReleaseResumesAndStartsOverAfterReleaseAll) {
+  for (int64_t chunk : {1, 4, 7}) {
+    KvBlockManager kv(small_layout());
+    SeqBlockTables t;
+    for (int round = 0; round < 2; ++round) {
+      for (int64_t start = 0; start < 120; start += chunk) {
+        kv.release_out_of_window(t, start);
+        const int64_t oldest_visible = start - 6 + 1;
+        for (size_t i = 0; i < t.sliding.size(); ++i)
+          ASSERT_EQ(t.sliding[i] < 0, int64_t(i + 1) * 4 <= oldest_visible)
+              << "chunk " << chunk << " round " << round << " start " << start << " block " << i;
+        ASSERT_EQ(kv.sliding_pool().num_used(), t.num_sliding_held());
+        kv.allocate_up_to(t, start + chunk);
+      }
+      kv.release_all(t);
+      EXPECT_EQ(t.sliding_released, 0u);
+      EXPECT_EQ(kv.sliding_pool().num_used(), 0);
+    }
+  }
+}
+
 TEST(KvBlockManager, ChunkIsCutToTheFreeBlocks) {
   KvLayout L = small_layout();
   L.num_full_blocks = 3;
