@@ -1,8 +1,9 @@
 // striker bench throughput: N requests of random prompt ids, each generating exactly
 // --output-len tokens (ignore_eos), all submitted at once to the in-process Engine, like
-// `vllm bench throughput` with its random dataset. The backend is wrapped in a StepRecorder that
-// times every forward() and notes its batch, so decode steps are measured exactly; the roofline
-// line is an estimate (uniform routing, H200 copy bandwidth).
+// `vllm bench throughput` with its random dataset. The backend is wrapped in a StepRecorder
+// (step_recorder.h) that passes every step on unchanged — warm-up and device sampling as in
+// `striker serve` — and times it, so decode steps are measured exactly; the roofline line is an
+// estimate (uniform routing, H200 copy bandwidth).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "cli/bench_throughput.h"
 #include "cli/cache_flags.h"
+#include "cli/step_recorder.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "loaders/dummy_model.h"
@@ -56,51 +58,6 @@ struct ThroughputOptions {
   std::string kv_cache_memory;
   int cpu_threads = 0;
   bool json = false;
-};
-
-// One forward() as the engine issued it.
-struct StepRecord {
-  double seconds = 0;
-  int seqs = 0;
-  bool decode_only = false;       // every chunk is one generated token (position >= input_len)
-  double kv_bytes = 0;            // KV the decode tokens read (decode steps only)
-};
-
-// Forwards every call to the real backend and records each step. Used only from the engine
-// thread while the benchmark runs; read after the engine has finished all requests.
-class StepRecorder : public Backend {
- public:
-  StepRecorder(std::unique_ptr<Backend> inner, const FlintConfig& config, int64_t input_len)
-      : inner_(std::move(inner)), config_(config), input_len_(input_len) {}
-  std::string name() const override { return inner_->name(); }
-  int64_t full_block_bytes(int32_t b) const override { return inner_->full_block_bytes(b); }
-  int64_t sliding_block_bytes(int32_t b) const override { return inner_->sliding_block_bytes(b); }
-  void allocate_kv_cache(const KvCacheSpec& spec) override { inner_->allocate_kv_cache(spec); }
-  void forward(const ForwardBatch& batch, std::vector<float>& logits) override {
-    StepRecord r;
-    r.seqs = int(batch.seqs.size());
-    r.decode_only = !batch.seqs.empty();
-    for (const auto& ch : batch.seqs) {
-      if (ch.tokens.size() != 1 || ch.start_pos < input_len_) r.decode_only = false;
-      else r.kv_bytes += decode_kv_bytes(config_, ch.start_pos);
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    inner_->forward(batch, logits);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::lock_guard<std::mutex> lock(mu_);
-    steps_.push_back(r);
-  }
-  std::vector<StepRecord> steps() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return steps_;
-  }
-
- private:
-  std::unique_ptr<Backend> inner_;
-  FlintConfig config_;
-  int64_t input_len_;
-  mutable std::mutex mu_;
-  std::vector<StepRecord> steps_;
 };
 
 // What each request saw, written by the engine thread's callbacks.
