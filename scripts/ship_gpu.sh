@@ -61,5 +61,6 @@ WHEELS=${STRIKER_GPU_WHEELS:-/work/gpuwheels}
 if [ "$SERVER" = 1 ] && [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
 du -sh "$DEST"
 rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
-tar -C "$DEST" -cf - . | xz -T2 -4 >"$OUTDIR/payload.tar.xz"
+# xz -9: with the server suites the payload must stay under the transfer's 64 MiB together with the working tree.
+tar -C "$DEST" -cf - . | xz -T2 -9 >"$OUTDIR/payload.tar.xz"
 ls -la "$OUTDIR/payload.tar.xz"
