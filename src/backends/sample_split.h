@@ -44,4 +44,11 @@ STRIKER_HD bool uses_candidates(const SplitPlan& plan, bool greedy, int32_t top_
   return plan.splits > 0 && !greedy && top_k > 0 && top_k <= plan.cap;
 }
 
+// Whether a packed row takes the race path: no top_k and no top_p cut (greedy, or temperature and
+// min_p only). Its slices find the row maximum, then each slice's race winner (a pure function of
+// the token and the row maximum), and one CTA takes the best: the one-CTA path's token.
+STRIKER_HD bool uses_race(const SplitPlan& plan, bool greedy, int32_t top_k, float top_p) {
+  return plan.splits > 0 && (greedy || (top_k <= 0 && !(top_p < 1.0f)));
+}
+
 }  // namespace striker::sample_split

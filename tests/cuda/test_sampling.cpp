@@ -36,7 +36,7 @@ std::string describe(const SampleRequest& r, int kind) {
 }
 
 struct Tally {
-  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0, candidate_rows = 0;
+  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0, candidate_rows = 0, race_rows = 0;
 };
 
 // One launch: `rows` rows of vocabulary V, each with its own random parameters (`shape`, when
@@ -55,6 +55,7 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
     const sample_split::SplitPlan plan = sample_split::split_plan(V);
     const int32_t packed_k = reqs.back().top_k > 0 && reqs.back().top_k < V ? reqs.back().top_k : 0;
     t.candidate_rows += sample_split::uses_candidates(plan, reqs.back().temperature < 1e-5f, packed_k);
+    t.race_rows += sample_split::uses_race(plan, reqs.back().temperature < 1e-5f, packed_k, reqs.back().top_p);
   }
   std::shuffle(reqs.begin(), reqs.end(), rng);  // samples need not be in row order
   std::vector<SampleRowParams> params;
@@ -129,6 +130,28 @@ TEST(CudaSampling, MatchesCpuSamplerOnFlintVocabulary) {
   Tally t;
   for (int batch = 0; batch < 3; ++batch) run_batch(rng, 151552, 64, t);
   expect_tally(t, "vocab 151552");
+  EXPECT_GT(t.candidate_rows, 0);
+  EXPECT_GT(t.race_rows, 0);
+}
+
+// The race path (no top_k, no top_p: greedy, temperature, min_p), alone and in launches with the
+// other two paths, on every kind of row: the CPU sampler's tokens.
+TEST(CudaSampling, RacePathMatchesCpuSampler) {
+  std::mt19937 rng(707);
+  Tally t;
+  const auto shape = [](SampleRequest& r, int i) {
+    if (i % 4 == 3) return;  // the random parameters: the other paths in the same launch
+    r.top_k = i % 3 == 0 ? -1 : 0;
+    r.top_p = 1.f;
+    if (i % 5 == 0) r.temperature = 0.f;  // greedy
+    if (i % 7 == 0) r.min_p = 0.05f;
+  };
+  for (int64_t V : {int64_t(151552), int64_t(4099)}) {
+    for (int batch = 0; batch < 2; ++batch) run_batch(rng, V, 48, t, shape);
+    run_batch(rng, V, 1, t, shape);
+  }
+  expect_tally(t, "race path");
+  EXPECT_GT(t.race_rows * 2, t.rows) << "most rows should have taken the race path";
 }
 
 // Flint's generation_config (T 1, top_k 20, top_p 0.95: the server's default) on every kind of

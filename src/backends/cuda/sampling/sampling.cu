@@ -84,13 +84,26 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
   const int sample = int(blockIdx.x), slice = int(blockIdx.y);
   if (sample >= counts[0]) return;
   const SampleRowParams p = params[sample];
-  if (!sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) return;  // block-uniform
+  const bool race = sample_split::uses_race(plan, p.greedy != 0, p.top_k, p.top_p);
+  if (!race && !sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) return;  // block-uniform
   __shared__ uint32_t keys[sample_split::kMaxSlice];
   __shared__ uint32_t thread_max[kSliceThreads];
   __shared__ Shared sh;
   const float* x = logits + int64_t(p.row) * V;
   const int32_t begin = min(V, slice * plan.slice);
   const int n = min(V - begin, plan.slice);
+  if (race) {  // the race path needs only the slice's maximum here (race_kernel does the rest)
+    float m = -std::numeric_limits<float>::infinity();
+    int32_t am = INT_MAX;
+    for (int i = threadIdx.x; i < n; i += kSliceThreads) {
+      const float v = x[begin + i];
+      if (v == v && better(v, begin + i, m, am)) m = v, am = begin + i;
+    }
+    block_argmax<kSliceThreads>(m, am, sh);
+    const int64_t slot = int64_t(sample) * sample_split::kMaxSplits + slice;
+    if (threadIdx.x == 0) scratch.slice_max_v[slot] = m, scratch.slice_max_id[slot] = am;
+    return;
+  }
   float m = -std::numeric_limits<float>::infinity();
   int32_t am = INT_MAX;
   uint32_t tmax = 0;
@@ -217,6 +230,76 @@ __device__ void finish_from_candidates(const float* x, const SampleRowParams& p,
   if (tid == 0) out[sample] = best_id == INT_MAX ? am : best_id;
 }
 
+// The row maximum and its id (NaN never counts; lowest id on ties) from the slices' maxima: the
+// one-CTA path's m and am, whatever the split (max and the tie rule do not depend on the order).
+template <int kBlock>
+__device__ void row_max_from_slices(int sample, const sample_split::SplitPlan& plan, const SampleScratch& scratch,
+                                    float& m, int32_t& am, Shared& sh) {
+  const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
+  m = -std::numeric_limits<float>::infinity();
+  am = INT_MAX;
+  for (int j = threadIdx.x; j < plan.splits; j += kBlock) {
+    const float v = scratch.slice_max_v[slot0 + j];
+    const int32_t id = scratch.slice_max_id[slot0 + j];
+    if (better(v, id, m, am)) m = v, am = id;
+  }
+  block_argmax<kBlock>(m, am, sh);
+}
+
+// Race path, second kernel: grid (samples, splits). Each slice's winner of the exponential race
+// (sample_math::race_score against the row maximum, min_p floor; ties to the lower id) — the
+// one-CTA path's step 4 on the slice's tokens.
+__global__ void __launch_bounds__(kSliceThreads) race_kernel(const float* logits, int32_t V,
+                                                             const SampleRowParams* params, const int32_t* counts,
+                                                             sample_split::SplitPlan plan, SampleScratch scratch) {
+  pdl_grid_start();
+  const int sample = int(blockIdx.x), slice = int(blockIdx.y);
+  if (sample >= counts[0]) return;
+  const SampleRowParams p = params[sample];
+  if (p.greedy != 0 || !sample_split::uses_race(plan, false, p.top_k, p.top_p)) return;  // block-uniform
+  __shared__ Shared sh;
+  float m;
+  int32_t am;
+  row_max_from_slices<kSliceThreads>(sample, plan, scratch, m, am, sh);
+  if (!isfinite(m)) return;  // block-uniform: the finish falls back to the argmax
+  const float* x = logits + int64_t(p.row) * V;
+  const float floor = p.has_min_p ? sm::min_p_floor(m, p.temperature, p.log_min_p) : -FLT_MAX;
+  const int32_t begin = min(V, slice * plan.slice), end = min(V, begin + plan.slice);
+  float best = -std::numeric_limits<float>::infinity();
+  int32_t best_id = INT_MAX;
+  for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += kSliceThreads) {
+    const float v = x[i];
+    if (!(v >= floor)) continue;
+    const float sc = sm::race_score(v, m, p.inv_t, p.key, i);
+    if (better(sc, i, best, best_id)) best = sc, best_id = i;
+  }
+  block_argmax<kSliceThreads>(best, best_id, sh);
+  const int64_t slot = int64_t(sample) * sample_split::kMaxSplits + slice;
+  if (threadIdx.x == 0) scratch.slice_race_v[slot] = best, scratch.slice_race_id[slot] = best_id;
+}
+
+// Race path, finish (one CTA per row, in sample_kernel): the best of the slices' winners.
+__device__ void finish_from_race(const SampleRowParams& p, int sample, const sample_split::SplitPlan& plan,
+                                 const SampleScratch& scratch, int32_t* out, Shared& sh) {
+  float m;
+  int32_t am;
+  row_max_from_slices<kThreads>(sample, plan, scratch, m, am, sh);
+  if (p.greedy || !isfinite(m)) {  // block-uniform
+    if (threadIdx.x == 0) out[sample] = am == INT_MAX ? 0 : am;
+    return;
+  }
+  const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
+  float best = -std::numeric_limits<float>::infinity();
+  int32_t best_id = INT_MAX;
+  for (int j = threadIdx.x; j < plan.splits; j += kThreads) {
+    const float v = scratch.slice_race_v[slot0 + j];
+    const int32_t id = scratch.slice_race_id[slot0 + j];
+    if (better(v, id, best, best_id)) best = v, best_id = id;
+  }
+  block_argmax<kThreads>(best, best_id, sh);
+  if (threadIdx.x == 0) out[sample] = best_id == INT_MAX ? am : best_id;
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int32_t V,
                                                           const SampleRowParams* params, const int32_t* counts,
                                                           sample_split::SplitPlan plan, SampleScratch scratch,
@@ -231,6 +314,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   if (sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) {
     __shared__ FinishShared fs;
     finish_from_candidates(x, p, int(blockIdx.x), plan, scratch, out, sh, fs);
+    return;
+  }
+  if (sample_split::uses_race(plan, p.greedy != 0, p.top_k, p.top_p)) {
+    finish_from_race(p, int(blockIdx.x), plan, scratch, out, sh);
     return;
   }
 
@@ -397,7 +484,8 @@ void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* para
 }
 
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
-                 int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream) {
+                 int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream,
+                 bool any_race) {
   if (max_samples <= 0) return;
   if (vocab <= 0 || vocab > INT_MAX) throw Error("sample_rows: vocabulary size " + std::to_string(vocab) + " out of range");
   const sample_split::SplitPlan plan = split_plan(vocab, scratch);
@@ -405,6 +493,11 @@ void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* para
     candidates_kernel<<<dim3(unsigned(max_samples), unsigned(plan.splits)), dim3(kSliceThreads), 0, stream>>>(
         logits, int32_t(vocab), params, counts, plan, scratch);
     STRIKER_CUDA_CHECK_LAUNCH("sample_rows (candidates)");
+    if (any_race) {
+      race_kernel<<<dim3(unsigned(max_samples), unsigned(plan.splits)), dim3(kSliceThreads), 0, stream>>>(
+          logits, int32_t(vocab), params, counts, plan, scratch);
+      STRIKER_CUDA_CHECK_LAUNCH("sample_rows (race)");
+    }
   }
   sample_kernel<<<dim3(unsigned(max_samples)), dim3(kThreads), 0, stream>>>(logits, int32_t(vocab), params, counts,
                                                                             plan, scratch, out_tokens);

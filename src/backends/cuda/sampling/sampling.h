@@ -59,6 +59,8 @@ struct SampleScratch {
   int32_t* cand_n = nullptr;
   float* slice_max_v = nullptr;
   int32_t* slice_max_id = nullptr;
+  float* slice_race_v = nullptr;  // race path: each slice's best race score and its token
+  int32_t* slice_race_id = nullptr;
 };
 
 // Host: SampleRequests -> packed params and edits. Throws striker::Error naming the sample
@@ -112,9 +114,12 @@ class SamplingBuffers {
 void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* params, const LogitEdit* edits,
                        const int32_t* counts, int64_t max_edits, cudaStream_t stream);
 // Rows with 0 < top_k <= sample_split::split_plan(vocab).cap (and not greedy) take the
-// candidate path (two kernels, several CTAs per row); the others one CTA per row. `scratch`
-// must hold max_samples samples (SamplingBuffers::scratch()).
+// candidate path (two kernels, several CTAs per row); rows without a top_k or top_p cut (greedy
+// included) the race path (three kernels, several CTAs per row; `any_race` says whether the step has
+// one, so steps without skip its kernel); the others one CTA per row. `scratch` must hold
+// max_samples samples (SamplingBuffers::scratch()).
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
-                 int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream);
+                 int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream,
+                 bool any_race = true);
 
 }  // namespace striker::cuda

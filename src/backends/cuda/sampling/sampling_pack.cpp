@@ -93,10 +93,10 @@ SamplingBuffers::SamplingBuffers(int max_samples, int64_t max_edits) : max_sampl
   if (err != cudaSuccess) fail("device token buffer", err);
   err = cudaMallocHost(reinterpret_cast<void**>(&tokens_host_), size_t(max_samples) * 4);
   if (err != cudaSuccess) fail("pinned token buffer", err);
-  // Candidate-path scratch: 8 bytes per candidate slot, 12 per slice.
+  // Candidate- and race-path scratch: 8 bytes per candidate slot, 20 per slice.
   namespace ss = sample_split;
   const size_t slots = size_t(max_samples) * ss::kMaxCandidates, slices = size_t(max_samples) * ss::kMaxSplits;
-  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), slots * 8 + slices * 12);
+  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), slots * 8 + slices * 20);
   if (err != cudaSuccess) fail("device sampling scratch", err);
   std::byte* at = scratch_dev_;
   scratch_.cand_key = reinterpret_cast<uint32_t*>(at);
@@ -104,6 +104,8 @@ SamplingBuffers::SamplingBuffers(int max_samples, int64_t max_edits) : max_sampl
   scratch_.cand_n = reinterpret_cast<int32_t*>(at += slots * 4);
   scratch_.slice_max_v = reinterpret_cast<float*>(at += slices * 4);
   scratch_.slice_max_id = reinterpret_cast<int32_t*>(at += slices * 4);
+  scratch_.slice_race_v = reinterpret_cast<float*>(at += slices * 4);
+  scratch_.slice_race_id = reinterpret_cast<int32_t*>(at += slices * 4);
 }
 
 SamplingBuffers::~SamplingBuffers() { release(); }
