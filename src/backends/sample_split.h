@@ -1,6 +1,7 @@
-// How the GPU sampler splits one vocabulary row over several CTAs for top_k rows (the
-// "candidate" path of src/backends/cuda/sampling/sampling.cu). Header-only and host-usable so the CPU
-// mirror test (tests/cpp/engine/test_sampler_gpu_mirror.cpp) replays the very same split.
+// How the GPU sampler splits one vocabulary row over several CTAs: for top_k rows (the
+// "candidate" path of src/backends/cuda/sampling/sampling.cu) and for rows without a top_k or top_p
+// cut (the "race" path). Header-only and host-usable so the CPU mirror test
+// (tests/cpp/engine/test_sampler_gpu_mirror.cpp) replays the very same split.
 //
 // Why a split: one CTA per row reads 151552 floats several times; with top_k set, each of
 // `splits` CTAs keeps a superset of its slice's top_k (at most `cap` tokens), and the union of
