@@ -136,6 +136,22 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
   if (threadIdx.x == 0) scratch.cand_n[slot] = kept;
 }
 
+// The row maximum and its id (NaN never counts; lowest id on ties) from the slices' maxima: the
+// one-CTA path's m and am, whatever the split (max and the tie rule do not depend on the order).
+template <int kBlock>
+__device__ void row_max_from_slices(int sample, const sample_split::SplitPlan& plan, const SampleScratch& scratch,
+                                    float& m, int32_t& am, Shared& sh) {
+  const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
+  m = -std::numeric_limits<float>::infinity();
+  am = INT_MAX;
+  for (int j = threadIdx.x; j < plan.splits; j += kBlock) {
+    const float v = scratch.slice_max_v[slot0 + j];
+    const int32_t id = scratch.slice_max_id[slot0 + j];
+    if (better(v, id, m, am)) m = v, am = id;
+  }
+  block_argmax<kBlock>(m, am, sh);
+}
+
 // Shared memory of the candidate finish (kept apart from Shared: the one-CTA path needs none).
 struct FinishShared {
   uint32_t key[sample_split::kMaxCandidates];  // 0: empty slot or below the min_p floor
@@ -157,14 +173,9 @@ __device__ void finish_from_candidates(const float* x, const SampleRowParams& p,
                                        int32_t* out, Shared& sh, FinishShared& fs) {
   const int tid = threadIdx.x;
   const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
-  float m = -std::numeric_limits<float>::infinity();
-  int32_t am = INT_MAX;
-  for (int j = tid; j < plan.splits; j += kThreads) {
-    const float v = scratch.slice_max_v[slot0 + j];
-    const int32_t id = scratch.slice_max_id[slot0 + j];
-    if (better(v, id, m, am)) m = v, am = id;
-  }
-  block_argmax<kThreads>(m, am, sh);
+  float m;
+  int32_t am;
+  row_max_from_slices<kThreads>(sample, plan, scratch, m, am, sh);
   if (!isfinite(m)) {  // block-uniform; the CPU's argmax fallback
     if (tid == 0) out[sample] = am == INT_MAX ? 0 : am;
     return;
@@ -228,22 +239,6 @@ __device__ void finish_from_candidates(const float* x, const SampleRowParams& p,
   }
   block_argmax<kThreads>(best, best_id, sh);
   if (tid == 0) out[sample] = best_id == INT_MAX ? am : best_id;
-}
-
-// The row maximum and its id (NaN never counts; lowest id on ties) from the slices' maxima: the
-// one-CTA path's m and am, whatever the split (max and the tie rule do not depend on the order).
-template <int kBlock>
-__device__ void row_max_from_slices(int sample, const sample_split::SplitPlan& plan, const SampleScratch& scratch,
-                                    float& m, int32_t& am, Shared& sh) {
-  const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
-  m = -std::numeric_limits<float>::infinity();
-  am = INT_MAX;
-  for (int j = threadIdx.x; j < plan.splits; j += kBlock) {
-    const float v = scratch.slice_max_v[slot0 + j];
-    const int32_t id = scratch.slice_max_id[slot0 + j];
-    if (better(v, id, m, am)) m = v, am = id;
-  }
-  block_argmax<kBlock>(m, am, sh);
 }
 
 // Race path, second kernel: grid (samples, splits). Each slice's winner of the exponential race
