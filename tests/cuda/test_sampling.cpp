@@ -37,6 +37,7 @@ std::string describe(const SampleRequest& r, int kind) {
 
 struct Tally {
   int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0, candidate_rows = 0, race_rows = 0;
+  int race_checked = 0, race_bad = 0;  // race-path draws whose token must be one of the slices' winners
 };
 
 // One launch: `rows` rows of vocabulary V, each with its own random parameters (`shape`, when
@@ -75,6 +76,8 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
   STRIKER_CUDA_CHECK(cudaMemset(sc.cand_id, 0xFF, size_t(rows) * sample_split::kMaxCandidates * 4));
   STRIKER_CUDA_CHECK(cudaMemset(sc.cand_n, 0x7F, size_t(rows) * sample_split::kMaxSplits * 4));
   STRIKER_CUDA_CHECK(cudaMemset(sc.slice_max_v, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
+  STRIKER_CUDA_CHECK(cudaMemset(sc.slice_race_v, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
+  STRIKER_CUDA_CHECK(cudaMemset(sc.slice_race_id, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
   TokenMaskBuffers masks(rows, V);  // structured-output masks first, as forward_sampled does
   masks.apply(reqs, d_logits.get(), nullptr);
   sb.upload(int(params.size()), int64_t(edits.size()), nullptr);
@@ -84,6 +87,9 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
   std::vector<int32_t> got(static_cast<size_t>(rows));
   STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), size_t(rows) * 4, cudaMemcpyDeviceToHost));
   const std::vector<float> edited = d_logits.download();
+  std::vector<int32_t> race_ids(size_t(rows) * sample_split::kMaxSplits);
+  STRIKER_CUDA_CHECK(cudaMemcpy(race_ids.data(), sc.slice_race_id, race_ids.size() * 4, cudaMemcpyDeviceToHost));
+  const sample_split::SplitPlan plan = sample_split::split_plan(V);
 
   std::vector<float> scratch, processed;
   for (size_t s = 0; s < reqs.size(); ++s) {
@@ -98,6 +104,21 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
           std::printf("EDIT MISMATCH row %d id %lld: gpu %.9g cpu %.9g (%s)\n", r.row, (long long)i, a, b,
                       describe(r, kinds[size_t(r.row)]).c_str());
         break;
+      }
+    }
+    // A race-path draw (not greedy, finite row maximum) is the best of its slices' winners, which the
+    // race kernel wrote over the poison: the one-CTA path would leave them -1.
+    const SampleRowParams& q = params[s];
+    if (!q.greedy && sample_split::uses_race(plan, false, q.top_k, q.top_p)) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < V; ++i) {
+        const float v = edited[size_t(r.row) * size_t(V) + size_t(i)];
+        if (v == v && v > m) m = v;
+      }
+      if (std::isfinite(m)) {
+        ++t.race_checked;
+        const auto first = race_ids.begin() + std::ptrdiff_t(s) * sample_split::kMaxSplits;
+        if (std::find(first, first + plan.splits, got[s]) == first + plan.splits) ++t.race_bad;
       }
     }
     SampleDiagnostics diag;
@@ -123,6 +144,7 @@ void expect_tally(const Tally& t, const char* what) {
   EXPECT_EQ(t.bad, 0) << what << ": GPU tokens differ from the CPU sampler away from any top_p boundary";
   EXPECT_EQ(t.edit_bad, 0) << what << ": GPU logit edits differ from the CPU's process_logits";
   EXPECT_LE(t.boundary * 100, t.rows) << what << ": too many top_p boundary cases to be rounding";
+  EXPECT_EQ(t.race_bad, 0) << what << ": race-path tokens that are none of their slices' winners";
 }
 
 TEST(CudaSampling, MatchesCpuSamplerOnFlintVocabulary) {
@@ -152,6 +174,7 @@ TEST(CudaSampling, RacePathMatchesCpuSampler) {
   }
   expect_tally(t, "race path");
   EXPECT_GT(t.race_rows * 2, t.rows) << "most rows should have taken the race path";
+  EXPECT_GT(t.race_checked * 3, t.rows) << "the race kernel's winners should have been checked on most rows";
 }
 
 // Flint's generation_config (T 1, top_k 20, top_p 0.95: the server's default) on every kind of
