@@ -17,7 +17,9 @@
 # seconds, 150; scripts/gpu_long_context.sh sends one 262K prompt); for a CPU rehearsal of this script (tests/python/test_bench_serve.py)
 # STRIKER_SERVE_BENCH_DEVICE=cpu and the shapes STRIKER_SERVE_BENCH_LONG="100000 256" (input output)
 # and STRIKER_SERVE_BENCH_CONC="128 64 1024 128" (prompts, concurrency, input, output; "" leaves it out), and
-# STRIKER_SERVE_BENCH_MULTI_TURN="32000 3 200 64" (first-turn tokens, turns, tokens per turn, output; "" leaves it out).
+# STRIKER_SERVE_BENCH_MULTI_TURN="32000 3 200 64" (first-turn tokens, turns, tokens per turn, output; "" leaves it out);
+# STRIKER_SERVE_BENCH_LONG_ARGS: extra serve_bench.py flags for the long run (e.g. "--top-p 0.9 --top-k -1": its
+# sampling parameters instead of the model's generation_config).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BIN=${1:?usage: gpu_serve_bench.sh BIN_DIR}
@@ -120,7 +122,8 @@ for fmt in ${STRIKER_SERVE_BENCH_FORMATS:-bf16 nvfp4}; do
   if ! start_server "$fmt"; then rc=1; continue; fi
   echo "ready after $(( $(date +%s) - t0 )) s"
   run_bench "$fmt" long "${STRIKER_SERVE_BENCH_LONG_LIMIT:-150}" --num-prompts 1 --max-concurrency 1 \
-    --random-input-len "$LONG_IN" --random-output-len "$LONG_OUT" --num-warmups "${STRIKER_SERVE_BENCH_WARMUPS:-1}"
+    --random-input-len "$LONG_IN" --random-output-len "$LONG_OUT" --num-warmups "${STRIKER_SERVE_BENCH_WARMUPS:-1}" \
+    ${STRIKER_SERVE_BENCH_LONG_ARGS:-}
   RESULTS+=("$LOGS/long_$fmt.json")
   if [ -n "${CONC_N:-}" ]; then
     run_bench "$fmt" "c$CONC_C" 150 --num-prompts "$CONC_N" --max-concurrency "$CONC_C" --random-input-len "$CONC_IN" \

@@ -120,6 +120,20 @@ STRIKER_HD float det_log(float x) {
 // Tempered logit relative to the row maximum: log of the unnormalised probability.
 STRIKER_HD float tempered(float x, float m, float inv_t) { return fmul(fsub(x, m), inv_t); }
 
+// top_p's probability mass of a token, exp(tempered logit) in (0, 1], in fixed point: units of 2^-44.
+// Integer sums are exact and do not depend on their order, so the GPU's atomically summed
+// histograms give the same bits every run; 2^19 tokens of mass 1 still fit in 63 bits. The
+// rounding (<= 2^-45 per token) moves a cut only within the tolerance the sampler tests give to
+// sums in different orders.
+constexpr double kMassUnit = 17592186044416.0;  // 2^44
+STRIKER_HD uint64_t mass_fixed(float x, float m, float inv_t) {
+#if defined(__CUDA_ARCH__)
+  return __double2ull_rn(exp(double(tempered(x, m, inv_t))) * kMassUnit);
+#else
+  return uint64_t(std::llrint(std::exp(double(tempered(x, m, inv_t))) * kMassUnit));
+#endif
+}
+
 // Upper bound of -log(E) over every E the race can draw (E >= -log(1 - 2^-24) ~ 6e-8, so
 // -log(E) <= 16.64): a token whose tempered logit is more than this below the best score so
 // far cannot win, which lets the CPU skip its hash.

@@ -36,8 +36,9 @@ std::string describe(const SampleRequest& r, int kind) {
 }
 
 struct Tally {
-  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0, candidate_rows = 0, race_rows = 0;
-  int race_checked = 0, race_bad = 0;  // race-path draws whose token must be one of the slices' winners
+  int rows = 0, exact = 0, boundary = 0, bad = 0, edit_bad = 0, candidate_rows = 0, race_rows = 0, cut_rows = 0;
+  int race_checked = 0, race_bad = 0;  // race- and cut-path draws whose token must be one of the slices' winners
+  int cut_checked = 0, cut_bad = 0;    // cut-path rows whose state shows the digit launches settled every cut
 };
 
 // One launch: `rows` rows of vocabulary V, each with its own random parameters (`shape`, when
@@ -57,6 +58,7 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
     const int32_t packed_k = reqs.back().top_k > 0 && reqs.back().top_k < V ? reqs.back().top_k : 0;
     t.candidate_rows += sample_split::uses_candidates(plan, reqs.back().temperature < 1e-5f, packed_k);
     t.race_rows += sample_split::uses_race(plan, reqs.back().temperature < 1e-5f, packed_k, reqs.back().top_p);
+    t.cut_rows += sample_split::uses_cuts(plan, reqs.back().temperature < 1e-5f, packed_k, reqs.back().top_p);
   }
   std::shuffle(reqs.begin(), reqs.end(), rng);  // samples need not be in row order
   std::vector<SampleRowParams> params;
@@ -78,17 +80,32 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
   STRIKER_CUDA_CHECK(cudaMemset(sc.slice_max_v, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
   STRIKER_CUDA_CHECK(cudaMemset(sc.slice_race_v, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
   STRIKER_CUDA_CHECK(cudaMemset(sc.slice_race_id, 0xFF, size_t(rows) * sample_split::kMaxSplits * 4));
+  // The cut path's state is poisoned too (its first kernel must start it afresh); its histograms are
+  // not: they are zero between steps by contract (allocation, then each digit's last CTA).
+  STRIKER_CUDA_CHECK(cudaMemset(sc.cut, 0xFF, size_t(rows) * sizeof(CutState)));
   TokenMaskBuffers masks(rows, V);  // structured-output masks first, as forward_sampled does
   masks.apply(reqs, d_logits.get(), nullptr);
   sb.upload(int(params.size()), int64_t(edits.size()), nullptr);
   apply_logit_edits(d_logits.get(), V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), int64_t(edits.size()), nullptr);
-  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.scratch(), sb.tokens_dev(), nullptr);
+  sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), int(params.size()), sb.scratch(), sb.tokens_dev(), nullptr,
+              sample_paths(params, V));  // the launches the backend makes for these rows
   STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<int32_t> got(static_cast<size_t>(rows));
   STRIKER_CUDA_CHECK(cudaMemcpy(got.data(), sb.tokens_dev(), size_t(rows) * 4, cudaMemcpyDeviceToHost));
   const std::vector<float> edited = d_logits.download();
   std::vector<int32_t> race_ids(size_t(rows) * sample_split::kMaxSplits);
   STRIKER_CUDA_CHECK(cudaMemcpy(race_ids.data(), sc.slice_race_id, race_ids.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<CutState> cut_state(static_cast<size_t>(rows));
+  STRIKER_CUDA_CHECK(cudaMemcpy(cut_state.data(), sc.cut, cut_state.size() * sizeof(CutState), cudaMemcpyDeviceToHost));
+  std::vector<uint32_t> cut_count(size_t(rows) * 256);
+  std::vector<unsigned long long> cut_mass(size_t(rows) * 256);
+  STRIKER_CUDA_CHECK(cudaMemcpy(cut_count.data(), sc.cut_count, cut_count.size() * 4, cudaMemcpyDeviceToHost));
+  STRIKER_CUDA_CHECK(cudaMemcpy(cut_mass.data(), sc.cut_mass, cut_mass.size() * 8, cudaMemcpyDeviceToHost));
+  for (size_t b = 0; b < cut_count.size(); ++b)
+    if (cut_count[b] != 0 || cut_mass[b] != 0) {
+      ADD_FAILURE() << "cut histogram of sample " << b / 256 << " bin " << b % 256 << " not cleared after the step";
+      break;
+    }
   const sample_split::SplitPlan plan = sample_split::split_plan(V);
 
   std::vector<float> scratch, processed;
@@ -106,10 +123,12 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
         break;
       }
     }
-    // A race-path draw (not greedy, finite row maximum) is the best of its slices' winners, which the
-    // race kernel wrote over the poison: the one-CTA path would leave them -1.
+    // A race- or cut-path draw (not greedy, finite row maximum) is the best of its slices' winners,
+    // which the race kernel wrote over the poison; on the cut path the row's state must show each
+    // cut settled by its digit launches (the last CTA of each digit also resets the arrivals).
     const SampleRowParams& q = params[s];
-    if (!q.greedy && sample_split::uses_race(plan, false, q.top_k, q.top_p)) {
+    const bool cuts = sample_split::uses_cuts(plan, q.greedy != 0, q.top_k, q.top_p);
+    if (!q.greedy && (cuts || sample_split::uses_race(plan, false, q.top_k, q.top_p))) {
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t i = 0; i < V; ++i) {
         const float v = edited[size_t(r.row) * size_t(V) + size_t(i)];
@@ -119,6 +138,17 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
         ++t.race_checked;
         const auto first = race_ids.begin() + std::ptrdiff_t(s) * sample_split::kMaxSplits;
         if (std::find(first, first + plan.splits, got[s]) == first + plan.splits) ++t.race_bad;
+        if (cuts) {
+          const CutState& cs = cut_state[s];
+          ++t.cut_checked;
+          const bool top_p_settled = !(q.top_p < 1.0f) ? cs.p_on == 0 : cs.p_on == 1;
+          const bool top_k_settled = q.top_k <= 0 ? cs.k_on == 0 : (cs.k_on == 1) != (cs.k_dead == 1);
+          if (!top_p_settled || !top_k_settled || cs.arrivals != 0) {
+            if (t.cut_bad++ < 5)
+              std::printf("CUT STATE row %d: k_on %d k_dead %d p_on %d arrivals %u (%s)\n", r.row, cs.k_on, cs.k_dead,
+                          cs.p_on, cs.arrivals, describe(r, kinds[size_t(r.row)]).c_str());
+          }
+        }
       }
     }
     SampleDiagnostics diag;
@@ -139,12 +169,14 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
 }
 
 void expect_tally(const Tally& t, const char* what) {
-  std::printf("%s: %d rows (%d on the candidate path), %d exact, %d top_p-boundary, %d mismatched, %d edit mismatches\n",
-              what, t.rows, t.candidate_rows, t.exact, t.boundary, t.bad, t.edit_bad);
+  std::printf("%s: %d rows (%d on the candidate path, %d on the race path, %d on the cut path), %d exact, %d top_p-boundary, "
+              "%d mismatched, %d edit mismatches\n",
+              what, t.rows, t.candidate_rows, t.race_rows, t.cut_rows, t.exact, t.boundary, t.bad, t.edit_bad);
   EXPECT_EQ(t.bad, 0) << what << ": GPU tokens differ from the CPU sampler away from any top_p boundary";
   EXPECT_EQ(t.edit_bad, 0) << what << ": GPU logit edits differ from the CPU's process_logits";
   EXPECT_LE(t.boundary * 100, t.rows) << what << ": too many top_p boundary cases to be rounding";
-  EXPECT_EQ(t.race_bad, 0) << what << ": race-path tokens that are none of their slices' winners";
+  EXPECT_EQ(t.race_bad, 0) << what << ": race- or cut-path tokens that are none of their slices' winners";
+  EXPECT_EQ(t.cut_bad, 0) << what << ": cut-path rows whose state does not show their cuts settled";
 }
 
 TEST(CudaSampling, MatchesCpuSamplerOnFlintVocabulary) {
@@ -154,6 +186,28 @@ TEST(CudaSampling, MatchesCpuSamplerOnFlintVocabulary) {
   expect_tally(t, "vocab 151552");
   EXPECT_GT(t.candidate_rows, 0);
   EXPECT_GT(t.race_rows, 0);
+  EXPECT_GT(t.cut_checked, 0);
+}
+
+// The cut path (top_p without top_k; a top_k above the candidate path's cap, with and without
+// top_p), alone and mixed with the other paths, on every kind of row: the CPU sampler's tokens.
+TEST(CudaSampling, CutPathMatchesCpuSampler) {
+  std::mt19937 rng(808);
+  Tally t;
+  const auto shape = [](SampleRequest& r, int i) {
+    if (i % 5 == 4) return;  // the random parameters: the other paths in the same launch
+    r.temperature = i % 3 == 0 ? 0.7f : 1.f;
+    r.top_k = i % 4 == 0 ? 300 + i : (i % 4 == 1 ? 129 : 0);
+    r.top_p = i % 4 == 1 ? 1.f : (i % 2 == 0 ? 0.9f : 0.5f);
+    if (i % 7 == 0) r.min_p = 0.05f;
+  };
+  for (int64_t V : {int64_t(151552), int64_t(4099)}) {
+    for (int batch = 0; batch < 2; ++batch) run_batch(rng, V, 48, t, shape);
+    run_batch(rng, V, 1, t, shape);
+  }
+  expect_tally(t, "cut path");
+  EXPECT_GT(t.cut_rows * 2, t.rows) << "most rows should have taken the cut path";
+  EXPECT_GT(t.cut_checked * 3, t.rows) << "the cut state should have been checked on most rows";
 }
 
 // The race path (no top_k, no top_p: greedy, temperature, min_p), alone and in launches with the
@@ -184,7 +238,7 @@ TEST(CudaSampling, GenerationConfigMatchesCpuSamplerInMixedLaunches) {
   std::mt19937 rng(505);
   Tally t;
   const auto shape = [](SampleRequest& r, int i) {
-    if (i % 8 == 7) return;  // keep the random parameters: the one-CTA path alongside
+    if (i % 8 == 7) return;  // keep the random parameters: the other paths alongside
     r.temperature = 1.f;
     r.top_k = 20;
     r.top_p = 0.95f;
@@ -291,7 +345,8 @@ TEST(CudaSampling, GreedyIsArgmaxWithLowestIdAndSkipsNaN) {
         << "row " << r;
 }
 
-// Not a check: the device time of one sample_rows launch at Flint's vocabulary, printed for
+// Not a check: the device time of one sample_rows call at Flint's vocabulary (its launches for these
+// rows, back to back on a stream: each launch's host cost is in it too), printed for
 // docs/performance.md (the edits kernel is not included: a few thousand threads).
 TEST(CudaSampling, PrintsTimingAtFlintSize) {
   const int64_t V = 151552;
@@ -308,9 +363,9 @@ TEST(CudaSampling, PrintsTimingAtFlintSize) {
     int32_t top_k;
   };
   for (const Config& cfg : {Config{"greedy", 0.f, 1.f, 0}, Config{"T=1", 1.f, 1.f, 0}, Config{"top_k=50", 1.f, 1.f, 50},
-                            Config{"top_p=0.9", 1.f, 0.9f, 0}, Config{"top_k=50 top_p=0.9", 0.7f, 0.9f, 50},
+                            Config{"top_p=0.9", 1.f, 0.9f, 0}, Config{"top_p=0.5", 0.7f, 0.5f, 0}, Config{"top_k=50 top_p=0.9", 0.7f, 0.9f, 50},
                             Config{"top_k=20 top_p=0.95", 1.f, 0.95f, 20}, Config{"top_k=128 top_p=0.95", 1.f, 0.95f, 128},
-                            Config{"top_k=129 top_p=0.95", 1.f, 0.95f, 129}}) {
+                            Config{"top_k=129 top_p=0.95", 1.f, 0.95f, 129}, Config{"top_k=1000", 1.f, 1.f, 1000}}) {
     for (int rows : {1, 64, 256}) {
       std::vector<SampleRequest> reqs(static_cast<size_t>(rows));
       for (int r = 0; r < rows; ++r) {
@@ -331,10 +386,13 @@ TEST(CudaSampling, PrintsTimingAtFlintSize) {
       cudaEvent_t a, b;
       STRIKER_CUDA_CHECK(cudaEventCreate(&a));
       STRIKER_CUDA_CHECK(cudaEventCreate(&b));
-      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr);  // warm-up
+      const SamplePaths paths = sample_paths(params, V);  // the launches the backend makes for these rows
+      sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr,
+                  paths);  // warm-up
       STRIKER_CUDA_CHECK(cudaEventRecord(a));
       for (int it = 0; it < 10; ++it)
-        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr);
+        sample_rows(d_logits.get(), V, sb.params_dev(), sb.counts_dev(), rows, sb.scratch(), sb.tokens_dev(), nullptr,
+                    paths);
       STRIKER_CUDA_CHECK(cudaEventRecord(b));
       STRIKER_CUDA_CHECK(cudaEventSynchronize(b));
       float ms = 0;

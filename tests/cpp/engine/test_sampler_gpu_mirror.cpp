@@ -2,9 +2,11 @@
 // checked against the CPU sampler on bf16-rounded logits full of ties. Two paths: the
 // candidate path for rows with a small top_k (per-slice supersets of the top_k by an early-
 // stopping radix select, their union filtered by min_p, the exact top_k of it, then sort, top_p
-// walk and race: sampling_block.cuh / sample_split.h), and the one-CTA path for the rest (radix
-// select for top_k, mass-weighted radix select for top_p, lowest-id tie splits, the race). CI has no GPU: this proves the selection logic here; tests/cuda/test_sampling.cpp runs
-// the kernel itself against the same sampler on the H200. Keep the two in step.
+// walk and race: sampling_block.cuh / sample_split.h), and the cut and race paths for the rest
+// (radix select for top_k, radix select for top_p on fixed-point masses, lowest-id tie splits, the
+// race; the GPU runs each digit over all slices at once, whose integer sums are the ones here).
+// CI has no GPU: this proves the selection logic here; tests/cuda/test_sampling.cpp runs the
+// kernels themselves against the same sampler on the H200. Keep the two in step.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -129,8 +131,8 @@ int mirror_candidates(const float* x, int V, const SampleRowParams& p, const sam
   return best_id == INT_MAX ? am : best_id;
 }
 
-// The one-CTA path.
-int mirror_one_cta(const float* x, int V, const SampleRowParams& p) {
+// The cut path (and the race path: no cuts).
+int mirror_cuts(const float* x, int V, const SampleRowParams& p) {
   float m = -INFINITY; int am = INT_MAX;
   for (int i = 0; i < V; ++i) { float v = x[i]; if (v == v && (v > m || (v == m && i < am))) m = v, am = i; }
   if (p.greedy || !std::isfinite(m)) return am == INT_MAX ? 0 : am;
@@ -151,21 +153,21 @@ int mirror_one_cta(const float* x, int V, const SampleRowParams& p) {
   }
   Cut cp{false, 0, INT_MAX};
   if (p.top_p < 1.0f) {
-    uint32_t prefix = 0, pmask = 0; double above = 0, target = 0; int tie_count = 0;
+    uint32_t prefix = 0, pmask = 0; uint64_t above = 0; double target = 0; int tie_count = 0;
     for (int pass = 0; pass < 4; ++pass) {
-      int shift = 24 - 8 * pass; unsigned cnt[256] = {0}; double mass[256] = {0};
+      int shift = 24 - 8 * pass; unsigned cnt[256] = {0}; uint64_t mass[256] = {0};
       for (int i = 0; i < V; ++i) { float v = x[i]; uint32_t key = sm::order_key(v);
-        if (v >= floor && passes(ck, key, i) && (key & pmask) == prefix) { int b = (key >> shift) & 255; cnt[b]++; mass[b] += std::exp(double(sm::tempered(v, m, inv_t))); } }
-      if (pass == 0) { double total = 0; for (int b = 255; b >= 0; --b) total += mass[b]; target = double(p.top_p) * total; }
-      double acc = 0, acc_before_last = 0; int last_nonempty = -1, sel = -1; double sel_above = 0;
+        if (v >= floor && passes(ck, key, i) && (key & pmask) == prefix) { int b = (key >> shift) & 255; cnt[b]++; mass[b] += sm::mass_fixed(v, m, inv_t); } }
+      if (pass == 0) { uint64_t total = 0; for (int b = 255; b >= 0; --b) total += mass[b]; target = double(p.top_p) * double(total); }
+      uint64_t acc = above; int sel = -1;
       for (int b = 255; b >= 0 && sel < 0; --b) { if (cnt[b] == 0) continue;
-        if (above + acc + mass[b] >= target) { sel = b; sel_above = above + acc; } else { last_nonempty = b; acc_before_last = acc; acc += mass[b]; } }
-      if (sel < 0) sel = last_nonempty, sel_above = above + acc_before_last;
+        if (double(acc + mass[b]) >= target) { sel = b; above = acc; } else acc += mass[b]; }
+      if (sel < 0) ADD_FAILURE() << "exact sums must reach the target";
       tie_count = sel >= 0 ? cnt[sel] : 0;
-      prefix |= uint32_t(sel) << shift; pmask |= 0xFFu << shift; above = sel_above;
+      prefix |= uint32_t(sel) << shift; pmask |= 0xFFu << shift;
     }
-    double w = std::exp(double(sm::tempered(sm::key_float(prefix), m, inv_t)));
-    double q = (target - above) / w;
+    const uint64_t w = sm::mass_fixed(sm::key_float(prefix), m, inv_t);
+    double q = w == 0 ? double(tie_count) : (target - double(above)) / double(w);
     int keep = q >= double(tie_count) ? tie_count : std::max(1, int(std::ceil(q)));
     cp = Cut{true, prefix, tie_count > keep ? nth_tied(x, V, floor, ck, prefix, keep) : INT_MAX};
   }
@@ -180,7 +182,7 @@ int mirror_one_cta(const float* x, int V, const SampleRowParams& p) {
 int mirror_sample(const float* x, int V, const SampleRowParams& p, int* max_candidates_seen, bool* candidate_path) {
   const sample_split::SplitPlan plan = sample_split::split_plan(V);
   *candidate_path = sample_split::uses_candidates(plan, p.greedy, p.top_k);
-  return *candidate_path ? mirror_candidates(x, V, p, plan, max_candidates_seen) : mirror_one_cta(x, V, p);
+  return *candidate_path ? mirror_candidates(x, V, p, plan, max_candidates_seen) : mirror_cuts(x, V, p);
 }
 
 using namespace striker::sampling_cases;  // make_row, random_request, ... (engine/sampling_cases.h)
@@ -203,7 +205,7 @@ void check_row(const std::vector<float>& x, const SampleRequest& r, int kind, Mi
   // within 1e-5 of a cumulative sum may differ, as on the GPU.
   if (got == want) ++t.exact;
   else if (diag.top_p_margin < 1e-5) ++t.boundary;
-  else ADD_FAILURE() << "V=" << V << " kind " << kind << (candidate_path ? " (candidate path)" : " (one-CTA path)")
+  else ADD_FAILURE() << "V=" << V << " kind " << kind << (candidate_path ? " (candidate path)" : " (cut or race path)")
                      << " T=" << r.temperature << " top_k=" << r.top_k << " top_p=" << r.top_p << " min_p=" << r.min_p
                      << ": mirror " << got << ", CPU " << want;
 }

@@ -13,6 +13,7 @@
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/router.h"
+#include "backends/sample_split.h"
 
 namespace striker::cuda {
 namespace {
@@ -95,6 +96,9 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.logits_host),
                                     size_t(host_logit_rows()) * size_t(c.vocab_size) * 4));
   if (options_.device_sampling) {
+    if (c.vocab_size > sample_split::kMaxVocab)
+      throw Error("CUDA backend: device sampling splits vocabularies of up to " + std::to_string(sample_split::kMaxVocab) +
+                  " tokens, the model has " + std::to_string(c.vocab_size));
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
   }

@@ -5,7 +5,6 @@
 
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/common/cuda_check.h"
-#include "backends/sample_split.h"
 
 namespace striker::cuda {
 
@@ -62,11 +61,8 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
       apply_logit_edits(logits, V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), chunk, stream_);
       done += chunk;
     } while (done < total);
-    const sample_split::SplitPlan plan = sample_split::split_plan(V);
-    const bool any_race = std::any_of(sb.params.begin(), sb.params.end(), [&](const SampleRowParams& q) {
-      return sample_split::uses_race(plan, q.greedy != 0, q.top_k, q.top_p);
-    });
-    sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_, any_race);
+    sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_,
+                sample_paths(sb.params, V));
     STRIKER_CUDA_CHECK(cudaMemcpyAsync(sb.tokens_host(), sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
   }
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));

@@ -16,7 +16,7 @@ namespace {
 
 namespace sm = sample_math;
 using namespace sampling_detail;
-constexpr int kThreads = 1024;  // one CTA per sampled row (the one-CTA path and the finish)
+constexpr int kThreads = 1024;  // one CTA per sampled row: the finish
 constexpr int kSliceThreads = sample_split::kSliceThreads;  // one CTA per slice of a candidate-path row
 
 // A cut of the ranking (higher value first, then lower id): a token passes when its key is
@@ -30,12 +30,13 @@ __device__ __forceinline__ bool passes(const Cut& c, uint32_t key, int32_t i) {
   return !c.on || key > c.key || (key == c.key && i <= c.id_limit);
 }
 
-// The id of the n-th (1-based) lowest-id token with key `key` that passes `floor` and `cut`.
-// Each thread owns a contiguous id range; a block scan of the per-range counts finds the
-// range holding the n-th one.
+// The id of the n-th (1-based) lowest-id token of row x with key `key` that passes `floor` and
+// `cut`. Each thread owns a contiguous id range; a block scan of the per-range counts finds the
+// range holding the n-th one. Only a cut that falls inside a run of equal logits needs it.
+template <int NT>
 __device__ int32_t nth_tied_id(const float* x, int32_t V, float floor, const Cut& cut, uint32_t key, int32_t n,
                                Shared& sh) {
-  const int32_t chunk = (V + kThreads - 1) / kThreads;
+  const int32_t chunk = (V + NT - 1) / NT;
   const int32_t begin = min(V, int32_t(threadIdx.x) * chunk), end = min(V, begin + chunk);
   auto match = [&](int32_t i) {
     const float v = x[i];
@@ -44,7 +45,7 @@ __device__ int32_t nth_tied_id(const float* x, int32_t V, float floor, const Cut
   int32_t c = 0;
   for (int32_t i = begin; i < end; ++i) c += match(i);
   if (threadIdx.x == 0) sh.nth = INT_MAX;
-  const int32_t before = block_exclusive_scan<kThreads>(c, sh);  // its barriers also publish sh.nth
+  const int32_t before = block_exclusive_scan<NT>(c, sh);  // its barriers also publish sh.nth
   if (before < n && before + c >= n) {
     int32_t need = n - before;
     for (int32_t i = begin; i < end; ++i)
@@ -72,10 +73,11 @@ __global__ void __launch_bounds__(256) edit_kernel(float* logits, int64_t vocab,
   }
 }
 
-// Candidate path, first kernel: grid (samples, splits). The CTA of (sample, slice) keeps a
-// superset of its slice's top_k (at most plan.cap tokens, by sample_split's rule) and the
-// slice's greedy argmax (NaN skipped, lowest id on ties) in the scratch. -inf and NaN are
-// never candidates: the CPU's top_k keeps only tokens >= -FLT_MAX.
+// First kernel of every path: grid (samples, splits). The CTA of (sample, slice) stores the slice's
+// greedy argmax (NaN skipped, lowest id on ties) in the scratch; on the candidate path it also
+// keeps a superset of its slice's top_k (at most plan.cap tokens, by sample_split's rule; -inf and
+// NaN are never candidates: the CPU's top_k keeps only tokens >= -FLT_MAX), and on the cut path
+// slice 0 starts the row's state and clears its histogram.
 __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* logits, int32_t V,
                                                                    const SampleRowParams* params,
                                                                    const int32_t* counts, sample_split::SplitPlan plan,
@@ -84,15 +86,27 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
   const int sample = int(blockIdx.x), slice = int(blockIdx.y);
   if (sample >= counts[0]) return;
   const SampleRowParams p = params[sample];
-  const bool race = sample_split::uses_race(plan, p.greedy != 0, p.top_k, p.top_p);
-  if (!race && !sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) return;  // block-uniform
+  const bool cuts = sample_split::uses_cuts(plan, p.greedy != 0, p.top_k, p.top_p);
+  const bool race = cuts || sample_split::uses_race(plan, p.greedy != 0, p.top_k, p.top_p);
   __shared__ uint32_t keys[sample_split::kMaxSlice];
   __shared__ uint32_t thread_max[kSliceThreads];
   __shared__ Shared sh;
   const float* x = logits + int64_t(p.row) * V;
   const int32_t begin = min(V, slice * plan.slice);
   const int n = min(V - begin, plan.slice);
-  if (race) {  // the race path needs only the slice's maximum here (race_kernel does the rest)
+  if (cuts && slice == 0) {  // the digit launches start from an empty select and histogram
+    if (threadIdx.x == 0) {
+      CutState st{};
+      st.need = p.top_k;
+      st.k_limit = st.p_limit = INT_MAX;
+      scratch.cut[sample] = st;
+    }
+    for (int b = threadIdx.x; b < kBins; b += kSliceThreads) {
+      scratch.cut_count[int64_t(sample) * kBins + b] = 0u;
+      scratch.cut_mass[int64_t(sample) * kBins + b] = 0ull;
+    }
+  }
+  if (race) {  // the race and cut paths need only the slice's maximum here
     float m = -std::numeric_limits<float>::infinity();
     int32_t am = INT_MAX;
     for (int i = threadIdx.x; i < n; i += kSliceThreads) {
@@ -104,6 +118,7 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
     if (threadIdx.x == 0) scratch.slice_max_v[slot] = m, scratch.slice_max_id[slot] = am;
     return;
   }
+  if (!sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) return;  // block-uniform
   float m = -std::numeric_limits<float>::infinity();
   int32_t am = INT_MAX;
   uint32_t tmax = 0;
@@ -137,7 +152,7 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
 }
 
 // The row maximum and its id (NaN never counts; lowest id on ties) from the slices' maxima: the
-// one-CTA path's m and am, whatever the split (max and the tie rule do not depend on the order).
+// row's m and am, whatever the split (max and the tie rule do not depend on the order).
 template <int kBlock>
 __device__ void row_max_from_slices(int sample, const sample_split::SplitPlan& plan, const SampleScratch& scratch,
                                     float& m, int32_t& am, Shared& sh) {
@@ -152,7 +167,7 @@ __device__ void row_max_from_slices(int sample, const sample_split::SplitPlan& p
   block_argmax<kBlock>(m, am, sh);
 }
 
-// Shared memory of the candidate finish (kept apart from Shared: the one-CTA path needs none).
+// Shared memory of the candidate finish (kept apart from Shared: the other finishes need none).
 struct FinishShared {
   uint32_t key[sample_split::kMaxCandidates];  // 0: empty slot or below the min_p floor
   int32_t id[sample_split::kMaxCandidates];
@@ -241,9 +256,182 @@ __device__ void finish_from_candidates(const float* x, const SampleRowParams& p,
   if (tid == 0) out[sample] = best_id == INT_MAX ? am : best_id;
 }
 
-// Race path, second kernel: grid (samples, splits). Each slice's winner of the exponential race
-// (sample_math::race_score against the row maximum, min_p floor; ties to the lower id) — the
-// one-CTA path's step 4 on the slice's tokens.
+// The cuts a row's state has settled (off until their last digit).
+__device__ __forceinline__ Cut top_k_cut(const CutState& s) { return Cut{s.k_on != 0, s.k_key, s.k_limit}; }
+__device__ __forceinline__ Cut top_p_cut(const CutState& s) { return Cut{s.p_on != 0, s.p_key, s.p_limit}; }
+
+// Warp 0 (all 32 lanes), on the row's histogram of a top_p digit in sh: the first bin from the top
+// where the mass ranked above the bucket (`above`) plus the bins down to it reaches `target` ->
+// sh.sel_bin, sh.sel_count, sh.sel_above (the mass ranked above that bin). Lane l owns bins 255-8l
+// down to 248-8l, a scan over lanes finds the lane, the lane walks its 8 bins. The sums are exact
+// integers, so the bins of a digit add up to their parent bin and the crossing always exists; were it
+// missing (it cannot be), the lowest non-empty bin is taken, as the CPU walk would keep everything.
+__device__ __forceinline__ void select_mass_bin(Shared& sh, unsigned long long above, double target) {
+  const int lane = int(threadIdx.x & 31);
+  unsigned long long c[8], sum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) sum += c[j] = sh.mass[kBins - 1 - 8 * lane - j];
+  unsigned long long incl = sum;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long up = __shfl_up_sync(kFull, incl, o);
+    if (lane >= o) incl += up;
+  }
+  const unsigned hit = __ballot_sync(kFull, double(above + incl) >= target);
+  if (lane != (hit != 0 ? __ffs(hit) - 1 : 0)) return;
+  if (hit != 0) {
+    unsigned long long acc = above + incl - sum;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int b = kBins - 1 - 8 * lane - j;
+      if (sh.cnt[b] != 0 && double(acc + c[j]) >= target) {
+        sh.sel_bin = b, sh.sel_count = int32_t(sh.cnt[b]), sh.sel_above = acc;
+        return;
+      }
+      acc += c[j];
+    }
+  }
+  unsigned long long acc = above;  // not reached with exact sums: the lowest non-empty bin
+  sh.sel_bin = -1, sh.sel_count = 0, sh.sel_above = above;
+  for (int b = kBins - 1; b >= 0; --b) {
+    if (sh.cnt[b] == 0) continue;
+    sh.sel_bin = b, sh.sel_count = int32_t(sh.cnt[b]), sh.sel_above = acc;
+    acc += sh.mass[b];
+  }
+}
+
+// Cut path, one digit of a radix select: grid (samples, splits), launched 8 times per step (digits
+// 0-3: top_k's select on the keys; 4-7: top_p's on the mass). The slices add their tokens of the
+// current bucket to the row's histogram of the digit (global atomics: integer sums, so the result
+// does not depend on the order); the last slice to finish picks the bin, clears the histogram and
+// writes the row's state for the next digit. After the last digit of a cut it settles the cut,
+// splitting a tied key by lowest ids as the CPU sampler does. The selection is the CPU walk's:
+// top_k keeps the best k (value, then lower id) of the tokens at or above the min_p floor; top_p
+// keeps a token while the mass ranked above it is below top_p of the mass of the tokens left.
+__global__ void __launch_bounds__(kSliceThreads) cut_digit_kernel(const float* logits, int32_t V,
+                                                                  const SampleRowParams* params, const int32_t* counts,
+                                                                  sample_split::SplitPlan plan, SampleScratch scratch,
+                                                                  int digit) {
+  pdl_grid_start();
+  const int sample = int(blockIdx.x), slice = int(blockIdx.y);
+  if (sample >= counts[0]) return;
+  const SampleRowParams p = params[sample];
+  if (!sample_split::uses_cuts(plan, p.greedy != 0, p.top_k, p.top_p)) return;  // block-uniform from here on
+  const bool mass = digit >= 4;
+  if (mass ? !(p.top_p < 1.0f) : p.top_k <= 0) return;
+  CutState* state = scratch.cut + sample;
+  const CutState s = *state;
+  if (!mass && s.k_dead) return;
+  __shared__ Shared sh;
+  __shared__ int last;
+  float m;
+  int32_t am;
+  row_max_from_slices<kSliceThreads>(sample, plan, scratch, m, am, sh);
+  if (!isfinite(m)) return;  // the finish falls back to the argmax
+  const float floor = p.has_min_p ? sm::min_p_floor(m, p.temperature, p.log_min_p) : -FLT_MAX;
+  const Cut ck = mass ? top_k_cut(s) : Cut{false, 0u, INT_MAX};
+  const int shift = 24 - 8 * (digit & 3);
+  const float* x = logits + int64_t(p.row) * V;
+  const int32_t begin = min(V, slice * plan.slice);
+  const int n = min(V - begin, plan.slice);
+  clear_hist<kSliceThreads>(sh, mass);
+  for (int base = 0; base < n; base += kSliceThreads) {  // block-uniform bound: whole warps call hist_add
+    const int j = base + int(threadIdx.x);
+    int bin = -1;
+    unsigned long long w = 0;
+    if (j < n) {
+      const int32_t i = begin + j;
+      const float v = x[i];
+      const uint32_t key = sm::order_key(v);
+      if (v >= floor && passes(ck, key, i) && (key & s.pmask) == s.prefix) {
+        bin = int((key >> shift) & 0xFFu);
+        if (mass) w = sm::mass_fixed(v, m, p.inv_t);
+      }
+    }
+    if (mass) hist_add<true>(sh, bin, w);
+    else hist_add<false>(sh, bin, 0ull);
+  }
+  __syncthreads();
+  uint32_t* row_count = scratch.cut_count + int64_t(sample) * kBins;
+  unsigned long long* row_mass = scratch.cut_mass + int64_t(sample) * kBins;
+  for (int b = threadIdx.x; b < kBins; b += kSliceThreads)
+    if (sh.cnt[b] != 0) {
+      atomicAdd(row_count + b, sh.cnt[b]);
+      if (mass) atomicAdd(row_mass + b, sh.mass[b]);
+    }
+  __threadfence();  // this slice's adds are visible before its arrival is
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&state->arrivals, 1u) == unsigned(plan.splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int b = threadIdx.x; b < kBins; b += kSliceThreads) {  // the row's histogram; cleared for the next digit
+    sh.cnt[b] = __ldcg(row_count + b);
+    row_count[b] = 0u;
+    if (mass) {
+      sh.mass[b] = __ldcg(row_mass + b);
+      row_mass[b] = 0ull;
+    }
+  }
+  __syncthreads();
+  CutState t = s;
+  t.arrivals = 0;
+  if (!mass) {
+    if (threadIdx.x < 32) select_bin(sh, s.need);
+    __syncthreads();
+    const int32_t sel = sh.sel_bin, tie = sh.sel_count, nth = sh.nth;
+    __syncthreads();  // nth_tied_id below rewrites sh.nth
+    if (sel < 0) {  // fewer than top_k tokens pass the floor (only possible at digit 0): no cut
+      t.k_dead = 1;
+    } else {
+      t.prefix |= uint32_t(sel) << shift;
+      t.pmask |= 0xFFu << shift;
+      t.need = nth;
+      if (digit == 3) {  // settled: need = how many of the tokens with key == prefix stay (the lowest ids)
+        t.k_on = 1;
+        t.k_key = t.prefix;
+        t.k_limit = tie > t.need ? nth_tied_id<kSliceThreads>(x, V, floor, Cut{false, 0u, INT_MAX}, t.prefix, t.need, sh)
+                                 : INT_MAX;
+      }
+    }
+    if (t.k_dead || digit == 3) t.prefix = t.pmask = 0u;  // top_p's select starts afresh
+  } else {
+    if (digit == 4) {  // the row's mass, and top_p of it (in the same units)
+      unsigned long long total = 0;
+      for (int b = threadIdx.x; b < kBins; b += kSliceThreads) total += sh.mass[b];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(kFull, total, o);
+      if ((threadIdx.x & 31) == 0) sh.mass_warp[threadIdx.x >> 5] = total;
+      __syncthreads();
+      total = 0;
+      for (int w = 0; w < kSliceThreads / 32; ++w) total += sh.mass_warp[w];
+      t.target = double(p.top_p) * double(total);
+      t.above = 0;
+    }
+    if (threadIdx.x < 32) select_mass_bin(sh, t.above, t.target);
+    __syncthreads();
+    const int32_t sel = sh.sel_bin, tie = sh.sel_count;
+    t.above = sh.sel_above;
+    __syncthreads();  // the shared results are read before anything below rewrites sh
+    t.prefix |= uint32_t(sel) << shift;
+    t.pmask |= 0xFFu << shift;
+    if (digit == 7) {
+      // The tokens with key == prefix all weigh w; the r-th of them (by id) has above + (r - 1) w
+      // ranked before it and stays while that is below the target: r <= ceil((target - above) / w).
+      const unsigned long long w = sm::mass_fixed(sm::key_float(t.prefix), m, p.inv_t);
+      const double q = w == 0 ? double(tie) : (t.target - double(t.above)) / double(w);
+      const int32_t keep = q >= double(tie) ? tie : max(1, int32_t(ceil(q)));
+      t.p_on = 1;
+      t.p_key = t.prefix;
+      t.p_limit = tie > keep ? nth_tied_id<kSliceThreads>(x, V, floor, ck, t.prefix, keep, sh) : INT_MAX;
+    }
+  }
+  if (threadIdx.x == 0) *state = t;
+}
+
+// Race path, second kernel (and the cut path's last): grid (samples, splits). Each slice's winner
+// of the exponential race (sample_math::race_score against the row maximum, over the tokens at or
+// above the min_p floor that pass the row's cuts; ties to the lower id).
 __global__ void __launch_bounds__(kSliceThreads) race_kernel(const float* logits, int32_t V,
                                                              const SampleRowParams* params, const int32_t* counts,
                                                              sample_split::SplitPlan plan, SampleScratch scratch) {
@@ -251,7 +439,8 @@ __global__ void __launch_bounds__(kSliceThreads) race_kernel(const float* logits
   const int sample = int(blockIdx.x), slice = int(blockIdx.y);
   if (sample >= counts[0]) return;
   const SampleRowParams p = params[sample];
-  if (p.greedy != 0 || !sample_split::uses_race(plan, false, p.top_k, p.top_p)) return;  // block-uniform
+  const bool cuts = sample_split::uses_cuts(plan, p.greedy != 0, p.top_k, p.top_p);
+  if (p.greedy != 0 || !(cuts || sample_split::uses_race(plan, false, p.top_k, p.top_p))) return;  // block-uniform
   __shared__ Shared sh;
   float m;
   int32_t am;
@@ -260,11 +449,18 @@ __global__ void __launch_bounds__(kSliceThreads) race_kernel(const float* logits
   const float* x = logits + int64_t(p.row) * V;
   const float floor = p.has_min_p ? sm::min_p_floor(m, p.temperature, p.log_min_p) : -FLT_MAX;
   const int32_t begin = min(V, slice * plan.slice), end = min(V, begin + plan.slice);
+  Cut ck{false, 0u, INT_MAX}, cp = ck;
+  if (cuts) {
+    const CutState st = scratch.cut[sample];
+    ck = top_k_cut(st), cp = top_p_cut(st);
+  }
   float best = -std::numeric_limits<float>::infinity();
   int32_t best_id = INT_MAX;
   for (int32_t i = begin + int32_t(threadIdx.x); i < end; i += kSliceThreads) {
     const float v = x[i];
     if (!(v >= floor)) continue;
+    const uint32_t key = sm::order_key(v);
+    if (!passes(ck, key, i) || !passes(cp, key, i)) continue;
     const float sc = sm::race_score(v, m, p.inv_t, p.key, i);
     if (better(sc, i, best, best_id)) best = sc, best_id = i;
   }
@@ -273,7 +469,7 @@ __global__ void __launch_bounds__(kSliceThreads) race_kernel(const float* logits
   if (threadIdx.x == 0) scratch.slice_race_v[slot] = best, scratch.slice_race_id[slot] = best_id;
 }
 
-// Race path, finish (one CTA per row, in sample_kernel): the best of the slices' winners.
+// Race and cut paths, finish (one CTA per row, in sample_kernel): the best of the slices' winners.
 __device__ void finish_from_race(const SampleRowParams& p, int sample, const sample_split::SplitPlan& plan,
                                  const SampleScratch& scratch, int32_t* out, Shared& sh) {
   float m;
@@ -295,6 +491,7 @@ __device__ void finish_from_race(const SampleRowParams& p, int sample, const sam
   if (threadIdx.x == 0) out[sample] = best_id == INT_MAX ? am : best_id;
 }
 
+// The finish of every row: one CTA per row.
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int32_t V,
                                                           const SampleRowParams* params, const int32_t* counts,
                                                           sample_split::SplitPlan plan, SampleScratch scratch,
@@ -303,169 +500,12 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   if (int(blockIdx.x) >= counts[0]) return;
   __shared__ Shared sh;
   const SampleRowParams p = params[blockIdx.x];
-  const float* x = logits + int64_t(p.row) * V;
-  const int tid = threadIdx.x;
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   if (sample_split::uses_candidates(plan, p.greedy != 0, p.top_k)) {
     __shared__ FinishShared fs;
-    finish_from_candidates(x, p, int(blockIdx.x), plan, scratch, out, sh, fs);
+    finish_from_candidates(logits + int64_t(p.row) * V, p, int(blockIdx.x), plan, scratch, out, sh, fs);
     return;
   }
-  if (sample_split::uses_race(plan, p.greedy != 0, p.top_k, p.top_p)) {
-    finish_from_race(p, int(blockIdx.x), plan, scratch, out, sh);
-    return;
-  }
-
-  // 1. max and greedy argmax (NaN never counts; lowest id on ties).
-  float m = kNegInf;
-  int32_t am = INT_MAX;
-  for (int32_t i = tid; i < V; i += kThreads) {
-    const float v = x[i];
-    if (v == v && better(v, i, m, am)) m = v, am = i;
-  }
-  block_argmax<kThreads>(m, am, sh);
-  if (p.greedy || !isfinite(m)) {  // block-uniform
-    if (tid == 0) out[blockIdx.x] = am == INT_MAX ? 0 : am;
-    return;
-  }
-  const float floor = p.has_min_p ? sm::min_p_floor(m, p.temperature, p.log_min_p) : -FLT_MAX;
-  const float inv_t = p.inv_t;
-
-  // 2. top_k: radix select of the k-th best key among tokens >= floor.
-  Cut ck{false, 0u, INT_MAX};
-  if (p.top_k > 0) {
-    uint32_t prefix = 0, pmask = 0;
-    int32_t remaining = p.top_k, tie_count = 0;
-    bool cut = true;
-    for (int pass = 0; pass < 4; ++pass) {
-      const int shift = 24 - 8 * pass;
-      clear_hist<kThreads>(sh, false);
-      for (int32_t base = 0; base < V; base += kThreads) {
-        const int32_t i = base + tid;
-        int bin = -1;
-        if (i < V) {
-          const float v = x[i];
-          const uint32_t key = sm::order_key(v);
-          if (v >= floor && (key & pmask) == prefix) bin = int((key >> shift) & 0xFFu);
-        }
-        hist_add<false>(sh, bin, 0.0);
-      }
-      __syncthreads();
-      if (tid == 0) {  // highest bins first: the bin where the count reaches `remaining`
-        int32_t acc = 0, total = 0;
-        sh.sel_bin = -1;
-        for (int b = kBins - 1; b >= 0; --b) {
-          const int32_t c = int32_t(sh.cnt[b]);
-          if (sh.sel_bin < 0 && acc + c >= remaining) sh.sel_bin = b, sh.sel_count = c, sh.nth = remaining - acc;
-          if (sh.sel_bin < 0) acc += c;
-          total += c;
-        }
-        sh.total = total;
-      }
-      __syncthreads();
-      if (sh.sel_bin < 0) {  // fewer than k tokens pass the floor (only possible in pass 0)
-        cut = false;
-        break;
-      }
-      prefix |= uint32_t(sh.sel_bin) << shift;
-      pmask |= 0xFFu << shift;
-      remaining = sh.nth;
-      tie_count = sh.sel_count;
-      __syncthreads();  // sh.sel_* and sh.nth are rewritten below
-    }
-    if (cut) {
-      // remaining = how many of the tokens with key == prefix stay (the lowest ids).
-      const Cut none{false, 0u, INT_MAX};
-      ck = Cut{true, prefix, tie_count > remaining ? nth_tied_id(x, V, floor, none, prefix, remaining, sh) : INT_MAX};
-    }
-  }
-
-  // 3. top_p: radix select on probability mass over the tokens kept so far. Keep a token
-  // while the mass ranked above it is below top_p of their total (the CPU's walk).
-  Cut cp{false, 0u, INT_MAX};
-  if (p.top_p < 1.0f) {
-    uint32_t prefix = 0, pmask = 0;
-    double above = 0.0, target = 0.0;
-    int32_t tie_count = 0;
-    for (int pass = 0; pass < 4; ++pass) {
-      const int shift = 24 - 8 * pass;
-      clear_hist<kThreads>(sh, true);
-      for (int32_t base = 0; base < V; base += kThreads) {
-        const int32_t i = base + tid;
-        int bin = -1;
-        double w = 0.0;
-        if (i < V) {
-          const float v = x[i];
-          const uint32_t key = sm::order_key(v);
-          if (v >= floor && passes(ck, key, i) && (key & pmask) == prefix) {
-            bin = int((key >> shift) & 0xFFu);
-            w = exp(double(sm::tempered(v, m, inv_t)));
-          }
-        }
-        hist_add<true>(sh, bin, w);
-      }
-      __syncthreads();
-      if (tid == 0) {
-        if (pass == 0) {  // total in the walk's own order, so the walk surely reaches target
-          double total = 0.0;
-          for (int b = kBins - 1; b >= 0; --b) total += sh.mass[b];
-          sh.target = double(p.top_p) * total;
-        }
-        double acc = 0.0;
-        int last_nonempty = -1;
-        double acc_before_last = 0.0;
-        sh.sel_bin = -1;
-        for (int b = kBins - 1; b >= 0 && sh.sel_bin < 0; --b) {
-          if (sh.cnt[b] == 0) continue;
-          if (above + acc + sh.mass[b] >= sh.target) {
-            sh.sel_bin = b;
-            sh.sel_above = above + acc;
-          } else {
-            last_nonempty = b;
-            acc_before_last = acc;
-            acc += sh.mass[b];
-          }
-        }
-        // Sub-bins can sum a few ulps below their parent bin: the crossing is then at the
-        // end of this bucket, i.e. its lowest non-empty bin.
-        if (sh.sel_bin < 0) sh.sel_bin = last_nonempty, sh.sel_above = above + acc_before_last;
-        sh.sel_count = sh.sel_bin >= 0 ? int32_t(sh.cnt[sh.sel_bin]) : 0;
-      }
-      __syncthreads();
-      target = sh.target;
-      prefix |= uint32_t(sh.sel_bin) << shift;
-      pmask |= 0xFFu << shift;
-      above = sh.sel_above;
-      tie_count = sh.sel_count;
-      __syncthreads();
-    }
-    // The tokens with key == prefix all weigh w; the r-th of them (by id) has above + r*w
-    // ranked before it and stays while that is below target.
-    const double w = exp(double(sm::tempered(sm::key_float(prefix), m, inv_t)));
-    const double q = (target - above) / w;
-    const int32_t keep = q >= double(tie_count) ? tie_count : max(1, int32_t(ceil(q)));
-    cp = Cut{true, prefix, tie_count > keep ? nth_tied_id(x, V, floor, ck, prefix, keep, sh) : INT_MAX};
-  }
-
-  // 4. The exponential race over the kept tokens (sample_math::race_score), ties to lower id.
-  float best = kNegInf;
-  int32_t best_id = INT_MAX;
-  for (int32_t i = tid; i < V; i += kThreads) {
-    const float v = x[i];
-    if (!(v >= floor)) continue;
-    const uint32_t key = sm::order_key(v);
-    if (!passes(ck, key, i) || !passes(cp, key, i)) continue;
-    const float s = sm::race_score(v, m, inv_t, p.key, i);
-    if (better(s, i, best, best_id)) best = s, best_id = i;
-  }
-  block_argmax<kThreads>(best, best_id, sh);
-  if (tid == 0) out[blockIdx.x] = best_id == INT_MAX ? am : best_id;
-}
-
-// The split in use: none when the caller gave no scratch (every row then takes the one-CTA path).
-sample_split::SplitPlan split_plan(int64_t vocab, const SampleScratch& scratch) {
-  if (!scratch.cand_key) return {};
-  return sample_split::split_plan(vocab);
+  finish_from_race(p, int(blockIdx.x), plan, scratch, out, sh);  // the race and cut paths
 }
 
 }  // namespace
@@ -480,19 +520,25 @@ void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* para
 
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
                  int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream,
-                 bool any_race) {
+                 const SamplePaths& paths) {
   if (max_samples <= 0) return;
-  if (vocab <= 0 || vocab > INT_MAX) throw Error("sample_rows: vocabulary size " + std::to_string(vocab) + " out of range");
-  const sample_split::SplitPlan plan = split_plan(vocab, scratch);
-  if (plan.splits > 0) {
-    candidates_kernel<<<dim3(unsigned(max_samples), unsigned(plan.splits)), dim3(kSliceThreads), 0, stream>>>(
-        logits, int32_t(vocab), params, counts, plan, scratch);
-    STRIKER_CUDA_CHECK_LAUNCH("sample_rows (candidates)");
-    if (any_race) {
-      race_kernel<<<dim3(unsigned(max_samples), unsigned(plan.splits)), dim3(kSliceThreads), 0, stream>>>(
-          logits, int32_t(vocab), params, counts, plan, scratch);
-      STRIKER_CUDA_CHECK_LAUNCH("sample_rows (race)");
-    }
+  const sample_split::SplitPlan plan = sample_split::split_plan(vocab);
+  if (plan.splits <= 0 || vocab > INT_MAX)
+    throw Error("sample_rows: vocabulary size " + std::to_string(vocab) + " outside 1.." +
+                std::to_string(sample_split::kMaxVocab));
+  if (!scratch.cand_key || !scratch.cut) throw Error("sample_rows: no split scratch (SamplingBuffers::scratch())");
+  const dim3 slices(unsigned(max_samples), unsigned(plan.splits));
+  candidates_kernel<<<slices, dim3(kSliceThreads), 0, stream>>>(logits, int32_t(vocab), params, counts, plan, scratch);
+  STRIKER_CUDA_CHECK_LAUNCH("sample_rows (candidates)");
+  for (int digit = 0; digit < 8; ++digit) {
+    if (!(digit < 4 ? paths.top_k_cut : paths.top_p_cut)) continue;
+    cut_digit_kernel<<<slices, dim3(kSliceThreads), 0, stream>>>(logits, int32_t(vocab), params, counts, plan, scratch,
+                                                                 digit);
+    STRIKER_CUDA_CHECK_LAUNCH("sample_rows (cut digit)");
+  }
+  if (paths.race) {
+    race_kernel<<<slices, dim3(kSliceThreads), 0, stream>>>(logits, int32_t(vocab), params, counts, plan, scratch);
+    STRIKER_CUDA_CHECK_LAUNCH("sample_rows (race)");
   }
   sample_kernel<<<dim3(unsigned(max_samples)), dim3(kThreads), 0, stream>>>(logits, int32_t(vocab), params, counts,
                                                                             plan, scratch, out_tokens);

@@ -1,15 +1,19 @@
 // Token sampling on the GPU: the same draw as the CPU sampler (src/engine/sampler.cpp, the
 // reference), so a step returns token ids instead of [rows, vocab] float logits.
 //
-// Logit edits (penalties, bias, suppression) are applied in place by a small kernel first.
-// Rows with a small top_k (the server default, top_k 20) take the candidate path: several CTAs
-// per row each keep a superset of their slice's top_k, and one CTA finishes the draw on that
-// union with the CPU sampler's own steps (sort, top_p walk, race; sampling.cu). Every other
-// row: one CTA per row: the row's max/argmax, the top_k threshold by radix select over
-// the float keys (4 passes of 8 bits), the top_p threshold by a mass-weighted radix select,
-// ties at either cut resolved by lower id with a block scan, and the exponential race as an
-// argmax reduction (backends/sample_math.h). No sort, no allocation, no host sync: every
-// count is read from device memory, so the launches can be captured in a CUDA graph.
+// Logit edits (penalties, bias, suppression) are applied in place by a small kernel first. Every
+// row is then split over several CTAs (backends/sample_split.h), on one of three paths:
+//  - candidate path (0 < top_k <= the split's cap; the server default top_k 20): each slice keeps a
+//    superset of its top_k, and one CTA finishes the draw on that union with the CPU sampler's own
+//    steps (sort, top_p walk, race);
+//  - race path (no top_k or top_p cut: greedy, temperature, min_p): each slice's winner of the
+//    exponential race, and one CTA takes the best;
+//  - cut path (top_p without top_k, or a larger top_k): the top_k threshold by a radix select
+//    over the float keys and the top_p threshold by a mass-weighted one (4 digits of 8 bits each),
+//    every digit one launch whose slices add to the row's histogram and whose last CTA picks the
+//    bin; ties at either cut go to the lower ids; then the race path's kernels on the kept tokens.
+// No sort, no allocation, no host sync: every count is read from device memory, so the launches
+// can be captured in a CUDA graph.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -49,10 +53,26 @@ struct LogitEdit {
   int32_t repeated = 0;  // seen in the prompt or the output (repetition penalty)
 };
 
-// Device scratch of the candidate path (top_k rows split over several CTAs, see
-// backends/sample_split.h), indexed by sample: per slice its candidate count and greedy
-// argmax ([samples, kMaxSplits]), and the candidates themselves ([samples, kMaxCandidates],
-// slice s at s * cap). All null: every row takes the one-CTA path.
+// The cut path's state of one row, in device scratch: the radix select in progress (top_k's
+// digits first, then top_p's) and the cuts it has settled. Written by the last CTA of each digit's
+// launch, read by every CTA of the next.
+struct CutState {
+  uint32_t prefix, pmask;  // the digits selected so far, and their bits
+  int32_t need;            // top_k: how many tokens of the current bucket are still wanted
+  int32_t k_dead;          // top_k: fewer than top_k tokens pass the min_p floor, so no top_k cut
+  int32_t k_on, p_on;      // the settled cuts: a token passes when its key is above `key`, or equal
+  uint32_t k_key, p_key;   // with an id at most `limit`
+  int32_t k_limit, p_limit;
+  uint64_t above;          // top_p: mass ranked above the current bucket (sample_math::mass_fixed units)
+  double target;           // top_p: top_p times the row's mass
+  uint32_t arrivals;       // slices done with the current digit (the last one resets it)
+  uint32_t pad;
+};
+
+// Device scratch of the split paths (see backends/sample_split.h), indexed by sample: per slice
+// its candidate count, greedy argmax and race winner ([samples, kMaxSplits]), the candidates
+// themselves ([samples, kMaxCandidates], slice s at s * cap), and the cut path's state and
+// row histogram ([samples], [samples, 256]).
 struct SampleScratch {
   uint32_t* cand_key = nullptr;  // sample_math::order_key of the logit
   int32_t* cand_id = nullptr;
@@ -61,7 +81,19 @@ struct SampleScratch {
   int32_t* slice_max_id = nullptr;
   float* slice_race_v = nullptr;  // race path: each slice's best race score and its token
   int32_t* slice_race_id = nullptr;
+  CutState* cut = nullptr;
+  uint32_t* cut_count = nullptr;           // [samples, 256]: tokens per bin of the current digit
+  unsigned long long* cut_mass = nullptr;  // [samples, 256]: their mass (top_p digits)
 };
+
+// Which of the optional launches a step needs (computed on the host from its packed rows, so a
+// step without such rows skips them); all true runs every launch, whose rows then return at once.
+struct SamplePaths {
+  bool race = true;       // race_kernel: race-path and cut-path rows
+  bool top_k_cut = true;  // the 4 top_k digit launches
+  bool top_p_cut = true;  // the 4 top_p digit launches
+};
+SamplePaths sample_paths(const std::vector<SampleRowParams>& params, int64_t vocab);
 
 // Host: SampleRequests -> packed params and edits. Throws striker::Error naming the sample
 // and field when a row or token id is outside [0, rows) / [0, vocab).
@@ -113,13 +145,11 @@ class SamplingBuffers {
 // Launches over `max_edits` / `max_samples` slots; slots past the counts do nothing.
 void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* params, const LogitEdit* edits,
                        const int32_t* counts, int64_t max_edits, cudaStream_t stream);
-// Rows with 0 < top_k <= sample_split::split_plan(vocab).cap (and not greedy) take the
-// candidate path (two kernels, several CTAs per row); rows without a top_k or top_p cut (greedy
-// included) the race path (three kernels, several CTAs per row; `any_race` says whether the step has
-// one, so steps without skip its kernel); the others one CTA per row. `scratch` must hold
-// max_samples samples (SamplingBuffers::scratch()).
+// The draw of every row (the paths above). `scratch` must hold max_samples samples
+// (SamplingBuffers::scratch()); `paths` may leave out launches no row of the step needs.
+// Throws striker::Error for a vocabulary above sample_split::kMaxVocab.
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
                  int max_samples, const SampleScratch& scratch, int32_t* out_tokens, cudaStream_t stream,
-                 bool any_race = true);
+                 const SamplePaths& paths = {});
 
 }  // namespace striker::cuda

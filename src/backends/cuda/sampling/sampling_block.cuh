@@ -17,7 +17,7 @@ constexpr int kBins = 256;  // radix digits of 8 bits, 4 passes over a 32-bit ke
 
 struct Shared {
   unsigned cnt[kBins];
-  double mass[kBins];
+  unsigned long long mass[kBins];  // top_p's mass per bin (sample_math::mass_fixed units)
   float red_v[32];
   int32_t red_i[32];
   int32_t scan[32];
@@ -25,7 +25,8 @@ struct Shared {
   int32_t sel_bin, sel_count, total, nth;
   float best_v;
   int32_t best_i;
-  double sel_above, target;
+  unsigned long long sel_above;
+  unsigned long long mass_warp[32];
 };
 
 __device__ __forceinline__ bool better(float v, int32_t i, float bv, int32_t bi) {
@@ -102,7 +103,7 @@ __device__ int32_t block_exclusive_scan(int32_t c, Shared& sh) {
 // bin are combined first: logits cluster in a few top-byte bins, and thousands of shared
 // atomics on one address would serialise. All 32 lanes must call it together.
 template <bool kMass>
-__device__ void hist_add(Shared& sh, int bin, double w) {
+__device__ void hist_add(Shared& sh, int bin, unsigned long long w) {
   const unsigned lane = threadIdx.x & 31;
   unsigned pending = __ballot_sync(kFull, bin >= 0);
   for (int round = 0; pending; ++round) {
@@ -118,7 +119,7 @@ __device__ void hist_add(Shared& sh, int bin, double w) {
     const bool mine = ((pending >> lane) & 1u) && bin == b;
     const unsigned group = __ballot_sync(kFull, mine);
     if (kMass) {
-      double s = mine ? w : 0.0;
+      unsigned long long s = mine ? w : 0ull;
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
       if (int(lane) == leader) atomicAdd(&sh.mass[b], s);
@@ -132,7 +133,7 @@ template <int NT>
 __device__ void clear_hist(Shared& sh, bool mass) {
   for (int b = threadIdx.x; b < kBins; b += NT) {
     sh.cnt[b] = 0;
-    if (mass) sh.mass[b] = 0.0;
+    if (mass) sh.mass[b] = 0ull;
   }
   __syncthreads();
 }
@@ -197,7 +198,7 @@ __device__ TopRule select_top(const uint32_t* keys, int n, int k, int cap, Share
         const uint32_t key = keys[i];
         if (key != 0 && (key & pmask) == prefix) bin = int((key >> shift) & 0xFFu);
       }
-      hist_add<false>(sh, bin, 0.0);
+      hist_add<false>(sh, bin, 0ull);
     }
     __syncthreads();
     if (threadIdx.x < 32) select_bin(sh, need);

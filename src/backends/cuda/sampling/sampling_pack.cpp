@@ -93,13 +93,21 @@ SamplingBuffers::SamplingBuffers(int max_samples, int64_t max_edits) : max_sampl
   if (err != cudaSuccess) fail("device token buffer", err);
   err = cudaMallocHost(reinterpret_cast<void**>(&tokens_host_), size_t(max_samples) * 4);
   if (err != cudaSuccess) fail("pinned token buffer", err);
-  // Candidate- and race-path scratch: 8 bytes per candidate slot, 20 per slice.
+  // Split-path scratch: 8 bytes per candidate slot, 20 per slice, and per sample the cut path's
+  // state and histogram (zeroed here; each digit's last CTA clears what it used).
   namespace ss = sample_split;
   const size_t slots = size_t(max_samples) * ss::kMaxCandidates, slices = size_t(max_samples) * ss::kMaxSplits;
-  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), slots * 8 + slices * 20);
+  const size_t samples = size_t(max_samples), bins = samples * 256;
+  const size_t cut_bytes = samples * sizeof(CutState) + bins * 8 + bins * 4;
+  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), cut_bytes + slots * 8 + slices * 20);
   if (err != cudaSuccess) fail("device sampling scratch", err);
-  std::byte* at = scratch_dev_;
-  scratch_.cand_key = reinterpret_cast<uint32_t*>(at);
+  err = cudaMemset(scratch_dev_, 0, cut_bytes);
+  if (err != cudaSuccess) fail("device sampling scratch (zeroing)", err);
+  std::byte* at = scratch_dev_;  // 8-byte fields first: every array stays aligned
+  scratch_.cut = reinterpret_cast<CutState*>(at);
+  scratch_.cut_mass = reinterpret_cast<unsigned long long*>(at += samples * sizeof(CutState));
+  scratch_.cut_count = reinterpret_cast<uint32_t*>(at += bins * 8);
+  scratch_.cand_key = reinterpret_cast<uint32_t*>(at += bins * 4);
   scratch_.cand_id = reinterpret_cast<int32_t*>(at += slots * 4);
   scratch_.cand_n = reinterpret_cast<int32_t*>(at += slots * 4);
   scratch_.slice_max_v = reinterpret_cast<float*>(at += slices * 4);
@@ -120,6 +128,19 @@ void SamplingBuffers::release() {
   scratch_ = SampleScratch{};
   host_ = dev_ = nullptr;
   tokens_dev_ = tokens_host_ = nullptr;
+}
+
+SamplePaths sample_paths(const std::vector<SampleRowParams>& params, int64_t vocab) {
+  const sample_split::SplitPlan plan = sample_split::split_plan(vocab);
+  SamplePaths paths{false, false, false};
+  for (const SampleRowParams& q : params) {
+    const bool greedy = q.greedy != 0;
+    const bool cuts = sample_split::uses_cuts(plan, greedy, q.top_k, q.top_p);
+    paths.race |= cuts || sample_split::uses_race(plan, greedy, q.top_k, q.top_p);
+    paths.top_k_cut |= cuts && q.top_k > 0;
+    paths.top_p_cut |= cuts && q.top_p < 1.0f;
+  }
+  return paths;
 }
 
 void SamplingBuffers::upload(int samples, int64_t edits, cudaStream_t stream) const {
