@@ -71,8 +71,9 @@ struct CutState {
 
 // Device scratch of the split paths (see backends/sample_split.h), indexed by sample: per slice
 // its candidate count, greedy argmax and race winner ([samples, kMaxSplits]), the candidates
-// themselves ([samples, kMaxCandidates], slice s at s * cap), and the cut path's state and
-// row histogram ([samples], [samples, 256]).
+// themselves ([samples, kMaxCandidates], slice s at s * cap), and the cut path's state, row
+// histogram ([samples], [samples, 256]) and, for the last digit of a cut, each slice's histogram
+// (which slice holds the tied token where the cut falls).
 struct SampleScratch {
   uint32_t* cand_key = nullptr;  // sample_math::order_key of the logit
   int32_t* cand_id = nullptr;
@@ -84,6 +85,7 @@ struct SampleScratch {
   CutState* cut = nullptr;
   uint32_t* cut_count = nullptr;           // [samples, 256]: tokens per bin of the current digit
   unsigned long long* cut_mass = nullptr;  // [samples, 256]: their mass (top_p digits)
+  uint16_t* cut_slice_count = nullptr;     // [samples, kMaxSplits, 256]: a cut's last digit per slice
 };
 
 // Which of the optional launches a step needs (computed on the host from its packed rows, so a

@@ -17,7 +17,7 @@ constexpr int kBins = 256;  // radix digits of 8 bits, 4 passes over a 32-bit ke
 
 struct Shared {
   unsigned cnt[kBins];
-  unsigned long long mass[kBins];  // top_p's mass per bin (sample_math::mass_fixed units)
+  unsigned long long mass[kBins];  // the cut path: a row's mass per bin (sample_math::mass_fixed units)
   float red_v[32];
   int32_t red_i[32];
   int32_t scan[32];
@@ -99,42 +99,19 @@ __device__ int32_t block_exclusive_scan(int32_t c, Shared& sh) {
   return block_exclusive_scan<NT>(c, sh, total);
 }
 
-// Histogram add for one element per lane (bin < 0: none). Lanes of a warp that hit the same
-// bin are combined first: logits cluster in a few top-byte bins, and thousands of shared
+// Histogram count for one element per lane (bin < 0: none). Lanes of a warp that hit the same bin
+// are combined first (one match): logits cluster in a few top-byte bins, and thousands of shared
 // atomics on one address would serialise. All 32 lanes must call it together.
-template <bool kMass>
-__device__ void hist_add(Shared& sh, int bin, unsigned long long w) {
-  const unsigned lane = threadIdx.x & 31;
-  unsigned pending = __ballot_sync(kFull, bin >= 0);
-  for (int round = 0; pending; ++round) {
-    if (round == 4) {  // many distinct bins in this warp: contention is low, add one by one
-      if ((pending >> lane) & 1u) {
-        atomicAdd(&sh.cnt[bin], 1u);
-        if (kMass) atomicAdd(&sh.mass[bin], w);
-      }
-      break;
-    }
-    const int leader = __ffs(pending) - 1;
-    const int b = __shfl_sync(kFull, bin, leader);
-    const bool mine = ((pending >> lane) & 1u) && bin == b;
-    const unsigned group = __ballot_sync(kFull, mine);
-    if (kMass) {
-      unsigned long long s = mine ? w : 0ull;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
-      if (int(lane) == leader) atomicAdd(&sh.mass[b], s);
-    }
-    if (int(lane) == leader) atomicAdd(&sh.cnt[b], unsigned(__popc(group)));
-    pending &= ~group;
-  }
+__device__ __forceinline__ void hist_add(Shared& sh, int bin) {
+  const unsigned active = __ballot_sync(kFull, bin >= 0);
+  if (bin < 0) return;
+  const unsigned group = __match_any_sync(active, bin);
+  if ((threadIdx.x & 31) == unsigned(__ffs(group) - 1)) atomicAdd(&sh.cnt[bin], unsigned(__popc(group)));
 }
 
 template <int NT>
-__device__ void clear_hist(Shared& sh, bool mass) {
-  for (int b = threadIdx.x; b < kBins; b += NT) {
-    sh.cnt[b] = 0;
-    if (mass) sh.mass[b] = 0ull;
-  }
+__device__ void clear_hist(Shared& sh) {
+  for (int b = threadIdx.x; b < kBins; b += NT) sh.cnt[b] = 0;
   __syncthreads();
 }
 
@@ -190,7 +167,7 @@ __device__ TopRule select_top(const uint32_t* keys, int n, int k, int cap, Share
   int32_t need = k, above = 0;
   for (int pass = 0; pass < 4; ++pass) {
     const int shift = 24 - 8 * pass;
-    clear_hist<NT>(sh, false);
+    clear_hist<NT>(sh);
     for (int base = 0; base < n; base += NT) {  // block-uniform bound: whole warps call hist_add
       const int i = base + int(threadIdx.x);
       int bin = -1;
@@ -198,7 +175,7 @@ __device__ TopRule select_top(const uint32_t* keys, int n, int k, int cap, Share
         const uint32_t key = keys[i];
         if (key != 0 && (key & pmask) == prefix) bin = int((key >> shift) & 0xFFu);
       }
-      hist_add<false>(sh, bin, 0ull);
+      hist_add(sh, bin);
     }
     __syncthreads();
     if (threadIdx.x < 32) select_bin(sh, need);

@@ -93,13 +93,13 @@ SamplingBuffers::SamplingBuffers(int max_samples, int64_t max_edits) : max_sampl
   if (err != cudaSuccess) fail("device token buffer", err);
   err = cudaMallocHost(reinterpret_cast<void**>(&tokens_host_), size_t(max_samples) * 4);
   if (err != cudaSuccess) fail("pinned token buffer", err);
-  // Split-path scratch: 8 bytes per candidate slot, 20 per slice, and per sample the cut path's
+  // Split-path scratch: 8 bytes per candidate slot, 20 + 512 per slice, and per sample the cut path's
   // state and histogram (zeroed here; each digit's last CTA clears what it used).
   namespace ss = sample_split;
   const size_t slots = size_t(max_samples) * ss::kMaxCandidates, slices = size_t(max_samples) * ss::kMaxSplits;
   const size_t samples = size_t(max_samples), bins = samples * 256;
   const size_t cut_bytes = samples * sizeof(CutState) + bins * 8 + bins * 4;
-  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), cut_bytes + slots * 8 + slices * 20);
+  err = cudaMalloc(reinterpret_cast<void**>(&scratch_dev_), cut_bytes + slots * 8 + slices * 20 + slices * 256 * 2);
   if (err != cudaSuccess) fail("device sampling scratch", err);
   err = cudaMemset(scratch_dev_, 0, cut_bytes);
   if (err != cudaSuccess) fail("device sampling scratch (zeroing)", err);
@@ -114,6 +114,7 @@ SamplingBuffers::SamplingBuffers(int max_samples, int64_t max_edits) : max_sampl
   scratch_.slice_max_id = reinterpret_cast<int32_t*>(at += slices * 4);
   scratch_.slice_race_v = reinterpret_cast<float*>(at += slices * 4);
   scratch_.slice_race_id = reinterpret_cast<int32_t*>(at += slices * 4);
+  scratch_.cut_slice_count = reinterpret_cast<uint16_t*>(at += slices * 4);
 }
 
 SamplingBuffers::~SamplingBuffers() { release(); }
