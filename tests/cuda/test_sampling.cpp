@@ -419,6 +419,30 @@ TEST(CudaSampling, PackRejectsBadRowsAndIds) {
   EXPECT_THROW(pack_samples(reqs, 3, 100, params, edits), Error);  // one row sampled twice
 }
 
+// Every row is split over slices: a vocabulary too large to split is refused with a clear error, by
+// sample_rows and by a backend built to sample on the device (not a silent slow path).
+TEST(CudaSampling, RefusesVocabulariesBeyondTheSplit) {
+  ASSERT_EQ(sample_split::split_plan(sample_split::kMaxVocab + 1).splits, 0);
+  SamplingBuffers sb(1, 1);
+  EXPECT_THROW(sample_rows(nullptr, sample_split::kMaxVocab + 1, sb.params_dev(), sb.counts_dev(), 1, sb.scratch(),
+                           sb.tokens_dev(), nullptr),
+               Error);
+  EXPECT_THROW(sample_rows(nullptr, 4099, sb.params_dev(), sb.counts_dev(), 1, SampleScratch{}, sb.tokens_dev(), nullptr),
+               Error)
+      << "no split scratch";
+  FlintConfig c = small_config();
+  c.num_hidden_layers = 1;
+  c.first_k_dense_replace = 1;
+  c.layer_types = {LayerType::Full};
+  c.vocab_size = sample_split::kMaxVocab + 1;
+  try {
+    make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
+    ADD_FAILURE() << "a backend sampling on the device was built for vocabulary " << c.vocab_size;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device sampling"), std::string::npos) << e.what();
+  }
+}
+
 // The backend end to end: forward_sampled on a small random model returns the CPU sampler's
 // tokens for the very logits rows it returns (all rows asked back here).
 TEST(CudaSampling, BackendForwardSampledMatchesCpuOnItsOwnLogits) {
