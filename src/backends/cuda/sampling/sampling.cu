@@ -585,12 +585,13 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(const float* logits
 
 }  // namespace
 
+// Every launch below is programmatic-dependent (launch_pdl): each kernel starts with pdl_grid_start(),
+// so the next one's CTAs are resident and waiting while the previous grid drains.
 void apply_logit_edits(float* logits, int64_t vocab, const SampleRowParams* params, const LogitEdit* edits,
                        const int32_t* counts, int64_t max_edits, cudaStream_t stream) {
   if (max_edits <= 0) return;
   const int64_t blocks = std::min<int64_t>((max_edits + 255) / 256, 1024);
-  edit_kernel<<<dim3(unsigned(blocks)), dim3(256), 0, stream>>>(logits, vocab, params, edits, counts, max_edits);
-  STRIKER_CUDA_CHECK_LAUNCH("apply_logit_edits");
+  launch_pdl(edit_kernel, dim3(unsigned(blocks)), dim3(256), 0, stream, logits, vocab, params, edits, counts, max_edits);
 }
 
 void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* params, const int32_t* counts,
@@ -602,22 +603,16 @@ void sample_rows(const float* logits, int64_t vocab, const SampleRowParams* para
     throw Error("sample_rows: vocabulary size " + std::to_string(vocab) + " outside 1.." +
                 std::to_string(sample_split::kMaxVocab));
   if (!scratch.cand_key || !scratch.cut) throw Error("sample_rows: no split scratch (SamplingBuffers::scratch())");
+  const int32_t V = int32_t(vocab);
   const dim3 slices(unsigned(max_samples), unsigned(plan.splits));
-  candidates_kernel<<<slices, dim3(kSliceThreads), 0, stream>>>(logits, int32_t(vocab), params, counts, plan, scratch);
-  STRIKER_CUDA_CHECK_LAUNCH("sample_rows (candidates)");
+  launch_pdl(candidates_kernel, slices, dim3(kSliceThreads), 0, stream, logits, V, params, counts, plan, scratch);
   for (int digit = 0; digit < 8; ++digit) {
     if (!(digit < 4 ? paths.top_k_cut : paths.top_p_cut)) continue;
-    cut_digit_kernel<<<slices, dim3(kDigitThreads), 0, stream>>>(logits, int32_t(vocab), params, counts, plan, scratch,
-                                                                 digit);
-    STRIKER_CUDA_CHECK_LAUNCH("sample_rows (cut digit)");
+    launch_pdl(cut_digit_kernel, slices, dim3(kDigitThreads), 0, stream, logits, V, params, counts, plan, scratch, digit);
   }
-  if (paths.race) {
-    race_kernel<<<slices, dim3(kSliceThreads), 0, stream>>>(logits, int32_t(vocab), params, counts, plan, scratch);
-    STRIKER_CUDA_CHECK_LAUNCH("sample_rows (race)");
-  }
-  sample_kernel<<<dim3(unsigned(max_samples)), dim3(kThreads), 0, stream>>>(logits, int32_t(vocab), params, counts,
-                                                                            plan, scratch, out_tokens);
-  STRIKER_CUDA_CHECK_LAUNCH("sample_rows");
+  if (paths.race) launch_pdl(race_kernel, slices, dim3(kSliceThreads), 0, stream, logits, V, params, counts, plan, scratch);
+  launch_pdl(sample_kernel, dim3(unsigned(max_samples)), dim3(kThreads), 0, stream, logits, V, params, counts, plan, scratch,
+             out_tokens);
 }
 
 }  // namespace striker::cuda
