@@ -168,6 +168,14 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
   }
 }
 
+// One path's test: at Flint's vocabulary and an odd one, two launches of 48 rows and one of a single row.
+void run_path_batches(std::mt19937& rng, Tally& t, const std::function<void(SampleRequest&, int)>& shape) {
+  for (int64_t V : {int64_t(151552), int64_t(4099)}) {
+    for (int batch = 0; batch < 2; ++batch) run_batch(rng, V, 48, t, shape);
+    run_batch(rng, V, 1, t, shape);
+  }
+}
+
 void expect_tally(const Tally& t, const char* what) {
   std::printf("%s: %d rows (%d on the candidate path, %d on the race path, %d on the cut path), %d exact, %d top_p-boundary, "
               "%d mismatched, %d edit mismatches\n",
@@ -201,10 +209,7 @@ TEST(CudaSampling, CutPathMatchesCpuSampler) {
     r.top_p = i % 4 == 1 ? 1.f : (i % 2 == 0 ? 0.9f : 0.5f);
     if (i % 7 == 0) r.min_p = 0.05f;
   };
-  for (int64_t V : {int64_t(151552), int64_t(4099)}) {
-    for (int batch = 0; batch < 2; ++batch) run_batch(rng, V, 48, t, shape);
-    run_batch(rng, V, 1, t, shape);
-  }
+  run_path_batches(rng, t, shape);
   expect_tally(t, "cut path");
   EXPECT_GT(t.cut_rows * 2, t.rows) << "most rows should have taken the cut path";
   EXPECT_GT(t.cut_checked * 3, t.rows) << "the cut state should have been checked on most rows";
@@ -222,10 +227,7 @@ TEST(CudaSampling, RacePathMatchesCpuSampler) {
     if (i % 5 == 0) r.temperature = 0.f;  // greedy
     if (i % 7 == 0) r.min_p = 0.05f;
   };
-  for (int64_t V : {int64_t(151552), int64_t(4099)}) {
-    for (int batch = 0; batch < 2; ++batch) run_batch(rng, V, 48, t, shape);
-    run_batch(rng, V, 1, t, shape);
-  }
+  run_path_batches(rng, t, shape);
   expect_tally(t, "race path");
   EXPECT_GT(t.race_rows * 2, t.rows) << "most rows should have taken the race path";
   EXPECT_GT(t.race_checked * 3, t.rows) << "the race kernel's winners should have been checked on most rows";
