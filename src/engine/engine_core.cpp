@@ -327,13 +327,18 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
     Request& r = *ch.request;
     const size_t nrows = all_logits[i] ? size_t(c.count) : 1;
     if (all_logits[i]) {
-      // Row k scores the token at position start+k+1.
-      for (size_t k = 0; k < nrows; ++k) {
-        const int64_t pos = c.start + int64_t(k) + 1;
-        if (pos >= ch.seq.prompt_len) break;
-        r.prompt_logprobs[size_t(pos)] =
-            token_logprob(rows.row(row + k, V), r.req.prompt[size_t(pos)], *r.req.params.prompt_logprobs);
-      }
+      // Row k scores the token at position start+k+1; the rows are spread over the pool (each one
+      // whole on its thread: token_logprob's bits do not depend on where it runs).
+      const int64_t scored = std::clamp<int64_t>(ch.seq.prompt_len - 1 - c.start, 0, int64_t(nrows));
+      auto score = [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t pos = c.start + k + 1;
+          r.prompt_logprobs[size_t(pos)] =
+              token_logprob(rows.row(row + size_t(k), V), r.req.prompt[size_t(pos)], *r.req.params.prompt_logprobs);
+        }
+      };
+      if (pool_ && scored > 1) pool_->parallel_for(scored, (scored + pool_->size() - 1) / pool_->size(), score);
+      else score(0, scored);
       if (c.start + c.count >= ch.seq.prompt_len - 1) {
         r.prompt_logprobs_complete = true;
         for (auto& other : r.choices) other->seq.max_chunk = 0;
@@ -424,16 +429,21 @@ void EngineCore::wait_masks() {
 void EngineCore::draw_tokens(std::vector<Draw>& draws) {
   // Sampling reads only its own row and choice state, so rows are drawn in parallel; the
   // result cannot depend on the split (each draw is a pure function of row, params, seed, step).
+  ThreadPool* row_pool = nullptr;
   auto draw_range = [&](int64_t begin, int64_t end, std::vector<float>& scratch) {
     for (int64_t i = begin; i < end; ++i) {
       Draw& d = draws[size_t(i)];
       const SamplingParams& p = d.choice->request->req.params;
       if (!d.sampled) d.token = sample_token(d.row, sample_context(*d.choice), scratch);
-      if (p.logprobs) d.logprob = token_logprob(d.row, d.token, *p.logprobs);
+      if (p.logprobs) d.logprob = token_logprob(d.row, d.token, *p.logprobs, row_pool);
     }
   };
   const int64_t n = int64_t(draws.size());
-  if (n < 4 || !pool_) return draw_range(0, n, scratch_[0]);
+  // Few draws run here, each logprob row spread over the pool; more run side by side on it.
+  if (n < 4 || !pool_) {
+    row_pool = pool_.get();
+    return draw_range(0, n, scratch_[0]);
+  }
   const int64_t grain = (n + pool_->size() - 1) / pool_->size();
   pool_->parallel_for(n, grain, [&](int64_t b, int64_t e) { draw_range(b, e, scratch_[size_t(b / grain)]); });
 }

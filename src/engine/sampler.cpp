@@ -1,10 +1,12 @@
 #include "engine/sampler.h"
 
 #include "backends/sample_math.h"
+#include "core/thread_pool.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -348,19 +350,59 @@ int32_t sample_request(std::span<const float> logits, const SampleRequest& r, st
   return sample_processed(scratch, rp, diag);
 }
 
-TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n) {
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n, ThreadPool* pool) {
   const size_t V = logits.size();
-  const float m = max_value(logits);
+  const size_t n = std::min<size_t>(size_t(std::max(top_n, 0)), V);
+  auto chunk = [&](int64_t c) {
+    const size_t b = V * size_t(c) / kLogprobChunks, e = V * size_t(c + 1) / kLogprobChunks;
+    return logits.subspan(b, e - b);
+  };
+  auto for_chunks = [&](const std::function<void(int64_t)>& body) {
+    if (!pool) {
+      for (int64_t c = 0; c < kLogprobChunks; ++c) body(c);
+      return;
+    }
+    pool->parallel_for(kLogprobChunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) body(c);
+    });
+  };
+  // Pass 1: each chunk's maximum and its best n (ids offset to the row); pass 2: each chunk's sum of
+  // exp(v - m) against the row's maximum. Merged in chunk order: the same bits on any pool.
+  std::array<float, kLogprobChunks> chunk_max{};
+  std::array<double, kLogprobChunks> chunk_sum{};
+  std::array<std::vector<int32_t>, kLogprobChunks> chunk_best;
+  for_chunks([&](int64_t c) {
+    const auto x = chunk(c);
+    chunk_max[size_t(c)] = max_value(x);
+    if (n > 0 && !x.empty()) {
+      const int32_t offset = int32_t(x.data() - logits.data());
+      chunk_best[size_t(c)] = best_ids(x, std::min(n, x.size()), -std::numeric_limits<float>::infinity());
+      for (int32_t& id : chunk_best[size_t(c)]) id += offset;
+    }
+  });
+  float m = -std::numeric_limits<float>::infinity();
+  for (float cm : chunk_max) m = cm > m ? cm : m;
+  for_chunks([&](int64_t c) {
+    double sum = 0;
+    for (float v : chunk(c)) sum += std::exp(v - m);
+    chunk_sum[size_t(c)] = sum;
+  });
   double sum = 0;
-  for (float v : logits) sum += std::exp(v - m);
+  for (double cs : chunk_sum) sum += cs;
   const double lse = double(m) + std::log(sum);
   TokenLogprob out;
   out.token = token;
   out.logprob = in_vocab(token, V) ? float(double(logits[size_t(token)]) - lse) : kNegInf;
-  const size_t n = std::min<size_t>(size_t(std::max(top_n, 0)), V);
   if (n > 0) {
-    for (int32_t id : best_ids(logits, n, -std::numeric_limits<float>::infinity()))
-      out.top.emplace_back(id, float(double(logits[size_t(id)]) - lse));
+    std::vector<int32_t> cand;
+    for (const auto& b : chunk_best) cand.insert(cand.end(), b.begin(), b.end());
+    auto better = [&](int32_t a, int32_t b) {
+      const float va = logits[size_t(a)], vb = logits[size_t(b)];
+      return va != vb ? va > vb : a < b;
+    };
+    const size_t keep = std::min(n, cand.size());
+    std::partial_sort(cand.begin(), cand.begin() + std::ptrdiff_t(keep), cand.end(), better);
+    for (size_t j = 0; j < keep; ++j) out.top.emplace_back(cand[j], float(double(logits[size_t(cand[j])]) - lse));
   }
   return out;
 }

@@ -13,6 +13,8 @@
 
 namespace striker {
 
+class ThreadPool;
+
 // Token statistics a sequence's penalties need, kept incrementally.
 class PenaltyState {
  public:
@@ -69,6 +71,11 @@ int32_t sample_request(std::span<const float> logits, const SampleRequest& req, 
                        SampleDiagnostics* diag = nullptr);
 
 // log-softmax of the raw logits: the token's logprob and the top_n best (ties: lower id first).
-TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n);
+// The row is taken in kLogprobChunks fixed chunks (maxima, sums of exp in double, each chunk's
+// top_n), merged in chunk order, so the result has the same bits whether `pool` spreads the chunks
+// over its threads or not (a 151,552-token row costs ~0.9 ms on one thread). `pool` must not be
+// inside one of its own parallel_for calls.
+constexpr int kLogprobChunks = 16;
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n, ThreadPool* pool = nullptr);
 
 }  // namespace striker

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "backends/sample_math.h"
+#include "core/thread_pool.h"
 #include "engine/sampler.h"
 
 using namespace striker;
@@ -192,6 +193,52 @@ TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   EXPECT_EQ(lp.top[2].first, 3);
   EXPECT_NEAR(lp.top[0].second, 3.0 - lse, 1e-6);
   EXPECT_TRUE(token_logprob(logits, 1, 0).top.empty());
+}
+
+// A row of Flint's size, full of ties (bf16-rounded), a NaN and -inf: the chunked, pooled logprobs
+// have the bits of the same call without a pool, and agree with a plain log-softmax (top ids exactly).
+TEST(Sampler, LogprobsOverAPoolHaveTheBitsOfOneThread) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  std::vector<float> x(151552);
+  for (auto& v : x) {
+    const float f = nd(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u &= 0xFFFF0000u;  // bf16: many ties
+    std::memcpy(&v, &u, 4);
+  }
+  x[77] = std::numeric_limits<float>::quiet_NaN();
+  x[1234] = -std::numeric_limits<float>::infinity();
+  ThreadPool pool(4);
+  for (int32_t top_n : {0, 1, 5, 20}) {
+    const TokenLogprob a = token_logprob(x, 4242, top_n), b = token_logprob(x, 4242, top_n, &pool);
+    EXPECT_EQ(std::memcmp(&a.logprob, &b.logprob, 4), 0) << top_n;
+    ASSERT_EQ(a.top.size(), size_t(top_n));
+    ASSERT_EQ(b.top.size(), size_t(top_n));
+    for (int j = 0; j < top_n; ++j) {
+      EXPECT_EQ(a.top[size_t(j)].first, b.top[size_t(j)].first) << j;
+      EXPECT_EQ(std::memcmp(&a.top[size_t(j)].second, &b.top[size_t(j)].second, 4), 0) << j;
+    }
+  }
+  // Reference without the NaN (the NaN makes every logprob NaN, as it did before the chunks).
+  x[77] = 0.f;
+  float m = -INFINITY;
+  for (float v : x) m = std::max(m, v);
+  double sum = 0;
+  for (float v : x) sum += std::exp(double(v) - m);
+  const double lse = m + std::log(sum);
+  std::vector<int32_t> order(x.size());
+  for (size_t i = 0; i < x.size(); ++i) order[i] = int32_t(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return x[size_t(a)] > x[size_t(b)]; });
+  const TokenLogprob c = token_logprob(x, 4242, 20, &pool);
+  EXPECT_NEAR(c.logprob, double(x[4242]) - lse, 1e-5);
+  for (int j = 0; j < 20; ++j) {
+    EXPECT_EQ(c.top[size_t(j)].first, order[size_t(j)]) << j;  // value desc, ties to the lower id
+    EXPECT_NEAR(c.top[size_t(j)].second, double(x[size_t(order[size_t(j)])]) - lse, 1e-5) << j;
+  }
+  x[77] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(token_logprob(x, 4242, 0, &pool).logprob));
 }
 
 TEST(Sampler, TopPWithoutTopKMeasuresTheWholeVocabulary) {
