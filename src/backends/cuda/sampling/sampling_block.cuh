@@ -1,6 +1,7 @@
-// Block-wide building blocks of the GPU sampler (sampling.cu): argmax and scan reductions,
-// warp-aggregated radix histograms, and the top-k selection over a shared-memory key array
-// that both the per-slice candidate kernel and the per-row finish use. Templated on the
+// Block-wide building blocks of the GPU sampler (sampling.cu, sampling_cut.cu): argmax and scan
+// reductions, warp-aggregated radix histograms, the top-k selection over a shared-memory key array
+// that both the per-slice candidate kernel and the per-row finish use, the row maximum from the
+// slices' maxima, and the cuts of the cut path with their tie search. Templated on the
 // block size NT (a multiple of 32, at most 1024). Every function must be called by all
 // threads of the block together (they contain barriers).
 #pragma once
@@ -8,7 +9,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/cuda/sampling/sampling.h"
 #include "backends/sample_math.h"
+#include "backends/sample_split.h"
 
 namespace striker::cuda::sampling_detail {
 
@@ -224,5 +227,67 @@ __device__ int32_t gather_kept(const uint32_t* keys, int n, const TopRule& rule,
   }
   return (packed_total & 0xFFFF) + min(packed_total >> 16, rule.r);
 }
+
+// A cut of the ranking (higher value first, then lower id): a token passes when its key is
+// above `key`, or equal with an id at most `id_limit`.
+struct Cut {
+  bool on;
+  uint32_t key;
+  int32_t id_limit;
+};
+__device__ __forceinline__ bool passes(const Cut& c, uint32_t key, int32_t i) {
+  return !c.on || key > c.key || (key == c.key && i <= c.id_limit);
+}
+
+// The id of the n-th (1-based) lowest-id token of x[begin, end) with key `key` that passes `floor`
+// and `cut` (INT_MAX if fewer). Each thread owns a contiguous id range; a block scan of the
+// per-range counts finds the range holding the n-th one. Only a cut that falls inside a run of
+// equal logits needs it, and then on one slice: the one holding that token.
+template <int NT>
+__device__ int32_t nth_tied_id(const float* x, int32_t begin, int32_t end, float floor, const Cut& cut, uint32_t key,
+                               int32_t n, Shared& sh) {
+  const int32_t chunk = (end - begin + NT - 1) / NT;
+  const int32_t lo = min(end, begin + int32_t(threadIdx.x) * chunk), hi = min(end, lo + chunk);
+  auto match = [&](int32_t i) {
+    const float v = x[i];
+    return v >= floor && sample_math::order_key(v) == key && passes(cut, key, i);
+  };
+  int32_t c = 0;
+  for (int32_t i = lo; i < hi; ++i) c += match(i);
+  if (threadIdx.x == 0) sh.nth = INT_MAX;
+  const int32_t before = block_exclusive_scan<NT>(c, sh);  // its barriers also publish sh.nth
+  if (before < n && before + c >= n) {
+    int32_t need = n - before;
+    for (int32_t i = lo; i < hi; ++i)
+      if (match(i) && --need == 0) {
+        sh.nth = i;
+        break;
+      }
+  }
+  __syncthreads();
+  const int32_t id = sh.nth;
+  __syncthreads();
+  return id;
+}
+
+// The row maximum and its id (NaN never counts; lowest id on ties) from the slices' maxima: the
+// row's m and am, whatever the split (max and the tie rule do not depend on the order).
+template <int kBlock>
+__device__ void row_max_from_slices(int sample, const sample_split::SplitPlan& plan, const SampleScratch& scratch,
+                                    float& m, int32_t& am, Shared& sh) {
+  const int64_t slot0 = int64_t(sample) * sample_split::kMaxSplits;
+  m = -std::numeric_limits<float>::infinity();
+  am = INT_MAX;
+  for (int j = threadIdx.x; j < plan.splits; j += kBlock) {
+    const float v = scratch.slice_max_v[slot0 + j];
+    const int32_t id = scratch.slice_max_id[slot0 + j];
+    if (better(v, id, m, am)) m = v, am = id;
+  }
+  block_argmax<kBlock>(m, am, sh);
+}
+
+// The cuts a row's state has settled (off until their last digit).
+__device__ __forceinline__ Cut top_k_cut(const CutState& s) { return Cut{s.k_on != 0, s.k_key, s.k_limit}; }
+__device__ __forceinline__ Cut top_p_cut(const CutState& s) { return Cut{s.p_on != 0, s.p_key, s.p_limit}; }
 
 }  // namespace striker::cuda::sampling_detail
