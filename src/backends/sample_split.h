@@ -1,4 +1,4 @@
-// How the GPU sampler splits one vocabulary row over several CTAs (src/backends/cuda/sampling/sampling.cu),
+// How the GPU sampler splits one vocabulary row over several CTAs (src/backends/cuda/sampling/sampling.cu and sampling_cut.cu),
 // on one of three paths: rows with a small top_k (the "candidate" path), rows without a top_k or
 // top_p cut (the "race" path), and the rest (the "cut" path: top_p without top_k, or a top_k above
 // the candidate cap). Header-only and host-usable so the CPU mirror test

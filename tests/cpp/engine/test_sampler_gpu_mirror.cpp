@@ -1,4 +1,4 @@
-// A sequential mirror of the GPU sampling kernels' algorithms (src/backends/cuda/sampling/sampling.cu),
+// A sequential mirror of the GPU sampling kernels' algorithms (src/backends/cuda/sampling/sampling.cu and sampling_cut.cu),
 // checked against the CPU sampler on bf16-rounded logits full of ties. Two paths: the
 // candidate path for rows with a small top_k (per-slice supersets of the top_k by an early-
 // stopping radix select, their union filtered by min_p, the exact top_k of it, then sort, top_p
