@@ -5,9 +5,4 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
 timeout 430 bash scripts/gpu_server_tests.sh $B; echo "server suites rc=$? at ${SECONDS}s"
-for args in "" "--top-p 0.9 --top-k -1"; do
-  STRIKER_SERVE_BENCH_LONG_ARGS="$args" STRIKER_SERVE_BENCH_DIR="serve_$( [ -z "$args" ] && echo gen || echo topp )" \
-  STRIKER_SERVE_BENCH_FORMATS=nvfp4 STRIKER_SERVE_BENCH_CONC="" STRIKER_SERVE_BENCH_MULTI_TURN="" \
-    timeout 200 bash scripts/gpu_serve_bench.sh $B 2>&1 | grep -E "TPOT|ITL|TTFT|tok/s|\| long|error|Error" | head -12
-  echo "served ($args) done at ${SECONDS}s"
-done
+bash .gpu_run/serve_long.sh "gen=" "topp=--top-p 0.9 --top-k -1"
