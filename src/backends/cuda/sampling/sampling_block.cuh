@@ -25,7 +25,7 @@ struct Shared {
   int32_t red_i[32];
   int32_t scan[32];
   // Results broadcast by one thread to the block.
-  int32_t sel_bin, sel_count, total, nth;
+  int32_t sel_bin, sel_count, nth;
   float best_v;
   int32_t best_i;
   unsigned long long sel_above;
