@@ -61,6 +61,11 @@ struct SampleRequest {
   // bit makes the logit -inf. Null: every token may be drawn. Owned by the engine; valid for
   // the forward_sampled call, but only read after DeviceSampling::wait_for_masks() returns.
   const uint32_t* allowed = nullptr;
+  // >= 0: the backend also returns this sample's logprobs (SampledStep::logprobs): the log-softmax
+  // of the row's raw logits (before any edit or mask) at the sampled token, and its top_logprobs
+  // best tokens. At most Backend::device_logprobs().max_top; -1: none (the engine asks for the
+  // row in DeviceSampling::return_rows instead).
+  int32_t top_logprobs = -1;
 };
 
 struct DeviceSampling {
@@ -79,9 +84,24 @@ struct DeviceSampling {
 // only during the call: copy what is kept.
 using LogitsSink = std::function<void(int64_t first, const float* rows, int64_t count)>;
 
+// One sample's logprobs computed where its row is (SampleRequest::top_logprobs), with the values
+// of the engine's token_logprob (engine/sampler.h, the reference) up to the order of its sums.
+struct SampledLogprobs {
+  float logprob = 0;                            // of the sampled token
+  std::vector<std::pair<int32_t, float>> top;   // best first: higher logit, then lower id
+};
+
 struct SampledStep {
   std::vector<int32_t> tokens;  // one per DeviceSampling::samples, same order
   std::vector<float> logits;    // [return_rows.size(), vocab], in return_rows order
+  std::vector<SampledLogprobs> logprobs;  // one per sample with top_logprobs >= 0, in sample order
+};
+
+// What forward_sampled can compute of a step's logprobs itself: samples with top_logprobs <=
+// max_top, at most `rows` of them per step (more return their rows to the host).
+struct DeviceLogprobLimits {
+  int32_t max_top = -1;  // -1: none
+  int32_t rows = 0;
 };
 
 class Backend {
@@ -112,6 +132,7 @@ class Backend {
   // Device sampling: the engine calls forward_sampled instead of forward when this is true, so
   // only the sampled ids (and the rows in return_rows) cross to the host.
   virtual bool samples_on_device() const { return false; }
+  virtual DeviceLogprobLimits device_logprobs() const { return {}; }
   virtual void forward_sampled(const ForwardBatch& /*batch*/, const DeviceSampling& /*sampling*/, SampledStep& /*out*/) {
     throw Error("backend " + name() + " cannot sample on the device (samples_on_device() is false)");
   }

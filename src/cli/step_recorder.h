@@ -32,6 +32,7 @@ class StepRecorder final : public Backend {
   void allocate_kv_cache(const KvCacheSpec& spec) override { inner_->allocate_kv_cache(spec); }
   void warm_up() override { inner_->warm_up(); }
   bool samples_on_device() const override { return inner_->samples_on_device(); }
+  DeviceLogprobLimits device_logprobs() const override { return inner_->device_logprobs(); }
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
   std::vector<StepRecord> steps() const;

@@ -270,7 +270,7 @@ void EngineCore::step() {
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(logits_.size()) +
                              " logits, expected " + std::to_string(rows) + " rows of " + std::to_string(limits_.vocab_size));
   scheduler_->mark_computed(plan);
-  update(plan, StepRows{&logits_, nullptr, nullptr}, all_logits);
+  update(plan, StepRows{&logits_, nullptr, nullptr, nullptr}, all_logits);
 }
 
 // The backend draws the tokens; only rows needed for logprobs come back. The draw is the same
@@ -278,6 +278,10 @@ void EngineCore::step() {
 void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch,
                                         const std::vector<bool>& all_logits, int64_t rows) {
   DeviceSampling ds;
+  // A sampled token's logprobs are computed by the backend where it can (its limits), else from
+  // its raw row sent back here; rows already coming back for prompt logprobs serve both.
+  const DeviceLogprobLimits lp_limits = backend_.device_logprobs();
+  int32_t device_lp_rows = 0;
   int32_t row = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
@@ -288,7 +292,15 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
       const Choice& ch = *static_cast<Choice*>(c.seq->owner);
       SampleRequest& sr = ds.samples.emplace_back(make_sample_request(sample_context(ch)));
       sr.row = row + nrows - 1;
-      if (ch.request->req.params.logprobs && !all_logits[i]) ds.return_rows.push_back(sr.row);
+      const std::optional<int32_t>& lp = ch.request->req.params.logprobs;
+      if (lp && !all_logits[i]) {
+        if (*lp <= lp_limits.max_top && device_lp_rows < lp_limits.rows) {
+          sr.top_logprobs = *lp;
+          ++device_lp_rows;
+        } else {
+          ds.return_rows.push_back(sr.row);
+        }
+      }
     }
     row += nrows;
   }
@@ -296,19 +308,37 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
   backend_.forward_sampled(batch, ds, sampled_);
   wait_masks();  // a backend without masks to read may not have called it
   const int64_t V = limits_.vocab_size;
-  if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V)
+  if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V ||
+      sampled_.logprobs.size() != size_t(device_lp_rows))
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(sampled_.tokens.size()) +
-                             " tokens and " + std::to_string(sampled_.logits.size()) + " logits, expected " +
-                             std::to_string(ds.samples.size()) + " and " + std::to_string(ds.return_rows.size()) +
-                             " rows of " + std::to_string(V));
+                             " tokens, " + std::to_string(sampled_.logits.size()) + " logits and " +
+                             std::to_string(sampled_.logprobs.size()) + " logprobs, expected " +
+                             std::to_string(ds.samples.size()) + ", " + std::to_string(ds.return_rows.size()) +
+                             " rows of " + std::to_string(V) + " and " + std::to_string(device_lp_rows));
+  for (size_t s = 0, j = 0; s < ds.samples.size(); ++s) {
+    const int32_t n = ds.samples[s].top_logprobs;
+    if (n < 0) continue;
+    const SampledLogprobs& lp = sampled_.logprobs[j++];
+    for (const auto& [id, v] : lp.top)
+      if (id < 0 || id >= V)
+        throw std::runtime_error("backend " + backend_.name() + " returned logprob token id " + std::to_string(id) +
+                                 " outside the vocabulary");
+    if (lp.top.size() > size_t(n))
+      throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(lp.top.size()) +
+                               " top logprobs, " + std::to_string(n) + " asked");
+  }
   for (int32_t t : sampled_.tokens)
     if (t < 0 || t >= V)
       throw std::runtime_error("backend " + backend_.name() + " sampled token id " + std::to_string(t) +
                                " outside the vocabulary");
   row_pos_.assign(size_t(rows), -1);
   for (size_t j = 0; j < ds.return_rows.size(); ++j) row_pos_[size_t(ds.return_rows[j])] = int64_t(j);
+  // Device logprobs by sample: update() numbers draws in sample order.
+  device_lp_.assign(ds.samples.size(), nullptr);
+  for (size_t s = 0, j = 0; s < ds.samples.size(); ++s)
+    if (ds.samples[s].top_logprobs >= 0) device_lp_[s] = &sampled_.logprobs[j++];
   scheduler_->mark_computed(plan);
-  update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens}, all_logits);
+  update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens, &device_lp_}, all_logits);
 }
 
 std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {
@@ -349,7 +379,9 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
       if (rows.tokens) {
         d.token = (*rows.tokens)[draws.size() - 1];
         d.sampled = true;
-        if (r.req.params.logprobs) d.row = rows.row(row + nrows - 1, V);
+        const SampledLogprobs* lp = rows.logprobs ? (*rows.logprobs)[draws.size() - 1] : nullptr;
+        if (lp) d.logprob = TokenLogprob{d.token, lp->logprob, lp->top};
+        else if (r.req.params.logprobs) d.row = rows.row(row + nrows - 1, V);
       } else {
         d.row = rows.row(row + nrows - 1, V);
       }
@@ -435,7 +467,7 @@ void EngineCore::draw_tokens(std::vector<Draw>& draws) {
       Draw& d = draws[size_t(i)];
       const SamplingParams& p = d.choice->request->req.params;
       if (!d.sampled) d.token = sample_token(d.row, sample_context(*d.choice), scratch);
-      if (p.logprobs) d.logprob = token_logprob(d.row, d.token, *p.logprobs, row_pool);
+      if (p.logprobs && !d.logprob) d.logprob = token_logprob(d.row, d.token, *p.logprobs, row_pool);
     }
   };
   const int64_t n = int64_t(draws.size());

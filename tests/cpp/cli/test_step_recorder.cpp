@@ -21,6 +21,7 @@ class CountingBackend final : public Backend {
   void allocate_kv_cache(const KvCacheSpec&) override {}
   void warm_up() override { ++warm_ups; }
   bool samples_on_device() const override { return on_device; }
+  DeviceLogprobLimits device_logprobs() const override { return {5, 3}; }
   void forward(const ForwardBatch&, std::vector<float>& logits) override {
     ++forwards;
     logits.assign(4, 0.f);
@@ -50,6 +51,8 @@ TEST(StepRecorder, PassesWarmUpAndDeviceSamplingThroughAndRecordsEveryStep) {
   rec.warm_up();
   EXPECT_EQ(seen->warm_ups, 1);
   EXPECT_TRUE(rec.samples_on_device());
+  EXPECT_EQ(rec.device_logprobs().max_top, 5);  // the engine must see what the real backend computes
+  EXPECT_EQ(rec.device_logprobs().rows, 3);
   SampledStep out;
   rec.forward_sampled(decode_batch(3, 12), DeviceSampling{}, out);
   EXPECT_EQ(seen->sampled, 1);

@@ -24,6 +24,7 @@ class DeviceSamplingFake : public FakeBackend {
  public:
   DeviceSamplingFake() : FakeBackend(kVocab, kWindow) {}
   bool samples_on_device() const override { return true; }
+  DeviceLogprobLimits device_logprobs() const override { return limits_; }
   void forward(const ForwardBatch&, std::vector<float>&) override {
     throw std::logic_error("device-sampling fake: the engine called forward() instead of forward_sampled()");
   }
@@ -38,12 +39,24 @@ class DeviceSamplingFake : public FakeBackend {
     };
     out.tokens.clear();
     out.logits.clear();
-    for (const SampleRequest& sr : ds.samples) out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
+    out.logprobs.clear();
+    int32_t lp_rows = 0;
+    for (const SampleRequest& sr : ds.samples) {
+      out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
+      if (sr.top_logprobs < 0) continue;
+      if (sr.top_logprobs > limits_.max_top || ++lp_rows > limits_.rows)
+        throw std::logic_error("device-sampling fake: logprobs asked beyond device_logprobs()");
+      // The raw row (sample_request edits a copy): what a device computes before its edits.
+      const TokenLogprob lp = token_logprob(row(sr.row), out.tokens.back(), sr.top_logprobs);
+      out.logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
+    }
     for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
     samples_ += int64_t(ds.samples.size());
     returned_ += int64_t(ds.return_rows.size());
+    device_lp_ += lp_rows;
   }
-  int64_t samples_ = 0, returned_ = 0;
+  int64_t samples_ = 0, returned_ = 0, device_lp_ = 0;
+  DeviceLogprobLimits limits_;
 
  private:
   std::vector<float> scratch_;
@@ -127,6 +140,28 @@ TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
     EXPECT_GT(device.samples_, 100);
     // Only rows for logprobs come back: far fewer than the sampled rows.
     EXPECT_LT(device.returned_, device.samples_) << seed;
+  }
+}
+
+// Logprobs of sampled tokens computed by the backend (all of them, or at most one row per step
+// with top_logprobs <= 1, the rest coming back as rows): the same outputs, fewer rows returned.
+TEST(EngineDeviceSampling, LogprobsComputedByTheBackendGiveTheSameOutputs) {
+  for (uint64_t seed : {4u, 5u}) {
+    FakeBackend host(kVocab, kWindow);
+    DeviceSamplingFake rows_only;
+    const Outputs a = run_workload(host, seed);
+    const Outputs b = run_workload(rows_only, seed);
+    EXPECT_TRUE(a == b) << seed;
+    EXPECT_EQ(rows_only.device_lp_, 0) << seed;
+    for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{20, 64}, DeviceLogprobLimits{1, 1}}) {
+      DeviceSamplingFake device;
+      device.limits_ = limits;
+      const Outputs c = run_workload(device, seed);
+      EXPECT_TRUE(a == c) << "seed " << seed << ", limits " << limits.max_top << "/" << limits.rows
+                          << ": outputs with logprobs from the backend differ";
+      EXPECT_GT(device.device_lp_, 0) << seed;
+      EXPECT_EQ(device.returned_ + device.device_lp_, rows_only.returned_) << seed;
+    }
   }
 }
 
