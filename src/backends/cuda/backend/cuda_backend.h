@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/backend/device_model.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
+#include "backends/cuda/sampling/logprobs.h"
 #include "backends/cuda/sampling/sampling.h"
 #include "backends/cuda/sampling/sampling_masks.h"
 
@@ -63,6 +64,9 @@ class CudaBackend : public Backend {
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   void forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) override;
   bool samples_on_device() const override { return options_.device_sampling; }
+  DeviceLogprobLimits device_logprobs() const override {
+    return sampling_ ? DeviceLogprobLimits{kMaxDeviceTopLogprobs, kMaxDeviceLogprobRows} : DeviceLogprobLimits{};
+  }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
   void warm_up() override;  // cuda_warm_up.cpp
 
@@ -131,6 +135,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<SamplingBuffers> sampling_;  // null unless options.device_sampling
   std::unique_ptr<TokenMaskBuffers> masks_;    // structured-output masks; with sampling_
+  std::unique_ptr<LogprobBuffers> logprobs_;   // sampled tokens' logprobs; with sampling_
   KvCacheSpec kv_spec_;
   std::vector<bf16*> k_cache_, v_cache_;  // per layer (null until allocate_kv_cache)
   std::vector<void*> kv_allocations_;

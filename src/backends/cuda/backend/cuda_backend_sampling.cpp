@@ -28,10 +28,22 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
   for (int32_t r : ds.return_rows)
     if (r < 0 || r >= rows)
       throw Error("CUDA backend: logits row " + std::to_string(r) + " asked back, the step has " + std::to_string(rows));
+  LogprobRows lp;  // samples whose logprobs are computed here (rows checked by pack_samples above)
+  for (size_t s = 0; s < ds.samples.size(); ++s) {
+    const int32_t top = ds.samples[s].top_logprobs;
+    if (top < 0) continue;
+    if (top > kMaxDeviceTopLogprobs || lp.n == kMaxDeviceLogprobRows)
+      throw Error("CUDA backend: sample " + std::to_string(s) + " asks " + std::to_string(top) +
+                  " top logprobs as logprobs row " + std::to_string(lp.n + 1) + ", at most " +
+                  std::to_string(kMaxDeviceTopLogprobs) + " in " + std::to_string(kMaxDeviceLogprobRows) + " rows");
+    lp.r[lp.n++] = LogprobRow{ds.samples[s].row, int32_t(s), top};
+  }
 
   launch_forward(batch);
   float* logits = logits_device();
   float* pinned = logits_pinned();
+  // The logprobs' snapshot, maxima, candidates and sums, before the masks and edits below.
+  logprob_prepare(logits, lp, *logprobs_, stream_);
   // Raw rows for logprobs leave before the edits below change the logits in place.
   // Consecutive rows (a prompt-logprobs chunk) go in one copy.
   for (size_t j = 0; j < ds.return_rows.size();) {
@@ -64,12 +76,21 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
     sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_,
                 sample_paths(sb.params, V));
     STRIKER_CUDA_CHECK(cudaMemcpyAsync(sb.tokens_host(), sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
+    logprob_finish(lp, sb.tokens_dev(), *logprobs_, stream_);
   }
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
   out.tokens.assign(sb.tokens_host(), sb.tokens_host() + n);
   out.logits.assign(pinned, pinned + ds.return_rows.size() * size_t(V));
+  out.logprobs.resize(size_t(lp.n));
+  for (int j = 0; j < lp.n; ++j) {
+    const LogprobRecord& rec = logprobs_->records_host()[j];
+    SampledLogprobs& o = out.logprobs[size_t(j)];
+    o.logprob = rec.logprob;
+    o.top.clear();
+    for (int k = 0; k < rec.n && k < kMaxDeviceTopLogprobs; ++k) o.top.emplace_back(rec.id[k], rec.value[k]);
+  }
 }
 
 }  // namespace striker::cuda
