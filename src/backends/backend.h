@@ -68,11 +68,21 @@ struct SampleRequest {
   int32_t top_logprobs = -1;
 };
 
+// A logits row scored at a given token (prompt logprobs: row k of a chunk scores the prompt's next
+// token): its logprob and the row's top_n best come back computed (SampledStep::prompt_logprobs).
+struct RowLogprobRequest {
+  int32_t row = 0;
+  int32_t token = 0;
+  int32_t top_n = 0;  // at most Backend::device_logprobs().max_top
+};
+
 struct DeviceSampling {
   std::vector<SampleRequest> samples;
   // Rows whose raw logits (before any penalty) come back to the host: prompt logprobs and
-  // sampled tokens that asked for logprobs.
+  // sampled tokens that asked for logprobs, where the backend does not compute them itself.
   std::vector<int32_t> return_rows;
+  // Rows whose logprobs the backend computes (at most Backend::device_logprobs().prompt_rows).
+  std::vector<RowLogprobRequest> prompt_logprobs;
   // Grammar masks (SampleRequest::allowed) are computed on the host while the forward pass
   // runs: a backend enqueues the forward first, then calls this (when set) and only then reads
   // the masks, so their CPU time hides behind the GPU's.
@@ -87,7 +97,7 @@ using LogitsSink = std::function<void(int64_t first, const float* rows, int64_t 
 // One sample's logprobs computed where its row is (SampleRequest::top_logprobs), with the values
 // of the engine's token_logprob (engine/sampler.h, the reference) up to the order of its sums.
 struct SampledLogprobs {
-  float logprob = 0;                            // of the sampled token
+  float logprob = 0;                            // of the sampled (or the given) token
   std::vector<std::pair<int32_t, float>> top;   // best first: higher logit, then lower id
 };
 
@@ -95,13 +105,15 @@ struct SampledStep {
   std::vector<int32_t> tokens;  // one per DeviceSampling::samples, same order
   std::vector<float> logits;    // [return_rows.size(), vocab], in return_rows order
   std::vector<SampledLogprobs> logprobs;  // one per sample with top_logprobs >= 0, in sample order
+  std::vector<SampledLogprobs> prompt_logprobs;  // one per DeviceSampling::prompt_logprobs, same order
 };
 
-// What forward_sampled can compute of a step's logprobs itself: samples with top_logprobs <=
-// max_top, at most `rows` of them per step (more return their rows to the host).
+// What forward_sampled can compute of a step's logprobs itself: top_n <= max_top, for at most
+// `rows` samples and `prompt_rows` scored rows per step (the engine sends other rows back).
 struct DeviceLogprobLimits {
   int32_t max_top = -1;  // -1: none
   int32_t rows = 0;
+  int32_t prompt_rows = 0;
 };
 
 class Backend {

@@ -47,6 +47,7 @@ struct ServeArgs {
   int64_t max_model_len = 0;
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
+  int32_t max_logprobs = 20;  // vLLM's --max-logprobs and its default; -1: the vocabulary size
   double gpu_memory_utilization = 0.9;
   std::string api_key;
   std::string load_format = "auto";
@@ -126,6 +127,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.load_format == "dummy" && a.quantization == "gguf")
     serve_log()->info("--quantization gguf with --load-format dummy: random NVFP4 weights, as Flint's GGUF holds");
   if (a.max_num_seqs < 1) throw Error("--max-num-seqs must be at least 1");
+  if (a.max_logprobs < -1) throw Error("--max-logprobs must be -1 (no limit) or at least 0");
   if (a.max_num_batched_tokens < 1) throw Error("--max-num-batched-tokens must be at least 1");
   if (a.max_model_len < 0) throw Error("--max-model-len must be positive");
   if (a.disable_log_requests && a.enable_log_requests)
@@ -282,6 +284,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.limits.vocab_size = cfg.vocab_size;
   opts.limits.max_model_len = max_model_len;
   opts.limits.max_n = std::min(128, a.max_num_seqs);
+  opts.limits.max_logprobs = a.max_logprobs < 0 || a.max_logprobs > cfg.vocab_size ? int32_t(cfg.vocab_size) : a.max_logprobs;
 
   EngineConfig ec;
   ec.max_model_len = max_model_len;
@@ -381,6 +384,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--served-model-name", a->served_model_names, "name(s) the API accepts and reports");
   cmd->add_option("--max-model-len", a->max_model_len, "context length (default: the model's)");
   cmd->add_option("--max-num-seqs", a->max_num_seqs, "maximum concurrent sequences");
+  cmd->add_option("--max-logprobs", a->max_logprobs,
+                  "most logprobs (top_logprobs, logprobs, prompt_logprobs) a request may ask for; -1: the vocabulary size");
   cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "token budget per engine step");
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "fraction of GPU memory (cuda only)");
   cmd->add_option("--api-key", a->api_key, "require this Bearer key (default: env VLLM_API_KEY)");

@@ -270,7 +270,7 @@ void EngineCore::step() {
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(logits_.size()) +
                              " logits, expected " + std::to_string(rows) + " rows of " + std::to_string(limits_.vocab_size));
   scheduler_->mark_computed(plan);
-  update(plan, StepRows{&logits_, nullptr, nullptr, nullptr}, all_logits);
+  update(plan, StepRows{&logits_, nullptr, nullptr, nullptr, nullptr}, all_logits);
 }
 
 // The backend draws the tokens; only rows needed for logprobs come back. The draw is the same
@@ -280,20 +280,30 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
   DeviceSampling ds;
   // A sampled token's logprobs are computed by the backend where it can (its limits), else from
   // its raw row sent back here; rows already coming back for prompt logprobs serve both.
+  // Prompt logprobs likewise: row k of an all_logits chunk scores the prompt's token at start + k + 1.
   const DeviceLogprobLimits lp_limits = backend_.device_logprobs();
   int32_t device_lp_rows = 0;
   int32_t row = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
+    const Choice& ch = *static_cast<Choice*>(c.seq->owner);
     const int32_t nrows = all_logits[i] ? int32_t(c.count) : 1;
-    if (all_logits[i])
-      for (int32_t k = 0; k < nrows; ++k) ds.return_rows.push_back(row + k);
+    if (all_logits[i]) {
+      const Request& r = *ch.request;
+      const int32_t top = *r.req.params.prompt_logprobs;
+      const int64_t scored = std::clamp<int64_t>(c.seq->prompt_len - 1 - c.start, 0, nrows);
+      for (int32_t k = 0; k < scored; ++k) {
+        if (top <= lp_limits.max_top && int64_t(ds.prompt_logprobs.size()) < lp_limits.prompt_rows)
+          ds.prompt_logprobs.push_back(RowLogprobRequest{row + k, r.req.prompt[size_t(c.start + k + 1)], top});
+        else
+          ds.return_rows.push_back(row + k);
+      }
+    }
     if (c.samples()) {
-      const Choice& ch = *static_cast<Choice*>(c.seq->owner);
       SampleRequest& sr = ds.samples.emplace_back(make_sample_request(sample_context(ch)));
       sr.row = row + nrows - 1;
       const std::optional<int32_t>& lp = ch.request->req.params.logprobs;
-      if (lp && !all_logits[i]) {
+      if (lp) {
         if (*lp <= lp_limits.max_top && device_lp_rows < lp_limits.rows) {
           sr.top_logprobs = *lp;
           ++device_lp_rows;
@@ -309,16 +319,15 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
   wait_masks();  // a backend without masks to read may not have called it
   const int64_t V = limits_.vocab_size;
   if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V ||
-      sampled_.logprobs.size() != size_t(device_lp_rows))
+      sampled_.logprobs.size() != size_t(device_lp_rows) || sampled_.prompt_logprobs.size() != ds.prompt_logprobs.size())
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(sampled_.tokens.size()) +
-                             " tokens, " + std::to_string(sampled_.logits.size()) + " logits and " +
-                             std::to_string(sampled_.logprobs.size()) + " logprobs, expected " +
+                             " tokens, " + std::to_string(sampled_.logits.size()) + " logits, " +
+                             std::to_string(sampled_.logprobs.size()) + " and " +
+                             std::to_string(sampled_.prompt_logprobs.size()) + " logprobs, expected " +
                              std::to_string(ds.samples.size()) + ", " + std::to_string(ds.return_rows.size()) +
-                             " rows of " + std::to_string(V) + " and " + std::to_string(device_lp_rows));
-  for (size_t s = 0, j = 0; s < ds.samples.size(); ++s) {
-    const int32_t n = ds.samples[s].top_logprobs;
-    if (n < 0) continue;
-    const SampledLogprobs& lp = sampled_.logprobs[j++];
+                             " rows of " + std::to_string(V) + ", " + std::to_string(device_lp_rows) + " and " +
+                             std::to_string(ds.prompt_logprobs.size()));
+  auto check_lp = [&](const SampledLogprobs& lp, int32_t n) {
     for (const auto& [id, v] : lp.top)
       if (id < 0 || id >= V)
         throw std::runtime_error("backend " + backend_.name() + " returned logprob token id " + std::to_string(id) +
@@ -326,7 +335,10 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
     if (lp.top.size() > size_t(n))
       throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(lp.top.size()) +
                                " top logprobs, " + std::to_string(n) + " asked");
-  }
+  };
+  for (size_t s = 0, j = 0; s < ds.samples.size(); ++s)
+    if (ds.samples[s].top_logprobs >= 0) check_lp(sampled_.logprobs[j++], ds.samples[s].top_logprobs);
+  for (size_t j = 0; j < ds.prompt_logprobs.size(); ++j) check_lp(sampled_.prompt_logprobs[j], ds.prompt_logprobs[j].top_n);
   for (int32_t t : sampled_.tokens)
     if (t < 0 || t >= V)
       throw std::runtime_error("backend " + backend_.name() + " sampled token id " + std::to_string(t) +
@@ -337,8 +349,11 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
   device_lp_.assign(ds.samples.size(), nullptr);
   for (size_t s = 0, j = 0; s < ds.samples.size(); ++s)
     if (ds.samples[s].top_logprobs >= 0) device_lp_[s] = &sampled_.logprobs[j++];
+  device_prompt_lp_.assign(size_t(rows), nullptr);
+  for (size_t j = 0; j < ds.prompt_logprobs.size(); ++j)
+    device_prompt_lp_[size_t(ds.prompt_logprobs[j].row)] = &sampled_.prompt_logprobs[j];
   scheduler_->mark_computed(plan);
-  update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens, &device_lp_}, all_logits);
+  update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens, &device_lp_, &device_prompt_lp_}, all_logits);
 }
 
 std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {
@@ -363,8 +378,11 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
       auto score = [&](int64_t b, int64_t e) {
         for (int64_t k = b; k < e; ++k) {
           const int64_t pos = c.start + k + 1;
+          const int32_t token = r.req.prompt[size_t(pos)];
+          const SampledLogprobs* lp = rows.prompt_logprobs ? (*rows.prompt_logprobs)[row + size_t(k)] : nullptr;
           r.prompt_logprobs[size_t(pos)] =
-              token_logprob(rows.row(row + size_t(k), V), r.req.prompt[size_t(pos)], *r.req.params.prompt_logprobs);
+              lp ? TokenLogprob{token, lp->logprob, lp->top}
+                 : token_logprob(rows.row(row + size_t(k), V), token, *r.req.params.prompt_logprobs);
         }
       };
       if (pool_ && scored > 1) pool_->parallel_for(scored, (scored + pool_->size() - 1) / pool_->size(), score);

@@ -68,6 +68,7 @@ class EngineCore {
     const std::vector<int64_t>* pos;
     const std::vector<int32_t>* tokens;
     const std::vector<const SampledLogprobs*>* logprobs;  // by draw: computed by the backend, or null
+    const std::vector<const SampledLogprobs*>* prompt_logprobs;  // by step row: computed by the backend, or null
     std::span<const float> row(size_t r, size_t vocab) const;
   };
   void update(const StepPlan& plan, const StepRows& rows, const std::vector<bool>& all_logits);
@@ -100,7 +101,8 @@ class EngineCore {
   std::vector<float> logits_;
   SampledStep sampled_;          // device sampling: tokens and returned rows of the last step
   std::vector<int64_t> row_pos_;
-  std::vector<const SampledLogprobs*> device_lp_;  // sample -> its entry of sampled_.logprobs (or null)  // step row -> index in sampled_.logits (-1 = not returned)
+  std::vector<const SampledLogprobs*> device_lp_;  // sample -> its entry of sampled_.logprobs (or null)
+  std::vector<const SampledLogprobs*> device_prompt_lp_;  // step row -> its entry of sampled_.prompt_logprobs  // step row -> index in sampled_.logits (-1 = not returned)
   std::future<void> masks_;                 // this step's grammar masks, while the forward runs
   std::unique_ptr<ThreadPool> pool_;        // parallel sampling; null with one thread
   std::vector<std::vector<float>> scratch_;  // one logits buffer per sampling thread

@@ -208,6 +208,36 @@ def test_prompt_logprobs(client):
         client.completions.create(model=MODEL, prompt="x", max_tokens=1, stream=True, extra_body={"prompt_logprobs": 1})
 
 
+def test_max_logprobs_flag(striker_bin, tiny_model, tmp_path):
+    # vLLM's --max-logprobs (default 20) bounds logprobs, top_logprobs and prompt_logprobs. Asking 33 is
+    # more than a CUDA backend computes on the device (32), so those rows come back to the host: the
+    # same prompt's logprobs at 5 (device) and 33 (host) must agree on the first 5 of every position.
+    s = StrikerServer(striker_bin, tiny_model, ["--max-model-len", "256", "--kv-cache-memory", "16MiB",
+                                                "--max-num-seqs", "4", "--max-logprobs", "40"], log_dir=tmp_path)
+    try:
+        c = s.client()
+        prompt = "the quick brown fox jumps over the lazy dog " * 3
+        got = {}
+        for n in (5, 33):
+            r = c.completions.create(model=str(tiny_model), prompt=prompt, max_tokens=2, temperature=0, logprobs=n,
+                                     extra_body={"prompt_logprobs": n, "ignore_eos": True})
+            got[n] = (r.choices[0].model_extra["prompt_logprobs"], r.choices[0].logprobs.top_logprobs)
+            assert all(len(t) >= n for t in got[n][1])
+        for small, big in zip(got[5][0][1:], got[33][0][1:]):
+            assert len(big) >= 33
+            for tok, v in small.items():
+                assert big[tok]["logprob"] == pytest.approx(v["logprob"], abs=1e-5)
+        for small, big in zip(got[5][1], got[33][1]):
+            for tok, lp in small.items():
+                assert big[tok] == pytest.approx(lp, abs=1e-5)
+        for body in ({"logprobs": 41}, {"prompt_logprobs": 41}):
+            r = requests.post(s.url + "/v1/completions", json={"model": str(tiny_model), "prompt": "x", "max_tokens": 1,
+                                                               **body})
+            assert r.status_code == 400 and r.json()["error"]["param"] in ("logprobs", "prompt_logprobs")
+    finally:
+        s.stop()
+
+
 def test_metrics_count_requests_and_tokens(server, client):
     before = server.metrics()
     for _ in range(3):

@@ -21,7 +21,7 @@ class CountingBackend final : public Backend {
   void allocate_kv_cache(const KvCacheSpec&) override {}
   void warm_up() override { ++warm_ups; }
   bool samples_on_device() const override { return on_device; }
-  DeviceLogprobLimits device_logprobs() const override { return {5, 3}; }
+  DeviceLogprobLimits device_logprobs() const override { return {5, 3, 7}; }
   void forward(const ForwardBatch&, std::vector<float>& logits) override {
     ++forwards;
     logits.assign(4, 0.f);
@@ -53,6 +53,7 @@ TEST(StepRecorder, PassesWarmUpAndDeviceSamplingThroughAndRecordsEveryStep) {
   EXPECT_TRUE(rec.samples_on_device());
   EXPECT_EQ(rec.device_logprobs().max_top, 5);  // the engine must see what the real backend computes
   EXPECT_EQ(rec.device_logprobs().rows, 3);
+  EXPECT_EQ(rec.device_logprobs().prompt_rows, 7);
   SampledStep out;
   rec.forward_sampled(decode_batch(3, 12), DeviceSampling{}, out);
   EXPECT_EQ(seen->sampled, 1);

@@ -50,12 +50,21 @@ class DeviceSamplingFake : public FakeBackend {
       const TokenLogprob lp = token_logprob(row(sr.row), out.tokens.back(), sr.top_logprobs);
       out.logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
     }
+    out.prompt_logprobs.clear();
+    if (int64_t(ds.prompt_logprobs.size()) > limits_.prompt_rows)
+      throw std::logic_error("device-sampling fake: more prompt logprob rows than device_logprobs() allows");
+    for (const RowLogprobRequest& q : ds.prompt_logprobs) {
+      if (q.top_n > limits_.max_top) throw std::logic_error("device-sampling fake: prompt top_n beyond device_logprobs()");
+      const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
+      out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
+    }
     for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
     samples_ += int64_t(ds.samples.size());
     returned_ += int64_t(ds.return_rows.size());
     device_lp_ += lp_rows;
+    device_prompt_ += int64_t(ds.prompt_logprobs.size());
   }
-  int64_t samples_ = 0, returned_ = 0, device_lp_ = 0;
+  int64_t samples_ = 0, returned_ = 0, device_lp_ = 0, device_prompt_ = 0;
   DeviceLogprobLimits limits_;
 
  private:
@@ -143,8 +152,9 @@ TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
   }
 }
 
-// Logprobs of sampled tokens computed by the backend (all of them, or at most one row per step
-// with top_logprobs <= 1, the rest coming back as rows): the same outputs, fewer rows returned.
+// Logprobs of sampled tokens and prompt logprobs computed by the backend (all of them, or at most
+// one sampled and three prompt rows per step with top_n <= 1, the rest coming back as rows): the
+// same outputs, fewer rows returned.
 TEST(EngineDeviceSampling, LogprobsComputedByTheBackendGiveTheSameOutputs) {
   for (uint64_t seed : {4u, 5u}) {
     FakeBackend host(kVocab, kWindow);
@@ -152,15 +162,17 @@ TEST(EngineDeviceSampling, LogprobsComputedByTheBackendGiveTheSameOutputs) {
     const Outputs a = run_workload(host, seed);
     const Outputs b = run_workload(rows_only, seed);
     EXPECT_TRUE(a == b) << seed;
-    EXPECT_EQ(rows_only.device_lp_, 0) << seed;
-    for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{20, 64}, DeviceLogprobLimits{1, 1}}) {
+    EXPECT_EQ(rows_only.device_lp_ + rows_only.device_prompt_, 0) << seed;
+    for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{20, 64, 1000}, DeviceLogprobLimits{1, 1, 3}}) {
       DeviceSamplingFake device;
       device.limits_ = limits;
       const Outputs c = run_workload(device, seed);
       EXPECT_TRUE(a == c) << "seed " << seed << ", limits " << limits.max_top << "/" << limits.rows
                           << ": outputs with logprobs from the backend differ";
       EXPECT_GT(device.device_lp_, 0) << seed;
-      EXPECT_EQ(device.returned_ + device.device_lp_, rows_only.returned_) << seed;
+      EXPECT_GT(device.device_prompt_, 0) << seed;
+      EXPECT_EQ(device.returned_ + device.device_lp_ + device.device_prompt_, rows_only.returned_) << seed;
+      if (limits.rows >= 64) EXPECT_EQ(device.returned_, 0) << seed;  // nothing left for the host
     }
   }
 }

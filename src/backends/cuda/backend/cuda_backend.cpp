@@ -101,7 +101,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
                   " tokens, the model has " + std::to_string(c.vocab_size));
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
-    logprobs_ = std::make_unique<LogprobBuffers>(c.vocab_size);
+    logprobs_ = std::make_unique<LogprobBuffers>(c.vocab_size, options_.max_logit_rows + kMaxDeviceLogprobRows);
   }
   if (Tm > kGemvMaxTokens) {  // the routing sort of the grouped MoE (decode steps run per slot)
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;

@@ -65,7 +65,8 @@ class CudaBackend : public Backend {
   void forward_streamed(const ForwardBatch& batch, int64_t max_block_rows, const LogitsSink& sink) override;
   bool samples_on_device() const override { return options_.device_sampling; }
   DeviceLogprobLimits device_logprobs() const override {
-    return sampling_ ? DeviceLogprobLimits{kMaxDeviceTopLogprobs, kMaxDeviceLogprobRows} : DeviceLogprobLimits{};
+    return sampling_ ? DeviceLogprobLimits{kMaxDeviceTopLogprobs, kMaxDeviceLogprobRows, options_.max_logit_rows}
+                     : DeviceLogprobLimits{};
   }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
   void warm_up() override;  // cuda_warm_up.cpp

@@ -28,7 +28,21 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
   for (int32_t r : ds.return_rows)
     if (r < 0 || r >= rows)
       throw Error("CUDA backend: logits row " + std::to_string(r) + " asked back, the step has " + std::to_string(rows));
-  LogprobRows lp;  // samples whose logprobs are computed here (rows checked by pack_samples above)
+  // Logprobs computed here: scored rows (prompt logprobs) in launches of kMaxDeviceLogprobRows, their
+  // records first; then the sampled rows in one launch (rows checked by pack_samples above).
+  const int n_scored = int(ds.prompt_logprobs.size());
+  if (int64_t(n_scored) > options_.max_logit_rows)
+    throw Error("CUDA backend: " + std::to_string(n_scored) + " rows of prompt logprobs, at most " +
+                std::to_string(options_.max_logit_rows));
+  for (int j = 0; j < n_scored; ++j) {
+    const RowLogprobRequest& q = ds.prompt_logprobs[size_t(j)];
+    if (q.row < 0 || q.row >= rows || q.token < 0 || q.token >= V || q.top_n < 0 || q.top_n > kMaxDeviceTopLogprobs)
+      throw Error("CUDA backend: prompt logprobs request " + std::to_string(j) + " (row " + std::to_string(q.row) +
+                  ", token " + std::to_string(q.token) + ", top_n " + std::to_string(q.top_n) + ") outside the step's " +
+                  std::to_string(rows) + " rows, the vocabulary or top_n 0.." + std::to_string(kMaxDeviceTopLogprobs));
+  }
+  LogprobRows lp;
+  lp.first_record = n_scored;
   for (size_t s = 0; s < ds.samples.size(); ++s) {
     const int32_t top = ds.samples[s].top_logprobs;
     if (top < 0) continue;
@@ -36,13 +50,24 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
       throw Error("CUDA backend: sample " + std::to_string(s) + " asks " + std::to_string(top) +
                   " top logprobs as logprobs row " + std::to_string(lp.n + 1) + ", at most " +
                   std::to_string(kMaxDeviceTopLogprobs) + " in " + std::to_string(kMaxDeviceLogprobRows) + " rows");
-    lp.r[lp.n++] = LogprobRow{ds.samples[s].row, int32_t(s), top};
+    lp.r[lp.n++] = LogprobRow{ds.samples[s].row, int32_t(s), 0, top};
   }
 
   launch_forward(batch);
   float* logits = logits_device();
   float* pinned = logits_pinned();
-  // The logprobs' snapshot, maxima, candidates and sums, before the masks and edits below.
+  for (int first = 0; first < n_scored; first += kMaxDeviceLogprobRows) {
+    LogprobRows g;
+    g.first_record = first;
+    g.n = std::min(kMaxDeviceLogprobRows, n_scored - first);
+    for (int j = 0; j < g.n; ++j) {
+      const RowLogprobRequest& q = ds.prompt_logprobs[size_t(first + j)];
+      g.r[j] = LogprobRow{q.row, -1, q.token, q.top_n};
+    }
+    logprob_prepare(logits, g, *logprobs_, stream_);
+    logprob_finish(logits, g, nullptr, *logprobs_, stream_);
+  }
+  // The sampled rows' snapshots, maxima, candidates and sums, before the masks and edits below.
   logprob_prepare(logits, lp, *logprobs_, stream_);
   // Raw rows for logprobs leave before the edits below change the logits in place.
   // Consecutive rows (a prompt-logprobs chunk) go in one copy.
@@ -76,21 +101,23 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
     sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_,
                 sample_paths(sb.params, V));
     STRIKER_CUDA_CHECK(cudaMemcpyAsync(sb.tokens_host(), sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
-    logprob_finish(lp, sb.tokens_dev(), *logprobs_, stream_);
+    logprob_finish(logits, lp, sb.tokens_dev(), *logprobs_, stream_);
   }
   STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
   out.tokens.assign(sb.tokens_host(), sb.tokens_host() + n);
   out.logits.assign(pinned, pinned + ds.return_rows.size() * size_t(V));
-  out.logprobs.resize(size_t(lp.n));
-  for (int j = 0; j < lp.n; ++j) {
-    const LogprobRecord& rec = logprobs_->records_host()[j];
-    SampledLogprobs& o = out.logprobs[size_t(j)];
+  auto take = [&](int record, SampledLogprobs& o) {
+    const LogprobRecord& rec = logprobs_->records_host()[record];
     o.logprob = rec.logprob;
     o.top.clear();
     for (int k = 0; k < rec.n && k < kMaxDeviceTopLogprobs; ++k) o.top.emplace_back(rec.id[k], rec.value[k]);
-  }
+  };
+  out.prompt_logprobs.resize(size_t(n_scored));
+  for (int j = 0; j < n_scored; ++j) take(j, out.prompt_logprobs[size_t(j)]);
+  out.logprobs.resize(size_t(lp.n));
+  for (int j = 0; j < lp.n; ++j) take(lp.first_record + j, out.logprobs[size_t(j)]);
 }
 
 }  // namespace striker::cuda

@@ -41,8 +41,8 @@ __device__ float row_max(int j, const ss::SplitPlan& plan, const LogprobScratch&
   return block_max<NT>(m, sh);
 }
 
-// Grid (rows, splits). The CTA of (row j, slice) copies the slice into row j's snapshot, stores its
-// maximum (NaN skipped, as max_value) and its best top_n tokens (sample_math::order_key, NaN
+// Grid (rows, splits). The CTA of (row j, slice) copies a sampled row's slice into snapshot j, stores
+// its maximum (NaN skipped, as max_value) and its best top_n tokens (sample_math::order_key, NaN
 // excluded, -inf included; ties to the lower id), in id order.
 __global__ void __launch_bounds__(kSliceThreads) logprob_slices_kernel(const float* logits, int32_t V, LogprobRows rows,
                                                                         ss::SplitPlan plan, LogprobScratch s) {
@@ -53,14 +53,14 @@ __global__ void __launch_bounds__(kSliceThreads) logprob_slices_kernel(const flo
   __shared__ uint32_t thread_max[kSliceThreads];
   __shared__ Shared sh;
   const float* x = logits + int64_t(lr.row) * V;
-  float* snap = s.snapshot + int64_t(j) * V;
+  float* snap = lr.sample >= 0 ? s.snapshot + int64_t(j) * V : nullptr;
   const int32_t begin = min(V, slice * plan.slice);
   const int n = min(V - begin, plan.slice);
   float m = -std::numeric_limits<float>::infinity();
   uint32_t tmax = 0;
   for (int i = threadIdx.x; i < n; i += kSliceThreads) {
     const float v = x[begin + i];
-    snap[begin + i] = v;
+    if (snap) snap[begin + i] = v;
     m = v > m ? v : m;
     const uint32_t key = v == v ? sm::order_key(v) : 0u;  // 0: not a candidate
     keys[i] = key;
@@ -120,23 +120,25 @@ struct FinishShared {
   double lse;
 };
 
-// One CTA per row: the sampled token's logprob and the best top_n of the slices' candidates.
-__global__ void __launch_bounds__(kFinishThreads) logprob_finish_kernel(int32_t V, LogprobRows rows, ss::SplitPlan plan,
-                                                                        const int32_t* tokens, LogprobScratch s) {
+// One CTA per row: the token's logprob and the best top_n of the slices' candidates, from the raw
+// row (a sampled row's snapshot: the sampler has edited the logits since).
+__global__ void __launch_bounds__(kFinishThreads) logprob_finish_kernel(const float* logits, int32_t V, LogprobRows rows,
+                                                                        ss::SplitPlan plan, const int32_t* tokens,
+                                                                        LogprobScratch s) {
   pdl_grid_start();
   const int j = int(blockIdx.x);
   const LogprobRow lr = rows.r[j];
   __shared__ Shared sh;
   __shared__ FinishShared fs;
   const float m = row_max<kFinishThreads>(j, plan, s, sh);
-  const float* snap = s.snapshot + int64_t(j) * V;
-  LogprobRecord* rec = s.records + j;
+  const float* snap = lr.sample >= 0 ? s.snapshot + int64_t(j) * V : logits + int64_t(lr.row) * V;
+  LogprobRecord* rec = s.records + rows.first_record + j;
   if (threadIdx.x == 0) {
     double sum = 0;
     for (int k = 0; k < plan.splits; ++k) sum += s.slice_sum[slice_slot(j, k)];
     const double lse = double(m) + log(sum);
     fs.lse = lse;
-    const int32_t token = tokens[lr.sample];
+    const int32_t token = lr.sample >= 0 ? tokens[lr.sample] : lr.token;
     rec->logprob = token >= 0 && token < V ? float(double(snap[token]) - lse) : -std::numeric_limits<float>::infinity();
   }
   const int n = plan.splits * lr.top_n;
@@ -174,37 +176,45 @@ ss::SplitPlan plan_for(int64_t vocab, const char* what) {
   return plan;
 }
 
-void check_rows(const LogprobRows& rows, const char* what) {
+void check_rows(const LogprobRows& rows, const LogprobBuffers& b, const char* what) {
   if (rows.n < 0 || rows.n > kMaxDeviceLogprobRows)
     throw Error(std::string(what) + ": " + std::to_string(rows.n) + " rows, at most " +
                 std::to_string(kMaxDeviceLogprobRows));
+  if (rows.first_record < 0 || rows.first_record + rows.n > b.max_records())
+    throw Error(std::string(what) + ": records " + std::to_string(rows.first_record) + ".." +
+                std::to_string(rows.first_record + rows.n - 1) + " beyond the " + std::to_string(b.max_records()) +
+                " the buffers hold");
   for (int j = 0; j < rows.n; ++j) {
     const LogprobRow& r = rows.r[j];
     if (r.top_n < 0 || r.top_n > kMaxDeviceTopLogprobs)
       throw Error(std::string(what) + ": row " + std::to_string(j) + " asks top_n " + std::to_string(r.top_n) +
                   ", at most " + std::to_string(kMaxDeviceTopLogprobs));
-    if (r.row < 0 || r.sample < 0)
+    if (r.row < 0 || (r.sample < 0 && (r.token < 0 || r.token >= b.vocab())))
       throw Error(std::string(what) + ": row " + std::to_string(j) + " has logits row " + std::to_string(r.row) +
-                  " and sample " + std::to_string(r.sample));
+                  ", sample " + std::to_string(r.sample) + " and token " + std::to_string(r.token));
   }
 }
 
 }  // namespace
 
-LogprobBuffers::LogprobBuffers(int64_t vocab) : vocab_(vocab) {
+LogprobBuffers::LogprobBuffers(int64_t vocab, int max_records) : vocab_(vocab), max_records_(max_records) {
   plan_for(vocab, "LogprobBuffers");
+  if (max_records < kMaxDeviceLogprobRows)
+    throw Error("LogprobBuffers: " + std::to_string(max_records) + " records, at least " +
+                std::to_string(kMaxDeviceLogprobRows));
   const size_t rows = kMaxDeviceLogprobRows, slices = rows * ss::kMaxSplits, cands = slices * kTop;
-  const size_t bytes = slices * 8 + rows * sizeof(LogprobRecord) + rows * size_t(vocab) * 4 + slices * 4 + cands * 8 + slices * 4;
+  const size_t records = size_t(max_records) * sizeof(LogprobRecord);
+  const size_t bytes = slices * 8 + records + rows * size_t(vocab) * 4 + slices * 4 + cands * 8 + slices * 4;
   STRIKER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
   std::byte* at = dev_;  // 8-byte fields first: every array stays aligned
   scratch_.slice_sum = reinterpret_cast<double*>(at);
   scratch_.records = reinterpret_cast<LogprobRecord*>(at += slices * 8);
-  scratch_.snapshot = reinterpret_cast<float*>(at += rows * sizeof(LogprobRecord));
+  scratch_.snapshot = reinterpret_cast<float*>(at += records);
   scratch_.slice_max = reinterpret_cast<float*>(at += rows * size_t(vocab) * 4);
   scratch_.cand_key = reinterpret_cast<uint32_t*>(at += slices * 4);
   scratch_.cand_id = reinterpret_cast<int32_t*>(at += cands * 4);
   scratch_.cand_n = reinterpret_cast<int32_t*>(at += cands * 4);
-  const cudaError_t err = cudaMallocHost(reinterpret_cast<void**>(&records_host_), rows * sizeof(LogprobRecord));
+  const cudaError_t err = cudaMallocHost(reinterpret_cast<void**>(&records_host_), records);
   if (err != cudaSuccess) {
     cudaFree(dev_);
     STRIKER_CUDA_CHECK(err);
@@ -217,7 +227,7 @@ LogprobBuffers::~LogprobBuffers() {
 }
 
 void logprob_prepare(const float* logits, const LogprobRows& rows, const LogprobBuffers& b, cudaStream_t stream) {
-  check_rows(rows, "logprob_prepare");
+  check_rows(rows, b, "logprob_prepare");
   if (rows.n == 0) return;
   const ss::SplitPlan plan = plan_for(b.vocab(), "logprob_prepare");
   const dim3 grid(unsigned(rows.n), unsigned(plan.splits));
@@ -226,13 +236,17 @@ void logprob_prepare(const float* logits, const LogprobRows& rows, const Logprob
   launch_pdl(logprob_sums_kernel, grid, dim3(kSliceThreads), 0, stream, logits, V, rows, plan, b.scratch());
 }
 
-void logprob_finish(const LogprobRows& rows, const int32_t* tokens, const LogprobBuffers& b, cudaStream_t stream) {
-  check_rows(rows, "logprob_finish");
+void logprob_finish(const float* logits, const LogprobRows& rows, const int32_t* tokens, const LogprobBuffers& b,
+                    cudaStream_t stream) {
+  check_rows(rows, b, "logprob_finish");
   if (rows.n == 0) return;
+  for (int j = 0; j < rows.n; ++j)
+    if (rows.r[j].sample >= 0 && tokens == nullptr)
+      throw Error("logprob_finish: row " + std::to_string(j) + " is sampled but no sampled tokens were given");
   const ss::SplitPlan plan = plan_for(b.vocab(), "logprob_finish");
-  launch_pdl(logprob_finish_kernel, dim3(unsigned(rows.n)), dim3(kFinishThreads), 0, stream, int32_t(b.vocab()), rows,
-             plan, tokens, b.scratch());
-  STRIKER_CUDA_CHECK(cudaMemcpyAsync(b.records_host(), b.scratch().records,
+  launch_pdl(logprob_finish_kernel, dim3(unsigned(rows.n)), dim3(kFinishThreads), 0, stream, logits, int32_t(b.vocab()),
+             rows, plan, tokens, b.scratch());
+  STRIKER_CUDA_CHECK(cudaMemcpyAsync(b.records_host() + rows.first_record, b.scratch().records + rows.first_record,
                                      size_t(rows.n) * sizeof(LogprobRecord), cudaMemcpyDeviceToHost, stream));
 }
 
