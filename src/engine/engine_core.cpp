@@ -144,7 +144,10 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   if (config_.enable_prefix_caching)
     hasher = std::make_unique<BlockHasher>(config_.prefix_caching_hash_algo, config_.prefix_caching_hash_seed);
   kv_ = std::make_unique<KvBlockManager>(plan_.layout, std::move(hasher), config_.enable_kv_events);
-  scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{config_.max_num_seqs, config_.max_num_batched_tokens}, *kv_);
+  // Prompt-logprob chunks return a row per token: kPromptLogprobsChunk rows per step, all requests
+  // together (a backend sizes its logits for max_num_seqs + 256 rows).
+  scheduler_ = std::make_unique<Scheduler>(
+      SchedulerLimits{config_.max_num_seqs, config_.max_num_batched_tokens, int32_t(kPromptLogprobsChunk)}, *kv_);
   int threads = config_.sampler_threads;
   if (threads <= 0) threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace striker {
@@ -38,9 +39,9 @@ void Scheduler::preempt(Sequence* seq) {
   ++num_preemptions_;
 }
 
-int64_t Scheduler::chunk_wanted(const Sequence* seq, int64_t budget) const {
+int64_t Scheduler::chunk_wanted(const Sequence* seq, int64_t budget, int64_t capped_left) const {
   int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
-  if (seq->max_chunk > 0) want = std::min(want, seq->max_chunk);
+  if (seq->max_chunk > 0) want = std::min({want, seq->max_chunk, capped_left});
   return want;
 }
 
@@ -78,12 +79,14 @@ StepPlan Scheduler::schedule() {
   // A prompt chunk, a recompute after preemption and a decode are all this same catch-up.
   StepPlan plan;
   int64_t budget = limits_.max_num_batched_tokens;
+  int64_t capped_left = limits_.max_capped_tokens > 0 ? limits_.max_capped_tokens : std::numeric_limits<int64_t>::max();
 
   // Running sequences first, oldest first; when blocks run out the newest running one is
   // preempted (possibly the one asking), so the oldest request always makes progress.
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i];
-    const int64_t want = chunk_wanted(seq, budget);
+    if (seq->max_chunk > 0 && capped_left == 0) continue;  // its rows wait for the next step
+    const int64_t want = chunk_wanted(seq, budget, capped_left);
     if (want <= 0) throw std::logic_error("Scheduler: a running sequence has nothing left to compute");
     int64_t got = reserve(seq, want);
     bool self_preempted = false;
@@ -100,6 +103,7 @@ StepPlan Scheduler::schedule() {
     if (self_preempted) break;  // seq was the last running sequence
     plan.chunks.push_back({seq, seq->num_computed, got});
     budget -= got;
+    if (seq->max_chunk > 0) capped_left -= got;
   }
 
   // Then waiting sequences in arrival order, unless this step had to preempt (no room). A
@@ -112,9 +116,9 @@ StepPlan Scheduler::schedule() {
       continue;
     }
     const int64_t hit = take_cached_prefix(seq);
-    const int64_t want = chunk_wanted(seq, budget);
-    const int64_t got = reserve(seq, want);
-    if (got == 0) {  // FCFS: nothing overtakes the head of the queue
+    const int64_t want = chunk_wanted(seq, budget, capped_left);
+    const int64_t got = want > 0 ? reserve(seq, want) : 0;
+    if (got == 0) {  // FCFS: nothing overtakes the head of the queue (no room, or no capped tokens left)
       kv_.release_all(seq->blocks);
       seq->num_computed = 0;
       break;
@@ -133,6 +137,7 @@ StepPlan Scheduler::schedule() {
     running_.insert(pos, seq);
     plan.chunks.push_back({seq, seq->num_computed, got});
     budget -= got;
+    if (seq->max_chunk > 0) capped_left -= got;
   }
   return plan;
 }

@@ -13,6 +13,10 @@ namespace striker {
 struct SchedulerLimits {
   int32_t max_num_seqs = 256;            // running sequences at once
   int32_t max_num_batched_tokens = 2048; // tokens computed per step, all sequences together
+  // Tokens per step of the sequences with a max_chunk, all together (their chunks return a logits
+  // row per token: prompt logprobs); 0 = no bound. Several such requests at once would otherwise
+  // fill a step with rows (each up to its max_chunk) beyond what a backend holds.
+  int32_t max_capped_tokens = 0;
 };
 
 // One sequence's share of a step: positions [start, start+count).
@@ -52,7 +56,7 @@ class Scheduler {
 
  private:
   void preempt(Sequence* seq);
-  int64_t chunk_wanted(const Sequence* seq, int64_t budget) const;
+  int64_t chunk_wanted(const Sequence* seq, int64_t budget, int64_t capped_left) const;
   int64_t reserve(Sequence* seq, int64_t want);
   bool waits_for_leader(Sequence* seq) const;
   // A sequence that holds no blocks starts from the longest cached prefix of its tokens.

@@ -208,6 +208,23 @@ def test_prompt_logprobs(client):
         client.completions.create(model=MODEL, prompt="x", max_tokens=1, stream=True, extra_body={"prompt_logprobs": 1})
 
 
+def test_concurrent_prompt_logprobs(server, client):
+    # Prompt logprobs return a logits row per prompt token; several such requests in one step once asked
+    # the CUDA backend for more rows than it holds (3 x 256 > 512) and failed every request of the step.
+    import concurrent.futures
+    prompt = "one two three four " * 70
+
+    def ask(i):
+        r = client.completions.create(model=MODEL, prompt=prompt + str(i), max_tokens=1, temperature=0,
+                                      extra_body={"prompt_logprobs": 1})
+        return r.usage.prompt_tokens, r.choices[0].model_extra["prompt_logprobs"]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        results = list(ex.map(ask, range(4)))
+    for n, plp in results:
+        assert n > 256 and len(plp) == n and plp[0] is None and all(p for p in plp[1:])
+
+
 def test_max_logprobs_flag(striker_bin, tiny_model, tmp_path):
     # vLLM's --max-logprobs (default 20) bounds logprobs, top_logprobs and prompt_logprobs. Asking 33 is
     # more than a CUDA backend computes on the device (32), so those rows come back to the host: the

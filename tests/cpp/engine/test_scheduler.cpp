@@ -189,3 +189,33 @@ TEST(Scheduler, PerSequenceChunkCap) {
   s.add(a);
   EXPECT_EQ(chunks(s.schedule()), (std::vector<C>{{0, 0, 3}}));
 }
+
+// Sequences with a max_chunk (prompt logprobs: a logits row per token) share max_capped_tokens per
+// step: three of them at once get 5, then 2 of the 7, the rest waits — running or queued — and
+// every one finishes its prompt; an uncapped sequence is not held back.
+TEST(Scheduler, CappedSequencesShareOneBudgetPerStep) {
+  KvBlockManager kv(full_only(100));
+  Scheduler s({8, 64, 7}, kv);
+  Seqs q;
+  Sequence* a = q.make(12);
+  Sequence* b = q.make(12);
+  Sequence* c = q.make(12);
+  Sequence* d = q.make(6);  // no cap
+  for (Sequence* x : {a, b, c}) x->max_chunk = 5;
+  for (Sequence* x : {a, b, c, d}) s.add(x);
+  StepPlan p = s.schedule();
+  // c waits at the head of the queue (no capped tokens left), so d behind it waits too (FCFS).
+  EXPECT_EQ(chunks(p), (std::vector<C>{{0, 0, 5}, {1, 0, 2}}));
+  finish_step(s, p);
+  for (int step = 0; step < 20 && (a->num_computed < 12 || b->num_computed < 12 || c->num_computed < 12); ++step) {
+    p = s.schedule();
+    int64_t capped = 0;
+    for (const auto& ch : p.chunks) capped += ch.seq->max_chunk > 0 ? ch.count : 0;
+    EXPECT_LE(capped, 7) << "step " << step;
+    finish_step(s, p);
+  }
+  EXPECT_GE(a->num_computed, 12);
+  EXPECT_GE(b->num_computed, 12);
+  EXPECT_GE(c->num_computed, 12);
+  EXPECT_GE(d->num_computed, 6);
+}
