@@ -99,6 +99,7 @@ using LogitsSink = std::function<void(int64_t first, const float* rows, int64_t 
 struct SampledLogprobs {
   float logprob = 0;                            // of the sampled (or the given) token
   std::vector<std::pair<int32_t, float>> top;   // best first: higher logit, then lower id
+  int64_t rank = 0;  // given tokens only: logits >= the token's (TokenLogprob::rank); 0 for sampled ones
 };
 
 struct SampledStep {

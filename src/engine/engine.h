@@ -42,6 +42,10 @@ struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // top-N alternatives, best first
+  // vLLM's rank of `token`: how many logits of the row are >= its logit (1 for the best; ties
+  // count; 0 for a NaN logit). Served with prompt logprobs; 0 when a backend did not compute it
+  // (sampled tokens' logprobs: the OpenAI formats have no rank).
+  int64_t rank = 0;
 };
 
 // What happened to one choice since the previous callback.

@@ -384,7 +384,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
           const int32_t token = r.req.prompt[size_t(pos)];
           const SampledLogprobs* lp = rows.prompt_logprobs ? (*rows.prompt_logprobs)[row + size_t(k)] : nullptr;
           r.prompt_logprobs[size_t(pos)] =
-              lp ? TokenLogprob{token, lp->logprob, lp->top}
+              lp ? TokenLogprob{token, lp->logprob, lp->top, lp->rank}
                  : token_logprob(rows.row(row + size_t(k), V), token, *r.req.params.prompt_logprobs);
         }
       };

@@ -369,11 +369,16 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
   // Pass 1: each chunk's maximum and its best n (ids offset to the row); pass 2: each chunk's sum of
   // exp(v - m) against the row's maximum. Merged in chunk order: the same bits on any pool.
   std::array<float, kLogprobChunks> chunk_max{};
+  std::array<int64_t, kLogprobChunks> chunk_rank{};  // logits >= the token's
   std::array<double, kLogprobChunks> chunk_sum{};
+  const float token_v = in_vocab(token, V) ? logits[size_t(token)] : std::numeric_limits<float>::quiet_NaN();
   std::array<std::vector<int32_t>, kLogprobChunks> chunk_best;
   for_chunks([&](int64_t c) {
     const auto x = chunk(c);
     chunk_max[size_t(c)] = max_value(x);
+    int64_t at_least = 0;
+    for (float v : x) at_least += v >= token_v;
+    chunk_rank[size_t(c)] = at_least;
     if (n > 0 && !x.empty()) {
       const int32_t offset = int32_t(x.data() - logits.data());
       chunk_best[size_t(c)] = best_ids(x, std::min(n, x.size()), -std::numeric_limits<float>::infinity());
@@ -393,6 +398,7 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
   TokenLogprob out;
   out.token = token;
   out.logprob = in_vocab(token, V) ? float(double(logits[size_t(token)]) - lse) : kNegInf;
+  for (int64_t r : chunk_rank) out.rank += r;
   if (n > 0) {
     std::vector<int32_t> cand;
     for (const auto& b : chunk_best) cand.insert(cand.end(), b.begin(), b.end());

@@ -206,10 +206,16 @@ nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std:
       out.push_back(nullptr);
       continue;
     }
+    // vLLM's entries: the prompt token with its rank, then the best tokens ranked 1, 2, ...
     nlohmann::json pos = nlohmann::json::object();
-    pos[std::to_string(lp->token)] = {{"logprob", std::max(lp->logprob, -9999.0f)}, {"decoded_token", token_text(tok, lp->token)}};
+    pos[std::to_string(lp->token)] = {{"logprob", std::max(lp->logprob, -9999.0f)},
+                                      {"rank", lp->rank},
+                                      {"decoded_token", token_text(tok, lp->token)}};
+    int64_t rank = 0;
     for (const auto& [id, logprob] : lp->top) {
-      pos[std::to_string(id)] = {{"logprob", std::max(logprob, -9999.0f)}, {"decoded_token", token_text(tok, id)}};
+      pos[std::to_string(id)] = {{"logprob", std::max(logprob, -9999.0f)},
+                                 {"rank", ++rank},
+                                 {"decoded_token", token_text(tok, id)}};
     }
     out.push_back(pos);
   }

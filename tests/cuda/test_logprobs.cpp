@@ -112,7 +112,7 @@ void run_logprob_batch(std::mt19937& rng, int64_t V, int rows, LpTally& t) {
     const LogprobRecord& got = lb.records_host()[j];
     ++t.rows;
     t.nan_rows += std::isnan(want.logprob);
-    bool ok = close(got.logprob, want.logprob, t) && got.n == int32_t(want.top.size());
+    bool ok = close(got.logprob, want.logprob, t) && got.n == int32_t(want.top.size()) && got.rank == 0;
     for (int k = 0; ok && k < got.n; ++k)
       ok = got.id[k] == want.top[size_t(k)].first && close(got.value[k], want.top[size_t(k)].second, t);
     if (!ok && t.bad++ < 8) {
@@ -176,12 +176,13 @@ TEST(CudaLogprobs, ScoredRowsMatchCpuTokenLogprobInSeveralLaunches) {
       const LogprobRecord& got = lb.records_host()[k];
       ++t.rows;
       t.nan_rows += std::isnan(want.logprob);
-      bool ok = close(got.logprob, want.logprob, t) && got.n == int32_t(want.top.size());
+      bool ok = close(got.logprob, want.logprob, t) && got.n == int32_t(want.top.size()) && got.rank == want.rank;
       for (int i = 0; ok && i < got.n; ++i)
         ok = got.id[i] == want.top[size_t(i)].first && close(got.value[i], want.top[size_t(i)].second, t);
       if (!ok && t.bad++ < 8)
-        std::printf("SCORED MISMATCH V %lld row %d token %d top_n %d: gpu %.9g (n %d) cpu %.9g (n %zu)\n", (long long)V,
-                    q.row, q.token, q.top_n, got.logprob, got.n, want.logprob, want.top.size());
+        std::printf("SCORED MISMATCH V %lld row %d token %d top_n %d: gpu %.9g (n %d, rank %d) cpu %.9g (n %zu, rank %lld)\n",
+                    (long long)V, q.row, q.token, q.top_n, got.logprob, got.n, got.rank, want.logprob, want.top.size(),
+                    (long long)want.rank);
     }
   }
   std::printf("scored logprobs: %d rows (%d NaN), %d values, %d bit-exact, max |diff| %.3g, %d bad\n", t.rows, t.nan_rows,
@@ -263,6 +264,7 @@ TEST(CudaLogprobs, BackendForwardSampledReturnsLogprobsOfItsRawRows) {
     const TokenLogprob want = token_logprob(raw, q.token, q.top_n);
     const SampledLogprobs& got = out.prompt_logprobs[j];
     EXPECT_TRUE(close(got.logprob, want.logprob, t)) << "scored " << j << ": " << got.logprob << " vs " << want.logprob;
+    EXPECT_EQ(got.rank, want.rank) << "scored " << j;
     ASSERT_EQ(got.top.size(), want.top.size()) << "scored " << j;
     for (size_t k = 0; k < got.top.size(); ++k) {
       EXPECT_EQ(got.top[k].first, want.top[k].first) << "scored " << j << " rank " << k;

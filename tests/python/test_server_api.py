@@ -198,12 +198,19 @@ def test_api_key(striker_bin, tiny_model, tmp_path):
         s.stop()
 
 
-def test_prompt_logprobs(client):
+def test_prompt_logprobs(server, client):
     r = client.completions.create(model=MODEL, prompt="one two three", max_tokens=1, temperature=0,
                                   extra_body={"prompt_logprobs": 2, "ignore_eos": True})
     plp = r.choices[0].model_extra["prompt_logprobs"]
     assert plp[0] is None and len(plp) == r.usage.prompt_tokens
     assert all(isinstance(p, dict) and 1 <= len(p) <= 3 for p in plp[1:])
+    # vLLM's entries: logprob, rank (the best tokens 1 and 2; the prompt token its own, >= 1), decoded_token
+    prompt_ids = requests.post(server.url + "/tokenize", json={"model": MODEL, "prompt": "one two three"}).json()["tokens"]
+    assert len(prompt_ids) == len(plp)
+    for tok, p in zip(prompt_ids[1:], plp[1:]):
+        assert p[str(tok)]["rank"] >= 1 and set(p[str(tok)]) == {"logprob", "rank", "decoded_token"}
+        top = max(e["logprob"] for e in p.values())
+        assert any(e["rank"] == 1 and e["logprob"] == top for e in p.values())
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model=MODEL, prompt="x", max_tokens=1, stream=True, extra_body={"prompt_logprobs": 1})
 

@@ -56,7 +56,7 @@ class DeviceSamplingFake : public FakeBackend {
     for (const RowLogprobRequest& q : ds.prompt_logprobs) {
       if (q.top_n > limits_.max_top) throw std::logic_error("device-sampling fake: prompt top_n beyond device_logprobs()");
       const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
-      out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
+      out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top, lp.rank});
     }
     for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
     samples_ += int64_t(ds.samples.size());
@@ -76,7 +76,8 @@ struct Outputs {
   std::map<std::string, std::map<int32_t, std::string>> text;
   std::map<std::string, std::map<int32_t, int>> finish;
   std::map<std::string, std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>>>> logprobs;
-  std::map<std::string, std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>>>> prompt_logprobs;
+  std::map<std::string, std::vector<std::tuple<int32_t, float, std::vector<std::pair<int32_t, float>>, int64_t>>>
+      prompt_logprobs;
   bool operator==(const Outputs&) const = default;
 };
 
@@ -103,7 +104,8 @@ Outputs run_workload(Backend& backend, uint64_t seed) {
     }
     for (const auto& l : o.prompt_logprobs)
       out.prompt_logprobs[o.request_id].emplace_back(l ? l->token : -1, l ? l->logprob : 0.f,
-                                                     l ? l->top : std::vector<std::pair<int32_t, float>>{});
+                                                     l ? l->top : std::vector<std::pair<int32_t, float>>{},
+                                                     l ? l->rank : -1);
   };
   std::mt19937 rng{uint32_t(seed)};
   int added = 0;

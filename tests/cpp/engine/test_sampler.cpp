@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -193,6 +194,13 @@ TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   EXPECT_EQ(lp.top[2].first, 3);
   EXPECT_NEAR(lp.top[0].second, 3.0 - lse, 1e-6);
   EXPECT_TRUE(token_logprob(logits, 1, 0).top.empty());
+  // vLLM's rank: how many logits are >= the token's (ties count, the token itself too).
+  EXPECT_EQ(token_logprob(logits, 2, 0).rank, 1);
+  EXPECT_EQ(token_logprob(logits, 1, 0).rank, 3);  // 2 and 3 tie at 2.0, behind 3.0
+  EXPECT_EQ(lp.rank, 4);
+  logits[1] = std::numeric_limits<float>::quiet_NaN();  // a NaN logit counts for no one, and has rank 0
+  EXPECT_EQ(token_logprob(logits, 3, 0).rank, 2);
+  EXPECT_EQ(token_logprob(logits, 1, 0).rank, 0);
 }
 
 // A row of Flint's size, full of ties (bf16-rounded), a NaN and -inf: the chunked, pooled logprobs
@@ -214,6 +222,7 @@ TEST(Sampler, LogprobsOverAPoolHaveTheBitsOfOneThread) {
   for (int32_t top_n : {0, 1, 5, 20}) {
     const TokenLogprob a = token_logprob(x, 4242, top_n), b = token_logprob(x, 4242, top_n, &pool);
     EXPECT_EQ(std::memcmp(&a.logprob, &b.logprob, 4), 0) << top_n;
+    EXPECT_EQ(a.rank, b.rank) << top_n;
     ASSERT_EQ(a.top.size(), size_t(top_n));
     ASSERT_EQ(b.top.size(), size_t(top_n));
     for (int j = 0; j < top_n; ++j) {
@@ -233,6 +242,7 @@ TEST(Sampler, LogprobsOverAPoolHaveTheBitsOfOneThread) {
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return x[size_t(a)] > x[size_t(b)]; });
   const TokenLogprob c = token_logprob(x, 4242, 20, &pool);
   EXPECT_NEAR(c.logprob, double(x[4242]) - lse, 1e-5);
+  EXPECT_EQ(c.rank, std::count_if(x.begin(), x.end(), [&](float v) { return v >= x[4242]; }));
   for (int j = 0; j < 20; ++j) {
     EXPECT_EQ(c.top[size_t(j)].first, order[size_t(j)]) << j;  // value desc, ties to the lower id
     EXPECT_NEAR(c.top[size_t(j)].second, double(x[size_t(order[size_t(j)])]) - lse, 1e-5) << j;

@@ -111,6 +111,7 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
   auto take = [&](int record, SampledLogprobs& o) {
     const LogprobRecord& rec = logprobs_->records_host()[record];
     o.logprob = rec.logprob;
+    o.rank = rec.rank;
     o.top.clear();
     for (int k = 0; k < rec.n && k < kMaxDeviceTopLogprobs; ++k) o.top.emplace_back(rec.id[k], rec.value[k]);
   };

@@ -56,12 +56,16 @@ __global__ void __launch_bounds__(kSliceThreads) logprob_slices_kernel(const flo
   float* snap = lr.sample >= 0 ? s.snapshot + int64_t(j) * V : nullptr;
   const int32_t begin = min(V, slice * plan.slice);
   const int n = min(V - begin, plan.slice);
+  // A given token's rank counts the logits >= its own (NaN: none); a sampled row has none yet.
+  const float token_v = lr.sample < 0 ? x[lr.token] : std::numeric_limits<float>::quiet_NaN();
   float m = -std::numeric_limits<float>::infinity();
   uint32_t tmax = 0;
+  int32_t at_least = 0;
   for (int i = threadIdx.x; i < n; i += kSliceThreads) {
     const float v = x[begin + i];
     if (snap) snap[begin + i] = v;
     m = v > m ? v : m;
+    at_least += v >= token_v;
     const uint32_t key = v == v ? sm::order_key(v) : 0u;  // 0: not a candidate
     keys[i] = key;
     tmax = max(tmax, key);
@@ -69,7 +73,9 @@ __global__ void __launch_bounds__(kSliceThreads) logprob_slices_kernel(const flo
   thread_max[threadIdx.x] = tmax;
   __syncthreads();
   m = block_max<kSliceThreads>(m, sh);
-  if (threadIdx.x == 0) s.slice_max[slice_slot(j, slice)] = m;
+  int32_t slice_at_least;
+  block_exclusive_scan<kSliceThreads>(at_least, sh, slice_at_least);
+  if (threadIdx.x == 0) s.slice_max[slice_slot(j, slice)] = m, s.slice_rank[slice_slot(j, slice)] = slice_at_least;
   if (lr.top_n <= 0) return;  // block-uniform
   // The top_n-th best of the threads' maxima bounds the slice's top_n-th key from below: keys
   // under it are dropped before the radix select (as the sampler's candidate kernel does).
@@ -139,6 +145,10 @@ __global__ void __launch_bounds__(kFinishThreads) logprob_finish_kernel(const fl
     const double lse = double(m) + log(sum);
     fs.lse = lse;
     const int32_t token = lr.sample >= 0 ? tokens[lr.sample] : lr.token;
+    int32_t rank = 0;
+    if (lr.sample < 0)
+      for (int k = 0; k < plan.splits; ++k) rank += s.slice_rank[slice_slot(j, k)];
+    rec->rank = rank;
     rec->logprob = token >= 0 && token < V ? float(double(snap[token]) - lse) : -std::numeric_limits<float>::infinity();
   }
   const int n = plan.splits * lr.top_n;
@@ -204,7 +214,7 @@ LogprobBuffers::LogprobBuffers(int64_t vocab, int max_records) : vocab_(vocab), 
                 std::to_string(kMaxDeviceLogprobRows));
   const size_t rows = kMaxDeviceLogprobRows, slices = rows * ss::kMaxSplits, cands = slices * kTop;
   const size_t records = size_t(max_records) * sizeof(LogprobRecord);
-  const size_t bytes = slices * 8 + records + rows * size_t(vocab) * 4 + slices * 4 + cands * 8 + slices * 4;
+  const size_t bytes = slices * 8 + records + rows * size_t(vocab) * 4 + slices * 4 + cands * 8 + slices * 4 + slices * 4;
   STRIKER_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
   std::byte* at = dev_;  // 8-byte fields first: every array stays aligned
   scratch_.slice_sum = reinterpret_cast<double*>(at);
@@ -214,6 +224,7 @@ LogprobBuffers::LogprobBuffers(int64_t vocab, int max_records) : vocab_(vocab), 
   scratch_.cand_key = reinterpret_cast<uint32_t*>(at += slices * 4);
   scratch_.cand_id = reinterpret_cast<int32_t*>(at += cands * 4);
   scratch_.cand_n = reinterpret_cast<int32_t*>(at += cands * 4);
+  scratch_.slice_rank = reinterpret_cast<int32_t*>(at += slices * 4);
   const cudaError_t err = cudaMallocHost(reinterpret_cast<void**>(&records_host_), records);
   if (err != cudaSuccess) {
     cudaFree(dev_);

@@ -41,6 +41,8 @@ struct LogprobRows {
 struct LogprobRecord {
   float logprob = 0;  // of the row's token
   int32_t n = 0;      // top entries written (fewer than top_n when the row has fewer non-NaN logits)
+  int32_t rank = 0;   // a given token's: logits >= its logit (TokenLogprob::rank); 0 for a sampled one
+  int32_t pad = 0;
   int32_t id[kMaxDeviceTopLogprobs];
   float value[kMaxDeviceTopLogprobs];  // best first
 };
@@ -51,6 +53,7 @@ struct LogprobScratch {
   float* snapshot = nullptr;
   float* slice_max = nullptr;
   double* slice_sum = nullptr;
+  int32_t* slice_rank = nullptr;  // a given token's row: the slice's logits >= the token's
   uint32_t* cand_key = nullptr;  // sample_math::order_key of the logit
   int32_t* cand_id = nullptr;
   int32_t* cand_n = nullptr;
