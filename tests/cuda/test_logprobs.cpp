@@ -21,6 +21,7 @@
 #include "cuda_test_util.h"
 #include "engine/sampler.h"
 #include "engine/sampling_cases.h"
+#include "sampling_test_util.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -71,10 +72,7 @@ void run_logprob_batch(std::mt19937& rng, int64_t V, int rows, LpTally& t) {
   std::vector<LogitEdit> edits;
   pack_samples(reqs, rows, V, params, edits);
   SamplingBuffers sb(rows, std::max<int64_t>(int64_t(edits.size()), 1));
-  std::copy(params.begin(), params.end(), sb.params_host());
-  std::copy(edits.begin(), edits.end(), sb.edits_host());
-  sb.counts_host()[0] = int32_t(params.size());
-  sb.counts_host()[1] = int32_t(edits.size());
+  stage_samples(sb, params, edits);
   DeviceBuffer<float> d_logits(logits);
   LogprobBuffers lb(V, kMaxDeviceLogprobRows);
   // Poisoned scratch and records: whatever a kernel fails to write shows as NaN, huge counts or id -1.

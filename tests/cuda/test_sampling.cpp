@@ -20,6 +20,7 @@
 #include "backend_reference.h"
 #include "cuda_test_util.h"
 #include "engine/sampling_cases.h"
+#include "sampling_test_util.h"
 #include "engine/sampler.h"
 
 namespace striker::cuda::testing {
@@ -65,10 +66,7 @@ void run_batch(std::mt19937& rng, int64_t V, int rows, Tally& t,
   std::vector<LogitEdit> edits;
   pack_samples(reqs, rows, V, params, edits);
   SamplingBuffers sb(rows, std::max<int64_t>(int64_t(edits.size()), 1));
-  std::copy(params.begin(), params.end(), sb.params_host());
-  std::copy(edits.begin(), edits.end(), sb.edits_host());
-  sb.counts_host()[0] = int32_t(params.size());
-  sb.counts_host()[1] = int32_t(edits.size());
+  stage_samples(sb, params, edits);
   DeviceBuffer<float> d_logits(logits);
   STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, size_t(rows) * 4));  // -1: unwritten shows
   // Poisoned candidate scratch: a slice the first kernel failed to write shows as huge counts
@@ -324,10 +322,7 @@ TEST(CudaSampling, GreedyIsArgmaxWithLowestIdAndSkipsNaN) {
   std::vector<LogitEdit> edits;
   pack_samples(reqs, 4, V, params, edits);
   SamplingBuffers sb(4, 8);
-  std::copy(params.begin(), params.end(), sb.params_host());
-  std::copy(edits.begin(), edits.end(), sb.edits_host());
-  sb.counts_host()[0] = 4;
-  sb.counts_host()[1] = int32_t(edits.size());
+  stage_samples(sb, params, edits);
   DeviceBuffer<float> d_logits(logits);
   STRIKER_CUDA_CHECK(cudaMemset(sb.tokens_dev(), 0xFF, 16));
   sb.upload(4, int64_t(edits.size()), nullptr);

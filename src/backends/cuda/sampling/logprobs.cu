@@ -77,14 +77,7 @@ __global__ void __launch_bounds__(kSliceThreads) logprob_slices_kernel(const flo
   block_exclusive_scan<kSliceThreads>(at_least, sh, slice_at_least);
   if (threadIdx.x == 0) s.slice_max[slice_slot(j, slice)] = m, s.slice_rank[slice_slot(j, slice)] = slice_at_least;
   if (lr.top_n <= 0) return;  // block-uniform
-  // The top_n-th best of the threads' maxima bounds the slice's top_n-th key from below: keys
-  // under it are dropped before the radix select (as the sampler's candidate kernel does).
-  const uint32_t bound = select_top<kSliceThreads>(thread_max, kSliceThreads, lr.top_n, lr.top_n, sh).lo;
-  if (bound > 0)
-    for (int i = threadIdx.x; i < n; i += kSliceThreads)
-      if (keys[i] < bound) keys[i] = 0;
-  __syncthreads();
-  const TopRule rule = select_top<kSliceThreads>(keys, n, lr.top_n, lr.top_n, sh);
+  const TopRule rule = select_top_pruned<kSliceThreads>(keys, n, thread_max, lr.top_n, lr.top_n, sh);
   const int64_t out = slice_slot(j, slice) * kTop;
   const int32_t kept = gather_kept<kSliceThreads>(keys, n, rule, sh, [&](int i, int32_t pos) {
     s.cand_key[out + pos] = keys[i];

@@ -94,15 +94,7 @@ __global__ void __launch_bounds__(kSliceThreads) candidates_kernel(const float* 
   block_argmax<kSliceThreads>(m, am, sh);
   const int64_t slot = int64_t(sample) * sample_split::kMaxSplits + slice;
   if (threadIdx.x == 0) scratch.slice_max_v[slot] = m, scratch.slice_max_id[slot] = am;
-  // A cheap lower bound of the slice's k-th key: the k-th best of the threads' maxima (k
-  // distinct tokens reach it). Keys below it cannot be in the top_k; dropping them first
-  // leaves the radix select below a few hundred keys instead of the whole slice.
-  const uint32_t bound = select_top<kSliceThreads>(thread_max, kSliceThreads, p.top_k, p.top_k, sh).lo;
-  if (bound > 0)
-    for (int i = threadIdx.x; i < n; i += kSliceThreads)
-      if (keys[i] < bound) keys[i] = 0;
-  __syncthreads();
-  const TopRule rule = select_top<kSliceThreads>(keys, n, p.top_k, plan.cap, sh);
+  const TopRule rule = select_top_pruned<kSliceThreads>(keys, n, thread_max, p.top_k, plan.cap, sh);
   const int64_t out_base = int64_t(sample) * sample_split::kMaxCandidates + int64_t(slice) * plan.cap;
   const int32_t kept = gather_kept<kSliceThreads>(keys, n, rule, sh, [&](int i, int32_t pos) {
     scratch.cand_key[out_base + pos] = keys[i];

@@ -195,6 +195,19 @@ __device__ TopRule select_top(const uint32_t* keys, int n, int k, int cap, Share
   return TopRule{prefix, prefix, need};
 }
 
+// select_top over a slice's keys[0, n) after dropping the keys that cannot be among its best k: the
+// k-th best of the block's per-thread maxima (thread_max[0, NT)) is a lower bound of the slice's k-th
+// key (k distinct tokens reach it), which leaves the radix select a few hundred keys, not the slice.
+template <int NT>
+__device__ __forceinline__ TopRule select_top_pruned(uint32_t* keys, int n, const uint32_t* thread_max, int k, int cap, Shared& sh) {
+  const uint32_t bound = select_top<NT>(thread_max, NT, k, k, sh).lo;
+  if (bound > 0)
+    for (int i = threadIdx.x; i < n; i += NT)
+      if (keys[i] < bound) keys[i] = 0;
+  __syncthreads();
+  return select_top<NT>(keys, n, k, cap, sh);
+}
+
 __device__ __forceinline__ bool rule_admits(const TopRule& r, uint32_t key) { return key != 0 && key >= r.lo; }
 
 // Calls emit(index, position) for every key the rule keeps, positions 0, 1, ... in array
