@@ -282,8 +282,8 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
                                         const std::vector<bool>& all_logits, int64_t rows) {
   DeviceSampling ds;
   // A sampled token's logprobs are computed by the backend where it can (its limits), else from
-  // its raw row sent back here; rows already coming back for prompt logprobs serve both.
-  // Prompt logprobs likewise: row k of an all_logits chunk scores the prompt's token at start + k + 1.
+  // its raw row sent back here. Prompt logprobs likewise: row k of an all_logits chunk scores the
+  // prompt's token at start + k + 1 (a chunk's sampled row is never a scored one).
   const DeviceLogprobLimits lp_limits = backend_.device_logprobs();
   int32_t device_lp_rows = 0;
   int32_t row = 0;
