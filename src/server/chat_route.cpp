@@ -117,10 +117,10 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
                          {"service_tier", nullptr},
                          {"system_fingerprint", nullptr},
                          {"usage", usage_json(*job.gen, acct.completion_tokens())},
-                         {"prompt_logprobs", job.prompt_logprobs},
                          {"prompt_token_ids", job.sampling.return_token_ids ? nlohmann::json(job.prompt.tokens)
                                                                             : nlohmann::json(nullptr)},
                          {"kv_transfer_params", nullptr}};
+  body["prompt_logprobs"] = std::move(job.prompt_logprobs);  // moved: an initializer list would copy it
   res.status = 200;
   res.set_content(dump_json(body), "application/json");
 }

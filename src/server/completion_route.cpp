@@ -2,6 +2,7 @@
 // template and no reasoning/tool parsing (chat-format.md §5.7).
 #include <httplib.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "server/api_error.h"
@@ -105,12 +106,14 @@ void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) 
   }
   if (!out.prompt_logprobs.empty() && c.prompt_logprobs.is_null()) {
     // Every choice of this prompt shares the prompt's logprobs (sent once, on its first output).
-    const auto plp = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    auto plp = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
     const size_t prompt = size_t(d.index / job.n);
     const size_t first = prompt * size_t(job.n);
-    for (size_t i = first; i < first + size_t(job.n) && i < job.choices.size(); ++i) {
+    const size_t end = std::min(first + size_t(job.n), job.choices.size());
+    for (size_t i = first; i < end; ++i) {
       auto& ci = job.choices[i];
-      ci.prompt_logprobs = plp;
+      if (i + 1 < end) ci.prompt_logprobs = plp;
+      else ci.prompt_logprobs = std::move(plp);
       if (job.echo_logprobs()) {
         ci.echo_logprobs = add_prompt_logprobs(job.token_names(), ci, job.prompt_tokens[prompt], out.prompt_logprobs,
                                                *job.sampling.params.logprobs);
@@ -160,17 +163,18 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
                        {"finish_reason", finish_reason_name(c.finish.value_or(FinishReason::Abort))},
                        {"stop_reason", c.stop_reason},
                        {"token_ids", job.sampling.return_token_ids ? nlohmann::json(c.token_ids) : nlohmann::json(nullptr)},
-                       {"prompt_logprobs", c.prompt_logprobs},
                        {"prompt_token_ids", job.sampling.return_token_ids ? nlohmann::json(job.prompt_tokens_of(i))
                                                                           : nlohmann::json(nullptr)}});
+    choices.back()["prompt_logprobs"] = std::move(c.prompt_logprobs);  // moved: an initializer list would copy it
   }
   acct.finish(metrics_reason(job), job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
   nlohmann::json body = {{"id", job.id},       {"object", "text_completion"},
                          {"created", job.created}, {"model", job.ctx.model_name()},
-                         {"choices", choices},    {"service_tier", nullptr},
+                         {"service_tier", nullptr},
                          {"system_fingerprint", nullptr},
                          {"usage", usage_json(*job.gen, acct.completion_tokens())},
                          {"kv_transfer_params", nullptr}};
+  body["choices"] = std::move(choices);
   res.status = 200;
   res.set_content(dump_json(body), "application/json");
 }

@@ -217,7 +217,7 @@ nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std:
                                  {"rank", ++rank},
                                  {"decoded_token", token_text(tok, id)}};
     }
-    out.push_back(pos);
+    out.push_back(std::move(pos));
   }
   return out;
 }
