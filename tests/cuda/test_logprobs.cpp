@@ -47,7 +47,6 @@ bool close(float got, float want, LpTally& t) {
 void run_logprob_batch(std::mt19937& rng, int64_t V, int rows, LpTally& t) {
   std::vector<float> logits;
   std::vector<SampleRequest> reqs;
-  std::vector<int32_t> biased(size_t(rows), -1);
   for (int r = 0; r < rows; ++r) {
     const int kind = int(rng() % 6);
     auto row = make_row(rng, V, kind);
@@ -63,7 +62,6 @@ void run_logprob_batch(std::mt19937& rng, int64_t V, int rows, LpTally& t) {
       while (std::any_of(q.logit_bias.begin(), q.logit_bias.end(), [&](const auto& b) { return b.first == id; }) ||
              std::find(q.suppressed.begin(), q.suppressed.end(), id) != q.suppressed.end() || !(row[size_t(id)] > -1e30f));
       q.logit_bias.emplace_back(id, 40.f);
-      biased[size_t(r)] = id;
     }
     reqs.push_back(q);
   }
