@@ -1,0 +1,638 @@
+// The persistent decode-layer chain (persistent_chain_probe.h): one CTA per SM, a producer warp filling
+// a shared-memory weight ring, consumer warps ordered by global counters.
+#include "persistent_chain_probe.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/wgmma.cuh"  // mbarriers, named barriers
+
+namespace striker::cuda::testing {
+namespace {
+
+constexpr int kH = 2048, kQkv = 5120, kQ = 4096, kInter = 512, kRouterRows = 256, kTopK = 6;
+constexpr int kMoeSlots = kTopK + 1;  // slot 0: the shared expert; 1..6: the routed ones
+constexpr int kPool = 64;             // experts per layer the router chooses from (logits 0..63)
+constexpr int kOps = 5;               // counters per layer: qkv, o_proj, router, gate/up, down
+constexpr int kConsumerWarps = 8, kConsumers = kConsumerWarps * 32, kThreads = kConsumers + 32;
+constexpr int kRing = 6, kSlotBytes = 32768;
+constexpr int kMinCtas = 128;  // down: <= 16 output rows per CTA
+constexpr float kEps = 1e-6f;
+
+struct Weights {
+  const __nv_bfloat16* qkv;     // [L][5120][2048]
+  const __nv_bfloat16* o;       // [L][2048][4096]
+  const __nv_bfloat16* router;  // [L][256][2048]
+  const __nv_bfloat16* gu;      // [L][kPool + 1][1024][2048]: gate rows 0..511, up rows 512..1023; kPool = shared
+  const __nv_bfloat16* down;    // [L][kPool + 1][2048][512]
+};
+struct Acts {
+  float* hA;      // residual entering a layer (and leaving it)
+  float* hB;      // residual after o_proj
+  float* xqkv;    // [5120], bf16-rounded
+  float* logits;  // [256]
+  float* act;     // [7][512], bf16-rounded SwiGLU
+  float* ssA;     // [L + 1]: sum of squares of hA entering layer l
+  float* ssB;     // [L]
+};
+
+__host__ __device__ inline int split(int total, int part, int parts) {
+  return int(static_cast<long long>(total) * part / parts);
+}
+__device__ __forceinline__ float bf16_round(float v) { return __bfloat162float(__float2bfloat16(v)); }
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// One row of K bf16 weights (shared or global memory) against x (K floats): lane-strided 16-byte
+// pieces, warp-summed. Every lane returns the sum.
+template <int K>
+__device__ __forceinline__ float row_dot(const char* row, const float* x) {
+  const int lane = threadIdx.x & 31;
+  float acc = 0.f;
+#pragma unroll
+  for (int it = 0; it < K / 256; ++it) {
+    const int p = lane + 32 * it;
+    const uint4 w = *reinterpret_cast<const uint4*>(row + 16 * p);
+    const float4 xa = *reinterpret_cast<const float4*>(x + 8 * p);
+    const float4 xb = *reinterpret_cast<const float4*>(x + 8 * p + 4);
+    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
+    float2 f;
+    f = __bfloat1622float2(w2[0]);
+    acc = fmaf(f.x, xa.x, acc);
+    acc = fmaf(f.y, xa.y, acc);
+    f = __bfloat1622float2(w2[1]);
+    acc = fmaf(f.x, xa.z, acc);
+    acc = fmaf(f.y, xa.w, acc);
+    f = __bfloat1622float2(w2[2]);
+    acc = fmaf(f.x, xb.x, acc);
+    acc = fmaf(f.y, xb.y, acc);
+    f = __bfloat1622float2(w2[3]);
+    acc = fmaf(f.x, xb.z, acc);
+    acc = fmaf(f.y, xb.w, acc);
+  }
+#pragma unroll
+  for (int off = 16; off; off >>= 1) acc += __shfl_xor_sync(~0u, acc, off);
+  return acc;
+}
+
+// The layer's routing (whole warp): top-6 of logits[0..63] (lower id on ties), weights = sigmoid
+// normalised over the six, x2.5. `fixed`: a routing known in advance (distinct ids, equal weights).
+__device__ void select_experts(const float* logits, int layer, bool fixed, int (&ids)[kTopK], float (&w)[kTopK]) {
+  const int lane = threadIdx.x & 31;
+  if (fixed) {
+    for (int i = 0; i < kTopK; ++i) {
+      ids[i] = (layer * 7 + i * 11) % kPool;
+      w[i] = 2.5f / kTopK;
+    }
+    return;
+  }
+  float v0 = __ldcg(logits + lane), v1 = __ldcg(logits + lane + 32);
+  float sum = 0.f;
+  for (int i = 0; i < kTopK; ++i) {
+    float bv = v0;
+    int bi = lane;
+    if (v1 > v0) {
+      bv = v1;
+      bi = lane + 32;
+    }
+#pragma unroll
+    for (int off = 16; off; off >>= 1) {
+      const float ov = __shfl_xor_sync(~0u, bv, off);
+      const int oi = __shfl_xor_sync(~0u, bi, off);
+      if (ov > bv || (ov == bv && oi < bi)) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+    ids[i] = bi;
+    w[i] = 1.f / (1.f + expf(-bv));
+    sum += w[i];
+    if (bi == lane) v0 = -INFINITY;
+    if (bi == lane + 32) v1 = -INFINITY;
+  }
+  for (int i = 0; i < kTopK; ++i) w[i] = w[i] / sum * 2.5f;
+}
+
+struct Smem {
+  char ring[kRing][kSlotBytes];
+  float xs[kH];   // norm(hA) for QKV, norm(hB) for router and gate/up
+  float xq[kQ];   // o_proj's input; the 7 x 512 activations for down
+  uint64_t full[kRing], empty[kRing];
+  float ss_part;
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    persistent_chain_kernel(Weights wt, Acts a, unsigned* counters, unsigned long long* stamps, int layers,
+                            int fixed_routing) {
+  extern __shared__ __align__(128) char smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(smem_raw);
+  const int cta = blockIdx.x, G = gridDim.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kRing; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], kConsumerWarps);
+    }
+    s.ss_part = 0.f;
+    mbar_fence_init();
+  }
+  __syncthreads();
+
+  // Each op's share of this CTA: rows [split(n, cta), split(n, cta + 1)).
+  const int q0 = split(kQkv, cta, G), q1 = split(kQkv, cta + 1, G);
+  const int h0 = split(kH, cta, G), h1 = split(kH, cta + 1, G);
+  const int r0 = split(kRouterRows, cta, G), r1 = split(kRouterRows, cta + 1, G);
+  const int u0 = split(kMoeSlots * kInter, cta, G), u1 = split(kMoeSlots * kInter, cta + 1, G);
+
+  if (warp == kConsumerWarps) {
+    // ---- producer: every chunk of every op, in the consumers' order --------------------------------
+    unsigned k = 0;
+    auto push = [&](const void* src_a, unsigned bytes_a, const void* src_b, unsigned bytes_b) {
+      const int slot = k % kRing;
+      const unsigned use = k / kRing;
+      if (lane == 0) {
+        if (use > 0) mbar_wait(&s.empty[slot], (use - 1) & 1);
+        mbar_arrive_expect_tx(&s.full[slot], bytes_a + bytes_b);
+        bulk_copy(s.ring[slot], src_a, bytes_a, &s.full[slot]);
+        if (bytes_b) bulk_copy(s.ring[slot] + kSlotBytes / 2, src_b, bytes_b, &s.full[slot]);
+      }
+      __syncwarp();
+      ++k;
+    };
+    for (int l = 0; l < layers; ++l) {
+      const __nv_bfloat16* qkv = wt.qkv + size_t(l) * kQkv * kH;
+      for (int r = q0; r < q1; r += 8) push(qkv + size_t(r) * kH, min(8, q1 - r) * kH * 2, nullptr, 0);
+      const __nv_bfloat16* o = wt.o + size_t(l) * kH * kQ;
+      for (int r = h0; r < h1; r += 4) push(o + size_t(r) * kQ, min(4, h1 - r) * kQ * 2, nullptr, 0);
+      const __nv_bfloat16* router = wt.router + size_t(l) * kRouterRows * kH;
+      for (int r = r0; r < r1; r += 8) push(router + size_t(r) * kH, min(8, r1 - r) * kH * 2, nullptr, 0);
+      int ids[kTopK];
+      float w[kTopK];
+      bool routed = false;
+      auto expert_of = [&](int slot) {
+        if (slot == 0) return kPool;
+        if (!routed) {
+          if (!fixed_routing) {
+            if (lane == 0)
+              while (load_acquire(&counters[l * kOps + 2]) < unsigned(G)) {
+              }
+            __syncwarp();
+          }
+          select_experts(a.logits, l, fixed_routing, ids, w);
+          routed = true;
+        }
+        return ids[slot - 1];
+      };
+      for (int u = u0; u < u1;) {
+        const int slot = u / kInter, j = u % kInter;
+        const int n = min(4, min(u1, (slot + 1) * kInter) - u);
+        const __nv_bfloat16* e = wt.gu + (size_t(l) * (kPool + 1) + expert_of(slot)) * 2 * kInter * kH;
+        push(e + size_t(j) * kH, n * kH * 2, e + size_t(kInter + j) * kH, n * kH * 2);
+        u += n;
+      }
+      if (h1 > h0)
+        for (int slot = 0; slot < kMoeSlots; ++slot) {
+          const __nv_bfloat16* e = wt.down + (size_t(l) * (kPool + 1) + expert_of(slot)) * kH * kInter;
+          push(e + size_t(h0) * kInter, (h1 - h0) * kInter * 2, nullptr, 0);
+        }
+    }
+    return;
+  }
+
+  // ---- consumers ----------------------------------------------------------------------------------
+  unsigned k = 0;
+  auto wait_full = [&]() -> const char* {
+    const int slot = k % kRing;
+    mbar_wait(&s.full[slot], (k / kRing) & 1);
+    return s.ring[slot];
+  };
+  auto release = [&]() {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&s.empty[k % kRing]);
+    ++k;
+  };
+  auto wait_counter = [&](const unsigned* c) {
+    if (threadIdx.x == 0)
+      while (load_acquire(c) < unsigned(G)) {
+      }
+    named_barrier_sync(1, kConsumers);
+  };
+  // After this CTA's outputs of an op are written: its sum-of-squares part (if any), then the counter.
+  auto signal = [&](int l, int op, float* ss) {
+    __threadfence();
+    named_barrier_sync(1, kConsumers);
+    if (threadIdx.x == 0) {
+      if (ss) atomicAdd(ss, s.ss_part);
+      s.ss_part = 0.f;
+      __threadfence();
+      atomicAdd(&counters[l * kOps + op], 1u);
+      if (stamps) stamps[(size_t(l) * kOps + op) * G + cta] = global_ns();
+    }
+  };
+  auto load_norm = [&](const float* h, const float* ss) {
+    const float rs = rsqrtf(__ldcg(ss) / kH + kEps);
+    for (int i = threadIdx.x; i < kH; i += kConsumers) s.xs[i] = __ldcg(h + i) * rs;
+    named_barrier_sync(1, kConsumers);
+  };
+
+  float w[kTopK];
+  for (int l = 0; l < layers; ++l) {
+    // QKV: xqkv = Wqkv · norm(hA)
+    if (l > 0) wait_counter(&counters[(l - 1) * kOps + 4]);
+    load_norm(a.hA, a.ssA + l);
+    for (int r = q0; r < q1; r += 8) {
+      const char* c = wait_full();
+      if (warp < min(8, q1 - r)) {
+        const float v = row_dot<kH>(c + warp * kH * 2, s.xs);
+        if (lane == 0) a.xqkv[r + warp] = bf16_round(v);
+      }
+      release();
+    }
+    signal(l, 0, nullptr);
+
+    // o_proj: hB = hA + Wo · xqkv[0..4095]
+    wait_counter(&counters[l * kOps + 0]);
+    for (int i = threadIdx.x; i < kQ; i += kConsumers) s.xq[i] = __ldcg(a.xqkv + i);
+    named_barrier_sync(1, kConsumers);
+    for (int r = h0; r < h1; r += 4) {
+      const char* c = wait_full();
+      if (warp < min(4, h1 - r)) {
+        const float v = __ldcg(a.hA + r + warp) + row_dot<kQ>(c + warp * kQ * 2, s.xq);
+        if (lane == 0) {
+          a.hB[r + warp] = v;
+          atomicAdd(&s.ss_part, v * v);
+        }
+      }
+      release();
+    }
+    signal(l, 1, a.ssB + l);
+
+    // router: logits = Wr · norm(hB)
+    wait_counter(&counters[l * kOps + 1]);
+    load_norm(a.hB, a.ssB + l);
+    for (int r = r0; r < r1; r += 8) {
+      const char* c = wait_full();
+      if (warp < min(8, r1 - r)) {
+        const float v = row_dot<kH>(c + warp * kH * 2, s.xs);
+        if (lane == 0) a.logits[r + warp] = v;
+      }
+      release();
+    }
+    signal(l, 2, nullptr);
+
+    // gate/up + SwiGLU of this CTA's units (slot, row) of the shared and routed experts
+    wait_counter(&counters[l * kOps + 2]);
+    {
+      int ids[kTopK];
+      select_experts(a.logits, l, fixed_routing, ids, w);
+    }
+    for (int u = u0; u < u1;) {
+      const int slot = u / kInter, j = u % kInter;
+      const int n = min(4, min(u1, (slot + 1) * kInter) - u);
+      const char* c = wait_full();
+      if (warp < n) {
+        const float g = row_dot<kH>(c + warp * kH * 2, s.xs);
+        const float up = row_dot<kH>(c + kSlotBytes / 2 + warp * kH * 2, s.xs);
+        if (lane == 0) a.act[slot * kInter + j + warp] = bf16_round(g / (1.f + expf(-g)) * up);
+      }
+      release();
+      u += n;
+    }
+    signal(l, 3, nullptr);
+
+    // down: hA = hB + sum over slots of weight · Wdown_e · act_slot, for this CTA's rows
+    wait_counter(&counters[l * kOps + 3]);
+    for (int i = threadIdx.x; i < kMoeSlots * kInter; i += kConsumers) s.xq[i] = __ldcg(a.act + i);
+    named_barrier_sync(1, kConsumers);
+    float acc[2] = {0.f, 0.f};
+    if (h1 > h0)
+      for (int slot = 0; slot < kMoeSlots; ++slot) {
+        const char* c = wait_full();
+        const float ws = slot == 0 ? 1.f : w[slot - 1];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int rr = warp + 8 * i;
+          if (rr < h1 - h0) acc[i] += ws * row_dot<kInter>(c + rr * kInter * 2, s.xq + slot * kInter);
+        }
+        release();
+      }
+    if (lane == 0)
+      for (int i = 0; i < 2; ++i) {
+        const int rr = warp + 8 * i;
+        if (rr < h1 - h0) {
+          const float v = __ldcg(a.hB + h0 + rr) + acc[i];
+          a.hA[h0 + rr] = v;
+          atomicAdd(&s.ss_part, v * v);
+        }
+      }
+    signal(l, 4, a.ssA + l + 1);
+  }
+}
+
+// ---- the same chain as plain per-op kernels (the check) -------------------------------------------------
+
+__global__ void ref_sumsq(const float* h, float* ss) {
+  __shared__ float part[32];
+  float v = 0.f;
+  for (int i = threadIdx.x; i < kH; i += blockDim.x) v += h[i] * h[i];
+  for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(~0u, v, off);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.f;
+    for (int i = 0; i < int(blockDim.x / 32); ++i) t += part[i];
+    *ss = t;
+  }
+}
+__global__ void ref_scale(const float* h, const float* ss, float* x) {
+  const float rs = rsqrtf(*ss / kH + kEps);
+  for (int i = threadIdx.x; i < kH; i += blockDim.x) x[i] = h[i] * rs;
+}
+// out[r] = (residual ? residual[r] : 0) + W[r] · x, rounded to bf16 when `round`; one warp per row.
+template <int K>
+__global__ void ref_gemv(const __nv_bfloat16* W, const float* x, int rows, const float* residual, float* out,
+                         bool round) {
+  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  const float v = row_dot<K>(reinterpret_cast<const char*>(W + size_t(r) * K), x);
+  if ((threadIdx.x & 31) == 0) out[r] = round ? bf16_round(v) : (residual ? residual[r] : 0.f) + v;
+}
+__global__ void ref_route(const float* logits, int layer, bool fixed, int* ids_out, float* w_out) {
+  int ids[kTopK];
+  float w[kTopK];
+  select_experts(logits, layer, fixed, ids, w);
+  if (threadIdx.x == 0)
+    for (int i = 0; i < kTopK; ++i) {
+      ids_out[i] = ids[i];
+      w_out[i] = w[i];
+    }
+}
+__global__ void ref_gate_up(const __nv_bfloat16* gu_layer, const int* ids, const float* x, float* act) {
+  const int u = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (u >= kMoeSlots * kInter) return;
+  const int slot = u / kInter, j = u % kInter;
+  const int e = slot == 0 ? kPool : ids[slot - 1];
+  const __nv_bfloat16* ew = gu_layer + size_t(e) * 2 * kInter * kH;
+  const float g = row_dot<kH>(reinterpret_cast<const char*>(ew + size_t(j) * kH), x);
+  const float up = row_dot<kH>(reinterpret_cast<const char*>(ew + size_t(kInter + j) * kH), x);
+  if ((threadIdx.x & 31) == 0) act[u] = bf16_round(g / (1.f + expf(-g)) * up);
+}
+__global__ void ref_down(const __nv_bfloat16* down_layer, const int* ids, const float* w, const float* act,
+                         const float* hB, float* hA) {
+  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= kH) return;
+  float acc = 0.f;
+  for (int slot = 0; slot < kMoeSlots; ++slot) {
+    const int e = slot == 0 ? kPool : ids[slot - 1];
+    const __nv_bfloat16* row = down_layer + (size_t(e) * kH + r) * kInter;
+    acc += (slot == 0 ? 1.f : w[slot - 1]) * row_dot<kInter>(reinterpret_cast<const char*>(row), act + slot * kInter);
+  }
+  if ((threadIdx.x & 31) == 0) hA[r] = hB[r] + acc;
+}
+
+__global__ void fill_weights(__nv_bfloat16* p, size_t n, float scale, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u ^ seed;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    x *= 3266489917u;
+    x ^= x >> 16;
+    p[i] = __float2bfloat16((float(x & 0xFFFFFF) / 16777216.f * 2.f - 1.f) * scale);
+  }
+}
+
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  explicit Dev(size_t n) { STRIKER_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T))); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+};
+
+struct Model {
+  int layers;
+  size_t n_qkv, n_o, n_router, n_gu, n_down;
+  Dev<__nv_bfloat16> qkv, o, router, gu, down;
+  explicit Model(int L)
+      : layers(L),
+        n_qkv(size_t(L) * kQkv * kH),
+        n_o(size_t(L) * kH * kQ),
+        n_router(size_t(L) * kRouterRows * kH),
+        n_gu(size_t(L) * (kPool + 1) * 2 * kInter * kH),
+        n_down(size_t(L) * (kPool + 1) * kH * kInter),
+        qkv(n_qkv),
+        o(n_o),
+        router(n_router),
+        gu(n_gu),
+        down(n_down) {
+    // Uniform in +-sqrt(3/K): unit-variance dots for unit-variance inputs.
+    fill_weights<<<1024, 256>>>(qkv.p, n_qkv, std::sqrt(3.f / kH), 1);
+    fill_weights<<<1024, 256>>>(o.p, n_o, std::sqrt(3.f / kQ), 2);
+    fill_weights<<<1024, 256>>>(router.p, n_router, std::sqrt(3.f / kH), 3);
+    fill_weights<<<1024, 256>>>(gu.p, n_gu, std::sqrt(3.f / kH), 4);
+    fill_weights<<<1024, 256>>>(down.p, n_down, std::sqrt(3.f / kInter) * 0.3f, 5);
+    STRIKER_CUDA_CHECK_LAUNCH("fill_weights");
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  Weights weights() const { return {qkv.p, o.p, router.p, gu.p, down.p}; }
+  // Weight bytes one step reads (7 experts per layer).
+  double step_bytes() const {
+    const double per_layer = 2.0 * (double(kQkv) * kH + double(kH) * kQ + double(kRouterRows) * kH +
+                                     kMoeSlots * (2.0 * kInter * kH + double(kH) * kInter));
+    return per_layer * layers;
+  }
+};
+
+struct ActBuffers {
+  Dev<float> hA, hB, xqkv, logits, act, ssA, ssB, x;
+  Dev<int> ids;
+  Dev<float> w;
+  explicit ActBuffers(int L)
+      : hA(kH), hB(kH), xqkv(kQkv), logits(kRouterRows), act(kMoeSlots * kInter), ssA(L + 1), ssB(L), x(kH),
+        ids(kTopK), w(kTopK) {}
+  Acts acts() const { return {hA.p, hB.p, xqkv.p, logits.p, act.p, ssA.p, ssB.p}; }
+};
+
+// The chain's input: h (same for both paths) and ssA[0] = its sum of squares; everything else zero.
+void reset(ActBuffers& b, const std::vector<float>& h0, int L, unsigned* counters, cudaStream_t st) {
+  STRIKER_CUDA_CHECK(cudaMemcpyAsync(b.hA.p, h0.data(), kH * sizeof(float), cudaMemcpyHostToDevice, st));
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(b.ssA.p, 0, (L + 1) * sizeof(float), st));
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(b.ssB.p, 0, L * sizeof(float), st));
+  ref_sumsq<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p);
+  if (counters) STRIKER_CUDA_CHECK(cudaMemsetAsync(counters, 0, size_t(L) * kOps * sizeof(unsigned), st));
+}
+
+void run_reference(const Model& m, ActBuffers& b, int L, bool fixed, cudaStream_t st) {
+  for (int l = 0; l < L; ++l) {
+    if (l > 0) ref_sumsq<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p + l);
+    ref_scale<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p + l, b.x.p);
+    ref_gemv<kH><<<kQkv / 8, 256, 0, st>>>(m.qkv.p + size_t(l) * kQkv * kH, b.x.p, kQkv, nullptr, b.xqkv.p, true);
+    ref_gemv<kQ><<<kH / 8, 256, 0, st>>>(m.o.p + size_t(l) * kH * kQ, b.xqkv.p, kH, b.hA.p, b.hB.p, false);
+    ref_sumsq<<<1, 256, 0, st>>>(b.hB.p, b.ssB.p + l);
+    ref_scale<<<1, 256, 0, st>>>(b.hB.p, b.ssB.p + l, b.x.p);
+    ref_gemv<kH><<<kRouterRows / 8, 256, 0, st>>>(m.router.p + size_t(l) * kRouterRows * kH, b.x.p, kRouterRows,
+                                                  nullptr, b.logits.p, false);
+    ref_route<<<1, 32, 0, st>>>(b.logits.p, l, fixed, b.ids.p, b.w.p);
+    ref_gate_up<<<kMoeSlots * kInter / 8, 256, 0, st>>>(m.gu.p + size_t(l) * (kPool + 1) * 2 * kInter * kH, b.ids.p,
+                                                        b.x.p, b.act.p);
+    ref_down<<<kH / 8, 256, 0, st>>>(m.down.p + size_t(l) * (kPool + 1) * kH * kInter, b.ids.p, b.w.p, b.act.p,
+                                     b.hB.p, b.hA.p);
+  }
+  STRIKER_CUDA_CHECK_LAUNCH("reference chain");
+}
+
+struct Persistent {
+  int ctas = 0;
+  size_t smem = sizeof(Smem);
+  Persistent() {
+    STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&ctas, cudaDevAttrMultiProcessorCount, 0));
+    STRIKER_CUDA_CHECK(
+        cudaFuncSetAttribute(persistent_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    int per_sm = 0;
+    STRIKER_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_chain_kernel, kThreads, smem));
+    if (per_sm < 1 || ctas < kMinCtas) {
+      std::printf("persistent chain: needs %d co-resident CTAs (%d SMs, %d per SM)\n", kMinCtas, ctas, per_sm);
+      ctas = 0;
+    }
+  }
+  void launch(const Model& m, ActBuffers& b, int L, bool fixed, unsigned* counters, unsigned long long* stamps,
+              cudaStream_t st) const {
+    Weights wt = m.weights();
+    Acts a = b.acts();
+    int fixed_i = fixed ? 1 : 0;
+    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i};
+    STRIKER_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_chain_kernel), dim3(ctas),
+                                                   dim3(kThreads), args, smem, st));
+  }
+};
+
+std::vector<float> download(const float* p, size_t n) {
+  std::vector<float> v(n);
+  STRIKER_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// Runs both paths over L layers from the same h and compares h at the end. Returns true if it holds.
+bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::vector<float>& h0, cudaStream_t st) {
+  ActBuffers pb(L), rb(L);
+  Dev<unsigned> counters(size_t(L) * kOps);
+  reset(pb, h0, L, counters.p, st);
+  // Poison what the chain must write.
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.hB.p, 0xFF, kH * sizeof(float), st));
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.act.p, 0xFF, kMoeSlots * kInter * sizeof(float), st));
+  p.launch(m, pb, L, fixed, counters.p, nullptr, st);
+  reset(rb, h0, L, nullptr, st);
+  run_reference(m, rb, L, fixed, st);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(st));
+  const std::vector<float> got = download(pb.hA.p, kH), want = download(rb.hA.p, kH);
+  double max_ref = 0.0, max_err = 0.0;
+  bool finite = true;
+  for (int i = 0; i < kH; ++i) {
+    finite = finite && std::isfinite(got[i]);
+    max_ref = std::max(max_ref, double(std::fabs(want[i])));
+    max_err = std::max(max_err, double(std::fabs(got[i] - want[i])));
+  }
+  const bool ok = finite && max_err <= 1e-3 * max_ref;
+  std::printf("check %d layers, %s routing: max |h - ref| %.3g of max |ref| %.3g: %s\n", L, fixed ? "fixed" : "step's",
+              max_err, max_ref, ok ? "PASS" : "FAIL");
+  return ok;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int bench_persistent_chain() {
+  Persistent p;
+  if (p.ctas == 0) return 1;
+  cudaStream_t st;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  std::vector<float> h0(kH);
+  for (int i = 0; i < kH; ++i) h0[i] = std::sin(0.37f * i) + 0.25f * std::cos(1.9f * i);
+  int failures = 0;
+  constexpr int kLayers = 49;
+  const Model m(kLayers);  // the check uses its first layers
+  std::printf("persistent chain: %d CTAs x %d threads, %zu bytes of shared memory, ring %d x %d KiB\n", p.ctas,
+              kThreads, p.smem, kRing, kSlotBytes / 1024);
+  for (bool fixed : {false, true})
+    for (int L : {1, 3}) failures += check(m, p, L, fixed, h0, st) ? 0 : 1;
+
+  ActBuffers b(kLayers);
+  Dev<unsigned> counters(size_t(kLayers) * kOps);
+  Dev<unsigned long long> stamps(size_t(kLayers) * kOps * p.ctas);
+  cudaEvent_t e0, e1;
+  STRIKER_CUDA_CHECK(cudaEventCreate(&e0));
+  STRIKER_CUDA_CHECK(cudaEventCreate(&e1));
+  const double bytes = m.step_bytes();
+  std::printf("| %-44s | %9s | %9s | %6s |\n", "49-layer chain (BF16 weights, no attention)", "ms/step", "us/layer",
+              "/4.6T");
+  for (bool fixed : {false, true}) {
+    std::vector<double> ms;
+    for (int rep = 0; rep < 25; ++rep) {
+      reset(b, h0, kLayers, counters.p, st);
+      STRIKER_CUDA_CHECK(cudaEventRecord(e0, st));
+      p.launch(m, b, kLayers, fixed, counters.p, rep == 24 ? stamps.p : nullptr, st);
+      STRIKER_CUDA_CHECK(cudaEventRecord(e1, st));
+      STRIKER_CUDA_CHECK(cudaEventSynchronize(e1));
+      float t = 0.f;
+      STRIKER_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+      if (rep >= 3) ms.push_back(t);
+    }
+    const double t = median(ms);
+    std::printf("| %-44s | %9.3f | %9.2f | %6.3f |\n", fixed ? "routing known in advance" : "the step's own routing", t,
+                1000.0 * t / kLayers, bytes / (t * 1e-3) / 4.6e12);
+    // Per op: the last CTA's signal minus the previous op's last signal, median over layers 2..48.
+    std::vector<unsigned long long> s(size_t(kLayers) * kOps * p.ctas);
+    STRIKER_CUDA_CHECK(cudaMemcpy(s.data(), stamps.p, s.size() * sizeof(s[0]), cudaMemcpyDeviceToHost));
+    auto last = [&](int l, int op) {
+      unsigned long long v = 0;
+      for (int c = 0; c < p.ctas; ++c) v = std::max(v, s[(size_t(l) * kOps + op) * p.ctas + c]);
+      return v;
+    };
+    const char* names[kOps] = {"qkv", "o_proj", "router", "gate/up", "down"};
+    const double op_bytes[kOps] = {2.0 * kQkv * kH, 2.0 * kH * kQ, 2.0 * kRouterRows * kH,
+                                   2.0 * kMoeSlots * 2 * kInter * kH, 2.0 * kMoeSlots * kH * kInter};
+    std::printf("  per op (us from the previous op's last CTA to this op's last CTA; bytes at 4.6 TB/s):");
+    for (int op = 0; op < kOps; ++op) {
+      std::vector<double> d;
+      for (int l = 2; l < kLayers; ++l)
+        d.push_back(1e-3 * double(last(l, op) - (op == 0 ? last(l - 1, kOps - 1) : last(l, op - 1))));
+      std::printf(" %s %.2f (%.2f)", names[op], median(d), op_bytes[op] / 4.6e12 * 1e6);
+    }
+    std::printf("\n");
+  }
+  std::printf("bytes per step %.1f MB; floor at 4.6 TB/s %.3f ms\n", bytes / 1e6, bytes / 4.6e12 * 1e3);
+  STRIKER_CUDA_CHECK(cudaEventDestroy(e0));
+  STRIKER_CUDA_CHECK(cudaEventDestroy(e1));
+  STRIKER_CUDA_CHECK(cudaStreamDestroy(st));
+  return failures;
+}
+
+}  // namespace striker::cuda::testing
