@@ -72,6 +72,9 @@ std::shared_ptr<ServerMetrics> OpenAIServer::metrics() const {
 
 namespace {
 constexpr size_t kGrammarCacheSize = 64;  // compiled structured-output grammars kept warm
+// /v1/responses kept for retrieval and previous_response_id: the most recent ones within both bounds.
+constexpr size_t kStoredResponses = 1000;
+constexpr size_t kStoredResponseBytes = size_t(128) << 20;
 }  // namespace
 
 void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
@@ -79,10 +82,11 @@ void OpenAIServer::attach(Engine& engine, const Tokenizer& tokenizer, const Chat
   if (options.served_model_names.empty()) options.served_model_names = options_.served_model_names;
   auto metrics = std::make_shared<ServerMetrics>(options.served_model_names.front(), options.max_model_len, options.cache);
   auto ctx = std::shared_ptr<ServingContext>(
-      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, request_log_, {}, {}, {}, nullptr});
+      new ServingContext{engine, tokenizer, chat_template, std::move(options), metrics, *metrics, request_log_, {}, {}, {}, nullptr, nullptr});
   // The vocabulary's byte trie for grammar masks: built once, shared by every compiled grammar.
   ctx->grammars = std::make_shared<grammar::GrammarCache>(
       std::make_shared<grammar::TokenVocabulary>(tokenizer, ctx->options.limits.vocab_size), kGrammarCacheSize);
+  ctx->responses = std::make_shared<ResponseStore>(kStoredResponses, kStoredResponseBytes);
   std::lock_guard<std::mutex> lock(mu_);
   ctx_ = std::move(ctx);
 }
@@ -187,6 +191,9 @@ void OpenAIServer::register_routes() {
   };
   http_->Post("/v1/chat/completions", model_route("/v1/chat/completions", handle_chat_completions));
   http_->Post("/v1/completions", model_route("/v1/completions", handle_completions));
+  http_->Post("/v1/responses", model_route("/v1/responses", handle_responses));
+  http_->Get(R"(/v1/responses/([A-Za-z0-9_\-]+))", model_route("/v1/responses/{id}", handle_get_response));
+  http_->Delete(R"(/v1/responses/([A-Za-z0-9_\-]+))", model_route("/v1/responses/{id}", handle_delete_response));
   http_->Post("/tokenize", model_route("/tokenize", handle_tokenize));
   http_->Post("/detokenize", model_route("/detokenize", handle_detokenize));
   http_->Post("/v1/chat/completions/render",

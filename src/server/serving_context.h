@@ -21,6 +21,7 @@
 #include "server/metrics.h"
 #include "server/output_channel.h"
 #include "server/request_log.h"
+#include "server/response_store.h"
 #include "server/server_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -54,6 +55,7 @@ struct ServingContext {
   mutable InFlight in_flight;
   mutable InFlight admitting;
   std::shared_ptr<grammar::GrammarCache> grammars;  // structured outputs, shared across requests
+  std::shared_ptr<ResponseStore> responses;  // /v1/responses kept by `store` (null: none kept)
   const std::string& model_name() const { return options.served_model_names.front(); }
 };
 
@@ -130,6 +132,10 @@ void handle_detokenize(const ServingContext& ctx, const httplib::Request& req, h
 // render_route.cpp: vLLM's /v1/chat/completions/render and /v1/completions/render.
 void handle_chat_completions_render(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_completions_render(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+// responses_route.cpp: OpenAI's Responses API (POST /v1/responses, GET and DELETE /v1/responses/{id}).
+void handle_responses(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_get_response(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_delete_response(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 // Shared by both generation routes: runs until every choice finished or the client left.
 // `on_output` returns false when writing to the client failed. Returns false if the client left
