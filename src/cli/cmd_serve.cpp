@@ -99,7 +99,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (a.device == "cuda" && cuda::device_count() == 0)
     throw Error("--device cuda: no CUDA device is visible (" + cuda::device_summary() + "); use --device cpu");
 #else
-  if (a.device == "cuda") throw Error("--device cuda: this build has no CUDA backend (built without nvcc); use --device cpu");
+  if (a.device == "cuda") throw Error("--device cuda: no CUDA backend in this build (built without nvcc); use --device cpu");
 #endif
   if (a.device == "cpu" && cmd.count("--gpu-memory-utilization") > 0) {
     throw Error("--gpu-memory-utilization applies to --device cuda; on the CPU size the KV cache with --kv-cache-memory");
