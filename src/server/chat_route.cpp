@@ -5,6 +5,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_request.h"
+#include "server/prompt_logprobs.h"
 #include "server/request_preparation.h"
 #include "server/serving_context.h"
 #include "server/structured_request.h"
@@ -32,7 +33,7 @@ struct ChatJob {
   std::vector<ChatChoice> choices;
   std::time_t created = std::time(nullptr);
   std::string id;
-  nlohmann::json prompt_logprobs = nullptr;
+  std::optional<std::string> prompt_logprobs;  // JSON text (prompt_logprobs.h)
 
   TokenNames token_names() const { return TokenNames{ctx.tokenizer, sampling.return_tokens_as_token_ids}; }
 };
@@ -67,8 +68,8 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
   RequestAccounting acct(job.ctx, *job.gen);
   const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
     acct.observe(out);
-    if (!out.prompt_logprobs.empty() && job.prompt_logprobs.is_null()) {
-      job.prompt_logprobs = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    if (!out.prompt_logprobs.empty() && !job.prompt_logprobs) {
+      job.prompt_logprobs = prompt_logprobs_text(job.ctx.tokenizer, out.prompt_logprobs);
     }
     for (const auto& d : out.choices) {
       if (d.index < 0 || size_t(d.index) >= job.choices.size()) continue;
@@ -120,9 +121,11 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
                          {"prompt_token_ids", job.sampling.return_token_ids ? nlohmann::json(job.prompt.tokens)
                                                                             : nlohmann::json(nullptr)},
                          {"kv_transfer_params", nullptr}};
-  body["prompt_logprobs"] = std::move(job.prompt_logprobs);  // moved: an initializer list would copy it
+  std::vector<std::string> raw;
+  if (job.prompt_logprobs) raw.push_back(std::move(*job.prompt_logprobs));
+  body["prompt_logprobs"] = raw.empty() ? nlohmann::json(nullptr) : raw_json_marker(0);
   res.status = 200;
-  res.set_content(dump_json(body), "application/json");
+  res.set_content(dump_with_raw_values(body, "prompt_logprobs", raw), "application/json");
 }
 
 // Writes one SSE event; false when the client is gone.

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "server/api_error.h"
+#include "server/prompt_logprobs.h"
 #include "server/request_preparation.h"
 #include "server/serving_context.h"
 #include "server/structured_request.h"
@@ -20,7 +21,8 @@ struct CompletionChoice {
   nlohmann::json tokens = nlohmann::json::array(), token_logprobs = nlohmann::json::array(),
                  top_logprobs = nlohmann::json::array(), text_offset = nlohmann::json::array();
   size_t offset = 0;  // running text offset for logprobs
-  nlohmann::json prompt_logprobs = nullptr;
+  // Shared by the choices of one prompt: its prompt_logprobs as JSON text (prompt_logprobs.h).
+  std::shared_ptr<const std::string> prompt_logprobs;
   bool echoed = false;  // streaming: the prompt text went out in this choice's first chunk
   bool ids_sent = false;  // streaming, return_token_ids: the prompt's ids went out in this choice's first chunk
   std::vector<int32_t> token_ids;  // return_token_ids
@@ -104,16 +106,15 @@ void absorb(CompletionJob& job, const RequestOutput& out, const ChoiceDelta& d) 
     c.finish = d.finish;
     c.stop_reason = stop_reason_json(d.stop_reason, job.sampling.params);
   }
-  if (!out.prompt_logprobs.empty() && c.prompt_logprobs.is_null()) {
+  if (!out.prompt_logprobs.empty() && !c.prompt_logprobs) {
     // Every choice of this prompt shares the prompt's logprobs (sent once, on its first output).
-    auto plp = prompt_logprobs_json(job.ctx.tokenizer, out.prompt_logprobs);
+    auto plp = std::make_shared<const std::string>(prompt_logprobs_text(job.ctx.tokenizer, out.prompt_logprobs));
     const size_t prompt = size_t(d.index / job.n);
     const size_t first = prompt * size_t(job.n);
     const size_t end = std::min(first + size_t(job.n), job.choices.size());
     for (size_t i = first; i < end; ++i) {
       auto& ci = job.choices[i];
-      if (i + 1 < end) ci.prompt_logprobs = plp;
-      else ci.prompt_logprobs = std::move(plp);
+      ci.prompt_logprobs = plp;
       if (job.echo_logprobs()) {
         ci.echo_logprobs = add_prompt_logprobs(job.token_names(), ci, job.prompt_tokens[prompt], out.prompt_logprobs,
                                                *job.sampling.params.logprobs);
@@ -150,6 +151,7 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
     return;
   }
   nlohmann::json choices = nlohmann::json::array();
+  std::vector<std::string> raw_texts;  // the choices' prompt_logprobs, spliced in at the dump
   for (size_t i = 0; i < job.choices.size(); ++i) {
     auto& c = job.choices[i];
     nlohmann::json logprobs = nullptr;
@@ -165,7 +167,12 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
                        {"token_ids", job.sampling.return_token_ids ? nlohmann::json(c.token_ids) : nlohmann::json(nullptr)},
                        {"prompt_token_ids", job.sampling.return_token_ids ? nlohmann::json(job.prompt_tokens_of(i))
                                                                           : nlohmann::json(nullptr)}});
-    choices.back()["prompt_logprobs"] = std::move(c.prompt_logprobs);  // moved: an initializer list would copy it
+    if (c.prompt_logprobs) {
+      choices.back()["prompt_logprobs"] = raw_json_marker(raw_texts.size());
+      raw_texts.push_back(*c.prompt_logprobs);
+    } else {
+      choices.back()["prompt_logprobs"] = nullptr;
+    }
   }
   acct.finish(metrics_reason(job), job.gen->prompt_tokens(), job.n, job.sampling.params.max_tokens);
   nlohmann::json body = {{"id", job.id},       {"object", "text_completion"},
@@ -176,7 +183,7 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
                          {"kv_transfer_params", nullptr}};
   body["choices"] = std::move(choices);
   res.status = 200;
-  res.set_content(dump_json(body), "application/json");
+  res.set_content(dump_with_raw_values(body, "prompt_logprobs", raw_texts), "application/json");
 }
 
 bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {

@@ -199,29 +199,6 @@ std::string token_text(const Tokenizer& tok, int32_t id) {
   return tok.decode(ids, false);
 }
 
-nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& lp : lps) {
-    if (!lp) {
-      out.push_back(nullptr);
-      continue;
-    }
-    // vLLM's entries: the prompt token with its rank, then the best tokens ranked 1, 2, ...
-    nlohmann::json pos = nlohmann::json::object();
-    pos[std::to_string(lp->token)] = {{"logprob", std::max(lp->logprob, -9999.0f)},
-                                      {"rank", lp->rank},
-                                      {"decoded_token", token_text(tok, lp->token)}};
-    int64_t rank = 0;
-    for (const auto& [id, logprob] : lp->top) {
-      pos[std::to_string(id)] = {{"logprob", std::max(logprob, -9999.0f)},
-                                 {"rank", ++rank},
-                                 {"decoded_token", token_text(tok, id)}};
-    }
-    out.push_back(std::move(pos));
-  }
-  return out;
-}
-
 void respond_or_stream(bool stream, Generation& gen, const httplib::Request& req, httplib::Response& res,
                        const std::function<void(const ConnectionWatch&, httplib::Response&)>& respond,
                        std::function<void(const ConnectionWatch&, httplib::DataSink&)> stream_body) {

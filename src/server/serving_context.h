@@ -145,10 +145,6 @@ void handle_delete_response(const ServingContext& ctx, const httplib::Request& r
 bool drive_generation(Generation& gen, const ConnectionWatch& watch, const std::atomic<bool>& stopping,
                       const std::function<bool(const RequestOutput&)>& on_output);
 
-// vLLM's prompt_logprobs layout: null for the first position, then {"id": {logprob, rank, decoded_token}}.
-// Large (an entry per prompt token and top token: ~80 K for 4 K tokens at top 20), so callers move it
-// into the response rather than copy it.
-nlohmann::json prompt_logprobs_json(const Tokenizer& tok, const std::vector<std::optional<TokenLogprob>>& lps);
 std::string token_text(const Tokenizer& tok, int32_t id);
 
 // An error after an SSE stream has started: `data: {"error": ...}` then `data: [DONE]`.
