@@ -196,7 +196,9 @@ std::unique_ptr<ChatTemplate> ChatTemplate::from_source(const std::string& sourc
   return std::make_unique<JinjaChatTemplate>(jinja::Template::parse(source, origin), ojson::object());
 }
 
-std::unique_ptr<ChatTemplate> ChatTemplate::from_tokenizer_dir(const std::filesystem::path& dir) {
+std::unique_ptr<ChatTemplate> ChatTemplate::from_tokenizer_dir(const std::filesystem::path& dir,
+                                                               const std::string& override_source,
+                                                               const std::string& override_origin) {
   const auto config_path = dir / "tokenizer_config.json";
   const auto jinja_path = dir / "chat_template.jinja";
   ojson config = ojson::object();
@@ -209,7 +211,10 @@ std::unique_ptr<ChatTemplate> ChatTemplate::from_tokenizer_dir(const std::filesy
     if (!config.is_object()) throw Error(config_path.string() + ": must be a JSON object");
   }
   std::string source, origin;
-  if (config.contains("chat_template") && !config["chat_template"].is_null()) {
+  if (!override_source.empty()) {
+    source = override_source;
+    origin = override_origin;
+  } else if (config.contains("chat_template") && !config["chat_template"].is_null()) {
     source = pick_template(config["chat_template"], config_path);
     origin = config_path.string() + " (chat_template)";
   } else if (std::filesystem::exists(jinja_path)) {

@@ -15,7 +15,10 @@ class ChatTemplate {
   static std::unique_ptr<ChatTemplate> from_source(const std::string& source, const std::string& origin);
   // Reads `chat_template` from tokenizer_config.json (or chat_template.jinja) in `dir`,
   // plus bos_token / eos_token for the template context.
-  static std::unique_ptr<ChatTemplate> from_tokenizer_dir(const std::filesystem::path& dir);
+  // `source` (non-empty: vLLM's --chat-template) replaces the directory's template; the special
+  // tokens still come from the directory.
+  static std::unique_ptr<ChatTemplate> from_tokenizer_dir(const std::filesystem::path& dir, const std::string& source = "",
+                                                          const std::string& origin = "");
   virtual ~ChatTemplate() = default;
 
   // Renders with exactly these variables (messages, tools, add_generation_prompt,

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
+#include "cli/vllm_serve_flags.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine.h"
@@ -77,6 +78,7 @@ struct ServeArgs {
   double log_stats_interval = 10.0;  // vLLM's VLLM_LOG_STATS_INTERVAL default
   int shutdown_timeout = 30;  // seconds a SIGTERM drain waits for running requests
   std::string kv_events_config;  // vLLM's --kv-events-config JSON
+  VllmServeFlags vllm;            // the rest of vllm serve's flags (vllm_serve_flags.h)
 };
 
 std::shared_ptr<spdlog::logger> serve_log() { return logging::get("serve"); }
@@ -134,6 +136,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
     throw Error("--disable-log-requests and --enable-log-requests contradict each other");
   if (!(a.log_stats_interval > 0.0)) throw Error("--log-stats-interval (or VLLM_LOG_STATS_INTERVAL) must be a positive number of seconds");
   if (a.shutdown_timeout < 0) throw Error("--shutdown-timeout must be 0 or more seconds");
+  check_vllm_serve_flags(a.vllm, cmd);
   if (kv_events_config(a).publishes() && !a.enable_prefix_caching)
     throw Error("--kv-events-config: KV events report what the prefix cache holds; they need prefix caching "
                 "(drop --no-enable-prefix-caching)");
@@ -193,6 +196,9 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
 
   check_flags(a, cmd);
   const auto t0 = std::chrono::steady_clock::now();
+  // --chat-template is read and parsed now: a bad file or a syntax error fails before the weights load.
+  const std::string template_source = chat_template_source(a.vllm);
+  if (!template_source.empty()) ChatTemplate::from_source(template_source, "--chat-template");
 
   server::ServerOptions opts;
   opts.served_model_names = a.served_model_names.empty() ? std::vector<std::string>{a.model} : a.served_model_names;
@@ -214,6 +220,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.cache.gpu_memory_utilization = a.gpu_memory_utilization;
   opts.cache.enable_prefix_caching = a.enable_prefix_caching;
   opts.cache.prefix_caching_hash_algo = a.prefix_caching_hash_algo;
+  apply_vllm_serve_flags(a.vllm, opts);
 
   // Bind before loading, so a port clash fails fast and /health answers 503 while loading.
   server::OpenAIServer server(opts);
@@ -268,7 +275,7 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   std::string tok_dir = a.tokenizer.empty() ? model_dir.string() : resolve_model_path(a.tokenizer, a.hub.tokenizer());
   if (!std::filesystem::is_directory(tok_dir)) tok_dir = std::filesystem::path(tok_dir).parent_path().string();
   auto tokenizer = Tokenizer::from_dir(tok_dir);
-  auto chat_template = ChatTemplate::from_tokenizer_dir(tok_dir);
+  auto chat_template = ChatTemplate::from_tokenizer_dir(tok_dir, template_source, "--chat-template");
   // A GGUF file carries no generation_config.json: like its config.json, it comes from the
   // --hf-config-path source (the BF16 repo) when one is given.
   std::filesystem::path gen_dir = model_dir;
@@ -434,6 +441,7 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--shutdown-timeout", a->shutdown_timeout,
                   "seconds SIGTERM/SIGINT waits for running requests before aborting them with 503 "
                   "(default 30; 0 aborts at once, as vLLM's default)");
+  add_vllm_serve_flags(cmd, a->vllm);
   cmd->callback([a, cmd, &exit_code] {
     run_serve(*a, *cmd);
     exit_code = 0;

@@ -1,10 +1,13 @@
 // striker: an inference server for Flint. See README.md and docs/architecture.md.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/vllm_serve_flags.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -26,7 +29,10 @@ int main(int argc, char** argv) {
   striker::cli::register_quantize(app, exit_code);
   striker::cli::register_bench(app, exit_code);
   try {
-    app.parse(argc, argv);
+    // CLI11 parses a reversed argument vector; vLLM's -tp/-pp/-dp become their long names first.
+    std::vector<std::string> args = striker::cli::expand_vllm_short_flags({argv + 1, argv + argc});
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const striker::Error& e) {

@@ -299,6 +299,9 @@ void OpenAIServer::register_routes() {
                      std::to_string(kMaxHeaderBytes) + ")");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // Browsers ask before cross-origin calls, without the API key: answered here, before the key check.
+    if (options_.cors.answer_preflight(req, res)) return httplib::Server::HandlerResponse::Handled;
+    options_.cors.add_headers(req, res);
     // The page's files hold nothing secret; the page sends the key with its API calls.
     const bool page = std::any_of(web_assets().begin(), web_assets().end(),
                                   [&req](const WebAsset& a) { return a.route == req.path; });

@@ -102,6 +102,7 @@ PreparedChat prepare_chat_request(const ServingContext& ctx, const RequestBody& 
   out.prompt = build_chat_prompt(request, ctx.options, *ctx.chat_template, ctx.tokenizer);
   keep_last(out.prompt.tokens, truncation);
   out.sampling = parse_sampling_request(body, ApiKind::Chat, ctx.options.sampling_defaults, ctx.options.limits);
+  if (ctx.options.return_tokens_as_token_ids) out.sampling.return_tokens_as_token_ids = true;  // the server's flag
   resolve_max_tokens(out.sampling, int64_t(out.prompt.tokens.size()), ctx.options.max_model_len);
   return out;
 }
@@ -111,6 +112,7 @@ PreparedCompletion prepare_completion_request(const ServingContext& ctx, const R
   check_model_name(body, ctx.options);
   PreparedCompletion out;
   out.sampling = parse_sampling_request(body, ApiKind::Completion, ctx.options.sampling_defaults, ctx.options.limits);
+  if (ctx.options.return_tokens_as_token_ids) out.sampling.return_tokens_as_token_ids = true;  // the server's flag
   auto ast = body.find("add_special_tokens");
   if (ast != body.end() && !ast->is_null() && !ast->is_boolean()) {
     throw bad_request("`add_special_tokens` must be a boolean", "add_special_tokens");

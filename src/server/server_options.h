@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/cors.h"
 #include "server/metrics.h"
 #include "server/sampling_request.h"
 
@@ -27,6 +28,8 @@ struct ServerOptions {
   size_t http_threads = 64;
   size_t max_body_bytes = size_t(32) << 20;
   bool log_requests = true;                      // one log line per request (--disable-log-requests)
+  bool return_tokens_as_token_ids = false;       // vLLM's --return-tokens-as-token-ids: every request's default
+  CorsPolicy cors;                               // --allowed-origins / -methods / -headers, --allow-credentials
   CacheConfigInfo cache;
 };
 

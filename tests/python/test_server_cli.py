@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+from server_fixture import StrikerServer, tiny_model, toolcall_model  # noqa: F401  (fixtures)
 
 
 @pytest.mark.parametrize("flags,needle", [
@@ -24,6 +24,21 @@ from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
     (["--generation-config", "/nonexistent"], "generation_config.json does not exist"),
     (["--enforce-eager", "--cuda-graphs"], "--enforce-eager and --cuda-graphs contradict"),
     (["--cuda-graphs"], "--cuda-graphs applies to --device cuda"),
+    # vLLM flags with values striker cannot honour: refused with why, not "argument was not expected".
+    (["-tp", "2"], "--tensor-parallel-size and --pipeline-parallel-size must be 1"),
+    (["--pipeline-parallel-size=2"], "--tensor-parallel-size and --pipeline-parallel-size must be 1"),
+    (["-dp", "4"], "--data-parallel-size must be 1: run one `striker serve` per GPU behind vllm-router"),
+    (["--dtype", "float16"], "--dtype float16 is not supported"),
+    (["--chat-template", "/nonexistent/t.jinja"], "looks like a file path, but it cannot be opened"),
+    (["--chat-template", "{% if %}"], "--chat-template:1:"),
+    (["--chat-template-content-format", "openai"], "--chat-template-content-format openai is not supported"),
+    (["--allowed-origins", "*"], "--allowed-origins must be a JSON list of strings"),
+    (["--uvicorn-log-level", "loud"], "--uvicorn-log-level must be one of"),
+    (["--no-enable-chunked-prefill"], "--no-enable-chunked-prefill is not supported"),
+    (["--scheduling-policy", "priority"], "--scheduling-policy priority is not supported"),
+    (["--async-scheduling"], "--async-scheduling is not available"),
+    (["--speculative-config", '{"method": "ngram"}'], "--speculative-config is not available"),
+    (["--enable-lora"], "--enable-lora is not available"),
 ])
 def test_bad_flags_fail_at_startup(striker_bin, tiny_model, flags, needle):
     device = [] if "--device" in flags else ["--device", "cpu"]
@@ -103,3 +118,66 @@ def test_sigterm_with_streams_in_flight_exits_cleanly(striker_bin, tiny_model, t
         assert g[-1] == b"data: [DONE]"
         assert b'"code":503' in g[-2] or b'"finish_reason":"length"' in g[-2] or b'"finish_reason":"length"' in g[-3]
     assert "SIGTERM received" in s.log()
+
+def test_vllm_serve_flags_are_taken(striker_bin, toolcall_model, tmp_path):
+    """A `vllm serve` command line of single-GPU flags starts as it is; the flags that change
+    behaviour do: --chat-template replaces the tokenizer's template, --return-tokens-as-token-ids
+    names logprob tokens by id, --disable-uvicorn-access-log drops the per-request log line, and
+    CORS (vLLM's default: any origin) answers a browser's preflight before the API key check."""
+    import requests
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}<|user|>PLAIN:{{ m.content }}{% endfor %}<|assistant|>")
+    s = StrikerServer(striker_bin, toolcall_model, [
+        "--max-model-len", "512", "--kv-cache-memory", "16MiB", "-tp", "1", "--pipeline-parallel-size", "1",
+        "--dtype", "auto", "--trust-remote-code", "--enable-chunked-prefill", "--enable-prompt-tokens-details",
+        "--enable-request-id-headers", "--disable-fastapi-docs", "--swap-space", "4", "--scheduling-policy", "fcfs",
+        "--chat-template", str(template), "--return-tokens-as-token-ids", "--disable-uvicorn-access-log",
+        "--api-key", "k"], log_dir=tmp_path)
+    try:
+        auth = {"Authorization": "Bearer k"}
+        r = requests.post(s.url + "/v1/chat/completions/render", headers=auth, timeout=30,
+                          json={"messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
+        prompt = requests.post(s.url + "/detokenize", headers=auth, json={"tokens": r.json()["token_ids"]},
+                               timeout=30).json()["prompt"]
+        assert prompt == "<|user|>PLAIN:hi<|assistant|>"
+        r = requests.post(s.url + "/v1/completions", headers=auth, timeout=60,
+                          json={"prompt": "a", "max_tokens": 2, "logprobs": 1, "temperature": 0})
+        assert all(t.startswith("token_id:") for t in r.json()["choices"][0]["logprobs"]["tokens"])
+        # CORS: the preflight needs no key; responses to a cross-origin call carry the origin allowance.
+        pre = requests.options(s.url + "/v1/chat/completions", timeout=10, headers={
+            "Origin": "http://ui.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type"})
+        assert pre.status_code == 200
+        assert pre.headers["Access-Control-Allow-Origin"] == "*"
+        assert pre.headers["Access-Control-Allow-Headers"] == "authorization, content-type"
+        assert "POST" in pre.headers["Access-Control-Allow-Methods"]
+        r = requests.get(s.url + "/v1/models", headers={**auth, "Origin": "http://ui.example"}, timeout=10)
+        assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == "*"
+        assert "Access-Control-Allow-Origin" not in requests.get(s.url + "/v1/models", headers=auth, timeout=10).headers
+        assert "[http]" not in s.log()
+    finally:
+        s.stop()
+
+
+def test_cors_origins_restricted(striker_bin, tiny_model, tmp_path):
+    import requests
+    s = StrikerServer(striker_bin, tiny_model, ["--max-model-len", "256", "--kv-cache-memory", "8MiB",
+                                                "--allowed-origins", '["http://ok.example"]', "--allow-credentials"],
+                      log_dir=tmp_path)
+    try:
+        def preflight(origin):
+            return requests.options(s.url + "/v1/completions", timeout=10, headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST"})
+        ok = preflight("http://ok.example")
+        assert ok.status_code == 200 and ok.headers["Access-Control-Allow-Origin"] == "http://ok.example"
+        assert ok.headers["Access-Control-Allow-Credentials"] == "true" and ok.headers["Vary"] == "Origin"
+        bad = preflight("http://evil.example")
+        assert bad.status_code == 400 and "Access-Control-Allow-Origin" not in bad.headers
+        assert "origin" in bad.text
+        r = requests.get(s.url + "/v1/models", headers={"Origin": "http://evil.example"}, timeout=10)
+        assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
+        r = requests.get(s.url + "/v1/models", headers={"Origin": "http://ok.example"}, timeout=10)
+        assert r.headers["Access-Control-Allow-Origin"] == "http://ok.example"
+    finally:
+        s.stop()
