@@ -283,7 +283,9 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
     gen_dir = hf_config_path;
     if (!std::filesystem::is_directory(gen_dir)) gen_dir = gen_dir.parent_path();
   }
-  const auto gen = server::load_generation_config(a.generation_config, gen_dir, cfg.eos_token_ids);
+  auto gen = server::load_generation_config(a.generation_config, gen_dir, cfg.eos_token_ids);
+  if (!a.vllm.override_generation_config.empty())
+    server::apply_generation_config_overrides(gen, a.vllm.override_generation_config);
 
   opts.max_model_len = max_model_len;
   opts.sampling_defaults = gen.defaults;

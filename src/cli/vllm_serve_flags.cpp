@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/startup_config.h"
 
 namespace striker::cli {
 
@@ -38,6 +39,10 @@ void add_vllm_serve_flags(CLI::App* cmd, VllmServeFlags& f) {
   cmd->add_option("--scheduling-policy", f.scheduling_policy, "fcfs (striker schedules first come, first served)");
   cmd->add_option("--response-role", f.response_role, "assistant");
   cmd->add_option("--swap-space", f.swap_space, "accepted and unused, as in vLLM V1: preempted requests recompute");
+  cmd->add_option("--override-generation-config", f.override_generation_config,
+                  "JSON sampling defaults over the generation config's, e.g. '{\"temperature\": 0.6}'");
+  cmd->add_flag("--enable-server-load-tracking", f.enable_server_load_tracking,
+                "GET /load answers {\"server_load\": requests in flight}");
   cmd->add_flag("--async-scheduling", f.async_scheduling, "not available in striker (refused at startup)");
   cmd->add_option("--speculative-config", f.speculative_config, "not available in striker (refused at startup)");
   cmd->add_flag("--enable-lora", f.enable_lora, "not available in striker (refused at startup)");
@@ -75,6 +80,10 @@ void check_vllm_serve_flags(const VllmServeFlags& f, const CLI::App& cmd) {
   if (!f.speculative_config.empty())
     throw Error("--speculative-config is not available: striker has no speculative decoding yet; drop the flag");
   if (f.enable_lora) throw Error("--enable-lora is not available: striker serves the base model only");
+  if (!f.override_generation_config.empty()) {
+    server::GenerationConfig probe;
+    server::apply_generation_config_overrides(probe, f.override_generation_config);  // throws naming the key
+  }
 }
 
 void apply_vllm_serve_flags(const VllmServeFlags& f, server::ServerOptions& opts) {
@@ -83,6 +92,7 @@ void apply_vllm_serve_flags(const VllmServeFlags& f, server::ServerOptions& opts
   opts.cors.headers = server::CorsPolicy::parse_list(f.allowed_headers, "--allowed-headers");
   opts.cors.credentials = f.allow_credentials;
   opts.return_tokens_as_token_ids = f.return_tokens_as_token_ids;
+  opts.track_server_load = f.enable_server_load_tracking;
   const bool quiet = f.uvicorn_log_level == "warning" || f.uvicorn_log_level == "error" || f.uvicorn_log_level == "critical";
   if (f.disable_uvicorn_access_log || quiet) opts.log_requests = false;
   if (f.swap_space > 0)

@@ -32,6 +32,8 @@ struct VllmServeFlags {
   bool async_scheduling = false;
   std::string speculative_config;
   bool enable_lora = false;
+  std::string override_generation_config;  // JSON sampling defaults over --generation-config's
+  bool enable_server_load_tracking = false;  // GET /load
 };
 
 void add_vllm_serve_flags(CLI::App* cmd, VllmServeFlags& f);

@@ -230,6 +230,10 @@ void OpenAIServer::register_routes() {
   // vLLM's /ping (GET and POST): /health under the name SageMaker-style hosts probe.
   http_->Get("/ping", health);
   http_->Post("/ping", health);
+  // vLLM's GET /load: the requests in flight with --enable-server-load-tracking, else 0.
+  http_->Get("/load", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump_json({{"server_load", options_.track_server_load ? in_flight() : 0}}), "application/json");
+  });
   http_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(dump_json({{"version", kVersion}}), "application/json");
   });

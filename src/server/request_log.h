@@ -23,7 +23,7 @@ inline constexpr const char* kRequestIdHeader = "X-Request-Id";
 
 // The routes orchestrators poll: public even with an API key, logged at debug level.
 inline bool is_probe_path(const std::string& path) {
-  return path == "/health" || path == "/ping" || path == "/metrics";
+  return path == "/health" || path == "/ping" || path == "/metrics" || path == "/load";
 }
 
 class RequestLog {

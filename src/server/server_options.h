@@ -29,6 +29,7 @@ struct ServerOptions {
   size_t max_body_bytes = size_t(32) << 20;
   bool log_requests = true;                      // one log line per request (--disable-log-requests)
   bool return_tokens_as_token_ids = false;       // vLLM's --return-tokens-as-token-ids: every request's default
+  bool track_server_load = false;                // vLLM's --enable-server-load-tracking (GET /load)
   CorsPolicy cors;                               // --allowed-origins / -methods / -headers, --allow-credentials
   CacheConfigInfo cache;
 };

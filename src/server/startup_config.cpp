@@ -105,6 +105,30 @@ GenerationConfig read_generation_config(const std::string& mode, const std::file
 
 }  // namespace
 
+void apply_generation_config_overrides(GenerationConfig& gen, const std::string& json) {
+  const std::string flag = "--override-generation-config";
+  const auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(flag + ": expected a JSON object such as '{\"temperature\": 0.6, \"top_p\": 0.9}', got '" + json + "'");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "temperature" && key != "top_p" && key != "top_k" && key != "min_p" && key != "repetition_penalty")
+      throw Error(flag + ": '" + key + "' is not a sampling default striker takes (temperature, top_p, top_k, min_p, "
+                  "repetition_penalty)");
+  }
+  auto set = [&](const char* key, std::optional<float>& field) {
+    if (auto v = read_float(j, key, flag)) field = v;
+  };
+  set("temperature", gen.defaults.temperature);
+  set("top_p", gen.defaults.top_p);
+  set("min_p", gen.defaults.min_p);
+  set("repetition_penalty", gen.defaults.repetition_penalty);
+  if (auto it = j.find("top_k"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) throw Error(flag + ": field 'top_k' must be an integer");
+    gen.defaults.top_k = it->get<int32_t>();
+  }
+  if (!j.empty()) gen.source += ", overridden by " + flag + " " + j.dump();
+}
+
 nlohmann::json parse_template_kwargs_flag(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {

@@ -26,6 +26,9 @@ struct GenerationConfig {
 // value is a folder holding generation_config.json. Malformed files throw naming the field.
 GenerationConfig load_generation_config(const std::string& mode, const std::filesystem::path& model_dir,
                                         const std::vector<int64_t>& config_eos_ids);
+// vLLM's --override-generation-config JSON: its sampling defaults replace the loaded ones (keys
+// temperature, top_p, top_k, min_p, repetition_penalty; anything else throws naming the key).
+void apply_generation_config_overrides(GenerationConfig& gen, const std::string& json);
 
 // --default-chat-template-kwargs must be a JSON object.
 nlohmann::json parse_template_kwargs_flag(const std::string& text);

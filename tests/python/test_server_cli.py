@@ -39,6 +39,8 @@ from server_fixture import StrikerServer, tiny_model, toolcall_model  # noqa: F4
     (["--async-scheduling"], "--async-scheduling is not available"),
     (["--speculative-config", '{"method": "ngram"}'], "--speculative-config is not available"),
     (["--enable-lora"], "--enable-lora is not available"),
+    (["--override-generation-config", '{"max_new_tokens": 5}'], "'max_new_tokens' is not a sampling default"),
+    (["--override-generation-config", '{"top_k": 1.5}'], "field 'top_k' must be an integer"),
 ])
 def test_bad_flags_fail_at_startup(striker_bin, tiny_model, flags, needle):
     device = [] if "--device" in flags else ["--device", "cpu"]
@@ -179,5 +181,45 @@ def test_cors_origins_restricted(striker_bin, tiny_model, tmp_path):
         assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
         r = requests.get(s.url + "/v1/models", headers={"Origin": "http://ok.example"}, timeout=10)
         assert r.headers["Access-Control-Allow-Origin"] == "http://ok.example"
+    finally:
+        s.stop()
+
+
+def test_override_generation_config_and_load(striker_bin, tiny_model, tmp_path):
+    """--override-generation-config sets the sampling defaults a request without them gets (seen in
+    /v1/chat/completions/render's sampling_params); GET /load counts requests in flight with
+    --enable-server-load-tracking and is public, as vLLM's."""
+    import threading
+    import time
+
+    import requests
+    s = StrikerServer(striker_bin, tiny_model, ["--max-model-len", "512", "--kv-cache-memory", "8MiB",
+                                                "--override-generation-config", '{"temperature": 0.25, "top_k": 7}',
+                                                "--enable-server-load-tracking", "--api-key", "k"], log_dir=tmp_path)
+    try:
+        auth = {"Authorization": "Bearer k"}
+        r = requests.post(s.url + "/v1/chat/completions/render", headers=auth, timeout=30,
+                          json={"messages": [{"role": "user", "content": "hi"}]})
+        sp = r.json()["sampling_params"]
+        assert sp["temperature"] == 0.25 and sp["top_k"] == 7
+        assert "overridden by --override-generation-config" in s.log()
+        assert requests.get(s.url + "/load", timeout=10).json() == {"server_load": 0}
+        done = threading.Event()
+
+        def long_request():
+            requests.post(s.url + "/v1/completions", headers=auth, timeout=120,
+                          json={"prompt": "go", "max_tokens": 400, "ignore_eos": True})
+            done.set()
+        t = threading.Thread(target=long_request)
+        t.start()
+        loads = []
+        while not done.is_set() and len(loads) < 2000:
+            loads.append(requests.get(s.url + "/load", timeout=10).json()["server_load"])
+            if loads[-1] == 1:
+                break
+            time.sleep(0.005)
+        t.join()
+        assert 1 in loads
+        assert requests.get(s.url + "/load", timeout=10).json() == {"server_load": 0}
     finally:
         s.stop()
