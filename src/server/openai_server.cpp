@@ -192,6 +192,8 @@ void OpenAIServer::register_routes() {
   http_->Post("/v1/chat/completions", model_route("/v1/chat/completions", handle_chat_completions));
   http_->Post("/v1/completions", model_route("/v1/completions", handle_completions));
   http_->Post("/v1/responses", model_route("/v1/responses", handle_responses));
+  http_->Post("/v1/messages", model_route("/v1/messages", handle_messages));
+  http_->Post("/v1/messages/count_tokens", model_route("/v1/messages/count_tokens", handle_count_tokens));
   http_->Get(R"(/v1/responses/([A-Za-z0-9_\-]+))", model_route("/v1/responses/{id}", handle_get_response));
   http_->Delete(R"(/v1/responses/([A-Za-z0-9_\-]+))", model_route("/v1/responses/{id}", handle_delete_response));
   http_->Post("/tokenize", model_route("/tokenize", handle_tokenize));
@@ -314,9 +316,12 @@ void OpenAIServer::register_routes() {
     }
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    const bool ok = auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), options_.api_key);
+    // Anthropic's clients send the key as x-api-key (llama-server takes it too).
+    const bool ok = (auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), options_.api_key)) ||
+                    (req.has_header("x-api-key") && same_secret(req.get_header_value("x-api-key"), options_.api_key));
     if (ok) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, 401, "authentication_error", "Unauthorized: a valid API key is required (Authorization: Bearer KEY)");
+    send_error(res, 401, "authentication_error",
+               "Unauthorized: a valid API key is required (Authorization: Bearer KEY, or x-api-key: KEY)");
     metrics()->record_http(req.path, 401);
     return httplib::Server::HandlerResponse::Handled;
   });

@@ -136,6 +136,9 @@ void handle_completions_render(const ServingContext& ctx, const httplib::Request
 void handle_responses(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_get_response(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_delete_response(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+// messages_route.cpp: Anthropic's Messages API (POST /v1/messages, /v1/messages/count_tokens).
+void handle_messages(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_count_tokens(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 // Shared by both generation routes: runs until every choice finished or the client left.
 // `on_output` returns false when writing to the client failed. Returns false if the client left
