@@ -217,7 +217,7 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
       throw bad_request("`" + std::string(flag) + "` must be a boolean", flag);
     }
   }
-  out.stream = body.value("stream", false);
+  if (const ojson* v = field(body, "stream")) out.stream = v->get<bool>();
   if (const ojson* v = field(body, "store")) out.store = v->get<bool>();
 
   if (previous) out.conversation = *previous;

@@ -174,3 +174,36 @@ def test_random_field_mutations_never_5xx(server):
     assert requests.get(server.url + "/health").status_code == 200
     m = server.metrics()
     assert m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
+
+
+@pytest.mark.parametrize("route, base, fields, error_keys", [
+    ("/v1/responses", {"input": "hi", "max_output_tokens": 2},
+     ["model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools", "tool_choice",
+      "parallel_tool_calls", "reasoning", "text", "store", "stream", "previous_response_id", "include", "top_logprobs",
+      "truncation", "metadata", "user", "background"],
+     {"message", "type", "param", "code"}),
+    ("/v1/messages", {"max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
+     ["model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking",
+      "stop_sequences", "stream", "metadata"],
+     {"type", "message"}),
+])
+def test_random_field_mutations_of_other_apis_never_5xx(server, route, base, fields, error_keys):
+    """The Responses and Anthropic Messages routes under the same light fuzzing, items and blocks included."""
+    import random
+    rng = random.Random(4321)
+    values = [None, -1, 0, 1, 2, 1e300, "x", "", [], {}, True, False, 2**64, [1, 2], {"a": 1}, {"type": "x"},
+              [{"role": "user", "content": "hi"}], [{"type": "function_call"}], [{"type": "tool_result"}],
+              [{"role": "assistant", "content": [{"type": "tool_use", "id": 1}]}], {"format": {"type": "json_schema"}},
+              {"type": "enabled", "budget_tokens": "x"}, [{"type": "function", "name": 3}], ["a", ""]]
+    for i in range(200):
+        body = {"model": MODEL, **base}
+        for name in rng.sample(fields, rng.randint(1, 3)):
+            body[name] = rng.choice(values)
+        r = requests.post(server.url + route, json=body, timeout=60)
+        assert r.status_code < 500 or r.status_code == 501, f"{i}: {json.dumps(body)[:300]} -> {r.status_code} {r.text[:300]}"
+        if r.status_code != 200 and not body.get("stream") is True:
+            err = r.json()["error"]
+            assert error_keys <= set(err), err
+    assert requests.get(server.url + "/health").status_code == 200
+    m = server.metrics()
+    assert m["vllm:num_requests_running"] == 0 and m["vllm:num_requests_waiting"] == 0
