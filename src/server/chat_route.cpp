@@ -8,7 +8,7 @@
 #include "server/prompt_logprobs.h"
 #include "server/request_preparation.h"
 #include "server/serving_context.h"
-#include "server/structured_request.h"
+#include "server/single_choice.h"
 
 namespace striker::server {
 namespace {
@@ -90,8 +90,7 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
   for (size_t i = 0; i < job.choices.size(); ++i) {
     auto& c = job.choices[i];
     if (!c.finish) c.finish = FinishReason::Abort;
-    ParsedMessage msg = c.parser->parse_complete(c.text);
-    if (!job.prompt.parallel_tool_calls && msg.tool_calls.size() > 1) msg.tool_calls.erase(msg.tool_calls.begin() + 1, msg.tool_calls.end());
+    ParsedMessage msg = parse_final_message(*c.parser, c.text, job.prompt.parallel_tool_calls);
     if (!job.prompt.include_reasoning) msg.reasoning.reset();
     const bool forced = job.prompt.parser.tool_choice == "required" || job.prompt.parser.tool_choice == "named";
     nlohmann::json message = {{"role", "assistant"}};
@@ -163,13 +162,7 @@ void stream_chat(ChatJob& job, const ConnectionWatch& watch, httplib::DataSink& 
         }
       }
       collect_choice_output(job, d);
-      ParsedDelta parsed = c.parser->feed(d.new_text, d.new_tokens);
-      if (d.finish) {
-        ParsedDelta tail = c.parser->finish();
-        parsed.reasoning += tail.reasoning;
-        parsed.content += tail.content;
-        for (auto& tc : tail.tool_calls) parsed.tool_calls.push_back(tc);
-      }
+      ParsedDelta parsed = parse_choice_delta(*c.parser, d);
       nlohmann::json delta = nlohmann::json::object();
       if (!parsed.reasoning.empty() && job.prompt.include_reasoning) delta["reasoning"] = parsed.reasoning;
       if (!parsed.content.empty()) delta["content"] = parsed.content;
@@ -224,20 +217,7 @@ void handle_chat_completions(const ServingContext& ctx, const httplib::Request& 
   PreparedChat prepared = prepare_chat_request(ctx, request);
   job->prompt = std::move(prepared.prompt);
   job->sampling = std::move(prepared.sampling);
-  auto structured = parse_structured_request(request.ordered);
-  if (auto calls = tool_call_request(ctx, job->prompt, structured.has_value())) structured = std::move(calls);
-  if (structured) {
-    // With a reasoning parser and thinking on, the constraint starts after `</think>` (vLLM).
-    const ParserSettings& ps = job->prompt.parser;
-    int32_t start_after = -1;
-    if (!ps.reasoning_parser.empty() && ps.thinking_enabled && !ps.reasoning_ended_in_prompt)
-      start_after = ctx.tokenizer.token_to_id("</think>").value_or(-1);
-    job->sampling.params.structured = compile_structured_request(ctx, *structured, start_after);
-  }
-  // The parsers match structural tokens (<think>, <tool_call>, ...) in the text, so keep them.
-  if (!job->prompt.parser.reasoning_parser.empty() || !job->prompt.parser.tool_parser.empty()) {
-    job->sampling.params.skip_special_tokens = false;
-  }
+  constrain_chat_generation(ctx, request.ordered, job->prompt, job->sampling);
   const int32_t n = job->sampling.params.n;
   job->choices.resize(size_t(n));
   for (auto& c : job->choices) c.parser = make_choice_parser(job->prompt.parser);

@@ -183,6 +183,10 @@ std::string dump_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string dump_ordered_json(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void check_model_name(const nlohmann::json& body, const ServerOptions& options) {
   auto it = body.find("model");
   if (it == body.end() || it->is_null()) return;
@@ -236,6 +240,24 @@ void send_stream_error(httplib::DataSink& sink, const ApiError& error) {
   const std::string data = "data: " + dump_json(error_body(error)) + "\n\ndata: [DONE]\n\n";
   sink.write(data.data(), data.size());
   sink.done();
+}
+
+bool send_typed_event(httplib::DataSink& sink, const char* type, const nlohmann::ordered_json& fields) {
+  nlohmann::ordered_json e = {{"type", type}};
+  for (auto it = fields.begin(); it != fields.end(); ++it) e[it.key()] = it.value();
+  const std::string data = std::string("event: ") + type + "\ndata: " + dump_ordered_json(e) + "\n\n";
+  return sink.write(data.data(), data.size());
+}
+
+ParsedDelta parse_choice_delta(ChoiceParser& parser, const ChoiceDelta& d) {
+  ParsedDelta parsed = parser.feed(d.new_text, d.new_tokens);
+  if (d.finish) {
+    ParsedDelta tail = parser.finish();
+    parsed.reasoning += tail.reasoning;
+    parsed.content += tail.content;
+    for (auto& tc : tail.tool_calls) parsed.tool_calls.push_back(std::move(tc));
+  }
+  return parsed;
 }
 
 std::string TokenNames::operator()(int32_t id) const {

@@ -109,4 +109,18 @@ const nlohmann::json* JsonFields::array(const char* name) const {
   return v;
 }
 
+std::string item_path(const std::string& where, size_t index) { return where + "[" + std::to_string(index) + "]"; }
+
+const nlohmann::ordered_json* item_field(const nlohmann::ordered_json& obj, const char* name) {
+  auto it = obj.find(name);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string required_item_string(const nlohmann::ordered_json& obj, const char* name, const std::string& where,
+                                 const char* param) {
+  const nlohmann::ordered_json* v = item_field(obj, name);
+  if (!v || !v->is_string()) throw bad_request("`" + where + "." + name + "` must be a string", param);
+  return v->get<std::string>();
+}
+
 }  // namespace striker::server

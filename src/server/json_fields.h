@@ -40,4 +40,11 @@ class JsonFields {
 // Describes a JSON value's type in errors ("string", "integer", ...).
 std::string json_type_name(const nlohmann::json& v);
 
+// Reads inside request items kept in the client's key order (the Responses and Messages conversions):
+// `where` names the item in errors ("input[2]"), `param` is the top-level field the 400 names.
+std::string item_path(const std::string& where, size_t index);  // where[index]
+const nlohmann::ordered_json* item_field(const nlohmann::ordered_json& obj, const char* name);  // null: absent or null
+std::string required_item_string(const nlohmann::ordered_json& obj, const char* name, const std::string& where,
+                                 const char* param);
+
 }  // namespace striker::server

@@ -7,18 +7,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string at(const std::string& where, size_t k) { return where + "[" + std::to_string(k) + "]"; }
-
-const ojson* field(const ojson& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string required_string(const ojson& obj, const char* name, const std::string& where, const char* param) {
-  const ojson* v = field(obj, name);
-  if (!v || !v->is_string()) throw bad_request("`" + where + "." + name + "` must be a string", param);
-  return v->get<std::string>();
-}
 
 // A string, or text blocks joined (system prompts, tool results).
 std::string text_of(const ojson& content, const std::string& where, const char* param) {
@@ -27,12 +15,12 @@ std::string text_of(const ojson& content, const std::string& where, const char* 
   std::string text;
   for (size_t k = 0; k < content.size(); ++k) {
     const ojson& b = content[k];
-    if (!b.is_object()) throw bad_request("`" + at(where, k) + "` must be an object", param);
-    const std::string type = required_string(b, "type", at(where, k), param);
+    if (!b.is_object()) throw bad_request("`" + item_path(where, k) + "` must be an object", param);
+    const std::string type = required_item_string(b, "type", item_path(where, k), param);
     if (type != "text") {
-      throw bad_request("block type '" + type + "' in `" + at(where, k) + "` is not supported here (text only)", param);
+      throw bad_request("block type '" + type + "' in `" + item_path(where, k) + "` is not supported here (text only)", param);
     }
-    text += required_string(b, "text", at(where, k), param);
+    text += required_item_string(b, "text", item_path(where, k), param);
   }
   return text;
 }
@@ -46,15 +34,15 @@ void add_user_message(const ojson& content, const std::string& where, ojson& mes
   ojson parts = ojson::array();
   for (size_t k = 0; k < content.size(); ++k) {
     const ojson& b = content[k];
-    const std::string w = at(where, k);
+    const std::string w = item_path(where, k);
     if (!b.is_object()) throw bad_request("`" + w + "` must be an object", "messages");
-    const std::string type = required_string(b, "type", w, "messages");
+    const std::string type = required_item_string(b, "type", w, "messages");
     if (type == "text") {
-      parts.push_back({{"type", "text"}, {"text", required_string(b, "text", w, "messages")}});
+      parts.push_back({{"type", "text"}, {"text", required_item_string(b, "text", w, "messages")}});
     } else if (type == "tool_result") {
       // Tool results answer the previous assistant turn's calls: they go before this turn's text.
-      const std::string id = required_string(b, "tool_use_id", w, "messages");
-      const ojson* c = field(b, "content");
+      const std::string id = required_item_string(b, "tool_use_id", w, "messages");
+      const ojson* c = item_field(b, "content");
       const std::string text = c ? text_of(*c, w + ".content", "messages") : std::string();
       messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", text}});
     } else {
@@ -78,23 +66,23 @@ void add_assistant_message(const ojson& content, const std::string& where, ojson
   bool has_text = false;
   for (size_t k = 0; k < content.size(); ++k) {
     const ojson& b = content[k];
-    const std::string w = at(where, k);
+    const std::string w = item_path(where, k);
     if (!b.is_object()) throw bad_request("`" + w + "` must be an object", "messages");
-    const std::string type = required_string(b, "type", w, "messages");
+    const std::string type = required_item_string(b, "type", w, "messages");
     if (type == "text") {
-      text += required_string(b, "text", w, "messages");
+      text += required_item_string(b, "text", w, "messages");
       has_text = true;
     } else if (type == "thinking") {
-      reasoning += required_string(b, "thinking", w, "messages");
+      reasoning += required_item_string(b, "thinking", w, "messages");
     } else if (type == "redacted_thinking") {
       // Encrypted reasoning of Anthropic's own models: nothing any other model can read.
     } else if (type == "tool_use") {
-      const ojson* input = field(b, "input");
+      const ojson* input = item_field(b, "input");
       if (!input || !input->is_object()) throw bad_request("`" + w + ".input` must be an object", "messages");
       if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
-      m["tool_calls"].push_back({{"id", required_string(b, "id", w, "messages")},
+      m["tool_calls"].push_back({{"id", required_item_string(b, "id", w, "messages")},
                                  {"type", "function"},
-                                 {"function", {{"name", required_string(b, "name", w, "messages")},
+                                 {"function", {{"name", required_item_string(b, "name", w, "messages")},
                                                {"arguments", input->dump()}}}});
     } else {
       throw bad_request("content block type '" + type + "' in `" + w +
@@ -112,15 +100,15 @@ ojson chat_tools(const ojson& tools) {
   ojson out = ojson::array();
   for (size_t k = 0; k < tools.size(); ++k) {
     const ojson& t = tools[k];
-    const std::string w = at("tools", k);
+    const std::string w = item_path("tools", k);
     if (!t.is_object()) throw bad_request("`" + w + "` must be an object", "tools");
-    if (const ojson* type = field(t, "type"); type && *type != "custom") {
+    if (const ojson* type = item_field(t, "type"); type && *type != "custom") {
       throw bad_request("tool type " + type->dump() + " in `" + w + "` is not supported (only client tools)", "tools");
     }
-    const ojson* schema = field(t, "input_schema");
+    const ojson* schema = item_field(t, "input_schema");
     if (!schema || !schema->is_object()) throw bad_request("`" + w + ".input_schema` must be an object", "tools");
-    ojson fn = {{"name", required_string(t, "name", w, "tools")}};
-    if (const ojson* d = field(t, "description")) fn["description"] = *d;
+    ojson fn = {{"name", required_item_string(t, "name", w, "tools")}};
+    if (const ojson* d = item_field(t, "description")) fn["description"] = *d;
     fn["parameters"] = *schema;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
@@ -133,8 +121,8 @@ MessagesChatRequest messages_to_chat(const RequestBody& request) {
   const ojson& body = request.ordered;
   MessagesChatRequest out;
   ojson chat = ojson::object();
-  if (const ojson* model = field(body, "model")) chat["model"] = *model;
-  const ojson* max = field(body, "max_tokens");
+  if (const ojson* model = item_field(body, "model")) chat["model"] = *model;
+  const ojson* max = item_field(body, "max_tokens");
   if (!max) throw bad_request("`max_tokens` is required", "max_tokens");
   const bool positive = max->is_number_unsigned() ? max->get<uint64_t>() >= 1
                                                   : max->is_number_integer() && max->get<int64_t>() >= 1;
@@ -142,15 +130,15 @@ MessagesChatRequest messages_to_chat(const RequestBody& request) {
   chat["max_tokens"] = *max;
 
   ojson messages = ojson::array();
-  if (const ojson* system = field(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*system, "system", "system")}});
-  const ojson* msgs = field(body, "messages");
+  if (const ojson* system = item_field(body, "system")) messages.push_back({{"role", "system"}, {"content", text_of(*system, "system", "system")}});
+  const ojson* msgs = item_field(body, "messages");
   if (!msgs || !msgs->is_array() || msgs->empty()) throw bad_request("`messages` must be a non-empty array", "messages");
   for (size_t i = 0; i < msgs->size(); ++i) {
     const ojson& m = (*msgs)[i];
-    const std::string w = at("messages", i);
+    const std::string w = item_path("messages", i);
     if (!m.is_object()) throw bad_request("`" + w + "` must be an object", "messages");
-    const std::string role = required_string(m, "role", w, "messages");
-    const ojson* content = field(m, "content");
+    const std::string role = required_item_string(m, "role", w, "messages");
+    const ojson* content = item_field(m, "content");
     if (!content) throw bad_request("`" + w + ".content` is required", "messages");
     if (role == "user") add_user_message(*content, w + ".content", messages);
     else if (role == "assistant") add_assistant_message(*content, w + ".content", messages);
@@ -158,38 +146,38 @@ MessagesChatRequest messages_to_chat(const RequestBody& request) {
   }
   chat["messages"] = std::move(messages);
 
-  if (const ojson* tools = field(body, "tools")) chat["tools"] = chat_tools(*tools);
-  if (const ojson* choice = field(body, "tool_choice")) {
+  if (const ojson* tools = item_field(body, "tools")) chat["tools"] = chat_tools(*tools);
+  if (const ojson* choice = item_field(body, "tool_choice")) {
     if (!choice->is_object()) throw bad_request("`tool_choice` must be an object", "tool_choice");
-    const std::string type = required_string(*choice, "type", "tool_choice", "tool_choice");
+    const std::string type = required_item_string(*choice, "type", "tool_choice", "tool_choice");
     if (type == "auto") chat["tool_choice"] = "auto";
     else if (type == "any") chat["tool_choice"] = "required";
     else if (type == "none") chat["tool_choice"] = "none";
     else if (type == "tool")
       chat["tool_choice"] = {{"type", "function"},
-                             {"function", {{"name", required_string(*choice, "name", "tool_choice", "tool_choice")}}}};
+                             {"function", {{"name", required_item_string(*choice, "name", "tool_choice", "tool_choice")}}}};
     else throw bad_request("`tool_choice.type` must be auto, any, tool or none, got '" + type + "'", "tool_choice");
-    if (const ojson* dp = field(*choice, "disable_parallel_tool_use")) {
+    if (const ojson* dp = item_field(*choice, "disable_parallel_tool_use")) {
       if (!dp->is_boolean()) throw bad_request("`tool_choice.disable_parallel_tool_use` must be a boolean", "tool_choice");
       chat["parallel_tool_calls"] = !dp->get<bool>();
     }
   }
-  if (const ojson* thinking = field(body, "thinking")) {
+  if (const ojson* thinking = item_field(body, "thinking")) {
     if (!thinking->is_object()) throw bad_request("`thinking` must be an object", "thinking");
-    const std::string type = required_string(*thinking, "type", "thinking", "thinking");
+    const std::string type = required_item_string(*thinking, "type", "thinking", "thinking");
     if (type != "enabled" && type != "disabled")
       throw bad_request("`thinking.type` must be enabled or disabled, got '" + type + "'", "thinking");
-    if (const ojson* budget = field(*thinking, "budget_tokens"); budget && !budget->is_number_integer())
+    if (const ojson* budget = item_field(*thinking, "budget_tokens"); budget && !budget->is_number_integer())
       throw bad_request("`thinking.budget_tokens` must be an integer", "thinking");
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   }
-  if (const ojson* stop = field(body, "stop_sequences")) {
+  if (const ojson* stop = item_field(body, "stop_sequences")) {
     if (!stop->is_array()) throw bad_request("`stop_sequences` must be an array of strings", "stop_sequences");
     chat["stop"] = *stop;
   }
   for (const char* key : {"temperature", "top_p", "top_k"})
-    if (const ojson* v = field(body, key)) chat[key] = *v;
-  if (const ojson* s = field(body, "stream")) {
+    if (const ojson* v = item_field(body, key)) chat[key] = *v;
+  if (const ojson* s = item_field(body, "stream")) {
     if (!s->is_boolean()) throw bad_request("`stream` must be a boolean", "stream");
     out.stream = s->get<bool>();
   }

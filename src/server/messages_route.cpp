@@ -7,14 +7,12 @@
 #include "server/messages_request.h"
 #include "server/request_preparation.h"
 #include "server/serving_context.h"
-#include "server/structured_request.h"
+#include "server/single_choice.h"
 
 namespace striker::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-std::string dump_ordered(const ojson& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 void send_anthropic_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
@@ -31,15 +29,14 @@ struct MessagesJob {
   std::unique_ptr<ChoiceParser> parser;
   std::unique_ptr<Generation> gen;
   std::string id;
-  std::string text;
-  std::optional<FinishReason> finish;
-  nlohmann::json stop_reason = nullptr;  // the engine's: a stop string (string) or a token id
+  SingleChoice choice;
   bool called_tools = false;
 
   // end_turn, max_tokens, stop_sequence (with the string), tool_use.
   std::pair<std::string, ojson> stop() const {
-    if (finish == FinishReason::Length) return {"max_tokens", nullptr};
-    if (stop_reason.is_string()) return {"stop_sequence", stop_reason.get<std::string>()};
+    if (choice.finish == FinishReason::Length) return {"max_tokens", nullptr};
+    const nlohmann::json reason = stop_reason_json(choice.stop_reason, sampling.params);
+    if (reason.is_string()) return {"stop_sequence", reason.get<std::string>()};
     if (called_tools) return {"tool_use", nullptr};
     return {"end_turn", nullptr};
   }
@@ -62,32 +59,11 @@ ojson input_of(const std::string& arguments) {
   return v.is_discarded() || !v.is_object() ? ojson::object() : v;
 }
 
-void collect(MessagesJob& job, const ChoiceDelta& d) {
-  job.text += d.new_text;
-  if (d.finish) {
-    job.finish = d.finish;
-    job.stop_reason = stop_reason_json(d.stop_reason, job.sampling.params);
-  }
-}
-
 void respond_non_streaming(MessagesJob& job, const ConnectionWatch& watch, httplib::Response& res) {
   RequestAccounting acct(job.ctx, *job.gen);
-  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
-    acct.observe(out);
-    for (const auto& d : out.choices)
-      if (d.index == 0) collect(job, d);
-    return true;
-  });
   const int64_t max_tokens = job.sampling.params.max_tokens;
-  if (!complete) {
-    acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
-    res.status = 499;
-    return;
-  }
-  if (!job.finish) job.finish = FinishReason::Abort;
-  ParsedMessage msg = job.parser->parse_complete(job.text);
-  if (!job.prompt.parallel_tool_calls && msg.tool_calls.size() > 1)
-    msg.tool_calls.erase(msg.tool_calls.begin() + 1, msg.tool_calls.end());
+  if (!run_single_choice(*job.gen, job.ctx, acct, watch, max_tokens, job.choice, res)) return;
+  const ParsedMessage msg = parse_final_message(*job.parser, job.choice.text, job.prompt.parallel_tool_calls);
   ojson content = ojson::array();
   if (msg.reasoning && !msg.reasoning->empty())
     content.push_back({{"type", "thinking"}, {"thinking", *msg.reasoning}, {"signature", ""}});
@@ -99,9 +75,9 @@ void respond_non_streaming(MessagesJob& job, const ConnectionWatch& watch, httpl
   }
   job.called_tools = !msg.tool_calls.empty();
   const auto [reason, sequence] = job.stop();
-  acct.finish(finish_reason_name(*job.finish), job.gen->prompt_tokens(), 1, max_tokens);
+  acct.finish(finish_reason_name(job.choice.finished()), job.gen->prompt_tokens(), 1, max_tokens);
   res.status = 200;
-  res.set_content(dump_ordered(job.message(std::move(content), reason, sequence, job.usage(acct.completion_tokens()))),
+  res.set_content(dump_ordered_json(job.message(std::move(content), reason, sequence, job.usage(acct.completion_tokens()))),
                   "application/json");
 }
 
@@ -109,12 +85,7 @@ void respond_non_streaming(MessagesJob& job, const ConnectionWatch& watch, httpl
 class BlockStream {
  public:
   explicit BlockStream(httplib::DataSink& sink) : sink_(sink) {}
-  bool send(const char* type, ojson fields) {
-    ojson e = {{"type", type}};
-    for (auto it = fields.begin(); it != fields.end(); ++it) e[it.key()] = std::move(it.value());
-    const std::string data = std::string("event: ") + type + "\ndata: " + dump_ordered(e) + "\n\n";
-    return sink_.write(data.data(), data.size());
-  }
+  bool send(const char* type, const ojson& fields) { return send_typed_event(sink_, type, fields); }
   // The open block's kind ("thinking", "text", "tool_use") and, for tool_use, the call's index.
   bool delta(const std::string& kind, int call, ojson start_block, ojson delta) {
     if (kind != kind_ || call != call_) {
@@ -155,14 +126,8 @@ void stream_messages(MessagesJob& job, const ConnectionWatch& watch, httplib::Da
       acct.observe(out);
       for (const auto& d : out.choices) {
         if (d.index != 0) continue;
-        collect(job, d);
-        ParsedDelta p = job.parser->feed(d.new_text, d.new_tokens);
-        if (d.finish) {
-          ParsedDelta tail = job.parser->finish();
-          p.reasoning += tail.reasoning;
-          p.content += tail.content;
-          for (auto& tc : tail.tool_calls) p.tool_calls.push_back(tc);
-        }
+        job.choice.add(d);
+        const ParsedDelta p = parse_choice_delta(*job.parser, d);
         if (!p.reasoning.empty() &&
             !ev.delta("thinking", -1, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}},
                       {{"type", "thinking_delta"}, {"thinking", p.reasoning}}))
@@ -189,9 +154,8 @@ void stream_messages(MessagesJob& job, const ConnectionWatch& watch, httplib::Da
       acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
       return sink.done();
     }
-    if (!job.finish) job.finish = FinishReason::Abort;
     const auto [reason, sequence] = job.stop();
-    acct.finish(finish_reason_name(*job.finish), job.gen->prompt_tokens(), 1, max_tokens);
+    acct.finish(finish_reason_name(job.choice.finished()), job.gen->prompt_tokens(), 1, max_tokens);
     if (ev.send("message_delta", {{"delta", {{"stop_reason", reason}, {"stop_sequence", sequence}}},
                                   {"usage", {{"output_tokens", acct.completion_tokens()}}}}))
       ev.send("message_stop", ojson::object());
@@ -222,15 +186,7 @@ void handle_messages(const ServingContext& ctx, const httplib::Request& req, htt
     const RequestBody body = parse_request_body(req);
     auto job = std::make_shared<MessagesJob>(ctx);
     prepare(*job, body);
-    if (auto calls = tool_call_request(ctx, job->prompt, false)) {
-      const ParserSettings& ps = job->prompt.parser;
-      int32_t start_after = -1;
-      if (!ps.reasoning_parser.empty() && ps.thinking_enabled && !ps.reasoning_ended_in_prompt)
-        start_after = ctx.tokenizer.token_to_id("</think>").value_or(-1);
-      job->sampling.params.structured = compile_structured_request(ctx, *calls, start_after);
-    }
-    if (!job->prompt.parser.reasoning_parser.empty() || !job->prompt.parser.tool_parser.empty())
-      job->sampling.params.skip_special_tokens = false;
+    constrain_chat_generation(ctx, job->request.chat.ordered, job->prompt, job->sampling);
     job->parser = make_choice_parser(job->prompt.parser);
     job->id = "msg_" + random_hex_id() + random_hex_id();
     job->gen = std::make_unique<Generation>(ctx, job->id, 1);

@@ -7,6 +7,7 @@
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/serving_context.h"
+#include "server/structured_request.h"
 
 namespace striker::server {
 namespace {
@@ -105,6 +106,20 @@ PreparedChat prepare_chat_request(const ServingContext& ctx, const RequestBody& 
   if (ctx.options.return_tokens_as_token_ids) out.sampling.return_tokens_as_token_ids = true;  // the server's flag
   resolve_max_tokens(out.sampling, int64_t(out.prompt.tokens.size()), ctx.options.max_model_len);
   return out;
+}
+
+void constrain_chat_generation(const ServingContext& ctx, const nlohmann::ordered_json& body, const ChatPrompt& prompt,
+                               SamplingRequest& sampling) {
+  auto structured = parse_structured_request(body);
+  if (auto calls = tool_call_request(ctx, prompt, structured.has_value())) structured = std::move(calls);
+  const ParserSettings& ps = prompt.parser;
+  if (structured) {
+    int32_t start_after = -1;
+    if (!ps.reasoning_parser.empty() && ps.thinking_enabled && !ps.reasoning_ended_in_prompt)
+      start_after = ctx.tokenizer.token_to_id("</think>").value_or(-1);
+    sampling.params.structured = compile_structured_request(ctx, *structured, start_after);
+  }
+  if (!ps.reasoning_parser.empty() || !ps.tool_parser.empty()) sampling.params.skip_special_tokens = false;
 }
 
 PreparedCompletion prepare_completion_request(const ServingContext& ctx, const RequestBody& request) {

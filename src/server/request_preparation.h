@@ -26,6 +26,13 @@ struct PreparedCompletion {
   std::vector<std::string> texts;              // the prompt string as sent, or a token prompt decoded
 };
 
+// What a chat-shaped request (chat, Responses, Anthropic Messages) constrains its generation with: its
+// structured output (response_format, structured_outputs) or, for tool_choice required or named, the
+// tool-call grammar, starting after `</think>` when the model reasons first (vLLM); and the special
+// tokens kept in the text, since the parsers match them (<think>, <tool_call>, ...).
+void constrain_chat_generation(const ServingContext& ctx, const nlohmann::ordered_json& body, const ChatPrompt& prompt,
+                               SamplingRequest& sampling);
+
 // Checks `model`, parses the sampling fields and every prompt (string, strings, token ids, lists
 // of token ids); throws ApiError.
 PreparedCompletion prepare_completion_request(const ServingContext& ctx, const RequestBody& request);

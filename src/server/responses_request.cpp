@@ -9,18 +9,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string at(const std::string& where, size_t k) { return where + "[" + std::to_string(k) + "]"; }
-
-const ojson* field(const ojson& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string required_string(const ojson& obj, const char* name, const std::string& where, const char* param) {
-  const ojson* v = field(obj, name);
-  if (!v || !v->is_string()) throw bad_request("`" + where + "." + name + "` must be a string", param);
-  return v->get<std::string>();
-}
 
 // A message's content as chat content: a string stays a string; text parts become chat text parts.
 ojson chat_content(const ojson& content, const std::string& where, std::initializer_list<const char*> text_types) {
@@ -29,16 +17,16 @@ ojson chat_content(const ojson& content, const std::string& where, std::initiali
   ojson parts = ojson::array();
   for (size_t k = 0; k < content.size(); ++k) {
     const ojson& part = content[k];
-    if (!part.is_object()) throw bad_request("`" + at(where, k) + "` must be an object", "input");
-    const std::string type = required_string(part, "type", at(where, k), "input");
+    if (!part.is_object()) throw bad_request("`" + item_path(where, k) + "` must be an object", "input");
+    const std::string type = required_item_string(part, "type", item_path(where, k), "input");
     bool text = false;
     for (const char* t : text_types) text = text || type == t;
     if (!text) {
-      throw bad_request("content part type '" + type + "' in `" + at(where, k) +
+      throw bad_request("content part type '" + type + "' in `" + item_path(where, k) +
                             "` is not supported here (this model takes text only)",
                         "input");
     }
-    parts.push_back({{"type", "text"}, {"text", required_string(part, "text", at(where, k), "input")}});
+    parts.push_back({{"type", "text"}, {"text", required_item_string(part, "text", item_path(where, k), "input")}});
   }
   return parts;
 }
@@ -49,8 +37,8 @@ std::string joined_text(const ojson& parts, const std::string& where) {
   if (!parts.is_array()) throw bad_request("`" + where + "` must be a string or an array of parts", "input");
   std::string text;
   for (size_t k = 0; k < parts.size(); ++k) {
-    if (!parts[k].is_object()) throw bad_request("`" + at(where, k) + "` must be an object", "input");
-    text += required_string(parts[k], "text", at(where, k), "input");
+    if (!parts[k].is_object()) throw bad_request("`" + item_path(where, k) + "` must be an object", "input");
+    text += required_item_string(parts[k], "text", item_path(where, k), "input");
   }
   return text;
 }
@@ -62,35 +50,35 @@ class Conversation {
 
   void add(const ojson& item, const std::string& where) {
     if (!item.is_object()) throw bad_request("`" + where + "` must be an object", "input");
-    const ojson* type_v = field(item, "type");
+    const ojson* type_v = item_field(item, "type");
     if (type_v && !type_v->is_string()) throw bad_request("`" + where + ".type` must be a string", "input");
     const std::string type = type_v ? type_v->get<std::string>() : "message";
     if (type == "message") {
       message(item, where);
     } else if (type == "function_call") {
-      const std::string arguments = required_string(item, "arguments", where, "input");
+      const std::string arguments = required_item_string(item, "arguments", where, "input");
       const auto parsed = nlohmann::json::parse(arguments, nullptr, false);
       if (parsed.is_discarded() || !parsed.is_object()) {
         throw bad_request("`" + where + ".arguments` is not a JSON object: " + arguments, "input");
       }
       ojson& m = turn(/*content_next=*/false);
       if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
-      m["tool_calls"].push_back({{"id", required_string(item, "call_id", where, "input")},
+      m["tool_calls"].push_back({{"id", required_item_string(item, "call_id", where, "input")},
                                  {"type", "function"},
-                                 {"function", {{"name", required_string(item, "name", where, "input")},
+                                 {"function", {{"name", required_item_string(item, "name", where, "input")},
                                                {"arguments", arguments}}}});
     } else if (type == "function_call_output") {
-      const ojson* output = field(item, "output");
+      const ojson* output = item_field(item, "output");
       if (!output) throw bad_request("`" + where + ".output` is required", "input");
       close();
       messages_.push_back({{"role", "tool"},
-                           {"tool_call_id", required_string(item, "call_id", where, "input")},
+                           {"tool_call_id", required_item_string(item, "call_id", where, "input")},
                            {"content", joined_text(*output, where + ".output")}});
     } else if (type == "reasoning") {
       std::string text;
-      if (const ojson* content = field(item, "content")) text = joined_text(*content, where + ".content");
+      if (const ojson* content = item_field(item, "content")) text = joined_text(*content, where + ".content");
       if (text.empty())
-        if (const ojson* summary = field(item, "summary")) text = joined_text(*summary, where + ".summary");
+        if (const ojson* summary = item_field(item, "summary")) text = joined_text(*summary, where + ".summary");
       ojson& m = turn(/*content_next=*/false, /*reasoning_next=*/true);
       m["reasoning_content"] = m.value("reasoning_content", std::string()) + text;
     } else {
@@ -104,9 +92,9 @@ class Conversation {
 
  private:
   void message(const ojson& item, const std::string& where) {
-    std::string role = required_string(item, "role", where, "input");
+    std::string role = required_item_string(item, "role", where, "input");
     if (role == "assistant") {
-      const ojson* content = field(item, "content");
+      const ojson* content = item_field(item, "content");
       if (!content) throw bad_request("`" + where + ".content` is required", "input");
       ojson& m = turn(/*content_next=*/true);
       m["content"] = chat_content(*content, where + ".content", {"output_text", "input_text", "text"});
@@ -116,7 +104,7 @@ class Conversation {
       throw bad_request("`" + where + ".role` '" + role + "' is not one of user, system, developer, assistant",
                         "input");
     }
-    const ojson* content = field(item, "content");
+    const ojson* content = item_field(item, "content");
     if (!content) throw bad_request("`" + where + ".content` is required", "input");
     close();
     messages_.push_back(
@@ -147,15 +135,15 @@ ojson chat_tools(const ojson& tools) {
   ojson out = ojson::array();
   for (size_t k = 0; k < tools.size(); ++k) {
     const ojson& t = tools[k];
-    const std::string where = at("tools", k);
+    const std::string where = item_path("tools", k);
     if (!t.is_object()) throw bad_request("`" + where + "` must be an object", "tools");
-    const std::string type = required_string(t, "type", where, "tools");
+    const std::string type = required_item_string(t, "type", where, "tools");
     if (type != "function") {
       throw bad_request("tool type '" + type + "' in `" + where + "` is not supported (only function tools)", "tools");
     }
-    ojson fn = {{"name", required_string(t, "name", where, "tools")}};
+    ojson fn = {{"name", required_item_string(t, "name", where, "tools")}};
     for (const char* key : {"description", "parameters", "strict"})
-      if (const ojson* v = field(t, key)) fn[key] = *v;
+      if (const ojson* v = item_field(t, key)) fn[key] = *v;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
   return out;
@@ -164,33 +152,33 @@ ojson chat_tools(const ojson& tools) {
 ojson chat_tool_choice(const ojson& choice) {
   if (choice.is_string()) return choice;  // auto, none, required: the chat route checks the value
   if (!choice.is_object()) throw bad_request("`tool_choice` must be a string or an object", "tool_choice");
-  const std::string type = required_string(choice, "type", "tool_choice", "tool_choice");
+  const std::string type = required_item_string(choice, "type", "tool_choice", "tool_choice");
   if (type != "function") {
     throw bad_request("`tool_choice` of type '" + type + "' is not supported (auto, none, required, or a function)",
                       "tool_choice");
   }
-  return {{"type", "function"}, {"function", {{"name", required_string(choice, "name", "tool_choice", "tool_choice")}}}};
+  return {{"type", "function"}, {"function", {{"name", required_item_string(choice, "name", "tool_choice", "tool_choice")}}}};
 }
 
 ojson chat_response_format(const ojson& text) {
   if (!text.is_object()) throw bad_request("`text` must be an object", "text");
-  const ojson* format = field(text, "format");
+  const ojson* format = item_field(text, "format");
   if (!format) return nullptr;
   if (!format->is_object()) throw bad_request("`text.format` must be an object", "text");
-  const std::string type = required_string(*format, "type", "text.format", "text");
+  const std::string type = required_item_string(*format, "type", "text.format", "text");
   if (type == "text") return nullptr;
   if (type == "json_object") return {{"type", "json_object"}};
   if (type != "json_schema") {
     throw bad_request("`text.format.type` '" + type + "' is not one of text, json_object, json_schema", "text");
   }
-  ojson schema = {{"name", required_string(*format, "name", "text.format", "text")}};
+  ojson schema = {{"name", required_item_string(*format, "name", "text.format", "text")}};
   for (const char* key : {"schema", "strict", "description"})
-    if (const ojson* v = field(*format, key)) schema[key] = *v;
+    if (const ojson* v = item_field(*format, key)) schema[key] = *v;
   return {{"type", "json_schema"}, {"json_schema", std::move(schema)}};
 }
 
 void reject_if_set(const ojson& body, const char* name, const std::string& why) {
-  if (field(body, name)) throw bad_request("`" + std::string(name) + "` is not supported: " + why, name);
+  if (item_field(body, name)) throw bad_request("`" + std::string(name) + "` is not supported: " + why, name);
 }
 
 }  // namespace
@@ -202,60 +190,60 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
   reject_if_set(body, "conversation", "continue with previous_response_id");
   reject_if_set(body, "max_tool_calls", "it limits built-in tools, and only function tools are served");
   reject_if_set(body, "prompt", "prompt templates are an OpenAI-hosted feature");
-  if (const ojson* inc = field(body, "include"); inc && !(inc->is_array() && inc->empty())) {
+  if (const ojson* inc = item_field(body, "include"); inc && !(inc->is_array() && inc->empty())) {
     throw bad_request("`include` is not supported (no encrypted reasoning, logprobs or tool results to include)",
                       "include");
   }
-  if (const ojson* tl = field(body, "top_logprobs"); tl && !(tl->is_number_integer() && tl->get<int64_t>() == 0)) {
+  if (const ojson* tl = item_field(body, "top_logprobs"); tl && !(tl->is_number_integer() && tl->get<int64_t>() == 0)) {
     throw bad_request("`top_logprobs` is not supported on /v1/responses (use /v1/chat/completions)", "top_logprobs");
   }
-  if (const ojson* tr = field(body, "truncation"); tr && *tr != "disabled") {
+  if (const ojson* tr = item_field(body, "truncation"); tr && *tr != "disabled") {
     throw bad_request("`truncation` must be \"disabled\": a prompt longer than the context is an error", "truncation");
   }
   for (const char* flag : {"stream", "store"}) {
-    if (const ojson* v = field(body, flag); v && !v->is_boolean()) {
+    if (const ojson* v = item_field(body, flag); v && !v->is_boolean()) {
       throw bad_request("`" + std::string(flag) + "` must be a boolean", flag);
     }
   }
-  if (const ojson* v = field(body, "stream")) out.stream = v->get<bool>();
-  if (const ojson* v = field(body, "store")) out.store = v->get<bool>();
+  if (const ojson* v = item_field(body, "stream")) out.stream = v->get<bool>();
+  if (const ojson* v = item_field(body, "store")) out.store = v->get<bool>();
 
   if (previous) out.conversation = *previous;
   Conversation conv(out.conversation);
-  const ojson* input = field(body, "input");
+  const ojson* input = item_field(body, "input");
   if (!input) throw bad_request("`input` is required", "input");
   if (input->is_string()) {
     out.conversation.push_back({{"role", "user"}, {"content", *input}});
   } else if (input->is_array()) {
     if (input->empty()) throw bad_request("`input` must not be empty", "input");
-    for (size_t k = 0; k < input->size(); ++k) conv.add((*input)[k], at("input", k));
+    for (size_t k = 0; k < input->size(); ++k) conv.add((*input)[k], item_path("input", k));
   } else {
     throw bad_request("`input` must be a string or an array of input items", "input");
   }
 
   ojson chat = ojson::object();
-  if (const ojson* model = field(body, "model")) chat["model"] = *model;
+  if (const ojson* model = item_field(body, "model")) chat["model"] = *model;
   ojson messages = ojson::array();
-  if (const ojson* instructions = field(body, "instructions")) {
+  if (const ojson* instructions = item_field(body, "instructions")) {
     if (!instructions->is_string()) throw bad_request("`instructions` must be a string", "instructions");
     messages.push_back({{"role", "system"}, {"content", *instructions}});
   }
   for (const auto& m : out.conversation) messages.push_back(m);
   chat["messages"] = std::move(messages);
-  if (const ojson* tools = field(body, "tools")) chat["tools"] = chat_tools(*tools);
-  if (const ojson* choice = field(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(*choice);
-  if (const ojson* max = field(body, "max_output_tokens")) {
+  if (const ojson* tools = item_field(body, "tools")) chat["tools"] = chat_tools(*tools);
+  if (const ojson* choice = item_field(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(*choice);
+  if (const ojson* max = item_field(body, "max_output_tokens")) {
     const bool positive = max->is_number_unsigned() ? max->get<uint64_t>() >= 1
                                                     : max->is_number_integer() && max->get<int64_t>() >= 1;
     if (!positive)
       throw bad_request("`max_output_tokens` must be an integer >= 1", "max_output_tokens");
     chat["max_tokens"] = *max;
   }
-  if (const ojson* reasoning = field(body, "reasoning")) {
+  if (const ojson* reasoning = item_field(body, "reasoning")) {
     if (!reasoning->is_object()) throw bad_request("`reasoning` must be an object", "reasoning");
-    if (const ojson* effort = field(*reasoning, "effort")) chat["reasoning_effort"] = *effort;
+    if (const ojson* effort = item_field(*reasoning, "effort")) chat["reasoning_effort"] = *effort;
   }
-  if (const ojson* text = field(body, "text")) {
+  if (const ojson* text = item_field(body, "text")) {
     ojson format = chat_response_format(*text);
     if (!format.is_null()) chat["response_format"] = std::move(format);
   }
@@ -264,7 +252,7 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
                           "presence_penalty", "frequency_penalty", "seed", "stop", "stop_token_ids", "ignore_eos",
                           "min_tokens", "logit_bias", "bad_words", "allowed_token_ids", "cache_salt",
                           "chat_template_kwargs", "include_stop_str_in_output", "priority"}) {
-    if (const ojson* v = field(body, key)) chat[key] = *v;
+    if (const ojson* v = item_field(body, key)) chat[key] = *v;
   }
   out.chat.ordered = std::move(chat);
   out.chat.fields = out.chat.ordered;
@@ -280,9 +268,9 @@ void append_output_as_messages(const ojson& output, ojson& conversation) {
     if (type == "message") {
       std::string text;  // one string, as a chat client would send the assistant's reply back
       for (const auto& part : item["content"]) text += part.value("text", "");
-      conv.add({{"type", "message"}, {"role", "assistant"}, {"content", text}}, at("output", k));
+      conv.add({{"type", "message"}, {"role", "assistant"}, {"content", text}}, item_path("output", k));
     } else {
-      conv.add(item, at("output", k));
+      conv.add(item, item_path("output", k));
     }
   }
 }

@@ -10,21 +10,15 @@
 #include "server/response_store.h"
 #include "server/responses_request.h"
 #include "server/serving_context.h"
-#include "server/structured_request.h"
+#include "server/single_choice.h"
 
 namespace striker::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string dump_ordered(const ojson& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
-const ojson* field(const ojson& obj, const char* name) {
-  auto it = obj.find(name);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
 ojson echo(const ojson& body, const char* name, ojson fallback = nullptr) {
-  const ojson* v = field(body, name);
+  const ojson* v = item_field(body, name);
   return v ? *v : fallback;
 }
 
@@ -39,17 +33,15 @@ struct ResponsesJob {
   std::unique_ptr<Generation> gen;
   std::string id;
   double created_at = 0;
-  std::string text;
-  std::vector<int32_t> tokens;
-  std::optional<FinishReason> finish;
+  SingleChoice choice;
   int32_t think_end = -1;  // `</think>`: the generated tokens before it are reasoning tokens
 
   // The Response object at `status` with these output items (usage null while in progress).
   ojson response(const std::string& status, ojson output, ojson usage) const {
     ojson reasoning = {{"effort", nullptr}, {"summary", nullptr}};
-    if (const ojson* r = field(body, "reasoning"); r && r->is_object()) reasoning["effort"] = echo(*r, "effort");
+    if (const ojson* r = item_field(body, "reasoning"); r && r->is_object()) reasoning["effort"] = echo(*r, "effort");
     ojson text_format = {{"format", {{"type", "text"}}}};
-    if (const ojson* t = field(body, "text"); t && field(*t, "format")) text_format["format"] = (*t)["format"];
+    if (const ojson* t = item_field(body, "text"); t && item_field(*t, "format")) text_format["format"] = (*t)["format"];
     ojson r = {{"id", id},
                {"object", "response"},
                {"created_at", created_at},
@@ -84,13 +76,13 @@ struct ResponsesJob {
     return r;
   }
 
-  std::string final_status() const { return finish == FinishReason::Length ? "incomplete" : "completed"; }
+  std::string final_status() const { return choice.finish == FinishReason::Length ? "incomplete" : "completed"; }
 
   ojson usage(int64_t output_tokens) const {
     int64_t reasoning_tokens = 0;
     const ParserSettings& ps = prompt.parser;
     if (!ps.reasoning_parser.empty() && ps.thinking_enabled && !ps.reasoning_ended_in_prompt) {
-      for (int32_t t : tokens) {
+      for (int32_t t : choice.tokens) {
         if (t == think_end) break;
         ++reasoning_tokens;
       }
@@ -136,9 +128,7 @@ ojson call_item(const std::string& id, const std::string& call_id, const std::st
 
 // The output items of a finished text: reasoning, then the message, then the function calls.
 ojson output_items(ResponsesJob& job) {
-  ParsedMessage msg = job.parser->parse_complete(job.text);
-  if (!job.prompt.parallel_tool_calls && msg.tool_calls.size() > 1)
-    msg.tool_calls.erase(msg.tool_calls.begin() + 1, msg.tool_calls.end());
+  const ParsedMessage msg = parse_final_message(*job.parser, job.choice.text, job.prompt.parallel_tool_calls);
   ojson out = ojson::array();
   if (msg.reasoning && !msg.reasoning->empty()) out.push_back(reasoning_item(new_id("rs_"), *msg.reasoning, "completed"));
   const std::string content = msg.content.value_or("");
@@ -151,32 +141,15 @@ ojson output_items(ResponsesJob& job) {
   return out;
 }
 
-void collect(ResponsesJob& job, const ChoiceDelta& d) {
-  job.text += d.new_text;
-  job.tokens.insert(job.tokens.end(), d.new_tokens.begin(), d.new_tokens.end());
-  if (d.finish) job.finish = d.finish;
-}
-
 void respond_non_streaming(ResponsesJob& job, const ConnectionWatch& watch, httplib::Response& res) {
   RequestAccounting acct(job.ctx, *job.gen);
-  const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
-    acct.observe(out);
-    for (const auto& d : out.choices)
-      if (d.index == 0) collect(job, d);
-    return true;
-  });
   const int64_t max_tokens = job.sampling.params.max_tokens;
-  if (!complete) {
-    acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
-    res.status = 499;  // the client is gone
-    return;
-  }
-  if (!job.finish) job.finish = FinishReason::Abort;
+  if (!run_single_choice(*job.gen, job.ctx, acct, watch, max_tokens, job.choice, res)) return;
   ojson r = job.response(job.final_status(), output_items(job), job.usage(acct.completion_tokens()));
-  acct.finish(finish_reason_name(*job.finish), job.gen->prompt_tokens(), 1, max_tokens);
+  acct.finish(finish_reason_name(job.choice.finished()), job.gen->prompt_tokens(), 1, max_tokens);
   job.store(r);
   res.status = 200;
-  res.set_content(dump_ordered(r), "application/json");
+  res.set_content(dump_ordered_json(r), "application/json");
 }
 
 // Responses SSE: `event: <type>` and `data: {"type": ..., ..., "sequence_number": n}` per event.
@@ -184,11 +157,8 @@ class EventStream {
  public:
   explicit EventStream(httplib::DataSink& sink) : sink_(sink) {}
   bool send(const char* type, ojson fields) {
-    ojson e = {{"type", type}};
-    for (auto it = fields.begin(); it != fields.end(); ++it) e[it.key()] = std::move(it.value());
-    e["sequence_number"] = seq_++;
-    const std::string data = std::string("event: ") + type + "\ndata: " + dump_ordered(e) + "\n\n";
-    return sink_.write(data.data(), data.size());
+    fields["sequence_number"] = seq_++;
+    return send_typed_event(sink_, type, fields);
   }
 
  private:
@@ -308,14 +278,8 @@ void stream_response(ResponsesJob& job, const ConnectionWatch& watch, httplib::D
       acct.observe(out);
       for (const auto& d : out.choices) {
         if (d.index != 0) continue;
-        collect(job, d);
-        ParsedDelta p = job.parser->feed(d.new_text, d.new_tokens);
-        if (d.finish) {
-          ParsedDelta tail = job.parser->finish();
-          p.reasoning += tail.reasoning;
-          p.content += tail.content;
-          for (auto& tc : tail.tool_calls) p.tool_calls.push_back(tc);
-        }
+        job.choice.add(d);
+        const ParsedDelta p = parse_choice_delta(*job.parser, d);
         if (!p.reasoning.empty() && !items.reasoning(p.reasoning)) return false;
         if (!p.content.empty() && !items.content(p.content)) return false;
         for (const auto& tc : p.tool_calls) {
@@ -329,9 +293,8 @@ void stream_response(ResponsesJob& job, const ConnectionWatch& watch, httplib::D
       acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
       return sink.done();
     }
-    if (!job.finish) job.finish = FinishReason::Abort;
     ojson r = job.response(job.final_status(), items.output(), job.usage(acct.completion_tokens()));
-    acct.finish(finish_reason_name(*job.finish), job.gen->prompt_tokens(), 1, max_tokens);
+    acct.finish(finish_reason_name(job.choice.finished()), job.gen->prompt_tokens(), 1, max_tokens);
     job.store(r);
     const char* type = r["status"] == "completed" ? "response.completed" : "response.incomplete";
     ev.send(type, {{"response", std::move(r)}});
@@ -355,7 +318,7 @@ void handle_responses(const ServingContext& ctx, const httplib::Request& req, ht
   auto job = std::make_shared<ResponsesJob>(ctx);
   job->body = body.ordered;
   std::optional<StoredResponse> previous;
-  if (const ojson* prev = field(body.ordered, "previous_response_id")) {
+  if (const ojson* prev = item_field(body.ordered, "previous_response_id")) {
     if (!prev->is_string()) throw bad_request("`previous_response_id` must be a string", "previous_response_id");
     if (ctx.responses) previous = ctx.responses->get(prev->get<std::string>());
     if (!previous) {
@@ -367,18 +330,7 @@ void handle_responses(const ServingContext& ctx, const httplib::Request& req, ht
   PreparedChat prepared = prepare_chat_request(ctx, job->request.chat);
   job->prompt = std::move(prepared.prompt);
   job->sampling = std::move(prepared.sampling);
-  auto structured = parse_structured_request(job->request.chat.ordered);
-  if (auto calls = tool_call_request(ctx, job->prompt, structured.has_value())) structured = std::move(calls);
-  if (structured) {
-    const ParserSettings& ps = job->prompt.parser;
-    int32_t start_after = -1;
-    if (!ps.reasoning_parser.empty() && ps.thinking_enabled && !ps.reasoning_ended_in_prompt)
-      start_after = ctx.tokenizer.token_to_id("</think>").value_or(-1);
-    job->sampling.params.structured = compile_structured_request(ctx, *structured, start_after);
-  }
-  if (!job->prompt.parser.reasoning_parser.empty() || !job->prompt.parser.tool_parser.empty()) {
-    job->sampling.params.skip_special_tokens = false;
-  }
+  constrain_chat_generation(ctx, job->request.chat.ordered, job->prompt, job->sampling);
   job->think_end = ctx.tokenizer.token_to_id("</think>").value_or(-1);
   job->parser = make_choice_parser(job->prompt.parser);
   job->id = new_id("resp_");
@@ -399,14 +351,14 @@ void handle_get_response(const ServingContext& ctx, const httplib::Request& req,
   auto stored = ctx.responses ? ctx.responses->get(id) : std::nullopt;
   if (!stored) throw response_not_found(id);
   res.status = 200;
-  res.set_content(dump_ordered(stored->response), "application/json");
+  res.set_content(dump_ordered_json(stored->response), "application/json");
 }
 
 void handle_delete_response(const ServingContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const std::string id = req.matches[1];
   if (!ctx.responses || !ctx.responses->erase(id)) throw response_not_found(id);
   res.status = 200;
-  res.set_content(dump_ordered({{"id", id}, {"object", "response"}, {"deleted", true}}), "application/json");
+  res.set_content(dump_ordered_json({{"id", id}, {"object", "response"}, {"deleted", true}}), "application/json");
 }
 
 }  // namespace striker::server

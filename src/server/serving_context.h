@@ -15,6 +15,7 @@
 #include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/choice_parser.h"
 #include "server/connection_watch.h"
 #include "server/in_flight.h"
 #include "server/json_fields.h"
@@ -120,6 +121,7 @@ RequestBody parse_request_body(const httplib::Request& req);
 
 // Serializes without throwing on invalid UTF-8 (token pieces can be partial characters).
 std::string dump_json(const nlohmann::json& j);
+std::string dump_ordered_json(const nlohmann::ordered_json& j);  // key order kept (the Responses / Messages bodies)
 
 // Checks `model` against the served names (404 NotFoundError as vLLM).
 void check_model_name(const nlohmann::json& body, const ServerOptions& options);
@@ -173,6 +175,13 @@ struct TokenNames {
   std::string operator()(int32_t id) const;
 };
 
+// One event of the typed SSE streams (Responses, Anthropic Messages): `event: <type>` and
+// `data: {"type": <type>, ...fields}`; false when the client is gone.
+bool send_typed_event(httplib::DataSink& sink, const char* type, const nlohmann::ordered_json& fields);
+
+// A choice's delta through its parser: the parsed pieces of the new text and, when the choice
+// finished, whatever the parser still held back.
+ParsedDelta parse_choice_delta(ChoiceParser& parser, const ChoiceDelta& d);
 // Logprob entries for one token, as chat (`content[]` item) and as completions pieces.
 nlohmann::json chat_logprob_entry(const TokenNames& names, const TokenLogprob& lp);
 
