@@ -1,5 +1,5 @@
 """README's demo, exactly as written there: `scripts/run.sh` serves the trained toolcall model, then the
-README's curl, `openai` Python and `striker chat` examples run against it and must print what the README
+README's curl, `openai` Python (chat and Responses), `anthropic` Python and `striker chat` examples run against it and must print what the README
 shows (tool call ids, which are random, excepted). Edit the README and this test follows it."""
 import json
 import os
@@ -52,6 +52,14 @@ def test_python_example_prints_the_readme_output(server):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout == readme_block("python-output")
+
+
+@pytest.mark.parametrize("name, base", [("responses", README_URL + "/v1"), ("anthropic", README_URL)])
+def test_other_api_examples_print_the_readme_output(server, name, base):
+    script = readme_block(name).replace(base, server.url + ("/v1" if base.endswith("/v1") else ""))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == readme_block(name + "-output")
 
 
 def test_striker_chat_example_prints_the_readme_transcript(server, striker_bin):
