@@ -175,7 +175,9 @@ MessagesChatRequest messages_to_chat(const RequestBody& request) {
     if (!stop->is_array()) throw bad_request("`stop_sequences` must be an array of strings", "stop_sequences");
     chat["stop"] = *stop;
   }
-  for (const char* key : {"temperature", "top_p", "top_k"})
+  // Anthropic's sampling fields, and vLLM's extra ones (extra_body), as the chat route reads them.
+  for (const char* key : {"temperature", "top_p", "top_k", "min_p", "seed", "repetition_penalty", "presence_penalty",
+                          "frequency_penalty", "ignore_eos", "min_tokens", "logit_bias", "stop_token_ids", "cache_salt"})
     if (const ojson* v = item_field(body, key)) chat[key] = *v;
   if (const ojson* s = item_field(body, "stream")) {
     if (!s->is_boolean()) throw bad_request("`stream` must be a boolean", "stream");

@@ -113,3 +113,32 @@ def test_tiny_kv_budget_queues_and_preempts(striker_bin, tiny_model, tmp_path):
         assert m["vllm:num_preemptions_total"] > 0
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("route, body", [
+    ("/v1/responses", {"input": "vanish", "max_output_tokens": 400, "stream": True, "ignore_eos": True}),
+    ("/v1/responses", {"input": "vanish", "max_output_tokens": 400, "ignore_eos": True}),
+    ("/v1/messages", {"max_tokens": 400, "messages": [{"role": "user", "content": "vanish"}], "stream": True,
+                      "ignore_eos": True}),
+    ("/v1/messages", {"max_tokens": 400, "messages": [{"role": "user", "content": "vanish"}], "ignore_eos": True}),
+])
+def test_other_apis_free_their_work_when_the_client_vanishes(server, route, body):
+    """The Responses and Messages routes, streaming or not, abort what a vanished client asked for."""
+    payload = json.dumps({"model": MODEL, **body}).encode()
+
+    def vanish(_):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=120)
+        s.sendall(f"POST {route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode() +
+                  b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        if body.get("stream"):
+            s.recv(256)  # the stream started
+        else:
+            time.sleep(0.2)  # the request is running
+        s.close()
+    before = server.metrics()["vllm:generation_tokens_total"]
+    with cf.ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(vanish, range(16)))
+    m = wait_idle(server)
+    generated = m["vllm:generation_tokens_total"] - before
+    assert 0 < generated < 16 * 400 / 2, generated  # cut short
+    assert requests.get(server.url + "/health").status_code == 200
