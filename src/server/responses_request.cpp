@@ -190,9 +190,16 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
   reject_if_set(body, "conversation", "continue with previous_response_id");
   reject_if_set(body, "max_tool_calls", "it limits built-in tools, and only function tools are served");
   reject_if_set(body, "prompt", "prompt templates are an OpenAI-hosted feature");
-  if (const ojson* inc = item_field(body, "include"); inc && !(inc->is_array() && inc->empty())) {
-    throw bad_request("`include` is not supported (no encrypted reasoning, logprobs or tool results to include)",
-                      "include");
+  // Codex asks for encrypted reasoning so that it can replay it statelessly (store: false). Nothing here is
+  // encrypted: reasoning items carry the reasoning itself in `content`, which the client replays instead.
+  if (const ojson* inc = item_field(body, "include")) {
+    if (!inc->is_array()) throw bad_request("`include` must be an array of strings", "include");
+    for (const auto& v : *inc) {
+      if (v != "reasoning.encrypted_content")
+        throw bad_request("`include` value " + v.dump() +
+                              " is not supported (only reasoning.encrypted_content: the reasoning comes in plain text)",
+                          "include");
+    }
   }
   if (const ojson* tl = item_field(body, "top_logprobs"); tl && !(tl->is_number_integer() && tl->get<int64_t>() == 0)) {
     throw bad_request("`top_logprobs` is not supported on /v1/responses (use /v1/chat/completions)", "top_logprobs");

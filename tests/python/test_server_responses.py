@@ -113,6 +113,22 @@ def test_tool_output_turn_from_items_without_store(client):
         client.responses.retrieve(r.id)
 
 
+def test_stateless_replay_as_codex_does(client):
+    """store: false with include reasoning.encrypted_content (what Codex sends), then the next request replays the
+    output items as they came (reasoning included) with the tool's output: the known follow-up."""
+    events = list(create(client, input=[{"role": "user", "content": "What is the weather in Quito?"}], tools=TOOLS,
+                         store=False, include=["reasoning.encrypted_content"], stream=True))
+    first = events[-1].response
+    assert first.store is False and [i.type for i in first.output] == ["reasoning", "function_call"]
+    call = first.output[1]
+    replay = [{"role": "user", "content": "What is the weather in Quito?"}]
+    replay += [item.model_dump(exclude_none=True) for item in first.output]
+    replay.append({"type": "function_call_output", "call_id": call.call_id,
+                   "output": json.dumps({"temp": 14, "condition": "rainy"})})
+    second = create(client, input=replay, tools=TOOLS, store=False, include=["reasoning.encrypted_content"])
+    assert second.output_text == "It is 14 degrees and rainy in Quito."
+
+
 def test_streaming_events_rebuild_the_response(client):
     events = list(create(client, input="Compare the weather in Oslo and Rome.", tools=TOOLS, stream=True))
     types = [e.type for e in events]
