@@ -118,8 +118,7 @@ void stream_messages(MessagesJob& job, const ConnectionWatch& watch, httplib::Da
   try {
     ojson start = job.message(ojson::array(), nullptr, nullptr, job.usage(0));
     if (!ev.send("message_start", {{"message", std::move(start)}})) {
-      job.gen->abort_all();
-      acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
+      abandon_single_choice(*job.gen, acct, max_tokens);
       return sink.done();
     }
     const bool complete = drive_generation(*job.gen, watch, job.ctx.stopping, [&](const RequestOutput& out) {
@@ -151,7 +150,7 @@ void stream_messages(MessagesJob& job, const ConnectionWatch& watch, httplib::Da
       return true;
     });
     if (!complete || !ev.close()) {
-      acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
+      abandon_single_choice(*job.gen, acct, max_tokens);
       return sink.done();
     }
     const auto [reason, sequence] = job.stop();
@@ -160,8 +159,7 @@ void stream_messages(MessagesJob& job, const ConnectionWatch& watch, httplib::Da
                                   {"usage", {{"output_tokens", acct.completion_tokens()}}}}))
       ev.send("message_stop", ojson::object());
   } catch (const ApiError& e) {
-    job.gen->abort_all();
-    acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
+    abandon_single_choice(*job.gen, acct, max_tokens);
     const nlohmann::json body = anthropic_error_body(e.status(), e.what());
     ev.send("error", {{"error", body["error"]}});
   }

@@ -269,8 +269,7 @@ void stream_response(ResponsesJob& job, const ConnectionWatch& watch, httplib::D
   try {
     const ojson started = job.response("in_progress", ojson::array(), nullptr);
     if (!ev.send("response.created", {{"response", started}}) || !ev.send("response.in_progress", {{"response", started}})) {
-      job.gen->abort_all();
-      acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
+      abandon_single_choice(*job.gen, acct, max_tokens);
       return sink.done();
     }
     StreamedItems items(ev);
@@ -290,7 +289,7 @@ void stream_response(ResponsesJob& job, const ConnectionWatch& watch, httplib::D
       return true;
     });
     if (!complete || !items.finish()) {
-      acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
+      abandon_single_choice(*job.gen, acct, max_tokens);
       return sink.done();
     }
     ojson r = job.response(job.final_status(), items.output(), job.usage(acct.completion_tokens()));
@@ -299,8 +298,7 @@ void stream_response(ResponsesJob& job, const ConnectionWatch& watch, httplib::D
     const char* type = r["status"] == "completed" ? "response.completed" : "response.incomplete";
     ev.send(type, {{"response", std::move(r)}});
   } catch (const ApiError& e) {
-    job.gen->abort_all();
-    acct.finish("abort", job.gen->prompt_tokens(), 1, max_tokens);
+    abandon_single_choice(*job.gen, acct, max_tokens);
     ev.send("error", {{"code", e.type()}, {"message", e.what()}, {"param", e.param().empty() ? ojson(nullptr) : ojson(e.param())}});
   }
   sink.done();

@@ -22,10 +22,15 @@ bool run_single_choice(Generation& gen, const ServingContext& ctx, RequestAccoun
     return true;
   });
   if (!complete) {
-    acct.finish("abort", gen.prompt_tokens(), 1, max_tokens);
+    abandon_single_choice(gen, acct, max_tokens);
     res.status = 499;  // the client is gone; nothing will read this
   }
   return complete;
+}
+
+void abandon_single_choice(Generation& gen, RequestAccounting& acct, int64_t max_tokens) {
+  gen.abort_all();
+  acct.finish("abort", gen.prompt_tokens(), 1, max_tokens);
 }
 
 ParsedMessage parse_final_message(ChoiceParser& parser, const std::string& text, bool parallel_tool_calls) {

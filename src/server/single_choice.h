@@ -25,6 +25,10 @@ struct SingleChoice {
 bool run_single_choice(Generation& gen, const ServingContext& ctx, RequestAccounting& acct,
                        const ConnectionWatch& watch, int64_t max_tokens, SingleChoice& out, httplib::Response& res);
 
+// The client of a one-choice stream is gone (or a write failed): aborts the engine's work and accounts the
+// request as an abort.
+void abandon_single_choice(Generation& gen, RequestAccounting& acct, int64_t max_tokens);
+
 // A finished text through its parser; calls after the first dropped when parallel_tool_calls is false.
 ParsedMessage parse_final_message(ChoiceParser& parser, const std::string& text, bool parallel_tool_calls);
 
