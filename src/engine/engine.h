@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "engine/block_hash.h"
 #include "engine/kv_events.h"
+#include "engine/ngram_proposer.h"
 #include "engine/sampling_params.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,6 +35,8 @@ struct EngineConfig {
   // Root of the hash chain: H(seed) when set (vLLM: PYTHONHASHSEED), else random per process.
   std::optional<std::string> prefix_caching_hash_seed;
   bool enable_kv_events = false;        // record KvEvents for Engine::take_kv_events()
+  // N-gram speculation (vLLM's --speculative-config with method "ngram"); off by default.
+  SpeculativeConfig speculative;
 };
 
 enum class FinishReason { Stop, Length, Abort };
@@ -107,6 +110,14 @@ struct EngineStats {
   // re-lookups of preempted sequences are left out, as in vLLM).
   int64_t prefix_cache_queries = 0;
   int64_t prefix_cache_hits = 0;
+  // Speculation (vLLM's vllm:spec_decode_* counters): sequences' steps that checked guesses, the
+  // guesses checked, those accepted, and those accepted by position (index i: the (i+1)-th guess
+  // of a step). num_speculative_tokens is 0 when speculation is off.
+  int32_t num_speculative_tokens = 0;
+  int64_t spec_num_drafts = 0;
+  int64_t spec_num_draft_tokens = 0;
+  int64_t spec_num_accepted_tokens = 0;
+  std::vector<int64_t> spec_accepted_per_pos;
 };
 
 // Share of queried tokens found in the prefix cache between two snapshots (the periodic stats

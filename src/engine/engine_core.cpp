@@ -59,6 +59,22 @@ void check(bool ok, const std::string& message) {
   if (!ok) throw Error(message);
 }
 
+// The draw that follows `first`'s once `guesses` were drawn: one step later for each, with them
+// in the output counts, and the stop ids suppressed only while still below min_tokens.
+SampleRequest after_guesses(const SampleRequest& first, std::span<const int32_t> guesses,
+                            const std::vector<int32_t>& suppressed, int32_t min_tokens) {
+  SampleRequest r = first;
+  for (int32_t t : guesses) {
+    auto it = std::lower_bound(r.output_counts.begin(), r.output_counts.end(), std::make_pair(t, 0));
+    if (it != r.output_counts.end() && it->first == t) ++it->second;
+    else r.output_counts.insert(it, {t, 1});
+  }
+  r.step += int64_t(guesses.size());
+  if (r.step < min_tokens) r.suppressed = suppressed;
+  else r.suppressed.clear();
+  return r;
+}
+
 }  // namespace
 
 void validate_request(const GenerationRequest& req, const RequestLimits& lim) {
@@ -114,6 +130,7 @@ EngineConfig resolve_engine_config(const EngineConfig& in, const FlintConfig& mo
         "max_num_batched_tokens (" + std::to_string(c.max_num_batched_tokens) + ") must be >= max_num_seqs (" +
             std::to_string(c.max_num_seqs) + ")");
   check(c.block_size >= 1 && c.block_size <= 1024, "block_size must be in 1..1024, got " + std::to_string(c.block_size));
+  validate_speculative_config(c.speculative);
   if (c.eos_token_ids.empty())
     for (int64_t id : model.eos_token_ids) c.eos_token_ids.push_back(int32_t(id));
   return c;
@@ -152,6 +169,7 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   if (threads <= 0) threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   scratch_.resize(size_t(std::max(threads, 1)));
+  spec_accepted_per_pos_.assign(size_t(config_.speculative.num_speculative_tokens), 0);
 }
 
 EngineCore::~EngineCore() = default;
@@ -232,7 +250,30 @@ void EngineCore::abort_all(const std::string& error) {
 
 bool EngineCore::has_work() const { return !requests_.empty(); }
 
+// The guesses each decoding sequence's step checks (config_.speculative), before the scheduler
+// sizes the step's chunks. A guess is only ever a proposal: the tokens that come out are the ones
+// the model's rows give, guessed or not (update()).
+void EngineCore::propose_drafts() {
+  const SpeculativeConfig& sc = config_.speculative;
+  const std::vector<Sequence*>& running = scheduler_->running();
+  const bool off = !sc.enabled() ||
+                   (sc.disable_by_batch_size > 0 && int64_t(running.size()) >= sc.disable_by_batch_size);
+  for (Sequence* seq : running) {
+    seq->draft.clear();
+    if (off || seq->num_tokens() - seq->num_computed != 1) continue;
+    const Choice& ch = *static_cast<const Choice*>(seq->owner);
+    // Structured outputs: each guessed row would need the grammar's mask after the guesses before it.
+    if (ch.matcher) continue;
+    // A step emits at most its guesses + 1 tokens: never past max_tokens or max_model_len.
+    const SamplingParams& p = ch.request->req.params;
+    const int64_t room = std::min<int64_t>(p.max_tokens - seq->num_output(), config_.max_model_len - seq->num_tokens()) - 1;
+    const int64_t k = std::min<int64_t>(sc.num_speculative_tokens, room);
+    if (k > 0) seq->draft = propose_ngram(seq->tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, int32_t(k));
+  }
+}
+
 void EngineCore::step() {
+  propose_drafts();
   last_plan_ = scheduler_->schedule();
   const StepPlan& plan = last_plan_;
   if (plan.empty()) {
@@ -249,11 +290,14 @@ void EngineCore::step() {
     Request& r = *static_cast<Choice*>(s.owner)->request;
     if (!r.times.was_scheduled()) r.times.scheduled = now;  // vLLM's first-scheduled time
     SequenceChunk sc;
-    sc.tokens.assign(s.tokens.begin() + c.start, s.tokens.begin() + c.start + c.count);
+    sc.tokens.assign(s.tokens.begin() + c.start, s.tokens.begin() + c.start + c.count - c.drafts);
+    sc.tokens.insert(sc.tokens.end(), s.draft.begin(), s.draft.end());
     sc.start_pos = c.start;
     sc.full_block_table = s.blocks.full;
     sc.sliding_block_table = s.blocks.sliding;
-    sc.all_logits = r.req.params.prompt_logprobs && !r.prompt_logprobs_complete && c.start < s.prompt_len - 1;
+    // Prompt logprobs score a row per prompt token; guesses are checked against a row each.
+    sc.all_logits =
+        (r.req.params.prompt_logprobs && !r.prompt_logprobs_complete && c.start < s.prompt_len - 1) || c.drafts > 0;
     rows += sc.all_logits ? c.count : 1;
     all_logits.push_back(sc.all_logits);
     batch.seqs.push_back(std::move(sc));
@@ -291,7 +335,7 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
     const ScheduledChunk& c = plan.chunks[i];
     const Choice& ch = *static_cast<Choice*>(c.seq->owner);
     const int32_t nrows = all_logits[i] ? int32_t(c.count) : 1;
-    if (all_logits[i]) {
+    if (all_logits[i] && c.drafts == 0) {
       const Request& r = *ch.request;
       const int32_t top = *r.req.params.prompt_logprobs;
       const int64_t scored = std::clamp<int64_t>(c.seq->prompt_len - 1 - c.start, 0, nrows);
@@ -303,15 +347,22 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
       }
     }
     if (c.samples()) {
-      SampleRequest& sr = ds.samples.emplace_back(make_sample_request(sample_context(ch)));
-      sr.row = row + nrows - 1;
-      const std::optional<int32_t>& lp = ch.request->req.params.logprobs;
-      if (lp) {
-        if (*lp <= lp_limits.max_top && device_lp_rows < lp_limits.rows) {
-          sr.top_logprobs = *lp;
-          ++device_lp_rows;
-        } else {
-          ds.return_rows.push_back(sr.row);
+      // A chunk with guesses draws from each of its last drafts + 1 rows, row j as if the guesses
+      // before it had been drawn (update() keeps row j's token only when they were).
+      const SampleRequest first = make_sample_request(sample_context(ch));
+      for (int64_t j = 0; j <= c.drafts; ++j) {
+        SampleRequest& sr = ds.samples.emplace_back(
+            j == 0 ? first : after_guesses(first, std::span(c.seq->draft).first(size_t(j)), ch.request->suppressed,
+                                             ch.request->req.params.min_tokens));
+        sr.row = row + nrows - 1 - int32_t(c.drafts - j);
+        const std::optional<int32_t>& lp = ch.request->req.params.logprobs;
+        if (lp) {
+          if (*lp <= lp_limits.max_top && device_lp_rows < lp_limits.rows) {
+            sr.top_logprobs = *lp;
+            ++device_lp_rows;
+          } else {
+            ds.return_rows.push_back(sr.row);
+          }
         }
       }
     }
@@ -365,16 +416,39 @@ std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {
   return {logits->data() + size_t(at) * V, V};
 }
 
+EngineCore::Draw EngineCore::draw_at(Choice& ch, const StepRows& rows, size_t row, size_t sample) const {
+  const size_t V = size_t(limits_.vocab_size);
+  Draw d{&ch, {}, 0, std::nullopt, false};
+  if (!rows.tokens) {
+    d.row = rows.row(row, V);
+    return d;
+  }
+  d.token = (*rows.tokens)[sample];
+  d.sampled = true;
+  const SampledLogprobs* lp = rows.logprobs ? (*rows.logprobs)[sample] : nullptr;
+  if (lp) d.logprob = TokenLogprob{d.token, lp->logprob, lp->top};
+  else if (ch.request->req.params.logprobs) d.row = rows.row(row, V);
+  return d;
+}
+
 void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::vector<bool>& all_logits) {
   const size_t V = size_t(limits_.vocab_size);
   std::vector<Draw> draws;
-  size_t row = 0;
+  // A chunk with guesses: where its rows after the first sampled one are, and the guesses.
+  struct Checked {
+    Choice* choice;
+    size_t row;     // the row that follows the first guess
+    size_t sample;  // its sample index (device sampling)
+    std::vector<int32_t> draft;
+  };
+  std::vector<Checked> checks;
+  size_t row = 0, sample = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
     Request& r = *ch.request;
     const size_t nrows = all_logits[i] ? size_t(c.count) : 1;
-    if (all_logits[i]) {
+    if (all_logits[i] && c.drafts == 0) {
       // Row k scores the token at position start+k+1; the rows are spread over the pool (each one
       // whole on its thread: token_logprob's bits do not depend on where it runs).
       const int64_t scored = std::clamp<int64_t>(ch.seq.prompt_len - 1 - c.start, 0, int64_t(nrows));
@@ -396,16 +470,10 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
       }
     }
     if (c.samples()) {
-      Draw& d = draws.emplace_back(Draw{&ch, {}, 0, std::nullopt, false});
-      if (rows.tokens) {
-        d.token = (*rows.tokens)[draws.size() - 1];
-        d.sampled = true;
-        const SampledLogprobs* lp = rows.logprobs ? (*rows.logprobs)[draws.size() - 1] : nullptr;
-        if (lp) d.logprob = TokenLogprob{d.token, lp->logprob, lp->top};
-        else if (r.req.params.logprobs) d.row = rows.row(row + nrows - 1, V);
-      } else {
-        d.row = rows.row(row + nrows - 1, V);
-      }
+      const size_t first = row + nrows - 1 - size_t(c.drafts);
+      draws.push_back(draw_at(ch, rows, first, sample));
+      if (c.drafts > 0) checks.push_back(Checked{&ch, first + 1, sample + 1, ch.seq.draft});
+      sample += 1 + size_t(c.drafts);
     }
     row += nrows;
   }
@@ -418,16 +486,39 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
     return outs.emplace_back(r, RequestOutput{}).second;
   };
   std::map<std::string, std::string> failed;  // request id -> why
-  for (Draw& d : draws) {
+  auto commit = [&](Draw& d) {
     Request& r = *d.choice->request;
-    if (failed.count(r.req.request_id)) continue;
+    if (failed.count(r.req.request_id)) return false;
     try {
       commit_token(d, output_for(&r));
+      return true;
     } catch (const std::exception& e) {
       // One request's failure (e.g. its text cannot be decoded) ends that request only.
       logging::get("engine")->error("request {} failed, aborting it: {}", r.req.request_id, e.what());
       failed.emplace(r.req.request_id, e.what());
+      return false;
     }
+  };
+  for (Draw& d : draws) commit(d);
+  // Guesses, in order: while the token drawn from a row equals the guess that row's successor was
+  // computed after, that successor's row is valid and its token is drawn too (so the output is
+  // the tokens the model would give one step at a time).
+  for (Checked& k : checks) {
+    Choice& ch = *k.choice;
+    int64_t accepted = 0;
+    bool live = !failed.count(ch.request->req.request_id);
+    for (size_t j = 0; live && j < k.draft.size() && ch.seq.tokens.back() == k.draft[j]; ++j) {
+      ++accepted;
+      if (ch.output->finished()) break;
+      std::vector<Draw> one{draw_at(ch, rows, k.row + j, k.sample + j)};
+      draw_tokens(one);
+      live = commit(one.front());
+    }
+    if (live && !ch.output->finished()) scheduler_->mark_drafts_computed(&ch.seq, accepted);
+    ++spec_num_drafts_;
+    spec_num_draft_tokens_ += int64_t(k.draft.size());
+    spec_num_accepted_tokens_ += accepted;
+    for (int64_t j = 0; j < accepted; ++j) ++spec_accepted_per_pos_[size_t(j)];
   }
   for (auto& [r, out] : outs) emit(*r, out);
   for (const auto& [id, why] : failed) abort_request(id, why);
@@ -510,7 +601,9 @@ void EngineCore::commit_token(Draw& d, RequestOutput& out) {
   s.tokens.push_back(d.token);
   ch.penalties.add_output(d.token);
   ++generation_tokens_total_;
-  ChoiceDelta& delta = out.choices.emplace_back();
+  // A step with accepted guesses commits several tokens of a choice: they share its delta.
+  auto it = std::find_if(out.choices.begin(), out.choices.end(), [&](const ChoiceDelta& c) { return c.index == s.choice; });
+  ChoiceDelta& delta = it != out.choices.end() ? *it : out.choices.emplace_back();
   delta.index = s.choice;
   if (d.logprob) delta.logprobs.push_back(std::move(*d.logprob));
   ch.output->on_token(d.token, s.num_output(), s.num_tokens(), delta);
@@ -555,6 +648,11 @@ EngineStats EngineCore::stats() const {
   s.generation_tokens_total = generation_tokens_total_;
   s.prefix_cache_queries = scheduler_->prefix_cache_queries();
   s.prefix_cache_hits = scheduler_->prefix_cache_hits();
+  s.num_speculative_tokens = config_.speculative.num_speculative_tokens;
+  s.spec_num_drafts = spec_num_drafts_;
+  s.spec_num_draft_tokens = spec_num_draft_tokens_;
+  s.spec_num_accepted_tokens = spec_num_accepted_tokens_;
+  s.spec_accepted_per_pos = spec_accepted_per_pos_;
   return s;
 }
 

@@ -86,6 +86,9 @@ class EngineCore {
     bool sampled;  // token already drawn by the backend
   };
   void draw_tokens(std::vector<Draw>& draws);
+  // The draw of step row `row` (device sampling: sample index `sample`), not yet drawn on the host.
+  Draw draw_at(Choice& ch, const StepRows& rows, size_t row, size_t sample) const;
+  void propose_drafts();
   void commit_token(Draw& d, RequestOutput& out);
   void emit(Request& req, RequestOutput& out);
 
@@ -110,6 +113,10 @@ class EngineCore {
   uint64_t request_counter_ = 0;
   int64_t prompt_tokens_total_ = 0;
   int64_t generation_tokens_total_ = 0;
+  int64_t spec_num_drafts_ = 0;
+  int64_t spec_num_draft_tokens_ = 0;
+  int64_t spec_num_accepted_tokens_ = 0;
+  std::vector<int64_t> spec_accepted_per_pos_;  // num_speculative_tokens entries
 };
 
 // make_engine with a custom token-to-text stream (tests; make_engine uses the tokenizer's).

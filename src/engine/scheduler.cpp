@@ -34,13 +34,17 @@ void Scheduler::preempt(Sequence* seq) {
   running_.erase(std::find(running_.begin(), running_.end(), seq));
   kv_.release_all(seq->blocks);
   seq->num_computed = 0;
+  seq->draft.clear();
   seq->status = SeqStatus::Waiting;
   waiting_.push_front(seq);
   ++num_preemptions_;
 }
 
 int64_t Scheduler::chunk_wanted(const Sequence* seq, int64_t budget, int64_t capped_left) const {
-  int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
+  int64_t pending = seq->num_tokens() - seq->num_computed;
+  // Guesses ride only behind the one token a decode computes; each returns a logits row.
+  if (pending == 1) pending += std::min<int64_t>(int64_t(seq->draft.size()), capped_left);
+  int64_t want = std::min(pending, budget);
   if (seq->max_chunk > 0) want = std::min({want, seq->max_chunk, capped_left});
   return want;
 }
@@ -101,9 +105,13 @@ StepPlan Scheduler::schedule() {
       got = reserve(seq, want);
     }
     if (self_preempted) break;  // seq was the last running sequence
-    plan.chunks.push_back({seq, seq->num_computed, got});
+    // Guesses the budget, the rows or the blocks left no room for are dropped.
+    const int64_t drafts = std::max<int64_t>(0, seq->num_computed + got - seq->num_tokens());
+    seq->draft.resize(size_t(drafts));
+    plan.chunks.push_back({seq, seq->num_computed, got, drafts});
     budget -= got;
     if (seq->max_chunk > 0) capped_left -= got;
+    capped_left -= drafts;
   }
 
   // Then waiting sequences in arrival order, unless this step had to preempt (no room). A
@@ -145,12 +153,24 @@ StepPlan Scheduler::schedule() {
 void Scheduler::mark_computed(const StepPlan& plan) {
   for (const auto& c : plan.chunks) {
     Sequence* seq = c.seq;
-    seq->num_computed = c.start + c.count;
-    if (!kv_.caching()) continue;
-    // Full blocks just computed join the cache (only now: their KV exists).
-    kv_.hash_blocks(seq->tokens, seq->cache_keys, seq->blocks);
-    kv_.cache_computed_blocks(seq->tokens, seq->blocks, seq->num_computed);
+    seq->num_computed = c.start + c.count - c.drafts;
+    cache_computed(seq);
   }
+}
+
+void Scheduler::mark_drafts_computed(Sequence* seq, int64_t accepted) {
+  if (accepted <= 0) return;
+  if (seq->num_computed + accepted >= seq->num_tokens())
+    throw std::logic_error("Scheduler: accepted guesses past the sequence's last token");
+  seq->num_computed += accepted;
+  cache_computed(seq);
+}
+
+void Scheduler::cache_computed(Sequence* seq) {
+  if (!kv_.caching()) return;
+  // Full blocks just computed join the cache (only now: their KV exists).
+  kv_.hash_blocks(seq->tokens, seq->cache_keys, seq->blocks);
+  kv_.cache_computed_blocks(seq->tokens, seq->blocks, seq->num_computed);
 }
 
 }  // namespace striker

@@ -16,16 +16,20 @@ struct SchedulerLimits {
   // Tokens per step of the sequences with a max_chunk, all together (their chunks return a logits
   // row per token: prompt logprobs); 0 = no bound. Several such requests at once would otherwise
   // fill a step with rows (each up to its max_chunk) beyond what a backend holds.
+  // Speculative guesses (Sequence::draft) also return a row each, so they count against it too.
   int32_t max_capped_tokens = 0;
 };
 
-// One sequence's share of a step: positions [start, start+count).
+// One sequence's share of a step: positions [start, start+count), the last `drafts` of them
+// holding the sequence's guessed tokens (Sequence::draft) rather than its own.
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int64_t start = 0;
   int64_t count = 0;
-  // The chunk reaches the end of the sequence, so its last row is sampled.
-  bool samples() const { return start + count == seq->num_tokens(); }
+  int64_t drafts = 0;
+  // The chunk reaches the end of the sequence, so its last row is sampled (with guesses: each of
+  // its last drafts + 1 rows).
+  bool samples() const { return start + count - drafts == seq->num_tokens(); }
 };
 
 struct StepPlan {
@@ -44,8 +48,11 @@ class Scheduler {
   void remove(Sequence* seq);
   // Picks this step's chunks and reserves their blocks.
   StepPlan schedule();
-  // After the forward pass: the chunks' positions now hold KV.
+  // After the forward pass: the chunks' positions now hold KV (guessed positions excepted).
   void mark_computed(const StepPlan& plan);
+  // After a checked guess: its first `accepted` guesses became the sequence's tokens, so their KV
+  // (written by the step) counts as computed.
+  void mark_drafts_computed(Sequence* seq, int64_t accepted);
 
   const std::deque<Sequence*>& waiting() const { return waiting_; }
   const std::vector<Sequence*>& running() const { return running_; }
@@ -56,6 +63,7 @@ class Scheduler {
 
  private:
   void preempt(Sequence* seq);
+  void cache_computed(Sequence* seq);
   int64_t chunk_wanted(const Sequence* seq, int64_t budget, int64_t capped_left) const;
   int64_t reserve(Sequence* seq, int64_t want);
   bool waits_for_leader(Sequence* seq) const;

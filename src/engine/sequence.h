@@ -18,6 +18,10 @@ struct Sequence {
   SeqStatus status = SeqStatus::Waiting;
   SeqBlockTables blocks;
   int64_t max_chunk = 0;          // cap on tokens per step (0 = none); bounds all-logits rows
+  // Speculation: guessed tokens after the last one, checked by this step's forward pass (set by
+  // the engine before scheduling, only while exactly the last token waits to be computed; the
+  // scheduler may shorten it). Their positions are computed but not yet the sequence's tokens.
+  std::vector<int32_t> draft;
   void* owner = nullptr;          // the engine's per-request state; opaque to the scheduler
 
   // Prefix caching. Block hashes (in `blocks`) depend on the tokens and these keys only.

@@ -47,8 +47,10 @@ struct FakeBackendLog {
 class FakeBackend : public Backend {
  public:
   // bytes per block: 100 per token in each pool, so budgets are easy to compute by hand.
-  FakeBackend(int64_t vocab, int64_t window, std::shared_ptr<FakeBackendLog> log = nullptr)
-      : vocab_(vocab), window_(window), log_(std::move(log)) {}
+  // `context` > 0: the logits depend on the last `context` tokens only (the whole history is still
+  // read back from the pools), so outputs repeat themselves as text does and n-gram guesses hit.
+  FakeBackend(int64_t vocab, int64_t window, std::shared_ptr<FakeBackendLog> log = nullptr, int64_t context = 0)
+      : vocab_(vocab), window_(window), context_(context), log_(std::move(log)) {}
   std::string name() const override { return "fake"; }
   int64_t full_block_bytes(int32_t b) const override { return 100 * b; }
   int64_t sliding_block_bytes(int32_t b) const override { return 100 * b; }
@@ -67,7 +69,9 @@ class FakeBackend : public Backend {
         slot(full_, s.full_block_table, p, "full") = s.tokens[i];
         slot(sliding_, s.sliding_block_table, p, "sliding") = s.tokens[i];
         if (s.all_logits || i + 1 == s.tokens.size()) {
-          auto row = reference_logits(read_history(s, p), vocab_);
+          std::vector<int32_t> history = read_history(s, p);
+          if (context_ > 0 && int64_t(history.size()) > context_) history.erase(history.begin(), history.end() - context_);
+          auto row = reference_logits(history, vocab_);
           logits.insert(logits.end(), row.begin(), row.end());
         }
       }
@@ -114,7 +118,7 @@ class FakeBackend : public Backend {
     }
   }
 
-  int64_t vocab_, window_;
+  int64_t vocab_, window_, context_;
   std::shared_ptr<FakeBackendLog> log_;
   KvCacheSpec spec_;
   std::vector<int32_t> full_, sliding_;

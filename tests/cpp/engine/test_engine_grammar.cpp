@@ -47,8 +47,11 @@ class SamplingOnDevice : public FakeBackend {
   std::vector<float> scratch_;
 };
 
-std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> run(Backend& backend,
-                                                                                           const std::string& pattern) {
+// `spec`: n-gram speculation on; `stats` receives the engine's counters; `constrained` false: the
+// same requests without the grammar.
+std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> run(
+    Backend& backend, const std::string& pattern, SpeculativeConfig speculative = {}, EngineStats* stats = nullptr,
+    bool constrained = true) {
   grammar::StructuredOutputSpec spec;
   spec.kind = grammar::StructuredOutputSpec::Kind::Regex;
   spec.text = pattern;
@@ -61,6 +64,7 @@ std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * 1000;
   cfg.eos_token_ids = {kEos};
+  cfg.speculative = speculative;
   EngineCore core(cfg, tiny_model(kVocab, 8, 256), backend, piece_text(pieces()));
   std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> got;
   for (int r = 0; r < 6; ++r) {
@@ -69,20 +73,22 @@ std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32
     p.seed = uint64_t(r);
     p.n = 3;
     p.max_tokens = 60;
-    p.structured = StructuredConstraint{compiled, -1};
+    if (constrained) p.structured = StructuredConstraint{compiled, -1};
     const std::string id = "r" + std::to_string(r);
-    core.add_request({id, {1, 2, 3, int32_t(r)}, p}, [&got](const RequestOutput& o) {
+    core.add_request({id, {1, 2, 3, int32_t(r)}, p}, [&got, constrained](const RequestOutput& o) {
       for (const auto& d : o.choices) {
         auto& [text, tokens] = got[o.request_id][d.index];
         text += d.new_text;
         tokens.insert(tokens.end(), d.new_tokens.begin(), d.new_tokens.end());
-        EXPECT_TRUE(!d.finish || *d.finish == FinishReason::Stop) << o.request_id << " ended without the grammar";
+        if (constrained)
+          EXPECT_TRUE(!d.finish || *d.finish == FinishReason::Stop) << o.request_id << " ended without the grammar";
       }
       EXPECT_TRUE(o.error.empty()) << o.error;
     });
   }
   for (int steps = 0; core.has_work() && steps < 1000; ++steps) core.step();
   EXPECT_FALSE(core.has_work());
+  if (stats) *stats = core.stats();
   return got;
 }
 
@@ -114,6 +120,22 @@ TEST(EngineGrammar, DeviceSamplingGetsTheSameMasksAndTokens) {
   const auto b = run(device, pattern);
   expect_all_match(b, pattern);
   EXPECT_EQ(a, b);  // the draw is the same function of logits, mask and seed on both paths
+}
+
+// Speculation checks no guesses for a constrained choice (each guessed row would need the mask
+// after the guesses before it): the outputs are those without speculation, and no guess was
+// made, while the same requests unconstrained do get guesses.
+TEST(EngineGrammar, SpeculationLeavesConstrainedChoicesAlone) {
+  const std::string pattern = "(ab|c)+-?(12|2){1,3}";
+  const SpeculativeConfig spec{3, 1, 2, 0};
+  FakeBackend plain(kVocab, 8), speculating(kVocab, 8), unconstrained(kVocab, 8);
+  EngineStats stats, free_stats;
+  const auto a = run(plain, pattern);
+  const auto b = run(speculating, pattern, spec, &stats);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(stats.spec_num_drafts, 0);
+  run(unconstrained, pattern, spec, &free_stats, false);
+  EXPECT_GT(free_stats.spec_num_drafts, 0);
 }
 
 }  // namespace
