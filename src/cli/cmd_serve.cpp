@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
+#include "cli/speculative_flag.h"
 #include "cli/vllm_serve_flags.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -300,6 +301,15 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   ec.max_num_seqs = a.max_num_seqs;
   ec.max_num_batched_tokens = a.max_num_batched_tokens;
   ec.block_size = opts.cache.block_size;
+  if (!a.vllm.speculative_config.empty()) {
+    ec.speculative = parse_speculative_config(a.vllm.speculative_config);
+    serve_log()->info("n-gram speculation: up to {} guessed tokens per step from the context's last {}..{} tokens{}",
+                      ec.speculative.num_speculative_tokens, ec.speculative.prompt_lookup_min,
+                      ec.speculative.prompt_lookup_max,
+                      ec.speculative.disable_by_batch_size > 0
+                          ? fmt::format(", none while {} or more sequences run", ec.speculative.disable_by_batch_size)
+                          : std::string());
+  }
   std::unique_ptr<Backend> backend;
   if (a.device == "cuda") {
 #ifdef STRIKER_HAVE_CUDA

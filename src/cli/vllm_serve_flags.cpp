@@ -1,5 +1,6 @@
 #include "cli/vllm_serve_flags.h"
 
+#include "cli/speculative_flag.h"
 #include <fstream>
 #include <sstream>
 
@@ -44,7 +45,9 @@ void add_vllm_serve_flags(CLI::App* cmd, VllmServeFlags& f) {
   cmd->add_flag("--enable-server-load-tracking", f.enable_server_load_tracking,
                 "GET /load answers {\"server_load\": requests in flight}");
   cmd->add_flag("--async-scheduling", f.async_scheduling, "not available in striker (refused at startup)");
-  cmd->add_option("--speculative-config", f.speculative_config, "not available in striker (refused at startup)");
+  cmd->add_option("--speculative-config", f.speculative_config,
+                  "n-gram speculation, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, "
+                  "\"prompt_lookup_max\": 4}' (the only method: no draft models)");
   cmd->add_flag("--enable-lora", f.enable_lora, "not available in striker (refused at startup)");
 }
 
@@ -77,8 +80,7 @@ void check_vllm_serve_flags(const VllmServeFlags& f, const CLI::App& cmd) {
   if (f.async_scheduling)
     throw Error("--async-scheduling is not available: striker schedules each step after the previous step's tokens are "
                 "known; drop the flag");
-  if (!f.speculative_config.empty())
-    throw Error("--speculative-config is not available: striker has no speculative decoding yet; drop the flag");
+  if (!f.speculative_config.empty()) parse_speculative_config(f.speculative_config);  // throws naming the key
   if (f.enable_lora) throw Error("--enable-lora is not available: striker serves the base model only");
   if (!f.override_generation_config.empty()) {
     server::GenerationConfig probe;

@@ -136,6 +136,20 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   header(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
   sample(out, "vllm:generation_tokens_total", labels_, double(s.generation_tokens_total));
 
+  // Speculation's counters, as vLLM exports them only when --speculative-config is given.
+  if (s.num_speculative_tokens > 0) {
+    header(out, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.");
+    sample(out, "vllm:spec_decode_num_drafts_total", labels_, double(s.spec_num_drafts));
+    header(out, "vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.");
+    sample(out, "vllm:spec_decode_num_draft_tokens_total", labels_, double(s.spec_num_draft_tokens));
+    header(out, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.");
+    sample(out, "vllm:spec_decode_num_accepted_tokens_total", labels_, double(s.spec_num_accepted_tokens));
+    header(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted tokens per draft position.");
+    for (size_t pos = 0; pos < s.spec_accepted_per_pos.size(); ++pos)
+      sample(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+             labels_ + ",position=\"" + std::to_string(pos) + "\"", double(s.spec_accepted_per_pos[pos]));
+  }
+
   header(out, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
   for (const char* reason : {"stop", "length", "abort"}) {
     auto it = success_.find(reason);

@@ -18,6 +18,26 @@ std::string stats_line(const EngineStats& before, const EngineStats& now, double
   return line;
 }
 
+std::string spec_decode_line(const EngineStats& before, const EngineStats& now, double seconds) {
+  const int64_t drafts = now.spec_num_drafts - before.spec_num_drafts;
+  if (now.num_speculative_tokens <= 0 || drafts <= 0) return {};
+  const double dt = seconds > 0 ? seconds : 1.0;
+  const int64_t drafted = now.spec_num_draft_tokens - before.spec_num_draft_tokens;
+  const int64_t accepted = now.spec_num_accepted_tokens - before.spec_num_accepted_tokens;
+  std::string rates;
+  for (size_t i = 0; i < now.spec_accepted_per_pos.size(); ++i) {
+    const int64_t was = i < before.spec_accepted_per_pos.size() ? before.spec_accepted_per_pos[i] : 0;
+    rates += fmt::format("{}{:.3f}", i ? ", " : "", double(now.spec_accepted_per_pos[i] - was) / double(drafts));
+  }
+  // vLLM's line; the mean acceptance length counts the token every checked step adds itself.
+  return fmt::format(
+      "SpecDecoding metrics: Mean acceptance length: {:.2f}, Accepted throughput: {:.2f} tokens/s, Drafted "
+      "throughput: {:.2f} tokens/s, Accepted: {} tokens, Drafted: {} tokens, Per-position acceptance rate: {}, Avg "
+      "Draft acceptance rate: {:.1f}%",
+      1.0 + double(accepted) / double(drafts), double(accepted) / dt, double(drafted) / dt, accepted, drafted, rates,
+      drafted > 0 ? 100.0 * double(accepted) / double(drafted) : 0.0);
+}
+
 bool stats_idle(const EngineStats& before, const EngineStats& now, bool previous_was_idle) {
   const bool quiet = now.prompt_tokens_total == before.prompt_tokens_total &&
                      now.generation_tokens_total == before.generation_tokens_total;
@@ -48,7 +68,9 @@ void StatsLogger::run() {
     const bool quiet = now.prompt_tokens_total == before.prompt_tokens_total &&
                        now.generation_tokens_total == before.generation_tokens_total;
     const auto level = stats_idle(before, now, previous_quiet) ? spdlog::level::debug : spdlog::level::info;
-    log->log(level, stats_line(before, now, std::chrono::duration<double>(t - last).count()));
+    const double seconds = std::chrono::duration<double>(t - last).count();
+    log->log(level, stats_line(before, now, seconds));
+    if (const std::string spec = spec_decode_line(before, now, seconds); !spec.empty()) log->info(spec);
     previous_quiet = quiet;
     before = now;
     last = t;

@@ -18,6 +18,10 @@ namespace striker::server {
 // over queries in the interval) appears only when the engine reports a prefix cache.
 std::string stats_line(const EngineStats& before, const EngineStats& now, double seconds);
 
+// vLLM's speculation line for the interval ("SpecDecoding metrics: Mean acceptance length: ..."), or
+// "" when speculation is off or checked no guess in the interval.
+std::string spec_decode_line(const EngineStats& before, const EngineStats& now, double seconds);
+
 // True when both intervals (the one ending now and the previous) saw no tokens at all.
 bool stats_idle(const EngineStats& before, const EngineStats& now, bool previous_was_idle);
 

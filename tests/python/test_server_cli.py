@@ -37,7 +37,11 @@ from server_fixture import StrikerServer, tiny_model, toolcall_model  # noqa: F4
     (["--no-enable-chunked-prefill"], "--no-enable-chunked-prefill is not supported"),
     (["--scheduling-policy", "priority"], "--scheduling-policy priority is not supported"),
     (["--async-scheduling"], "--async-scheduling is not available"),
-    (["--speculative-config", '{"method": "ngram"}'], "--speculative-config is not available"),
+    (["--speculative-config", '{"method": "ngram"}'], "num_speculative_tokens is required"),
+    (["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}'], "method 'eagle3' is not available"),
+    (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 6, '
+      '"prompt_lookup_max": 2}'], "prompt_lookup_min=6 must be <= prompt_lookup_max=2"),
+    (["--speculative-config", "ngram"], "--speculative-config is not valid JSON"),
     (["--enable-lora"], "--enable-lora is not available"),
     (["--override-generation-config", '{"max_new_tokens": 5}'], "'max_new_tokens' is not a sampling default"),
     (["--override-generation-config", '{"top_k": 1.5}'], "field 'top_k' must be an integer"),

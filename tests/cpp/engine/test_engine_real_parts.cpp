@@ -46,7 +46,8 @@ std::vector<Job> jobs() {
   return out;
 }
 
-Tokens run_core(const LoadedModel& model, const EngineConfig& cfg, const std::vector<Job>& js, int64_t* preemptions) {
+Tokens run_core(const LoadedModel& model, const EngineConfig& cfg, const std::vector<Job>& js, int64_t* preemptions,
+               EngineStats* stats = nullptr) {
   auto backend = make_cpu_backend(model, 2);
   EngineCore core(cfg, model.config, *backend, piece_text({}));
   Tokens got;
@@ -60,6 +61,7 @@ Tokens run_core(const LoadedModel& model, const EngineConfig& cfg, const std::ve
   int steps = 0;
   while (core.has_work() && steps++ < 5000) core.step();
   if (preemptions) *preemptions = core.stats().num_preemptions;
+  if (stats) *stats = core.stats();
   return got;
 }
 
@@ -90,6 +92,42 @@ TEST(EngineCpu, BatchedChunkedPreemptedRunsMatchEachRequestAlone) {
   Tokens together = run_core(model, tight, jobs(), &preemptions);
   EXPECT_GT(preemptions, 0);
   for (const auto& [id, toks] : alone) EXPECT_EQ(together[id], toks) << id;
+}
+
+// N-gram speculation on the CPU reference backend: a step over the last token and the guesses
+// computes each row with the same arithmetic as one-token steps, so the outputs are the same bits
+// (greedy and seeded alike) while guesses are accepted.
+TEST(EngineCpu, SpeculationGivesTheTokensOfPlainDecoding) {
+  const LoadedModel model = striker::test::make_synthetic_model(3);
+  auto probe = make_cpu_backend(model, 1);
+  EngineConfig cfg;
+  cfg.max_model_len = 96;
+  cfg.max_num_seqs = 4;
+  cfg.max_num_batched_tokens = 32;
+  cfg.block_size = 4;
+  cfg.kv_cache_bytes = 1000 * (probe->full_block_bytes(4) + probe->sliding_block_bytes(4));
+  std::vector<Job> js;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 6; ++i) {
+    Job j;
+    j.id = "s" + std::to_string(i);
+    const int period = 2 + i % 3;
+    for (int k = 0; k < 30; ++k) j.prompt.push_back(int32_t(k % period == 0 ? rng() % 1000 : 7 * (k % period)));
+    j.params.seed = 77 + uint64_t(i);
+    j.params.max_tokens = 40;
+    j.params.ignore_eos = true;
+    j.params.temperature = i % 2 ? 0.f : 0.2f;
+    j.params.n = i == 4 ? 2 : 1;
+    js.push_back(j);
+  }
+  const Tokens plain = run_core(model, cfg, js, nullptr);
+  cfg.speculative = SpeculativeConfig{4, 1, 3, 0};
+  EngineStats stats;
+  const Tokens fast = run_core(model, cfg, js, nullptr, &stats);
+  ASSERT_EQ(plain.size(), 7u);
+  for (const auto& [id, toks] : plain) EXPECT_EQ(fast.at(id), toks) << id;
+  EXPECT_GT(stats.spec_num_drafts, 0);
+  EXPECT_GT(stats.spec_num_accepted_tokens, 0);
 }
 
 TEST(EngineTokenizer, StreamedTextMatchesDecodeAndStopsAcrossTokens) {

@@ -41,6 +41,23 @@ TEST(StatsLine, PrefixCacheHitRateOfTheInterval) {
   EXPECT_NE(server::stats_line(before, now, 1.0).find("Prefix cache hit rate: 0.0%"), std::string::npos);
 }
 
+TEST(StatsLine, SpecDecodingLineOfTheInterval) {
+  EngineStats before = stats(0, 0, 0, 0, 0), now = before;
+  EXPECT_EQ(server::spec_decode_line(before, now, 10.0), "");  // speculation off
+  before.num_speculative_tokens = now.num_speculative_tokens = 3;
+  before.spec_accepted_per_pos = {5, 2, 0};
+  now.spec_accepted_per_pos = before.spec_accepted_per_pos;
+  EXPECT_EQ(server::spec_decode_line(before, now, 10.0), "");  // nothing checked in the interval
+  before.spec_num_drafts = 10, before.spec_num_draft_tokens = 30, before.spec_num_accepted_tokens = 7;
+  // 20 steps checked 50 guesses in 10 s, 30 accepted: 16 at the first position, 10 at the second, 4 at the third.
+  now.spec_num_drafts = 30, now.spec_num_draft_tokens = 80, now.spec_num_accepted_tokens = 37;
+  now.spec_accepted_per_pos = {21, 12, 4};
+  EXPECT_EQ(server::spec_decode_line(before, now, 10.0),
+            "SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 3.00 tokens/s, Drafted "
+            "throughput: 5.00 tokens/s, Accepted: 30 tokens, Drafted: 50 tokens, Per-position acceptance rate: 0.800, "
+            "0.500, 0.200, Avg Draft acceptance rate: 60.0%");
+}
+
 TEST(StatsLine, IdleOnlyAfterTwoQuietIntervals) {
   const EngineStats a = stats(5, 5, 0, 0, 0), b = stats(9, 5, 0, 0, 0);
   EXPECT_FALSE(server::stats_idle(a, b, true));   // tokens moved
