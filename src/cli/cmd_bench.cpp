@@ -40,6 +40,9 @@ struct LatencyOptions {
   int batch = 1;  // sequences decoding together, each at `context`
   int block_size = 16;  // tokens per KV cache block (serve's --block-size)
   std::string quantization;
+  // The step of n-gram speculation: each sequence's chunk is its token and this many guesses, a
+  // logits row each (what the engine sends with --speculative-config).
+  int speculative_tokens = 0;
 };
 
 struct PrefillOptions {
@@ -72,6 +75,9 @@ int run_latency(const LatencyOptions& o) {
     throw Error("bench latency: only --load-format dummy is supported (got '" + o.load_format + "')");
   if (o.context < 0 || o.steps <= 0 || o.warmup < 0) throw Error("bench latency: --context/--steps/--warmup out of range");
   if (o.batch < 1 || o.batch > 8) throw Error("bench latency: --batch must be 1..8 (the decode path's token count)");
+  const int per_seq = 1 + o.speculative_tokens;
+  if (o.speculative_tokens < 0 || o.batch * per_seq > 8)
+    throw Error("bench latency: --batch x (1 + --speculative-tokens) must be 1..8 (the decode path's token count)");
   if (o.block_size != 16 && o.block_size != 32 && o.block_size != 64 && o.block_size != 128)
     throw Error("bench latency: --block-size must be 16, 32, 64 or 128 (serve's CUDA choices), got " +
                 std::to_string(o.block_size));
@@ -80,7 +86,7 @@ int run_latency(const LatencyOptions& o) {
   std::filesystem::path cfg_path = o.config;
   if (std::filesystem::is_directory(cfg_path)) cfg_path /= "config.json";
   const FlintConfig c = load_flint_config(cfg_path);
-  const int64_t last_pos = o.context + o.warmup + o.steps;
+  const int64_t last_pos = o.context + o.warmup + o.steps + o.speculative_tokens;
   if (last_pos >= c.max_position_embeddings)
     throw Error("bench latency: context " + std::to_string(o.context) + " + steps exceeds max_position_embeddings " +
                 std::to_string(c.max_position_embeddings));
@@ -112,16 +118,21 @@ int run_latency(const LatencyOptions& o) {
   std::vector<float> logits;
   std::vector<int32_t> tokens(size_t(o.batch));
   for (auto& t : tokens) t = int32_t(rng() % uint32_t(c.vocab_size));
+  const int64_t rows_per_seq = o.speculative_tokens > 0 ? per_seq : 1;
   for (int i = 0; i < o.warmup + o.steps; ++i) {
     const int64_t pos = o.context + i;
     ForwardBatch batch;
     for (int sq = 0; sq < o.batch; ++sq) {  // sequence sq owns full blocks [sq·seq_blocks, ...) and its own ring
       SequenceChunk ch;
       ch.tokens = {tokens[size_t(sq)]};
+      // Guesses: random tokens (the step costs the same whatever they are; one advances per step).
+      for (int g = 0; g < o.speculative_tokens; ++g) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
+      ch.all_logits = o.speculative_tokens > 0;
       ch.start_pos = pos;
-      for (int64_t b = 0; b <= pos / B; ++b) ch.full_block_table.push_back(full_table[size_t(sq * seq_blocks + b)]);
-      ch.sliding_block_table.assign(size_t(pos / B + 1), -1);
-      for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= pos / B; ++b)
+      const int64_t end = pos + o.speculative_tokens;  // the chunk's last position
+      for (int64_t b = 0; b <= end / B; ++b) ch.full_block_table.push_back(full_table[size_t(sq * seq_blocks + b)]);
+      ch.sliding_block_table.assign(size_t(end / B + 1), -1);
+      for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= end / B; ++b)
         ch.sliding_block_table[size_t(b)] = int32_t(sq * ring + b % ring);
       batch.seqs.push_back(std::move(ch));
     }
@@ -129,7 +140,7 @@ int run_latency(const LatencyOptions& o) {
     backend.forward(batch, logits);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
     for (int sq = 0; sq < o.batch; ++sq) {  // greedy: real next tokens
-      const float* row = logits.data() + size_t(sq) * size_t(c.vocab_size);
+      const float* row = logits.data() + size_t(sq * rows_per_seq) * size_t(c.vocab_size);
       tokens[size_t(sq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
     }
     if (i >= o.warmup) {
@@ -140,20 +151,24 @@ int run_latency(const LatencyOptions& o) {
   // Routed experts read per MoE layer: K for one sequence; for a batch, the distinct experts of
   // the step's own routing (the last MoE layer's, read back after the last step, stands for
   // every MoE layer; random weights route close to uniformly, see expected_distinct_experts).
+  // A step with guesses: its floor reads each sequence's KV once (its queries share the keys).
+  const int T = o.batch * per_seq;
   double experts = double(c.num_experts_per_tok);
-  if (o.batch > 1) {
-    const std::vector<int32_t> ids = backend.last_layer_routing(o.batch);
+  if (T > 1) {
+    const std::vector<int32_t> ids = backend.last_layer_routing(T);
     experts = double(std::set<int32_t>(ids.begin(), ids.end()).size());
     std::printf("  routing: %.0f distinct experts in the last MoE layer (uniform routing would give %.1f)\n",
-                experts, expected_distinct_experts(c, o.batch));
+                experts, expected_distinct_experts(c, T));
   }
-  const double weight_bytes = active_weights(c, experts, o.batch).bytes(format);
+  const double weight_bytes = active_weights(c, experts, T).bytes(format);
   const double kv_bytes = decode_kv_bytes(c, o.context) * o.batch;
   const double total = weight_bytes + kv_bytes;
   const double floor_ms = total / kReadBandwidth * 1e3;
   const double med_wall = median(wall_ms), med_dev = median(device_ms);
-  std::printf("decode batch %d at context %lld: %d steps after %d warm-up, %s, KV blocks of %d tokens\n", o.batch,
-              (long long)o.context, o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)", B);
+  std::printf("decode batch %d at context %lld%s: %d steps after %d warm-up, %s, KV blocks of %d tokens\n", o.batch,
+              (long long)o.context,
+              o.speculative_tokens > 0 ? (", each sequence checking " + std::to_string(o.speculative_tokens) + " guesses").c_str() : "",
+              o.steps, o.warmup, o.graphs ? "CUDA graph replay" : "stream launches (PDL)", B);
   std::printf("  ms/step: median %.3f wall (%.3f device), min %.3f wall; %.1f tokens/s\n", med_wall, med_dev,
               *std::min_element(wall_ms.begin(), wall_ms.end()), 1e3 / med_wall);
   std::printf("  bytes/step: %.3f GB %s weights + %.3f GB KV = %.3f GB; floor at 4.6 TB/s %.3f ms\n", weight_bytes / 1e9,
@@ -258,6 +273,9 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--block-size", opts->block_size, "tokens per KV cache block: 16, 32, 64 or 128 (blocks shuffled)")
       ->capture_default_str();
   lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
+  lat->add_option("--speculative-tokens", opts->speculative_tokens,
+                  "each sequence's step also checks this many guessed tokens (n-gram speculation's step)")
+      ->capture_default_str();
   lat->callback([opts, &exit_code] { exit_code = run_latency(*opts); });
 
   auto popts = std::make_shared<PrefillOptions>();
