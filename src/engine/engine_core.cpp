@@ -21,11 +21,12 @@ struct EngineCore::Choice {
   Sequence seq;
   PenaltyState penalties;
   std::unique_ptr<ChoiceOutput> output;
-  // Structured outputs: where the choice is in its grammar, and this step's mask.
+  // Structured outputs: where the choice is in its grammar, and this step's masks: one per row
+  // the step draws from (row j: after the step's first j guesses), applied where `masked`.
   std::unique_ptr<grammar::GrammarMatcher> matcher;
-  std::vector<uint32_t> mask;
-  bool masked = false;     // `mask` applies to this step's draw
-  std::string mask_error;  // computing the mask failed: the request ends with this error
+  std::vector<std::vector<uint32_t>> masks;
+  std::vector<char> masked;
+  std::string mask_error;  // computing a mask failed: the request ends with this error
 };
 
 struct EngineCore::Request {
@@ -262,13 +263,20 @@ void EngineCore::propose_drafts() {
     seq->draft.clear();
     if (off || seq->num_tokens() - seq->num_computed != 1) continue;
     const Choice& ch = *static_cast<const Choice*>(seq->owner);
-    // Structured outputs: each guessed row would need the grammar's mask after the guesses before it.
-    if (ch.matcher) continue;
     // A step emits at most its guesses + 1 tokens: never past max_tokens or max_model_len.
     const SamplingParams& p = ch.request->req.params;
     const int64_t room = std::min<int64_t>(p.max_tokens - seq->num_output(), config_.max_model_len - seq->num_tokens()) - 1;
     const int64_t k = std::min<int64_t>(sc.num_speculative_tokens, room);
-    if (k > 0) seq->draft = propose_ngram(seq->tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, int32_t(k));
+    if (k <= 0) continue;
+    seq->draft = propose_ngram(seq->tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, int32_t(k));
+    if (ch.matcher) {
+      // Structured outputs: guesses stop before the first the grammar rules out (its row could never
+      // draw it) and after one that ends the output (nothing follows it).
+      grammar::GrammarMatcher m = *ch.matcher;
+      size_t fit = 0;
+      while (fit < seq->draft.size() && !m.finished() && m.try_accept(seq->draft[fit], ch.request->grammar_stops)) ++fit;
+      seq->draft.resize(fit);
+    }
   }
 }
 
@@ -354,6 +362,7 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
         SampleRequest& sr = ds.samples.emplace_back(
             j == 0 ? first : after_guesses(first, std::span(c.seq->draft).first(size_t(j)), ch.request->suppressed,
                                              ch.request->req.params.min_tokens));
+        sr.allowed = sample_context(ch, size_t(j)).allowed;
         sr.row = row + nrows - 1 - int32_t(c.drafts - j);
         const std::optional<int32_t>& lp = ch.request->req.params.logprobs;
         if (lp) {
@@ -416,9 +425,9 @@ std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {
   return {logits->data() + size_t(at) * V, V};
 }
 
-EngineCore::Draw EngineCore::draw_at(Choice& ch, const StepRows& rows, size_t row, size_t sample) const {
+EngineCore::Draw EngineCore::draw_at(Choice& ch, const StepRows& rows, size_t row, size_t sample, size_t guesses) const {
   const size_t V = size_t(limits_.vocab_size);
-  Draw d{&ch, {}, 0, std::nullopt, false};
+  Draw d{&ch, {}, 0, std::nullopt, false, guesses};
   if (!rows.tokens) {
     d.row = rows.row(row, V);
     return d;
@@ -471,7 +480,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
     }
     if (c.samples()) {
       const size_t first = row + nrows - 1 - size_t(c.drafts);
-      draws.push_back(draw_at(ch, rows, first, sample));
+      draws.push_back(draw_at(ch, rows, first, sample, 0));
       if (c.drafts > 0) checks.push_back(Checked{&ch, first + 1, sample + 1, ch.seq.draft});
       sample += 1 + size_t(c.drafts);
     }
@@ -510,7 +519,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
     for (size_t j = 0; live && j < k.draft.size() && ch.seq.tokens.back() == k.draft[j]; ++j) {
       ++accepted;
       if (ch.output->finished()) break;
-      std::vector<Draw> one{draw_at(ch, rows, k.row + j, k.sample + j)};
+      std::vector<Draw> one{draw_at(ch, rows, k.row + j, k.sample + j, j + 1)};
       draw_tokens(one);
       live = commit(one.front());
     }
@@ -524,7 +533,7 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
   for (const auto& [id, why] : failed) abort_request(id, why);
 }
 
-SampleContext EngineCore::sample_context(const Choice& ch) const {
+SampleContext EngineCore::sample_context(const Choice& ch, size_t guesses) const {
   const Request& r = *ch.request;
   const SamplingParams& p = r.req.params;
   const int64_t step = ch.seq.num_output();
@@ -535,7 +544,7 @@ SampleContext EngineCore::sample_context(const Choice& ch) const {
   ctx.seed = r.seed;
   ctx.choice = ch.seq.choice;
   ctx.step = step;
-  if (ch.masked) ctx.allowed = ch.mask.data();
+  if (guesses < ch.masked.size() && ch.masked[guesses]) ctx.allowed = ch.masks[guesses].data();
   return ctx;
 }
 
@@ -544,23 +553,38 @@ SampleContext EngineCore::sample_context(const Choice& ch) const {
 // matcher, which nothing touches until the step's tokens are committed.
 void EngineCore::start_masks(const StepPlan& plan) {
   const size_t words = size_t((limits_.vocab_size + 31) / 32);
-  std::vector<Choice*> todo;
+  struct Job {
+    Choice* ch;
+    size_t row;
+    grammar::GrammarMatcher state;  // the choice's grammar after the row's guesses
+  };
+  std::vector<Job> todo;
   for (const auto& c : plan.chunks) {
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
-    ch.masked = c.samples() && ch.matcher && ch.matcher->active();
-    if (!ch.masked) continue;
-    // Sized here, on the engine thread: SampleRequest::allowed points at it before it is filled.
-    ch.mask.resize(words);
-    todo.push_back(&ch);
+    ch.masked.assign(c.samples() ? size_t(1 + c.drafts) : 0, 0);
+    if (!c.samples() || !ch.matcher) continue;
+    ch.masks.resize(ch.masked.size());
+    grammar::GrammarMatcher state = *ch.matcher;
+    for (size_t j = 0; j < ch.masked.size(); ++j) {
+      // propose_drafts kept only guesses the grammar takes, so the copy follows them.
+      if (j > 0) state.accept(c.seq->draft[j - 1], ch.request->grammar_stops);
+      if (!state.active()) continue;
+      ch.masked[j] = 1;
+      // Sized here, on the engine thread: SampleRequest::allowed points at it before it is filled.
+      ch.masks[j].resize(words);
+      todo.push_back(Job{&ch, j, state});
+    }
   }
   if (todo.empty()) return;
   masks_ = std::async(std::launch::async, [todo = std::move(todo)] {
-    for (Choice* ch : todo) {
+    for (const Job& job : todo) {
+      Choice* ch = job.ch;
+      std::vector<uint32_t>& mask = ch->masks[job.row];
       try {
-        ch->matcher->fill_mask(ch->request->grammar_stops, ch->mask);
+        job.state.fill_mask(ch->request->grammar_stops, mask);
       } catch (const std::exception& e) {
         ch->mask_error = e.what();  // the request ends at commit; draw from anything meanwhile
-        std::fill(ch->mask.begin(), ch->mask.end(), ~0u);
+        std::fill(mask.begin(), mask.end(), ~0u);
       }
     }
   });
@@ -578,7 +602,7 @@ void EngineCore::draw_tokens(std::vector<Draw>& draws) {
     for (int64_t i = begin; i < end; ++i) {
       Draw& d = draws[size_t(i)];
       const SamplingParams& p = d.choice->request->req.params;
-      if (!d.sampled) d.token = sample_token(d.row, sample_context(*d.choice), scratch);
+      if (!d.sampled) d.token = sample_token(d.row, sample_context(*d.choice, d.guesses), scratch);
       if (p.logprobs && !d.logprob) d.logprob = token_logprob(d.row, d.token, *p.logprobs, row_pool);
     }
   };

@@ -74,7 +74,9 @@ class EngineCore {
   void update(const StepPlan& plan, const StepRows& rows, const std::vector<bool>& all_logits);
   void step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch, const std::vector<bool>& all_logits,
                               int64_t rows);
-  SampleContext sample_context(const Choice& ch) const;
+  // The draw of a choice's row after `guesses` of this step's guesses (its mask; the rest is the
+  // choice's state as it stands).
+  SampleContext sample_context(const Choice& ch, size_t guesses = 0) const;
   void start_masks(const StepPlan& plan);
   void wait_masks();
   // One token to draw: filled in parallel, then committed in batch order.
@@ -84,10 +86,11 @@ class EngineCore {
     int32_t token;
     std::optional<TokenLogprob> logprob;
     bool sampled;  // token already drawn by the backend
+    size_t guesses;  // the row follows this many of the step's guesses (0: the first drawn row)
   };
   void draw_tokens(std::vector<Draw>& draws);
   // The draw of step row `row` (device sampling: sample index `sample`), not yet drawn on the host.
-  Draw draw_at(Choice& ch, const StepRows& rows, size_t row, size_t sample) const;
+  Draw draw_at(Choice& ch, const StepRows& rows, size_t row, size_t sample, size_t guesses) const;
   void propose_drafts();
   void commit_token(Draw& d, RequestOutput& out);
   void emit(Request& req, RequestOutput& out);

@@ -3,13 +3,14 @@ trained toolcall-model: the answers are the model's exact greedy answers (fixtur
 streaming and not, with tool calls and reasoning parsed from deltas that now carry several tokens; logprobs
 and usage count every token; vLLM's spec_decode counters and log line show guesses checked and accepted."""
 import json
+import os
 import re
 import time
 
 import pytest
 import requests
 
-from server_fixture import client, module_server, toolcall_model  # noqa: F401  (fixtures)
+from server_fixture import StrikerServer, client, module_server, toolcall_model  # noqa: F401  (fixtures)
 
 MODEL = "toolcall"
 WEATHER = {"type": "function", "function": {
@@ -20,17 +21,23 @@ TIME = {"type": "function", "function": {
     "name": "get_time", "description": "Get the local time in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 SPEC = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1, "prompt_lookup_max": 3}'
+FLAGS = ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47", "--reasoning-parser",
+         "glm47", "--max-model-len", "1024", "--max-num-seqs", "8", "--kv-cache-memory", "32MiB"]
 WORDS = "apple river stone"  # the model echoes up to three words
 
 
 @pytest.fixture(scope="module")
 def server(striker_bin, toolcall_model, tmp_path_factory):  # noqa: F811
-    yield from module_server(
-        striker_bin, toolcall_model,
-        ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
-         "--reasoning-parser", "glm47", "--max-model-len", "1024", "--max-num-seqs", "8", "--kv-cache-memory", "32MiB",
-         "--speculative-config", SPEC, "--log-stats-interval", "0.5"],
-        tmp_path_factory)
+    yield from module_server(striker_bin, toolcall_model, [*FLAGS, "--speculative-config", SPEC, "--log-stats-interval", "0.5"],
+                             tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def plain_client(striker_bin, toolcall_model, tmp_path_factory):  # noqa: F811
+    """The same server without speculation."""
+    s = StrikerServer(striker_bin, toolcall_model, FLAGS, log_dir=tmp_path_factory.mktemp("plain"))
+    yield s.client()
+    s.stop()
 
 
 def user(text):
@@ -114,3 +121,47 @@ def test_spec_decoding_log_line(server, client):  # noqa: F811
     m = re.search(pattern, server.log())
     assert float(m.group(1)) > 1.0 and int(m.group(2)) <= int(m.group(3))
     assert requests.get(server.url + "/health", timeout=10).status_code == 200
+
+
+def test_forced_tool_calls_under_the_grammar(server, client):  # noqa: F811
+    before = counters(server)
+    r = client.chat.completions.create(model=MODEL, messages=user("What is the weather in Oslo?"), tools=[WEATHER, TIME],
+                                       tool_choice="required", temperature=0, max_tokens=120)
+    m = r.choices[0].message
+    assert m.model_extra["reasoning"] == "The user asks about the weather in Oslo. I will call get_weather."
+    assert [(c.function.name, c.function.arguments) for c in m.tool_calls] == [("get_weather", '{"city": "Oslo"}')]
+    r = client.chat.completions.create(model=MODEL, messages=user("What is the weather in Lima?"), tools=[WEATHER, TIME],
+                                       tool_choice={"type": "function", "function": {"name": "get_time"}},
+                                       temperature=0, max_tokens=120)
+    calls = r.choices[0].message.tool_calls
+    assert len(calls) == 1 and calls[0].function.name == "get_time"
+    assert set(json.loads(calls[0].function.arguments)) == {"city"}
+    drafts, _, accepted = (a - b for a, b in zip(counters(server), before))
+    assert drafts > 0 and accepted > 0  # guessed inside the grammar too
+
+
+@pytest.mark.skipif(os.environ.get("STRIKER_SERVE_DEVICE", "cpu") != "cpu",
+                    reason="bit-identical rows are the CPU backend's promise; the CUDA backend's multi-token decode "
+                           "kernels sum in another order than its one-token ones, so sampled near-ties may differ")
+def test_sampled_answers_equal_plain_decodings(client, plain_client):  # noqa: F811
+    # Seeded sampling, free text and under a grammar: the answers with speculation are the plain server's.
+    requests_ = [
+        dict(messages=user("Repeat after me: apple river stone"), temperature=0.9, seed=5, max_tokens=60),
+        dict(messages=user("Compare the weather in Cairo and Rome."), tools=[WEATHER, TIME], temperature=1.0, seed=9,
+             max_tokens=120),
+        dict(messages=user("What time is it in Perth?"), tools=[WEATHER, TIME], tool_choice="required",
+             temperature=1.0, seed=3, max_tokens=120),
+        dict(messages=user("Repeat after me: north happy"), temperature=0.8, seed=1, max_tokens=60, n=3,
+             frequency_penalty=0.5, logprobs=True, top_logprobs=3),
+    ]
+    for kw in requests_:
+        a = plain_client.chat.completions.create(model=MODEL, **kw).model_dump()
+        b = client.chat.completions.create(model=MODEL, **kw).model_dump()
+        for r in (a, b):
+            for key in ("id", "created", "system_fingerprint"):
+                r.pop(key, None)
+            r["usage"].pop("prompt_tokens_details", None)  # cached tokens: each server's own cache
+            for ch in r["choices"]:
+                for call in (ch["message"].get("tool_calls") or []):
+                    call.pop("id", None)
+        assert a == b, kw

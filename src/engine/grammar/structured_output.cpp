@@ -111,23 +111,29 @@ void GrammarMatcher::fill_mask(std::span<const int32_t> stop_ids, std::span<uint
       if (id >= 0 && size_t(id) < words.size() * 32) words[size_t(id) >> 5] |= 1u << (id & 31);
 }
 
-void GrammarMatcher::accept(int32_t token, std::span<const int32_t> stop_ids) {
+bool GrammarMatcher::try_accept(int32_t token, std::span<const int32_t> stop_ids) {
   if (!active_) {
     active_ = token == start_after_;
-    return;
+    return true;
   }
   GrammarAutomaton& a = *grammar_->automaton;
   const bool is_stop = std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
   if (finished_ || (is_stop && a.accepts(state_))) {
-    if (!is_stop) throw Error("structured output: token " + std::to_string(token) + " after the end of the output");
+    if (!is_stop) return false;
     finished_ = true;
-    return;
+    return true;
   }
   const int32_t next = a.advance(state_, token);
-  if (next == GrammarAutomaton::kDead)
-    throw Error("structured output: token " + std::to_string(token) + " does not fit the grammar here (no allowed "
-                "token could be sampled, e.g. min_tokens or logit_bias ruled them all out)");
+  if (next == GrammarAutomaton::kDead) return false;
   state_ = next;
+  return true;
+}
+
+void GrammarMatcher::accept(int32_t token, std::span<const int32_t> stop_ids) {
+  if (try_accept(token, stop_ids)) return;
+  if (finished_) throw Error("structured output: token " + std::to_string(token) + " after the end of the output");
+  throw Error("structured output: token " + std::to_string(token) + " does not fit the grammar here (no allowed "
+              "token could be sampled, e.g. min_tokens or logit_bias ruled them all out)");
 }
 
 }  // namespace striker::grammar

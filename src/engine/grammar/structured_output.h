@@ -71,6 +71,9 @@ class GrammarMatcher {
   void fill_mask(std::span<const int32_t> stop_ids, std::span<uint32_t> words) const;
   // Records the sampled token; throws striker::Error when the grammar does not allow it.
   void accept(int32_t token, std::span<const int32_t> stop_ids);
+  // accept() for a token that may not fit (a speculative guess): false, and nothing recorded, when
+  // the grammar does not allow it here.
+  bool try_accept(int32_t token, std::span<const int32_t> stop_ids);
 
  private:
   std::shared_ptr<const CompiledGrammar> grammar_;

@@ -28,7 +28,7 @@ std::vector<std::string> pieces() {
 
 class SamplingOnDevice : public FakeBackend {
  public:
-  SamplingOnDevice() : FakeBackend(kVocab, 8) {}
+  explicit SamplingOnDevice(int64_t context = 0) : FakeBackend(kVocab, 8, nullptr, context) {}
   bool samples_on_device() const override { return true; }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
     std::vector<float> all;
@@ -47,11 +47,10 @@ class SamplingOnDevice : public FakeBackend {
   std::vector<float> scratch_;
 };
 
-// `spec`: n-gram speculation on; `stats` receives the engine's counters; `constrained` false: the
-// same requests without the grammar.
+// `speculative`: n-gram speculation on; `stats` receives the engine's counters.
 std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> run(
     Backend& backend, const std::string& pattern, SpeculativeConfig speculative = {}, EngineStats* stats = nullptr,
-    bool constrained = true) {
+    float temperature = 1.0f) {
   grammar::StructuredOutputSpec spec;
   spec.kind = grammar::StructuredOutputSpec::Kind::Regex;
   spec.text = pattern;
@@ -69,19 +68,18 @@ std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32
   std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> got;
   for (int r = 0; r < 6; ++r) {
     SamplingParams p;
-    p.temperature = 1.0f;
+    p.temperature = temperature;
     p.seed = uint64_t(r);
     p.n = 3;
     p.max_tokens = 60;
-    if (constrained) p.structured = StructuredConstraint{compiled, -1};
+    p.structured = StructuredConstraint{compiled, -1};
     const std::string id = "r" + std::to_string(r);
-    core.add_request({id, {1, 2, 3, int32_t(r)}, p}, [&got, constrained](const RequestOutput& o) {
+    core.add_request({id, {1, 2, 3, int32_t(r)}, p}, [&got](const RequestOutput& o) {
       for (const auto& d : o.choices) {
         auto& [text, tokens] = got[o.request_id][d.index];
         text += d.new_text;
         tokens.insert(tokens.end(), d.new_tokens.begin(), d.new_tokens.end());
-        if (constrained)
-          EXPECT_TRUE(!d.finish || *d.finish == FinishReason::Stop) << o.request_id << " ended without the grammar";
+        EXPECT_TRUE(!d.finish || *d.finish == FinishReason::Stop) << o.request_id << " ended without the grammar";
       }
       EXPECT_TRUE(o.error.empty()) << o.error;
     });
@@ -122,20 +120,29 @@ TEST(EngineGrammar, DeviceSamplingGetsTheSameMasksAndTokens) {
   EXPECT_EQ(a, b);  // the draw is the same function of logits, mask and seed on both paths
 }
 
-// Speculation checks no guesses for a constrained choice (each guessed row would need the mask
-// after the guesses before it): the outputs are those without speculation, and no guess was
-// made, while the same requests unconstrained do get guesses.
-TEST(EngineGrammar, SpeculationLeavesConstrainedChoicesAlone) {
-  const std::string pattern = "(ab|c)+-?(12|2){1,3}";
+// Speculation under a grammar: guesses the grammar rules out are dropped, each guessed row is drawn
+// under the mask after the guesses before it; the outputs are those without speculation, on the
+// host sampler and on the device, while guesses are made and accepted.
+TEST(EngineGrammar, SpeculationGivesTheSameOutputsUnderTheGrammar) {
+  const std::string pattern = "(ab|c){12,30}-?(12|2){1,3}";  // long enough outputs to repeat themselves
   const SpeculativeConfig spec{3, 1, 2, 0};
-  FakeBackend plain(kVocab, 8), speculating(kVocab, 8), unconstrained(kVocab, 8);
-  EngineStats stats, free_stats;
-  const auto a = run(plain, pattern);
-  const auto b = run(speculating, pattern, spec, &stats);
-  EXPECT_EQ(a, b);
-  EXPECT_EQ(stats.spec_num_drafts, 0);
-  run(unconstrained, pattern, spec, &free_stats, false);
-  EXPECT_GT(free_stats.spec_num_drafts, 0);
+  // Sampled at temperature 1 and greedy; logits from the last token only, so that outputs repeat
+  // themselves and guesses are accepted.
+  for (const float temperature : {1.0f, 0.0f}) {
+    FakeBackend plain(kVocab, 8, nullptr, 1), speculating(kVocab, 8, nullptr, 1);
+    SamplingOnDevice device(1);
+    EngineStats stats, device_stats;
+    const auto a = run(plain, pattern, {}, nullptr, temperature);
+    const auto b = run(speculating, pattern, spec, &stats, temperature);
+    const auto c = run(device, pattern, spec, &device_stats, temperature);
+    expect_all_match(b, pattern);
+    EXPECT_EQ(a, b) << temperature;
+    EXPECT_EQ(a, c) << temperature;
+    for (const EngineStats& s : {stats, device_stats}) {
+      EXPECT_GT(s.spec_num_drafts, 10) << temperature;
+      EXPECT_GT(s.spec_num_accepted_tokens, 0) << temperature;
+    }
+  }
 }
 
 }  // namespace
