@@ -259,17 +259,23 @@ void EngineCore::propose_drafts() {
   const std::vector<Sequence*>& running = scheduler_->running();
   const bool off = !sc.enabled() ||
                    (sc.disable_by_batch_size > 0 && int64_t(running.size()) >= sc.disable_by_batch_size);
+  std::vector<std::pair<Sequence*, int32_t>> todo;  // sequence, most guesses
   for (Sequence* seq : running) {
     seq->draft.clear();
     if (off || seq->num_tokens() - seq->num_computed != 1) continue;
-    const Choice& ch = *static_cast<const Choice*>(seq->owner);
     // A step emits at most its guesses + 1 tokens: never past max_tokens or max_model_len.
-    const SamplingParams& p = ch.request->req.params;
+    const SamplingParams& p = static_cast<const Choice*>(seq->owner)->request->req.params;
     const int64_t room = std::min<int64_t>(p.max_tokens - seq->num_output(), config_.max_model_len - seq->num_tokens()) - 1;
     const int64_t k = std::min<int64_t>(sc.num_speculative_tokens, room);
-    if (k <= 0) continue;
-    seq->draft = propose_ngram(seq->tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, int32_t(k));
-    if (ch.matcher) {
+    if (k > 0) todo.emplace_back(seq, int32_t(k));
+  }
+  // Each proposal scans its own context (tens of µs at 100K tokens): many run side by side.
+  auto propose = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      auto [seq, k] = todo[size_t(i)];
+      seq->draft = propose_ngram(seq->tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, k);
+      const Choice& ch = *static_cast<const Choice*>(seq->owner);
+      if (!ch.matcher) continue;
       // Structured outputs: guesses stop before the first the grammar rules out (its row could never
       // draw it) and after one that ends the output (nothing follows it).
       grammar::GrammarMatcher m = *ch.matcher;
@@ -277,7 +283,10 @@ void EngineCore::propose_drafts() {
       while (fit < seq->draft.size() && !m.finished() && m.try_accept(seq->draft[fit], ch.request->grammar_stops)) ++fit;
       seq->draft.resize(fit);
     }
-  }
+  };
+  const int64_t n = int64_t(todo.size());
+  if (pool_ && n > 1) pool_->parallel_for(n, (n + pool_->size() - 1) / pool_->size(), propose);
+  else propose(0, n);
 }
 
 void EngineCore::step() {
