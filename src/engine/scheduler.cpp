@@ -41,10 +41,7 @@ void Scheduler::preempt(Sequence* seq) {
 }
 
 int64_t Scheduler::chunk_wanted(const Sequence* seq, int64_t budget, int64_t capped_left) const {
-  int64_t pending = seq->num_tokens() - seq->num_computed;
-  // Guesses ride only behind the one token a decode computes; each returns a logits row.
-  if (pending == 1) pending += std::min<int64_t>(int64_t(seq->draft.size()), capped_left);
-  int64_t want = std::min(pending, budget);
+  int64_t want = std::min(seq->num_tokens() - seq->num_computed, budget);
   if (seq->max_chunk > 0) want = std::min({want, seq->max_chunk, capped_left});
   return want;
 }
@@ -105,13 +102,24 @@ StepPlan Scheduler::schedule() {
       got = reserve(seq, want);
     }
     if (self_preempted) break;  // seq was the last running sequence
-    // Guesses the budget, the rows or the blocks left no room for are dropped.
-    const int64_t drafts = std::max<int64_t>(0, seq->num_computed + got - seq->num_tokens());
-    seq->draft.resize(size_t(drafts));
-    plan.chunks.push_back({seq, seq->num_computed, got, drafts});
+    plan.chunks.push_back({seq, seq->num_computed, got});
     budget -= got;
     if (seq->max_chunk > 0) capped_left -= got;
-    capped_left -= drafts;
+  }
+
+  // Guesses ride behind a decode's one token with the budget, rows and free blocks every running
+  // sequence's own token left (so they never preempt or push out a sequence), oldest first.
+  for (ScheduledChunk& c : plan.chunks) {
+    Sequence* seq = c.seq;
+    int64_t extra = std::min({int64_t(seq->draft.size()), budget, capped_left});
+    if (!plan.preempted.empty() || c.count != 1 || c.start + 1 != seq->num_tokens()) extra = 0;
+    if (extra > 0) extra = kv_.max_chunk_that_fits(seq->blocks, c.start, 1 + extra) - 1;
+    if (extra > 0) kv_.allocate_up_to(seq->blocks, c.start + 1 + extra);
+    seq->draft.resize(size_t(std::max<int64_t>(0, extra)));
+    c.count += int64_t(seq->draft.size());
+    c.drafts = int64_t(seq->draft.size());
+    budget -= c.drafts;
+    capped_left -= c.drafts;
   }
 
   // Then waiting sequences in arrival order, unless this step had to preempt (no room). A

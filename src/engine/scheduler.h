@@ -16,7 +16,8 @@ struct SchedulerLimits {
   // Tokens per step of the sequences with a max_chunk, all together (their chunks return a logits
   // row per token: prompt logprobs); 0 = no bound. Several such requests at once would otherwise
   // fill a step with rows (each up to its max_chunk) beyond what a backend holds.
-  // Speculative guesses (Sequence::draft) also return a row each, so they count against it too.
+  // Speculative guesses (Sequence::draft) also return a row each, so they count against it too;
+  // they get what the running sequences' own tokens leave of it, of the budget and of the blocks.
   int32_t max_capped_tokens = 0;
 };
 
