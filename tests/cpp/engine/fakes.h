@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
 #include "engine/choice_output.h"
+#include "engine/sampler.h"
 #include "model/config.h"
 
 namespace striker::testing {
@@ -122,6 +124,62 @@ class FakeBackend : public Backend {
   std::shared_ptr<FakeBackendLog> log_;
   KvCacheSpec spec_;
   std::vector<int32_t> full_, sliding_;
+};
+
+// A backend that "samples on the device" by calling the CPU reference sampler (the draw a GPU must
+// match) on the fake's logits, computes logprobs within `limits_` and sends back only the rows
+// asked for, counting what it did.
+class DeviceSamplingFake : public FakeBackend {
+ public:
+  DeviceSamplingFake(int64_t vocab, int64_t window, int64_t context = 0)
+      : FakeBackend(vocab, window, nullptr, context), vocab_(vocab) {}
+  bool samples_on_device() const override { return true; }
+  DeviceLogprobLimits device_logprobs() const override { return limits_; }
+  void forward(const ForwardBatch&, std::vector<float>&) override {
+    throw std::logic_error("device-sampling fake: the engine called forward() instead of forward_sampled()");
+  }
+  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
+    std::vector<float> all;
+    FakeBackend::forward(batch, all);
+    if (ds.wait_for_masks) ds.wait_for_masks();  // the contract: masks are read only after this
+    const size_t rows = all.size() / size_t(vocab_);
+    auto row = [&](int32_t r) {
+      if (r < 0 || size_t(r) >= rows) throw std::logic_error("device-sampling fake: row " + std::to_string(r) + " out of range");
+      return std::span<const float>(all.data() + size_t(r) * vocab_, size_t(vocab_));
+    };
+    out.tokens.clear();
+    out.logits.clear();
+    out.logprobs.clear();
+    int32_t lp_rows = 0;
+    for (const SampleRequest& sr : ds.samples) {
+      out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
+      if (sr.top_logprobs < 0) continue;
+      if (sr.top_logprobs > limits_.max_top || ++lp_rows > limits_.rows)
+        throw std::logic_error("device-sampling fake: logprobs asked beyond device_logprobs()");
+      // The raw row (sample_request edits a copy): what a device computes before its edits.
+      const TokenLogprob lp = token_logprob(row(sr.row), out.tokens.back(), sr.top_logprobs);
+      out.logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
+    }
+    out.prompt_logprobs.clear();
+    if (int64_t(ds.prompt_logprobs.size()) > limits_.prompt_rows)
+      throw std::logic_error("device-sampling fake: more prompt logprob rows than device_logprobs() allows");
+    for (const RowLogprobRequest& q : ds.prompt_logprobs) {
+      if (q.top_n > limits_.max_top) throw std::logic_error("device-sampling fake: prompt top_n beyond device_logprobs()");
+      const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
+      out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top, lp.rank});
+    }
+    for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
+    samples_ += int64_t(ds.samples.size());
+    returned_ += int64_t(ds.return_rows.size());
+    device_lp_ += lp_rows;
+    device_prompt_ += int64_t(ds.prompt_logprobs.size());
+  }
+  int64_t samples_ = 0, returned_ = 0, device_lp_ = 0, device_prompt_ = 0;
+  DeviceLogprobLimits limits_;
+
+ private:
+  int64_t vocab_;
+  std::vector<float> scratch_;
 };
 
 // Token id v reads as pieces[v] (or "<v>" past the table).

@@ -20,57 +20,6 @@ constexpr int64_t kVocab = 32;
 constexpr int64_t kWindow = 8;
 constexpr int32_t kEos = 31;
 
-class DeviceSamplingFake : public FakeBackend {
- public:
-  DeviceSamplingFake() : FakeBackend(kVocab, kWindow) {}
-  bool samples_on_device() const override { return true; }
-  DeviceLogprobLimits device_logprobs() const override { return limits_; }
-  void forward(const ForwardBatch&, std::vector<float>&) override {
-    throw std::logic_error("device-sampling fake: the engine called forward() instead of forward_sampled()");
-  }
-  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
-    std::vector<float> all;
-    FakeBackend::forward(batch, all);
-    if (ds.wait_for_masks) ds.wait_for_masks();  // the contract: masks are read only after this
-    const size_t rows = all.size() / size_t(kVocab);
-    auto row = [&](int32_t r) {
-      if (r < 0 || size_t(r) >= rows) throw std::logic_error("device-sampling fake: row " + std::to_string(r) + " out of range");
-      return std::span<const float>(all.data() + size_t(r) * kVocab, size_t(kVocab));
-    };
-    out.tokens.clear();
-    out.logits.clear();
-    out.logprobs.clear();
-    int32_t lp_rows = 0;
-    for (const SampleRequest& sr : ds.samples) {
-      out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
-      if (sr.top_logprobs < 0) continue;
-      if (sr.top_logprobs > limits_.max_top || ++lp_rows > limits_.rows)
-        throw std::logic_error("device-sampling fake: logprobs asked beyond device_logprobs()");
-      // The raw row (sample_request edits a copy): what a device computes before its edits.
-      const TokenLogprob lp = token_logprob(row(sr.row), out.tokens.back(), sr.top_logprobs);
-      out.logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
-    }
-    out.prompt_logprobs.clear();
-    if (int64_t(ds.prompt_logprobs.size()) > limits_.prompt_rows)
-      throw std::logic_error("device-sampling fake: more prompt logprob rows than device_logprobs() allows");
-    for (const RowLogprobRequest& q : ds.prompt_logprobs) {
-      if (q.top_n > limits_.max_top) throw std::logic_error("device-sampling fake: prompt top_n beyond device_logprobs()");
-      const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
-      out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top, lp.rank});
-    }
-    for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
-    samples_ += int64_t(ds.samples.size());
-    returned_ += int64_t(ds.return_rows.size());
-    device_lp_ += lp_rows;
-    device_prompt_ += int64_t(ds.prompt_logprobs.size());
-  }
-  int64_t samples_ = 0, returned_ = 0, device_lp_ = 0, device_prompt_ = 0;
-  DeviceLogprobLimits limits_;
-
- private:
-  std::vector<float> scratch_;
-};
-
 struct Outputs {
   std::map<std::string, std::map<int32_t, std::vector<int32_t>>> tokens;
   std::map<std::string, std::map<int32_t, std::string>> text;
@@ -142,7 +91,7 @@ Outputs run_workload(Backend& backend, uint64_t seed) {
 TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
   for (uint64_t seed : {1u, 2u, 3u}) {
     FakeBackend host(kVocab, kWindow);
-    DeviceSamplingFake device;
+    DeviceSamplingFake device(kVocab, kWindow);
     const Outputs a = run_workload(host, seed);
     const Outputs b = run_workload(device, seed);
     EXPECT_EQ(a.tokens.size(), 40u);
@@ -160,13 +109,13 @@ TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
 TEST(EngineDeviceSampling, LogprobsComputedByTheBackendGiveTheSameOutputs) {
   for (uint64_t seed : {4u, 5u}) {
     FakeBackend host(kVocab, kWindow);
-    DeviceSamplingFake rows_only;
+    DeviceSamplingFake rows_only(kVocab, kWindow);
     const Outputs a = run_workload(host, seed);
     const Outputs b = run_workload(rows_only, seed);
     EXPECT_TRUE(a == b) << seed;
     EXPECT_EQ(rows_only.device_lp_ + rows_only.device_prompt_, 0) << seed;
     for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{20, 64, 1000}, DeviceLogprobLimits{1, 1, 3}}) {
-      DeviceSamplingFake device;
+      DeviceSamplingFake device(kVocab, kWindow);
       device.limits_ = limits;
       const Outputs c = run_workload(device, seed);
       EXPECT_TRUE(a == c) << "seed " << seed << ", limits " << limits.max_top << "/" << limits.rows

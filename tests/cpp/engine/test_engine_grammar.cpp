@@ -26,28 +26,6 @@ std::vector<std::string> pieces() {
   return p;
 }
 
-class SamplingOnDevice : public FakeBackend {
- public:
-  explicit SamplingOnDevice(int64_t context = 0) : FakeBackend(kVocab, 8, nullptr, context) {}
-  bool samples_on_device() const override { return true; }
-  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
-    std::vector<float> all;
-    FakeBackend::forward(batch, all);
-    if (ds.wait_for_masks) ds.wait_for_masks();
-    out.tokens.clear();
-    out.logits.clear();
-    for (const SampleRequest& sr : ds.samples) {
-      std::span<const float> row(all.data() + size_t(sr.row) * kVocab, size_t(kVocab));
-      out.tokens.push_back(sample_request(row, sr, scratch_));
-    }
-    for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), all.begin() + r * kVocab, all.begin() + (r + 1) * kVocab);
-  }
-
- private:
-  std::vector<float> scratch_;
-};
-
-// `speculative`: n-gram speculation on; `stats` receives the engine's counters.
 std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> run(
     Backend& backend, const std::string& pattern, SpeculativeConfig speculative = {}, EngineStats* stats = nullptr,
     float temperature = 1.0f) {
@@ -113,7 +91,7 @@ TEST(EngineGrammar, HostSamplerFollowsTheGrammar) {
 TEST(EngineGrammar, DeviceSamplingGetsTheSameMasksAndTokens) {
   const std::string pattern = "(ab|c)+-?(12|2){1,3}";
   FakeBackend host(kVocab, 8);
-  SamplingOnDevice device;
+  DeviceSamplingFake device(kVocab, 8);
   const auto a = run(host, pattern);
   const auto b = run(device, pattern);
   expect_all_match(b, pattern);
@@ -130,7 +108,7 @@ TEST(EngineGrammar, SpeculationGivesTheSameOutputsUnderTheGrammar) {
   // themselves and guesses are accepted.
   for (const float temperature : {1.0f, 0.0f}) {
     FakeBackend plain(kVocab, 8, nullptr, 1), speculating(kVocab, 8, nullptr, 1);
-    SamplingOnDevice device(1);
+    DeviceSamplingFake device(kVocab, 8, 1);
     EngineStats stats, device_stats;
     const auto a = run(plain, pattern, {}, nullptr, temperature);
     const auto b = run(speculating, pattern, spec, &stats, temperature);

@@ -81,38 +81,6 @@ TEST(NgramProposer, ConfigIsChecked) {
   EXPECT_NO_THROW(validate_speculative_config({3, 1, 2, 4}));
 }
 
-// A backend sampling on the device with the CPU reference sampler (the draw the GPU must match).
-class DeviceSampler : public FakeBackend {
- public:
-  explicit DeviceSampler(DeviceLogprobLimits limits) : FakeBackend(kVocab, kWindow, nullptr, 1), limits_(limits) {}
-  bool samples_on_device() const override { return true; }
-  DeviceLogprobLimits device_logprobs() const override { return limits_; }
-  void forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) override {
-    std::vector<float> all;
-    FakeBackend::forward(batch, all);
-    if (ds.wait_for_masks) ds.wait_for_masks();
-    auto row = [&](int32_t r) { return std::span<const float>(all.data() + size_t(r) * kVocab, size_t(kVocab)); };
-    out = SampledStep{};
-    for (const SampleRequest& sr : ds.samples) {
-      out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
-      if (sr.top_logprobs < 0) continue;
-      const TokenLogprob lp = token_logprob(row(sr.row), out.tokens.back(), sr.top_logprobs);
-      out.logprobs.push_back(SampledLogprobs{lp.logprob, lp.top});
-    }
-    for (const RowLogprobRequest& q : ds.prompt_logprobs) {
-      const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
-      out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top, lp.rank});
-    }
-    for (int32_t r : ds.return_rows) out.logits.insert(out.logits.end(), row(r).begin(), row(r).end());
-    samples += int64_t(ds.samples.size());
-  }
-  int64_t samples = 0;
-
- private:
-  DeviceLogprobLimits limits_;
-  std::vector<float> scratch_;
-};
-
 struct Outputs {
   std::map<std::string, std::map<int32_t, Ids>> tokens;
   std::map<std::string, std::map<int32_t, std::string>> text;
@@ -252,7 +220,8 @@ TEST(EngineSpeculative, DeviceSamplingGivesTheSameOutputs) {
       const WorkloadRun plain = run_workload(host, seed, SpeculativeConfig{}, 40, coin_flips);
       for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{}, DeviceLogprobLimits{20, 64, 1000},
                                                DeviceLogprobLimits{1, 1, 3}}) {
-        DeviceSampler device(limits);
+        DeviceSamplingFake device(kVocab, kWindow, 1);
+        device.limits_ = limits;
         const WorkloadRun fast = run_workload(device, seed, SpeculativeConfig{4, 1, 3, 0}, 40, coin_flips);
         EXPECT_TRUE(plain.out == fast.out) << "seed " << seed << ", limits " << limits.max_top << ", coin flips "
                                            << coin_flips;
