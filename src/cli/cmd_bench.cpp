@@ -114,40 +114,47 @@ int run_latency(const LatencyOptions& o) {
   std::iota(full_table.begin(), full_table.end(), 0);
   std::mt19937 rng(uint32_t(o.seed) + 7);
   std::shuffle(full_table.begin(), full_table.end(), rng);
-  std::vector<double> wall_ms, device_ms;
   std::vector<float> logits;
   std::vector<int32_t> tokens(size_t(o.batch));
   for (auto& t : tokens) t = int32_t(rng() % uint32_t(c.vocab_size));
-  const int64_t rows_per_seq = o.speculative_tokens > 0 ? per_seq : 1;
-  for (int i = 0; i < o.warmup + o.steps; ++i) {
-    const int64_t pos = o.context + i;
-    ForwardBatch batch;
-    for (int sq = 0; sq < o.batch; ++sq) {  // sequence sq owns full blocks [sq·seq_blocks, ...) and its own ring
-      SequenceChunk ch;
-      ch.tokens = {tokens[size_t(sq)]};
-      // Guesses: random tokens (the step costs the same whatever they are; one advances per step).
-      for (int g = 0; g < o.speculative_tokens; ++g) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
-      ch.all_logits = o.speculative_tokens > 0;
-      ch.start_pos = pos;
-      const int64_t end = pos + o.speculative_tokens;  // the chunk's last position
-      for (int64_t b = 0; b <= end / B; ++b) ch.full_block_table.push_back(full_table[size_t(sq * seq_blocks + b)]);
-      ch.sliding_block_table.assign(size_t(end / B + 1), -1);
-      for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= end / B; ++b)
-        ch.sliding_block_table[size_t(b)] = int32_t(sq * ring + b % ring);
-      batch.seqs.push_back(std::move(ch));
+  // Steps from --context on, each sequence's chunk its token and `guesses` guessed tokens.
+  auto time_steps = [&](int guesses, std::vector<double>& wall_ms, std::vector<double>& device_ms) {
+    const int64_t rows_per_seq = guesses > 0 ? 1 + guesses : 1;
+    for (int i = 0; i < o.warmup + o.steps; ++i) {
+      const int64_t pos = o.context + i;
+      ForwardBatch batch;
+      for (int sq = 0; sq < o.batch; ++sq) {  // sequence sq owns full blocks [sq·seq_blocks, ...) and its own ring
+        SequenceChunk ch;
+        ch.tokens = {tokens[size_t(sq)]};
+        // Guesses: random tokens (the step costs the same whatever they are; one advances per step).
+        for (int g = 0; g < guesses; ++g) ch.tokens.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
+        ch.all_logits = guesses > 0;
+        ch.start_pos = pos;
+        const int64_t end = pos + guesses;  // the chunk's last position
+        for (int64_t b = 0; b <= end / B; ++b) ch.full_block_table.push_back(full_table[size_t(sq * seq_blocks + b)]);
+        ch.sliding_block_table.assign(size_t(end / B + 1), -1);
+        for (int64_t b = std::max<int64_t>(0, pos - c.sliding_window + 1) / B; b <= end / B; ++b)
+          ch.sliding_block_table[size_t(b)] = int32_t(sq * ring + b % ring);
+        batch.seqs.push_back(std::move(ch));
+      }
+      const auto s = std::chrono::steady_clock::now();
+      backend.forward(batch, logits);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+      for (int sq = 0; sq < o.batch; ++sq) {  // greedy: real next tokens
+        const float* row = logits.data() + size_t(sq * rows_per_seq) * size_t(c.vocab_size);
+        tokens[size_t(sq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+      }
+      if (i >= o.warmup) {
+        wall_ms.push_back(ms);
+        device_ms.push_back(backend.last_forward_device_ms());
+      }
     }
-    const auto s = std::chrono::steady_clock::now();
-    backend.forward(batch, logits);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
-    for (int sq = 0; sq < o.batch; ++sq) {  // greedy: real next tokens
-      const float* row = logits.data() + size_t(sq * rows_per_seq) * size_t(c.vocab_size);
-      tokens[size_t(sq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
-    }
-    if (i >= o.warmup) {
-      wall_ms.push_back(ms);
-      device_ms.push_back(backend.last_forward_device_ms());
-    }
-  }
+  };
+  // With guesses, plain steps first in the same process: the ratio is what speculation must beat.
+  std::vector<double> plain_wall, plain_device;
+  if (o.speculative_tokens > 0) time_steps(0, plain_wall, plain_device);
+  std::vector<double> wall_ms, device_ms;
+  time_steps(o.speculative_tokens, wall_ms, device_ms);
   // Routed experts read per MoE layer: K for one sequence; for a batch, the distinct experts of
   // the step's own routing (the last MoE layer's, read back after the last step, stands for
   // every MoE layer; random weights route close to uniformly, see expected_distinct_experts).
@@ -176,6 +183,12 @@ int run_latency(const LatencyOptions& o) {
   std::printf("  achieved %.2f TB/s = %.1f%% of the 4.6 TB/s read roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
               100.0 * floor_ms / med_dev);
   if (o.graphs) std::printf("  kernels per step: %d (nodes of the captured step graph)\n", backend.captured_step_kernels());
+  if (o.speculative_tokens > 0) {
+    const double plain = median(plain_device), ratio = med_dev / plain;
+    std::printf("  against a plain step (%.3f ms device, same process): %.2fx; checking %d guesses pays when more than "
+                "%.2f of them are accepted per step\n",
+                plain, ratio, o.speculative_tokens, ratio - 1.0);
+  }
   return 0;
 }
 
