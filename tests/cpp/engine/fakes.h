@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -181,6 +182,29 @@ class DeviceSamplingFake : public FakeBackend {
   int64_t vocab_;
   std::vector<float> scratch_;
 };
+
+// Random sampling parameters exercising every knob of the engine's draw (greedy or tempered,
+// top_k / top_p / min_p, the three penalties, logit_bias, logprobs, prompt logprobs, n), for the
+// workloads that compare two ways of running the same requests.
+inline SamplingParams random_sampling_params(std::mt19937& rng, int64_t vocab, int32_t eos, int32_t max_tokens_cap,
+                                             int32_t max_n) {
+  SamplingParams p;
+  p.seed = rng();
+  p.max_tokens = 1 + int32_t(rng() % uint32_t(max_tokens_cap));
+  p.min_tokens = int32_t(rng() % uint32_t(p.max_tokens + 1));
+  p.temperature = (rng() % 4 == 0) ? 0.f : 0.4f + float(rng() % 10) * 0.1f;
+  p.top_k = int32_t(rng() % 8);
+  p.top_p = (rng() % 2) ? 1.f : 0.7f;
+  p.min_p = (rng() % 3 == 0) ? 0.1f : 0.f;
+  p.n = 1 + int32_t(rng() % uint32_t(max_n));
+  p.repetition_penalty = (rng() % 3 == 0) ? 1.3f : 1.f;
+  p.frequency_penalty = (rng() % 3 == 0) ? 0.6f : 0.f;
+  p.presence_penalty = (rng() % 3 == 0) ? -0.4f : 0.f;
+  if (rng() % 3 == 0) p.logit_bias = {{int32_t(rng() % uint64_t(vocab)), 2.5f}, {eos, -1.f}};
+  if (rng() % 4 == 0) p.logprobs = int32_t(rng() % 3);
+  if (rng() % 5 == 0) p.prompt_logprobs = 1;
+  return p;
+}
 
 // Token id v reads as pieces[v] (or "<v>" past the table).
 class PieceTextStream : public TokenTextStream {

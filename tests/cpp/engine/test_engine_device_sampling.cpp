@@ -60,21 +60,7 @@ Outputs run_workload(Backend& backend, uint64_t seed) {
   int added = 0;
   for (int step = 0; step < 5000 && (added < 40 || core.has_work()); ++step) {
     if (added < 40 && rng() % 2 == 0) {
-      SamplingParams p;
-      p.seed = rng();
-      p.max_tokens = 1 + int32_t(rng() % 14);
-      p.min_tokens = int32_t(rng() % uint32_t(p.max_tokens + 1));
-      p.temperature = (rng() % 4 == 0) ? 0.f : 0.4f + float(rng() % 10) * 0.1f;
-      p.top_k = int32_t(rng() % 8);
-      p.top_p = (rng() % 2) ? 1.f : 0.7f;
-      p.min_p = (rng() % 3 == 0) ? 0.1f : 0.f;
-      p.n = 1 + int32_t(rng() % 3);
-      p.repetition_penalty = (rng() % 3 == 0) ? 1.3f : 1.f;
-      p.frequency_penalty = (rng() % 3 == 0) ? 0.6f : 0.f;
-      p.presence_penalty = (rng() % 3 == 0) ? -0.4f : 0.f;
-      if (rng() % 3 == 0) p.logit_bias = {{int32_t(rng() % kVocab), 2.5f}, {kEos, -1.f}};
-      if (rng() % 4 == 0) p.logprobs = int32_t(rng() % 3);
-      if (rng() % 5 == 0) p.prompt_logprobs = 1;
+      const SamplingParams p = random_sampling_params(rng, kVocab, kEos, 14, 3);
       const int len = 1 + int(rng() % uint32_t(32 - p.max_tokens));
       std::vector<int32_t> prompt;
       for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 30));

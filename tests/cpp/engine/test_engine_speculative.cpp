@@ -131,21 +131,7 @@ WorkloadRun run_workload(Backend& backend, uint64_t seed, const SpeculativeConfi
   int added = 0;
   for (; run.steps < 5000 && (added < 30 || core.has_work()); ++run.steps) {
     if (added < 30 && rng() % 2 == 0) {
-      SamplingParams p;
-      p.seed = rng();
-      p.max_tokens = 1 + int32_t(rng() % 24);
-      p.min_tokens = int32_t(rng() % uint32_t(p.max_tokens + 1));
-      p.temperature = (rng() % 2 == 0) ? 0.f : 0.3f + float(rng() % 10) * 0.1f;
-      p.top_k = int32_t(rng() % 8);
-      p.top_p = (rng() % 2) ? 1.f : 0.7f;
-      p.min_p = (rng() % 3 == 0) ? 0.1f : 0.f;
-      p.n = 1 + int32_t(rng() % 2);
-      p.repetition_penalty = (rng() % 4 == 0) ? 1.3f : 1.f;
-      p.frequency_penalty = (rng() % 4 == 0) ? 0.6f : 0.f;
-      p.presence_penalty = (rng() % 4 == 0) ? -0.4f : 0.f;
-      if (rng() % 4 == 0) p.logit_bias = {{int32_t(rng() % kVocab), 2.5f}, {kEos, -1.f}};
-      if (rng() % 4 == 0) p.logprobs = int32_t(rng() % 3);
-      if (rng() % 6 == 0) p.prompt_logprobs = 1;
+      SamplingParams p = random_sampling_params(rng, kVocab, kEos, 24, 2);
       if (rng() % 5 == 0) p.stop = {std::string(1, char('a' + rng() % 26)) + char('a' + rng() % 26)};
       if (coin_flips) {
         p.temperature = 1.f;
