@@ -8,20 +8,31 @@ cd "$(dirname "$0")/.."
 OUTDIR=${1:-/work/main/.gpuwork}
 DEST=$(mktemp -d /tmp/striker-ship.XXXXXX)
 trap 'rm -rf "$DEST"' EXIT
-tar --exclude='./build*' --exclude=./.git --exclude=./.gpuwork -cf - . | tar -xf - -C "$DEST"
+# STRIKER_SHIP_SOURCES=0 leaves the sources the GPU machine never builds (src, docs, C++/CUDA tests) out of
+# the archive: the device tool carries the working tree beside it anyway, and the two share 64 MiB.
+EXCLUDES=(--exclude='./build*' --exclude=./.git --exclude='./.gpuwork*')
+[ "${STRIKER_SHIP_SOURCES:-1}" = 0 ] && EXCLUDES+=(--exclude=./src --exclude=./docs --exclude=./tests/cpp --exclude=./tests/cuda)
+tar "${EXCLUDES[@]}" -cf - . | tar -xf - -C "$DEST"
 mkdir -p "$DEST/gpubin"
 BUILD=${STRIKER_SHIP_BUILD:-build}  # the CUDA build folder whose binaries travel
 # STRIKER_SHIP_KERNEL_TESTS=0 leaves the kernel test and bench binaries out (~5.5 MB packed): with the server
 # suites' payload (below) everything together no longer fits the 64 MiB transfer.
+# STRIKER_SHIP_KERNEL_TESTS=bench: the bench binary only (fits beside the server suites' payload).
 BINS=("$BUILD/striker")
-[ "${STRIKER_SHIP_KERNEL_TESTS:-1}" = 1 ] && BINS+=("$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels")
+[ "${STRIKER_SHIP_STRIP:-debug}" = all ] && STRIKER_SHIP_STRIP_ARG=--strip-all
+case "${STRIKER_SHIP_KERNEL_TESTS:-1}" in
+  1) BINS+=("$BUILD/tests/cuda/test_cuda_kernels" "$BUILD/tests/cuda/bench_cuda_kernels") ;;
+  bench) BINS+=("$BUILD/tests/cuda/bench_cuda_kernels") ;;
+esac
 for b in "${BINS[@]}"; do
-  if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip --strip-debug "$DEST/gpubin/$(basename "$b")"; fi
+  # STRIKER_SHIP_STRIP=all also drops the symbol tables (no names in a backtrace; a few MB less).
+  if [ -x "$b" ]; then cp "$b" "$DEST/gpubin/" && strip "${STRIKER_SHIP_STRIP_ARG:---strip-debug}" "$DEST/gpubin/$(basename "$b")"; fi
 done
 # The step-timeline injection library (scripts/gpu_profile.sh STRIKER_PROFILE_TIMELINE) and the
 # CUPTI it links (carried: its soname must match this CUDA 13 build).
+# STRIKER_SHIP_TRACE=0 leaves them out (~1.5 MB packed) where a payload must shrink.
 TRACE="$BUILD/tests/cuda/libstriker_kernel_trace.so"
-if [ -f "$TRACE" ]; then
+if [ -f "$TRACE" ] && [ "${STRIKER_SHIP_TRACE:-1}" = 1 ]; then
   cp "$TRACE" "$DEST/gpubin/"
   mkdir -p "$DEST/gpubin/lib"
   cupti=$(ldd "$TRACE" | awk '/libcupti/ {print $3}')
@@ -54,6 +65,11 @@ mkdir -p "$DEST/shared/fixtures"
 FIXTURES="flint-config flint-tokenizer"
 [ "$SERVER" = 1 ] && FIXTURES="$FIXTURES toolcall-model"
 for f in $FIXTURES; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; done
+# The toolcall model ships the Flint tokenizer's tokenizer.json: a hard link, so the archive holds it once.
+T="$DEST/shared/fixtures/toolcall-model/tokenizer.json"
+if [ -f "$T" ] && cmp -s "$T" "$DEST/shared/fixtures/flint-tokenizer/tokenizer.json"; then
+  ln -f "$DEST/shared/fixtures/flint-tokenizer/tokenizer.json" "$T"
+fi
 # Wheels for those suites (openai, anthropic, pytest, requests, jsonschema and their dependencies for Python 3.12),
 # fetched once with `pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
 # -d $STRIKER_GPU_WHEELS openai anthropic pytest requests jsonschema`.

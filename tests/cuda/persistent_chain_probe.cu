@@ -69,7 +69,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 template <int K>
 __device__ __forceinline__ float row_dot(const char* row, const float* x) {
   const int lane = threadIdx.x & 31;
-  float acc = 0.f;
+  float acc = 0.f, acc2 = 0.f;  // two chains: a single one is 8 dependent FMAs per 16-byte piece
 #pragma unroll
   for (int it = 0; it < K / 256; ++it) {
     const int p = lane + 32 * it;
@@ -85,12 +85,13 @@ __device__ __forceinline__ float row_dot(const char* row, const float* x) {
     acc = fmaf(f.x, xa.z, acc);
     acc = fmaf(f.y, xa.w, acc);
     f = __bfloat1622float2(w2[2]);
-    acc = fmaf(f.x, xb.x, acc);
-    acc = fmaf(f.y, xb.y, acc);
+    acc2 = fmaf(f.x, xb.x, acc2);
+    acc2 = fmaf(f.y, xb.y, acc2);
     f = __bfloat1622float2(w2[3]);
-    acc = fmaf(f.x, xb.z, acc);
-    acc = fmaf(f.y, xb.w, acc);
+    acc2 = fmaf(f.x, xb.z, acc2);
+    acc2 = fmaf(f.y, xb.w, acc2);
   }
+  acc += acc2;
 #pragma unroll
   for (int off = 16; off; off >>= 1) acc += __shfl_xor_sync(~0u, acc, off);
   return acc;
@@ -139,12 +140,13 @@ struct Smem {
   float xs[kH];   // norm(hA) for QKV, norm(hB) for router and gate/up
   float xq[kQ];   // o_proj's input; the 7 x 512 activations for down
   uint64_t full[kRing], empty[kRing];
+  float part[2][kConsumerWarps];  // half-row / gate-up partial dots, double-buffered by chunk parity
   float ss_part;
 };
 
 __global__ void __launch_bounds__(kThreads, 1)
     persistent_chain_kernel(Weights wt, Acts a, unsigned* counters, unsigned long long* stamps, int layers,
-                            int fixed_routing, unsigned l2_window) {
+                            int fixed_routing, unsigned l2_window, int compute, unsigned long long* starts) {
   extern __shared__ __align__(128) char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   const int cta = blockIdx.x, G = gridDim.x;
@@ -266,15 +268,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     named_barrier_sync(1, kConsumers);
   };
 
+  // compute == 0: the ring, the counters and the outputs' writes run as usual but no dot is taken
+  // (values meaningless): the schedule's own latency, with the consumers' arithmetic taken out.
+  auto dot_h = [&](const char* row, const float* x) { return compute ? row_dot<kH>(row, x) : 0.f; };
+  auto dot_i = [&](const char* row, const float* x) { return compute ? row_dot<kInter>(row, x) : 0.f; };
+  // When this CTA has its op's input and starts on its rows (after the counter and the input load).
+  auto started = [&](int l, int op) {
+    if (starts && threadIdx.x == 0) starts[(size_t(l) * kOps + op) * G + cta] = global_ns();
+  };
+  unsigned chunk = 0;  // consumer chunks with partial dots so far (the parity of s.part)
+
   float w[kTopK];
   for (int l = 0; l < layers; ++l) {
     // QKV: xqkv = Wqkv · norm(hA)
     if (l > 0) wait_counter(&counters[(l - 1) * kOps + 4]);
     load_norm(a.hA, a.ssA + l);
+    started(l, 0);
     for (int r = q0; r < q1; r += 8) {
       const char* c = wait_full();
       if (warp < min(8, q1 - r)) {
-        const float v = row_dot<kH>(c + warp * kH * 2, s.xs);
+        const float v = dot_h(c + warp * kH * 2, s.xs);
         if (lane == 0) a.xqkv[r + warp] = bf16_round(v);
       }
       release();
@@ -285,26 +298,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait_counter(&counters[l * kOps + 0]);
     for (int i = threadIdx.x; i < kQ; i += kConsumers) s.xq[i] = __ldcg(a.xqkv + i);
     named_barrier_sync(1, kConsumers);
+    started(l, 1);
+    // 4 rows of 4096 per chunk: every warp takes half a row (warp & 3 the row, warp >> 2 the half).
     for (int r = h0; r < h1; r += 4) {
       const char* c = wait_full();
-      if (warp < min(4, h1 - r)) {
-        const float v = __ldcg(a.hA + r + warp) + row_dot<kQ>(c + warp * kQ * 2, s.xq);
-        if (lane == 0) {
-          a.hB[r + warp] = v;
-          atomicAdd(&s.ss_part, v * v);
-        }
-      }
+      const int n = min(4, h1 - r), row = warp & 3, half = warp >> 2;
+      float* part = s.part[chunk++ & 1];
+      const float v = row < n ? dot_h(c + row * kQ * 2 + half * kH * 2, s.xq + half * kH) : 0.f;
+      if (lane == 0) part[warp] = v;
       release();
+      named_barrier_sync(1, kConsumers);
+      if (warp < n && lane == 0) {
+        const float hv = __ldcg(a.hA + r + warp) + (part[warp] + part[warp + 4]);
+        a.hB[r + warp] = hv;
+        atomicAdd(&s.ss_part, hv * hv);
+      }
     }
     signal(l, 1, a.ssB + l);
 
     // router: logits = Wr · norm(hB)
     wait_counter(&counters[l * kOps + 1]);
     load_norm(a.hB, a.ssB + l);
+    started(l, 2);
     for (int r = r0; r < r1; r += 8) {
       const char* c = wait_full();
       if (warp < min(8, r1 - r)) {
-        const float v = row_dot<kH>(c + warp * kH * 2, s.xs);
+        const float v = dot_h(c + warp * kH * 2, s.xs);
         if (lane == 0) a.logits[r + warp] = v;
       }
       release();
@@ -317,16 +336,21 @@ __global__ void __launch_bounds__(kThreads, 1)
       int ids[kTopK];
       select_experts(a.logits, l, fixed_routing, ids, w);
     }
+    started(l, 3);
+    // 4 units per chunk: warp & 3 the unit, warp >> 2 its gate (0) or up (1) row.
     for (int u = u0; u < u1;) {
       const int slot = u / kInter, j = u % kInter;
-      const int n = min(4, min(u1, (slot + 1) * kInter) - u);
+      const int n = min(4, min(u1, (slot + 1) * kInter) - u), unit = warp & 3, which = warp >> 2;
       const char* c = wait_full();
-      if (warp < n) {
-        const float g = row_dot<kH>(c + warp * kH * 2, s.xs);
-        const float up = row_dot<kH>(c + kSlotBytes / 2 + warp * kH * 2, s.xs);
-        if (lane == 0) a.act[slot * kInter + j + warp] = bf16_round(g / (1.f + expf(-g)) * up);
-      }
+      float* part = s.part[chunk++ & 1];
+      const float v = unit < n ? dot_h(c + which * (kSlotBytes / 2) + unit * kH * 2, s.xs) : 0.f;
+      if (lane == 0) part[warp] = v;
       release();
+      named_barrier_sync(1, kConsumers);
+      if (warp < n && lane == 0) {
+        const float g = part[warp], up = part[warp + 4];
+        a.act[slot * kInter + j + warp] = bf16_round(g / (1.f + expf(-g)) * up);
+      }
       u += n;
     }
     signal(l, 3, nullptr);
@@ -335,6 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait_counter(&counters[l * kOps + 3]);
     for (int i = threadIdx.x; i < kMoeSlots * kInter; i += kConsumers) s.xq[i] = __ldcg(a.act + i);
     named_barrier_sync(1, kConsumers);
+    started(l, 4);
     float acc[2] = {0.f, 0.f};
     if (h1 > h0)
       for (int slot = 0; slot < kMoeSlots; ++slot) {
@@ -343,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           const int rr = warp + 8 * i;
-          if (rr < h1 - h0) acc[i] += ws * row_dot<kInter>(c + rr * kInter * 2, s.xq + slot * kInter);
+          if (rr < h1 - h0) acc[i] += ws * dot_i(c + rr * kInter * 2, s.xq + slot * kInter);
         }
         release();
       }
@@ -530,11 +555,12 @@ struct Persistent {
     }
   }
   void launch(const Model& m, ActBuffers& b, int L, bool fixed, unsigned* counters, unsigned long long* stamps,
-              cudaStream_t st, unsigned l2_window = 0) const {
+              cudaStream_t st, unsigned l2_window = 0, bool compute = true,
+              unsigned long long* starts = nullptr) const {
     Weights wt = m.weights();
     Acts a = b.acts();
-    int fixed_i = fixed ? 1 : 0;
-    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window};
+    int fixed_i = fixed ? 1 : 0, compute_i = compute ? 1 : 0;
+    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts};
     STRIKER_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_chain_kernel), dim3(ctas),
                                                    dim3(kThreads), args, smem, st));
   }
@@ -600,21 +626,32 @@ int bench_persistent_chain() {
   cudaEvent_t e0, e1;
   STRIKER_CUDA_CHECK(cudaEventCreate(&e0));
   STRIKER_CUDA_CHECK(cudaEventCreate(&e1));
+  Dev<unsigned long long> starts(size_t(kLayers) * kOps * p.ctas);
   const double bytes = m.step_bytes();
-  std::printf("| %-44s | %9s | %9s | %6s |\n", "49-layer chain (BF16 weights, no attention)", "ms/step", "us/layer",
+  std::printf("| %-48s | %9s | %9s | %6s |\n", "49-layer chain (BF16 weights, no attention)", "ms/step", "us/layer",
               "/4.6T");
-  // Third run: routing in advance and every weight read from a 4 MiB window that stays in L2 (values
-  // meaningless, timing only): what the schedule costs when bytes cost nothing - the floor that an NVFP4
-  // step (3.6x fewer bytes) would approach.
+  // Routing in advance with every weight read from a 4 MiB window that stays in L2 (values meaningless,
+  // timing only): what the schedule costs when bytes cost nothing - the floor that an NVFP4 step (3.6x
+  // fewer bytes) would approach. "No dots": the same with the consumers' arithmetic taken out.
   constexpr unsigned kL2Window = 4u << 20;
-  for (int run = 0; run < 3; ++run) {
-    const bool fixed = run > 0;
-    const unsigned window = run == 2 ? kL2Window : 0;
+  struct Run {
+    const char* label;
+    bool fixed;
+    unsigned window;
+    bool compute;
+  };
+  const Run runs[] = {{"the step's own routing", false, 0, true},
+                      {"routing known in advance", true, 0, true},
+                      {"in advance, weights L2-resident (floor)", true, kL2Window, true},
+                      {"in advance, L2-resident, no dots", true, kL2Window, false},
+                      {"in advance, from DRAM, no dots", true, 0, false}};
+  for (const Run& run : runs) {
     std::vector<double> ms;
     for (int rep = 0; rep < 25; ++rep) {
       reset(b, h0, kLayers, counters.p, st);
       STRIKER_CUDA_CHECK(cudaEventRecord(e0, st));
-      p.launch(m, b, kLayers, fixed, counters.p, rep == 24 ? stamps.p : nullptr, st, window);
+      p.launch(m, b, kLayers, run.fixed, counters.p, rep == 24 ? stamps.p : nullptr, st, run.window, run.compute,
+               rep == 24 ? starts.p : nullptr);
       STRIKER_CUDA_CHECK(cudaEventRecord(e1, st));
       STRIKER_CUDA_CHECK(cudaEventSynchronize(e1));
       float t = 0.f;
@@ -622,26 +659,37 @@ int bench_persistent_chain() {
       if (rep >= 3) ms.push_back(t);
     }
     const double t = median(ms);
-    const char* label = run == 0 ? "the step's own routing" : run == 1 ? "routing known in advance"
-                                                                       : "in advance, weights L2-resident (floor)";
-    std::printf("| %-44s | %9.3f | %9.2f | %6.3f |\n", label, t, 1000.0 * t / kLayers, bytes / (t * 1e-3) / 4.6e12);
-    // Per op: the last CTA's signal minus the previous op's last signal, median over layers 2..48.
-    std::vector<unsigned long long> s(size_t(kLayers) * kOps * p.ctas);
+    std::printf("| %-48s | %9.3f | %9.2f | %6.3f |\n", run.label, t, 1000.0 * t / kLayers,
+                bytes / (t * 1e-3) / 4.6e12);
+    // Per op: the last CTA's signal minus the previous op's last signal, median over layers 2..48, split
+    // at the median CTA's start (counter seen and input loaded): wait = start - previous op's last
+    // signal (the dependency: counter, fences, the input from L2), work = last signal - median start.
+    std::vector<unsigned long long> s(size_t(kLayers) * kOps * p.ctas), s0(s.size());
     STRIKER_CUDA_CHECK(cudaMemcpy(s.data(), stamps.p, s.size() * sizeof(s[0]), cudaMemcpyDeviceToHost));
+    STRIKER_CUDA_CHECK(cudaMemcpy(s0.data(), starts.p, s0.size() * sizeof(s0[0]), cudaMemcpyDeviceToHost));
     auto last = [&](int l, int op) {
       unsigned long long v = 0;
       for (int c = 0; c < p.ctas; ++c) v = std::max(v, s[(size_t(l) * kOps + op) * p.ctas + c]);
       return v;
     };
+    auto mid_start = [&](int l, int op) {
+      std::vector<double> v;
+      for (int c = 0; c < p.ctas; ++c) v.push_back(double(s0[(size_t(l) * kOps + op) * p.ctas + c]));
+      return median(v);
+    };
     const char* names[kOps] = {"qkv", "o_proj", "router", "gate/up", "down"};
     const double op_bytes[kOps] = {2.0 * kQkv * kH, 2.0 * kH * kQ, 2.0 * kRouterRows * kH,
                                    2.0 * kMoeSlots * 2 * kInter * kH, 2.0 * kMoeSlots * kH * kInter};
-    std::printf("  per op (us from the previous op's last CTA to this op's last CTA; bytes at 4.6 TB/s):");
+    std::printf("  per op, us: total = wait + work (bytes at 4.6 TB/s):");
     for (int op = 0; op < kOps; ++op) {
-      std::vector<double> d;
-      for (int l = 2; l < kLayers; ++l)
-        d.push_back(1e-3 * double(last(l, op) - (op == 0 ? last(l - 1, kOps - 1) : last(l, op - 1))));
-      std::printf(" %s %.2f (%.2f)", names[op], median(d), op_bytes[op] / 4.6e12 * 1e6);
+      std::vector<double> d, wt;
+      for (int l = 2; l < kLayers; ++l) {
+        const double prev = double(op == 0 ? last(l - 1, kOps - 1) : last(l, op - 1));
+        d.push_back(1e-3 * (double(last(l, op)) - prev));
+        wt.push_back(1e-3 * (mid_start(l, op) - prev));
+      }
+      const double total = median(d), wait = median(wt);
+      std::printf(" %s %.2f = %.2f + %.2f (%.2f)", names[op], total, wait, total - wait, op_bytes[op] / 4.6e12 * 1e6);
     }
     std::printf("\n");
   }
