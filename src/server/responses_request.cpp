@@ -195,15 +195,18 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
   if (const ojson* inc = item_field(body, "include")) {
     if (!inc->is_array()) throw bad_request("`include` must be an array of strings", "include");
     for (const auto& v : *inc) {
-      if (v != "reasoning.encrypted_content")
+      if (v == "message.output_text.logprobs") out.output_logprobs = true;
+      else if (v != "reasoning.encrypted_content")
         throw bad_request("`include` value " + v.dump() +
-                              " is not supported (only reasoning.encrypted_content: the reasoning comes in plain text)",
+                              " is not supported (message.output_text.logprobs, or reasoning.encrypted_content: the "
+                              "reasoning comes in plain text)",
                           "include");
     }
   }
-  if (const ojson* tl = item_field(body, "top_logprobs"); tl && !(tl->is_number_integer() && tl->get<int64_t>() == 0)) {
-    throw bad_request("`top_logprobs` is not supported on /v1/responses (use /v1/chat/completions)", "top_logprobs");
-  }
+  // top_logprobs counts only with the logprobs included (vLLM); it is checked either way.
+  const ojson* top_logprobs = item_field(body, "top_logprobs");
+  if (top_logprobs && !top_logprobs->is_null() && !(top_logprobs->is_number_integer() && top_logprobs->get<int64_t>() >= 0))
+    throw bad_request("`top_logprobs` must be an integer >= 0", "top_logprobs");
   if (const ojson* tr = item_field(body, "truncation"); tr && *tr != "disabled") {
     throw bad_request("`truncation` must be \"disabled\": a prompt longer than the context is an error", "truncation");
   }
@@ -260,6 +263,10 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
                           "min_tokens", "logit_bias", "bad_words", "allowed_token_ids", "cache_salt",
                           "chat_template_kwargs", "include_stop_str_in_output", "priority"}) {
     if (const ojson* v = item_field(body, key)) chat[key] = *v;
+  }
+  if (out.output_logprobs) {
+    chat["logprobs"] = true;  // the chat route checks top_logprobs against --max-logprobs
+    if (top_logprobs && !top_logprobs->is_null()) chat["top_logprobs"] = *top_logprobs;
   }
   out.chat.ordered = std::move(chat);
   out.chat.fields = out.chat.ordered;

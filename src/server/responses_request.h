@@ -19,10 +19,13 @@ struct ResponsesChatRequest {
   nlohmann::ordered_json conversation = nlohmann::ordered_json::array();
   bool stream = false;
   bool store = true;
+  // include: ["message.output_text.logprobs"]: each output_text part carries the logprobs of the tokens
+  // that wrote it (top_logprobs alternatives each), as vLLM serves them.
+  bool output_logprobs = false;
 };
 
 // Throws ApiError (400) naming the Responses field for everything malformed or unsupported
-// (non-function tools, image or file inputs, item references, top_logprobs). `previous` is the
+// (non-function tools, image or file inputs, item references). `previous` is the
 // stored conversation of previous_response_id (the caller looks it up: 404 when unknown).
 ResponsesChatRequest responses_to_chat(const RequestBody& request, const nlohmann::ordered_json* previous);
 

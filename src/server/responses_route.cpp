@@ -35,6 +35,18 @@ struct ResponsesJob {
   double created_at = 0;
   SingleChoice choice;
   int32_t think_end = -1;  // `</think>`: the generated tokens before it are reasoning tokens
+  // Non-streaming with output logprobs: a second parser sees the deltas as they come, so the logprobs of
+  // the tokens whose deltas wrote message text can be told from the reasoning's and the tool calls'.
+  std::unique_ptr<ChoiceParser> classifier;
+  std::vector<TokenLogprob> text_logprobs;
+
+  // The Responses logprob entries of `lps` (the chat completions' shape: token, logprob, bytes, top_logprobs).
+  ojson logprob_entries(const std::vector<TokenLogprob>& lps) const {
+    ojson out = ojson::array();
+    const TokenNames names{ctx.tokenizer, sampling.return_tokens_as_token_ids};
+    for (const auto& lp : lps) out.push_back(ojson(chat_logprob_entry(names, lp)));
+    return out;
+  }
 
   // The Response object at `status` with these output items (usage null while in progress).
   ojson response(const std::string& status, ojson output, ojson usage) const {
@@ -62,6 +74,7 @@ struct ResponsesJob {
                {"text", std::move(text_format)},
                {"tool_choice", echo(body, "tool_choice", "auto")},
                {"tools", echo(body, "tools", ojson::array())},
+               {"top_logprobs", echo(body, "top_logprobs")},
                {"top_p", sampling.params.top_p},
                {"truncation", "disabled"},
                {"usage", std::move(usage)},
@@ -112,12 +125,13 @@ ojson reasoning_item(const std::string& id, const std::string& text, const char*
   return {{"id", id}, {"type", "reasoning"}, {"summary", ojson::array()}, {"content", std::move(content)},
           {"encrypted_content", nullptr}, {"status", status}};
 }
-ojson output_text_part(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+ojson output_text_part(const std::string& text, ojson logprobs = ojson::array()) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", ojson::array()}, {"logprobs", std::move(logprobs)}};
 }
-ojson message_item(const std::string& id, const std::string& text, const char* status) {
+ojson message_item(const std::string& id, const std::string& text, const char* status,
+                   ojson logprobs = ojson::array()) {
   ojson content = ojson::array();
-  if (std::string(status) == "completed") content.push_back(output_text_part(text));
+  if (std::string(status) == "completed") content.push_back(output_text_part(text, std::move(logprobs)));
   return {{"id", id}, {"type", "message"}, {"status", status}, {"role", "assistant"}, {"content", std::move(content)}};
 }
 ojson call_item(const std::string& id, const std::string& call_id, const std::string& name, const std::string& args,
@@ -132,7 +146,8 @@ ojson output_items(ResponsesJob& job) {
   ojson out = ojson::array();
   if (msg.reasoning && !msg.reasoning->empty()) out.push_back(reasoning_item(new_id("rs_"), *msg.reasoning, "completed"));
   const std::string content = msg.content.value_or("");
-  if (!content.empty() || msg.tool_calls.empty()) out.push_back(message_item(new_id("msg_"), content, "completed"));
+  if (!content.empty() || msg.tool_calls.empty())
+    out.push_back(message_item(new_id("msg_"), content, "completed", job.logprob_entries(job.text_logprobs)));
   for (const auto& tc : msg.tool_calls) {
     const auto& fn = tc["function"];
     out.push_back(call_item(new_id("fc_"), tc.value("id", ""), fn.value("name", ""), fn.value("arguments", ""),
@@ -144,7 +159,15 @@ ojson output_items(ResponsesJob& job) {
 void respond_non_streaming(ResponsesJob& job, const ConnectionWatch& watch, httplib::Response& res) {
   RequestAccounting acct(job.ctx, *job.gen);
   const int64_t max_tokens = job.sampling.params.max_tokens;
-  if (!run_single_choice(*job.gen, job.ctx, acct, watch, max_tokens, job.choice, res)) return;
+  std::function<void(const ChoiceDelta&)> on_delta;
+  if (job.request.output_logprobs) {
+    job.classifier = make_choice_parser(job.prompt.parser);
+    on_delta = [&job](const ChoiceDelta& d) {
+      if (!parse_choice_delta(*job.classifier, d).content.empty())
+        job.text_logprobs.insert(job.text_logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+    };
+  }
+  if (!run_single_choice(*job.gen, job.ctx, acct, watch, max_tokens, job.choice, res, on_delta)) return;
   ojson r = job.response(job.final_status(), output_items(job), job.usage(acct.completion_tokens()));
   acct.finish(finish_reason_name(job.choice.finished()), job.gen->prompt_tokens(), 1, max_tokens);
   job.store(r);
@@ -177,11 +200,13 @@ class StreamedItems {
     return ev_.send("response.reasoning_text.delta", {{"item_id", id()}, {"output_index", index()},
                                                       {"content_index", 0}, {"delta", delta}});
   }
-  bool content(const std::string& delta) {
+  // `logprobs`: the entries of the tokens that wrote `delta` (empty unless the request included them).
+  bool content(const std::string& delta, const ojson& logprobs) {
     if (kind_ != Kind::Message && !open(Kind::Message, message_item(new_id("msg_"), "", "in_progress"))) return false;
     text_ += delta;
+    for (const auto& e : logprobs) logprobs_.push_back(e);
     return ev_.send("response.output_text.delta", {{"item_id", id()}, {"output_index", index()}, {"content_index", 0},
-                                                   {"delta", delta}, {"logprobs", ojson::array()}});
+                                                   {"delta", delta}, {"logprobs", logprobs}});
   }
   // An OpenAI chat delta tool call: a new index opens a function_call item, arguments append.
   bool tool_call(const nlohmann::json& tc) {
@@ -213,10 +238,10 @@ class StreamedItems {
       done = reasoning_item(id(), text_, "completed");
     } else if (kind_ == Kind::Message) {
       ok = ev_.send("response.output_text.done", {{"item_id", id()}, {"output_index", index()}, {"content_index", 0},
-                                                  {"text", text_}, {"logprobs", ojson::array()}}) &&
-           ev_.send("response.content_part.done",
-                    {{"item_id", id()}, {"output_index", index()}, {"content_index", 0}, {"part", output_text_part(text_)}});
-      done = message_item(id(), text_, "completed");
+                                                  {"text", text_}, {"logprobs", logprobs_}}) &&
+           ev_.send("response.content_part.done", {{"item_id", id()}, {"output_index", index()}, {"content_index", 0},
+                                                   {"part", output_text_part(text_, logprobs_)}});
+      done = message_item(id(), text_, "completed", logprobs_);
     } else {
       ok = ev_.send("response.function_call_arguments.done",
                     {{"item_id", id()}, {"output_index", index()}, {"name", item_["name"]}, {"arguments", text_}});
@@ -242,6 +267,7 @@ class StreamedItems {
     kind_ = kind;
     item_ = std::move(item);
     text_.clear();
+    logprobs_ = ojson::array();
     if (!ev_.send("response.output_item.added", {{"output_index", index()}, {"item", item_}})) return false;
     if (kind == Kind::Reasoning)
       return ev_.send("response.content_part.added", {{"item_id", id()}, {"output_index", index()}, {"content_index", 0},
@@ -258,6 +284,7 @@ class StreamedItems {
   Kind kind_ = Kind::None;
   ojson item_;
   std::string text_;
+  ojson logprobs_ = ojson::array();  // the open message's, as its deltas carried them
   int call_index_ = -1;
   ojson output_ = ojson::array();
 };
@@ -280,7 +307,9 @@ void stream_response(ResponsesJob& job, const ConnectionWatch& watch, httplib::D
         job.choice.add(d);
         const ParsedDelta p = parse_choice_delta(*job.parser, d);
         if (!p.reasoning.empty() && !items.reasoning(p.reasoning)) return false;
-        if (!p.content.empty() && !items.content(p.content)) return false;
+        if (!p.content.empty() &&
+            !items.content(p.content, job.request.output_logprobs ? job.logprob_entries(d.logprobs) : ojson::array()))
+          return false;
         for (const auto& tc : p.tool_calls) {
           if (!job.prompt.parallel_tool_calls && tc.value("index", 0) > 0) continue;
           if (!items.tool_call(tc)) return false;

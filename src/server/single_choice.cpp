@@ -7,6 +7,7 @@ namespace striker::server {
 void SingleChoice::add(const ChoiceDelta& d) {
   text += d.new_text;
   tokens.insert(tokens.end(), d.new_tokens.begin(), d.new_tokens.end());
+  logprobs.insert(logprobs.end(), d.logprobs.begin(), d.logprobs.end());
   if (d.finish) {
     finish = d.finish;
     stop_reason = d.stop_reason;
@@ -14,11 +15,15 @@ void SingleChoice::add(const ChoiceDelta& d) {
 }
 
 bool run_single_choice(Generation& gen, const ServingContext& ctx, RequestAccounting& acct,
-                       const ConnectionWatch& watch, int64_t max_tokens, SingleChoice& out, httplib::Response& res) {
+                       const ConnectionWatch& watch, int64_t max_tokens, SingleChoice& out, httplib::Response& res,
+                       const std::function<void(const ChoiceDelta&)>& on_delta) {
   const bool complete = drive_generation(gen, watch, ctx.stopping, [&](const RequestOutput& o) {
     acct.observe(o);
-    for (const auto& d : o.choices)
-      if (d.index == 0) out.add(d);
+    for (const auto& d : o.choices) {
+      if (d.index != 0) continue;
+      out.add(d);
+      if (on_delta) on_delta(d);
+    }
     return true;
   });
   if (!complete) {

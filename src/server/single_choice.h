@@ -2,6 +2,7 @@
 // and its non-streaming run.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@ namespace striker::server {
 struct SingleChoice {
   std::string text;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
   std::optional<FinishReason> finish;
   std::optional<std::string> stop_reason;  // the engine's: a stop string, or a stop token id as text
 
@@ -20,10 +22,12 @@ struct SingleChoice {
   FinishReason finished() const { return finish.value_or(FinishReason::Abort); }
 };
 
-// Runs `gen` (one choice) to its end, collecting choice 0 into `out`. False when the client left: the
-// request is then accounted as an abort and `res` gets 499.
+// Runs `gen` (one choice) to its end, collecting choice 0 into `out` (and showing each of its deltas to
+// `on_delta`, if given). False when the client left: the request is then accounted as an abort and `res`
+// gets 499.
 bool run_single_choice(Generation& gen, const ServingContext& ctx, RequestAccounting& acct,
-                       const ConnectionWatch& watch, int64_t max_tokens, SingleChoice& out, httplib::Response& res);
+                       const ConnectionWatch& watch, int64_t max_tokens, SingleChoice& out, httplib::Response& res,
+                       const std::function<void(const ChoiceDelta&)>& on_delta = {});
 
 // The client of a one-choice stream is gone (or a write failed): aborts the engine's work and accounts the
 // request as an abort.

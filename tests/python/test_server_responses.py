@@ -165,6 +165,55 @@ def test_streaming_message_text(client):
     assert events[-1].response.output_text == text
 
 
+BERLIN_TURN = [
+    {"role": "user", "content": "What is the weather in Berlin?"},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": json.dumps({"city": "Berlin"})},
+    {"type": "function_call_output", "call_id": "call_1", "output": json.dumps({"temp": 21, "condition": "sunny"})},
+]
+
+
+def test_output_text_logprobs(client):
+    """include message.output_text.logprobs: the message's output_text carries one entry per token that wrote
+    it (not the reasoning's), each with top_logprobs alternatives; the values are the chat route's for the
+    same tokens; streamed, the text deltas carry them piecewise and the done events and the final response
+    hold them all; without the include, top_logprobs asks for nothing."""
+    r = create(client, input=BERLIN_TURN, tools=TOOLS, include=["message.output_text.logprobs"], top_logprobs=2)
+    assert r.output_text == "It is 21 degrees and sunny in Berlin." and r.top_logprobs == 2
+    lps = items(r, "message")[0].content[0].logprobs
+    assert lps and all(lp.logprob <= 0 and len(lp.top_logprobs) == 2 for lp in lps)
+    assert all(bytes(lp.bytes).decode() == lp.token for lp in lps)
+    assert "".join(lp.token for lp in lps).strip() == r.output_text
+    assert all(lp.top_logprobs[0].logprob >= lp.top_logprobs[1].logprob for lp in lps)
+    assert all(lp.logprob <= lp.top_logprobs[0].logprob + 1e-6 for lp in lps)  # greedy: the drawn token is the best
+    # The chat route's logprobs of the same generation cover every token (reasoning too): ours are its tail
+    # before the stop token.
+    chat_messages = [BERLIN_TURN[0],
+                     {"role": "assistant", "content": "", "tool_calls": [
+                         {"id": "call_1", "type": "function", "function": {"name": "get_weather",
+                                                                          "arguments": json.dumps({"city": "Berlin"})}}]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"temp": 21, "condition": "sunny"})}]
+    c = client.chat.completions.create(model=MODEL, temperature=0, max_tokens=120, tools=CHAT_TOOLS,
+                                       messages=chat_messages, logprobs=True, top_logprobs=2)
+    assert c.choices[0].message.content == r.output_text
+    chat_lps = [(e.token, e.logprob) for e in c.choices[0].logprobs.content]
+    ours = [(lp.token, lp.logprob) for lp in lps]
+    start = next(i for i in range(len(chat_lps)) if chat_lps[i:i + len(ours)] == ours)
+    assert len(chat_lps) - (start + len(ours)) <= 1, (chat_lps, ours)
+    assert start > 0  # the reasoning's tokens came first and are not in the message's logprobs
+
+    events = list(create(client, input=BERLIN_TURN, tools=TOOLS, include=["message.output_text.logprobs"],
+                         top_logprobs=2, stream=True))
+    pieces = [lp for e in events if e.type == "response.output_text.delta" for lp in e.logprobs]
+    done = [e for e in events if e.type == "response.output_text.done"][0].logprobs
+    final = items(events[-1].response, "message")[0].content[0].logprobs
+    assert [(lp.token, lp.logprob) for lp in pieces] == [(lp.token, lp.logprob) for lp in done] == ours
+    assert [lp.model_dump() for lp in final] == [lp.model_dump() for lp in lps]
+
+    plain = create(client, input=BERLIN_TURN, tools=TOOLS, top_logprobs=2)
+    assert items(plain, "message")[0].content[0].logprobs == []
+    assert plain.output_text == r.output_text
+
+
 def test_instructions_max_output_tokens_and_incomplete(client):
     r = create(client, input="Repeat after me: apple river stone", max_output_tokens=3,
                instructions="You are terse.")
@@ -193,8 +242,11 @@ def test_retrieve_and_delete(client):
     ({"input": []}, "input"),
     ({}, "input"),
     ({"input": "hi", "background": True}, "background"),
-    ({"input": "hi", "top_logprobs": 5}, "top_logprobs"),
-    ({"input": "hi", "include": ["message.output_text.logprobs"]}, "include"),
+    ({"input": "hi", "top_logprobs": -1}, "top_logprobs"),
+    ({"input": "hi", "top_logprobs": "5"}, "top_logprobs"),
+    ({"input": "hi", "include": ["message.output_text.logprobs"], "top_logprobs": 21}, "top_logprobs"),
+    ({"input": "hi", "include": ["file_search_call.results"]}, "include"),
+    ({"input": "hi", "include": "message.output_text.logprobs"}, "include"),
     ({"input": "hi", "text": {"format": {"type": "yaml"}}}, "text"),
     ({"input": "hi", "tool_choice": {"type": "file_search"}}, "tool_choice"),
     ({"input": "hi", "max_output_tokens": 0}, "max_output_tokens"),
