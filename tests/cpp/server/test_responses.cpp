@@ -101,6 +101,31 @@ TEST(ResponsesRequest, UnsupportedOrMalformedFieldsName) {
   }
 }
 
+TEST(ResponsesRequest, OutputLogprobsOnlyWhenIncluded) {
+  // vLLM's pairing: top_logprobs asks for alternatives, include asks for the logprobs at all.
+  auto r = responses_to_chat(body({{"input", "x"}, {"top_logprobs", 3}}), nullptr);
+  EXPECT_FALSE(r.output_logprobs);
+  EXPECT_FALSE(r.chat.ordered.contains("logprobs"));
+  EXPECT_FALSE(r.chat.ordered.contains("top_logprobs"));
+  r = responses_to_chat(body({{"input", "x"}, {"top_logprobs", 3},
+                              {"include", {"reasoning.encrypted_content", "message.output_text.logprobs"}}}),
+                        nullptr);
+  EXPECT_TRUE(r.output_logprobs);
+  EXPECT_EQ(r.chat.ordered["logprobs"], true);
+  EXPECT_EQ(r.chat.ordered["top_logprobs"], 3);
+  r = responses_to_chat(body({{"input", "x"}, {"include", {"message.output_text.logprobs"}}}), nullptr);
+  EXPECT_TRUE(r.output_logprobs);
+  EXPECT_FALSE(r.chat.ordered.contains("top_logprobs"));
+  for (const ojson& bad : {ojson(-1), ojson(1.5), ojson("2")}) {
+    try {
+      responses_to_chat(body({{"input", "x"}, {"top_logprobs", bad}}), nullptr);
+      ADD_FAILURE() << "accepted top_logprobs " << bad.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param(), "top_logprobs");
+    }
+  }
+}
+
 StoredResponse stored(size_t text_bytes) {
   return StoredResponse{{{"text", std::string(text_bytes, 'x')}}, ojson::array()};
 }
