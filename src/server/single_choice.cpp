@@ -7,7 +7,6 @@ namespace striker::server {
 void SingleChoice::add(const ChoiceDelta& d) {
   text += d.new_text;
   tokens.insert(tokens.end(), d.new_tokens.begin(), d.new_tokens.end());
-  logprobs.insert(logprobs.end(), d.logprobs.begin(), d.logprobs.end());
   if (d.finish) {
     finish = d.finish;
     stop_reason = d.stop_reason;

@@ -14,7 +14,6 @@ namespace striker::server {
 struct SingleChoice {
   std::string text;
   std::vector<int32_t> tokens;
-  std::vector<TokenLogprob> logprobs;  // one per token when the request asked for them
   std::optional<FinishReason> finish;
   std::optional<std::string> stop_reason;  // the engine's: a stop string, or a stop token id as text
 
