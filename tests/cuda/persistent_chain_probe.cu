@@ -146,7 +146,8 @@ struct Smem {
 
 __global__ void __launch_bounds__(kThreads, 1)
     persistent_chain_kernel(Weights wt, Acts a, unsigned* counters, unsigned long long* stamps, int layers,
-                            int fixed_routing, unsigned l2_window, int compute, unsigned long long* starts) {
+                            int fixed_routing, unsigned l2_window, int compute, unsigned long long* starts,
+                            int l2_ahead) {
   extern __shared__ __align__(128) char smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   const int cta = blockIdx.x, G = gridDim.x;
@@ -192,7 +193,39 @@ __global__ void __launch_bounds__(kThreads, 1)
       __syncwarp();
       ++k;
     };
+    // l2_ahead: besides the ring, ask L2 for this CTA's rows of the ops ahead as soon as their addresses are
+    // known (cp.async.bulk.prefetch.L2: no shared memory, no completion to wait for), so a slot that frees
+    // refills from L2 and the routed rows are all requested at once instead of one ring slot at a time.
+    auto prefetch = [&](const void* src, size_t bytes) {
+      if (!l2_ahead || l2_window || lane != 0) return;
+      for (size_t off = 0; off < bytes; off += 65536) {
+        const unsigned n = unsigned(bytes - off < 65536 ? bytes - off : 65536);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<const char*>(src) + off),
+                     "r"(n)
+                     : "memory");
+      }
+    };
+    // This CTA's gate/up rows (units [u0, u1) that fall in `slot`) and down rows of expert e of layer l.
+    auto prefetch_expert = [&](int l, int slot, int e) {
+      const int a0 = max(u0, slot * kInter), a1 = min(u1, (slot + 1) * kInter);
+      const __nv_bfloat16* gu = wt.gu + (size_t(l) * (kPool + 1) + e) * 2 * kInter * kH;
+      if (a1 > a0) {
+        prefetch(gu + size_t(a0 - slot * kInter) * kH, size_t(a1 - a0) * kH * 2);
+        prefetch(gu + size_t(kInter + a0 - slot * kInter) * kH, size_t(a1 - a0) * kH * 2);
+      }
+      if (h1 > h0) prefetch(wt.down + ((size_t(l) * (kPool + 1) + e) * kH + h0) * kInter, size_t(h1 - h0) * kInter * 2);
+    };
+    if (layers > 0) prefetch(wt.qkv + size_t(q0) * kH, size_t(q1 - q0) * kH * 2);
     for (int l = 0; l < layers; ++l) {
+      prefetch(wt.o + (size_t(l) * kH + h0) * kQ, size_t(h1 - h0) * kQ * 2);
+      prefetch(wt.router + (size_t(l) * kRouterRows + r0) * kH, size_t(r1 - r0) * kH * 2);
+      prefetch_expert(l, 0, kPool);
+      if (fixed_routing) {
+        int fids[kTopK];
+        float fw[kTopK];
+        select_experts(a.logits, l, true, fids, fw);
+        for (int i = 0; i < kTopK; ++i) prefetch_expert(l, i + 1, fids[i]);
+      }
       const __nv_bfloat16* qkv = wt.qkv + size_t(l) * kQkv * kH;
       for (int r = q0; r < q1; r += 8) push(qkv + size_t(r) * kH, min(8, q1 - r) * kH * 2, nullptr, 0);
       const __nv_bfloat16* o = wt.o + size_t(l) * kH * kQ;
@@ -213,6 +246,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           select_experts(a.logits, l, fixed_routing, ids, w);
           routed = true;
+          if (!fixed_routing)
+            for (int i = 0; i < kTopK; ++i) prefetch_expert(l, i + 1, ids[i]);
         }
         return ids[slot - 1];
       };
@@ -223,6 +258,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         push(e + size_t(j) * kH, n * kH * 2, e + size_t(kInter + j) * kH, n * kH * 2);
         u += n;
       }
+      if (l + 1 < layers) prefetch(wt.qkv + (size_t(l + 1) * kQkv + q0) * kH, size_t(q1 - q0) * kH * 2);
       if (h1 > h0)
         for (int slot = 0; slot < kMoeSlots; ++slot) {
           const __nv_bfloat16* e = wt.down + (size_t(l) * (kPool + 1) + expert_of(slot)) * kH * kInter;
@@ -556,11 +592,11 @@ struct Persistent {
   }
   void launch(const Model& m, ActBuffers& b, int L, bool fixed, unsigned* counters, unsigned long long* stamps,
               cudaStream_t st, unsigned l2_window = 0, bool compute = true,
-              unsigned long long* starts = nullptr) const {
+              unsigned long long* starts = nullptr, bool l2_ahead = false) const {
     Weights wt = m.weights();
     Acts a = b.acts();
-    int fixed_i = fixed ? 1 : 0, compute_i = compute ? 1 : 0;
-    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts};
+    int fixed_i = fixed ? 1 : 0, compute_i = compute ? 1 : 0, ahead_i = l2_ahead ? 1 : 0;
+    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts, &ahead_i};
     STRIKER_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_chain_kernel), dim3(ctas),
                                                    dim3(kThreads), args, smem, st));
   }
@@ -573,14 +609,15 @@ std::vector<float> download(const float* p, size_t n) {
 }
 
 // Runs both paths over L layers from the same h and compares h at the end. Returns true if it holds.
-bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::vector<float>& h0, cudaStream_t st) {
+bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::vector<float>& h0, cudaStream_t st,
+           bool l2_ahead = false) {
   ActBuffers pb(L), rb(L);
   Dev<unsigned> counters(size_t(L) * kOps);
   reset(pb, h0, L, counters.p, st);
   // Poison what the chain must write.
   STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.hB.p, 0xFF, kH * sizeof(float), st));
   STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.act.p, 0xFF, kMoeSlots * kInter * sizeof(float), st));
-  p.launch(m, pb, L, fixed, counters.p, nullptr, st);
+  p.launch(m, pb, L, fixed, counters.p, nullptr, st, 0, true, nullptr, l2_ahead);
   reset(rb, h0, L, nullptr, st);
   run_reference(m, rb, L, fixed, st);
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(st));
@@ -593,8 +630,8 @@ bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::ve
     max_err = std::max(max_err, double(std::fabs(got[i] - want[i])));
   }
   const bool ok = finite && max_err <= 1e-3 * max_ref;
-  std::printf("check %d layers, %s routing: max |h - ref| %.3g of max |ref| %.3g: %s\n", L, fixed ? "fixed" : "step's",
-              max_err, max_ref, ok ? "PASS" : "FAIL");
+  std::printf("check %d layers, %s routing%s: max |h - ref| %.3g of max |ref| %.3g: %s\n", L,
+              fixed ? "fixed" : "step's", l2_ahead ? ", L2 ahead" : "", max_err, max_ref, ok ? "PASS" : "FAIL");
   return ok;
 }
 
@@ -619,6 +656,7 @@ int bench_persistent_chain() {
               kThreads, p.smem, kRing, kSlotBytes / 1024);
   for (bool fixed : {false, true})
     for (int L : {1, 3}) failures += check(m, p, L, fixed, h0, st) ? 0 : 1;
+  failures += check(m, p, 3, false, h0, st, true) ? 0 : 1;
 
   ActBuffers b(kLayers);
   Dev<unsigned> counters(size_t(kLayers) * kOps);
@@ -639,19 +677,23 @@ int bench_persistent_chain() {
     bool fixed;
     unsigned window;
     bool compute;
+    bool l2_ahead = false;
   };
   const Run runs[] = {{"the step's own routing", false, 0, true},
                       {"routing known in advance", true, 0, true},
                       {"in advance, weights L2-resident (floor)", true, kL2Window, true},
                       {"in advance, L2-resident, no dots", true, kL2Window, false},
-                      {"in advance, from DRAM, no dots", true, 0, false}};
+                      {"in advance, from DRAM, no dots", true, 0, false},
+                      {"in advance, from DRAM, no dots, L2 ahead", true, 0, false, true},
+                      {"routing in advance, L2 ahead", true, 0, true, true},
+                      {"the step's own routing, L2 ahead", false, 0, true, true}};
   for (const Run& run : runs) {
     std::vector<double> ms;
     for (int rep = 0; rep < 25; ++rep) {
       reset(b, h0, kLayers, counters.p, st);
       STRIKER_CUDA_CHECK(cudaEventRecord(e0, st));
       p.launch(m, b, kLayers, run.fixed, counters.p, rep == 24 ? stamps.p : nullptr, st, run.window, run.compute,
-               rep == 24 ? starts.p : nullptr);
+               rep == 24 ? starts.p : nullptr, run.l2_ahead);
       STRIKER_CUDA_CHECK(cudaEventRecord(e1, st));
       STRIKER_CUDA_CHECK(cudaEventSynchronize(e1));
       float t = 0.f;

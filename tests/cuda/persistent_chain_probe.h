@@ -11,8 +11,9 @@
 namespace striker::cuda::testing {
 
 // `bench_cuda_kernels persistent-chain`: the check at 3 layers, then the 49-layer chain timed with the
-// step's own routing and with routing known in advance (the routing dependency's cost), and the
-// per-op stamps. Returns the number of failed checks.
+// step's own routing and with routing known in advance (the routing dependency's cost), L2-resident,
+// without the dots (the transport alone), and with L2 prefetches of the ops ahead beside the ring; per
+// op the wait (counter + input) and the work. Returns the number of failed checks.
 int bench_persistent_chain();
 
 }  // namespace striker::cuda::testing
