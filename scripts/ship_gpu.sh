@@ -65,11 +65,6 @@ mkdir -p "$DEST/shared/fixtures"
 FIXTURES="flint-config flint-tokenizer"
 [ "$SERVER" = 1 ] && FIXTURES="$FIXTURES toolcall-model"
 for f in $FIXTURES; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; done
-# The toolcall model ships the Flint tokenizer's tokenizer.json: a hard link, so the archive holds it once.
-T="$DEST/shared/fixtures/toolcall-model/tokenizer.json"
-if [ -f "$T" ] && cmp -s "$T" "$DEST/shared/fixtures/flint-tokenizer/tokenizer.json"; then
-  ln -f "$DEST/shared/fixtures/flint-tokenizer/tokenizer.json" "$T"
-fi
 # Wheels for those suites (openai, anthropic, pytest, requests, jsonschema and their dependencies for Python 3.12),
 # fetched once with `pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
 # -d $STRIKER_GPU_WHEELS openai anthropic pytest requests jsonschema`.
