@@ -1,4 +1,4 @@
-// striker bench latency: batch-1 decode latency (ms/step) at a given context on the GPU, with
+// striker bench latency: decode latency (ms/step) of 1..256 sequences at a given context on the GPU, with
 // random weights made on the device (--load-format dummy) and a KV cache filled with random
 // values for the context (its prefill is not run). Prints the bytes one step must read and
 // the fraction of the H200's measured read bandwidth (4.6 TB/s, shared/reference/performance.md §10)
@@ -54,6 +54,7 @@ struct PrefillOptions {
   std::string quantization;
 };
 
+constexpr int kMaxLatencyTokens = 256;  // the CUDA backend's largest graph-replayed step
 constexpr double kReadBandwidth = 4.6e12;  // bytes/s, streaming reads measured on the H200 (performance.md §10)
 
 #ifdef STRIKER_HAVE_CUDA
@@ -74,10 +75,13 @@ int run_latency(const LatencyOptions& o) {
   if (o.load_format != "dummy")
     throw Error("bench latency: only --load-format dummy is supported (got '" + o.load_format + "')");
   if (o.context < 0 || o.steps <= 0 || o.warmup < 0) throw Error("bench latency: --context/--steps/--warmup out of range");
-  if (o.batch < 1 || o.batch > 8) throw Error("bench latency: --batch must be 1..8 (the decode path's token count)");
+  // Up to 256 tokens a decode step replays a captured graph (the serve path); 1..8 run the GEMV
+  // kernels, 9..256 the batched (grouped expert) path.
+  if (o.batch < 1 || o.batch > kMaxLatencyTokens)
+    throw Error("bench latency: --batch must be 1.." + std::to_string(kMaxLatencyTokens) + ", got " + std::to_string(o.batch));
   const int per_seq = 1 + o.speculative_tokens;
   if (o.speculative_tokens < 0 || o.batch * per_seq > 8)
-    throw Error("bench latency: --batch x (1 + --speculative-tokens) must be 1..8 (the decode path's token count)");
+    throw Error("bench latency: --batch x (1 + --speculative-tokens) must be 1..8 with guesses (the decode path's token count)");
   if (o.block_size != 16 && o.block_size != 32 && o.block_size != 64 && o.block_size != 128)
     throw Error("bench latency: --block-size must be 16, 32, 64 or 128 (serve's CUDA choices), got " +
                 std::to_string(o.block_size));
@@ -94,7 +98,8 @@ int run_latency(const LatencyOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   cuda::DeviceModel model = cuda::DeviceModel::random(c, o.seed, format);
   const double weight_gb = double(model.bytes) / 1e9;
-  cuda::CudaBackendOptions backend_options{8, 8, int64_t(1) << 20, o.graphs};
+  const int step_tokens = std::max(8, o.batch * per_seq);
+  cuda::CudaBackendOptions backend_options{step_tokens, step_tokens, int64_t(1) << 20, o.graphs};
   cuda::CudaBackend backend(std::move(model), backend_options);
   const int B = o.block_size;
   const int64_t seq_blocks = last_pos / B + 1;  // full-attention blocks of one sequence
@@ -282,7 +287,7 @@ void register_bench(CLI::App& app, int& exit_code) {
   lat->add_option("--warmup", opts->warmup, "untimed steps first")->capture_default_str();
   lat->add_option("--seed", opts->seed, "seed of the random weights")->capture_default_str();
   lat->add_flag("--graphs", opts->graphs, "replay each decode step from a captured CUDA graph");
-  lat->add_option("--batch", opts->batch, "sequences decoding together (1..8), each at --context")->capture_default_str();
+  lat->add_option("--batch", opts->batch, "sequences decoding together (1..256), each at --context")->capture_default_str();
   lat->add_option("--block-size", opts->block_size, "tokens per KV cache block: 16, 32, 64 or 128 (blocks shuffled)")
       ->capture_default_str();
   lat->add_option("--quantization", opts->quantization, "nvfp4 (or modelopt_fp4, gguf): random NVFP4 weights; default BF16");
