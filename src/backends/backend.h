@@ -32,6 +32,10 @@ struct SequenceChunk {
   std::vector<int32_t> sliding_block_table;
   // Return logits for every token of the chunk (perplexity, prompt_logprobs), or only the last.
   bool all_logits = false;
+  // Async scheduling (Backend::launch_sampled): >= 0 when the chunk's one token is not known yet
+  // on the host: it is the token the previously launched step draws for its sample of this index
+  // (tokens[0] is then a stand-in, never read). -1: tokens are as given.
+  int32_t token_from_sample = -1;
 };
 
 struct ForwardBatch {
@@ -148,6 +152,22 @@ class Backend {
   virtual DeviceLogprobLimits device_logprobs() const { return {}; }
   virtual void forward_sampled(const ForwardBatch& /*batch*/, const DeviceSampling& /*sampling*/, SampledStep& /*out*/) {
     throw Error("backend " + name() + " cannot sample on the device (samples_on_device() is false)");
+  }
+  // Async scheduling (vLLM's --async-scheduling): forward_sampled split in two, so the engine can
+  // plan and enqueue step n + 1 while step n runs. launch_sampled enqueues a step and returns;
+  // collect_sampled waits for the oldest uncollected step and returns what forward_sampled would
+  // have. The engine keeps at most two steps uncollected: launch(n), launch(n + 1), collect(n),
+  // launch(n + 2), collect(n + 1), ... A step launched while another is uncollected may take its
+  // chunks' tokens from that step's draws (SequenceChunk::token_from_sample) and asks for no rows
+  // back (DeviceSampling::return_rows empty: the host buffer is the uncollected step's); of two
+  // uncollected steps at most one reads grammar masks. `sampling` need not outlive the launch. A collect that throws has
+  // consumed its step all the same.
+  virtual bool supports_async_steps() const { return false; }
+  virtual void launch_sampled(const ForwardBatch& /*batch*/, const DeviceSampling& /*sampling*/) {
+    throw Error("backend " + name() + " cannot run steps asynchronously (supports_async_steps() is false)");
+  }
+  virtual void collect_sampled(SampledStep& /*out*/) {
+    throw Error("backend " + name() + " cannot run steps asynchronously (supports_async_steps() is false)");
   }
 };
 

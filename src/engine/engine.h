@@ -37,6 +37,11 @@ struct EngineConfig {
   bool enable_kv_events = false;        // record KvEvents for Engine::take_kv_events()
   // N-gram speculation (vLLM's --speculative-config with method "ngram"); off by default.
   SpeculativeConfig speculative;
+  // vLLM's --async-scheduling: the next step is planned and launched while the current one runs,
+  // its sequences' next tokens taken on the backend from the current step's draws, so the host's
+  // bookkeeping hides behind the device's work. Needs a backend that runs steps asynchronously
+  // (Backend::supports_async_steps); not with speculation. Outputs are the same as without it.
+  bool async_scheduling = false;
 };
 
 enum class FinishReason { Stop, Length, Abort };

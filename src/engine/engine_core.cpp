@@ -12,37 +12,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "engine/grammar/structured_output.h"
+#include "engine/engine_core_state.h"
 
 namespace striker {
-
-struct EngineCore::Choice {
-  Request* request = nullptr;
-  Sequence seq;
-  PenaltyState penalties;
-  std::unique_ptr<ChoiceOutput> output;
-  // Structured outputs: where the choice is in its grammar, and this step's masks: one per row
-  // the step draws from (row j: after the step's first j guesses), applied where `masked`.
-  std::unique_ptr<grammar::GrammarMatcher> matcher;
-  std::vector<std::vector<uint32_t>> masks;
-  std::vector<char> masked;
-  std::string mask_error;  // computing a mask failed: the request ends with this error
-};
-
-struct EngineCore::Request {
-  GenerationRequest req;
-  OutputCallback on_output;
-  StopRules rules;
-  std::vector<int32_t> suppressed;   // masked while below min_tokens
-  std::vector<int32_t> grammar_stops;  // where a grammar may end: stop_token_ids and the eos ids
-  uint64_t seed = 0;
-  std::vector<std::unique_ptr<Choice>> choices;
-  int32_t num_finished = 0;
-  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
-  bool prompt_logprobs_complete = false;
-  bool prompt_logprobs_sent = false;
-  RequestTimes times;
-};
 
 namespace {
 
@@ -132,6 +104,9 @@ EngineConfig resolve_engine_config(const EngineConfig& in, const FlintConfig& mo
             std::to_string(c.max_num_seqs) + ")");
   check(c.block_size >= 1 && c.block_size <= 1024, "block_size must be in 1..1024, got " + std::to_string(c.block_size));
   validate_speculative_config(c.speculative);
+  // vLLM too runs n-gram speculation without async scheduling (its async path takes MTP/EAGLE drafts).
+  check(!(c.async_scheduling && c.speculative.enabled()),
+        "async scheduling does not run with n-gram speculation (--speculative-config): use one or the other");
   if (c.eos_token_ids.empty())
     for (int64_t id : model.eos_token_ids) c.eos_token_ids.push_back(int32_t(id));
   return c;
@@ -156,6 +131,9 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   spec.block_size = config_.block_size;
   spec.num_full_blocks = plan_.layout.num_full_blocks;
   spec.num_sliding_blocks = plan_.layout.num_sliding_blocks;
+  if (config_.async_scheduling && !backend.supports_async_steps())
+    throw Error("async scheduling needs a backend that samples on the device and runs steps asynchronously; backend " +
+                backend.name() + " does not (use --device cuda, or leave --async-scheduling off)");
   backend_.allocate_kv_cache(spec);
   backend_.warm_up();
   std::unique_ptr<BlockHasher> hasher;
@@ -173,7 +151,7 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   spec_accepted_per_pos_.assign(size_t(config_.speculative.num_speculative_tokens), 0);
 }
 
-EngineCore::~EngineCore() = default;
+EngineCore::~EngineCore() { drop_in_flight(); }  // the backend holds no step of ours afterwards
 
 void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
   validate_request(greq, limits_);
@@ -249,7 +227,7 @@ void EngineCore::abort_all(const std::string& error) {
   for (const auto& id : ids) abort_request(id, error);
 }
 
-bool EngineCore::has_work() const { return !requests_.empty(); }
+bool EngineCore::has_work() const { return !requests_.empty() || uncollected_ > 0; }
 
 // The guesses each decoding sequence's step checks (config_.speculative), before the scheduler
 // sizes the step's chunks. A guess is only ever a proposal: the tokens that come out are the ones
@@ -290,36 +268,18 @@ void EngineCore::propose_drafts() {
 }
 
 void EngineCore::step() {
+  if (config_.async_scheduling) return step_async();
   propose_drafts();
   last_plan_ = scheduler_->schedule();
-  const StepPlan& plan = last_plan_;
-  if (plan.empty()) {
-    if (plan.preempted.empty() && !scheduler_->waiting().empty())
+  if (last_plan_.empty()) {
+    if (last_plan_.preempted.empty() && !scheduler_->waiting().empty())
       throw std::logic_error("scheduler made no progress with requests waiting");
     return;
   }
-  const auto now = std::chrono::steady_clock::now();
-  ForwardBatch batch;
-  std::vector<bool> all_logits;
-  int64_t rows = 0;
-  for (const auto& c : plan.chunks) {
-    const Sequence& s = *c.seq;
-    Request& r = *static_cast<Choice*>(s.owner)->request;
-    if (!r.times.was_scheduled()) r.times.scheduled = now;  // vLLM's first-scheduled time
-    SequenceChunk sc;
-    sc.tokens.assign(s.tokens.begin() + c.start, s.tokens.begin() + c.start + c.count - c.drafts);
-    sc.tokens.insert(sc.tokens.end(), s.draft.begin(), s.draft.end());
-    sc.start_pos = c.start;
-    sc.full_block_table = s.blocks.full;
-    sc.sliding_block_table = s.blocks.sliding;
-    // Prompt logprobs score a row per prompt token; guesses are checked against a row each.
-    sc.all_logits =
-        (r.req.params.prompt_logprobs && !r.prompt_logprobs_complete && c.start < s.prompt_len - 1) || c.drafts > 0;
-    rows += sc.all_logits ? c.count : 1;
-    all_logits.push_back(sc.all_logits);
-    batch.seqs.push_back(std::move(sc));
-  }
-  start_masks(plan);
+  LaunchedStep s;
+  s.plan = last_plan_;
+  const ForwardBatch batch = build_batch(s);
+  start_masks(s.plan);
   // However the step ends (a backend error included), the mask job is done before choices go.
   struct JoinMasks {
     std::future<void>& f;
@@ -327,32 +287,61 @@ void EngineCore::step() {
       if (f.valid()) f.wait();
     }
   } join_masks{masks_};
-  if (backend_.samples_on_device()) return step_sampled_on_device(plan, batch, all_logits, rows);
+  if (backend_.samples_on_device()) {
+    build_device_sampling(s);
+    backend_.forward_sampled(batch, s.ds, sampled_);
+    return finish_device_step(s);
+  }
   backend_.forward(batch, logits_);
   wait_masks();
-  if (int64_t(logits_.size()) != rows * limits_.vocab_size)
+  if (int64_t(logits_.size()) != s.rows * limits_.vocab_size)
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(logits_.size()) +
-                             " logits, expected " + std::to_string(rows) + " rows of " + std::to_string(limits_.vocab_size));
-  scheduler_->mark_computed(plan);
-  update(plan, StepRows{&logits_, nullptr, nullptr, nullptr, nullptr}, all_logits);
+                             " logits, expected " + std::to_string(s.rows) + " rows of " + std::to_string(limits_.vocab_size));
+  scheduler_->mark_computed(s.plan);
+  update(s.plan, StepRows{&logits_, nullptr, nullptr, nullptr, nullptr}, s.all_logits);
+}
+
+ForwardBatch EngineCore::build_batch(LaunchedStep& s) const {
+  const auto now = std::chrono::steady_clock::now();
+  ForwardBatch batch;
+  s.all_logits.clear();
+  s.rows = 0;
+  for (const auto& c : s.plan.chunks) {
+    const Sequence& q = *c.seq;
+    Request& r = *static_cast<Choice*>(q.owner)->request;
+    if (!r.times.was_scheduled()) r.times.scheduled = now;  // vLLM's first-scheduled time
+    SequenceChunk sc;
+    sc.tokens.assign(q.tokens.begin() + c.start, q.tokens.begin() + c.start + c.count - c.drafts);
+    sc.tokens.insert(sc.tokens.end(), q.draft.begin(), q.draft.end());
+    sc.start_pos = c.start;
+    sc.full_block_table = q.blocks.full;
+    sc.sliding_block_table = q.blocks.sliding;
+    // Prompt logprobs score a row per prompt token; guesses are checked against a row each.
+    sc.all_logits =
+        (r.req.params.prompt_logprobs && !r.prompt_logprobs_complete && c.start < q.prompt_len - 1) || c.drafts > 0;
+    s.rows += sc.all_logits ? c.count : 1;
+    s.all_logits.push_back(sc.all_logits);
+    batch.seqs.push_back(std::move(sc));
+  }
+  return batch;
 }
 
 // The backend draws the tokens; only rows needed for logprobs come back. The draw is the same
 // function of (logits, params, seed, choice, step) as on the host, so outputs do not change.
-void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch,
-                                        const std::vector<bool>& all_logits, int64_t rows) {
-  DeviceSampling ds;
+void EngineCore::build_device_sampling(LaunchedStep& s) const {
+  DeviceSampling& ds = s.ds;
+  ds = DeviceSampling{};
   // A sampled token's logprobs are computed by the backend where it can (its limits), else from
   // its raw row sent back here. Prompt logprobs likewise: row k of an all_logits chunk scores the
   // prompt's token at start + k + 1 (a chunk's sampled row is never a scored one).
   const DeviceLogprobLimits lp_limits = backend_.device_logprobs();
-  int32_t device_lp_rows = 0;
+  s.device_lp_rows = 0;
   int32_t row = 0;
-  for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    const ScheduledChunk& c = plan.chunks[i];
+  for (size_t i = 0; i < s.plan.chunks.size(); ++i) {
+    const ScheduledChunk& c = s.plan.chunks[i];
     const Choice& ch = *static_cast<Choice*>(c.seq->owner);
-    const int32_t nrows = all_logits[i] ? int32_t(c.count) : 1;
-    if (all_logits[i] && c.drafts == 0) {
+    const int32_t nrows = s.all_logits[i] ? int32_t(c.count) : 1;
+    if (s.all_logits[i] && c.drafts == 0) {
       const Request& r = *ch.request;
       const int32_t top = *r.req.params.prompt_logprobs;
       const int64_t scored = std::clamp<int64_t>(c.seq->prompt_len - 1 - c.start, 0, nrows);
@@ -375,9 +364,9 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
         sr.row = row + nrows - 1 - int32_t(c.drafts - j);
         const std::optional<int32_t>& lp = ch.request->req.params.logprobs;
         if (lp) {
-          if (*lp <= lp_limits.max_top && device_lp_rows < lp_limits.rows) {
+          if (*lp <= lp_limits.max_top && s.device_lp_rows < lp_limits.rows) {
             sr.top_logprobs = *lp;
-            ++device_lp_rows;
+            ++s.device_lp_rows;
           } else {
             ds.return_rows.push_back(sr.row);
           }
@@ -386,18 +375,23 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
     }
     row += nrows;
   }
-  ds.wait_for_masks = [this] { wait_masks(); };
-  backend_.forward_sampled(batch, ds, sampled_);
+  // The masks' job runs beside the step; the backend waits for it only before it reads them.
+  EngineCore* self = const_cast<EngineCore*>(this);
+  ds.wait_for_masks = [self] { self->wait_masks(); };
+}
+
+void EngineCore::finish_device_step(LaunchedStep& s) {
+  const DeviceSampling& ds = s.ds;
   wait_masks();  // a backend without masks to read may not have called it
   const int64_t V = limits_.vocab_size;
   if (sampled_.tokens.size() != ds.samples.size() || int64_t(sampled_.logits.size()) != int64_t(ds.return_rows.size()) * V ||
-      sampled_.logprobs.size() != size_t(device_lp_rows) || sampled_.prompt_logprobs.size() != ds.prompt_logprobs.size())
+      sampled_.logprobs.size() != size_t(s.device_lp_rows) || sampled_.prompt_logprobs.size() != ds.prompt_logprobs.size())
     throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(sampled_.tokens.size()) +
                              " tokens, " + std::to_string(sampled_.logits.size()) + " logits, " +
                              std::to_string(sampled_.logprobs.size()) + " and " +
                              std::to_string(sampled_.prompt_logprobs.size()) + " logprobs, expected " +
                              std::to_string(ds.samples.size()) + ", " + std::to_string(ds.return_rows.size()) +
-                             " rows of " + std::to_string(V) + ", " + std::to_string(device_lp_rows) + " and " +
+                             " rows of " + std::to_string(V) + ", " + std::to_string(s.device_lp_rows) + " and " +
                              std::to_string(ds.prompt_logprobs.size()));
   auto check_lp = [&](const SampledLogprobs& lp, int32_t n) {
     for (const auto& [id, v] : lp.top)
@@ -408,24 +402,32 @@ void EngineCore::step_sampled_on_device(const StepPlan& plan, const ForwardBatch
       throw std::runtime_error("backend " + backend_.name() + " returned " + std::to_string(lp.top.size()) +
                                " top logprobs, " + std::to_string(n) + " asked");
   };
-  for (size_t s = 0, j = 0; s < ds.samples.size(); ++s)
-    if (ds.samples[s].top_logprobs >= 0) check_lp(sampled_.logprobs[j++], ds.samples[s].top_logprobs);
+  for (size_t i = 0, j = 0; i < ds.samples.size(); ++i)
+    if (ds.samples[i].top_logprobs >= 0) check_lp(sampled_.logprobs[j++], ds.samples[i].top_logprobs);
   for (size_t j = 0; j < ds.prompt_logprobs.size(); ++j) check_lp(sampled_.prompt_logprobs[j], ds.prompt_logprobs[j].top_n);
   for (int32_t t : sampled_.tokens)
     if (t < 0 || t >= V)
       throw std::runtime_error("backend " + backend_.name() + " sampled token id " + std::to_string(t) +
                                " outside the vocabulary");
-  row_pos_.assign(size_t(rows), -1);
+  row_pos_.assign(size_t(s.rows), -1);
   for (size_t j = 0; j < ds.return_rows.size(); ++j) row_pos_[size_t(ds.return_rows[j])] = int64_t(j);
   // Device logprobs by sample: update() numbers draws in sample order.
   device_lp_.assign(ds.samples.size(), nullptr);
-  for (size_t s = 0, j = 0; s < ds.samples.size(); ++s)
-    if (ds.samples[s].top_logprobs >= 0) device_lp_[s] = &sampled_.logprobs[j++];
-  device_prompt_lp_.assign(size_t(rows), nullptr);
+  for (size_t i = 0, j = 0; i < ds.samples.size(); ++i)
+    if (ds.samples[i].top_logprobs >= 0) device_lp_[i] = &sampled_.logprobs[j++];
+  device_prompt_lp_.assign(size_t(s.rows), nullptr);
   for (size_t j = 0; j < ds.prompt_logprobs.size(); ++j)
     device_prompt_lp_[size_t(ds.prompt_logprobs[j].row)] = &sampled_.prompt_logprobs[j];
-  scheduler_->mark_computed(plan);
-  update(plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens, &device_lp_, &device_prompt_lp_}, all_logits);
+  if (!s.marked) scheduler_->mark_computed(live_chunks(s.plan));
+  s.marked = true;
+  update(s.plan, StepRows{&sampled_.logits, &row_pos_, &sampled_.tokens, &device_lp_, &device_prompt_lp_}, s.all_logits);
+}
+
+StepPlan EngineCore::live_chunks(const StepPlan& plan) const {
+  StepPlan live;
+  for (const ScheduledChunk& c : plan.chunks)
+    if (c.seq->status != SeqStatus::Finished) live.chunks.push_back(c);
+  return live;
 }
 
 std::span<const float> EngineCore::StepRows::row(size_t r, size_t V) const {
@@ -466,6 +468,11 @@ void EngineCore::update(const StepPlan& plan, const StepRows& rows, const std::v
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
     Request& r = *ch.request;
     const size_t nrows = all_logits[i] ? size_t(c.count) : 1;
+    if (ch.seq.status == SeqStatus::Finished) {  // async: aborted or stopped since it was launched
+      if (c.samples()) sample += 1 + size_t(c.drafts);
+      row += nrows;
+      continue;
+    }
     if (all_logits[i] && c.drafts == 0) {
       // Row k scores the token at position start+k+1; the rows are spread over the pool (each one
       // whole on its thread: token_logprob's bits do not depend on where it runs).
@@ -631,7 +638,10 @@ void EngineCore::commit_token(Draw& d, RequestOutput& out) {
   Sequence& s = ch.seq;
   if (!ch.mask_error.empty()) throw Error(std::exchange(ch.mask_error, {}));
   if (ch.matcher) ch.matcher->accept(d.token, r.grammar_stops);
-  s.tokens.push_back(d.token);
+  // Async scheduling: the next step already runs on a stand-in for this token (launch_ahead).
+  if (ch.pending_token) s.tokens.back() = d.token;
+  else s.tokens.push_back(d.token);
+  ch.pending_token = false;
   ch.penalties.add_output(d.token);
   ++generation_tokens_total_;
   // A step with accepted guesses commits several tokens of a choice: they share its delta.
@@ -665,7 +675,13 @@ void EngineCore::emit(Request& r, RequestOutput& out) {
       logging::get("engine")->error("output callback for request {} threw: {}", r.req.request_id, e.what());
     }
   }
-  if (out.finished) requests_.erase(std::string(r.req.request_id));  // destroys r
+  if (out.finished) {
+    auto it = requests_.find(r.req.request_id);
+    // A launched, uncollected step may still name its sequences (async scheduling): kept until
+    // that step is collected.
+    if (uncollected_ > 0) retired_.push_back(std::move(it->second));
+    requests_.erase(it);  // destroys r unless retired
+  }
 }
 
 EngineStats EngineCore::stats() const {

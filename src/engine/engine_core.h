@@ -72,8 +72,31 @@ class EngineCore {
     std::span<const float> row(size_t r, size_t vocab) const;
   };
   void update(const StepPlan& plan, const StepRows& rows, const std::vector<bool>& all_logits);
-  void step_sampled_on_device(const StepPlan& plan, const ForwardBatch& batch, const std::vector<bool>& all_logits,
-                              int64_t rows);
+  // A step handed to a device-sampling backend: what reading its results back needs.
+  struct LaunchedStep {
+    StepPlan plan;
+    std::vector<bool> all_logits;  // per chunk: a logits row per token
+    int64_t rows = 0;
+    DeviceSampling ds;
+    int32_t device_lp_rows = 0;    // samples whose logprobs the backend computes
+    bool marked = false;           // scheduler_->mark_computed(plan) already done (async: before the next plan)
+  };
+  // The step's chunks as the backend reads them (and each request's first-scheduled time).
+  ForwardBatch build_batch(LaunchedStep& s) const;
+  // What the backend draws and computes of logprobs, or sends back as rows (needs the masks' sizes:
+  // start_masks first).
+  void build_device_sampling(LaunchedStep& s) const;
+  // The backend's results in sampled_: checked, mapped to the step's rows, then update().
+  void finish_device_step(LaunchedStep& s);
+  // Async scheduling (engine_core_async.cpp): one step may run on the backend while the host
+  // plans and launches the next. step_async() collects the step launched by the previous call,
+  // after launching the next one when that one can go ahead without its results.
+  void step_async();
+  std::optional<LaunchedStep> launch_scheduled();
+  bool can_go_ahead(const LaunchedStep& s) const;
+  std::optional<LaunchedStep> launch_ahead(LaunchedStep& s);
+  void collect(LaunchedStep& s);
+  void drop_in_flight() noexcept;
   // The draw of a choice's row after `guesses` of this step's guesses (its mask; the rest is the
   // choice's state as it stands).
   SampleContext sample_context(const Choice& ch, size_t guesses = 0) const;
@@ -94,6 +117,9 @@ class EngineCore {
   void propose_drafts();
   void commit_token(Draw& d, RequestOutput& out);
   void emit(Request& req, RequestOutput& out);
+  // The chunks of `plan` whose sequences have not finished since it was scheduled (async: aborted, or
+  // stopped by the step before).
+  StepPlan live_chunks(const StepPlan& plan) const;
 
   EngineConfig config_;
   RequestLimits limits_;
@@ -120,6 +146,20 @@ class EngineCore {
   int64_t spec_num_draft_tokens_ = 0;
   int64_t spec_num_accepted_tokens_ = 0;
   std::vector<int64_t> spec_accepted_per_pos_;  // num_speculative_tokens entries
+  // Async scheduling state: the step launched by the previous step() call, not yet collected;
+  // how many steps the backend holds uncollected; finished requests kept alive while a launched
+  // step still names their sequences.
+  std::optional<LaunchedStep> in_flight_;
+  int uncollected_ = 0;
+  std::vector<std::unique_ptr<Request>> retired_;
+  int64_t ahead_launches_ = 0;
+  int64_t async_steps_ = 0;
+
+ public:
+  // Async scheduling: steps launched before the previous one's tokens were read, of all launched
+  // (tests and the server log).
+  int64_t ahead_launches() const { return ahead_launches_; }
+  int64_t async_steps() const { return async_steps_; }
 };
 
 // make_engine with a custom token-to-text stream (tests; make_engine uses the tokenizer's).

@@ -155,6 +155,7 @@ StepPlan Scheduler::schedule() {
     budget -= got;
     if (seq->max_chunk > 0) capped_left -= got;
   }
+  for (ScheduledChunk& c : plan.chunks) c.reaches_end = c.start + c.count - c.drafts == c.seq->num_tokens();
   return plan;
 }
 

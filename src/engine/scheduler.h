@@ -29,8 +29,10 @@ struct ScheduledChunk {
   int64_t count = 0;
   int64_t drafts = 0;
   // The chunk reaches the end of the sequence, so its last row is sampled (with guesses: each of
-  // its last drafts + 1 rows).
-  bool samples() const { return start + count - drafts == seq->num_tokens(); }
+  // its last drafts + 1 rows). Set when scheduled: with async scheduling the sequence may hold a
+  // stand-in for its next token before this step's results are read.
+  bool reaches_end = false;
+  bool samples() const { return reaches_end; }
 };
 
 struct StepPlan {

@@ -2,6 +2,7 @@
 // from its own KV pools (so wrong block tables change the output), and a piece-wise text stream.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <random>
 #include <set>
@@ -181,6 +182,61 @@ class DeviceSamplingFake : public FakeBackend {
  private:
   int64_t vocab_;
   std::vector<float> scratch_;
+};
+
+// DeviceSamplingFake that also runs steps asynchronously (Backend::launch_sampled / collect_sampled):
+// a launch computes at once, as a GPU stream would in launch order, taking a chunk's token from the
+// previous launch's draws where SequenceChunk::token_from_sample says so (the fake's logits depend
+// on every token it reads back from its KV pools, so a wrong token changes the output); a collect
+// hands the oldest launch's results over. It checks the engine's side of the contract: at most two
+// launches uncollected, tokens taken only from an uncollected launch, no rows asked by a launch
+// made while another is uncollected, and no two uncollected launches reading grammar masks.
+class AsyncDeviceSamplingFake : public DeviceSamplingFake {
+ public:
+  using DeviceSamplingFake::DeviceSamplingFake;
+  bool supports_async_steps() const override { return true; }
+  void launch_sampled(const ForwardBatch& batch, const DeviceSampling& ds) override {
+    if (pending_.size() >= 2) throw std::logic_error("async fake: a third launch before the first was collected");
+    const std::vector<int32_t>* prev = pending_.empty() ? nullptr : &pending_.back().tokens;
+    if (prev && (!ds.return_rows.empty() || (has_masks(ds) && last_had_masks_)))
+      throw std::logic_error("async fake: a launch ahead of an uncollected one asks for rows back, or both read masks");
+    last_had_masks_ = has_masks(ds);
+    ForwardBatch resolved = batch;
+    for (SequenceChunk& c : resolved.seqs) {
+      if (c.token_from_sample < 0) continue;
+      if (!prev || size_t(c.token_from_sample) >= prev->size() || c.tokens.size() != 1)
+        throw std::logic_error("async fake: token_from_sample " + std::to_string(c.token_from_sample) +
+                               " names no draw of an uncollected launch");
+      c.tokens[0] = (*prev)[size_t(c.token_from_sample)];
+      ++resolved_tokens_;
+    }
+    pending_.emplace_back();
+    forward_sampled(resolved, ds, pending_.back());
+    ++launches_;
+    if (prev) ++ahead_launches_;
+  }
+  void collect_sampled(SampledStep& out) override {
+    if (pending_.empty()) throw std::logic_error("async fake: collect without an uncollected launch");
+    if (fail_collect_at_ >= 0 && collects_++ == fail_collect_at_) {
+      pending_.pop_front();
+      throw std::runtime_error("async fake: injected device failure");
+    }
+    out = std::move(pending_.front());
+    pending_.pop_front();
+  }
+  size_t uncollected() const { return pending_.size(); }
+  int64_t launches_ = 0, ahead_launches_ = 0, resolved_tokens_ = 0;
+  int64_t fail_collect_at_ = -1;  // >= 0: that collect (0-based) throws
+
+ private:
+  static bool has_masks(const DeviceSampling& ds) {
+    for (const SampleRequest& r : ds.samples)
+      if (r.allowed) return true;
+    return false;
+  }
+  std::deque<SampledStep> pending_;
+  int64_t collects_ = 0;
+  bool last_had_masks_ = false;
 };
 
 // Random sampling parameters exercising every knob of the engine's draw (greedy or tempered,

@@ -9,6 +9,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_info.h"
 #include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
@@ -48,6 +49,8 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_start_));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_end_));
+  STRIKER_CUDA_CHECK(cudaEventCreateWithFlags(&meta_uploaded_, cudaEventDisableTiming));
+  STRIKER_CUDA_CHECK(cudaEventCreateWithFlags(&params_uploaded_, cudaEventDisableTiming));
   const int64_t Tm = options_.max_tokens, H = c.hidden_size, d = c.head_dim, nh = c.num_attention_heads,
                 nkv = c.num_key_value_heads, K = c.num_experts_per_tok;
   const int64_t qkv_dim = (nh + 2 * nkv) * d;
@@ -85,11 +88,12 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.scratch.data = w.arena.get<float>(w.scratch.max_partials * attention_partial_floats(shape));
   // [per-token arrays | logit rows | full tables] packed from 0; sliding tables at a fixed base,
   // so every device pointer depends only on (T, rows) and a captured graph can be replayed.
-  // The prefill tiles (at most T pairs), tiled and other query lists (T in all) follow the full
-  // tables: their sizes depend on the batch, but they are only used in steps never captured.
+  // The prefill tiles (at most T pairs), tiled and other query lists (T in all) and the taken
+  // tokens' pairs (at most T) follow the full tables: their sizes depend on the batch, but they
+  // are only used in steps never captured (or, the pairs, before the graph's launch).
   w.sliding_base = align16(size_t(Tm) * 4) * 4 + align16(size_t(Tm) * 8) * 2 +
                    align16(size_t(options_.max_logit_rows) * 4) + align16(size_t(options_.max_table_entries) * 4) +
-                   align16(size_t(Tm) * 8) + align16(size_t(Tm) * 4) * 2;
+                   align16(size_t(Tm) * 8) + align16(size_t(Tm) * 4) * 2 + align16(size_t(Tm) * 8);
   w.meta_bytes = w.sliding_base + align16(size_t(options_.max_table_entries) * 4);
   STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&w.meta_host), w.meta_bytes));
   w.meta_dev = w.arena.get<std::byte>(int64_t(w.meta_bytes));
@@ -102,6 +106,19 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     sampling_ = std::make_unique<SamplingBuffers>(options_.max_logit_rows, options_.max_sample_edits);
     masks_ = std::make_unique<TokenMaskBuffers>(options_.max_logit_rows, c.vocab_size);
     logprobs_ = std::make_unique<LogprobBuffers>(c.vocab_size, options_.max_logit_rows + kMaxDeviceLogprobRows);
+    // Two launched steps may be uncollected at once (async scheduling): each lands its draws and
+    // logprob records in its own pinned buffers, the buffers' own (slot 0) or these (slot 1).
+    result_slots_[0].tokens = sampling_->tokens_host();
+    result_slots_[0].records = logprobs_->records_host();
+    ResultSlot& second = result_slots_[1];
+    second.owned = true;
+    STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&second.tokens), size_t(options_.max_logit_rows) * 4));
+    STRIKER_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&second.records),
+                                      size_t(logprobs_->max_records()) * sizeof(LogprobRecord)));
+    for (ResultSlot& r : result_slots_) {
+      STRIKER_CUDA_CHECK(cudaEventCreate(&r.start));
+      STRIKER_CUDA_CHECK(cudaEventCreate(&r.end));
+    }
   }
   if (Tm > kGemvMaxTokens) {  // the routing sort of the grouped MoE (decode steps run per slot)
     const int64_t slots = Tm * K, I = c.moe_intermediate_size;
@@ -130,6 +147,14 @@ CudaBackend::~CudaBackend() {
   for (void* p : kv_allocations_) cudaFree(p);
   if (ev_start_) cudaEventDestroy(ev_start_);
   if (ev_end_) cudaEventDestroy(ev_end_);
+  for (cudaEvent_t e : {meta_uploaded_, params_uploaded_})
+    if (e) cudaEventDestroy(e);
+  for (ResultSlot& r : result_slots_) {
+    if (r.start) cudaEventDestroy(r.start);
+    if (r.end) cudaEventDestroy(r.end);
+    if (r.tokens && r.owned) cudaFreeHost(r.tokens);
+    if (r.records && r.owned) cudaFreeHost(r.records);
+  }
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -193,6 +218,9 @@ int key_bucket(int keys) {
 }  // namespace
 
 int CudaBackend::launch_forward(const ForwardBatch& batch) {
+  // A launched, uncollected step (async scheduling) may not have uploaded its metadata yet: the
+  // pinned buffer is rewritten only after it has.
+  if (!launched_.empty()) STRIKER_CUDA_CHECK(cudaEventSynchronize(meta_uploaded_));
   StepPlan p;
   plan(batch, p);
   // Decode batches (one logits row per token) up to 256 tokens; prefill chunks of other shapes
@@ -214,6 +242,12 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
   if (p.sliding_bytes > 0)
     STRIKER_CUDA_CHECK(cudaMemcpyAsync(ws_->meta_dev + ws_->sliding_base, ws_->meta_host + ws_->sliding_base,
                                        p.sliding_bytes, cudaMemcpyHostToDevice, stream_));
+  STRIKER_CUDA_CHECK(cudaEventRecord(meta_uploaded_, stream_));  // the pinned buffer is free again after it
+  if (p.num_take > 0) {
+    if (launched_.empty() || !sampling_)
+      throw Error("CUDA backend: a chunk takes its token from the previous step's draws, but no launched step is uncollected");
+    take_drawn_tokens(const_cast<int32_t*>(p.tokens), p.take_pairs, p.num_take, sampling_->tokens_dev(), stream_);
+  }
   if (graph) {
     const auto key = std::make_tuple(p.T, p.rows, p.max_keys_full, p.max_keys_sliding);
     auto it = graphs_.find(key);

@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -69,6 +70,11 @@ class CudaBackend : public Backend {
                      : DeviceLogprobLimits{};
   }
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
+  // Async scheduling (cuda_backend_sampling.cpp): forward_sampled as launch + collect, up to two
+  // launched steps uncollected, the second one's tokens patched in from the first one's draws.
+  bool supports_async_steps() const override { return options_.device_sampling; }
+  void launch_sampled(const ForwardBatch& batch, const DeviceSampling& sampling) override;
+  void collect_sampled(SampledStep& out) override;
   void warm_up() override;  // cuda_warm_up.cpp
 
   // Benchmarks: random KV contents (a long context without running its prefill), and the
@@ -149,6 +155,27 @@ class CudaBackend : public Backend {
   std::map<std::tuple<int, int, int, int>, CapturedStep> graphs_;
   uint64_t graph_uses_ = 0;
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
+  // Launched device-sampling steps not yet collected (at most two), oldest first: where their
+  // results land and how many there are.
+  struct LaunchedSampling {
+    int slot = 0;          // result_slots_ index
+    int samples = 0;
+    size_t rows_back = 0;  // raw rows copied to logits_pinned()
+    int n_scored = 0;      // prompt logprob records, from record 0
+    int lp_n = 0, lp_first = 0;  // sampled tokens' logprob records
+    bool masks = false;    // read grammar masks (their pinned buffers)
+  };
+  struct ResultSlot {
+    int32_t* tokens = nullptr;  // pinned: the step's draws
+    LogprobRecord* records = nullptr;  // pinned: its logprob records
+    bool owned = false;
+    cudaEvent_t start = nullptr, end = nullptr;  // the step's device time
+  };
+  std::deque<LaunchedSampling> launched_;
+  ResultSlot result_slots_[2];
+  // The last launch's metadata and sampling parameters have left their pinned buffers: a launch
+  // made while another is uncollected waits for these before it rewrites them.
+  cudaEvent_t meta_uploaded_ = nullptr, params_uploaded_ = nullptr;
   float last_device_ms_ = 0.f;
   int captured_kernels_ = 0;
 };

@@ -1,5 +1,9 @@
 // CudaBackend::forward_sampled: the forward pass, then the tokens drawn on the GPU
 // (sampling.h). Only the sampled ids and the rows asked for logprobs cross to the host.
+// It is launch_sampled + collect_sampled; with async scheduling the engine calls those itself and
+// launches step n + 1 before it collects step n (Backend::launch_sampled), so everything a launch
+// writes to a pinned buffer is either the launch's own (two result slots) or rewritten only once
+// the uncollected step's copy out of it has run (meta_uploaded_, params_uploaded_).
 #include <algorithm>
 #include <string>
 
@@ -9,7 +13,17 @@
 namespace striker::cuda {
 
 void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSampling& ds, SampledStep& out) {
+  if (!launched_.empty()) throw Error("CUDA backend: forward_sampled called while a launched step is uncollected");
+  launch_sampled(batch, ds);
+  collect_sampled(out);
+}
+
+void CudaBackend::launch_sampled(const ForwardBatch& batch, const DeviceSampling& ds) {
   if (!sampling_) throw Error("CUDA backend: forward_sampled called with CudaBackendOptions::device_sampling off");
+  if (launched_.size() >= 2) throw Error("CUDA backend: a third step launched before the first was collected");
+  const bool ahead = !launched_.empty();  // another launched step is uncollected
+  if (ahead && !ds.return_rows.empty())
+    throw Error("CUDA backend: a step launched while another is uncollected asks for logits rows back");
   const int64_t V = model_.config.vocab_size;
   // Everything is checked before the step is enqueued.
   int64_t rows = 0;
@@ -53,6 +67,13 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
     lp.r[lp.n++] = LogprobRow{ds.samples[s].row, int32_t(s), 0, top};
   }
 
+  LaunchedSampling L;
+  L.slot = ahead ? 1 - launched_.front().slot : 0;
+  L.masks = std::any_of(ds.samples.begin(), ds.samples.end(), [](const SampleRequest& r) { return r.allowed != nullptr; });
+  if (ahead && L.masks && launched_.front().masks)
+    throw Error("CUDA backend: two uncollected steps read grammar masks (their pinned buffers are shared)");
+  ResultSlot& slot = result_slots_[L.slot];
+  STRIKER_CUDA_CHECK(cudaEventRecord(slot.start, stream_));
   launch_forward(batch);
   float* logits = logits_device();
   float* pinned = logits_pinned();
@@ -65,7 +86,7 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
       g.r[j] = LogprobRow{q.row, -1, q.token, q.top_n};
     }
     logprob_prepare(logits, g, *logprobs_, stream_);
-    logprob_finish(logits, g, nullptr, *logprobs_, stream_);
+    logprob_finish(logits, g, nullptr, *logprobs_, stream_, slot.records);
   }
   // The sampled rows' snapshots, maxima, candidates and sums, before the masks and edits below.
   logprob_prepare(logits, lp, *logprobs_, stream_);
@@ -83,6 +104,9 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
   masks_->apply(ds.samples, logits, stream_);
   const int n = int(sb.params.size());
   if (n > 0) {
+    // The uncollected step uploads its parameters after its forward pass: wait for that copy
+    // before rewriting the pinned buffer (this step's layers are already enqueued behind it).
+    if (ahead) STRIKER_CUDA_CHECK(cudaEventSynchronize(params_uploaded_));
     std::copy(sb.params.begin(), sb.params.end(), sb.params_host());
     // Edits go up in chunks of the buffer's size; a second chunk waits for the first upload
     // (a sync), which only a step with more than max_sample_edits edits pays.
@@ -98,27 +122,43 @@ void CudaBackend::forward_sampled(const ForwardBatch& batch, const DeviceSamplin
       apply_logit_edits(logits, V, sb.params_dev(), sb.edits_dev(), sb.counts_dev(), chunk, stream_);
       done += chunk;
     } while (done < total);
+    STRIKER_CUDA_CHECK(cudaEventRecord(params_uploaded_, stream_));
     sample_rows(logits, V, sb.params_dev(), sb.counts_dev(), n, sb.scratch(), sb.tokens_dev(), stream_,
                 sample_paths(sb.params, V));
-    STRIKER_CUDA_CHECK(cudaMemcpyAsync(sb.tokens_host(), sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
-    logprob_finish(logits, lp, sb.tokens_dev(), *logprobs_, stream_);
+    STRIKER_CUDA_CHECK(cudaMemcpyAsync(slot.tokens, sb.tokens_dev(), size_t(n) * 4, cudaMemcpyDeviceToHost, stream_));
+    logprob_finish(logits, lp, sb.tokens_dev(), *logprobs_, stream_, slot.records);
   }
-  STRIKER_CUDA_CHECK(cudaEventRecord(ev_end_, stream_));
-  STRIKER_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, ev_start_, ev_end_));
-  out.tokens.assign(sb.tokens_host(), sb.tokens_host() + n);
-  out.logits.assign(pinned, pinned + ds.return_rows.size() * size_t(V));
+  STRIKER_CUDA_CHECK(cudaEventRecord(slot.end, stream_));
+  L.samples = n;
+  L.rows_back = ds.return_rows.size();
+  L.n_scored = n_scored;
+  L.lp_n = lp.n;
+  L.lp_first = lp.first_record;
+  launched_.push_back(L);
+}
+
+void CudaBackend::collect_sampled(SampledStep& out) {
+  if (launched_.empty()) throw Error("CUDA backend: collect_sampled without a launched step");
+  const LaunchedSampling L = launched_.front();
+  launched_.pop_front();  // consumed even if the wait below fails
+  const ResultSlot& slot = result_slots_[L.slot];
+  STRIKER_CUDA_CHECK(cudaEventSynchronize(slot.end));
+  STRIKER_CUDA_CHECK(cudaEventElapsedTime(&last_device_ms_, slot.start, slot.end));
+  const int64_t V = model_.config.vocab_size;
+  const float* pinned = logits_pinned();
+  out.tokens.assign(slot.tokens, slot.tokens + L.samples);
+  out.logits.assign(pinned, pinned + L.rows_back * size_t(V));
   auto take = [&](int record, SampledLogprobs& o) {
-    const LogprobRecord& rec = logprobs_->records_host()[record];
+    const LogprobRecord& rec = slot.records[record];
     o.logprob = rec.logprob;
     o.rank = rec.rank;
     o.top.clear();
     for (int k = 0; k < rec.n && k < kMaxDeviceTopLogprobs; ++k) o.top.emplace_back(rec.id[k], rec.value[k]);
   };
-  out.prompt_logprobs.resize(size_t(n_scored));
-  for (int j = 0; j < n_scored; ++j) take(j, out.prompt_logprobs[size_t(j)]);
-  out.logprobs.resize(size_t(lp.n));
-  for (int j = 0; j < lp.n; ++j) take(lp.first_record + j, out.logprobs[size_t(j)]);
+  out.prompt_logprobs.resize(size_t(L.n_scored));
+  for (int j = 0; j < L.n_scored; ++j) take(j, out.prompt_logprobs[size_t(j)]);
+  out.logprobs.resize(size_t(L.lp_n));
+  for (int j = 0; j < L.lp_n; ++j) take(L.lp_first + j, out.logprobs[size_t(j)]);
 }
 
 }  // namespace striker::cuda

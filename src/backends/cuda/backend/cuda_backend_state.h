@@ -86,6 +86,10 @@ struct CudaBackend::StepPlan {
   const int32_t *tokens = nullptr, *positions = nullptr, *off_full = nullptr, *off_sliding = nullptr,
                 *tables_full = nullptr, *tables_sliding = nullptr, *logit_rows = nullptr;
   const int64_t *slots_full = nullptr, *slots_sliding = nullptr;
+  // Async scheduling: (token index, sample index) pairs of the tokens taken from the previous
+  // launched step's draws (SequenceChunk::token_from_sample), patched in before the layers run.
+  const int32_t* take_pairs = nullptr;
+  int num_take = 0;
 };
 
 }  // namespace striker::cuda

@@ -17,13 +17,20 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   if (k_cache_.empty()) throw Error("CUDA backend: forward() called before allocate_kv_cache()");
   const bool has_full = c.num_full_layers() > 0, has_sliding = c.num_sliding_layers() > 0;
   const int64_t W = c.sliding_window;
-  std::vector<int32_t> tokens, positions, off_full, off_sliding, tables_full, tables_sliding, rows, tiles, tiled, rest;
+  std::vector<int32_t> tokens, positions, off_full, off_sliding, tables_full, tables_sliding, rows, tiles, tiled, rest,
+      take;
   std::vector<int64_t> slots_full, slots_sliding;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceChunk& seq = batch.seqs[s];
     const std::string where = "sequence " + std::to_string(s) + ": ";
     const int64_t n = int64_t(seq.tokens.size());
     if (n == 0) throw Error("CUDA backend: " + where + "empty token chunk");
+    if (seq.token_from_sample >= 0) {  // async scheduling: the token is the previous step's draw
+      if (n != 1)
+        throw Error("CUDA backend: " + where + "a token taken from the previous step's draws must be the chunk's only one");
+      take.push_back(int32_t(tokens.size()));
+      take.push_back(seq.token_from_sample);
+    }
     if (seq.start_pos < 0 || seq.start_pos + n > c.max_position_embeddings)
       throw Error("CUDA backend: " + where + "positions " + std::to_string(seq.start_pos) + ".." +
                   std::to_string(seq.start_pos + n - 1) + " outside the model's " +
@@ -65,7 +72,7 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
       p.max_keys_sliding_rest = std::max<int>(p.max_keys_sliding_rest, int(std::min<int64_t>(last + 1, W)));
     }
     for (int64_t i = 0; i < n; ++i) {
-      const int32_t tok = seq.tokens[size_t(i)];
+      const int32_t tok = seq.token_from_sample >= 0 ? 0 : seq.tokens[size_t(i)];  // a stand-in, patched on the device
       if (tok < 0 || tok >= c.vocab_size)
         throw Error("CUDA backend: " + where + "token id " + std::to_string(tok) + " outside the vocabulary of " +
                     std::to_string(c.vocab_size));
@@ -113,6 +120,8 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   put(tiles, p.prefill_tiles);
   put(tiled, p.tiled_queries);
   put(rest, p.rest_queries);
+  put(take, p.take_pairs);
+  p.num_take = int(take.size() / 2);
   p.num_prefill_tiles = int(tiles.size() / 2);
   p.num_tiled = int(tiled.size());
   p.num_rest = int(rest.size());

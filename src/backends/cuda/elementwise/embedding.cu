@@ -34,7 +34,23 @@ __global__ void embedding_kernel_vec(const uint4* __restrict__ table, int64_t vo
     dst[i] = valid ? load_cached(src + i) : nan8;
 }
 
+// One thread per taken token (a step has at most a few hundred).
+__global__ void take_drawn_tokens_kernel(int32_t* __restrict__ tokens, const int32_t* __restrict__ pairs, int n,
+                                         const int32_t* __restrict__ drawn) {
+  pdl_grid_start();  // the draws come from the previous step's sampling kernels
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) tokens[pairs[2 * i]] = drawn[pairs[2 * i + 1]];
+}
+
 }  // namespace
+
+void take_drawn_tokens(int32_t* tokens, const int32_t* pairs, int n, const int32_t* drawn, cudaStream_t stream) {
+  if (n <= 0) return;
+  const int threads = 128;
+  launch_pdl(take_drawn_tokens_kernel, dim3(unsigned((n + threads - 1) / threads)), dim3(threads), 0, stream, tokens,
+             pairs, n, drawn);
+  STRIKER_CUDA_CHECK_LAUNCH("take_drawn_tokens");
+}
 
 void embedding_gather(const bf16* table, int64_t vocab, int64_t hidden, const int32_t* ids, int n,
                       bf16* out, cudaStream_t stream) {

@@ -241,7 +241,7 @@ void logprob_prepare(const float* logits, const LogprobRows& rows, const Logprob
 }
 
 void logprob_finish(const float* logits, const LogprobRows& rows, const int32_t* tokens, const LogprobBuffers& b,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, LogprobRecord* host_records) {
   check_rows(rows, b, "logprob_finish");
   if (rows.n == 0) return;
   for (int j = 0; j < rows.n; ++j)
@@ -250,7 +250,8 @@ void logprob_finish(const float* logits, const LogprobRows& rows, const int32_t*
   const ss::SplitPlan plan = plan_for(b.vocab(), "logprob_finish");
   launch_pdl(logprob_finish_kernel, dim3(unsigned(rows.n)), dim3(kFinishThreads), 0, stream, logits, int32_t(b.vocab()),
              rows, plan, tokens, b.scratch());
-  STRIKER_CUDA_CHECK(cudaMemcpyAsync(b.records_host() + rows.first_record, b.scratch().records + rows.first_record,
+  LogprobRecord* host = host_records ? host_records : b.records_host();
+  STRIKER_CUDA_CHECK(cudaMemcpyAsync(host + rows.first_record, b.scratch().records + rows.first_record,
                                      size_t(rows.n) * sizeof(LogprobRecord), cudaMemcpyDeviceToHost, stream));
 }
 

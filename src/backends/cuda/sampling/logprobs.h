@@ -86,8 +86,9 @@ class LogprobBuffers {
 void logprob_prepare(const float* logits, const LogprobRows& rows, const LogprobBuffers& buffers, cudaStream_t stream);
 // After logprob_prepare of the same rows (and, for sampled rows, after the draw: `tokens` is the
 // sampler's output by sample; may be null without sampled rows): their records, then an async copy
-// of them to records_host() (valid once the stream has reached it).
+// of them to `host_records` (pinned, max_records() entries; null: records_host()), valid once the
+// stream has reached it.
 void logprob_finish(const float* logits, const LogprobRows& rows, const int32_t* tokens, const LogprobBuffers& buffers,
-                    cudaStream_t stream);
+                    cudaStream_t stream, LogprobRecord* host_records = nullptr);
 
 }  // namespace striker::cuda

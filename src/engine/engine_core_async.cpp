@@ -1,0 +1,184 @@
+// Async scheduling (vLLM's --async-scheduling; EngineConfig::async_scheduling). The synchronous
+// step plans, launches, waits and reads the tokens back before the next plan, so the device idles
+// while the host does its bookkeeping (~35-45 us of a served 100K step on the H200,
+// docs/performance.md "Twentieth session"). Here each step() call
+//   1. plans and launches step n + 1 while step n (launched by the previous call) still runs, when
+//      n + 1 does not need n's results on the host (can_go_ahead): every sequence n draws a token
+//      for holds a stand-in for it, and its chunk in n + 1 takes the real token on the backend
+//      from n's draws (SequenceChunk::token_from_sample);
+//   2. collects step n: its tokens replace the stand-ins and are committed as in a synchronous
+//      step (stops, detokenizing, outputs).
+// A sequence that step n stops (or that is aborted meanwhile) wastes its chunk of n + 1, whose
+// results are skipped; its blocks go back at once (the backend runs steps in launch order, so a
+// later step that reuses them writes after the wasted one). Steps that need the host's tokens
+// first (penalties or a grammar of a sequence drawing in n, guesses, prompt logprobs, rows sent
+// back, a sequence about to reach its length limit) run one at a time, as without it.
+// Outputs do not change: a draw depends on (logits, params, seed, choice, step) only.
+#include <algorithm>
+#include <deque>
+#include <stdexcept>
+#include <utility>
+
+#include "core/log.h"
+#include "engine/engine_core_state.h"
+
+namespace striker {
+
+namespace {
+
+bool has_penalties(const SamplingParams& p) {
+  return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+}
+
+}  // namespace
+
+void EngineCore::step_async() {
+  try {
+    if (!in_flight_) {
+      in_flight_ = launch_scheduled();
+      return;  // collected by the next call, after the step that may follow it is launched
+    }
+    std::optional<LaunchedStep> ahead;
+    if (can_go_ahead(*in_flight_)) ahead = launch_ahead(*in_flight_);
+    LaunchedStep done = std::move(*in_flight_);
+    in_flight_ = std::move(ahead);
+    collect(done);
+  } catch (...) {
+    drop_in_flight();
+    throw;
+  }
+}
+
+std::optional<EngineCore::LaunchedStep> EngineCore::launch_scheduled() {
+  last_plan_ = scheduler_->schedule();
+  if (last_plan_.empty()) {
+    if (last_plan_.preempted.empty() && !scheduler_->waiting().empty())
+      throw std::logic_error("scheduler made no progress with requests waiting");
+    return std::nullopt;
+  }
+  LaunchedStep s;
+  s.plan = last_plan_;
+  const ForwardBatch batch = build_batch(s);
+  start_masks(s.plan);
+  build_device_sampling(s);
+  backend_.launch_sampled(batch, s.ds);
+  ++uncollected_;
+  ++async_steps_;
+  return s;
+}
+
+// Whether the step after `s` can be planned and launched before `s`'s tokens are on the host.
+bool EngineCore::can_go_ahead(const LaunchedStep& s) const {
+  for (size_t i = 0; i < s.plan.chunks.size(); ++i)
+    if (s.all_logits[i] || s.plan.chunks[i].drafts > 0) return false;
+  // No sequence of the next step may need logits rows back (their host buffers may still hold
+  // `s`'s): neither the running ones nor those the plan could admit.
+  const DeviceLogprobLimits lp_limits = backend_.device_logprobs();
+  int32_t lp_rows = 0;
+  auto needs_rows = [&](const Sequence* seq) {
+    const Request& r = *static_cast<const Choice*>(seq->owner)->request;
+    const SamplingParams& p = r.req.params;
+    if (p.prompt_logprobs && !r.prompt_logprobs_complete) return true;
+    return p.logprobs && (*p.logprobs > lp_limits.max_top || ++lp_rows > lp_limits.rows);
+  };
+  const std::vector<Sequence*>& running = scheduler_->running();
+  for (const Sequence* seq : running) {
+    if (static_cast<const Choice*>(seq->owner)->matcher) return false;  // its mask needs the grammar after the token
+    if (needs_rows(seq)) return false;
+  }
+  const size_t admissible = size_t(std::max<int64_t>(0, int64_t(config_.max_num_seqs) - int64_t(running.size())));
+  const std::deque<Sequence*>& waiting = scheduler_->waiting();
+  for (size_t i = 0; i < waiting.size() && i < admissible; ++i)
+    if (needs_rows(waiting[i])) return false;
+  // The sequences `s` draws for: their next draw must not depend on the token (penalties count it)
+  // and they must not stop for length on it (the stand-in's position must exist).
+  for (const ScheduledChunk& c : s.plan.chunks) {
+    if (!c.samples() || c.seq->status == SeqStatus::Finished) continue;
+    const SamplingParams& p = static_cast<const Choice*>(c.seq->owner)->request->req.params;
+    if (has_penalties(p)) return false;
+    if (c.seq->num_output() + 1 >= p.max_tokens || c.seq->num_tokens() + 1 >= config_.max_model_len) return false;
+  }
+  return true;
+}
+
+std::optional<EngineCore::LaunchedStep> EngineCore::launch_ahead(LaunchedStep& s) {
+  // `s`'s positions hold KV (or will, before any later step reads them: steps run in order).
+  scheduler_->mark_computed(live_chunks(s.plan));
+  s.marked = true;
+  // Each sequence `s` draws for gets a stand-in for its token, so the scheduler sees one more
+  // token to compute; commit_token replaces it with the drawn one.
+  std::vector<std::pair<const Sequence*, int32_t>> from_sample;  // sequence, its sample in `s`
+  int32_t sample = 0;
+  for (const ScheduledChunk& c : s.plan.chunks) {
+    if (!c.samples()) continue;
+    Choice& ch = *static_cast<Choice*>(c.seq->owner);
+    if (ch.seq.status != SeqStatus::Finished) {
+      ch.seq.tokens.push_back(0);
+      ch.pending_token = true;
+      from_sample.emplace_back(&ch.seq, sample);
+    }
+    ++sample;
+  }
+  last_plan_ = scheduler_->schedule();
+  if (last_plan_.empty()) return std::nullopt;
+  LaunchedStep next;
+  next.plan = last_plan_;
+  ForwardBatch batch = build_batch(next);
+  for (size_t i = 0; i < next.plan.chunks.size(); ++i) {
+    const ScheduledChunk& c = next.plan.chunks[i];
+    for (const auto& [seq, j] : from_sample)
+      if (seq == c.seq && c.start + 1 == seq->num_tokens()) {
+        if (c.count != 1) throw std::logic_error("async scheduling: a stand-in token's chunk has other tokens");
+        batch.seqs[i].token_from_sample = j;
+      }
+  }
+  start_masks(next.plan);  // only for sequences admitted now: `s` had none to read
+  build_device_sampling(next);
+  if (!next.ds.return_rows.empty())
+    throw std::logic_error("async scheduling: a step launched ahead asks for logits rows back");
+  backend_.launch_sampled(batch, next.ds);
+  ++uncollected_;
+  ++async_steps_;
+  ++ahead_launches_;
+  return next;
+}
+
+void EngineCore::collect(LaunchedStep& s) {
+  // Requests retired before this collect were named at most by `s`: they go once it is read.
+  std::vector<std::unique_ptr<Request>> named_by_s = std::move(retired_);
+  retired_.clear();
+  struct JoinMasks {
+    std::future<void>& f;
+    ~JoinMasks() {
+      if (f.valid()) f.wait();
+    }
+  } join_masks{masks_};
+  --uncollected_;  // a collect that throws has consumed the step too (Backend::collect_sampled)
+  backend_.collect_sampled(sampled_);
+  finish_device_step(s);
+  if (uncollected_ == 0) retired_.clear();
+}
+
+// After a failure: no step stays in flight, no stand-in stays in a sequence, and the backend holds
+// no uncollected step (the caller then aborts the requests).
+void EngineCore::drop_in_flight() noexcept {
+  if (masks_.valid()) masks_.wait();
+  for (auto& [id, r] : requests_)
+    for (auto& ch : r->choices)
+      if (ch->pending_token) {
+        ch->seq.tokens.pop_back();
+        ch->pending_token = false;
+      }
+  in_flight_.reset();
+  SampledStep discard;
+  for (; uncollected_ > 0; --uncollected_) {
+    try {
+      backend_.collect_sampled(discard);
+    } catch (const std::exception& e) {
+      logging::get("engine")->error("discarding a launched step failed: {}", e.what());
+    }
+  }
+  retired_.clear();
+}
+
+}  // namespace striker

@@ -1,0 +1,45 @@
+// EngineCore's state of one request and of each of its choices (engine_core.h keeps them opaque),
+// shared by the synchronous step (engine_core.cpp) and the async one (engine_core_async.cpp).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_core.h"
+#include "engine/grammar/structured_output.h"
+
+namespace striker {
+
+struct EngineCore::Choice {
+  Request* request = nullptr;
+  Sequence seq;
+  PenaltyState penalties;
+  std::unique_ptr<ChoiceOutput> output;
+  // Structured outputs: where the choice is in its grammar, and this step's masks: one per row
+  // the step draws from (row j: after the step's first j guesses), applied where `masked`.
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  std::vector<std::vector<uint32_t>> masks;
+  std::vector<char> masked;
+  std::string mask_error;  // computing a mask failed: the request ends with this error
+  // Async scheduling: seq.tokens ends with a stand-in for the token the uncollected step draws.
+  bool pending_token = false;
+};
+
+struct EngineCore::Request {
+  GenerationRequest req;
+  OutputCallback on_output;
+  StopRules rules;
+  std::vector<int32_t> suppressed;   // masked while below min_tokens
+  std::vector<int32_t> grammar_stops;  // where a grammar may end: stop_token_ids and the eos ids
+  uint64_t seed = 0;
+  std::vector<std::unique_ptr<Choice>> choices;
+  int32_t num_finished = 0;
+  std::vector<std::optional<TokenLogprob>> prompt_logprobs;
+  bool prompt_logprobs_complete = false;
+  bool prompt_logprobs_sent = false;
+  RequestTimes times;
+};
+
+}  // namespace striker

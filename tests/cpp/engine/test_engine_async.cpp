@@ -1,0 +1,289 @@
+// Async scheduling (EngineConfig::async_scheduling, engine_core_async.cpp): the engine launches
+// step n + 1 before it reads step n's tokens, the backend taking n + 1's tokens from n's draws.
+// Driven by a fake that resolves those tokens itself and whose logits depend on every token it
+// reads back from its KV pools: every output must equal the synchronous engine's, steps must
+// actually go ahead, and aborts, stops, failures and the fallbacks to one step at a time must
+// leave nothing behind.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "engine/engine_core.h"
+#include "fakes.h"
+
+using namespace striker;
+using namespace striker::testing;
+
+namespace {
+
+constexpr int64_t kVocab = 32;
+constexpr int64_t kWindow = 8;
+constexpr int32_t kEos = 31;
+
+struct Outputs {
+  std::map<std::string, std::map<int32_t, std::vector<int32_t>>> tokens;
+  std::map<std::string, std::map<int32_t, std::string>> text;
+  std::map<std::string, std::map<int32_t, int>> finish;
+  std::map<std::string, std::map<int32_t, std::vector<std::pair<int32_t, float>>>> logprobs;  // by choice
+  std::map<std::string, int64_t> completion_tokens;
+  int64_t generation_tokens_total = 0;  // the engine's counter (vllm:generation_tokens_total)
+  int64_t stopped_choices = 0;          // choices that ended on a stop token or string
+  bool operator==(const Outputs&) const = default;
+};
+
+std::vector<std::string> letter_pieces() {
+  std::vector<std::string> pieces;
+  for (int64_t v = 0; v < kVocab; ++v) pieces.push_back(std::string(1, char('a' + v % 26)));
+  return pieces;
+}
+
+// Requests that async scheduling can run ahead of (no penalties, no grammar, no prompt logprobs),
+// with stop strings, eos, n > 1, min_tokens, logprobs; `mixed` draws every knob instead.
+SamplingParams params_for(std::mt19937& rng, bool mixed) {
+  if (mixed) return random_sampling_params(rng, kVocab, kEos, 14, 3);
+  SamplingParams p;
+  p.seed = rng();
+  p.max_tokens = 1 + int32_t(rng() % 20);
+  p.min_tokens = int32_t(rng() % uint32_t(p.max_tokens + 1)) / 2;
+  p.temperature = (rng() % 4 == 0) ? 0.f : 0.5f + float(rng() % 8) * 0.1f;
+  p.top_k = int32_t(rng() % 6);
+  p.n = 1 + int32_t(rng() % 3);
+  if (rng() % 3 == 0) p.stop = {"cd"};
+  if (rng() % 3 == 0) p.logprobs = int32_t(rng() % 3);
+  if (rng() % 4 == 0) p.logit_bias = {{int32_t(rng() % uint64_t(kVocab)), 2.0f}};
+  return p;
+}
+
+struct Workload {
+  uint64_t seed = 1;
+  bool mixed = false;
+  int requests = 40;
+  int64_t kv_blocks = 24;   // small enough to preempt
+  int abort_every = 0;      // > 0: about one request in this many is aborted while running
+};
+
+// Runs the workload to completion; `aborted` collects the ids aborted on the way.
+Outputs run(Backend& backend, const Workload& w, bool async, std::set<std::string>* aborted = nullptr,
+            int64_t* ahead = nullptr) {
+  EngineConfig cfg;
+  cfg.max_model_len = 40;
+  cfg.max_num_seqs = 4;
+  cfg.max_num_batched_tokens = 16;
+  cfg.block_size = 4;
+  cfg.kv_cache_bytes = 400 * w.kv_blocks;
+  cfg.eos_token_ids = {kEos};
+  cfg.sampler_threads = 1;
+  cfg.async_scheduling = async;
+  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(letter_pieces()));
+  Outputs out;
+  auto record = [&out](const RequestOutput& o) {
+    for (const auto& d : o.choices) {
+      auto& t = out.tokens[o.request_id][d.index];
+      t.insert(t.end(), d.new_tokens.begin(), d.new_tokens.end());
+      out.text[o.request_id][d.index] += d.new_text;
+      if (d.finish) out.finish[o.request_id][d.index] = int(*d.finish);
+      for (const auto& l : d.logprobs) out.logprobs[o.request_id][d.index].emplace_back(l.token, l.logprob);
+    }
+    if (o.finished) out.completion_tokens[o.request_id] = o.completion_tokens;
+  };
+  std::mt19937 rng{uint32_t(w.seed)};
+  std::mt19937 abort_rng{uint32_t(w.seed) + 99};
+  int added = 0;
+  for (int step = 0; step < 20000 && (added < w.requests || core.has_work()); ++step) {
+    if (added < w.requests && rng() % 3 == 0) {
+      const SamplingParams p = params_for(rng, w.mixed);
+      const int len = 1 + int(rng() % uint32_t(cfg.max_model_len - p.max_tokens - 1));
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 30));
+      core.add_request({"q" + std::to_string(added++), prompt, p}, record);
+    }
+    // Aborts land between step() calls, where an async engine has a step in flight.
+    if (w.abort_every > 0 && added > 0 && abort_rng() % uint32_t(w.abort_every * 4) == 0) {
+      const std::string id = "q" + std::to_string(abort_rng() % uint32_t(added));
+      if (!out.completion_tokens.count(id) && aborted) aborted->insert(id);
+      core.abort_request(id);
+    }
+    if (core.has_work()) core.step();
+  }
+  EXPECT_FALSE(core.has_work());
+  EXPECT_EQ(core.stats().kv_usage, 0.0) << "blocks left allocated after every request ended";
+  if (ahead) *ahead = core.ahead_launches();
+  out.generation_tokens_total = core.stats().generation_tokens_total;
+  for (const auto& [id, choices] : out.finish)
+    for (const auto& [c, f] : choices) out.stopped_choices += f == int(FinishReason::Stop);
+  return out;
+}
+
+}  // namespace
+
+TEST(EngineAsync, SameOutputsAsOneStepAtATimeAndStepsGoAhead) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    Workload w;
+    w.seed = seed;
+    DeviceSamplingFake sync_backend(kVocab, kWindow);
+    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+    sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
+    const Outputs a = run(sync_backend, w, false);
+    int64_t ahead = 0;
+    const Outputs b = run(async_backend, w, true, nullptr, &ahead);
+    EXPECT_EQ(a.tokens.size(), 40u);
+    EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs differ from synchronous ones";
+    EXPECT_EQ(a.tokens, b.tokens) << seed;
+    EXPECT_EQ(a.text, b.text) << seed;
+    for (const auto& [id, ch] : a.tokens)
+      if (b.tokens.count(id) && ch != b.tokens.at(id)) {
+        ADD_FAILURE() << "first differing request " << id;
+        for (const auto& [c, t] : ch) {
+          std::string x, y;
+          for (int32_t v : t) x += std::to_string(v) + " ";
+          for (int32_t v : b.tokens.at(id).at(c)) y += std::to_string(v) + " ";
+          ADD_FAILURE() << " choice " << c << " sync: " << x << "\n async: " << y;
+        }
+        break;
+      }
+    for (const auto& [id, f] : a.finish) if (b.finish.count(id) && f != b.finish.at(id)) { ADD_FAILURE() << "finish differs " << id; break; }
+    for (const auto& [id, f] : a.logprobs) if (b.logprobs.count(id) && f != b.logprobs.at(id)) { ADD_FAILURE() << "logprobs differ " << id; break; }
+    for (const auto& [id, f] : a.completion_tokens) if (b.completion_tokens.count(id) && f != b.completion_tokens.at(id)) { ADD_FAILURE() << "usage differs " << id << " " << f << " vs " << b.completion_tokens.at(id); break; }
+    // Async scheduling must have been at work: most steps launched ahead, their tokens taken from
+    // the previous step's draws on the backend.
+    EXPECT_EQ(ahead, async_backend.ahead_launches_) << seed;
+    EXPECT_GT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
+    EXPECT_GT(async_backend.resolved_tokens_, 100) << seed;
+    EXPECT_EQ(async_backend.uncollected(), 0u) << seed;
+    // What going ahead wastes: at most one draw for each choice that stopped on a token or string
+    // while the next step was in flight, none for a choice ending at its length limit.
+    EXPECT_GE(async_backend.samples_, sync_backend.samples_) << seed;
+    EXPECT_LE(async_backend.samples_ - sync_backend.samples_, a.stopped_choices) << seed;
+  }
+}
+
+// Every sampling knob, prompt logprobs and a tight pool: most steps fall back to one at a time
+// (penalties count the token being drawn), the outputs still equal the synchronous engine's.
+TEST(EngineAsync, FallsBackWhereTheNextDrawNeedsTheTokenAndKeepsTheOutputs) {
+  for (uint64_t seed : {4u, 5u}) {
+    Workload w;
+    w.seed = seed;
+    w.mixed = true;
+    w.kv_blocks = 22;
+    DeviceSamplingFake sync_backend(kVocab, kWindow);
+    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+    const Outputs a = run(sync_backend, w, false);
+    const Outputs b = run(async_backend, w, true);
+    EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs differ from synchronous ones";
+    EXPECT_GT(async_backend.ahead_launches_, 0) << seed;
+    EXPECT_LT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
+  }
+}
+
+// Requests aborted while a step that names them runs: they end as aborts, every other request's
+// output is the synchronous engine's, and all blocks come back.
+TEST(EngineAsync, AbortsWhileAStepIsInFlight) {
+  for (uint64_t seed : {6u, 7u}) {
+    Workload w;
+    w.seed = seed;
+    w.abort_every = 6;
+    std::set<std::string> aborted_sync, aborted_async;
+    DeviceSamplingFake sync_backend(kVocab, kWindow);
+    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+    const Outputs a = run(sync_backend, w, false, &aborted_sync);
+    const Outputs b = run(async_backend, w, true, &aborted_async);
+    ASSERT_FALSE(aborted_async.empty()) << seed;
+    int compared = 0;
+    for (const auto& [id, choices] : a.tokens) {
+      if (aborted_sync.count(id) || aborted_async.count(id)) continue;
+      EXPECT_EQ(choices, b.tokens.at(id)) << "seed " << seed << ", request " << id;
+      ++compared;
+    }
+    EXPECT_GT(compared, 10) << seed;
+    for (const std::string& id : aborted_async) {
+      if (!b.finish.count(id)) continue;  // aborted before its first output
+      bool any_abort = false;
+      for (const auto& [c, f] : b.finish.at(id)) any_abort |= f == int(FinishReason::Abort);
+      EXPECT_TRUE(any_abort || a.finish.count(id)) << seed << " " << id;
+    }
+    EXPECT_GT(async_backend.ahead_launches_, 0) << seed;
+    EXPECT_EQ(async_backend.uncollected(), 0u) << seed;
+  }
+}
+
+// A backend failure while a step runs ahead: the step() throws, no step stays uncollected on the
+// backend, no stand-in token stays in a sequence; after abort_all the engine serves again.
+TEST(EngineAsync, ABackendFailureLeavesNothingInFlight) {
+  AsyncDeviceSamplingFake backend(kVocab, kWindow);
+  backend.fail_collect_at_ = 5;
+  EngineConfig cfg;
+  cfg.max_model_len = 64;
+  cfg.block_size = 4;
+  cfg.kv_cache_bytes = 400 * 32;
+  cfg.eos_token_ids = {kEos};
+  cfg.sampler_threads = 1;
+  cfg.async_scheduling = true;
+  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(letter_pieces()));
+  SamplingParams p;
+  p.max_tokens = 30;
+  p.ignore_eos = true;
+  p.temperature = 0;
+  std::map<std::string, std::vector<int32_t>> got;
+  std::map<std::string, std::string> errors;
+  auto record = [&](const RequestOutput& o) {
+    for (const auto& d : o.choices) got[o.request_id].insert(got[o.request_id].end(), d.new_tokens.begin(), d.new_tokens.end());
+    if (!o.error.empty()) errors[o.request_id] = o.error;
+  };
+  core.add_request({"a", {1, 2, 3}, p}, record);
+  core.add_request({"b", {4, 5}, p}, record);
+  bool threw = false;
+  for (int i = 0; i < 40 && core.has_work() && !threw; ++i) {
+    try {
+      core.step();
+    } catch (const std::exception& e) {
+      threw = true;
+      EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos) << e.what();
+    }
+  }
+  ASSERT_TRUE(threw);
+  EXPECT_EQ(backend.uncollected(), 0u);
+  EXPECT_GT(backend.ahead_launches_, 0);
+  core.abort_all("engine step failed");
+  EXPECT_FALSE(core.has_work());
+  EXPECT_EQ(errors.size(), 2u);
+  EXPECT_EQ(core.stats().kv_usage, 0.0);
+  // Serving goes on: a new request runs to its end with the tokens a fresh engine gives.
+  core.add_request({"c", {1, 2, 3}, p}, record);
+  while (core.has_work()) core.step();
+  AsyncDeviceSamplingFake fresh_backend(kVocab, kWindow);
+  EngineCore fresh(cfg, tiny_model(kVocab, kWindow, 256), fresh_backend, piece_text(letter_pieces()));
+  std::vector<int32_t> expect;
+  fresh.add_request({"c", {1, 2, 3}, p}, [&](const RequestOutput& o) {
+    for (const auto& d : o.choices) expect.insert(expect.end(), d.new_tokens.begin(), d.new_tokens.end());
+  });
+  while (fresh.has_work()) fresh.step();
+  EXPECT_EQ(got["c"], expect);
+  EXPECT_EQ(expect.size(), 30u);
+}
+
+TEST(EngineAsync, RefusedWhereItCannotRun) {
+  EngineConfig cfg;
+  cfg.max_model_len = 64;
+  cfg.block_size = 4;
+  cfg.kv_cache_bytes = 400 * 32;
+  cfg.async_scheduling = true;
+  DeviceSamplingFake no_async(kVocab, kWindow);  // samples on the device, runs steps one at a time
+  try {
+    EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), no_async, piece_text(letter_pieces()));
+    FAIL() << "async scheduling accepted on a backend without asynchronous steps";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("async scheduling needs"), std::string::npos) << e.what();
+  }
+  AsyncDeviceSamplingFake backend(kVocab, kWindow);
+  cfg.speculative.num_speculative_tokens = 2;
+  cfg.speculative.prompt_lookup_min = 1;
+  cfg.speculative.prompt_lookup_max = 2;
+  try {
+    EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(letter_pieces()));
+    FAIL() << "async scheduling accepted with n-gram speculation";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("speculation"), std::string::npos) << e.what();
+  }
+}
