@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "engine/host_sampled_steps.h"
 #include "kv_events/engine_events.h"
 #include "kv_events/event_pump.h"
 #include "kv_events/kv_event_publisher.h"
@@ -339,7 +340,13 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                         linear_format_name(dummy_weight_format(lo)), a.seed);
     backend = make_cpu_backend(model, a.cpu_threads);
     ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
+    // The CPU backend returns logits rows: with async scheduling its steps run on a worker thread
+    // that draws the tokens itself (the engine's sampler), beside the engine's bookkeeping.
+    if (a.vllm.async_scheduling) backend = std::make_unique<HostSampledSteps>(std::move(backend), cfg.vocab_size);
   }
+  ec.async_scheduling = a.vllm.async_scheduling;
+  if (ec.async_scheduling)
+    serve_log()->info("async scheduling: each step is planned and launched while the previous one runs");
   // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
   if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;

@@ -44,7 +44,9 @@ void add_vllm_serve_flags(CLI::App* cmd, VllmServeFlags& f) {
                   "JSON sampling defaults over the generation config's, e.g. '{\"temperature\": 0.6}'");
   cmd->add_flag("--enable-server-load-tracking", f.enable_server_load_tracking,
                 "GET /load answers {\"server_load\": requests in flight}");
-  cmd->add_flag("--async-scheduling", f.async_scheduling, "not available in striker (refused at startup)");
+  cmd->add_flag("--async-scheduling,!--no-async-scheduling", f.async_scheduling,
+                "plan and launch the next step while the current one runs (its tokens taken from the current "
+                "step's draws on the device); off by default; not with --speculative-config");
   cmd->add_option("--speculative-config", f.speculative_config,
                   "n-gram speculation, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, "
                   "\"prompt_lookup_max\": 4}' (the only method: no draft models)");
@@ -77,10 +79,10 @@ void check_vllm_serve_flags(const VllmServeFlags& f, const CLI::App& cmd) {
     throw Error("--scheduling-policy " + f.scheduling_policy + " is not supported: striker schedules first come, first served");
   if (f.response_role != "assistant") throw Error("--response-role must be assistant");
   if (cmd.count("--swap-space") > 0 && f.swap_space < 0) throw Error("--swap-space must be 0 or more GiB");
-  if (f.async_scheduling)
-    throw Error("--async-scheduling is not available: striker schedules each step after the previous step's tokens are "
-                "known; drop the flag");
   if (!f.speculative_config.empty()) parse_speculative_config(f.speculative_config);  // throws naming the key
+  if (f.async_scheduling && !f.speculative_config.empty())
+    throw Error("--async-scheduling does not run with --speculative-config (n-gram guesses need each step's tokens "
+                "first): use one or the other");
   if (f.enable_lora) throw Error("--enable-lora is not available: striker serves the base model only");
   if (!f.override_generation_config.empty()) {
     server::GenerationConfig probe;

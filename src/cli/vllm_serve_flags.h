@@ -29,7 +29,7 @@ struct VllmServeFlags {
   std::string scheduling_policy = "fcfs";
   std::string response_role = "assistant";
   double swap_space = 0;
-  bool async_scheduling = false;
+  bool async_scheduling = false;  // EngineConfig::async_scheduling
   std::string speculative_config;
   bool enable_lora = false;
   std::string override_generation_config;  // JSON sampling defaults over --generation-config's

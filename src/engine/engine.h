@@ -123,6 +123,10 @@ struct EngineStats {
   int64_t spec_num_draft_tokens = 0;
   int64_t spec_num_accepted_tokens = 0;
   std::vector<int64_t> spec_accepted_per_pos;
+  // Async scheduling (EngineConfig::async_scheduling): steps launched, and of those the ones
+  // launched before the previous step's tokens were read (0 and 0 when it is off).
+  int64_t async_steps = 0;
+  int64_t async_ahead_steps = 0;
 };
 
 // Share of queried tokens found in the prefix cache between two snapshots (the periodic stats

@@ -702,6 +702,8 @@ EngineStats EngineCore::stats() const {
   s.spec_num_draft_tokens = spec_num_draft_tokens_;
   s.spec_num_accepted_tokens = spec_num_accepted_tokens_;
   s.spec_accepted_per_pos = spec_accepted_per_pos_;
+  s.async_steps = async_steps_;
+  s.async_ahead_steps = ahead_launches_;
   return s;
 }
 

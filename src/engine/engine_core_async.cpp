@@ -72,24 +72,26 @@ bool EngineCore::can_go_ahead(const LaunchedStep& s) const {
   for (size_t i = 0; i < s.plan.chunks.size(); ++i)
     if (s.all_logits[i] || s.plan.chunks[i].drafts > 0) return false;
   // No sequence of the next step may need logits rows back (their host buffers may still hold
-  // `s`'s): neither the running ones nor those the plan could admit.
+  // `s`'s): neither the running ones nor any waiting one the plan could admit (it passes over
+  // choices waiting for their leader), and no more sampled logprobs than the backend computes.
   const DeviceLogprobLimits lp_limits = backend_.device_logprobs();
-  int32_t lp_rows = 0;
+  int64_t with_logprobs = 0;
   auto needs_rows = [&](const Sequence* seq) {
     const Request& r = *static_cast<const Choice*>(seq->owner)->request;
     const SamplingParams& p = r.req.params;
-    if (p.prompt_logprobs && !r.prompt_logprobs_complete) return true;
-    return p.logprobs && (*p.logprobs > lp_limits.max_top || ++lp_rows > lp_limits.rows);
+    if (p.logprobs) ++with_logprobs;
+    return (p.prompt_logprobs && !r.prompt_logprobs_complete) || (p.logprobs && *p.logprobs > lp_limits.max_top);
   };
   const std::vector<Sequence*>& running = scheduler_->running();
   for (const Sequence* seq : running) {
     if (static_cast<const Choice*>(seq->owner)->matcher) return false;  // its mask needs the grammar after the token
     if (needs_rows(seq)) return false;
   }
-  const size_t admissible = size_t(std::max<int64_t>(0, int64_t(config_.max_num_seqs) - int64_t(running.size())));
-  const std::deque<Sequence*>& waiting = scheduler_->waiting();
-  for (size_t i = 0; i < waiting.size() && i < admissible; ++i)
-    if (needs_rows(waiting[i])) return false;
+  if (running.size() < size_t(config_.max_num_seqs))
+    for (const Sequence* seq : scheduler_->waiting())
+      if (needs_rows(seq)) return false;
+  // A step holds at most max_num_seqs sequences.
+  if (std::min<int64_t>(with_logprobs, config_.max_num_seqs) > lp_limits.rows) return false;
   // The sequences `s` draws for: their next draw must not depend on the token (penalties count it)
   // and they must not stop for length on it (the stand-in's position must exist).
   for (const ScheduledChunk& c : s.plan.chunks) {

@@ -15,6 +15,11 @@ std::string stats_line(const EngineStats& before, const EngineStats& now, double
       "Waiting: {} reqs, GPU KV cache usage: {:.1f}%, Prefix cache hit rate: {:.1f}%",
       prompt, generation, now.num_running, now.num_waiting, now.kv_usage * 100.0,
       100.0 * prefix_cache_hit_rate(now, before));
+  // Async scheduling: how many of the interval's steps ran ahead of the previous step's tokens.
+  const int64_t steps = now.async_steps - before.async_steps;
+  if (steps > 0)
+    return line + fmt::format(", Async: {:.1f}% of {} steps launched ahead",
+                              100.0 * double(now.async_ahead_steps - before.async_ahead_steps) / double(steps), steps);
   return line;
 }
 

@@ -36,7 +36,8 @@ from server_fixture import StrikerServer, tiny_model, toolcall_model  # noqa: F4
     (["--uvicorn-log-level", "loud"], "--uvicorn-log-level must be one of"),
     (["--no-enable-chunked-prefill"], "--no-enable-chunked-prefill is not supported"),
     (["--scheduling-policy", "priority"], "--scheduling-policy priority is not supported"),
-    (["--async-scheduling"], "--async-scheduling is not available"),
+    (["--async-scheduling", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'],
+     "--async-scheduling does not run with --speculative-config"),
     (["--speculative-config", '{"method": "ngram"}'], "num_speculative_tokens is required"),
     (["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}'], "method 'eagle3' is not available"),
     (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 6, '

@@ -11,6 +11,8 @@
 #include <set>
 
 #include "engine/engine_core.h"
+#include "engine/grammar/structured_output.h"
+#include "engine/host_sampled_steps.h"
 #include "fakes.h"
 
 using namespace striker;
@@ -39,9 +41,23 @@ std::vector<std::string> letter_pieces() {
   return pieces;
 }
 
-// Requests that async scheduling can run ahead of (no penalties, no grammar, no prompt logprobs),
-// with stop strings, eos, n > 1, min_tokens, logprobs; `mixed` draws every knob instead.
-SamplingParams params_for(std::mt19937& rng, bool mixed) {
+// A regex grammar over the letter pieces, for the requests that carry one.
+std::shared_ptr<const grammar::CompiledGrammar> letters_grammar() {
+  static const auto compiled = [] {
+    grammar::StructuredOutputSpec spec;
+    spec.kind = grammar::StructuredOutputSpec::Kind::Regex;
+    spec.text = "[a-h]+";
+    auto vocab = std::make_shared<grammar::TokenVocabulary>(letter_pieces(), std::vector<int32_t>{kEos});
+    return grammar::compile_structured_output(spec, vocab);
+  }();
+  return compiled;
+}
+
+// Requests that async scheduling can run ahead of (no penalties, no prompt logprobs), with stop
+// strings, eos, n > 1, min_tokens, logprobs, and now and then a grammar (admitted by a step
+// launched ahead, its masks read by that step; its own next steps run one at a time); `mixed`
+// draws every knob instead.
+SamplingParams params_for(std::mt19937& rng, bool mixed, bool grammars) {
   if (mixed) return random_sampling_params(rng, kVocab, kEos, 14, 3);
   SamplingParams p;
   p.seed = rng();
@@ -53,6 +69,7 @@ SamplingParams params_for(std::mt19937& rng, bool mixed) {
   if (rng() % 3 == 0) p.stop = {"cd"};
   if (rng() % 3 == 0) p.logprobs = int32_t(rng() % 3);
   if (rng() % 4 == 0) p.logit_bias = {{int32_t(rng() % uint64_t(kVocab)), 2.0f}};
+  if (grammars && rng() % 8 == 0) p.structured = StructuredConstraint{letters_grammar(), -1};
   return p;
 }
 
@@ -62,6 +79,7 @@ struct Workload {
   int requests = 40;
   int64_t kv_blocks = 24;   // small enough to preempt
   int abort_every = 0;      // > 0: about one request in this many is aborted while running
+  bool grammars = false;    // now and then a request with a grammar
 };
 
 // Runs the workload to completion; `aborted` collects the ids aborted on the way.
@@ -93,7 +111,7 @@ Outputs run(Backend& backend, const Workload& w, bool async, std::set<std::strin
   int added = 0;
   for (int step = 0; step < 20000 && (added < w.requests || core.has_work()); ++step) {
     if (added < w.requests && rng() % 3 == 0) {
-      const SamplingParams p = params_for(rng, w.mixed);
+      const SamplingParams p = params_for(rng, w.mixed, w.grammars);
       const int len = 1 + int(rng() % uint32_t(cfg.max_model_len - p.max_tokens - 1));
       std::vector<int32_t> prompt;
       for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 30));
@@ -122,6 +140,7 @@ TEST(EngineAsync, SameOutputsAsOneStepAtATimeAndStepsGoAhead) {
   for (uint64_t seed : {1u, 2u, 3u}) {
     Workload w;
     w.seed = seed;
+    w.grammars = seed == 3;  // a running grammar keeps the steps one at a time: fewer go ahead
     DeviceSamplingFake sync_backend(kVocab, kWindow);
     AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
     sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
@@ -149,7 +168,7 @@ TEST(EngineAsync, SameOutputsAsOneStepAtATimeAndStepsGoAhead) {
     // Async scheduling must have been at work: most steps launched ahead, their tokens taken from
     // the previous step's draws on the backend.
     EXPECT_EQ(ahead, async_backend.ahead_launches_) << seed;
-    EXPECT_GT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
+    EXPECT_GT(async_backend.ahead_launches_ * (w.grammars ? 4 : 2), async_backend.launches_) << seed;
     EXPECT_GT(async_backend.resolved_tokens_, 100) << seed;
     EXPECT_EQ(async_backend.uncollected(), 0u) << seed;
     // What going ahead wastes: at most one draw for each choice that stopped on a token or string
@@ -169,6 +188,7 @@ TEST(EngineAsync, FallsBackWhereTheNextDrawNeedsTheTokenAndKeepsTheOutputs) {
     w.kv_blocks = 22;
     DeviceSamplingFake sync_backend(kVocab, kWindow);
     AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+    sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
     const Outputs a = run(sync_backend, w, false);
     const Outputs b = run(async_backend, w, true);
     EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs differ from synchronous ones";
@@ -285,5 +305,25 @@ TEST(EngineAsync, RefusedWhereItCannotRun) {
     FAIL() << "async scheduling accepted with n-gram speculation";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("speculation"), std::string::npos) << e.what();
+  }
+}
+
+// The CPU backend's way to async scheduling: a logits backend wrapped into HostSampledSteps (steps
+// on a worker thread, tokens drawn by the engine's sampler) gives the host-sampling engine's
+// outputs, every sampling knob, prompt logprobs and grammars included.
+TEST(EngineAsync, HostSampledStepsGiveTheHostEnginesOutputs) {
+  for (const bool mixed : {false, true}) {
+    Workload w;
+    w.seed = 8;
+    w.mixed = mixed;
+    w.grammars = true;
+    FakeBackend host(kVocab, kWindow);
+    HostSampledSteps steps(std::make_unique<FakeBackend>(kVocab, kWindow), kVocab);
+    int64_t ahead = 0;
+    const Outputs a = run(host, w, false);
+    const Outputs b = run(steps, w, true, nullptr, &ahead);
+    EXPECT_TRUE(a == b) << "mixed " << mixed << ": outputs differ from the host-sampling engine's";
+    EXPECT_EQ(a.tokens, b.tokens) << mixed;
+    EXPECT_GT(ahead, 0) << mixed;
   }
 }
