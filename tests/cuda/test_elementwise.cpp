@@ -1,8 +1,10 @@
-// Embedding gather and RMSNorm against their CPU references.
+// Embedding gather, the async steps' token taking and RMSNorm against their CPU references.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
+#include <random>
 
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/elementwise/rmsnorm.h"
@@ -28,6 +30,31 @@ TEST(CudaEmbedding, GathersRowsAndMarksInvalidIdsNaN) {
     const auto got = d_out.download();
     const auto c = compare(got, ref, 0.0, 0.0);  // a gather is exact
     EXPECT_TRUE(c.ok()) << "hidden=" << hidden << " " << c.describe();
+  }
+}
+
+// Async scheduling: a step's stand-in tokens replaced by the previous step's draws, every other
+// token left as it was (non-multiple counts, more tokens than one CTA's threads).
+TEST(CudaEmbedding, TakeDrawnTokensMatchesReference) {
+  std::mt19937 rng(13);
+  for (int n : {1, 3, 129, 300}) {
+    const int tokens = n + 37, draws = n + 5;
+    std::vector<int32_t> toks(static_cast<size_t>(tokens)), drawn(static_cast<size_t>(draws)), pairs;
+    for (auto& t : toks) t = int32_t(rng() % 151552u);
+    for (auto& d : drawn) d = int32_t(rng() % 151552u);
+    std::vector<int32_t> dst(static_cast<size_t>(tokens));
+    std::iota(dst.begin(), dst.end(), 0);
+    std::shuffle(dst.begin(), dst.end(), rng);
+    for (int i = 0; i < n; ++i) {
+      pairs.push_back(dst[size_t(i)]);
+      pairs.push_back(int32_t(rng() % uint32_t(draws)));
+    }
+    std::vector<int32_t> ref = toks;
+    take_drawn_tokens_ref(ref, pairs, drawn);
+    DeviceBuffer<int32_t> d_toks(toks), d_pairs(pairs), d_drawn(drawn);
+    take_drawn_tokens(d_toks.get(), d_pairs.get(), n, d_drawn.get(), nullptr);
+    EXPECT_EQ(d_toks.download(), ref) << "n=" << n;
+    EXPECT_NE(ref, toks) << "n=" << n;  // the test changes something
   }
 }
 

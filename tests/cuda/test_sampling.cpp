@@ -494,5 +494,116 @@ TEST(CudaSampling, BackendForwardSampledMatchesCpuOnItsOwnLogits) {
   EXPECT_TRUE(cmp.ok()) << "returned row differs from forward()'s: " << cmp.describe();
 }
 
+// Async scheduling: steps launched one ahead of their collect, each sequence's token taken on the
+// device from the previous step's draws (SequenceChunk::token_from_sample), give exactly the
+// tokens and logprobs of forward_sampled steps fed the drawn tokens by the host.
+TEST(CudaSampling, AsyncStepsMatchForwardSampled) {
+  FlintConfig c = small_config();
+  c.num_hidden_layers = 2;
+  c.first_k_dense_replace = 1;
+  c.layer_types = {LayerType::Sliding, LayerType::Full};
+  std::mt19937 rng(21);
+  constexpr int kSeqs = 3, kPrompt = 9, kSteps = 12;
+  std::vector<std::vector<int32_t>> prompts(kSeqs);
+  for (auto& p : prompts)
+    for (int i = 0; i < kPrompt; ++i) p.push_back(int32_t(rng() % uint32_t(c.vocab_size)));
+  std::vector<SampleRequest> params;
+  for (int s = 0; s < kSeqs; ++s) {
+    SampleRequest r = random_request(rng, c.vocab_size, s);
+    r.repetition_penalty = 1.0f;  // as async scheduling asks: no penalties, nothing depends on the drawn token
+    r.presence_penalty = r.frequency_penalty = 0.0f;
+    r.output_counts.clear();
+    r.prompt_tokens.clear();
+    r.allowed = nullptr;
+    r.top_logprobs = s == 1 ? 3 : -1;
+    params.push_back(r);
+  }
+  auto chunk = [&](int s, std::vector<int32_t> tokens, int64_t start) {
+    SequenceChunk ch;
+    ch.tokens = std::move(tokens);
+    ch.start_pos = start;
+    ch.full_block_table = {s * 2, s * 2 + 1};
+    ch.sliding_block_table = {s * 2, s * 2 + 1};
+    return ch;
+  };
+  auto sampling = [&](int64_t step) {
+    DeviceSampling ds;
+    for (int s = 0; s < kSeqs; ++s) {
+      ds.samples.push_back(params[size_t(s)]);
+      ds.samples.back().row = s;
+      ds.samples.back().step = step;
+    }
+    return ds;
+  };
+  // Host-fed: each step's tokens are the previous step's draws.
+  auto host = make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
+  auto async = make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
+  ASSERT_TRUE(async->supports_async_steps());
+  for (auto* b : {host.get(), async.get()}) b->allocate_kv_cache(KvCacheSpec{16, 8, 8});
+  std::vector<std::vector<int32_t>> want(kSeqs);
+  std::vector<std::vector<SampledLogprobs>> want_lp;
+  {
+    ForwardBatch prefill;
+    for (int s = 0; s < kSeqs; ++s) prefill.seqs.push_back(chunk(s, prompts[size_t(s)], 0));
+    SampledStep out;
+    host->forward_sampled(prefill, sampling(0), out);
+    for (int step = 1; step <= kSteps; ++step) {
+      for (int s = 0; s < kSeqs; ++s) want[size_t(s)].push_back(out.tokens[size_t(s)]);
+      want_lp.push_back(out.logprobs);
+      ForwardBatch next;
+      for (int s = 0; s < kSeqs; ++s) next.seqs.push_back(chunk(s, {out.tokens[size_t(s)]}, kPrompt + step - 1));
+      host->forward_sampled(next, sampling(step), out);
+    }
+  }
+  // Launched one ahead: step k + 1 goes out before step k is collected, its tokens stand-ins.
+  std::vector<std::vector<int32_t>> got(kSeqs);
+  std::vector<std::vector<SampledLogprobs>> got_lp;
+  ForwardBatch prefill;
+  for (int s = 0; s < kSeqs; ++s) prefill.seqs.push_back(chunk(s, prompts[size_t(s)], 0));
+  async->launch_sampled(prefill, sampling(0));
+  for (int step = 1; step <= kSteps; ++step) {
+    ForwardBatch next;
+    for (int s = 0; s < kSeqs; ++s) {
+      next.seqs.push_back(chunk(s, {0}, kPrompt + step - 1));
+      next.seqs.back().token_from_sample = s;
+    }
+    async->launch_sampled(next, sampling(step));
+    SampledStep out;
+    async->collect_sampled(out);
+    for (int s = 0; s < kSeqs; ++s) got[size_t(s)].push_back(out.tokens[size_t(s)]);
+    got_lp.push_back(out.logprobs);
+  }
+  SampledStep last;
+  async->collect_sampled(last);
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(got_lp.size(), want_lp.size());
+  for (size_t k = 0; k < got_lp.size(); ++k) {
+    ASSERT_EQ(got_lp[k].size(), 1u);
+    ASSERT_EQ(want_lp[k].size(), 1u);
+    EXPECT_EQ(got_lp[k][0].logprob, want_lp[k][0].logprob) << "step " << k;
+    EXPECT_EQ(got_lp[k][0].top, want_lp[k][0].top) << "step " << k;
+  }
+  // The contract's checks: a third launch, a token taken with nothing uncollected, rows asked back ahead.
+  ForwardBatch one;
+  one.seqs.push_back(chunk(0, {0}, kPrompt + kSteps));
+  one.seqs.back().token_from_sample = 0;
+  EXPECT_THROW(async->launch_sampled(one, sampling(kSteps + 1)), Error);
+  one.seqs.back().token_from_sample = -1;
+  one.seqs.back().tokens = {1};
+  DeviceSampling first = sampling(kSteps + 1);
+  first.samples.resize(1);
+  async->launch_sampled(one, first);
+  DeviceSampling rows = first;
+  rows.return_rows = {0};
+  one.seqs.back().start_pos += 1;
+  EXPECT_THROW(async->launch_sampled(one, rows), Error);
+  async->launch_sampled(one, first);
+  EXPECT_THROW(async->launch_sampled(one, first), Error);
+  SampledStep drain;
+  async->collect_sampled(drain);
+  async->collect_sampled(drain);
+  EXPECT_THROW(async->collect_sampled(drain), Error);
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing

@@ -24,6 +24,10 @@ void CudaBackend::launch_sampled(const ForwardBatch& batch, const DeviceSampling
   const bool ahead = !launched_.empty();  // another launched step is uncollected
   if (ahead && !ds.return_rows.empty())
     throw Error("CUDA backend: a step launched while another is uncollected asks for logits rows back");
+  for (const SequenceChunk& c : batch.seqs)
+    if (c.token_from_sample >= 0 && (!ahead || c.token_from_sample >= launched_.back().samples))
+      throw Error("CUDA backend: token_from_sample " + std::to_string(c.token_from_sample) +
+                  " names no draw of an uncollected step");
   const int64_t V = model_.config.vocab_size;
   // Everything is checked before the step is enqueued.
   int64_t rows = 0;
