@@ -24,6 +24,7 @@
 #include "cli/step_recorder.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/host_sampled_steps.h"
 #include "loaders/dummy_model.h"
 #include "loaders/model_loader.h"
 #include "model/weight_bytes.h"
@@ -58,6 +59,7 @@ struct ThroughputOptions {
   double gpu_memory_utilization = 0.9;
   std::string kv_cache_memory;
   int cpu_threads = 0;
+  bool async_scheduling = false;  // serve's --async-scheduling
   bool json = false;
 };
 
@@ -163,6 +165,8 @@ BuiltBackend build_backend(const ThroughputOptions& o, const FlintConfig& c, con
                   double(dummy ? dummy_host_bytes(c, format) : 0) / 1e9);
     b.weights = dummy ? line : "loaded from " + o.model + " (host memory)";
     b.kv_budget = cpu_kv_budget(o, c, max_model_len);
+    // As serve does: the CPU backend's steps run on a worker thread that draws the tokens.
+    if (o.async_scheduling) b.backend = std::make_unique<HostSampledSteps>(std::move(b.backend), c.vocab_size);
   }
   (void)ec;
   return b;
@@ -202,6 +206,7 @@ int run_throughput(ThroughputOptions o) {
   ec.max_num_batched_tokens = o.max_num_batched_tokens;
   ec.block_size = o.block_size;
   ec.seed = o.seed;
+  ec.async_scheduling = o.async_scheduling;
   const auto t_setup = std::chrono::steady_clock::now();
   BuiltBackend built = build_backend(o, c, lo, max_model_len, ec);
   ec.kv_cache_bytes = built.kv_budget;
@@ -388,6 +393,8 @@ void register_bench_throughput(CLI::App& bench, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--kv-cache-memory", o->kv_cache_memory, "KV cache budget, e.g. 512MiB (default: cpu 1.5x what the requests need)");
   cmd->add_option("--cpu-threads", o->cpu_threads, "CPU backend threads (0 = all cores)");
+  cmd->add_flag("--async-scheduling,!--no-async-scheduling", o->async_scheduling,
+                "plan and launch each step while the previous one runs (serve's --async-scheduling)");
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   cmd->callback([o, &exit_code] { exit_code = run_throughput(*o); });
 }

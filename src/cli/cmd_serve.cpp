@@ -346,7 +346,10 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   }
   ec.async_scheduling = a.vllm.async_scheduling;
   if (ec.async_scheduling)
-    serve_log()->info("async scheduling: each step is planned and launched while the previous one runs");
+    serve_log()->info("async scheduling: each step is planned and launched while the previous one runs{}",
+                      a.device == "cpu" ? " (CPU backend: on a worker thread; its forward pass dominates a step, so "
+                                          "expect no gain here)"
+                                        : "");
   // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
   if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;

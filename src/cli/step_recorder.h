@@ -3,6 +3,8 @@
 // backend samples on the device — and is timed and noted (its sequences, whether it is a pure decode
 // step, the KV its decode tokens read), so decode steps are measured exactly.
 #pragma once
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,11 +37,25 @@ class StepRecorder final : public Backend {
   DeviceLogprobLimits device_logprobs() const override { return inner_->device_logprobs(); }
   void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
   void forward_sampled(const ForwardBatch& batch, const DeviceSampling& sampling, SampledStep& out) override;
+  // Async scheduling: a launched step is timed from its launch, or from the previous step's
+  // collect if that came later (the steps overlap), to its own collect.
+  bool supports_async_steps() const override { return inner_->supports_async_steps(); }
+  void launch_sampled(const ForwardBatch& batch, const DeviceSampling& sampling) override;
+  void collect_sampled(SampledStep& out) override;
   std::vector<StepRecord> steps() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  StepRecord describe(const ForwardBatch& batch) const;
   template <typename Step>
   void record(const ForwardBatch& batch, Step&& step);
+  void push(const StepRecord& r);
+  struct Launched {
+    StepRecord record;
+    Clock::time_point launched;
+  };
+  std::deque<Launched> launched_;
+  Clock::time_point last_collect_{};
 
   std::unique_ptr<Backend> inner_;
   FlintConfig config_;

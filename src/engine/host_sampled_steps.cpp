@@ -1,6 +1,8 @@
 #include "engine/host_sampled_steps.h"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <utility>
@@ -19,7 +21,9 @@ struct HostSampledSteps::Step {
 };
 
 HostSampledSteps::HostSampledSteps(std::unique_ptr<Backend> inner, int64_t vocab_size)
-    : inner_(std::move(inner)), mask_words_(size_t((vocab_size + 31) / 32)) {
+    : inner_(std::move(inner)),
+      mask_words_(size_t((vocab_size + 31) / 32)),
+      pool_(int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())))) {
   if (!inner_) throw Error("HostSampledSteps: no backend to wrap");
   if (vocab_size <= 0) throw Error("HostSampledSteps: vocabulary size must be positive");
   worker_ = std::thread([this] { worker_loop(); });
@@ -145,17 +149,35 @@ void HostSampledSteps::run(Step& step) {
     if (r < 0 || r >= rows) throw Error("HostSampledSteps: row " + std::to_string(r) + " outside the step's rows");
     return std::span<const float>(logits_.data() + size_t(r) * V, V);
   };
+  // Each draw and logprob reads only its own row: they run side by side (the engine's host path
+  // does the same), each a pure function of its row and request.
+  const std::vector<SampleRequest>& samples = step.sampling.samples;
+  const std::vector<RowLogprobRequest>& scored = step.sampling.prompt_logprobs;
   SampledStep out;
-  for (const SampleRequest& sr : step.sampling.samples) {
-    out.tokens.push_back(sample_request(row(sr.row), sr, scratch_));
-    if (sr.top_logprobs < 0) continue;
-    const TokenLogprob lp = token_logprob(row(sr.row), out.tokens.back(), sr.top_logprobs);
-    out.logprobs.push_back(SampledLogprobs{lp.logprob, lp.top, 0});
-  }
-  for (const RowLogprobRequest& q : step.sampling.prompt_logprobs) {
-    const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
-    out.prompt_logprobs.push_back(SampledLogprobs{lp.logprob, lp.top, lp.rank});
-  }
+  out.tokens.resize(samples.size());
+  std::vector<std::optional<SampledLogprobs>> lps(samples.size());
+  out.prompt_logprobs.resize(scored.size());
+  const int64_t n = int64_t(samples.size() + scored.size());
+  auto work = [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      if (size_t(i) < samples.size()) {
+        const SampleRequest& sr = samples[size_t(i)];
+        out.tokens[size_t(i)] = sample_request(row(sr.row), sr, scratch);
+        if (sr.top_logprobs < 0) continue;
+        const TokenLogprob lp = token_logprob(row(sr.row), out.tokens[size_t(i)], sr.top_logprobs);
+        lps[size_t(i)] = SampledLogprobs{lp.logprob, lp.top, 0};
+      } else {
+        const RowLogprobRequest& q = scored[size_t(i) - samples.size()];
+        const TokenLogprob lp = token_logprob(row(q.row), q.token, q.top_n);
+        out.prompt_logprobs[size_t(i) - samples.size()] = SampledLogprobs{lp.logprob, lp.top, lp.rank};
+      }
+    }
+  };
+  if (pool_.size() > 1 && n > 1) pool_.parallel_for(n, (n + pool_.size() - 1) / pool_.size(), work);
+  else work(0, n);
+  for (auto& lp : lps)
+    if (lp) out.logprobs.push_back(std::move(*lp));
   last_draws_ = out.tokens;
   step.done.set_value(std::move(out));
 }

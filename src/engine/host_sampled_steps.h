@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/thread_pool.h"
 
 namespace striker {
 
@@ -50,7 +51,8 @@ class HostSampledSteps : public Backend {
   size_t mask_words_;                           // a grammar mask's 32-bit words
   std::deque<std::shared_ptr<Step>> launched_;  // uncollected, oldest first (engine thread)
   std::vector<int32_t> last_draws_;             // the draws of the step the worker ran last
-  std::vector<float> logits_, scratch_;         // worker only
+  std::vector<float> logits_;                   // worker only
+  ThreadPool pool_;                             // the worker's draws, side by side
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Step>> queue_;     // launched, not yet run
