@@ -307,7 +307,10 @@ SampleRequest make_sample_request(const SampleContext& ctx) {
   r.choice = ctx.choice;
   r.step = ctx.step;
   r.logit_bias.assign(p.logit_bias.begin(), p.logit_bias.end());
-  if (ctx.penalties) {
+  // The counts matter only to a penalty; copied and sorted for every step they cost O(distinct
+  // output tokens) of host time per sequence and step (thousands of entries in a long answer).
+  const bool counted = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  if (ctx.penalties && counted) {
     r.output_counts.assign(ctx.penalties->output_counts().begin(), ctx.penalties->output_counts().end());
     std::sort(r.output_counts.begin(), r.output_counts.end());
     r.prompt_tokens.assign(ctx.penalties->prompt_tokens().begin(), ctx.penalties->prompt_tokens().end());

@@ -378,5 +378,8 @@ TEST(Sampler, RequestFormDrawsTheSameTokenAsTheContextForm) {
     SampleContext c = ctx_for(p, uint64_t(trial), trial, &st);
     if (trial % 2 == 0) c.suppressed = suppressed;
     EXPECT_EQ(sample_token(logits, c, s1), sample_request(logits, make_sample_request(c), s2)) << trial;
+    // The output counts travel only when a penalty reads them (they grow with the output).
+    const bool counted = p.repetition_penalty != 1.f || p.frequency_penalty != 0.f || p.presence_penalty != 0.f;
+    EXPECT_EQ(make_sample_request(c).output_counts.size(), counted ? 3u : 0u) << trial;
   }
 }
