@@ -88,8 +88,10 @@ struct DeviceSampling {
   // Rows whose logprobs the backend computes (at most Backend::device_logprobs().prompt_rows).
   std::vector<RowLogprobRequest> prompt_logprobs;
   // Grammar masks (SampleRequest::allowed) are computed on the host while the forward pass
-  // runs: a backend enqueues the forward first, then calls this (when set) and only then reads
-  // the masks, so their CPU time hides behind the GPU's.
+  // runs: a backend enqueues the forward first, then calls this (when set, before forward_sampled
+  // or launch_sampled returns) and only then reads the masks, so their CPU time hides behind the
+  // GPU's. With async scheduling it may collect the previously launched step first
+  // (Backend::collect_sampled, from inside the launch): the masks follow that step's tokens.
   std::function<void()> wait_for_masks;
 };
 
@@ -159,8 +161,9 @@ class Backend {
   // have. The engine keeps at most two steps uncollected: launch(n), launch(n + 1), collect(n),
   // launch(n + 2), collect(n + 1), ... A step launched while another is uncollected may take its
   // chunks' tokens from that step's draws (SequenceChunk::token_from_sample) and asks for no rows
-  // back (DeviceSampling::return_rows empty: the host buffer is the uncollected step's); of two
-  // uncollected steps at most one reads grammar masks. `sampling` need not outlive the launch. A collect that throws has
+  // back (DeviceSampling::return_rows empty: the host buffer is the uncollected step's); when it
+  // reads its grammar masks (after DeviceSampling::wait_for_masks) the other step has been
+  // collected, or reads none. `sampling` need not outlive the launch. A collect that throws has
   // consumed its step all the same.
   virtual bool supports_async_steps() const { return false; }
   virtual void launch_sampled(const ForwardBatch& /*batch*/, const DeviceSampling& /*sampling*/) {

@@ -80,6 +80,7 @@ class EngineCore {
     DeviceSampling ds;
     int32_t device_lp_rows = 0;    // samples whose logprobs the backend computes
     bool marked = false;           // scheduler_->mark_computed(plan) already done (async: before the next plan)
+    bool collected = false;        // async: its results were read (perhaps inside the next launch's mask wait)
   };
   // The step's chunks as the backend reads them (and each request's first-scheduled time).
   ForwardBatch build_batch(LaunchedStep& s) const;
@@ -96,6 +97,11 @@ class EngineCore {
   bool can_go_ahead(const LaunchedStep& s) const;
   std::optional<LaunchedStep> launch_ahead(LaunchedStep& s);
   void collect(LaunchedStep& s);
+  void launch(const ForwardBatch& batch, LaunchedStep& s);
+  // Late masks (a step launched ahead with grammars): sized before the launch, made after the
+  // previous step is collected. size_late_masks says whether the plan has any.
+  bool size_late_masks(const StepPlan& plan);
+  void fill_late_masks(const StepPlan& plan);
   void drop_in_flight() noexcept;
   // The draw of a choice's row after `guesses` of this step's guesses (its mask; the rest is the
   // choice's state as it stands).

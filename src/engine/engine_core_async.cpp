@@ -11,8 +11,9 @@
 // A sequence that step n stops (or that is aborted meanwhile) wastes its chunk of n + 1, whose
 // results are skipped; its blocks go back at once (the backend runs steps in launch order, so a
 // later step that reuses them writes after the wasted one). Steps that need the host's tokens
-// first (penalties or a grammar of a sequence drawing in n, guesses, prompt logprobs, rows sent
-// back, a sequence about to reach its length limit) run one at a time, as without it.
+// first (penalties of a sequence drawing in n, guesses, prompt logprobs, rows sent back, a
+// sequence about to reach its length limit) run one at a time, as without it. Grammars go ahead
+// with late masks: n + 1's masks are made once n is collected, while n + 1's forward pass runs.
 // Outputs do not change: a draw depends on (logits, params, seed, choice, step) only.
 #include <algorithm>
 #include <deque>
@@ -42,7 +43,7 @@ void EngineCore::step_async() {
     if (can_go_ahead(*in_flight_)) ahead = launch_ahead(*in_flight_);
     LaunchedStep done = std::move(*in_flight_);
     in_flight_ = std::move(ahead);
-    collect(done);
+    if (!done.collected) collect(done);  // else collected by the ahead launch's mask wait
   } catch (...) {
     drop_in_flight();
     throw;
@@ -61,9 +62,7 @@ std::optional<EngineCore::LaunchedStep> EngineCore::launch_scheduled() {
   const ForwardBatch batch = build_batch(s);
   start_masks(s.plan);
   build_device_sampling(s);
-  backend_.launch_sampled(batch, s.ds);
-  ++uncollected_;
-  ++async_steps_;
+  launch(batch, s);
   return s;
 }
 
@@ -83,10 +82,8 @@ bool EngineCore::can_go_ahead(const LaunchedStep& s) const {
     return (p.prompt_logprobs && !r.prompt_logprobs_complete) || (p.logprobs && *p.logprobs > lp_limits.max_top);
   };
   const std::vector<Sequence*>& running = scheduler_->running();
-  for (const Sequence* seq : running) {
-    if (static_cast<const Choice*>(seq->owner)->matcher) return false;  // its mask needs the grammar after the token
+  for (const Sequence* seq : running)
     if (needs_rows(seq)) return false;
-  }
   if (running.size() < size_t(config_.max_num_seqs))
     for (const Sequence* seq : scheduler_->waiting())
       if (needs_rows(seq)) return false;
@@ -109,7 +106,6 @@ std::optional<EngineCore::LaunchedStep> EngineCore::launch_ahead(LaunchedStep& s
   s.marked = true;
   // Each sequence `s` draws for gets a stand-in for its token, so the scheduler sees one more
   // token to compute; commit_token replaces it with the drawn one.
-  std::vector<std::pair<const Sequence*, int32_t>> from_sample;  // sequence, its sample in `s`
   int32_t sample = 0;
   for (const ScheduledChunk& c : s.plan.chunks) {
     if (!c.samples()) continue;
@@ -117,7 +113,7 @@ std::optional<EngineCore::LaunchedStep> EngineCore::launch_ahead(LaunchedStep& s
     if (ch.seq.status != SeqStatus::Finished) {
       ch.seq.tokens.push_back(0);
       ch.pending_token = true;
-      from_sample.emplace_back(&ch.seq, sample);
+      ch.pending_sample = sample;
     }
     ++sample;
   }
@@ -128,21 +124,76 @@ std::optional<EngineCore::LaunchedStep> EngineCore::launch_ahead(LaunchedStep& s
   ForwardBatch batch = build_batch(next);
   for (size_t i = 0; i < next.plan.chunks.size(); ++i) {
     const ScheduledChunk& c = next.plan.chunks[i];
-    for (const auto& [seq, j] : from_sample)
-      if (seq == c.seq && c.start + 1 == seq->num_tokens()) {
-        if (c.count != 1) throw std::logic_error("async scheduling: a stand-in token's chunk has other tokens");
-        batch.seqs[i].token_from_sample = j;
-      }
+    const Choice& ch = *static_cast<const Choice*>(c.seq->owner);
+    if (!ch.pending_token || c.start + c.count != ch.seq.num_tokens()) continue;
+    if (c.count != 1) throw std::logic_error("async scheduling: a stand-in token's chunk has other tokens");
+    batch.seqs[i].token_from_sample = ch.pending_sample;
   }
-  start_masks(next.plan);  // only for sequences admitted now: `s` had none to read
+  // Grammars: a mask follows every token before it, so the masks of this step are made only once
+  // `s` is collected — inside the backend's wait for them, which comes after it has enqueued this
+  // step's forward pass (Backend contract), so the device runs that pass meanwhile.
+  const bool late_masks = size_late_masks(next.plan);
   build_device_sampling(next);
   if (!next.ds.return_rows.empty())
     throw std::logic_error("async scheduling: a step launched ahead asks for logits rows back");
-  backend_.launch_sampled(batch, next.ds);
-  ++uncollected_;
-  ++async_steps_;
+  if (late_masks)
+    next.ds.wait_for_masks = [this, &s, &next] {
+      if (!s.collected) collect(s);
+      fill_late_masks(next.plan);
+    };
+  launch(batch, next);
+  next.ds.wait_for_masks = nullptr;  // it names this frame's locals
   ++ahead_launches_;
   return next;
+}
+
+void EngineCore::launch(const ForwardBatch& batch, LaunchedStep& s) {
+  // Counted first: a collect inside the launch's mask wait must see this step as uncollected
+  // (the requests it finishes stay alive while this step names them).
+  ++uncollected_;
+  try {
+    backend_.launch_sampled(batch, s.ds);
+  } catch (...) {
+    --uncollected_;
+    throw;
+  }
+  ++async_steps_;
+}
+
+bool EngineCore::size_late_masks(const StepPlan& plan) {
+  bool any = false;
+  const size_t words = size_t((limits_.vocab_size + 31) / 32);
+  for (const ScheduledChunk& c : plan.chunks) {
+    Choice& ch = *static_cast<Choice*>(c.seq->owner);
+    const bool late = c.samples() && ch.matcher;
+    ch.masked.assign(c.samples() ? 1 : 0, late ? 1 : 0);
+    if (!late) continue;
+    // Sized here: SampleRequest::allowed points at it before fill_late_masks writes it.
+    ch.masks.resize(1);
+    ch.masks[0].assign(words, ~0u);
+    any = true;
+  }
+  return any;
+}
+
+void EngineCore::fill_late_masks(const StepPlan& plan) {
+  for (const ScheduledChunk& c : plan.chunks) {
+    Choice& ch = *static_cast<Choice*>(c.seq->owner);
+    if (!c.samples() || !ch.matcher) continue;
+    std::vector<uint32_t>& mask = ch.masks[0];
+    // A grammar not (or no longer) in force draws from everything: an all-ones mask changes no
+    // logit, as no mask would not. A sequence stopped by `s` draws a row nobody reads.
+    if (ch.seq.status == SeqStatus::Finished || !ch.matcher->active()) {
+      std::fill(mask.begin(), mask.end(), ~0u);
+      continue;
+    }
+    try {
+      ch.matcher->fill_mask(ch.request->grammar_stops, mask);
+    } catch (const std::exception& e) {
+      ch.mask_error = e.what();  // the request ends at commit; draw from anything meanwhile
+      std::fill(mask.begin(), mask.end(), ~0u);
+    }
+  }
 }
 
 void EngineCore::collect(LaunchedStep& s) {
@@ -156,6 +207,7 @@ void EngineCore::collect(LaunchedStep& s) {
     }
   } join_masks{masks_};
   --uncollected_;  // a collect that throws has consumed the step too (Backend::collect_sampled)
+  s.collected = true;
   backend_.collect_sampled(sampled_);
   finish_device_step(s);
   if (uncollected_ == 0) retired_.clear();

@@ -23,8 +23,10 @@ struct EngineCore::Choice {
   std::vector<std::vector<uint32_t>> masks;
   std::vector<char> masked;
   std::string mask_error;  // computing a mask failed: the request ends with this error
-  // Async scheduling: seq.tokens ends with a stand-in for the token the uncollected step draws.
+  // Async scheduling: seq.tokens ends with a stand-in for the token the uncollected step draws
+  // as its sample `pending_sample`.
   bool pending_token = false;
+  int32_t pending_sample = -1;
 };
 
 struct EngineCore::Request {

@@ -1,7 +1,7 @@
 """Async scheduling end to end (`--async-scheduling`, as vLLM takes it) on the trained toolcall-model: the
 answers are the model's exact greedy answers (fixtures/toolcall-model/README.md) and seeded sampled answers
-equal a server without it, streaming and not, with tool calls, reasoning, logprobs, n > 1, penalties and
-grammars (the last two run one step at a time); clients that vanish while the next step is already launched
+equal a server without it, streaming and not, with tool calls, reasoning, logprobs, n > 1, penalties (those
+steps run one at a time) and grammars (masks made once the step before is collected); clients that vanish while the next step is already launched
 end as aborts; the stats line shows steps launched ahead."""
 import concurrent.futures as cf
 import json
@@ -87,7 +87,7 @@ def test_sampled_answers_equal_the_plain_servers(client, plain_client):  # noqa:
         dict(messages=user("Repeat after me: north happy"), temperature=0.8, seed=1, max_tokens=60, n=2,
              frequency_penalty=0.5),  # penalties: one step at a time
         dict(messages=user("What time is it in Perth?"), tools=[WEATHER, TIME], tool_choice="required",
-             temperature=1.0, seed=3, max_tokens=120),  # a grammar: one step at a time
+             temperature=1.0, seed=3, max_tokens=120),  # a grammar: late masks
         dict(messages=user("Repeat after me: red blue green"), temperature=0, max_tokens=60, stop=["blue"]),
         dict(messages=user("Repeat after me: one two three"), temperature=0.7, seed=2, max_tokens=9),
     ]
@@ -102,6 +102,29 @@ def test_sampled_answers_equal_the_plain_servers(client, plain_client):  # noqa:
                 for call in (ch["message"].get("tool_calls") or []):
                     call.pop("id", None)
         assert a == b, kw
+
+
+def test_structured_outputs_equal_the_plain_servers(client, plain_client):  # noqa: F811
+    # JSON schema and choice grammars on sampled requests, several at once: each step's masks are made
+    # after the step before it is read (late masks); the answers are the plain server's.
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                                               "days": {"type": "integer"}}, "required": ["city", "days"]}
+    kws = [dict(messages=user("What is the weather in Oslo?"), temperature=1.0, seed=s, max_tokens=80, n=2,
+                response_format={"type": "json_schema", "json_schema": {"name": "w", "schema": schema}})
+           for s in range(3)]
+    kws.append(dict(messages=user("Pick one."), temperature=1.0, seed=7, max_tokens=20,
+                    extra_body={"structured_outputs": {"choice": ["north", "south", "east west"]}}))
+    with cf.ThreadPoolExecutor(4) as pool:
+        plain = list(pool.map(lambda kw: plain_client.chat.completions.create(model=MODEL, **kw), kws))
+        ahead = list(pool.map(lambda kw: client.chat.completions.create(model=MODEL, **kw), kws))
+    for kw, a, b in zip(kws, plain, ahead):
+        assert [c.message.content for c in a.choices] == [c.message.content for c in b.choices], kw
+        for c in b.choices:
+            if "response_format" in kw and c.finish_reason == "stop" and c.message.content:
+                assert set(json.loads(c.message.content)) == {"city", "days"}
+    answered = [c.message.content for r in ahead for c in r.choices if c.message.content]
+    assert answered, "no structured answer came back"
+    assert ahead[-1].choices[0].message.content in (None, "north", "south", "east west")
 
 
 def vanish_mid_stream(port, i):

@@ -190,7 +190,8 @@ class DeviceSamplingFake : public FakeBackend {
 // on every token it reads back from its KV pools, so a wrong token changes the output); a collect
 // hands the oldest launch's results over. It checks the engine's side of the contract: at most two
 // launches uncollected, tokens taken only from an uncollected launch, no rows asked by a launch
-// made while another is uncollected, and no two uncollected launches reading grammar masks.
+// made while another is uncollected, and no two uncollected launches reading grammar masks (a
+// launch's mask wait may collect the previous one first).
 class AsyncDeviceSamplingFake : public DeviceSamplingFake {
  public:
   using DeviceSamplingFake::DeviceSamplingFake;
@@ -198,9 +199,8 @@ class AsyncDeviceSamplingFake : public DeviceSamplingFake {
   void launch_sampled(const ForwardBatch& batch, const DeviceSampling& ds) override {
     if (pending_.size() >= 2) throw std::logic_error("async fake: a third launch before the first was collected");
     const std::vector<int32_t>* prev = pending_.empty() ? nullptr : &pending_.back().tokens;
-    if (prev && (!ds.return_rows.empty() || (has_masks(ds) && last_had_masks_)))
-      throw std::logic_error("async fake: a launch ahead of an uncollected one asks for rows back, or both read masks");
-    last_had_masks_ = has_masks(ds);
+    if (prev && !ds.return_rows.empty())
+      throw std::logic_error("async fake: a launch ahead of an uncollected one asks for rows back");
     ForwardBatch resolved = batch;
     for (SequenceChunk& c : resolved.seqs) {
       if (c.token_from_sample < 0) continue;
@@ -210,10 +210,19 @@ class AsyncDeviceSamplingFake : public DeviceSamplingFake {
       c.tokens[0] = (*prev)[size_t(c.token_from_sample)];
       ++resolved_tokens_;
     }
+    const bool ahead = prev != nullptr;
+    const bool masks = has_masks(ds);
     pending_.emplace_back();
-    forward_sampled(resolved, ds, pending_.back());
+    DeviceSampling checked = ds;  // the masks are read after the wait: both uncollected steps may not read them
+    checked.wait_for_masks = [&] {
+      if (ds.wait_for_masks) ds.wait_for_masks();  // may collect the previous launch
+      if (masks && pending_.size() > 1 && pending_.front().masks_read)
+        throw std::logic_error("async fake: two uncollected launches read grammar masks");
+    };
+    forward_sampled(resolved, checked, pending_.back());
+    pending_.back().masks_read = masks;
     ++launches_;
-    if (prev) ++ahead_launches_;
+    if (ahead) ++ahead_launches_;
   }
   void collect_sampled(SampledStep& out) override {
     if (pending_.empty()) throw std::logic_error("async fake: collect without an uncollected launch");
@@ -221,7 +230,7 @@ class AsyncDeviceSamplingFake : public DeviceSamplingFake {
       pending_.pop_front();
       throw std::runtime_error("async fake: injected device failure");
     }
-    out = std::move(pending_.front());
+    out = std::move(static_cast<SampledStep&>(pending_.front()));
     pending_.pop_front();
   }
   size_t uncollected() const { return pending_.size(); }
@@ -234,9 +243,11 @@ class AsyncDeviceSamplingFake : public DeviceSamplingFake {
       if (r.allowed) return true;
     return false;
   }
-  std::deque<SampledStep> pending_;
+  struct Pending : SampledStep {
+    bool masks_read = false;
+  };
+  std::deque<Pending> pending_;
   int64_t collects_ = 0;
-  bool last_had_masks_ = false;
 };
 
 // Random sampling parameters exercising every knob of the engine's draw (greedy or tempered,

@@ -9,6 +9,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/grammar/structured_output.h"
+#include "engine/host_sampled_steps.h"
 #include "engine/sampler.h"
 #include "fakes.h"
 
@@ -28,7 +29,7 @@ std::vector<std::string> pieces() {
 
 std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> run(
     Backend& backend, const std::string& pattern, SpeculativeConfig speculative = {}, EngineStats* stats = nullptr,
-    float temperature = 1.0f) {
+    float temperature = 1.0f, bool async = false) {
   grammar::StructuredOutputSpec spec;
   spec.kind = grammar::StructuredOutputSpec::Kind::Regex;
   spec.text = pattern;
@@ -42,6 +43,7 @@ std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32
   cfg.kv_cache_bytes = 400 * 1000;
   cfg.eos_token_ids = {kEos};
   cfg.speculative = speculative;
+  cfg.async_scheduling = async;
   EngineCore core(cfg, tiny_model(kVocab, 8, 256), backend, piece_text(pieces()));
   std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> got;
   for (int r = 0; r < 6; ++r) {
@@ -121,6 +123,25 @@ TEST(EngineGrammar, SpeculationGivesTheSameOutputsUnderTheGrammar) {
       EXPECT_GT(s.spec_num_accepted_tokens, 0) << temperature;
     }
   }
+}
+
+// Async scheduling under grammars: each step launched ahead gets its masks only once the step
+// before it is collected (late masks, made while its forward pass runs): the same outputs as one
+// step at a time, on a device-sampling backend and on HostSampledSteps, with steps going ahead.
+TEST(EngineGrammar, AsyncSchedulingGivesTheSameOutputsUnderTheGrammar) {
+  const std::string pattern = "(ab|c)+-?(12|2){1,3}";
+  DeviceSamplingFake device(kVocab, 8);
+  AsyncDeviceSamplingFake async_device(kVocab, 8);
+  HostSampledSteps host_steps(std::make_unique<FakeBackend>(kVocab, 8), kVocab);
+  EngineStats a_stats, b_stats;
+  const auto a = run(device, pattern);
+  const auto b = run(async_device, pattern, {}, &a_stats, 1.0f, true);
+  const auto c = run(host_steps, pattern, {}, &b_stats, 1.0f, true);
+  expect_all_match(b, pattern);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, c);
+  for (const EngineStats& s : {a_stats, b_stats}) EXPECT_GT(s.async_ahead_steps * 2, s.async_steps);
+  EXPECT_GT(async_device.ahead_launches_ * 2, async_device.launches_);
 }
 
 }  // namespace

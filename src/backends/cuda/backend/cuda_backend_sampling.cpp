@@ -74,8 +74,6 @@ void CudaBackend::launch_sampled(const ForwardBatch& batch, const DeviceSampling
   LaunchedSampling L;
   L.slot = ahead ? 1 - launched_.front().slot : 0;
   L.masks = std::any_of(ds.samples.begin(), ds.samples.end(), [](const SampleRequest& r) { return r.allowed != nullptr; });
-  if (ahead && L.masks && launched_.front().masks)
-    throw Error("CUDA backend: two uncollected steps read grammar masks (their pinned buffers are shared)");
   ResultSlot& slot = result_slots_[L.slot];
   STRIKER_CUDA_CHECK(cudaEventRecord(slot.start, stream_));
   launch_forward(batch);
@@ -103,8 +101,11 @@ void CudaBackend::launch_sampled(const ForwardBatch& batch, const DeviceSampling
                                        (k - j) * size_t(V) * 4, cudaMemcpyDeviceToHost, stream_));
     j = k;
   }
-  // Grammar masks: computed by the engine while the forward above runs on the GPU.
+  // Grammar masks: computed by the engine while the forward above runs on the GPU (with async
+  // scheduling, once it has collected the uncollected step: the masks follow its tokens).
   if (ds.wait_for_masks) ds.wait_for_masks();
+  if (L.masks && !launched_.empty() && launched_.front().masks)
+    throw Error("CUDA backend: two uncollected steps read grammar masks (their pinned buffers are shared)");
   masks_->apply(ds.samples, logits, stream_);
   const int n = int(sb.params.size());
   if (n > 0) {
