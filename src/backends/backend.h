@@ -91,7 +91,9 @@ struct DeviceSampling {
   // runs: a backend enqueues the forward first, then calls this (when set, before forward_sampled
   // or launch_sampled returns) and only then reads the masks, so their CPU time hides behind the
   // GPU's. With async scheduling it may collect the previously launched step first
-  // (Backend::collect_sampled, from inside the launch): the masks follow that step's tokens.
+  // (Backend::collect_sampled, from inside the launch): the masks follow that step's tokens, and
+  // it may complete `samples` (a penalty's output counts): a backend reads `samples` for its draws
+  // only after this returns.
   std::function<void()> wait_for_masks;
 };
 

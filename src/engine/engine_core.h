@@ -102,6 +102,9 @@ class EngineCore {
   // previous step is collected. size_late_masks says whether the plan has any.
   bool size_late_masks(const StepPlan& plan);
   void fill_late_masks(const StepPlan& plan);
+  // Late counts (a step launched ahead with penalties): the samples of sequences drawing after a
+  // stand-in made again once the previous step is collected.
+  void complete_late_counts(LaunchedStep& next) const;
   void drop_in_flight() noexcept;
   // The draw of a choice's row after `guesses` of this step's guesses (its mask; the rest is the
   // choice's state as it stands).

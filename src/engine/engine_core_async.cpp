@@ -11,9 +11,9 @@
 // A sequence that step n stops (or that is aborted meanwhile) wastes its chunk of n + 1, whose
 // results are skipped; its blocks go back at once (the backend runs steps in launch order, so a
 // later step that reuses them writes after the wasted one). Steps that need the host's tokens
-// first (penalties of a sequence drawing in n, guesses, prompt logprobs, rows sent back, a
-// sequence about to reach its length limit) run one at a time, as without it. Grammars go ahead
-// with late masks: n + 1's masks are made once n is collected, while n + 1's forward pass runs.
+// first (guesses, prompt logprobs, rows sent back, a sequence about to reach its length limit)
+// run one at a time, as without it. Grammars and penalties go ahead late: n + 1's masks and
+// output counts are completed once n is collected, while n + 1's forward pass runs.
 // Outputs do not change: a draw depends on (logits, params, seed, choice, step) only.
 #include <algorithm>
 #include <deque>
@@ -89,12 +89,11 @@ bool EngineCore::can_go_ahead(const LaunchedStep& s) const {
       if (needs_rows(seq)) return false;
   // A step holds at most max_num_seqs sequences.
   if (std::min<int64_t>(with_logprobs, config_.max_num_seqs) > lp_limits.rows) return false;
-  // The sequences `s` draws for: their next draw must not depend on the token (penalties count it)
-  // and they must not stop for length on it (the stand-in's position must exist).
+  // The sequences `s` draws for must not stop for length on its token (the stand-in's position
+  // must exist).
   for (const ScheduledChunk& c : s.plan.chunks) {
     if (!c.samples() || c.seq->status == SeqStatus::Finished) continue;
     const SamplingParams& p = static_cast<const Choice*>(c.seq->owner)->request->req.params;
-    if (has_penalties(p)) return false;
     if (c.seq->num_output() + 1 >= p.max_tokens || c.seq->num_tokens() + 1 >= config_.max_model_len) return false;
   }
   return true;
@@ -132,14 +131,21 @@ std::optional<EngineCore::LaunchedStep> EngineCore::launch_ahead(LaunchedStep& s
   // Grammars: a mask follows every token before it, so the masks of this step are made only once
   // `s` is collected — inside the backend's wait for them, which comes after it has enqueued this
   // step's forward pass (Backend contract), so the device runs that pass meanwhile.
+  // Penalties likewise: the output counts of a sequence drawing after a stand-in are completed
+  // in the same wait (the backend reads the samples' counts only after it).
   const bool late_masks = size_late_masks(next.plan);
+  const bool late_counts = std::any_of(next.plan.chunks.begin(), next.plan.chunks.end(), [](const ScheduledChunk& c) {
+    const Choice& ch = *static_cast<const Choice*>(c.seq->owner);
+    return c.samples() && ch.pending_token && has_penalties(ch.request->req.params);
+  });
   build_device_sampling(next);
   if (!next.ds.return_rows.empty())
     throw std::logic_error("async scheduling: a step launched ahead asks for logits rows back");
-  if (late_masks)
+  if (late_masks || late_counts)
     next.ds.wait_for_masks = [this, &s, &next] {
       if (!s.collected) collect(s);
       fill_late_masks(next.plan);
+      complete_late_counts(next);
     };
   launch(batch, next);
   next.ds.wait_for_masks = nullptr;  // it names this frame's locals
@@ -174,6 +180,22 @@ bool EngineCore::size_late_masks(const StepPlan& plan) {
     any = true;
   }
   return any;
+}
+
+void EngineCore::complete_late_counts(LaunchedStep& next) const {
+  size_t sample = 0;
+  for (const ScheduledChunk& c : next.plan.chunks) {
+    if (!c.samples()) continue;
+    SampleRequest& sr = next.ds.samples[sample++];
+    const Choice& ch = *static_cast<const Choice*>(c.seq->owner);
+    if (ch.seq.status == SeqStatus::Finished || !has_penalties(ch.request->req.params)) continue;
+    // Made again now that the choice's counts hold the token `s` drew (same step, seed, mask).
+    SampleRequest fresh = make_sample_request(sample_context(ch));
+    fresh.row = sr.row;
+    fresh.top_logprobs = sr.top_logprobs;
+    fresh.allowed = sr.allowed;
+    sr = std::move(fresh);
+  }
 }
 
 void EngineCore::fill_late_masks(const StepPlan& plan) {

@@ -67,13 +67,13 @@ std::shared_ptr<HostSampledSteps::Step> HostSampledSteps::make_step(const Forwar
                                                                     const DeviceSampling& sampling) const {
   if (!sampling.return_rows.empty())
     throw std::logic_error("HostSampledSteps: rows asked back, but every logprob is computed here");
+  // The engine completes masks (and, async, a penalty's counts) by the end of this wait and may
+  // reuse the masks' storage for its next step: the step keeps its own copies, taken after it.
+  if (sampling.wait_for_masks) sampling.wait_for_masks();
   auto step = std::make_shared<Step>();
   step->batch = batch;
   step->sampling.samples = sampling.samples;
   step->sampling.prompt_logprobs = sampling.prompt_logprobs;
-  // The engine computes masks beside the launch and may reuse their storage for its next step:
-  // the step keeps its own copies, taken once they are complete.
-  if (sampling.wait_for_masks) sampling.wait_for_masks();
   step->masks.resize(sampling.samples.size());
   for (size_t i = 0; i < sampling.samples.size(); ++i) {
     const uint32_t* allowed = sampling.samples[i].allowed;

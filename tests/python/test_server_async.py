@@ -1,7 +1,7 @@
 """Async scheduling end to end (`--async-scheduling`, as vLLM takes it) on the trained toolcall-model: the
 answers are the model's exact greedy answers (fixtures/toolcall-model/README.md) and seeded sampled answers
-equal a server without it, streaming and not, with tool calls, reasoning, logprobs, n > 1, penalties (those
-steps run one at a time) and grammars (masks made once the step before is collected); clients that vanish while the next step is already launched
+equal a server without it, streaming and not, with tool calls, reasoning, logprobs, n > 1, penalties and
+grammars (counts and masks completed once the step before is collected); clients that vanish while the next step is already launched
 end as aborts; the stats line shows steps launched ahead."""
 import concurrent.futures as cf
 import json
@@ -85,7 +85,7 @@ def test_sampled_answers_equal_the_plain_servers(client, plain_client):  # noqa:
         dict(messages=user("Compare the weather in Cairo and Rome."), tools=[WEATHER, TIME], temperature=1.0, seed=9,
              max_tokens=120, n=3, logprobs=True, top_logprobs=3),
         dict(messages=user("Repeat after me: north happy"), temperature=0.8, seed=1, max_tokens=60, n=2,
-             frequency_penalty=0.5),  # penalties: one step at a time
+             frequency_penalty=0.5),  # penalties: counts completed late
         dict(messages=user("What time is it in Perth?"), tools=[WEATHER, TIME], tool_choice="required",
              temperature=1.0, seed=3, max_tokens=120),  # a grammar: late masks
         dict(messages=user("Repeat after me: red blue green"), temperature=0, max_tokens=60, stop=["blue"]),

@@ -218,6 +218,7 @@ class AsyncDeviceSamplingFake : public DeviceSamplingFake {
       if (ds.wait_for_masks) ds.wait_for_masks();  // may collect the previous launch
       if (masks && pending_.size() > 1 && pending_.front().masks_read)
         throw std::logic_error("async fake: two uncollected launches read grammar masks");
+      checked.samples = ds.samples;  // as the engine completed them (a penalty's counts)
     };
     forward_sampled(resolved, checked, pending_.back());
     pending_.back().masks_read = masks;

@@ -57,7 +57,7 @@ std::shared_ptr<const grammar::CompiledGrammar> letters_grammar() {
 // strings, eos, n > 1, min_tokens, logprobs, and now and then a grammar (admitted by a step
 // launched ahead, its masks read by that step; its own next steps run one at a time); `mixed`
 // draws every knob instead.
-SamplingParams params_for(std::mt19937& rng, bool mixed, bool grammars) {
+SamplingParams params_for(std::mt19937& rng, bool mixed, bool grammars, bool penalties) {
   if (mixed) return random_sampling_params(rng, kVocab, kEos, 14, 3);
   SamplingParams p;
   p.seed = rng();
@@ -70,6 +70,11 @@ SamplingParams params_for(std::mt19937& rng, bool mixed, bool grammars) {
   if (rng() % 3 == 0) p.logprobs = int32_t(rng() % 3);
   if (rng() % 4 == 0) p.logit_bias = {{int32_t(rng() % uint64_t(kVocab)), 2.0f}};
   if (grammars && rng() % 8 == 0) p.structured = StructuredConstraint{letters_grammar(), -1};
+  if (penalties) {
+    p.repetition_penalty = (rng() % 2) ? 1.3f : 1.f;
+    p.frequency_penalty = (rng() % 2) ? 0.6f : 0.f;
+    p.presence_penalty = (rng() % 2) ? -0.4f : 0.5f;
+  }
   return p;
 }
 
@@ -80,6 +85,7 @@ struct Workload {
   int64_t kv_blocks = 24;   // small enough to preempt
   int abort_every = 0;      // > 0: about one request in this many is aborted while running
   bool grammars = false;    // now and then a request with a grammar
+  bool penalties = false;   // every request with a penalty
 };
 
 // Runs the workload to completion; `aborted` collects the ids aborted on the way.
@@ -111,7 +117,7 @@ Outputs run(Backend& backend, const Workload& w, bool async, std::set<std::strin
   int added = 0;
   for (int step = 0; step < 20000 && (added < w.requests || core.has_work()); ++step) {
     if (added < w.requests && rng() % 3 == 0) {
-      const SamplingParams p = params_for(rng, w.mixed, w.grammars);
+      const SamplingParams p = params_for(rng, w.mixed, w.grammars, w.penalties);
       const int len = 1 + int(rng() % uint32_t(cfg.max_model_len - p.max_tokens - 1));
       std::vector<int32_t> prompt;
       for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 30));
@@ -178,8 +184,25 @@ TEST(EngineAsync, SameOutputsAsOneStepAtATimeAndStepsGoAhead) {
   }
 }
 
+// Penalties on every request: a step launched ahead gets the output counts of its sequences
+// completed once the step before it is collected (late counts), and the outputs stay the same.
+TEST(EngineAsync, PenaltiesGoAheadWithTheirCountsCompletedLate) {
+  for (uint64_t seed : {9u, 10u}) {
+    Workload w;
+    w.seed = seed;
+    w.penalties = true;
+    DeviceSamplingFake sync_backend(kVocab, kWindow);
+    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+    sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
+    const Outputs a = run(sync_backend, w, false);
+    const Outputs b = run(async_backend, w, true);
+    EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs with penalties differ";
+    EXPECT_GT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
+  }
+}
+
 // Every sampling knob, prompt logprobs and a tight pool: most steps fall back to one at a time
-// (penalties count the token being drawn), the outputs still equal the synchronous engine's.
+// (prompt logprobs, rows sent back), the outputs still equal the synchronous engine's.
 TEST(EngineAsync, FallsBackWhereTheNextDrawNeedsTheTokenAndKeepsTheOutputs) {
   for (uint64_t seed : {4u, 5u}) {
     Workload w;

@@ -106,6 +106,9 @@ void CudaBackend::launch_sampled(const ForwardBatch& batch, const DeviceSampling
   if (ds.wait_for_masks) ds.wait_for_masks();
   if (L.masks && !launched_.empty() && launched_.front().masks)
     throw Error("CUDA backend: two uncollected steps read grammar masks (their pinned buffers are shared)");
+  // The wait may have completed the samples (async scheduling: a penalty's counts): packed again
+  // (the first packing above checked them before anything was enqueued).
+  pack_samples(ds.samples, int32_t(rows), V, sb.params, sb.edits);
   masks_->apply(ds.samples, logits, stream_);
   const int n = int(sb.params.size());
   if (n > 0) {
