@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <random>
 #include <functional>
 #include <set>
@@ -496,7 +497,9 @@ TEST(CudaSampling, BackendForwardSampledMatchesCpuOnItsOwnLogits) {
 
 // Async scheduling: steps launched one ahead of their collect, each sequence's token taken on the
 // device from the previous step's draws (SequenceChunk::token_from_sample), give exactly the
-// tokens and logprobs of forward_sampled steps fed the drawn tokens by the host.
+// tokens and logprobs of forward_sampled steps fed the drawn tokens by the host — also when, as the
+// engine does for a penalty, the launch's mask wait collects the previous step and only then
+// completes a sample's output counts (the backend must read them after the wait).
 TEST(CudaSampling, AsyncStepsMatchForwardSampled) {
   FlintConfig c = small_config();
   c.num_hidden_layers = 2;
@@ -510,8 +513,9 @@ TEST(CudaSampling, AsyncStepsMatchForwardSampled) {
   std::vector<SampleRequest> params;
   for (int s = 0; s < kSeqs; ++s) {
     SampleRequest r = random_request(rng, c.vocab_size, s);
-    r.repetition_penalty = 1.0f;  // as async scheduling asks: no penalties, nothing depends on the drawn token
-    r.presence_penalty = r.frequency_penalty = 0.0f;
+    r.repetition_penalty = 1.0f;
+    r.presence_penalty = 0.0f;
+    r.frequency_penalty = s == 2 ? 0.8f : 0.0f;  // sequence 2's counts arrive late on the async path
     r.output_counts.clear();
     r.prompt_tokens.clear();
     r.allowed = nullptr;
@@ -526,52 +530,70 @@ TEST(CudaSampling, AsyncStepsMatchForwardSampled) {
     ch.sliding_block_table = {s * 2, s * 2 + 1};
     return ch;
   };
-  auto sampling = [&](int64_t step) {
+  auto counts_of = [](const std::vector<int32_t>& drawn) {
+    std::map<int32_t, int32_t> m;
+    for (int32_t t : drawn) ++m[t];
+    return std::vector<std::pair<int32_t, int32_t>>(m.begin(), m.end());
+  };
+  // Step `step`'s samples; sequence 2's counts from `drawn2` (its tokens drawn before this step).
+  auto sampling = [&](int64_t step, const std::vector<int32_t>& drawn2) {
     DeviceSampling ds;
     for (int s = 0; s < kSeqs; ++s) {
       ds.samples.push_back(params[size_t(s)]);
       ds.samples.back().row = s;
       ds.samples.back().step = step;
     }
+    ds.samples[2].output_counts = counts_of(drawn2);
     return ds;
   };
-  // Host-fed: each step's tokens are the previous step's draws.
   auto host = make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
   auto async = make_cuda_backend_dummy(c, 3, WeightFormat::bf16, CudaBackendOptions{256, 64, 1 << 16});
   ASSERT_TRUE(async->supports_async_steps());
   for (auto* b : {host.get(), async.get()}) b->allocate_kv_cache(KvCacheSpec{16, 8, 8});
+  // Host-fed: each step's tokens (and counts) are the previous steps' draws.
   std::vector<std::vector<int32_t>> want(kSeqs);
   std::vector<std::vector<SampledLogprobs>> want_lp;
   {
     ForwardBatch prefill;
     for (int s = 0; s < kSeqs; ++s) prefill.seqs.push_back(chunk(s, prompts[size_t(s)], 0));
     SampledStep out;
-    host->forward_sampled(prefill, sampling(0), out);
+    host->forward_sampled(prefill, sampling(0, {}), out);
     for (int step = 1; step <= kSteps; ++step) {
       for (int s = 0; s < kSeqs; ++s) want[size_t(s)].push_back(out.tokens[size_t(s)]);
       want_lp.push_back(out.logprobs);
       ForwardBatch next;
       for (int s = 0; s < kSeqs; ++s) next.seqs.push_back(chunk(s, {out.tokens[size_t(s)]}, kPrompt + step - 1));
-      host->forward_sampled(next, sampling(step), out);
+      host->forward_sampled(next, sampling(step, want[2]), out);
     }
   }
-  // Launched one ahead: step k + 1 goes out before step k is collected, its tokens stand-ins.
+  // Launched one ahead: step k + 1 goes out before step k is collected, its tokens stand-ins; its
+  // mask wait collects step k, then completes sequence 2's counts (the engine's late counts).
   std::vector<std::vector<int32_t>> got(kSeqs);
   std::vector<std::vector<SampledLogprobs>> got_lp;
+  auto take = [&](const SampledStep& out) {
+    for (int s = 0; s < kSeqs; ++s) got[size_t(s)].push_back(out.tokens[size_t(s)]);
+    got_lp.push_back(out.logprobs);
+  };
   ForwardBatch prefill;
   for (int s = 0; s < kSeqs; ++s) prefill.seqs.push_back(chunk(s, prompts[size_t(s)], 0));
-  async->launch_sampled(prefill, sampling(0));
+  async->launch_sampled(prefill, sampling(0, {}));
   for (int step = 1; step <= kSteps; ++step) {
     ForwardBatch next;
     for (int s = 0; s < kSeqs; ++s) {
       next.seqs.push_back(chunk(s, {0}, kPrompt + step - 1));
       next.seqs.back().token_from_sample = s;
     }
-    async->launch_sampled(next, sampling(step));
-    SampledStep out;
-    async->collect_sampled(out);
-    for (int s = 0; s < kSeqs; ++s) got[size_t(s)].push_back(out.tokens[size_t(s)]);
-    got_lp.push_back(out.logprobs);
+    DeviceSampling ds = sampling(step, got[2]);  // one token short: the uncollected step's
+    bool collected = false;
+    ds.wait_for_masks = [&] {
+      SampledStep out;
+      async->collect_sampled(out);
+      take(out);
+      ds.samples[2].output_counts = counts_of(got[2]);
+      collected = true;
+    };
+    async->launch_sampled(next, ds);
+    ASSERT_TRUE(collected) << "the backend did not call wait_for_masks within the launch";
   }
   SampledStep last;
   async->collect_sampled(last);
@@ -587,10 +609,10 @@ TEST(CudaSampling, AsyncStepsMatchForwardSampled) {
   ForwardBatch one;
   one.seqs.push_back(chunk(0, {0}, kPrompt + kSteps));
   one.seqs.back().token_from_sample = 0;
-  EXPECT_THROW(async->launch_sampled(one, sampling(kSteps + 1)), Error);
+  EXPECT_THROW(async->launch_sampled(one, sampling(kSteps + 1, {})), Error);
   one.seqs.back().token_from_sample = -1;
   one.seqs.back().tokens = {1};
-  DeviceSampling first = sampling(kSteps + 1);
+  DeviceSampling first = sampling(kSteps + 1, {});
   first.samples.resize(1);
   async->launch_sampled(one, first);
   DeviceSampling rows = first;
