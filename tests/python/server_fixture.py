@@ -8,6 +8,7 @@ STRIKER_SERVE_DEVICE=cuda runs the same tests against the GPU backend (on the GP
 """
 import os
 import itertools
+import json
 import pathlib
 import re
 import signal
@@ -155,3 +156,16 @@ def module_server(striker_bin, model, args, tmp_path_factory):
 def client(server):
     """The official openai client for the test module's `server` fixture."""
     return server.client()
+
+
+def vanish_mid_stream(port, body) -> bool:
+    """POSTs `body` (a streaming /v1/completions request) on a raw socket, reads the first bytes of
+    the response, then resets the connection: a client that vanishes mid-stream. True when the
+    response had started (HTTP 200)."""
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=120)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+    got = s.recv(256)
+    s.close()
+    return got.startswith(b"HTTP/1.1 200")

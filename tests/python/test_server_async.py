@@ -6,42 +6,20 @@ end as aborts; the stats line shows steps launched ahead."""
 import concurrent.futures as cf
 import json
 import re
-import socket
 import time
 
 import pytest
 import requests
 
-from server_fixture import StrikerServer, client, module_server, toolcall_model  # noqa: F401  (fixtures)
-
-MODEL = "toolcall"
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                   "required": ["city"]}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "Get the local time in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-FLAGS = ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47", "--reasoning-parser",
-         "glm47", "--max-model-len", "1024", "--max-num-seqs", "8", "--kv-cache-memory", "32MiB"]
+from server_fixture import client, module_server, toolcall_model, vanish_mid_stream  # noqa: F401
+from toolcall_cases import (FLAGS, MODEL, TIME, WEATHER, check_exact_tool_calls, comparable, plain_client,  # noqa: F401
+                           user)
 
 
 @pytest.fixture(scope="module")
 def server(striker_bin, toolcall_model, tmp_path_factory):  # noqa: F811
     yield from module_server(striker_bin, toolcall_model, [*FLAGS, "--async-scheduling", "--log-stats-interval", "0.5"],
                              tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def plain_client(striker_bin, toolcall_model, tmp_path_factory):  # noqa: F811
-    """The same server without async scheduling."""
-    s = StrikerServer(striker_bin, toolcall_model, FLAGS, log_dir=tmp_path_factory.mktemp("plain"))
-    yield s.client()
-    s.stop()
-
-
-def user(text):
-    return [{"role": "user", "content": text}]
 
 
 def test_startup_says_so(server):
@@ -55,28 +33,7 @@ def test_exact_answers_streaming_and_not(client):  # noqa: F811
     assert m.model_extra["reasoning"] == "The user wants an echo."
     assert m.content == "apple river stone"
     assert len(r.choices[0].logprobs.content) == r.usage.completion_tokens
-    r = client.chat.completions.create(model=MODEL, messages=user("Compare the weather in Lima and Seoul."),
-                                       tools=[WEATHER, TIME], temperature=0, max_tokens=160)
-    m = r.choices[0].message
-    assert m.model_extra["reasoning"] == "I need the weather for Lima and Seoul. Two calls."
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in m.tool_calls] == [
-        ("get_weather", {"city": "Lima"}), ("get_weather", {"city": "Seoul"})]
-    assert r.choices[0].finish_reason == "tool_calls"
-    reasoning, calls, finish = "", {}, None
-    for chunk in client.chat.completions.create(model=MODEL, messages=user("What time is it in Hanoi?"),
-                                                tools=[WEATHER, TIME], temperature=0, max_tokens=160, stream=True):
-        if not chunk.choices:
-            continue
-        delta = chunk.choices[0].delta
-        reasoning += (delta.model_extra or {}).get("reasoning") or ""
-        for tc in delta.tool_calls or []:
-            calls.setdefault(tc.index, {"name": "", "arguments": ""})
-            calls[tc.index]["name"] += tc.function.name or ""
-            calls[tc.index]["arguments"] += tc.function.arguments or ""
-        finish = chunk.choices[0].finish_reason or finish
-    assert reasoning == "The user wants the local time in Hanoi."
-    assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == [("get_time", {"city": "Hanoi"})]
-    assert finish == "tool_calls"
+    check_exact_tool_calls(client)
 
 
 def test_sampled_answers_equal_the_plain_servers(client, plain_client):  # noqa: F811
@@ -92,15 +49,8 @@ def test_sampled_answers_equal_the_plain_servers(client, plain_client):  # noqa:
         dict(messages=user("Repeat after me: one two three"), temperature=0.7, seed=2, max_tokens=9),
     ]
     for kw in requests_:
-        a = plain_client.chat.completions.create(model=MODEL, **kw).model_dump()
-        b = client.chat.completions.create(model=MODEL, **kw).model_dump()
-        for r in (a, b):
-            for key in ("id", "created", "system_fingerprint"):
-                r.pop(key, None)
-            r["usage"].pop("prompt_tokens_details", None)  # cached tokens: each server's own cache
-            for ch in r["choices"]:
-                for call in (ch["message"].get("tool_calls") or []):
-                    call.pop("id", None)
+        a = comparable(plain_client.chat.completions.create(model=MODEL, **kw))
+        b = comparable(client.chat.completions.create(model=MODEL, **kw))
         assert a == b, kw
 
 
@@ -127,24 +77,14 @@ def test_structured_outputs_equal_the_plain_servers(client, plain_client):  # no
     assert ahead[-1].choices[0].message.content in (None, "north", "south", "east west")
 
 
-def vanish_mid_stream(port, i):
-    """A long streaming request whose client reads the first bytes of the response, then resets."""
-    body = json.dumps({"model": MODEL, "prompt": f"<|user|>Repeat after me: vanish {i}<|assistant|>", "max_tokens": 400,
-                       "stream": True, "ignore_eos": True}).encode()
-    s = socket.create_connection(("127.0.0.1", port), timeout=120)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-    got = s.recv(256)
-    s.close()
-    return got.startswith(b"HTTP/1.1 200")
-
-
 def test_clients_that_vanish_end_as_aborts_and_serving_goes_on(server, client):  # noqa: F811
     aborted = 'vllm:request_success_total{engine="0",model_name="toolcall",finished_reason="abort"}'
     before = server.metrics().get(aborted, 0)
     port = int(server.url.rsplit(":", 1)[1])
     with cf.ThreadPoolExecutor(8) as pool:
-        assert all(pool.map(lambda i: vanish_mid_stream(port, i), range(8)))
+        assert all(pool.map(lambda i: vanish_mid_stream(port, {
+            "model": MODEL, "prompt": f"<|user|>Repeat after me: vanish {i}<|assistant|>", "max_tokens": 400,
+            "stream": True, "ignore_eos": True}), range(8)))
     deadline = time.time() + 60
     while server.metrics().get(aborted, 0) - before < 8:
         assert time.time() < deadline, "the vanished clients' requests did not end as aborts"

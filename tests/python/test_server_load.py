@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from server_fixture import StrikerServer, tiny_model  # noqa: F401  (fixtures)
+from server_fixture import StrikerServer, tiny_model, vanish_mid_stream  # noqa: F401  (fixtures)
 
 MODEL = "tiny"
 
@@ -39,18 +39,6 @@ def stream_chat(url, i, max_tokens):
     return usage["completion_tokens"]
 
 
-def vanish_mid_stream(port, i):
-    """Sends a long streaming request, reads the first bytes of the response, then resets."""
-    body = json.dumps({"model": MODEL, "prompt": f"vanish {i}", "max_tokens": 400, "stream": True,
-                       "ignore_eos": True}).encode()
-    s = socket.create_connection(("127.0.0.1", port), timeout=120)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-    got = s.recv(256)
-    s.close()
-    return got.startswith(b"HTTP/1.1 200")
-
-
 @pytest.fixture(scope="module")
 def server(striker_bin, tiny_model, tmp_path_factory):
     s = StrikerServer(striker_bin, tiny_model, ["--served-model-name", MODEL, "--max-model-len", "512",
@@ -66,7 +54,8 @@ def test_64_streams_and_200_disconnects_then_idle(server):
         done = list(pool.map(lambda i: stream_chat(server.url, i, 4), range(64)))
     assert done == [4] * 64
     with cf.ThreadPoolExecutor(max_workers=50) as pool:
-        started = list(pool.map(lambda i: vanish_mid_stream(server.port, i), range(200)))
+        started = list(pool.map(lambda i: vanish_mid_stream(server.port, {
+            "model": MODEL, "prompt": f"vanish {i}", "max_tokens": 400, "stream": True, "ignore_eos": True}), range(200)))
     assert sum(started) == 200
     m = wait_idle(server)
     assert m["vllm:generation_tokens_total"] < 200 * 400  # the vanished requests were cut short

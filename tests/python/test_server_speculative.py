@@ -10,19 +10,11 @@ import time
 import pytest
 import requests
 
-from server_fixture import StrikerServer, client, module_server, toolcall_model  # noqa: F401  (fixtures)
+from server_fixture import client, module_server, toolcall_model  # noqa: F401  (fixtures)
+from toolcall_cases import (FLAGS, MODEL, TIME, WEATHER, check_exact_tool_calls, comparable, plain_client,  # noqa: F401
+                           user)
 
-MODEL = "toolcall"
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                   "required": ["city"]}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "Get the local time in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 SPEC = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1, "prompt_lookup_max": 3}'
-FLAGS = ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call-parser", "glm47", "--reasoning-parser",
-         "glm47", "--max-model-len", "1024", "--max-num-seqs", "8", "--kv-cache-memory", "32MiB"]
 WORDS = "apple river stone"  # the model echoes up to three words
 
 
@@ -30,18 +22,6 @@ WORDS = "apple river stone"  # the model echoes up to three words
 def server(striker_bin, toolcall_model, tmp_path_factory):  # noqa: F811
     yield from module_server(striker_bin, toolcall_model, [*FLAGS, "--speculative-config", SPEC, "--log-stats-interval", "0.5"],
                              tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def plain_client(striker_bin, toolcall_model, tmp_path_factory):  # noqa: F811
-    """The same server without speculation."""
-    s = StrikerServer(striker_bin, toolcall_model, FLAGS, log_dir=tmp_path_factory.mktemp("plain"))
-    yield s.client()
-    s.stop()
-
-
-def user(text):
-    return [{"role": "user", "content": text}]
 
 
 def counters(server):
@@ -70,31 +50,7 @@ def test_echo_is_exact_and_guesses_are_accepted(server, client):  # noqa: F811
 
 
 def test_tool_calls_are_exact_streaming_and_not(client):  # noqa: F811
-    r = client.chat.completions.create(model=MODEL, messages=user("Compare the weather in Lima and Seoul."),
-                                       tools=[WEATHER, TIME], temperature=0, max_tokens=160)
-    m = r.choices[0].message
-    assert m.model_extra["reasoning"] == "I need the weather for Lima and Seoul. Two calls."
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in m.tool_calls] == [
-        ("get_weather", {"city": "Lima"}), ("get_weather", {"city": "Seoul"})]
-    assert r.choices[0].finish_reason == "tool_calls"
-
-    reasoning, calls, finish, chunks = "", {}, None, 0
-    for chunk in client.chat.completions.create(model=MODEL, messages=user("What time is it in Hanoi?"),
-                                                tools=[WEATHER, TIME], temperature=0, max_tokens=160, stream=True):
-        if not chunk.choices:
-            continue
-        chunks += 1
-        delta = chunk.choices[0].delta
-        reasoning += (delta.model_extra or {}).get("reasoning") or ""
-        assert not delta.content
-        for tc in delta.tool_calls or []:
-            calls.setdefault(tc.index, {"name": "", "arguments": ""})
-            calls[tc.index]["name"] += tc.function.name or ""
-            calls[tc.index]["arguments"] += tc.function.arguments or ""
-        finish = chunk.choices[0].finish_reason or finish
-    assert reasoning == "The user wants the local time in Hanoi."
-    assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == [("get_time", {"city": "Hanoi"})]
-    assert finish == "tool_calls"
+    check_exact_tool_calls(client)
 
 
 def test_completions_with_n_and_seed_match_plain_decoding_elsewhere(server, client):  # noqa: F811
@@ -155,13 +111,6 @@ def test_sampled_answers_equal_plain_decodings(client, plain_client):  # noqa: F
              frequency_penalty=0.5, logprobs=True, top_logprobs=3),
     ]
     for kw in requests_:
-        a = plain_client.chat.completions.create(model=MODEL, **kw).model_dump()
-        b = client.chat.completions.create(model=MODEL, **kw).model_dump()
-        for r in (a, b):
-            for key in ("id", "created", "system_fingerprint"):
-                r.pop(key, None)
-            r["usage"].pop("prompt_tokens_details", None)  # cached tokens: each server's own cache
-            for ch in r["choices"]:
-                for call in (ch["message"].get("tool_calls") or []):
-                    call.pop("id", None)
+        a = comparable(plain_client.chat.completions.create(model=MODEL, **kw))
+        b = comparable(client.chat.completions.create(model=MODEL, **kw))
         assert a == b, kw

@@ -140,6 +140,42 @@ Outputs run(Backend& backend, const Workload& w, bool async, std::set<std::strin
   return out;
 }
 
+// The workload one step at a time and with async scheduling, each on a fresh fake.
+struct Both {
+  Outputs sync, async;
+  int64_t sync_samples = 0, async_samples = 0, launches = 0, ahead = 0, engine_ahead = 0, resolved = 0;
+  size_t uncollected = 0;
+  std::set<std::string> aborted_sync, aborted_async;
+};
+
+Both run_both(const Workload& w, DeviceLogprobLimits limits = {4, 8, 8}) {
+  DeviceSamplingFake sync_backend(kVocab, kWindow);
+  AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+  sync_backend.limits_ = async_backend.limits_ = limits;
+  Both r;
+  r.sync = run(sync_backend, w, false, &r.aborted_sync);
+  r.async = run(async_backend, w, true, &r.aborted_async, &r.engine_ahead);
+  r.sync_samples = sync_backend.samples_;
+  r.async_samples = async_backend.samples_;
+  r.launches = async_backend.launches_;
+  r.ahead = async_backend.ahead_launches_;
+  r.resolved = async_backend.resolved_tokens_;
+  r.uncollected = async_backend.uncollected();
+  return r;
+}
+
+// The first request whose outputs differ, for the failure message.
+std::string first_difference(const Outputs& a, const Outputs& b) {
+  for (const auto& [id, choices] : a.tokens) {
+    if (b.tokens.count(id) && choices != b.tokens.at(id)) return "tokens of " + id;
+    if (a.finish.count(id) != b.finish.count(id) || (a.finish.count(id) && a.finish.at(id) != b.finish.at(id)))
+      return "finish of " + id;
+    if (a.logprobs.count(id) != b.logprobs.count(id) || (a.logprobs.count(id) && a.logprobs.at(id) != b.logprobs.at(id)))
+      return "logprobs of " + id;
+  }
+  return a == b ? "none" : "text, usage or counters";
+}
+
 }  // namespace
 
 TEST(EngineAsync, SameOutputsAsOneStepAtATimeAndStepsGoAhead) {
@@ -147,40 +183,19 @@ TEST(EngineAsync, SameOutputsAsOneStepAtATimeAndStepsGoAhead) {
     Workload w;
     w.seed = seed;
     w.grammars = seed == 3;  // steps go ahead with late masks (made once the previous step is collected)
-    DeviceSamplingFake sync_backend(kVocab, kWindow);
-    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
-    sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
-    const Outputs a = run(sync_backend, w, false);
-    int64_t ahead = 0;
-    const Outputs b = run(async_backend, w, true, nullptr, &ahead);
-    EXPECT_EQ(a.tokens.size(), 40u);
-    EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs differ from synchronous ones";
-    EXPECT_EQ(a.tokens, b.tokens) << seed;
-    EXPECT_EQ(a.text, b.text) << seed;
-    for (const auto& [id, ch] : a.tokens)
-      if (b.tokens.count(id) && ch != b.tokens.at(id)) {
-        ADD_FAILURE() << "first differing request " << id;
-        for (const auto& [c, t] : ch) {
-          std::string x, y;
-          for (int32_t v : t) x += std::to_string(v) + " ";
-          for (int32_t v : b.tokens.at(id).at(c)) y += std::to_string(v) + " ";
-          ADD_FAILURE() << " choice " << c << " sync: " << x << "\n async: " << y;
-        }
-        break;
-      }
-    for (const auto& [id, f] : a.finish) if (b.finish.count(id) && f != b.finish.at(id)) { ADD_FAILURE() << "finish differs " << id; break; }
-    for (const auto& [id, f] : a.logprobs) if (b.logprobs.count(id) && f != b.logprobs.at(id)) { ADD_FAILURE() << "logprobs differ " << id; break; }
-    for (const auto& [id, f] : a.completion_tokens) if (b.completion_tokens.count(id) && f != b.completion_tokens.at(id)) { ADD_FAILURE() << "usage differs " << id << " " << f << " vs " << b.completion_tokens.at(id); break; }
+    const Both r = run_both(w);
+    EXPECT_EQ(r.sync.tokens.size(), 40u);
+    EXPECT_TRUE(r.sync == r.async) << "seed " << seed << ": differs first in " << first_difference(r.sync, r.async);
     // Async scheduling must have been at work: most steps launched ahead, their tokens taken from
     // the previous step's draws on the backend.
-    EXPECT_EQ(ahead, async_backend.ahead_launches_) << seed;
-    EXPECT_GT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
-    EXPECT_GT(async_backend.resolved_tokens_, 100) << seed;
-    EXPECT_EQ(async_backend.uncollected(), 0u) << seed;
+    EXPECT_EQ(r.engine_ahead, r.ahead) << seed;
+    EXPECT_GT(r.ahead * 2, r.launches) << seed;
+    EXPECT_GT(r.resolved, 100) << seed;
+    EXPECT_EQ(r.uncollected, 0u) << seed;
     // What going ahead wastes: at most one draw for each choice that stopped on a token or string
     // while the next step was in flight, none for a choice ending at its length limit.
-    EXPECT_GE(async_backend.samples_, sync_backend.samples_) << seed;
-    EXPECT_LE(async_backend.samples_ - sync_backend.samples_, a.stopped_choices) << seed;
+    EXPECT_GE(r.async_samples, r.sync_samples) << seed;
+    EXPECT_LE(r.async_samples - r.sync_samples, r.sync.stopped_choices) << seed;
   }
 }
 
@@ -191,13 +206,9 @@ TEST(EngineAsync, PenaltiesGoAheadWithTheirCountsCompletedLate) {
     Workload w;
     w.seed = seed;
     w.penalties = true;
-    DeviceSamplingFake sync_backend(kVocab, kWindow);
-    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
-    sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
-    const Outputs a = run(sync_backend, w, false);
-    const Outputs b = run(async_backend, w, true);
-    EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs with penalties differ";
-    EXPECT_GT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
+    const Both r = run_both(w);
+    EXPECT_TRUE(r.sync == r.async) << "seed " << seed << ": differs first in " << first_difference(r.sync, r.async);
+    EXPECT_GT(r.ahead * 2, r.launches) << seed;
   }
 }
 
@@ -209,14 +220,10 @@ TEST(EngineAsync, FallsBackWhereTheNextDrawNeedsTheTokenAndKeepsTheOutputs) {
     w.seed = seed;
     w.mixed = true;
     w.kv_blocks = 22;
-    DeviceSamplingFake sync_backend(kVocab, kWindow);
-    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
-    sync_backend.limits_ = async_backend.limits_ = DeviceLogprobLimits{4, 8, 8};
-    const Outputs a = run(sync_backend, w, false);
-    const Outputs b = run(async_backend, w, true);
-    EXPECT_TRUE(a == b) << "seed " << seed << ": async outputs differ from synchronous ones";
-    EXPECT_GT(async_backend.ahead_launches_, 0) << seed;
-    EXPECT_LT(async_backend.ahead_launches_ * 2, async_backend.launches_) << seed;
+    const Both r = run_both(w);
+    EXPECT_TRUE(r.sync == r.async) << "seed " << seed << ": differs first in " << first_difference(r.sync, r.async);
+    EXPECT_GT(r.ahead, 0) << seed;
+    EXPECT_LT(r.ahead * 2, r.launches) << seed;
   }
 }
 
@@ -227,27 +234,23 @@ TEST(EngineAsync, AbortsWhileAStepIsInFlight) {
     Workload w;
     w.seed = seed;
     w.abort_every = 6;
-    std::set<std::string> aborted_sync, aborted_async;
-    DeviceSamplingFake sync_backend(kVocab, kWindow);
-    AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
-    const Outputs a = run(sync_backend, w, false, &aborted_sync);
-    const Outputs b = run(async_backend, w, true, &aborted_async);
-    ASSERT_FALSE(aborted_async.empty()) << seed;
+    const Both r = run_both(w, DeviceLogprobLimits{});  // logprobs come back as rows: those steps go one at a time
+    ASSERT_FALSE(r.aborted_async.empty()) << seed;
     int compared = 0;
-    for (const auto& [id, choices] : a.tokens) {
-      if (aborted_sync.count(id) || aborted_async.count(id)) continue;
-      EXPECT_EQ(choices, b.tokens.at(id)) << "seed " << seed << ", request " << id;
+    for (const auto& [id, choices] : r.sync.tokens) {
+      if (r.aborted_sync.count(id) || r.aborted_async.count(id)) continue;
+      EXPECT_EQ(choices, r.async.tokens.at(id)) << "seed " << seed << ", request " << id;
       ++compared;
     }
     EXPECT_GT(compared, 10) << seed;
-    for (const std::string& id : aborted_async) {
-      if (!b.finish.count(id)) continue;  // aborted before its first output
+    for (const std::string& id : r.aborted_async) {
+      if (!r.async.finish.count(id)) continue;  // aborted before its first output
       bool any_abort = false;
-      for (const auto& [c, f] : b.finish.at(id)) any_abort |= f == int(FinishReason::Abort);
-      EXPECT_TRUE(any_abort || a.finish.count(id)) << seed << " " << id;
+      for (const auto& [c, f] : r.async.finish.at(id)) any_abort |= f == int(FinishReason::Abort);
+      EXPECT_TRUE(any_abort || r.sync.finish.count(id)) << seed << " " << id;
     }
-    EXPECT_GT(async_backend.ahead_launches_, 0) << seed;
-    EXPECT_EQ(async_backend.uncollected(), 0u) << seed;
+    EXPECT_GT(r.ahead, 0) << seed;
+    EXPECT_EQ(r.uncollected, 0u) << seed;
   }
 }
 
