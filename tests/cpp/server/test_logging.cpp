@@ -41,6 +41,15 @@ TEST(StatsLine, PrefixCacheHitRateOfTheInterval) {
   EXPECT_NE(server::stats_line(before, now, 1.0).find("Prefix cache hit rate: 0.0%"), std::string::npos);
 }
 
+TEST(StatsLine, AsyncSchedulingShareOfTheInterval) {
+  EngineStats before = stats(0, 0, 0, 0, 0), now = stats(10, 0, 0, 0, 0);
+  EXPECT_EQ(server::stats_line(before, now, 1.0).find("Async"), std::string::npos);  // off: no figure
+  before.async_steps = 10, before.async_ahead_steps = 2;
+  now.async_steps = 50, now.async_ahead_steps = 32;  // 30 of the interval's 40 steps went ahead
+  const std::string line = server::stats_line(before, now, 1.0);
+  EXPECT_NE(line.find(", Async: 75.0% of 40 steps launched ahead"), std::string::npos) << line;
+}
+
 TEST(StatsLine, SpecDecodingLineOfTheInterval) {
   EngineStats before = stats(0, 0, 0, 0, 0), now = before;
   EXPECT_EQ(server::spec_decode_line(before, now, 10.0), "");  // speculation off
