@@ -161,14 +161,8 @@ class EngineCore {
   std::optional<LaunchedStep> in_flight_;
   int uncollected_ = 0;
   std::vector<std::unique_ptr<Request>> retired_;
-  int64_t ahead_launches_ = 0;
-  int64_t async_steps_ = 0;
-
- public:
-  // Async scheduling: steps launched before the previous one's tokens were read, of all launched
-  // (tests and the server log).
-  int64_t ahead_launches() const { return ahead_launches_; }
-  int64_t async_steps() const { return async_steps_; }
+  int64_t ahead_launches_ = 0;  // EngineStats::async_ahead_steps
+  int64_t async_steps_ = 0;     // EngineStats::async_steps
 };
 
 // make_engine with a custom token-to-text stream (tests; make_engine uses the tokenizer's).

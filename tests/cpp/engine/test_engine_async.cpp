@@ -138,7 +138,7 @@ Outputs run(Backend& backend, const Workload& w, bool async, std::set<std::strin
   }
   EXPECT_FALSE(core.has_work());
   EXPECT_EQ(core.stats().kv_usage, 0.0) << "blocks left allocated after every request ended";
-  if (ahead) *ahead = core.ahead_launches();
+  if (ahead) *ahead = core.stats().async_ahead_steps;
   out.generation_tokens_total = core.stats().generation_tokens_total;
   out.preemptions = core.stats().num_preemptions;
   for (const auto& [id, choices] : out.finish)
