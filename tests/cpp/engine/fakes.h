@@ -34,6 +34,11 @@ inline std::vector<float> reference_logits(const std::vector<int32_t>& history, 
   return row;
 }
 
+// The tiny model most engine tests run: a 32-token vocabulary, a sliding window of 8, eos 31.
+constexpr int64_t kTinyVocab = 32;
+constexpr int64_t kTinyWindow = 8;
+constexpr int32_t kTinyEos = 31;
+
 inline FlintConfig tiny_model(int64_t vocab, int64_t window, int64_t max_pos) {
   FlintConfig c;
   c.vocab_size = vocab;

@@ -20,10 +20,6 @@ using namespace striker::testing;
 
 namespace {
 
-constexpr int64_t kVocab = 32;
-constexpr int64_t kWindow = 8;
-constexpr int32_t kEos = 31;
-
 struct Outputs {
   std::map<std::string, std::map<int32_t, std::vector<int32_t>>> tokens;
   std::map<std::string, std::map<int32_t, std::string>> text;
@@ -42,7 +38,7 @@ struct Outputs {
 
 std::vector<std::string> letter_pieces() {
   std::vector<std::string> pieces;
-  for (int64_t v = 0; v < kVocab; ++v) pieces.push_back(std::string(1, char('a' + v % 26)));
+  for (int64_t v = 0; v < kTinyVocab; ++v) pieces.push_back(std::string(1, char('a' + v % 26)));
   return pieces;
 }
 
@@ -52,7 +48,7 @@ std::shared_ptr<const grammar::CompiledGrammar> letters_grammar() {
     grammar::StructuredOutputSpec spec;
     spec.kind = grammar::StructuredOutputSpec::Kind::Regex;
     spec.text = "[a-h]+";
-    auto vocab = std::make_shared<grammar::TokenVocabulary>(letter_pieces(), std::vector<int32_t>{kEos});
+    auto vocab = std::make_shared<grammar::TokenVocabulary>(letter_pieces(), std::vector<int32_t>{kTinyEos});
     return grammar::compile_structured_output(spec, vocab);
   }();
   return compiled;
@@ -63,7 +59,7 @@ std::shared_ptr<const grammar::CompiledGrammar> letters_grammar() {
 // launched ahead, its masks read by that step; its own next steps run one at a time); `mixed`
 // draws every knob instead.
 SamplingParams params_for(std::mt19937& rng, bool mixed, bool grammars, bool penalties) {
-  if (mixed) return random_sampling_params(rng, kVocab, kEos, 14, 3);
+  if (mixed) return random_sampling_params(rng, kTinyVocab, kTinyEos, 14, 3);
   SamplingParams p;
   p.seed = rng();
   p.max_tokens = 1 + int32_t(rng() % 20);
@@ -73,7 +69,7 @@ SamplingParams params_for(std::mt19937& rng, bool mixed, bool grammars, bool pen
   p.n = 1 + int32_t(rng() % 3);
   if (rng() % 3 == 0) p.stop = {"cd"};
   if (rng() % 3 == 0) p.logprobs = int32_t(rng() % 3);
-  if (rng() % 4 == 0) p.logit_bias = {{int32_t(rng() % uint64_t(kVocab)), 2.0f}};
+  if (rng() % 4 == 0) p.logit_bias = {{int32_t(rng() % uint64_t(kTinyVocab)), 2.0f}};
   if (grammars && rng() % 8 == 0) p.structured = StructuredConstraint{letters_grammar(), -1};
   if (penalties) {
     p.repetition_penalty = (rng() % 2) ? 1.3f : 1.f;
@@ -102,10 +98,10 @@ Outputs run(Backend& backend, const Workload& w, bool async, std::set<std::strin
   cfg.max_num_batched_tokens = 16;
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * w.kv_blocks;
-  cfg.eos_token_ids = {kEos};
+  cfg.eos_token_ids = {kTinyEos};
   cfg.sampler_threads = 1;
   cfg.async_scheduling = async;
-  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(letter_pieces()));
+  EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), backend, piece_text(letter_pieces()));
   Outputs out;
   auto record = [&out](const RequestOutput& o) {
     for (const auto& d : o.choices) {
@@ -155,8 +151,8 @@ struct Both {
 };
 
 Both run_both(const Workload& w, DeviceLogprobLimits limits = {4, 8, 8}) {
-  DeviceSamplingFake sync_backend(kVocab, kWindow);
-  AsyncDeviceSamplingFake async_backend(kVocab, kWindow);
+  DeviceSamplingFake sync_backend(kTinyVocab, kTinyWindow);
+  AsyncDeviceSamplingFake async_backend(kTinyVocab, kTinyWindow);
   sync_backend.limits_ = async_backend.limits_ = limits;
   Both r;
   r.sync = run(sync_backend, w, false, &r.aborted_sync);
@@ -266,16 +262,16 @@ TEST(EngineAsync, AbortsWhileAStepIsInFlight) {
 // A backend failure while a step runs ahead: the step() throws, no step stays uncollected on the
 // backend, no stand-in token stays in a sequence; after abort_all the engine serves again.
 TEST(EngineAsync, ABackendFailureLeavesNothingInFlight) {
-  AsyncDeviceSamplingFake backend(kVocab, kWindow);
+  AsyncDeviceSamplingFake backend(kTinyVocab, kTinyWindow);
   backend.fail_collect_at_ = 5;
   EngineConfig cfg;
   cfg.max_model_len = 64;
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * 32;
-  cfg.eos_token_ids = {kEos};
+  cfg.eos_token_ids = {kTinyEos};
   cfg.sampler_threads = 1;
   cfg.async_scheduling = true;
-  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(letter_pieces()));
+  EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), backend, piece_text(letter_pieces()));
   SamplingParams p;
   p.max_tokens = 30;
   p.ignore_eos = true;
@@ -307,8 +303,8 @@ TEST(EngineAsync, ABackendFailureLeavesNothingInFlight) {
   // Serving goes on: a new request runs to its end with the tokens a fresh engine gives.
   core.add_request({"c", {1, 2, 3}, p}, record);
   while (core.has_work()) core.step();
-  AsyncDeviceSamplingFake fresh_backend(kVocab, kWindow);
-  EngineCore fresh(cfg, tiny_model(kVocab, kWindow, 256), fresh_backend, piece_text(letter_pieces()));
+  AsyncDeviceSamplingFake fresh_backend(kTinyVocab, kTinyWindow);
+  EngineCore fresh(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), fresh_backend, piece_text(letter_pieces()));
   std::vector<int32_t> expect;
   fresh.add_request({"c", {1, 2, 3}, p}, [&](const RequestOutput& o) {
     for (const auto& d : o.choices) expect.insert(expect.end(), d.new_tokens.begin(), d.new_tokens.end());
@@ -324,19 +320,19 @@ TEST(EngineAsync, RefusedWhereItCannotRun) {
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * 32;
   cfg.async_scheduling = true;
-  DeviceSamplingFake no_async(kVocab, kWindow);  // samples on the device, runs steps one at a time
+  DeviceSamplingFake no_async(kTinyVocab, kTinyWindow);  // samples on the device, runs steps one at a time
   try {
-    EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), no_async, piece_text(letter_pieces()));
+    EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), no_async, piece_text(letter_pieces()));
     FAIL() << "async scheduling accepted on a backend without asynchronous steps";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("async scheduling needs"), std::string::npos) << e.what();
   }
-  AsyncDeviceSamplingFake backend(kVocab, kWindow);
+  AsyncDeviceSamplingFake backend(kTinyVocab, kTinyWindow);
   cfg.speculative.num_speculative_tokens = 2;
   cfg.speculative.prompt_lookup_min = 1;
   cfg.speculative.prompt_lookup_max = 2;
   try {
-    EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(letter_pieces()));
+    EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), backend, piece_text(letter_pieces()));
     FAIL() << "async scheduling accepted with n-gram speculation";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("speculation"), std::string::npos) << e.what();
@@ -352,8 +348,8 @@ TEST(EngineAsync, HostSampledStepsGiveTheHostEnginesOutputs) {
     w.seed = 8;
     w.mixed = mixed;
     w.grammars = true;
-    FakeBackend host(kVocab, kWindow);
-    HostSampledSteps steps(std::make_unique<FakeBackend>(kVocab, kWindow), kVocab);
+    FakeBackend host(kTinyVocab, kTinyWindow);
+    HostSampledSteps steps(std::make_unique<FakeBackend>(kTinyVocab, kTinyWindow), kTinyVocab);
     int64_t ahead = 0;
     const Outputs a = run(host, w, false);
     const Outputs b = run(steps, w, true, nullptr, &ahead);
@@ -378,9 +374,9 @@ TEST(EngineAsync, HostSampledStepsContractAndFailures) {
     }
     bool fail_next = false;
   };
-  auto owned = std::make_unique<Failing>(kVocab, kWindow);
+  auto owned = std::make_unique<Failing>(kTinyVocab, kTinyWindow);
   Failing* inner = owned.get();
-  HostSampledSteps steps(std::move(owned), kVocab);
+  HostSampledSteps steps(std::move(owned), kTinyVocab);
   steps.allocate_kv_cache(KvCacheSpec{4, 8, 8});
   auto chunk = [](std::vector<int32_t> tokens, int64_t start, int32_t from = -1) {
     SequenceChunk c;
@@ -406,7 +402,7 @@ TEST(EngineAsync, HostSampledStepsContractAndFailures) {
   SampledStep a, b;
   steps.collect_sampled(a);
   steps.collect_sampled(b);
-  FakeBackend plain(kVocab, kWindow);
+  FakeBackend plain(kTinyVocab, kTinyWindow);
   plain.allocate_kv_cache(KvCacheSpec{4, 8, 8});
   std::vector<float> logits;
   plain.forward(first, logits);

@@ -13,10 +13,6 @@ using namespace striker::testing;
 
 namespace {
 
-constexpr int64_t kVocab = 32;
-constexpr int64_t kWindow = 8;
-constexpr int32_t kEos = 31;
-
 // What a test sees of one request: per choice tokens, text and finish.
 struct Collected {
   std::map<int32_t, std::vector<int32_t>> tokens;
@@ -37,9 +33,9 @@ struct Harness {
   std::unique_ptr<EngineCore> core;
 
   Harness(EngineConfig cfg, std::vector<std::string> pieces = {}) {
-    backend = std::make_unique<FakeBackend>(kVocab, kWindow);
-    cfg.eos_token_ids = {kEos};
-    core = std::make_unique<EngineCore>(cfg, tiny_model(kVocab, kWindow, 256), *backend, piece_text(pieces));
+    backend = std::make_unique<FakeBackend>(kTinyVocab, kTinyWindow);
+    cfg.eos_token_ids = {kTinyEos};
+    core = std::make_unique<EngineCore>(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), *backend, piece_text(pieces));
   }
   void add(const std::string& id, std::vector<int32_t> prompt, SamplingParams p) {
     core->add_request({id, std::move(prompt), p}, [this](const RequestOutput& o) { record(o); });
@@ -121,7 +117,7 @@ TEST(EngineCore, GreedyFollowsTheReferenceLogitsThroughTheKvCache) {
   h.run();
   std::vector<int32_t> history = prompt, expected;
   for (int i = 0; i < 20; ++i) {
-    auto row = reference_logits(history, kVocab);
+    auto row = reference_logits(history, kTinyVocab);
     int32_t best = int32_t(std::max_element(row.begin(), row.end()) - row.begin());
     expected.push_back(best);
     history.push_back(best);
@@ -165,7 +161,7 @@ TEST(EngineCore, BudgetAndSeqLimitsHoldEveryStep) {
     EXPECT_LE(p.num_tokens(), 16);
     EXPECT_LE(p.chunks.size(), 4u);
     for (auto* s : h.core->scheduler().running())
-      EXPECT_LE(s->blocks.num_sliding_held(), ceil_div(kWindow + 16 - 1, 4) + 1);
+      EXPECT_LE(s->blocks.num_sliding_held(), ceil_div(kTinyWindow + 16 - 1, 4) + 1);
   }
   EXPECT_FALSE(h.core->has_work());
   for (int i = 0; i < 6; ++i) EXPECT_EQ(h.got["r" + std::to_string(i)].tokens[0].size(), 12u);
@@ -235,13 +231,13 @@ TEST(EngineCore, MinTokensSuppressesEosThenEosStops) {
   p.temperature = 0;
   p.max_tokens = 10;
   p.min_tokens = 3;
-  p.logit_bias = {{kEos, 100.f}};
+  p.logit_bias = {{kTinyEos, 100.f}};
   h.add("r", prompt_of(4, 0), p);
   h.run();
   auto& t = h.got["r"].tokens[0];
   ASSERT_EQ(t.size(), 4u);
-  for (int i = 0; i < 3; ++i) EXPECT_NE(t[size_t(i)], kEos);
-  EXPECT_EQ(t[3], kEos);
+  for (int i = 0; i < 3; ++i) EXPECT_NE(t[size_t(i)], kTinyEos);
+  EXPECT_EQ(t[3], kTinyEos);
   EXPECT_EQ(h.got["r"].finish[0], FinishReason::Stop);
   EXPECT_FALSE(h.got["r"].stop_reason[0].has_value());  // eos: no stop_reason, as vLLM
 }
@@ -252,7 +248,7 @@ TEST(EngineCore, IgnoreEosAndStopTokenIds) {
   p.temperature = 0;
   p.max_tokens = 5;
   p.ignore_eos = true;
-  p.logit_bias = {{kEos, 100.f}};
+  p.logit_bias = {{kTinyEos, 100.f}};
   h.add("ign", prompt_of(4, 0), p);
   SamplingParams q;
   q.temperature = 0;
@@ -261,7 +257,7 @@ TEST(EngineCore, IgnoreEosAndStopTokenIds) {
   q.logit_bias = {{9, 100.f}};
   h.add("stop", prompt_of(4, 0), q);
   h.run();
-  EXPECT_EQ(h.got["ign"].tokens[0], std::vector<int32_t>(5, kEos));
+  EXPECT_EQ(h.got["ign"].tokens[0], std::vector<int32_t>(5, kTinyEos));
   EXPECT_EQ(h.got["ign"].finish[0], FinishReason::Length);
   EXPECT_EQ(h.got["stop"].tokens[0], std::vector<int32_t>{9});
   EXPECT_EQ(h.got["stop"].finish[0], FinishReason::Stop);
@@ -270,7 +266,7 @@ TEST(EngineCore, IgnoreEosAndStopTokenIds) {
 
 TEST(EngineCore, StopStringAcrossTokenBoundaries) {
   // Every token reads "ab": the text is abab..., and "bab" spans two tokens.
-  Harness h(big_pool(), std::vector<std::string>(kVocab, "ab"));
+  Harness h(big_pool(), std::vector<std::string>(kTinyVocab, "ab"));
   SamplingParams p = seeded(3, 10);
   p.stop = {"bab"};
   h.add("r", prompt_of(4, 0), p);
@@ -302,7 +298,7 @@ TEST(EngineCore, LogprobsAndChunkedPromptLogprobs) {
   EXPECT_FALSE(c.prompt_logprobs[0].has_value());
   for (size_t j = 1; j < prompt.size(); ++j) {
     std::vector<int32_t> hist(prompt.begin(), prompt.begin() + long(j));
-    TokenLogprob want = token_logprob(reference_logits(hist, kVocab), prompt[j], 1);
+    TokenLogprob want = token_logprob(reference_logits(hist, kTinyVocab), prompt[j], 1);
     ASSERT_TRUE(c.prompt_logprobs[j].has_value()) << j;
     EXPECT_EQ(c.prompt_logprobs[j]->token, prompt[j]);
     EXPECT_FLOAT_EQ(c.prompt_logprobs[j]->logprob, want.logprob) << j;
@@ -311,7 +307,7 @@ TEST(EngineCore, LogprobsAndChunkedPromptLogprobs) {
   ASSERT_EQ(c.logprobs[0].size(), 3u);
   std::vector<int32_t> hist = prompt;
   for (int i = 0; i < 3; ++i) {
-    TokenLogprob want = token_logprob(reference_logits(hist, kVocab), c.tokens[0][size_t(i)], 2);
+    TokenLogprob want = token_logprob(reference_logits(hist, kTinyVocab), c.tokens[0][size_t(i)], 2);
     EXPECT_FLOAT_EQ(c.logprobs[0][size_t(i)].logprob, want.logprob);
     EXPECT_EQ(c.logprobs[0][size_t(i)].top, want.top);
     hist.push_back(c.tokens[0][size_t(i)]);
@@ -380,8 +376,8 @@ class ThrowsOnFive : public TokenTextStream {
 }  // namespace
 
 TEST(EngineCore, AFailingRequestIsAbortedAloneAndItsBlocksFreed) {
-  FakeBackend backend(kVocab, kWindow);
-  EngineCore core(big_pool(), tiny_model(kVocab, kWindow, 256), backend,
+  FakeBackend backend(kTinyVocab, kTinyWindow);
+  EngineCore core(big_pool(), tiny_model(kTinyVocab, kTinyWindow, 256), backend,
                   [](bool) { return std::make_unique<ThrowsOnFive>(); });
   std::map<std::string, std::optional<FinishReason>> finish;
   std::map<std::string, std::string> text;
@@ -411,8 +407,8 @@ TEST(EngineCore, PromptLogprobsCapTheChunkSize) {
   cfg.max_model_len = 600;
   cfg.max_num_batched_tokens = 512;
   cfg.kv_cache_bytes = 400 * 2000;
-  FakeBackend backend(kVocab, kWindow);
-  EngineCore core(cfg, tiny_model(kVocab, kWindow, 1024), backend, piece_text({}));
+  FakeBackend backend(kTinyVocab, kTinyWindow);
+  EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 1024), backend, piece_text({}));
   SamplingParams p = seeded(1, 1);
   p.prompt_logprobs = 0;
   core.add_request({"r", prompt_of(300, 0), p}, [](const RequestOutput&) {});
@@ -449,7 +445,7 @@ TEST(EngineCore, RandomWorkloadUnderATinyPoolAlwaysDrains) {
   // Random prompts, parameters, arrivals and aborts: every request ends exactly once, limits
   // hold every step, and both pools are empty at the end.
   std::mt19937 rng(2024);
-  Harness h(tiny_pool(), std::vector<std::string>(kVocab, "ab"));
+  Harness h(tiny_pool(), std::vector<std::string>(kTinyVocab, "ab"));
   int added = 0;
   std::vector<std::string> live;
   for (int step = 0; step < 3000 && (added < 60 || h.core->has_work()); ++step) {

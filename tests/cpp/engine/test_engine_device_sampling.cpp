@@ -16,10 +16,6 @@ using namespace striker::testing;
 
 namespace {
 
-constexpr int64_t kVocab = 32;
-constexpr int64_t kWindow = 8;
-constexpr int32_t kEos = 31;
-
 struct Outputs {
   std::map<std::string, std::map<int32_t, std::vector<int32_t>>> tokens;
   std::map<std::string, std::map<int32_t, std::string>> text;
@@ -39,9 +35,9 @@ Outputs run_workload(Backend& backend, uint64_t seed) {
   cfg.max_num_batched_tokens = 16;
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * 24;
-  cfg.eos_token_ids = {kEos};
+  cfg.eos_token_ids = {kTinyEos};
   cfg.sampler_threads = 1;
-  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(std::vector<std::string>(kVocab, "ab")));
+  EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), backend, piece_text(std::vector<std::string>(kTinyVocab, "ab")));
   Outputs out;
   auto record = [&out](const RequestOutput& o) {
     for (const auto& d : o.choices) {
@@ -60,7 +56,7 @@ Outputs run_workload(Backend& backend, uint64_t seed) {
   int added = 0;
   for (int step = 0; step < 5000 && (added < 40 || core.has_work()); ++step) {
     if (added < 40 && rng() % 2 == 0) {
-      const SamplingParams p = random_sampling_params(rng, kVocab, kEos, 14, 3);
+      const SamplingParams p = random_sampling_params(rng, kTinyVocab, kTinyEos, 14, 3);
       const int len = 1 + int(rng() % uint32_t(32 - p.max_tokens));
       std::vector<int32_t> prompt;
       for (int i = 0; i < len; ++i) prompt.push_back(int32_t(rng() % 30));
@@ -76,8 +72,8 @@ Outputs run_workload(Backend& backend, uint64_t seed) {
 
 TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
   for (uint64_t seed : {1u, 2u, 3u}) {
-    FakeBackend host(kVocab, kWindow);
-    DeviceSamplingFake device(kVocab, kWindow);
+    FakeBackend host(kTinyVocab, kTinyWindow);
+    DeviceSamplingFake device(kTinyVocab, kTinyWindow);
     const Outputs a = run_workload(host, seed);
     const Outputs b = run_workload(device, seed);
     EXPECT_EQ(a.tokens.size(), 40u);
@@ -94,14 +90,14 @@ TEST(EngineDeviceSampling, SameOutputsAsHostSampling) {
 // same outputs, fewer rows returned.
 TEST(EngineDeviceSampling, LogprobsComputedByTheBackendGiveTheSameOutputs) {
   for (uint64_t seed : {4u, 5u}) {
-    FakeBackend host(kVocab, kWindow);
-    DeviceSamplingFake rows_only(kVocab, kWindow);
+    FakeBackend host(kTinyVocab, kTinyWindow);
+    DeviceSamplingFake rows_only(kTinyVocab, kTinyWindow);
     const Outputs a = run_workload(host, seed);
     const Outputs b = run_workload(rows_only, seed);
     EXPECT_TRUE(a == b) << seed;
     EXPECT_EQ(rows_only.device_lp_ + rows_only.device_prompt_, 0) << seed;
     for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{20, 64, 1000}, DeviceLogprobLimits{1, 1, 3}}) {
-      DeviceSamplingFake device(kVocab, kWindow);
+      DeviceSamplingFake device(kTinyVocab, kTinyWindow);
       device.limits_ = limits;
       const Outputs c = run_workload(device, seed);
       EXPECT_TRUE(a == c) << "seed " << seed << ", limits " << limits.max_top << "/" << limits.rows
@@ -115,7 +111,7 @@ TEST(EngineDeviceSampling, LogprobsComputedByTheBackendGiveTheSameOutputs) {
 }
 
 TEST(EngineDeviceSampling, BackendWithoutDeviceSamplingSaysSo) {
-  FakeBackend host(kVocab, kWindow);
+  FakeBackend host(kTinyVocab, kTinyWindow);
   SampledStep out;
   try {
     host.forward_sampled(ForwardBatch{}, DeviceSampling{}, out);

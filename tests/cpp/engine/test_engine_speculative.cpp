@@ -19,10 +19,6 @@ using namespace striker::testing;
 
 namespace {
 
-constexpr int64_t kVocab = 32;
-constexpr int64_t kWindow = 8;
-constexpr int32_t kEos = 31;
-
 using Ids = std::vector<int32_t>;
 
 TEST(NgramProposer, PicksTheLongestSuffixMatchAndWhatFollowedIt) {
@@ -109,12 +105,12 @@ WorkloadRun run_workload(Backend& backend, uint64_t seed, const SpeculativeConfi
   cfg.max_num_batched_tokens = 16;
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * pool_blocks;
-  cfg.eos_token_ids = {kEos};
+  cfg.eos_token_ids = {kTinyEos};
   cfg.sampler_threads = 2;
   cfg.speculative = spec;
-  std::vector<std::string> pieces(kVocab);
-  for (int64_t i = 0; i < kVocab; ++i) pieces[size_t(i)] = std::string(1, char('a' + i % 26));
-  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text(pieces));
+  std::vector<std::string> pieces(kTinyVocab);
+  for (int64_t i = 0; i < kTinyVocab; ++i) pieces[size_t(i)] = std::string(1, char('a' + i % 26));
+  EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), backend, piece_text(pieces));
   WorkloadRun run;
   auto record = [&run](const RequestOutput& o) {
     EXPECT_TRUE(o.error.empty()) << o.error;
@@ -131,7 +127,7 @@ WorkloadRun run_workload(Backend& backend, uint64_t seed, const SpeculativeConfi
   int added = 0;
   for (; run.steps < 5000 && (added < 30 || core.has_work()); ++run.steps) {
     if (added < 30 && rng() % 2 == 0) {
-      SamplingParams p = random_sampling_params(rng, kVocab, kEos, 24, 2);
+      SamplingParams p = random_sampling_params(rng, kTinyVocab, kTinyEos, 24, 2);
       if (rng() % 5 == 0) p.stop = {std::string(1, char('a' + rng() % 26)) + char('a' + rng() % 26)};
       if (coin_flips) {
         p.temperature = 1.f;
@@ -169,7 +165,7 @@ void expect_counters_consistent(const EngineStats& s, int32_t k) {
 TEST(EngineSpeculative, HostSamplingGivesTheSameOutputs) {
   for (uint64_t seed : {1u, 2u, 3u}) {
     for (const SpeculativeConfig spec : {SpeculativeConfig{3, 1, 3, 0}, SpeculativeConfig{5, 2, 2, 0}}) {
-      FakeBackend plain_backend(kVocab, kWindow, nullptr, 1), spec_backend(kVocab, kWindow, nullptr, 1);
+      FakeBackend plain_backend(kTinyVocab, kTinyWindow, nullptr, 1), spec_backend(kTinyVocab, kTinyWindow, nullptr, 1);
       const WorkloadRun plain = run_workload(plain_backend, seed, SpeculativeConfig{}, 40, seed == 3);
       const WorkloadRun fast = run_workload(spec_backend, seed, spec, 40, seed == 3);
       EXPECT_EQ(plain.out.tokens.size(), 30u);
@@ -188,7 +184,7 @@ TEST(EngineSpeculative, HostSamplingGivesTheSameOutputs) {
 // Blocks so few that sequences are preempted (and guesses dropped for want of blocks): the same.
 TEST(EngineSpeculative, PreemptionUnderATinyPoolGivesTheSameOutputs) {
   for (uint64_t seed : {4u, 5u}) {
-    FakeBackend plain_backend(kVocab, kWindow, nullptr, 1), spec_backend(kVocab, kWindow, nullptr, 1);
+    FakeBackend plain_backend(kTinyVocab, kTinyWindow, nullptr, 1), spec_backend(kTinyVocab, kTinyWindow, nullptr, 1);
     const WorkloadRun plain = run_workload(plain_backend, seed, SpeculativeConfig{}, 30);
     const WorkloadRun fast = run_workload(spec_backend, seed, SpeculativeConfig{4, 1, 2, 0}, 30);
     EXPECT_GT(fast.stats.num_preemptions, 0) << seed;
@@ -202,11 +198,11 @@ TEST(EngineSpeculative, PreemptionUnderATinyPoolGivesTheSameOutputs) {
 TEST(EngineSpeculative, DeviceSamplingGivesTheSameOutputs) {
   for (uint64_t seed : {6u, 7u}) {
     for (const bool coin_flips : {false, true}) {
-      FakeBackend host(kVocab, kWindow, nullptr, 1);
+      FakeBackend host(kTinyVocab, kTinyWindow, nullptr, 1);
       const WorkloadRun plain = run_workload(host, seed, SpeculativeConfig{}, 40, coin_flips);
       for (const DeviceLogprobLimits limits : {DeviceLogprobLimits{}, DeviceLogprobLimits{20, 64, 1000},
                                                DeviceLogprobLimits{1, 1, 3}}) {
-        DeviceSamplingFake device(kVocab, kWindow, 1);
+        DeviceSamplingFake device(kTinyVocab, kTinyWindow, 1);
         device.limits_ = limits;
         const WorkloadRun fast = run_workload(device, seed, SpeculativeConfig{4, 1, 3, 0}, 40, coin_flips);
         EXPECT_TRUE(plain.out == fast.out) << "seed " << seed << ", limits " << limits.max_top << ", coin flips "
@@ -220,7 +216,7 @@ TEST(EngineSpeculative, DeviceSamplingGivesTheSameOutputs) {
 
 // disable_by_batch_size: no guesses while that many sequences run.
 TEST(EngineSpeculative, NoGuessesAtOrAboveTheBatchSizeBound) {
-  FakeBackend off_backend(kVocab, kWindow, nullptr, 1), on_backend(kVocab, kWindow, nullptr, 1);
+  FakeBackend off_backend(kTinyVocab, kTinyWindow, nullptr, 1), on_backend(kTinyVocab, kTinyWindow, nullptr, 1);
   const WorkloadRun off = run_workload(off_backend, 8, SpeculativeConfig{3, 1, 3, 1});
   EXPECT_EQ(off.stats.spec_num_drafts, 0);
   const WorkloadRun on = run_workload(on_backend, 8, SpeculativeConfig{3, 1, 3, 3});
@@ -233,19 +229,19 @@ TEST(EngineSpeculative, NoGuessesAtOrAboveTheBatchSizeBound) {
 // request finds the accepted ones in the prefix cache.
 TEST(EngineSpeculative, RejectedGuessesLeaveNoKvBehindAndAcceptedOnesAreCached) {
   auto log = std::make_shared<FakeBackendLog>();
-  FakeBackend backend(kVocab, kWindow, log, 1);
+  FakeBackend backend(kTinyVocab, kTinyWindow, log, 1);
   EngineConfig cfg;
   cfg.max_model_len = 64;
   cfg.max_num_seqs = 2;
   cfg.max_num_batched_tokens = 16;
   cfg.block_size = 4;
   cfg.kv_cache_bytes = 400 * 100;
-  cfg.eos_token_ids = {kEos};
+  cfg.eos_token_ids = {kTinyEos};
   cfg.speculative = SpeculativeConfig{4, 1, 2, 0};
-  EngineCore core(cfg, tiny_model(kVocab, kWindow, 256), backend, piece_text({}));
+  EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 256), backend, piece_text({}));
   // Greedy on this fake: each token is the argmax of the logits after the token before it.
   auto next = [](int32_t t) {
-    const auto row = reference_logits(Ids{t}, kVocab);
+    const auto row = reference_logits(Ids{t}, kTinyVocab);
     return int32_t(std::max_element(row.begin(), row.end()) - row.begin());
   };
   // The prompt holds the first output token followed by a wrong one: the first guess fails.
