@@ -1,5 +1,8 @@
 // Engine overhead per decode step (scheduling, batch building, sampling, output) with a
 // backend that does no compute: what the engine adds on top of the forward pass.
+// BM_DecodeStep: the host samples from logits rows (the CPU backend's path).
+// BM_DeviceSampledStep: the backend draws the tokens (the CUDA backend's path, as `striker serve`
+// runs it): the host time per step that the GPU waits for unless --async-scheduling hides it.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -36,6 +39,20 @@ class NullBackend : public Backend {
   std::vector<float> row_;
 };
 
+// Draws without compute: a token that depends on the sample's (seed, step), as a device sampler's
+// would, so every sequence keeps decoding its own text.
+class NullSampledBackend : public NullBackend {
+ public:
+  std::string name() const override { return "null-sampled"; }
+  bool samples_on_device() const override { return true; }
+  void forward_sampled(const ForwardBatch&, const DeviceSampling& ds, SampledStep& out) override {
+    if (ds.wait_for_masks) ds.wait_for_masks();
+    out = SampledStep{};
+    out.tokens.reserve(ds.samples.size());
+    for (const SampleRequest& r : ds.samples) out.tokens.push_back(int32_t((r.seed * 7919 + uint64_t(r.step) * 104729) % 150000));
+  }
+};
+
 class PlainText : public TokenTextStream {
  public:
   std::string push(int32_t) override { return "x"; }
@@ -53,10 +70,11 @@ FlintConfig flint_like() {
   return c;
 }
 
-void BM_DecodeStep(benchmark::State& state) {
+template <class B>
+void run_decode_steps(benchmark::State& state) {
   const int seqs = int(state.range(0));
   const bool greedy = state.range(1) != 0;
-  NullBackend backend;
+  B backend;
   EngineConfig cfg;
   cfg.max_model_len = 8192;
   cfg.max_num_seqs = 256;
@@ -82,7 +100,13 @@ void BM_DecodeStep(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(double(seqs), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_DecodeStep(benchmark::State& state) { run_decode_steps<NullBackend>(state); }
+void BM_DeviceSampledStep(benchmark::State& state) { run_decode_steps<NullSampledBackend>(state); }
+
 }  // namespace
 
 BENCHMARK(BM_DecodeStep)->Args({1, 0})->Args({64, 0})->Args({64, 1})->Args({256, 0})->Unit(benchmark::kMillisecond);
+// A fixed count: left to itself the benchmark would run past the requests' 4,096 tokens (steps with
+// nothing to do).
+BENCHMARK(BM_DeviceSampledStep)->Args({1, 0})->Args({64, 0})->Args({256, 0})->Iterations(3000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();
