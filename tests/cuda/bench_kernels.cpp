@@ -11,7 +11,8 @@
 // kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone), `decode-moe` (the MoE rows of the decode
-// steps alone), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `pdl-coherence`
+// steps alone), `batched-moe` (the grouped expert kernels of batched decode steps, T = 8, 16, 64, 256,
+// BF16 and NVFP4, with the per-slot NVFP4 rows at T = 8), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `pdl-coherence`
 // (stale reads after griddepcontrol.wait per load path: pdl_coherence_probe.h), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
 #include <cuda_runtime.h>
 
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   static const char* const kFamilies[] = {"grouped-moe", "grouped-moe-nvfp4", "grouped-moe-wgmma", "prefill",
                                           "prefill-attention", "prefill-small", "decode", "decode-attention",
-                                          "decode-moe", "decode-linear", "decode-norm", "routing", "pdl-coherence"};
+                                          "decode-moe", "batched-moe", "decode-linear", "decode-norm", "routing",
+                                          "pdl-coherence"};
   const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
   if (argc > 2 || !known) {
     std::fprintf(stderr, "usage: bench_cuda_kernels [");
@@ -189,6 +191,16 @@ int main(int argc, char** argv) {
     if (only == "decode-moe") {
       LtGemm lt;
       bench_decode_moe(rng, lt);
+      std::printf("kernel checks failed: %d\n", kernel_check_failures());
+      return kernel_check_failures() == 0 ? 0 : 1;
+    }
+    if (only == "batched-moe") {  // the grouped expert kernels of batched decode steps, both formats
+      LtGemm lt;
+      const Nvfp4ExpertStacks stacks;
+      for (int T : {8, 16, 64, 256}) {  // T = 8 also prints the per-slot NVFP4 kernels beside the grouped ones
+        bench_moe_grouped(rng, lt, T);
+        bench_nvfp4_moe_grouped(rng, stacks, T);
+      }
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
       return kernel_check_failures() == 0 ? 0 : 1;
     }

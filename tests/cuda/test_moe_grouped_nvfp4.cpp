@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
@@ -40,48 +41,52 @@ GroupedGemms nvfp4_mma_gemms(const ScaledNvfp4Experts& w) {
 
 // scale2 = 1: the NVFP4 tile decode must produce exactly the values nvfp4_dequantize_ref gives,
 // so both kernels see the same bf16 operands in the same order and agree bit for bit. The gate
-// stack's scale bytes run through all 256 values.
+// stack's scale bytes run through all 256 values. The reduction widths (3, 5, 9 and 11 k tiles of
+// 64) run the k-tile pipeline shorter and longer than its prologue.
 TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
   std::mt19937 rng(201);
-  const int E = 16, H = 320, I = 192, K = 6;
-  auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
-  auto d = random_nvfp4(rng, int64_t(E) * H, I, 0x28, 0x38);
-  // Every scale byte but 0xFF, in a layout that differs per row (an odd stride). 0xFF is left
-  // out: model/nvfp4's ue4m3_value reads it as 480 while the device decode (nvfp4_decode.cuh)
-  // masks bit 7 and reads 0x7F = 0 — a codec disagreement outside this kernel (see the report).
-  for (size_t i = 0; i < g.scales.size(); ++i) {
-    const uint8_t b = uint8_t((i * 131) & 0xFF);
-    g.scales[i] = b == 0xFF ? 0x7F : b;
-  }
-  const std::vector<float> ones(static_cast<size_t>(E), 1.f);
-  DeviceStack ng(g, ones), nu(u, ones), nd(d, ones);
-  DeviceBuffer<bf16> bg(dequantized_bf16(g, int64_t(E) * I, H)), bu(dequantized_bf16(u, int64_t(E) * I, H)),
-      bd(dequantized_bf16(d, int64_t(E) * H, I));
-  for (int T : {9, 64, 300})
-    for (int tm : {16, 64}) {
-      const std::string where = "T=" + std::to_string(T) + " tile_rows=" + std::to_string(tm) + ": ";
-      const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
-      DeviceRouting r(ids, T, K, E, tm);
-      // Small activations keep the huge-scale columns finite in bf16.
-      DeviceBuffer<bf16> x(random_bf16(rng, size_t(T) * H, 0.01f));
-      DeviceBuffer<bf16> act_nv(size_t(T) * K * I), act_bf(size_t(T) * K * I), y_nv(size_t(T) * K * H),
-          y_bf(size_t(T) * K * H);
-      for (auto* b : {&act_nv, &act_bf, &y_nv, &y_bf}) b->poison();
-      moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
-      moe_grouped_gate_up_nvfp4(x.get(), T, K, H, ng.view(), nu.view(), I, r.r, act_nv.get(), nullptr);
-      moe_grouped_gate_up(x.get(), T, K, H, bg.get(), bu.get(), I, r.r, act_bf.get(), nullptr);
-      moe_grouped_down_nvfp4(act_bf.get(), T, K, I, nd.view(), H, r.r, y_nv.get(), nullptr);
-      moe_grouped_down(act_bf.get(), T, K, I, bd.get(), H, r.r, y_bf.get(), nullptr);
-      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto a1 = act_nv.download(), a2 = act_bf.download(), y1 = y_nv.download(), y2 = y_bf.download();
-      size_t nan = 0;
-      for (const auto& v : {a2, y2})
-        for (bf16 b : v) nan += std::isnan(bf16_to_float(b));
-      ASSERT_EQ(nan, 0u) << where << "the BF16 kernels left unwritten (NaN) rows: the comparison would be void";
-      const int64_t ia = first_bit_difference(a1, a2), iy = first_bit_difference(y1, y2);
-      EXPECT_EQ(ia, -1) << where << "gate/up differs at " << (ia >= 0 ? bits_at(a1, a2, ia) : "");
-      EXPECT_EQ(iy, -1) << where << "down differs at " << (iy >= 0 ? bits_at(y1, y2, iy) : "");
+  const int E = 16, K = 6;
+  for (const auto [H, I] : {std::pair{320, 192}, std::pair{704, 576}}) {
+    auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
+    auto d = random_nvfp4(rng, int64_t(E) * H, I, 0x28, 0x38);
+    // Every scale byte but 0xFF, in a layout that differs per row (an odd stride). 0xFF is left
+    // out: model/nvfp4's ue4m3_value reads it as 480 while the device decode (nvfp4_decode.cuh)
+    // masks bit 7 and reads 0x7F = 0 — a codec disagreement outside this kernel (see the report).
+    for (size_t i = 0; i < g.scales.size(); ++i) {
+      const uint8_t b = uint8_t((i * 131) & 0xFF);
+      g.scales[i] = b == 0xFF ? 0x7F : b;
     }
+    const std::vector<float> ones(static_cast<size_t>(E), 1.f);
+    DeviceStack ng(g, ones), nu(u, ones), nd(d, ones);
+    DeviceBuffer<bf16> bg(dequantized_bf16(g, int64_t(E) * I, H)), bu(dequantized_bf16(u, int64_t(E) * I, H)),
+        bd(dequantized_bf16(d, int64_t(E) * H, I));
+    for (int T : {9, 64, 300})
+      for (int tm : {16, 64}) {
+        const std::string where = "H=" + std::to_string(H) + " I=" + std::to_string(I) + " T=" + std::to_string(T) +
+                                  " tile_rows=" + std::to_string(tm) + ": ";
+        const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+        DeviceRouting r(ids, T, K, E, tm);
+        // Small activations keep the huge-scale columns finite in bf16.
+        DeviceBuffer<bf16> x(random_bf16(rng, size_t(T) * H, 0.01f));
+        DeviceBuffer<bf16> act_nv(size_t(T) * K * I), act_bf(size_t(T) * K * I), y_nv(size_t(T) * K * H),
+            y_bf(size_t(T) * K * H);
+        for (auto* b : {&act_nv, &act_bf, &y_nv, &y_bf}) b->poison();
+        moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
+        moe_grouped_gate_up_nvfp4(x.get(), T, K, H, ng.view(), nu.view(), I, r.r, act_nv.get(), nullptr);
+        moe_grouped_gate_up(x.get(), T, K, H, bg.get(), bu.get(), I, r.r, act_bf.get(), nullptr);
+        moe_grouped_down_nvfp4(act_bf.get(), T, K, I, nd.view(), H, r.r, y_nv.get(), nullptr);
+        moe_grouped_down(act_bf.get(), T, K, I, bd.get(), H, r.r, y_bf.get(), nullptr);
+        STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto a1 = act_nv.download(), a2 = act_bf.download(), y1 = y_nv.download(), y2 = y_bf.download();
+        size_t nan = 0;
+        for (const auto& v : {a2, y2})
+          for (bf16 b : v) nan += std::isnan(bf16_to_float(b));
+        ASSERT_EQ(nan, 0u) << where << "the BF16 kernels left unwritten (NaN) rows: the comparison would be void";
+        const int64_t ia = first_bit_difference(a1, a2), iy = first_bit_difference(y1, y2);
+        EXPECT_EQ(ia, -1) << where << "gate/up differs at " << (ia >= 0 ? bits_at(a1, a2, ia) : "");
+        EXPECT_EQ(iy, -1) << where << "down differs at " << (iy >= 0 ? bits_at(y1, y2, iy) : "");
+      }
+  }
 }
 
 // Routed experts with per-expert scale2 against the CPU references, kernel by kernel and after
