@@ -11,8 +11,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"; C=$B/config.json
+LIMIT=${S28_LIMIT:-430}  # seconds the whole run may take (the parts below stop starting new rows before it)
 nvidia-smi --query-gpu=name --format=csv,noheader
-timeout 150 $B/test_cuda_kernels --gtest_filter='CudaMoeGrouped*:CudaSampling.*:CudaEmbedding.*:CudaLogprob*' 2>&1 |
+timeout $(( LIMIT / 3 )) $B/test_cuda_kernels --gtest_filter='CudaMoeGrouped*:CudaSampling.*:CudaEmbedding.*:CudaLogprob*' 2>&1 |
   grep -E "^\[  (PASSED|FAILED) |^\[==========\]|Failure|FAILED|rror" | head -30
 echo "kernel tests done at ${SECONDS}s"
 for v in base new; do
@@ -21,7 +22,7 @@ for v in base new; do
   echo "batched-moe $v done at ${SECONDS}s"
 done
 lat() {  # VARIANT (base: main | new: this branch | b8g: + NVFP4 MoE of 2-8 tokens on the grouped kernels) FORMAT BATCH CONTEXT
-  [ $SECONDS -gt 330 ] && return
+  [ $SECONDS -gt $(( LIMIT - 100 )) ] && return
   local bin=$B/striker q=""; [ "$1" = base ] && bin=$B/striker_base; [ "$1" = b8g ] && bin=$B/striker_b8g
   [ "$2" = nvfp4 ] && q="--quantization nvfp4"
   local r; r=$(timeout 60 $bin bench latency --config $C $q --graphs --context $4 --batch $3 --steps 30 --warmup 3 2>&1)
@@ -34,7 +35,7 @@ for v in base new; do lat $v bf16 64 1024; done
 echo "latency done at ${SECONDS}s"
 for q in "" "--quantization nvfp4"; do
   for a in "--no-async-scheduling" ""; do
-    [ $SECONDS -gt 380 ] && break
+    [ $SECONDS -gt $(( LIMIT - 50 )) ] && break
     echo "throughput ${q:-bf16} ${a:-default}: $(timeout 60 $B/striker bench throughput --config $C --tokenizer $B/flint-tokenizer --device cuda \
       --num-prompts 64 --input-len 1024 --output-len 128 $q $a 2>&1 | grep -E 'elapsed|decode steps|async|rror' | tr '\n' ' ')"
   done
