@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 28 run 1 (kernel payload, STRIKER_SHIP_SERVER=0; gpubin/*_base are main's fcbcaf5 binaries):
+# Session 28 run 1 (kernel payload, STRIKER_SHIP_SERVER=0) of the work waiting in .gpu_run/s28.patch (`git apply` it
+# onto main and build; gpubin/*_base are main's binaries without it; the patch goes once it is merged or dropped):
 # (1) the GPU tests of the code this session touched: the grouped MoE kernels' NVFP4 register fetch-ahead
 #     (CudaMoeGrouped*) and async scheduling's launch/collect split, never run on a GPU yet (CudaSampling.*);
 # (2) bench_cuda_kernels batched-moe, main vs fetch-ahead (prediction, docs/performance.md 27th session:
