@@ -80,7 +80,8 @@ int run_latency(const LatencyOptions& o) {
   if (o.batch < 1 || o.batch > kMaxLatencyTokens)
     throw Error("bench latency: --batch must be 1.." + std::to_string(kMaxLatencyTokens) + ", got " + std::to_string(o.batch));
   const int per_seq = 1 + o.speculative_tokens;
-  if (o.speculative_tokens < 0 || o.batch * per_seq > 8)
+  // Guesses ride the 1..8-token decode path only (the batched path above 8 tokens has no guess rows).
+  if (o.speculative_tokens < 0 || (o.speculative_tokens > 0 && o.batch * per_seq > 8))
     throw Error("bench latency: --batch x (1 + --speculative-tokens) must be 1..8 with guesses (the decode path's token count)");
   if (o.block_size != 16 && o.block_size != 32 && o.block_size != 64 && o.block_size != 128)
     throw Error("bench latency: --block-size must be 16, 32, 64 or 128 (serve's CUDA choices), got " +
