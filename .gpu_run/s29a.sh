@@ -6,10 +6,10 @@
 # round trip for its activations; prediction: grouped NVFP4 gate/up at T = 64 251.8 -> <= 120 us if that is the
 # limit, the stall reasons below say which). Run 1 (docs/performance.md, twenty-ninth session) passed the branch's GPU tests, but its
 # base bench binary predated `batched-moe` and `bench latency --batch` refused 9..256 (fixed on main since), so:
-# (1) bench_cuda_kernels batched-moe, main vs fetch-ahead (prediction: grouped NVFP4 >= 2x faster at T = 64);
-# (2) bench latency --batch 16/64/256 NVFP4 and 64 BF16 (control), main vs fetch-ahead;
-# (3) ncu sections of the grouped NVFP4 gate/up and down at 64 sequences, both binaries: why NVFP4 (0.2 of
-#     4.6 TB/s on its bytes) is slower than BF16 (0.9) on the same tiles.
+# (1) bench_cuda_kernels batched-moe, base / fa / dec / ar;
+# (2) bench latency --batch 64 NVFP4 for all four, --batch 16/256 NVFP4 and 64 BF16 (control) base vs ar;
+# (3) ncu sections and stall reasons of ar's grouped NVFP4 gate/up and down at 64 sequences: what limits them
+#     once the A tiles come early (run 1: 0.2 of 4.6 TB/s on their bytes, BF16 0.9 on the same tiles).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"; C=$B/config.json
@@ -33,9 +33,8 @@ for b in 16 256; do for v in base ar; do lat $v nvfp4 $b 1024; done; done
 for v in base ar; do lat $v bf16 64 1024; done
 echo "latency done at ${SECONDS}s"
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-for v in ar; do
-  [ $SECONDS -gt $(( LIMIT - 45 )) ] && break
-  bin=$B/striker; [ $v != ar ] && bin=$B/striker_$v
+if [ $SECONDS -le $(( LIMIT - 45 )) ]; then
+  v=ar bin=$B/striker
   # Two grouped launches per layer (gate/up, down): skip 10 layers, profile one layer's pair.
   timeout 60 "$NCU" --csv --page details --clock-control none --cache-control none -k 'regex:grouped_gemm_kernel' \
     --launch-skip 20 --launch-count 2 --section SpeedOfLight --section Occupancy --section WarpStateStats \
@@ -45,5 +44,5 @@ for v in ar; do
   echo "ncu $v rc=$? at ${SECONDS}s"
   grep -E '"(Grid Size|Registers Per Thread|Duration|Memory Throughput|DRAM Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction|Stall [A-Za-z ]+|Mem Pipes Busy|Block Limit [A-Za-z ]+|smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active.ratio)"' /tmp/ncu_$v.csv |
     awk -F'","' '{print $5 " | " $(NF-2) " | " $NF}' | tr -d '"' | sed "s/^/$v /" | head -90
-done
+fi
 echo "all done at ${SECONDS}s"
