@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 28 run 2 (not run yet; renamed in session 29), of the async default in .gpu_run/s29.patch (server payload built with it applied: STRIKER_SHIP_KERNEL_TESTS=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_SOURCES=0
+# Session 28 run 2 (not run yet; renamed in session 29; session 30: no machine), of the async default in .gpu_run/s30_async_default.patch (server payload built with it applied: STRIKER_SHIP_KERNEL_TESTS=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_SOURCES=0
 # STRIKER_SHIP_TRACE=0): the server suites on --device cuda with async scheduling on by default
 # (test_server_async.py's reference server now turns it off by name), then one request 100,000 -> 256 with
 # --no-async-scheduling and with the default (prediction, docs/performance.md, twenty-sixth session: TPOT at

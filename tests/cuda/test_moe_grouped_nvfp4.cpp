@@ -42,7 +42,8 @@ GroupedGemms nvfp4_mma_gemms(const ScaledNvfp4Experts& w) {
 // scale2 = 1: the NVFP4 tile decode must produce exactly the values nvfp4_dequantize_ref gives,
 // so both kernels see the same bf16 operands in the same order and agree bit for bit. The gate
 // stack's scale bytes run through all 256 values. The reduction widths (3, 5, 9 and 11 k tiles of
-// 64) run the k-tile pipeline shorter and longer than its prologue.
+// 64) put the register fetch-ahead (Nvfp4ExpertWeights::kFetchAhead) before, at and past its
+// slots' wrap, with k tiles left over from the unrolled loop.
 TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
   std::mt19937 rng(201);
   const int E = 16, K = 6;

@@ -208,9 +208,10 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
   const MoeTile tile = args.tiles[blockIdx.x];
   const int n0 = blockIdx.y * kBN;
   constexpr int kStages = grouped_stages(TM, NB);
+  constexpr int kAStages = grouped_a_stages(TM, NB, WeightTile::kFetchAhead);
   extern __shared__ uint4 smem_raw[];
-  bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);           // [kStages][TM][kBK]
-  bf16_t* sb = sa + kStages * TM * kBK;                        // [kStages][NB][kBN][kBK]
+  bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);           // [kAStages][TM][kBK]
+  bf16_t* sb = sa + kAStages * TM * kBK;                       // [kStages][NB][kBN][kBK]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   // This thread's A chunks: rows tid/8 + 16i of the tile, 16-byte column chunk tid%8 of each k tile.
@@ -226,9 +227,8 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
     if (args.sorted_slot) src = args.sorted_slot[src] / args.slots_per_token;
     a_src[i] = args.a + int64_t(src) * args.kdim;
   }
-  // Issues stage `stage`'s loads for k tile kt: A by cp.async, the weights by the policy's fetch
-  // (its commit, which may have to wait for them, is left to the caller).
-  auto issue_stage = [&](typename WeightTile::Staged& staged, int stage, int kt) {
+  // Issues the A tile of k tile kt into stage `stage` by cp.async (its commit is left to the caller).
+  auto issue_a = [&](int stage, int kt) {
     const int k = kt * kBK + chunk * 8;
     const bool k_ok = k < args.kdim;
     bf16_t* dst = sa + stage * TM * kBK;
@@ -236,7 +236,13 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
     for (int i = 0; i < kARows; ++i) {
       cp_async16(dst + swizzled(stage_row(tid, i), chunk), a_ok[i] && k_ok ? a_src[i] + k : args.a, a_ok[i] && k_ok);
     }
+  };
+  using Staged = typename WeightTile::Staged;
+  auto fetch_b = [&](Staged& staged, int stage, int kt) {
     weights.template fetch<NB>(staged, sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
+  };
+  auto commit_b = [&](const Staged& staged, int stage) {
+    weights.template commit<NB>(staged, sb + stage * NB * kBN * kBK);
   };
 
   float acc[TM / 16][NB][2][4];
@@ -247,29 +253,80 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
 #pragma unroll
       for (int t = 0; t < 2; ++t) acc[m][j][t][0] = acc[m][j][t][1] = acc[m][j][t][2] = acc[m][j][t][3] = 0.f;
 
-  // kStages-deep cp.async pipeline: stage kt+kStages-1 loads while stage kt is multiplied.
+  // kStages-deep pipeline: stage kt+kStages-1 is filled while stage kt is multiplied. The policy's
+  // commit (the NVFP4 decode) of k tile `next` runs after the MMA of kt and writes the stage of
+  // kt-1, which no warp reads before the __syncthreads of iteration `next`.
   const int k_tiles = (args.kdim + kBK - 1) / kBK;
+  if constexpr (WeightTile::kFetchAhead == 0) {
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) {
-      typename WeightTile::Staged staged;
-      issue_stage(staged, s, s);
-      weights.template commit<NB>(staged, sb + s * NB * kBN * kBK);
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < k_tiles) {
+        Staged staged;
+        issue_a(s, s);
+        fetch_b(staged, s, s);
+        commit_b(staged, s);
+      }
+      cp_async_commit();
     }
-    cp_async_commit();
-  }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    cp_async_wait<kStages - 2>();  // stage kt has landed (for this thread) ...
-    __syncthreads();               // ... for every thread, and stage kt-1 is no longer read
-    const int next = kt + kStages - 1;
-    typename WeightTile::Staged staged;
-    if (next < k_tiles) issue_stage(staged, next % kStages, next);
-    cp_async_commit();
-    const int stage = kt % kStages;
-    warp_tile_mma<TM, NB>(sa + stage * TM * kBK, sb + stage * NB * kBN * kBK, warp * 16, lane, acc);
-    // Stage next % kStages (= the one of kt-1, kStages >= 2) is read by no warp until the
-    // __syncthreads of iteration `next`, so the policy's plain stores may land there now.
-    if (next < k_tiles) weights.template commit<NB>(staged, sb + (next % kStages) * NB * kBN * kBK);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      cp_async_wait<kStages - 2>();  // stage kt has landed (for this thread) ...
+      __syncthreads();               // ... for every thread, and stage kt-1 is no longer read
+      const int next = kt + kStages - 1;
+      Staged staged;
+      if (next < k_tiles) {
+        issue_a(next % kStages, next);
+        fetch_b(staged, next % kStages, next);
+      }
+      cp_async_commit();
+      const int stage = kt % kStages;
+      warp_tile_mma<TM, NB>(sa + stage * TM * kBK, sb + stage * NB * kBN * kBK, warp * 16, lane, acc);
+      if (next < k_tiles) commit_b(staged, next % kStages);
+    }
+  } else {
+    // Register fetch-ahead: k tile t's weights are loaded into slot t % kF kF tiles before the
+    // iteration that decodes them, so each decode finds its loads landed. The loop is unrolled by
+    // kF so every slot index is a constant and the slots stay in registers.
+    // The A tiles (cp.async, one commit group per k tile) run kAStages - 1 tiles ahead in their own ring.
+    constexpr int kF = WeightTile::kFetchAhead;
+    Staged slot[kF];
+    {
+#pragma unroll
+      for (int s = 0; s < kAStages - 1; ++s) {
+        if (s < k_tiles) issue_a(s, s);
+        cp_async_commit();
+      }
+      Staged first[kStages - 1];
+#pragma unroll
+      for (int s = 0; s < kStages - 1; ++s)
+        if (s < k_tiles) fetch_b(first[s], s, s);
+#pragma unroll
+      for (int f = 0; f < kF; ++f)
+        if (kStages - 1 + f < k_tiles) fetch_b(slot[(kStages - 1 + f) % kF], 0, kStages - 1 + f);
+#pragma unroll
+      for (int s = 0; s < kStages - 1; ++s)
+        if (s < k_tiles) commit_b(first[s], s);
+    }
+    for (int kt0 = 0; kt0 < k_tiles; kt0 += kF) {
+#pragma unroll
+      for (int i = 0; i < kF; ++i) {
+        const int kt = kt0 + i;  // kt0 % kF == 0, so tile kt + kStages - 1 is in slot (i + kStages - 1) % kF
+        if (kt < k_tiles) {
+          cp_async_wait<kAStages - 2>();  // A tile kt has landed (for this thread) ...
+          __syncthreads();                // ... for every thread; B tile kt is decoded; A stage kt-1 is free
+          const int next_a = kt + kAStages - 1;
+          if (next_a < k_tiles) issue_a(next_a % kAStages, next_a);
+          cp_async_commit();
+          const int next = kt + kStages - 1;
+          warp_tile_mma<TM, NB>(sa + (kt % kAStages) * TM * kBK, sb + (kt % kStages) * NB * kBN * kBK, warp * 16,
+                                lane, acc);
+          if (next < k_tiles) {
+            Staged& st = slot[(i + kStages - 1) % kF];
+            commit_b(st, next % kStages);
+            if (next + kF < k_tiles) fetch_b(st, 0, next + kF);
+          }
+        }
+      }
+    }
   }
   cp_async_wait<0>();
 
@@ -319,7 +376,7 @@ template <int TM, int NB, class WeightTile>
 void launch_grouped(const GroupedArgs& args, const WeightTile& w, int T, int K, const MoeRouting& r,
                     cudaStream_t stream) {
   auto kernel = grouped_gemm_kernel<TM, NB, WeightTile>;
-  constexpr int smem = grouped_smem_bytes(TM, NB);
+  constexpr int smem = grouped_smem_bytes(TM, NB, WeightTile::kFetchAhead);
   static_assert(smem <= 48 * 1024, "above 48 KiB a launch needs the opt-in attribute");
   const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM)), unsigned((args.n + kBN - 1) / kBN));
   launch_pdl(kernel, grid, dim3(kGroupedThreads), smem, stream, args, w);

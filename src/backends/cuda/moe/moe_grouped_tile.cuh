@@ -11,6 +11,7 @@
 
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/moe/moe_grouped_layout.h"
+#include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
@@ -21,7 +22,21 @@ namespace striker::cuda {
 // within 48 KiB needs no cudaFuncSetAttribute opt-in, which could not be issued safely while a
 // CUDA graph is being captured; the 2-stage kernels (gate/up) run 4-6 CTAs per SM instead.
 constexpr int grouped_stages(int tm, int nb) { return (tm + nb * kBN) * kBK * 2 * 3 <= 48 * 1024 ? 3 : 2; }
-constexpr int grouped_smem_bytes(int tm, int nb) { return grouped_stages(tm, nb) * (tm + nb * kBN) * kBK * 2; }
+// Stages of the A (activation) ring. With the cp.async weight ring (fetch_ahead == 0) A rides in the
+// same stages. A policy that keeps its weights' loads in registers (NVFP4) would otherwise request
+// each A tile (an L2 gather) only one k tile ahead and wait an L2 round trip per k tile, so its A ring
+// gets the shared memory the B stages leave, up to fetch_ahead + 2 stages.
+constexpr int grouped_a_stages(int tm, int nb, int fetch_ahead) {
+  if (fetch_ahead == 0) return grouped_stages(tm, nb);
+  const int free_bytes = 48 * 1024 - grouped_stages(tm, nb) * nb * kBN * kBK * 2;
+  const int fit = free_bytes / (tm * kBK * 2);
+  return fit < fetch_ahead + 2 ? fit : fetch_ahead + 2;
+}
+constexpr int grouped_smem_bytes(int tm, int nb, int fetch_ahead) {
+  return (grouped_a_stages(tm, nb, fetch_ahead) * tm + grouped_stages(tm, nb) * nb * kBN) * kBK * 2;
+}
+static_assert(grouped_a_stages(16, 2, 4) == 6 && grouped_a_stages(16, 1, 4) == 6, "decode tiles: a 6-deep A ring");
+static_assert(grouped_a_stages(64, 2, 4) >= 2 && grouped_a_stages(64, 1, 4) >= 2, "TM = 64: at least the B stages' depth");
 
 // Weight-tile loader policies. A policy fills, for each of NB matrices (gate and up, or down),
 // the swizzled [kBN rows][kBK] bf16 tile of expert e at rows n0.., columns k0.. (zeros past the
@@ -34,11 +49,14 @@ constexpr int grouped_smem_bytes(int tm, int nb) { return grouped_stages(tm, nb)
 // st.shared writes a stage that no warp reads before the next __syncthreads of the main loop.
 // output_scale(e, j) is the factor the epilogue applies to matrix j's fp32 accumulator before the
 // bf16 rounding (1 for BF16, the expert's global scale2 for NVFP4, FLINT.md §4).
+// kFetchAhead: k tiles whose global loads a thread keeps in flight in registers beyond the stages
+// in shared memory (0: the cp.async ring alone keeps the loads ahead; see grouped_gemm_kernel).
 
 // BF16 experts stacked as [E, n, kdim] row-major (one pointer per matrix).
 struct Bf16ExpertWeights {
   const bf16_t* m[2];
   struct Staged {};
+  static constexpr int kFetchAhead = 0;  // cp.async lands in shared memory: the ring is the fetch-ahead
 
   template <int NB>
   __device__ __forceinline__ void fetch(Staged&, bf16_t* dst, int e, int n0, int k0, int n, int kdim) const {
@@ -77,6 +95,11 @@ struct Nvfp4ExpertWeights {
     uint32_t s[2];
     bool ok;
   };
+  // A k tile's codes and scales must sit in registers until they are decoded, so the shared-memory
+  // stages alone would keep one k tile (4.25 KiB for gate + up per CTA) in flight and pay a DRAM
+  // round trip per k tile. Four register slots (~11 registers each for gate + up) keep four more
+  // in flight: ~17 KiB per CTA (docs/performance.md, twenty-eighth session).
+  static constexpr int kFetchAhead = 4;
 
   template <int NB>
   __device__ __forceinline__ void fetch(Staged& st, bf16_t*, int e, int n0, int k0, int n, int kdim) const {
@@ -108,14 +131,15 @@ struct Nvfp4ExpertWeights {
       const uint32_t words[4] = {st.q[j].x, st.q[j].y, st.q[j].z, st.q[j].w};
 #pragma unroll
       for (int c = 0; c < 4; ++c) {  // word c = weights 8c..8c+7 of this half, scale byte c/2
-        const float s = ue4m3_x2p14((st.s[j] >> (8 * (c >> 1))) & 0xFFu);
+        // E2M1 by byte-permute tables straight into bf16, times the scale as bf16 (nvfp4_bf16_bits.h):
+        // the exact E2M1·E4M3 the fp16 → fp32 → × scale → bf16 decode gave, in ~3.5 instructions per
+        // weight instead of ~6.
+        const uint32_t s = ue4m3_bf16x2_bits((st.s[j] >> (8 * (c >> 1))) & 0xFFu);
         uint32_t packed[4];
+        e2m1x4_to_bf16x2(words[c], packed[0], packed[1]);
+        e2m1x4_to_bf16x2(words[c] >> 16, packed[2], packed[3]);
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          const float2 p = e2m1_pair_x2m14((words[c] >> (8 * b)) & 0xFFu);
-          const __nv_bfloat162 v = __floats2bfloat162_rn(p.x * s, p.y * s);
-          packed[b] = *reinterpret_cast<const uint32_t*>(&v);
-        }
+        for (int b = 0; b < 4; ++b) packed[b] = bf16x2_mul(packed[b], s);
         *reinterpret_cast<uint4*>(dst + j * kBN * kBK + swizzled(r, half * 4 + c)) =
             make_uint4(packed[0], packed[1], packed[2], packed[3]);
       }
