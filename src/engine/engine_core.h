@@ -25,6 +25,7 @@ struct RequestLimits {
   int64_t max_model_len = 0;
   int64_t vocab_size = 0;
   int32_t max_n = 256;
+  bool reasoning_known = false;  // EngineConfig::reasoning is set: thinking budgets can run
 };
 // Throws striker::Error with a user-facing one-line message when the request cannot run.
 void validate_request(const GenerationRequest& req, const RequestLimits& limits);
@@ -57,9 +58,11 @@ class EngineCore {
   const KvPoolPlan& kv_plan() const { return plan_; }
   const StepPlan& last_plan() const { return last_plan_; }
 
- private:
+  // Opaque outside the engine (engine_core_state.h); public so its helpers there can name them.
   struct Request;
   struct Choice;
+
+ private:
   // A step's logits rows as update() reads them: all rows (pos null) or, after device
   // sampling, only the returned ones (pos maps a step row to its index, -1 = not returned),
   // with the tokens the device drew (one per sampling chunk, batch order).
@@ -132,6 +135,7 @@ class EngineCore {
 
   EngineConfig config_;
   RequestLimits limits_;
+  std::shared_ptr<const ReasoningDelimiters> reasoning_;  // shared by the choices' thinking budgets
   Backend& backend_;
   TextStreamFactory text_;
   KvPoolPlan plan_;
