@@ -22,14 +22,14 @@ constexpr int32_t kThink = 28, kEndThink = 29;
 
 using Outputs = std::map<std::string, std::vector<int32_t>>;  // "request/choice" -> tokens
 
-struct Run {
+struct BudgetRun {
   std::optional<int32_t> budget;
   bool open_section = true;  // the prompt ends with <think>, as GLM-4.7's template does
   SpeculativeConfig speculative;
   bool async = false;
 };
 
-Outputs run(Backend& backend, const Run& r) {
+Outputs run(Backend& backend, const BudgetRun& r, EngineStats* stats = nullptr) {
   EngineConfig cfg;
   cfg.max_model_len = 128;
   cfg.max_num_seqs = 8;
@@ -63,6 +63,7 @@ Outputs run(Backend& backend, const Run& r) {
   }
   for (int steps = 0; core.has_work() && steps < 2000; ++steps) core.step();
   EXPECT_FALSE(core.has_work());
+  if (stats) *stats = core.stats();
   return got;
 }
 
@@ -120,9 +121,11 @@ TEST(EngineThinkingBudget, EverySamplingPathGivesTheHostsOutputs) {
   DeviceSamplingFake device(kVocab, 8);
   EXPECT_EQ(run(device, {3}), want);
   AsyncDeviceSamplingFake async(kVocab, 8);
-  Run a{3};
+  BudgetRun a{3};
   a.async = true;
-  EXPECT_EQ(run(async, a), want);
+  EngineStats stats;
+  EXPECT_EQ(run(async, a, &stats), want);
+  EXPECT_GT(stats.async_ahead_steps, 0) << "no step went ahead: async scheduling was not exercised";
 }
 
 TEST(EngineThinkingBudget, SpeculationKeepsTheCutAndTheOutputs) {
@@ -131,10 +134,12 @@ TEST(EngineThinkingBudget, SpeculationKeepsTheCutAndTheOutputs) {
   const Outputs free = run(plain_free, {});
   const Outputs want = run(plain, {3});
   expect_cut_at_budget(free, want, 3);
-  Run s{3};
+  BudgetRun s{3};
   s.speculative = SpeculativeConfig{3, 1, 2, 0};
   FakeBackend guessing(kVocab, 8, nullptr, 2);
-  EXPECT_EQ(run(guessing, s), want);
+  EngineStats stats;
+  EXPECT_EQ(run(guessing, s, &stats), want);
+  EXPECT_GT(stats.spec_num_accepted_tokens, 0) << "no guess was kept: speculation was not exercised";
   DeviceSamplingFake device(kVocab, 8, 2);
   EXPECT_EQ(run(device, s), want);
 }
