@@ -229,6 +229,6 @@ def test_reasoning_config_flag_sets_the_delimiters(striker_bin, toolcall_model, 
 ])
 def test_bad_reasoning_config_stops_at_startup(striker_bin, toolcall_model, config, needle):
     r = subprocess.run([str(striker_bin), "serve", str(toolcall_model), "--port", "0", "--device", "cpu",
-                        "--reasoning-config", config], capture_output=True, text=True, timeout=120)
+                        "--reasoning-config", config], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert needle in r.stdout + r.stderr, r.stdout + r.stderr
