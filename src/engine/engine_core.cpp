@@ -92,9 +92,17 @@ void validate_request(const GenerationRequest& req, const RequestLimits& lim) {
   if (p.thinking_token_budget) {
     check(*p.thinking_token_budget >= 0,
           "thinking_token_budget must be >= 0, got " + std::to_string(*p.thinking_token_budget));
-    check(lim.reasoning_known,
+    check(lim.reasoning != nullptr,
           "thinking_token_budget needs to know where reasoning starts and ends: start the server with "
           "--reasoning-parser or --reasoning-config");
+    // A grammar in force from the first token (no reasoning parser starts it after `</think>`)
+    // inside a reasoning section the prompt leaves open would refuse the forced end: refused here
+    // rather than failed mid-answer.
+    if (p.structured && p.structured->start_after_token < 0 &&
+        ThinkingBudget(lim.reasoning, *p.thinking_token_budget, req.prompt).in_reasoning())
+      throw Error("thinking_token_budget cannot be combined with a structured output that constrains the reasoning "
+                  "itself (the prompt opens a reasoning section and no reasoning parser starts the constraint "
+                  "after its end): the forced end would break the constraint");
   }
 }
 
@@ -124,8 +132,7 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   limits_.max_model_len = config_.max_model_len;
   limits_.vocab_size = model.vocab_size;
   limits_.max_n = config_.max_num_seqs;
-  limits_.reasoning_known = config_.reasoning.known();
-  if (limits_.reasoning_known) reasoning_ = std::make_shared<const ReasoningDelimiters>(config_.reasoning);
+  if (config_.reasoning.known()) limits_.reasoning = std::make_shared<const ReasoningDelimiters>(config_.reasoning);
   KvBudget budget;
   budget.kv_cache_bytes = config_.kv_cache_bytes;
   budget.full_block_bytes = model.num_full_layers() > 0 ? backend.full_block_bytes(config_.block_size) : 0;
@@ -203,7 +210,7 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
         std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens), p.include_stop_str_in_output);
     if (p.structured)
       ch->matcher = std::make_unique<grammar::GrammarMatcher>(p.structured->grammar, p.structured->start_after_token);
-    if (p.thinking_token_budget) ch->budget.emplace(reasoning_, *p.thinking_token_budget, r.req.prompt);
+    if (p.thinking_token_budget) ch->budget.emplace(limits_.reasoning, *p.thinking_token_budget, r.req.prompt);
     r.choices.push_back(std::move(ch));
   }
   for (auto& ch : r.choices) scheduler_->add(&ch->seq);

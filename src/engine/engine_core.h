@@ -25,7 +25,8 @@ struct RequestLimits {
   int64_t max_model_len = 0;
   int64_t vocab_size = 0;
   int32_t max_n = 256;
-  bool reasoning_known = false;  // EngineConfig::reasoning is set: thinking budgets can run
+  // EngineConfig::reasoning when it is known (thinking budgets can run), else null.
+  std::shared_ptr<const ReasoningDelimiters> reasoning;
 };
 // Throws striker::Error with a user-facing one-line message when the request cannot run.
 void validate_request(const GenerationRequest& req, const RequestLimits& limits);
@@ -135,7 +136,6 @@ class EngineCore {
 
   EngineConfig config_;
   RequestLimits limits_;
-  std::shared_ptr<const ReasoningDelimiters> reasoning_;  // shared by the choices' thinking budgets
   Backend& backend_;
   TextStreamFactory text_;
   KvPoolPlan plan_;

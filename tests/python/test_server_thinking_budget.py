@@ -217,6 +217,12 @@ def test_reasoning_config_flag_sets_the_delimiters(striker_bin, toolcall_model, 
     try:
         got = chat(s, 2)
         assert got["token_ids"][2] == end and got["token_ids"][:2] == chat(server)["token_ids"][:2]
+        # Without a reasoning parser a structured output is in force from the first token, inside the
+        # open section: a forced end would break it, so the pair is refused up front.
+        r = requests.post(s.url + "/v1/chat/completions", timeout=30,
+                          json={"model": MODEL, "messages": ECHO, "max_tokens": 20, "thinking_token_budget": 2,
+                                "response_format": {"type": "json_object"}})
+        assert r.status_code == 400 and "structured output" in r.json()["error"]["message"], r.text
     finally:
         s.stop()
 

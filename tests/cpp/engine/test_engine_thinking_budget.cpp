@@ -149,8 +149,22 @@ TEST(EngineThinkingBudget, RefusedWithoutReasoningDelimitersOrBelowZero) {
   req.params.thinking_token_budget = 4;
   RequestLimits limits{128, kVocab, 8};
   EXPECT_THROW(validate_request(req, limits), Error);
-  limits.reasoning_known = true;
+  limits.reasoning = std::make_shared<const ReasoningDelimiters>(ReasoningDelimiters{{kThink}, {kEndThink}});
   EXPECT_NO_THROW(validate_request(req, limits));
   req.params.thinking_token_budget = -1;
   EXPECT_THROW(validate_request(req, limits), Error);
+}
+
+TEST(EngineThinkingBudget, RefusedWhereAGrammarWouldConstrainTheOpenReasoning) {
+  RequestLimits limits{128, kVocab, 8};
+  limits.reasoning = std::make_shared<const ReasoningDelimiters>(ReasoningDelimiters{{kThink}, {kEndThink}});
+  GenerationRequest req{"r", {1, 2, kThink}, {}};
+  req.params.thinking_token_budget = 4;
+  req.params.structured = StructuredConstraint{nullptr, -1};  // in force from the first token
+  EXPECT_THROW(validate_request(req, limits), Error);
+  req.params.structured->start_after_token = kEndThink;  // a reasoning parser starts it after the end
+  EXPECT_NO_THROW(validate_request(req, limits));
+  req.params.structured->start_after_token = -1;
+  req.prompt = {1, 2, kThink, 3, kEndThink};  // the prompt closed its section: nothing to force into the grammar
+  EXPECT_NO_THROW(validate_request(req, limits));
 }
