@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
+#include "cli/reasoning_flag.h"
 #include "cli/speculative_flag.h"
 #include "cli/vllm_serve_flags.h"
 #include "core/error.h"
@@ -69,6 +70,7 @@ struct ServeArgs {
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser;
   std::string reasoning_parser;
+  std::string reasoning_config;  // vLLM's --reasoning-config JSON (the thinking budget's delimiters)
   bool exclude_tools_when_tool_choice_none = false;
   std::string device;
   std::string kv_cache_memory;
@@ -127,6 +129,7 @@ void check_flags(const ServeArgs& a, const CLI::App& cmd) {
   if (!a.reasoning_parser.empty() && !server::reasoning_parser_available(a.reasoning_parser)) {
     throw Error("--reasoning-parser '" + a.reasoning_parser + "' is not available (this build has: glm47, glm45)");
   }
+  if (!a.reasoning_config.empty()) parse_reasoning_config(a.reasoning_config);  // a bad JSON fails before loading
   parse_quantization(a.quantization);
   if (a.load_format == "dummy" && a.quantization == "gguf")
     serve_log()->info("--quantization gguf with --load-format dummy: random NVFP4 weights, as Flint's GGUF holds");
@@ -298,6 +301,14 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
   opts.limits.max_logprobs = a.max_logprobs < 0 || a.max_logprobs > cfg.vocab_size ? int32_t(cfg.vocab_size) : a.max_logprobs;
 
   EngineConfig ec;
+  ec.reasoning = resolve_reasoning_delimiters(
+      a.reasoning_config.empty() ? ReasoningStrings{} : parse_reasoning_config(a.reasoning_config), a.reasoning_parser,
+      *tokenizer);
+  opts.limits.reasoning_known = ec.reasoning.known();
+  if (ec.reasoning.known())
+    serve_log()->info("thinking_token_budget counts reasoning between '{}' and '{}' ({} and {} tokens)",
+                      tokenizer->decode(ec.reasoning.start), tokenizer->decode(ec.reasoning.end),
+                      ec.reasoning.start.size(), ec.reasoning.end.size());
   ec.max_model_len = max_model_len;
   ec.max_num_seqs = a.max_num_seqs;
   ec.max_num_batched_tokens = a.max_num_batched_tokens;
@@ -439,6 +450,9 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "parse tool calls (needs --tool-call-parser)");
   cmd->add_option("--tool-call-parser", a->tool_call_parser, "glm47");
   cmd->add_option("--reasoning-parser", a->reasoning_parser, "glm47");
+  cmd->add_option("--reasoning-config", a->reasoning_config,
+                  "JSON {\"reasoning_start_str\", \"reasoning_end_str\"}: where reasoning starts and ends, for "
+                  "thinking_token_budget (default: the reasoning parser's <think> and </think>)");
   cmd->add_flag("--exclude-tools-when-tool-choice-none", a->exclude_tools_when_tool_choice_none,
                 "leave tools out of the prompt when tool_choice is none");
   a->device = default_device();

@@ -15,6 +15,7 @@
 #include "engine/kv_events.h"
 #include "engine/ngram_proposer.h"
 #include "engine/sampling_params.h"
+#include "engine/thinking_budget.h"
 #include "tokenizer/tokenizer.h"
 
 namespace striker {
@@ -42,6 +43,9 @@ struct EngineConfig {
   // bookkeeping hides behind the device's work. Needs a backend that runs steps asynchronously
   // (Backend::supports_async_steps); not with speculation. Outputs are the same as without it.
   bool async_scheduling = false;
+  // Where reasoning starts and ends (vLLM's --reasoning-config, or the reasoning parser's
+  // delimiters): what a request's thinking_token_budget counts. Unknown: budgets are refused.
+  ReasoningDelimiters reasoning;
 };
 
 enum class FinishReason { Stop, Length, Abort };

@@ -89,6 +89,21 @@ void validate_request(const GenerationRequest& req, const RequestLimits& lim) {
   if (p.prompt_logprobs)
     check(*p.prompt_logprobs >= 0 && *p.prompt_logprobs <= lim.vocab_size,
           "prompt_logprobs must be >= 0, got " + std::to_string(*p.prompt_logprobs));
+  if (p.thinking_token_budget) {
+    check(*p.thinking_token_budget >= 0,
+          "thinking_token_budget must be >= 0, got " + std::to_string(*p.thinking_token_budget));
+    check(lim.reasoning != nullptr,
+          "thinking_token_budget needs to know where reasoning starts and ends: start the server with "
+          "--reasoning-parser or --reasoning-config");
+    // A grammar in force from the first token (no reasoning parser starts it after `</think>`)
+    // inside a reasoning section the prompt leaves open would refuse the forced end: refused here
+    // rather than failed mid-answer.
+    if (p.structured && p.structured->start_after_token < 0 &&
+        ThinkingBudget(lim.reasoning, *p.thinking_token_budget, req.prompt).in_reasoning())
+      throw Error("thinking_token_budget cannot be combined with a structured output that constrains the reasoning "
+                  "itself (the prompt opens a reasoning section and no reasoning parser starts the constraint "
+                  "after its end): the forced end would break the constraint");
+  }
 }
 
 EngineConfig resolve_engine_config(const EngineConfig& in, const FlintConfig& model) {
@@ -117,6 +132,7 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   limits_.max_model_len = config_.max_model_len;
   limits_.vocab_size = model.vocab_size;
   limits_.max_n = config_.max_num_seqs;
+  if (config_.reasoning.known()) limits_.reasoning = std::make_shared<const ReasoningDelimiters>(config_.reasoning);
   KvBudget budget;
   budget.kv_cache_bytes = config_.kv_cache_bytes;
   budget.full_block_bytes = model.num_full_layers() > 0 ? backend.full_block_bytes(config_.block_size) : 0;
@@ -194,6 +210,7 @@ void EngineCore::add_request(GenerationRequest greq, OutputCallback on_output) {
         std::make_unique<ChoiceOutput>(r.rules, p.stop, text_(p.skip_special_tokens), p.include_stop_str_in_output);
     if (p.structured)
       ch->matcher = std::make_unique<grammar::GrammarMatcher>(p.structured->grammar, p.structured->start_after_token);
+    if (p.thinking_token_budget) ch->budget.emplace(limits_.reasoning, *p.thinking_token_budget, r.req.prompt);
     r.choices.push_back(std::move(ch));
   }
   for (auto& ch : r.choices) scheduler_->add(&ch->seq);
@@ -253,6 +270,17 @@ void EngineCore::propose_drafts() {
       auto [seq, k] = todo[size_t(i)];
       seq->draft = propose_ngram(seq->tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, k);
       const Choice& ch = *static_cast<const Choice*>(seq->owner);
+      if (ch.budget && !ch.budget->closed()) {
+        // A thinking budget: guesses stop before the first that differs from a forced token.
+        ThinkingBudget b = *ch.budget;
+        size_t fit = 0;
+        for (; fit < seq->draft.size(); ++fit) {
+          const int32_t forced = b.forced_token();
+          if (forced >= 0 && seq->draft[fit] != forced) break;
+          b.accept(seq->draft[fit]);
+        }
+        seq->draft.resize(fit);
+      }
       if (!ch.matcher) continue;
       // Structured outputs: guesses stop before the first the grammar rules out (its row could never
       // draw it) and after one that ends the output (nothing follows it).
@@ -578,17 +606,30 @@ void EngineCore::start_masks(const StepPlan& plan) {
   for (const auto& c : plan.chunks) {
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
     ch.masked.assign(c.samples() ? size_t(1 + c.drafts) : 0, 0);
-    if (!c.samples() || !ch.matcher) continue;
+    if (!c.samples() || !may_mask(ch)) continue;
     ch.masks.resize(ch.masked.size());
-    grammar::GrammarMatcher state = *ch.matcher;
+    std::optional<grammar::GrammarMatcher> state;
+    if (ch.matcher) state = *ch.matcher;
+    std::optional<ThinkingBudget> budget = ch.budget;
     for (size_t j = 0; j < ch.masked.size(); ++j) {
-      // propose_drafts kept only guesses the grammar takes, so the copy follows them.
-      if (j > 0) state.accept(c.seq->draft[j - 1], ch.request->grammar_stops);
-      if (!state.active()) continue;
+      // propose_drafts kept only guesses the grammar and the budget take, so the copies follow them.
+      if (j > 0) {
+        if (state) state->accept(c.seq->draft[j - 1], ch.request->grammar_stops);
+        if (budget) budget->accept(c.seq->draft[j - 1]);
+      }
+      // A forced reasoning end wins over the grammar, which waits for that end anyway (it starts
+      // after `</think>`).
+      if (const int32_t forced = budget ? budget->forced_token() : -1; forced >= 0) {
+        ch.masked[j] = 1;
+        ch.masks[j].resize(words);
+        fill_forced_mask(ch.masks[j], forced);
+        continue;
+      }
+      if (!state || !state->active()) continue;
       ch.masked[j] = 1;
       // Sized here, on the engine thread: SampleRequest::allowed points at it before it is filled.
       ch.masks[j].resize(words);
-      todo.push_back(Job{&ch, j, state});
+      todo.push_back(Job{&ch, j, *state});
     }
   }
   if (todo.empty()) return;
@@ -638,6 +679,7 @@ void EngineCore::commit_token(Draw& d, RequestOutput& out) {
   Sequence& s = ch.seq;
   if (!ch.mask_error.empty()) throw Error(std::exchange(ch.mask_error, {}));
   if (ch.matcher) ch.matcher->accept(d.token, r.grammar_stops);
+  if (ch.budget) ch.budget->accept(d.token);
   // Async scheduling: the next step already runs on a stand-in for this token (launch_ahead).
   if (ch.pending_token) s.tokens.back() = d.token;
   else s.tokens.push_back(d.token);

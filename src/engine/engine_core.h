@@ -25,6 +25,8 @@ struct RequestLimits {
   int64_t max_model_len = 0;
   int64_t vocab_size = 0;
   int32_t max_n = 256;
+  // EngineConfig::reasoning when it is known (thinking budgets can run), else null.
+  std::shared_ptr<const ReasoningDelimiters> reasoning;
 };
 // Throws striker::Error with a user-facing one-line message when the request cannot run.
 void validate_request(const GenerationRequest& req, const RequestLimits& limits);
@@ -57,9 +59,11 @@ class EngineCore {
   const KvPoolPlan& kv_plan() const { return plan_; }
   const StepPlan& last_plan() const { return last_plan_; }
 
- private:
+  // Opaque outside the engine (engine_core_state.h); public so its helpers there can name them.
   struct Request;
   struct Choice;
+
+ private:
   // A step's logits rows as update() reads them: all rows (pos null) or, after device
   // sampling, only the returned ones (pos maps a step row to its index, -1 = not returned),
   // with the tokens the device drew (one per sampling chunk, batch order).

@@ -171,7 +171,9 @@ bool EngineCore::size_late_masks(const StepPlan& plan) {
   const size_t words = size_t((limits_.vocab_size + 31) / 32);
   for (const ScheduledChunk& c : plan.chunks) {
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
-    const bool late = c.samples() && ch.matcher;
+    // A thinking budget's forced end depends on the token `s` draws, as a grammar's mask does; a
+    // budget that cannot force after one more token needs no mask (nor the wait for one).
+    const bool late = c.samples() && (ch.matcher || (ch.budget && ch.budget->may_force_after_one_token()));
     ch.masked.assign(c.samples() ? 1 : 0, late ? 1 : 0);
     if (!late) continue;
     // Sized here: SampleRequest::allowed points at it before fill_late_masks writes it.
@@ -201,11 +203,16 @@ void EngineCore::complete_late_counts(LaunchedStep& next) const {
 void EngineCore::fill_late_masks(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Choice& ch = *static_cast<Choice*>(c.seq->owner);
-    if (!c.samples() || !ch.matcher) continue;
+    if (!c.samples() || ch.masked.empty() || !ch.masked[0]) continue;  // sized by size_late_masks
     std::vector<uint32_t>& mask = ch.masks[0];
+    if (const int32_t forced = ch.budget ? ch.budget->forced_token() : -1;
+        forced >= 0 && ch.seq.status != SeqStatus::Finished) {
+      fill_forced_mask(mask, forced);
+      continue;
+    }
     // A grammar not (or no longer) in force draws from everything: an all-ones mask changes no
     // logit, as no mask would not. A sequence stopped by `s` draws a row nobody reads.
-    if (ch.seq.status == SeqStatus::Finished || !ch.matcher->active()) {
+    if (ch.seq.status == SeqStatus::Finished || !ch.matcher || !ch.matcher->active()) {
       std::fill(mask.begin(), mask.end(), ~0u);
       continue;
     }

@@ -1,6 +1,7 @@
 // EngineCore's state of one request and of each of its choices (engine_core.h keeps them opaque),
 // shared by the synchronous step (engine_core.cpp) and the async one (engine_core_async.cpp).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/grammar/structured_output.h"
+#include "engine/thinking_budget.h"
 
 namespace striker {
 
@@ -23,6 +25,8 @@ struct EngineCore::Choice {
   std::vector<std::vector<uint32_t>> masks;
   std::vector<char> masked;
   std::string mask_error;  // computing a mask failed: the request ends with this error
+  // thinking_token_budget: the count in the reasoning section; a forced token is a one-token mask.
+  std::optional<ThinkingBudget> budget;
   // Async scheduling: seq.tokens ends with a stand-in for the token the uncollected step draws
   // as its sample `pending_sample`.
   bool pending_token = false;
@@ -43,5 +47,15 @@ struct EngineCore::Request {
   bool prompt_logprobs_sent = false;
   RequestTimes times;
 };
+
+// Whether a choice's draws may need a mask: a grammar, or a thinking budget whose end may still be
+// forced.
+inline bool may_mask(const EngineCore::Choice& ch) { return ch.matcher || (ch.budget && !ch.budget->closed()); }
+
+// A mask that allows `token` alone (packed bits, as grammar masks).
+inline void fill_forced_mask(std::vector<uint32_t>& mask, int32_t token) {
+  std::fill(mask.begin(), mask.end(), 0u);
+  mask[size_t(token) >> 5] = 1u << (token & 31);
+}
 
 }  // namespace striker

@@ -42,6 +42,9 @@ struct SamplingParams {
   bool skip_special_tokens = true;
   int32_t n = 1;
   std::optional<StructuredConstraint> structured;
+  // vLLM's thinking_token_budget: at most this many tokens inside the reasoning section, then its
+  // end is forced (engine/thinking_budget.h). Needs EngineConfig::reasoning.
+  std::optional<int32_t> thinking_token_budget;
 };
 
 }  // namespace striker

@@ -1,5 +1,7 @@
 #include "server/messages_request.h"
 
+#include <limits>
+
 #include "server/api_error.h"
 
 namespace striker::server {
@@ -115,9 +117,27 @@ ojson chat_tools(const ojson& tools) {
   return out;
 }
 
+// `thinking.budget_tokens`, enforced as vLLM's thinking_token_budget. Anthropic's rules, but for
+// its 1024 floor: the budget is counted exactly here, and small models reason in a few dozen
+// tokens, so any budget from 1 up is served. `max_tokens` null: count_tokens, which takes none.
+int64_t thinking_budget(const ojson& budget, const std::string& type, const ojson* max_tokens) {
+  if (type != "enabled")
+    throw bad_request("`thinking.budget_tokens` is only taken with `thinking.type` enabled", "thinking.budget_tokens");
+  const bool integer = budget.is_number_integer() || budget.is_number_unsigned();
+  if (!integer || (budget.is_number_integer() && budget.get<int64_t>() < 1) ||
+      budget.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
+    throw bad_request("`thinking.budget_tokens` must be an integer >= 1, got " + budget.dump(), "thinking.budget_tokens");
+  const int64_t value = budget.get<int64_t>();
+  if (max_tokens && uint64_t(value) >= max_tokens->get<uint64_t>())
+    throw bad_request("`max_tokens` must be greater than `thinking.budget_tokens` (" + std::to_string(value) +
+                          "): the budget is part of the answer's tokens",
+                      "thinking.budget_tokens");
+  return value;
+}
+
 }  // namespace
 
-MessagesChatRequest messages_to_chat(const RequestBody& request) {
+MessagesChatRequest messages_to_chat(const RequestBody& request, bool generating) {
   const ojson& body = request.ordered;
   MessagesChatRequest out;
   ojson chat = ojson::object();
@@ -167,8 +187,10 @@ MessagesChatRequest messages_to_chat(const RequestBody& request) {
     const std::string type = required_item_string(*thinking, "type", "thinking", "thinking");
     if (type != "enabled" && type != "disabled")
       throw bad_request("`thinking.type` must be enabled or disabled, got '" + type + "'", "thinking");
-    if (const ojson* budget = item_field(*thinking, "budget_tokens"); budget && !budget->is_number_integer())
-      throw bad_request("`thinking.budget_tokens` must be an integer", "thinking");
+    if (const ojson* budget = item_field(*thinking, "budget_tokens")) {
+      out.thinking_budget = thinking_budget(*budget, type, generating ? max : nullptr);
+      if (generating) chat["thinking_token_budget"] = *out.thinking_budget;
+    }
     chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   }
   if (const ojson* stop = item_field(body, "stop_sequences")) {

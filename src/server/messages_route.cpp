@@ -167,11 +167,15 @@ void stream_messages(MessagesJob& job, const ConnectionWatch& watch, httplib::Da
 }
 
 // The request as a rendered chat prompt; count_tokens stops here.
-void prepare(MessagesJob& job, const RequestBody& body) {
+void prepare(MessagesJob& job, const RequestBody& body, bool generating) {
   check_model_name(body.fields, job.ctx.options);
   if (const auto it = body.ordered.find("model"); it != body.ordered.end() && it->is_string()) job.model = *it;
   else job.model = job.ctx.model_name();
-  job.request = messages_to_chat(body);
+  job.request = messages_to_chat(body, generating);
+  if (generating && job.request.thinking_budget && !job.ctx.options.limits.reasoning_known)
+    throw bad_request("`thinking.budget_tokens` cannot be enforced: the server was started without "
+                      "--reasoning-parser or --reasoning-config, so it does not know where thinking ends",
+                      "thinking.budget_tokens");
   PreparedChat prepared = prepare_chat_request(job.ctx, job.request.chat);
   job.prompt = std::move(prepared.prompt);
   job.sampling = std::move(prepared.sampling);
@@ -183,7 +187,7 @@ void handle_messages(const ServingContext& ctx, const httplib::Request& req, htt
   try {
     const RequestBody body = parse_request_body(req);
     auto job = std::make_shared<MessagesJob>(ctx);
-    prepare(*job, body);
+    prepare(*job, body, true);
     constrain_chat_generation(ctx, job->request.chat.ordered, job->prompt, job->sampling);
     job->parser = make_choice_parser(job->prompt.parser);
     job->id = "msg_" + random_hex_id() + random_hex_id();
@@ -209,7 +213,7 @@ void handle_count_tokens(const ServingContext& ctx, const httplib::Request& req,
       body.fields["max_tokens"] = 1;
     }
     MessagesJob job(ctx);
-    prepare(job, body);
+    prepare(job, body, false);
     res.status = 200;
     res.set_content(dump_json({{"input_tokens", job.prompt.tokens.size()}}), "application/json");
   } catch (const ApiError& e) {

@@ -29,7 +29,8 @@ nlohmann::json sampling_params_json(const SamplingParams& p) {
           {"prompt_logprobs", opt(p.prompt_logprobs)},
           {"skip_special_tokens", p.skip_special_tokens},
           {"include_stop_str_in_output", p.include_stop_str_in_output},
-          {"logit_bias", logit_bias}};
+          {"logit_bias", logit_bias},
+          {"thinking_token_budget", opt(p.thinking_token_budget)}};
 }
 
 nlohmann::json generate_request_json(const std::string& request_id, const std::vector<int32_t>& token_ids,

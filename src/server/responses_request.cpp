@@ -261,7 +261,7 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
   for (const char* key : {"temperature", "top_p", "parallel_tool_calls", "top_k", "min_p", "repetition_penalty",
                           "presence_penalty", "frequency_penalty", "seed", "stop", "stop_token_ids", "ignore_eos",
                           "min_tokens", "logit_bias", "bad_words", "allowed_token_ids", "cache_salt",
-                          "chat_template_kwargs", "include_stop_str_in_output", "priority"}) {
+                          "chat_template_kwargs", "include_stop_str_in_output", "priority", "thinking_token_budget"}) {
     if (const ojson* v = item_field(body, key)) chat[key] = *v;
   }
   if (out.output_logprobs) {

@@ -25,7 +25,7 @@ void reject_unsupported(const JsonFields& f) {
   }
   if (f.boolean("use_beam_search").value_or(false)) throw unsupported("use_beam_search", "= true");
   // structured_outputs, response_format and guided_* are read by server/structured_request.h.
-  for (const char* name : {"allowed_token_ids", "bad_words", "suffix", "prompt_embeds", "thinking_token_budget"}) {
+  for (const char* name : {"allowed_token_ids", "bad_words", "suffix", "prompt_embeds"}) {
     if (f.has(name)) throw unsupported(name, "");
   }
 }
@@ -202,6 +202,15 @@ SamplingRequest parse_sampling_request(const nlohmann::json& body, ApiKind kind,
     JsonFields sof(*so);
     out.include_usage = sof.boolean("include_usage").value_or(false);
     out.continuous_usage = sof.boolean("continuous_usage_stats").value_or(false);
+  }
+  // vLLM's thinking_token_budget: a non-negative integer; -1 (vLLM: unlimited) or null sets none.
+  if (auto budget = f.integer("thinking_token_budget", -1, kI32Max); budget && *budget >= 0) {
+    if (!limits.reasoning_known) {
+      throw bad_request("`thinking_token_budget` needs the server to know where reasoning starts and ends; it was "
+                        "started without --reasoning-parser or --reasoning-config",
+                        "thinking_token_budget");
+    }
+    p.thinking_token_budget = int32_t(*budget);
   }
   out.priority = int32_t(f.integer("priority", std::numeric_limits<int32_t>::min(), kI32Max).value_or(0));
   out.return_token_ids = f.boolean("return_token_ids").value_or(false);

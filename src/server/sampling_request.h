@@ -29,6 +29,9 @@ struct RequestLimits {
   size_t max_stop_strings = 64;
   size_t max_stop_bytes = 1024;
   size_t max_logit_bias = 1024;
+  // The engine knows where reasoning starts and ends (--reasoning-parser / --reasoning-config), so
+  // a thinking_token_budget can be enforced; without it a budget is refused.
+  bool reasoning_known = false;
 };
 
 enum class ApiKind { Chat, Completion };
