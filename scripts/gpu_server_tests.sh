@@ -17,7 +17,7 @@ fi
 export PYTHONPATH="$PYDEPS${PYTHONPATH:+:$PYTHONPATH}"
 export STRIKER_BIN="$PWD/$BIN/striker" STRIKER_SERVE_DEVICE=cuda
 export STRIKER_SHARED_DIR=${STRIKER_SHARED_DIR:-$PWD/shared}
-SUITES=${STRIKER_SERVER_SUITES:-tests/python/test_server_api.py tests/python/test_server_load.py tests/python/test_server_bad_input.py tests/python/test_server_toolcall.py tests/python/test_server_speculative.py tests/python/test_server_async.py tests/python/test_server_responses.py tests/python/test_server_messages.py tests/python/test_server_structured.py tests/python/test_server_structured_toolcall.py tests/python/test_server_gguf.py tests/python/test_gguf_conformance.py}
+SUITES=${STRIKER_SERVER_SUITES:-tests/python/test_server_api.py tests/python/test_server_load.py tests/python/test_server_bad_input.py tests/python/test_server_toolcall.py tests/python/test_server_speculative.py tests/python/test_server_async.py tests/python/test_server_responses.py tests/python/test_server_messages.py tests/python/test_server_structured.py tests/python/test_server_structured_toolcall.py tests/python/test_server_thinking_budget.py tests/python/test_server_gguf.py tests/python/test_gguf_conformance.py}
 export STRIKER_CONFORMANCE_DEVICE=cuda
 # shellcheck disable=SC2086
 timeout 420 python3 -m pytest -q -p no:cacheprovider $SUITES >"$LOGS/server_tests.log" 2>&1

@@ -26,7 +26,9 @@ def start(striker_bin, model, tmp_path_factory, *extra):
 
 @pytest.fixture(scope="module")
 def server(striker_bin, toolcall_model, tmp_path_factory):
-    s = start(striker_bin, toolcall_model, tmp_path_factory)
+    # Async scheduling off by name: this server is the reference the async engine is compared with
+    # (vLLM turns it on by default on GPUs; so may this server's --device cuda).
+    s = start(striker_bin, toolcall_model, tmp_path_factory, "--no-async-scheduling")
     yield s
     s.stop()
 
