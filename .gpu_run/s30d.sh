@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Session 30 run 4 (not run: no device time left; payload = main + .gpu_run/s30_regs.patch): NVFP4 16-row tiles on register fragments, 64-row
-# Payload: build main + the patch (striker, test_cuda_kernels, bench_cuda_kernels), then STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0
-# STRIKER_SHIP_TRACE=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh; on the device: tar xJf .gpuwork/payload.tar.xz -C /tmp/c && bash .gpu_run/s30d.sh
 # tiles on the shared-memory tile decode (each the faster in runs 2-3). The grouped NVFP4 tests (bit for bit against
 # the BF16 kernels at both heights) and the NVFP4 forward tests, then batched-moe at T = 64 (16-row) and 700 (64-row):
 # expected ~regs' and ~ar's rows of run 3. Then, if time is left (S30D_LIMIT, default 300 s), the issue-11 table
 # (bench latency --graphs, 50 steps: BF16 / NVFP4 at 8K and 100K, batch 8 at 8K; steps of <= 8 tokens do not use the
 # patched kernels) — its last H200 numbers are session 25's.
+# Payload: build main + the patch (striker, test_cuda_kernels, bench_cuda_kernels), then STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0
+# STRIKER_SHIP_TRACE=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh; on the device: tar xJf .gpuwork/payload.tar.xz -C /tmp/c && bash .gpu_run/s30d.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
