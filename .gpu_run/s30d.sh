@@ -2,7 +2,8 @@
 # Session 30 run 4 (not run: no device time left; payload = main + .gpu_run/s30_regs.patch): NVFP4 16-row tiles on register fragments, 64-row
 # tiles on the shared-memory tile decode (each the faster in runs 2-3). The grouped NVFP4 tests (bit for bit against
 # the BF16 kernels at both heights) and the NVFP4 forward tests, then batched-moe at T = 64 (16-row) and 700 (64-row):
-# expected ~regs' and ~ar's rows of run 3. Then, if time is left (S30D_LIMIT, default 300 s), the issue-11 table
+# expected ~regs' and ~ar's rows of run 3, but the 16-row down on grouped_down_resident_a_kernel (predicted T = 64
+# 91 -> ~50-55 us on the H100). Then, if time is left (S30D_LIMIT, default 300 s), the issue-11 table
 # (bench latency --graphs, 50 steps: BF16 / NVFP4 at 8K and 100K, batch 8 at 8K; steps of <= 8 tokens do not use the
 # patched kernels) — its last H200 numbers are session 25's.
 # Payload: build main + the patch (striker, test_cuda_kernels, bench_cuda_kernels), then STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0
