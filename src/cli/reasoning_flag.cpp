@@ -1,21 +1,13 @@
 #include "cli/reasoning_flag.h"
 
-#include <nlohmann/json.hpp>
-
+#include "cli/json_flag.h"
 #include "core/error.h"
 
 namespace striker::cli {
 
 ReasoningStrings parse_reasoning_config(const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("--reasoning-config is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object())
-    throw Error("--reasoning-config must be a JSON object, e.g. '{\"reasoning_start_str\": \"<think>\", "
-                "\"reasoning_end_str\": \"</think>\"}'");
+  const nlohmann::json j = parse_json_object_flag(
+      "--reasoning-config", text, R"({"reasoning_start_str": "<think>", "reasoning_end_str": "</think>"})");
   ReasoningStrings out;
   for (const auto& [key, value] : j.items()) {
     std::string* field = key == "reasoning_start_str" ? &out.start : key == "reasoning_end_str" ? &out.end : nullptr;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/json_flag.h"
 #include "core/error.h"
 
 namespace striker::cli {
@@ -21,13 +22,8 @@ int32_t int_field(const nlohmann::json& j, const char* key, int32_t fallback) {
 }  // namespace
 
 SpeculativeConfig parse_speculative_config(const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("--speculative-config is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw Error("--speculative-config must be a JSON object, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
+  const nlohmann::json j =
+      parse_json_object_flag("--speculative-config", text, R"({"method": "ngram", "num_speculative_tokens": 3})");
   static const char* const kKeys[] = {"method", "model", "num_speculative_tokens", "prompt_lookup_min",
                                       "prompt_lookup_max", "disable_by_batch_size"};
   for (const auto& [key, value] : j.items()) {

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "engine/choice_output.h"
+#include "engine/engine.h"
 #include "engine/sampler.h"
 #include "model/config.h"
 
@@ -47,6 +48,22 @@ inline FlintConfig tiny_model(int64_t vocab, int64_t window, int64_t max_pos) {
   c.sliding_window = window;
   c.max_position_embeddings = max_pos;
   return c;
+}
+
+// The engine of the masked-step tests (grammar, thinking budget): room for 8 sequences of up to
+// 128 tokens in 4-token blocks, steps of up to 64 tokens, the given end-of-sequence token, and
+// speculation / async scheduling as the test asks.
+inline EngineConfig masked_steps_config(int32_t eos, const SpeculativeConfig& speculative, bool async) {
+  EngineConfig cfg;
+  cfg.max_model_len = 128;
+  cfg.max_num_seqs = 8;
+  cfg.max_num_batched_tokens = 64;
+  cfg.block_size = 4;
+  cfg.kv_cache_bytes = 400 * 1000;
+  cfg.eos_token_ids = {eos};
+  cfg.speculative = speculative;
+  cfg.async_scheduling = async;
+  return cfg;
 }
 
 struct FakeBackendLog {

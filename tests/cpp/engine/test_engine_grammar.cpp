@@ -35,15 +35,7 @@ std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32
   spec.text = pattern;
   auto vocab = std::make_shared<grammar::TokenVocabulary>(pieces(), std::vector<int32_t>{30, 31});
   auto compiled = grammar::compile_structured_output(spec, vocab);
-  EngineConfig cfg;
-  cfg.max_model_len = 128;
-  cfg.max_num_seqs = 8;
-  cfg.max_num_batched_tokens = 64;
-  cfg.block_size = 4;
-  cfg.kv_cache_bytes = 400 * 1000;
-  cfg.eos_token_ids = {kEos};
-  cfg.speculative = speculative;
-  cfg.async_scheduling = async;
+  const EngineConfig cfg = masked_steps_config(kEos, speculative, async);
   EngineCore core(cfg, tiny_model(kVocab, 8, 256), backend, piece_text(pieces()));
   std::map<std::string, std::map<int32_t, std::pair<std::string, std::vector<int32_t>>>> got;
   for (int r = 0; r < 6; ++r) {

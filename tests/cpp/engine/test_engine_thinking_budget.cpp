@@ -30,15 +30,7 @@ struct BudgetRun {
 };
 
 Outputs run(Backend& backend, const BudgetRun& r, EngineStats* stats = nullptr) {
-  EngineConfig cfg;
-  cfg.max_model_len = 128;
-  cfg.max_num_seqs = 8;
-  cfg.max_num_batched_tokens = 64;
-  cfg.block_size = 4;
-  cfg.kv_cache_bytes = 400 * 1000;
-  cfg.eos_token_ids = {kEos};
-  cfg.speculative = r.speculative;
-  cfg.async_scheduling = r.async;
+  EngineConfig cfg = masked_steps_config(kEos, r.speculative, r.async);
   cfg.reasoning = ReasoningDelimiters{{kThink}, {kEndThink}};
   EngineCore core(cfg, tiny_model(kVocab, 8, 256), backend, piece_text({}));
   Outputs got;
