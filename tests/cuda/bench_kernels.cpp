@@ -11,18 +11,20 @@
 // kernels alone: bench_prefill_small.cpp), `decode` (the decode
 // rows of 1, 2, 4 and 8 tokens: bench_decode.cpp and the MoE of those steps, after the attention
 // rows), `decode-attention` (those attention rows alone), `decode-moe` (the MoE rows of the decode
-// steps alone), `batched-moe` (the grouped expert kernels of batched decode steps, T = 8, 16, 64, 256,
-// BF16 and NVFP4, with the per-slot NVFP4 rows at T = 8), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `pdl-coherence`
+// steps alone), `batched-moe [T ...]` (the grouped expert kernels of batched decode steps, T = 8, 16, 64,
+// 256 or the T given, BF16 and NVFP4, with the per-slot NVFP4 rows at T = 8; T above 682 runs the 64-row tiles), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `pdl-coherence`
 // (stale reads after griddepcontrol.wait per load path: pdl_coherence_probe.h), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <iterator>
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/common/device_info.h"
@@ -127,11 +129,22 @@ int main(int argc, char** argv) {
                                           "decode-moe", "batched-moe", "decode-linear", "decode-norm", "routing",
                                           "pdl-coherence"};
   const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
-  if (argc > 2 || !known) {
+  std::vector<int> token_counts;  // batched-moe's T values, if given
+  for (int i = 2; i < argc && only == "batched-moe"; ++i) {
+    const int T = std::atoi(argv[i]);
+    if (T < 1 || T > 4096) {
+      std::fprintf(stderr, "batched-moe: T must be 1..4096, got '%s'\n", argv[i]);
+      return 2;
+    }
+    token_counts.push_back(T);
+  }
+  if ((argc > 2 && only != "batched-moe") || !known) {
     std::fprintf(stderr, "usage: bench_cuda_kernels [");
     for (const char* f : kFamilies) std::fprintf(stderr, "%s%s", f, f == kFamilies[std::size(kFamilies) - 1] ? "]\n" : " | ");
+    std::fprintf(stderr, "       bench_cuda_kernels batched-moe T...\n");
     return 2;
   }
+  if (token_counts.empty()) token_counts = {8, 16, 64, 256};
   try {
     std::printf("device: %s\n", device_summary().c_str());
     if (device_count() == 0) {
@@ -197,7 +210,7 @@ int main(int argc, char** argv) {
     if (only == "batched-moe") {  // the grouped expert kernels of batched decode steps, both formats
       LtGemm lt;
       const Nvfp4ExpertStacks stacks;
-      for (int T : {8, 16, 64, 256}) {  // T = 8 also prints the per-slot NVFP4 kernels beside the grouped ones
+      for (int T : token_counts) {  // T = 8 also prints the per-slot NVFP4 kernels beside the grouped ones
         bench_moe_grouped(rng, lt, T);
         bench_nvfp4_moe_grouped(rng, stacks, T);
       }

@@ -1,7 +1,7 @@
-// Grouped MoE kernels with NVFP4 experts (moe_grouped.h, Nvfp4ExpertWeights):
+// Grouped MoE kernels with NVFP4 experts (moe_grouped.h; Nvfp4FragmentWeights / Nvfp4TileWeights):
 //  - decoding is exact: with scale2 = 1 the NVFP4 kernels must reproduce, bit for bit, the BF16
-//    grouped kernels run on the dequantised stacks (every UE4M3 scale byte but 0xFF, incl. 0x7F
-//    NaN -> 0, subnormals, bit 7 set);
+//    grouped kernels run on the dequantised stacks (16-row tiles: in the fragments' k order) (every
+//    UE4M3 scale byte but 0xFF, incl. 0x7F NaN -> 0, subnormals, bit 7 set);
 //  - per-expert scale2 (powers of two and not) is applied before the rounding: against the
 //    composed CPU references (nvfp4_ref.cpp dequantisation + moe_grouped_ref.cpp) and, after the
 //    combine, against the per-token reference moe_float_ref;
@@ -17,6 +17,7 @@
 
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/moe/moe_grouped.h"
+#include "backends/cuda/moe/moe_grouped_layout.h"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
@@ -39,11 +40,27 @@ GroupedGemms nvfp4_mma_gemms(const ScaledNvfp4Experts& w) {
   };
 }
 
-// scale2 = 1: the NVFP4 tile decode must produce exactly the values nvfp4_dequantize_ref gives,
-// so both kernels see the same bf16 operands in the same order and agree bit for bit. The gate
+// Every 64-wide block of a row's reduction reordered as the NVFP4 kernels' MMA steps use it:
+// index 16·ks + slot takes the k nvfp4_frag_k(ks, slot) (moe_grouped_layout.h).
+std::vector<bf16> in_fragment_order(const std::vector<bf16>& m, int64_t rows, int cols) {
+  std::vector<bf16> out(m.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int k0 = 0; k0 < cols; k0 += kBK)
+      for (int ks = 0; ks < kBK / 16; ++ks)
+        for (int slot = 0; slot < 16; ++slot)
+          out[size_t(r * cols + k0 + 16 * ks + slot)] = m[size_t(r * cols + k0 + nvfp4_frag_k(ks, slot))];
+  return out;
+}
+
+// scale2 = 1: the NVFP4 kernels must multiply exactly the values nvfp4_dequantize_ref gives, in the
+// BF16 kernels' MMAs: 64-row tiles decode into shared-memory bf16 tiles read as the BF16 ones are,
+// so the BF16 kernels on the dequantised stacks must agree bit for bit; 16-row tiles decode into
+// register fragments that feed MMA step ks, slot s the k nvfp4_frag_k(ks, s), so the BF16 kernels
+// get the stacks and activations with every 64-block reordered that way — the very same MMAs on
+// the same operands, bit for bit only if the fragments sit where nvfp4_frag_k says. The gate
 // stack's scale bytes run through all 256 values. The reduction widths (3, 5, 9 and 11 k tiles of
-// 64) put the register fetch-ahead (Nvfp4ExpertWeights::kFetchAhead) before, at and past its
-// slots' wrap, with k tiles left over from the unrolled loop.
+// 64) put the register fetch-ahead (kFetchAhead) before, at and past its slots' wrap, with k tiles
+// left over from the unrolled loop.
 TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
   std::mt19937 rng(201);
   const int E = 16, K = 6;
@@ -59,24 +76,33 @@ TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
     }
     const std::vector<float> ones(static_cast<size_t>(E), 1.f);
     DeviceStack ng(g, ones), nu(u, ones), nd(d, ones);
-    DeviceBuffer<bf16> bg(dequantized_bf16(g, int64_t(E) * I, H)), bu(dequantized_bf16(u, int64_t(E) * I, H)),
-        bd(dequantized_bf16(d, int64_t(E) * H, I));
+    const auto dg = dequantized_bf16(g, int64_t(E) * I, H), du = dequantized_bf16(u, int64_t(E) * I, H),
+               dd = dequantized_bf16(d, int64_t(E) * H, I);
+    DeviceBuffer<bf16> bg(dg), bu(du), bd(dd);
+    DeviceBuffer<bf16> bg_ordered(in_fragment_order(dg, int64_t(E) * I, H)),
+        bu_ordered(in_fragment_order(du, int64_t(E) * I, H)), bd_ordered(in_fragment_order(dd, int64_t(E) * H, I));
     for (int T : {9, 64, 300})
       for (int tm : {16, 64}) {
+        const bool fragments = tm == 16;  // the BF16 kernels' inputs in the fragments' k order
         const std::string where = "H=" + std::to_string(H) + " I=" + std::to_string(I) + " T=" + std::to_string(T) +
                                   " tile_rows=" + std::to_string(tm) + ": ";
         const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
         DeviceRouting r(ids, T, K, E, tm);
         // Small activations keep the huge-scale columns finite in bf16.
-        DeviceBuffer<bf16> x(random_bf16(rng, size_t(T) * H, 0.01f));
+        const auto xh = random_bf16(rng, size_t(T) * H, 0.01f);
+        DeviceBuffer<bf16> x(xh), x_bf(fragments ? in_fragment_order(xh, T, H) : xh);
         DeviceBuffer<bf16> act_nv(size_t(T) * K * I), act_bf(size_t(T) * K * I), y_nv(size_t(T) * K * H),
             y_bf(size_t(T) * K * H);
         for (auto* b : {&act_nv, &act_bf, &y_nv, &y_bf}) b->poison();
         moe_route_sort(r.ids.get(), T, K, r.r, nullptr);
         moe_grouped_gate_up_nvfp4(x.get(), T, K, H, ng.view(), nu.view(), I, r.r, act_nv.get(), nullptr);
-        moe_grouped_gate_up(x.get(), T, K, H, bg.get(), bu.get(), I, r.r, act_bf.get(), nullptr);
+        moe_grouped_gate_up(x_bf.get(), T, K, H, (fragments ? bg_ordered : bg).get(), (fragments ? bu_ordered : bu).get(),
+                            I, r.r, act_bf.get(), nullptr);
+        // Both down kernels read the BF16 gate/up's rows: the NVFP4 one as they are, the BF16 one in its order.
+        const auto act_rows = act_bf.download();
+        DeviceBuffer<bf16> act_bf_in(fragments ? in_fragment_order(act_rows, int64_t(T) * K, I) : act_rows);
         moe_grouped_down_nvfp4(act_bf.get(), T, K, I, nd.view(), H, r.r, y_nv.get(), nullptr);
-        moe_grouped_down(act_bf.get(), T, K, I, bd.get(), H, r.r, y_bf.get(), nullptr);
+        moe_grouped_down(act_bf_in.get(), T, K, I, (fragments ? bd_ordered : bd).get(), H, r.r, y_bf.get(), nullptr);
         STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
         const auto a1 = act_nv.download(), a2 = act_bf.download(), y1 = y_nv.download(), y2 = y_bf.download();
         size_t nan = 0;
@@ -202,7 +228,7 @@ TEST(CudaMoeGroupedNvfp4, CapturedGraphReplaysOnANewRouting) {
   expect_graph_replays_new_routing(rng, w, nvfp4_mma_gemms(w), T, K, E, H, I, moe_tile_rows_for(int64_t(T) * K, E));
 }
 
-TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
+TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64OrTooWide) {
   std::mt19937 rng(204);
   const int E = 4, K = 2, T = 9;
   const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
@@ -215,6 +241,16 @@ TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
   Nvfp4Stack no_scale = s.view();
   no_scale.scale2 = nullptr;
   EXPECT_THROW(moe_grouped_down_nvfp4(buf.get(), T, K, 64, no_scale, 64, r.r, buf.get(), nullptr), Error);
+  // 16-row tiles keep the down kernel's A rows resident: 16 rows of at most 1536 bf16 (48 KiB).
+  const auto wide = random_nvfp4(rng, int64_t(E) * 64, 1600);
+  DeviceStack w(wide, std::vector<float>(size_t(E), 1.f));
+  DeviceBuffer<bf16> act(size_t(T) * K * 1600);
+  try {
+    moe_grouped_down_nvfp4(act.get(), T, K, 1600, w.view(), 64, r.r, buf.get(), nullptr);
+    ADD_FAILURE() << "a 1600-wide down reduction on 16-row tiles ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1536"), std::string::npos) << e.what();
+  }
 }
 
 // Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):

@@ -1,5 +1,7 @@
-// Host-only checks for the NVFP4 grouped MoE: the tile-decode thread mapping (every (row,
-// 16-byte chunk) of a weight tile written once, its shared-memory stores free of bank conflicts)
+// Host-only checks for the NVFP4 grouped MoE: the tile-decode thread mapping of 64-row tiles (every
+// (row, 16-byte chunk) of a weight tile written once, its shared-memory stores free of bank
+// conflicts), the register-fragment mapping of 16-row tiles (one warp's k tile replayed against the
+// PTX fragment definitions; its shared-memory A loads free of bank conflicts)
 // and the NVFP4 grouped references, which the GPU tests trust: with power-of-two scale2 every
 // product is exact, so sort + grouped gate/up + down + combine must equal the per-token
 // reference moe_float_ref bit for bit; with other scale2 values, within one bf16 step.
@@ -14,6 +16,7 @@
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
+#include "ptx_fragments.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -43,6 +46,88 @@ TEST(MoeGroupedNvfp4Layout, DecodeStoresAreBankConflictFree) {
         }
         EXPECT_EQ(groups.size(), 8u) << "warp " << warp << " store " << c << " phase " << phase;
       }
+}
+
+// One warp's k tile on the register-fragment path, replayed with the PTX ISA's mma.m16n8k16
+// (ptx_fragments.h): A fragments read as the kernel reads them (16-byte chunk
+// nvfp4_frag_a_chunk(lane, p) of rows g and g+8, words 0-1 for step 2p, 2-3 for step 2p+1), B
+// fragments made as its decode makes them (weights 4ks..4ks+3 of scale group nvfp4_frag_group(lane)
+// of rows wn+g and wn+8+g: the first two in b0, the last two in b1). The product must be the tile's
+// whole dot product (every k used once, A and B in the same order), and every slot the k that
+// nvfp4_frag_k names (the order the GPU test replays on the BF16 kernels).
+TEST(MoeGroupedNvfp4Layout, RegisterFragmentsComputeTheTileProduct) {
+  using namespace striker::cuda::ptx_host;
+  constexpr int TM = 32;
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> small(-4, 4);  // exact in float sums
+  std::vector<float> A(size_t(TM) * kBK), W(size_t(kBN) * kBK), sa(A.size());
+  for (auto& v : A) v = float(small(rng));
+  for (auto& v : W) v = float(small(rng));
+  for (int r = 0; r < TM; ++r)
+    for (int k = 0; k < kBK; ++k) sa[size_t(swizzled(r, k / 8) + k % 8)] = A[size_t(r) * kBK + k];
+  for (int warp = 0; warp < kGroupedThreads / 32; ++warp) {
+    const int wn = warp * 16;
+    Acc acc[TM / 16][2] = {};
+    for (int ks = 0; ks < kBK / 16; ++ks) {
+      const int p = ks / 2, q = ks % 2;
+      for (int m = 0; m < TM / 16; ++m) {
+        std::array<Regs4, 32> a{};
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4;
+          for (int h = 0; h < 2; ++h) {  // rows 16m+g (registers 0, 2) and 16m+8+g (1, 3)
+            const int base = swizzled(16 * m + 8 * h + g, nvfp4_frag_a_chunk(lane, p));
+            for (int w = 0; w < 2; ++w)  // words 2q, 2q+1 of the chunk
+              a[size_t(lane)][size_t(h + 2 * w)] = {sa[size_t(base + 4 * q + 2 * w)], sa[size_t(base + 4 * q + 2 * w + 1)]};
+          }
+          for (int reg = 0; reg < 4; ++reg)
+            for (int e = 0; e < 2; ++e) {
+              const int row = 16 * m + (lane / 4) + ((reg & 1) ? 8 : 0);
+              const int slot = 2 * (lane % 4) + e + ((reg & 2) ? 8 : 0);
+              ASSERT_EQ(a[size_t(lane)][size_t(reg)][size_t(e)], A[size_t(row) * kBK + nvfp4_frag_k(ks, slot)])
+                  << "A slot " << slot << " of step " << ks << " is not k " << nvfp4_frag_k(ks, slot);
+            }
+        }
+        for (int t = 0; t < 2; ++t) {
+          std::array<Reg, 32> b0{}, b1{};
+          for (int lane = 0; lane < 32; ++lane) {
+            const int n = wn + 8 * t + lane / 4, k0 = 16 * nvfp4_frag_group(lane) + 4 * ks;
+            b0[size_t(lane)] = {W[size_t(n) * kBK + k0], W[size_t(n) * kBK + k0 + 1]};
+            b1[size_t(lane)] = {W[size_t(n) * kBK + k0 + 2], W[size_t(n) * kBK + k0 + 3]};
+            for (int e = 0; e < 2; ++e) {
+              const int c = lane % 4;
+              ASSERT_EQ(k0 + e, nvfp4_frag_k(ks, 2 * c + e));
+              ASSERT_EQ(k0 + 2 + e, nvfp4_frag_k(ks, 2 * c + 8 + e));
+            }
+          }
+          mma(acc[m][t], a, b0, b1);
+        }
+      }
+    }
+    for (int m = 0; m < TM / 16; ++m)
+      for (int t = 0; t < 2; ++t)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int i = 0; i < 4; ++i) {
+            const int row = m * 16 + c_frag_row(lane, i), col = wn + t * 8 + c_frag_col(lane, i);
+            float want = 0;
+            for (int k = 0; k < kBK; ++k) want += A[size_t(row) * kBK + k] * W[size_t(col) * kBK + k];
+            ASSERT_EQ(acc[m][t][size_t(lane)][size_t(i)], want)
+                << "warp " << warp << " m " << m << " n tile " << t << " lane " << lane << " element " << i;
+          }
+  }
+}
+
+// A warp's 16-byte ld.shared of A runs as four 8-lane phases; each phase's eight rows/chunks must
+// fall in eight different 16-byte bank groups, for both halves (rows g, g+8) and both chunk pairs.
+TEST(MoeGroupedNvfp4Layout, RegisterFragmentALoadsAreBankConflictFree) {
+  for (int m = 0; m < 4; ++m)
+    for (int h = 0; h < 2; ++h)
+      for (int p = 0; p < 2; ++p)
+        for (int phase = 0; phase < 4; ++phase) {
+          std::set<int> groups;
+          for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane)
+            groups.insert((swizzled(16 * m + 8 * h + lane / 4, nvfp4_frag_a_chunk(lane, p)) / 8) % 8);
+          EXPECT_EQ(groups.size(), 8u) << "m " << m << " half " << h << " chunk pair " << p << " phase " << phase;
+        }
 }
 
 Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in) {

@@ -201,6 +201,41 @@ struct GroupedArgs {
   bf16_t* out;                 // [T·K, n] in sorted row order
 };
 
+// Epilogue of one CTA's output block (columns n0..n0+kBN-1 of the tile's rows): elements half*2 and
+// half*2+1 of each m16n8 C fragment are two adjacent columns of one row.
+template <int TM, int NB, class WeightTile>
+__device__ __forceinline__ void store_tile(const GroupedArgs& args, const WeightTile& weights, const MoeTile& tile,
+                                           int n0, int warp, int lane, const float (&acc)[TM / 16][NB][2][4]) {
+  float scale[NB];
+#pragma unroll
+  for (int j = 0; j < NB; ++j) scale[j] = weights.output_scale(tile.expert, j);
+#pragma unroll
+  for (int m = 0; m < TM / 16; ++m)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = m * 16 + c_frag_row(lane, half * 2);
+      if (r >= tile.rows) continue;
+      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        const int col = n0 + warp * 16 + t * 8 + c_frag_col(lane, 0);
+        if (col >= args.n) continue;  // n % 8 == 0, so col + 1 < n as well
+        float v[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          if constexpr (NB == 2) {
+            const float gv = round_bf16(acc[m][0][t][half * 2 + i] * scale[0]);
+            const float uv = round_bf16(acc[m][1][t][half * 2 + i] * scale[1]);
+            v[i] = silu_bf16(gv) * uv;
+          } else {
+            v[i] = acc[m][0][t][half * 2 + i] * scale[0];
+          }
+        }
+        *reinterpret_cast<__nv_bfloat162*>(orow + col) = __floats2bfloat162_rn(v[0], v[1]);
+      }
+    }
+}
+
 template <int TM, int NB, class WeightTile>
 __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedArgs args, WeightTile weights) {
   pdl_grid_start();  // see launch.cuh; the routing comes from the previous kernel
@@ -208,10 +243,9 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
   const MoeTile tile = args.tiles[blockIdx.x];
   const int n0 = blockIdx.y * kBN;
   constexpr int kStages = grouped_stages(TM, NB);
-  constexpr int kAStages = grouped_a_stages(TM, NB, WeightTile::kFetchAhead);
+  constexpr int kAStages = grouped_a_stages(TM, NB, WeightTile::kPath, WeightTile::kFetchAhead);
   extern __shared__ uint4 smem_raw[];
-  bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);           // [kAStages][TM][kBK]
-  bf16_t* sb = sa + kAStages * TM * kBK;                       // [kStages][NB][kBN][kBK]
+  bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);  // [kAStages][TM][kBK], then the B ring if the policy has one
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   // This thread's A chunks: rows tid/8 + 16i of the tile, 16-byte column chunk tid%8 of each k tile.
@@ -237,14 +271,6 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
       cp_async16(dst + swizzled(stage_row(tid, i), chunk), a_ok[i] && k_ok ? a_src[i] + k : args.a, a_ok[i] && k_ok);
     }
   };
-  using Staged = typename WeightTile::Staged;
-  auto fetch_b = [&](Staged& staged, int stage, int kt) {
-    weights.template fetch<NB>(staged, sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
-  };
-  auto commit_b = [&](const Staged& staged, int stage) {
-    weights.template commit<NB>(staged, sb + stage * NB * kBN * kBK);
-  };
-
   float acc[TM / 16][NB][2][4];
 #pragma unroll
   for (int m = 0; m < TM / 16; ++m)
@@ -253,36 +279,38 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
 #pragma unroll
       for (int t = 0; t < 2; ++t) acc[m][j][t][0] = acc[m][j][t][1] = acc[m][j][t][2] = acc[m][j][t][3] = 0.f;
 
-  // kStages-deep pipeline: stage kt+kStages-1 is filled while stage kt is multiplied. The policy's
-  // commit (the NVFP4 decode) of k tile `next` runs after the MMA of kt and writes the stage of
-  // kt-1, which no warp reads before the __syncthreads of iteration `next`.
   const int k_tiles = (args.kdim + kBK - 1) / kBK;
-  if constexpr (WeightTile::kFetchAhead == 0) {
+  using Staged = typename WeightTile::Staged;
+  if constexpr (WeightTile::kPath == WeightPath::SharedRing) {
+    // kStages-deep cp.async ring of A and B tiles: stage kt+kStages-1 is filled while stage kt is multiplied.
+    bf16_t* sb = sa + kAStages * TM * kBK;  // [kStages][NB][kBN][kBK]
+    auto fill_stage = [&](int stage, int kt) {
+      Staged staged;
+      issue_a(stage, kt);
+      weights.template fetch<NB>(staged, sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
+    };
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < k_tiles) {
-        Staged staged;
-        issue_a(s, s);
-        fetch_b(staged, s, s);
-        commit_b(staged, s);
-      }
+      if (s < k_tiles) fill_stage(s, s);
       cp_async_commit();
     }
     for (int kt = 0; kt < k_tiles; ++kt) {
       cp_async_wait<kStages - 2>();  // stage kt has landed (for this thread) ...
       __syncthreads();               // ... for every thread, and stage kt-1 is no longer read
       const int next = kt + kStages - 1;
-      Staged staged;
-      if (next < k_tiles) {
-        issue_a(next % kStages, next);
-        fetch_b(staged, next % kStages, next);
-      }
+      if (next < k_tiles) fill_stage(next % kStages, next);
       cp_async_commit();
       const int stage = kt % kStages;
       warp_tile_mma<TM, NB>(sa + stage * TM * kBK, sb + stage * NB * kBN * kBK, warp * 16, lane, acc);
-      if (next < k_tiles) commit_b(staged, next % kStages);
     }
-  } else {
+  } else if constexpr (WeightTile::kPath == WeightPath::DecodedTiles) {
+    bf16_t* sb = sa + kAStages * TM * kBK;  // [kStages][NB][kBN][kBK]
+    auto fetch_b = [&](Staged& staged, int stage, int kt) {
+      weights.template fetch<NB>(staged, sb + stage * NB * kBN * kBK, tile.expert, n0, kt * kBK, args.n, args.kdim);
+    };
+    auto commit_b = [&](const Staged& staged, int stage) {
+      weights.template commit<NB>(staged, sb + stage * NB * kBN * kBK);
+    };
     // Register fetch-ahead: k tile t's weights are loaded into slot t % kF kF tiles before the
     // iteration that decodes them, so each decode finds its loads landed. The loop is unrolled by
     // kF so every slot index is a constant and the slots stay in registers.
@@ -327,38 +355,110 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
         }
       }
     }
-  }
-  cp_async_wait<0>();
-
-  // Epilogue: elements half*2 and half*2+1 of each m16n8 C fragment are two adjacent columns of one row.
-  float scale[NB];
+  } else {  // WeightPath::Fragments
+    // Weights in registers: k tile t's codes are loaded into slot t % kF kF tiles before the
+    // iteration that decodes them into this warp's B fragments, so each decode finds its loads
+    // landed; the loop is unrolled by kF so every slot index is a constant and the slots stay in
+    // registers. The A tiles (cp.async, one commit group per k tile) run kAStages - 1 tiles ahead
+    // in their own ring; the barrier of each k tile guards that ring alone.
+    constexpr int kF = WeightTile::kFetchAhead;
+    const int wn = n0 + warp * 16;
+    Staged slot[kF];
 #pragma unroll
-  for (int j = 0; j < NB; ++j) scale[j] = weights.output_scale(tile.expert, j);
+    for (int s = 0; s < kAStages - 1; ++s) {
+      if (s < k_tiles) issue_a(s, s);
+      cp_async_commit();
+    }
 #pragma unroll
-  for (int m = 0; m < TM / 16; ++m)
+    for (int f = 0; f < kF; ++f)
+      if (f < k_tiles) weights.template fetch_fragments<NB>(slot[f], tile.expert, wn, f * kBK, args.n, args.kdim);
+    for (int kt0 = 0; kt0 < k_tiles; kt0 += kF) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = m * 16 + c_frag_row(lane, half * 2);
-      if (r >= tile.rows) continue;
-      bf16_t* orow = args.out + int64_t(tile.first + r) * args.n;
-#pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        const int col = n0 + warp * 16 + t * 8 + c_frag_col(lane, 0);
-        if (col >= args.n) continue;  // n % 8 == 0, so col + 1 < n as well
-        float v[2];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          if constexpr (NB == 2) {
-            const float gv = round_bf16(acc[m][0][t][half * 2 + i] * scale[0]);
-            const float uv = round_bf16(acc[m][1][t][half * 2 + i] * scale[1]);
-            v[i] = silu_bf16(gv) * uv;
-          } else {
-            v[i] = acc[m][0][t][half * 2 + i] * scale[0];
-          }
+      for (int i = 0; i < kF; ++i) {
+        const int kt = kt0 + i;  // kt0 % kF == 0, so tile kt is in slot i
+        if (kt < k_tiles) {
+          cp_async_wait<kAStages - 2>();  // A tile kt has landed (for this thread) ...
+          __syncthreads();                // ... for every thread, and A stage kt-1 is no longer read
+          const int next_a = kt + kAStages - 1;
+          if (next_a < k_tiles) issue_a(next_a % kAStages, next_a);
+          cp_async_commit();
+          weights.template mma<TM, NB>(sa + (kt % kAStages) * TM * kBK, slot[i], lane, acc);
+          if (kt + kF < k_tiles)
+            weights.template fetch_fragments<NB>(slot[i], tile.expert, wn, (kt + kF) * kBK, args.n, args.kdim);
         }
-        *reinterpret_cast<__nv_bfloat162*>(orow + col) = __floats2bfloat162_rn(v[0], v[1]);
       }
     }
+  }
+  cp_async_wait<0>();
+  store_tile<TM, NB>(args, weights, tile, n0, warp, lane, acc);
+}
+
+// NVFP4 down of 16-row tiles (NB = 1, reduction I = 512 for Flint). The grouped kernel gives each
+// (tile, 64-column block) its own CTA: 8 k tiles long, its prologue (the first codes requested,
+// the A ring's first L2 gathers) a large share of it, and the tile's 16 A rows gathered again by
+// each of its 32 column blocks. Here a CTA keeps the tile's A rows resident in shared memory
+// (16 × kdim bf16, loaded once) for kResidentBlocks column blocks and runs one fetch-ahead over its
+// (column block, k tile) pairs, so the next block's codes are in flight while this one finishes;
+// with A resident and the weights in registers, the main loop has no barrier.
+constexpr int kResidentBlocks = 4;
+constexpr int kResidentMaxKdim = 48 * 1024 / (16 * 2);  // 16 rows of bf16 within 48 KiB: 1536
+
+template <class WeightTile>
+__global__ void __launch_bounds__(kGroupedThreads) grouped_down_resident_a_kernel(GroupedArgs args, WeightTile weights) {
+  constexpr int TM = 16, NB = 1;
+  static_assert(WeightTile::kPath == WeightPath::Fragments && kGroupedThreads == TM * 8,
+                "one 16-byte chunk of one A row per thread and k tile");
+  pdl_grid_start();  // see launch.cuh; the routing and the activations come from earlier kernels
+  if (int(blockIdx.x) >= *args.num_tiles) return;  // the grid is an upper bound on the tiles
+  const MoeTile tile = args.tiles[blockIdx.x];
+  extern __shared__ uint4 smem_raw[];
+  bf16_t* sa = reinterpret_cast<bf16_t*>(smem_raw);  // [k_tiles][TM][kBK], each k tile swizzled
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int k_tiles = args.kdim / kBK;  // NVFP4: kdim % 64 == 0
+  {
+    const int r = stage_row(tid, 0), chunk = stage_chunk(tid);
+    const bool ok = r < tile.rows;
+    const bf16_t* a_row = args.a + int64_t(tile.first + (ok ? r : 0)) * args.kdim;  // down: rows in sorted order
+    for (int kt = 0; kt < k_tiles; ++kt)
+      cp_async16(sa + kt * TM * kBK + swizzled(r, chunk), ok ? a_row + kt * kBK + chunk * 8 : args.a, ok);
+    cp_async_commit();
+  }
+  const int cb0 = int(blockIdx.y) * kResidentBlocks;
+  const int blocks = min(kResidentBlocks, (args.n + kBN - 1) / kBN - cb0);
+  const int total = blocks * k_tiles;  // (column block, k tile) pairs, block-major
+  constexpr int kF = WeightTile::kFetchAhead;
+  using Staged = typename WeightTile::Staged;
+  // The (column block, k tile) pair the next fetch loads, advanced without divisions.
+  int fetch_cb = cb0, fetch_kt = 0;
+  auto fetch_next = [&](Staged& st) {
+    weights.template fetch_fragments<NB>(st, tile.expert, fetch_cb * kBN + warp * 16, fetch_kt * kBK, args.n,
+                                         args.kdim);
+    if (++fetch_kt == k_tiles) fetch_kt = 0, ++fetch_cb;
+  };
+  Staged slot[kF];
+#pragma unroll
+  for (int f = 0; f < kF; ++f)
+    if (f < total) fetch_next(slot[f]);
+  float acc[TM / 16][NB][2][4] = {};
+  cp_async_wait<0>();
+  __syncthreads();  // the A rows have landed for every thread
+  int cb = cb0, kt = 0;  // the pair computed now
+  for (int f0 = 0; f0 < total; f0 += kF) {
+#pragma unroll
+    for (int i = 0; i < kF; ++i) {
+      const int f = f0 + i;  // f0 % kF == 0, so pair f is in slot i
+      if (f < total) {
+        weights.template mma<TM, NB>(sa + kt * TM * kBK, slot[i], lane, acc);
+        if (f + kF < total) fetch_next(slot[i]);
+        if (++kt == k_tiles) {  // this column block's sums are complete
+          store_tile<TM, NB>(args, weights, tile, cb * kBN, warp, lane, acc);
+#pragma unroll
+          for (int t = 0; t < 2; ++t) acc[0][0][t][0] = acc[0][0][t][1] = acc[0][0][t][2] = acc[0][0][t][3] = 0.f;
+          kt = 0, ++cb;
+        }
+      }
+    }
+  }
 }
 
 void check_grouped(const char* what, int T, int K, int kdim, int n, const MoeRouting& r) {
@@ -376,7 +476,7 @@ template <int TM, int NB, class WeightTile>
 void launch_grouped(const GroupedArgs& args, const WeightTile& w, int T, int K, const MoeRouting& r,
                     cudaStream_t stream) {
   auto kernel = grouped_gemm_kernel<TM, NB, WeightTile>;
-  constexpr int smem = grouped_smem_bytes(TM, NB, WeightTile::kFetchAhead);
+  constexpr int smem = grouped_smem_bytes(TM, NB, WeightTile::kPath, WeightTile::kFetchAhead);
   static_assert(smem <= 48 * 1024, "above 48 KiB a launch needs the opt-in attribute");
   const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM)), unsigned((args.n + kBN - 1) / kBN));
   launch_pdl(kernel, grid, dim3(kGroupedThreads), smem, stream, args, w);
@@ -387,6 +487,26 @@ void launch_grouped_any(const GroupedArgs& args, const WeightTile& w, int T, int
                         cudaStream_t stream) {
   if (r.tile_rows == 16) launch_grouped<16, NB>(args, w, T, K, r, stream);
   else launch_grouped<64, NB>(args, w, T, K, r, stream);
+}
+
+// NVFP4: 16-row tiles decode into register fragments, 64-row tiles into shared-memory tiles
+// (WeightPath: each measured the faster at its height).
+template <int NB>
+void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, int K, const MoeRouting& r,
+                          cudaStream_t stream) {
+  if (r.tile_rows != 16) {
+    launch_grouped<64, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
+  } else if constexpr (NB == 2) {
+    launch_grouped<16, NB>(args, Nvfp4FragmentWeights{w}, T, K, r, stream);
+  } else {  // down: the A rows resident, several column blocks per CTA
+    if (args.kdim > kResidentMaxKdim)
+      throw Error("moe_grouped_down_nvfp4: reduction width " + std::to_string(args.kdim) + " above " +
+                  std::to_string(kResidentMaxKdim) + " (16 resident rows must fit 48 KiB of shared memory)");
+    const int col_groups = ((args.n + kBN - 1) / kBN + kResidentBlocks - 1) / kResidentBlocks;
+    const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, 16)), unsigned(col_groups));
+    launch_pdl(grouped_down_resident_a_kernel<Nvfp4FragmentWeights>, grid, dim3(kGroupedThreads),
+               16 * args.kdim * int(sizeof(bf16_t)), stream, args, Nvfp4FragmentWeights{w});
+  }
 }
 
 bool misaligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
@@ -452,8 +572,8 @@ void moe_grouped_gate_up_nvfp4(const bf16* x, int T, int K, int hidden, const Nv
   check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "up", up, hidden);
   const GroupedArgs args{reinterpret_cast<const bf16_t*>(x), r.sorted_slot, K, hidden, inter, r.tiles, r.num_tiles,
                          reinterpret_cast<bf16_t*>(act_sorted)};
-  const Nvfp4ExpertWeights w{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}, {gate.scale2, up.scale2}};
-  launch_grouped_any<2>(args, w, T, K, r, stream);
+  const Nvfp4Stacks w{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}, {gate.scale2, up.scale2}};
+  launch_grouped_nvfp4<2>(args, w, T, K, r, stream);
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_gate_up_nvfp4");
 }
 
@@ -464,8 +584,8 @@ void moe_grouped_down_nvfp4(const bf16* act_sorted, int T, int K, int inter, con
   check_nvfp4_stack("moe_grouped_down_nvfp4", "down", down, inter);
   const GroupedArgs args{reinterpret_cast<const bf16_t*>(act_sorted), nullptr, K, inter, hidden, r.tiles, r.num_tiles,
                          reinterpret_cast<bf16_t*>(y_sorted)};
-  const Nvfp4ExpertWeights w{{down.m.codes, nullptr}, {down.m.scales, nullptr}, {down.scale2, nullptr}};
-  launch_grouped_any<1>(args, w, T, K, r, stream);
+  const Nvfp4Stacks w{{down.m.codes, nullptr}, {down.m.scales, nullptr}, {down.scale2, nullptr}};
+  launch_grouped_nvfp4<1>(args, w, T, K, r, stream);
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down_nvfp4");
 }
 

@@ -23,12 +23,31 @@ STRIKER_HOST_DEVICE constexpr int swizzled(int row, int chunk) { return row * kB
 STRIKER_HOST_DEVICE constexpr int stage_row(int tid, int pass) { return (tid >> 3) + pass * (kGroupedThreads / 8); }
 STRIKER_HOST_DEVICE constexpr int stage_chunk(int tid) { return tid & 7; }
 
-// NVFP4 weight tiles (Nvfp4ExpertWeights): thread tid decodes k half nvfp4_tile_half(tid)
+// NVFP4 weight tiles (Nvfp4TileWeights): thread tid decodes k half nvfp4_tile_half(tid)
 // (32 weights = 16 code bytes, 16-byte chunks 4·half..4·half+3) of tile row nvfp4_tile_row(tid);
 // the kGroupedThreads = 2·kBN threads cover the kBN × kBK tile exactly once.
 STRIKER_HOST_DEVICE constexpr int nvfp4_tile_row(int tid) { return tid >> 1; }
 STRIKER_HOST_DEVICE constexpr int nvfp4_tile_half(int tid) { return tid & 1; }
 static_assert(kGroupedThreads == 2 * kBN && kBK == 64, "NVFP4 tiles: one thread per (row, 32-weight half)");
+
+// NVFP4 weights decoded straight into mma.m16n8k16 B fragments (Nvfp4FragmentWeights: no shared-memory
+// tile). In a k tile, lane (g = lane / 4, c = lane % 4) of the warp owning weight rows wn..wn+15 holds
+// scale group c of rows wn+g and wn+8+g — k 16c..16c+15: 8 contiguous code bytes and one scale byte,
+// one load each, where the fragment's own k order would need bytes c and c+4 of every group — and
+// feeds weights 4ks..4ks+3 of that group to MMA step ks as the fragment's k slots 2c, 2c+1 (b0) and
+// 2c+8, 2c+9 (b1). So step ks, slot s multiplies reduction index nvfp4_frag_k(ks, s) of the k tile;
+// the activations' A fragments are read in the same order (16-byte chunk 2c + ks/2 of each row holds
+// them for steps ks and ks+1). The products are the same; their fp32 sums run in this order.
+STRIKER_HOST_DEVICE constexpr int nvfp4_frag_k(int ks, int slot) {
+  return 16 * ((slot & 7) >> 1) + 4 * ks + ((slot >> 3) << 1) + (slot & 1);
+}
+// The 16-byte chunk (k 8·chunk..8·chunk+7) of an activation row whose four words are lane's A
+// fragment halves for MMA steps 2p (words 0, 1) and 2p+1 (words 2, 3): k 16c+8p.. (c = lane % 4).
+STRIKER_HOST_DEVICE constexpr int nvfp4_frag_a_chunk(int lane, int p) { return 2 * (lane & 3) + p; }
+// The scale group of a k tile (16 weights, 8 code bytes) that lane decodes for its two weight rows.
+STRIKER_HOST_DEVICE constexpr int nvfp4_frag_group(int lane) { return lane & 3; }
+static_assert(nvfp4_frag_k(0, 0) == 0 && nvfp4_frag_k(0, 9) == 3 && nvfp4_frag_k(3, 7) == 61 && nvfp4_frag_k(1, 14) == 54,
+              "slot 2c+i -> 16c+4ks+i, slot 2c+8+i -> 16c+4ks+2+i");
 
 // ldmatrix.x4 row address supplied by `lane`. A (rows m-major, k contiguous): matrices
 // (rows 0-7 | 8-15) × (k 0-7 | 8-15) of m tile m, k step ks = fragment registers a0..a3.

@@ -1,5 +1,6 @@
 // Building blocks of the grouped expert GEMM (moe_grouped.cu): cp.async staging, the swizzled
-// shared-memory tile layout, the weight-tile loader policy and one warp's mma.sync over a k tile.
+// shared-memory tile layout, the weight policies (BF16; NVFP4 as decoded tiles or register fragments) and
+// one warp's mma.sync over a k tile.
 //
 // Tile shapes and the index arithmetic (swizzle, fragment addresses) live in
 // moe_grouped_layout.h, where a host test checks them against the PTX fragment definitions.
@@ -12,50 +13,61 @@
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/moe/moe_grouped_layout.h"
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
-#include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
 namespace striker::cuda {
-
 
 // cp.async pipeline depth: 3 stages where they fit in 48 KiB of shared memory, else 2. Staying
 // within 48 KiB needs no cudaFuncSetAttribute opt-in, which could not be issued safely while a
 // CUDA graph is being captured; the 2-stage kernels (gate/up) run 4-6 CTAs per SM instead.
 constexpr int grouped_stages(int tm, int nb) { return (tm + nb * kBN) * kBK * 2 * 3 <= 48 * 1024 ? 3 : 2; }
-// Stages of the A (activation) ring. With the cp.async weight ring (fetch_ahead == 0) A rides in the
-// same stages. A policy that keeps its weights' loads in registers (NVFP4) would otherwise request
-// each A tile (an L2 gather) only one k tile ahead and wait an L2 round trip per k tile, so its A ring
-// gets the shared memory the B stages leave, up to fetch_ahead + 2 stages.
-constexpr int grouped_a_stages(int tm, int nb, int fetch_ahead) {
-  if (fetch_ahead == 0) return grouped_stages(tm, nb);
-  const int free_bytes = 48 * 1024 - grouped_stages(tm, nb) * nb * kBN * kBK * 2;
-  const int fit = free_bytes / (tm * kBK * 2);
+// How a policy's weights reach the MMAs (grouped_gemm_kernel has one pipeline for each):
+//   SharedRing    cp.async copies bf16 tiles into a ring of shared-memory stages (BF16);
+//   DecodedTiles  codes loaded into registers kFetchAhead k tiles ahead, decoded into shared-memory
+//                 bf16 tiles, read by ldmatrix (NVFP4, 64-row tiles);
+//   Fragments     codes loaded into registers kFetchAhead k tiles ahead, each warp decoding its own
+//                 straight into its mma B fragments: no shared memory, no barrier for the weights
+//                 (NVFP4, 16-row tiles). With 64-row tiles the accumulators and the A fragments
+//                 push that kernel to 206 registers (2 CTAs per SM) and it lost 13 % there
+//                 (docs/performance.md, thirtieth session), so those keep DecodedTiles.
+enum class WeightPath { SharedRing, DecodedTiles, Fragments };
+
+// Stages of the A (activation) ring. SharedRing: A rides in the weight stages. DecodedTiles: the
+// A ring gets the shared memory the B stages leave, up to fetch_ahead + 2 stages, so each A tile
+// (an L2 gather) is requested about as far ahead as the codes. Fragments: the 48 KiB are A's alone.
+constexpr int grouped_a_stages(int tm, int nb, WeightPath path, int fetch_ahead) {
+  if (path == WeightPath::SharedRing) return grouped_stages(tm, nb);
+  const int b_bytes = path == WeightPath::DecodedTiles ? grouped_stages(tm, nb) * nb * kBN * kBK * 2 : 0;
+  const int fit = (48 * 1024 - b_bytes) / (tm * kBK * 2);
   return fit < fetch_ahead + 2 ? fit : fetch_ahead + 2;
 }
-constexpr int grouped_smem_bytes(int tm, int nb, int fetch_ahead) {
-  return (grouped_a_stages(tm, nb, fetch_ahead) * tm + grouped_stages(tm, nb) * nb * kBN) * kBK * 2;
+constexpr int grouped_smem_bytes(int tm, int nb, WeightPath path, int fetch_ahead) {
+  const int b_stages = path == WeightPath::Fragments ? 0 : grouped_stages(tm, nb);
+  return (grouped_a_stages(tm, nb, path, fetch_ahead) * tm + b_stages * nb * kBN) * kBK * 2;
 }
-static_assert(grouped_a_stages(16, 2, 4) == 6 && grouped_a_stages(16, 1, 4) == 6, "decode tiles: a 6-deep A ring");
-static_assert(grouped_a_stages(64, 2, 4) >= 2 && grouped_a_stages(64, 1, 4) >= 2, "TM = 64: at least the B stages' depth");
+static_assert(grouped_a_stages(16, 2, WeightPath::Fragments, 4) == 6 &&
+                  grouped_a_stages(16, 1, WeightPath::Fragments, 4) == 6,
+              "fragments: a 6-deep A ring");
+static_assert(grouped_a_stages(64, 2, WeightPath::DecodedTiles, 4) >= 2 &&
+                  grouped_a_stages(64, 1, WeightPath::DecodedTiles, 4) >= 2,
+              "decoded 64-row tiles: at least the B stages' depth");
 
-// Weight-tile loader policies. A policy fills, for each of NB matrices (gate and up, or down),
-// the swizzled [kBN rows][kBK] bf16 tile of expert e at rows n0.., columns k0.. (zeros past the
-// matrix edge), in two steps around the warps' MMA of the current stage:
-//   fetch(staged, dst, ...)  issues the global reads: BF16 copies straight into `dst` with
-//                            cp.async; NVFP4 loads codes and scales into registers (`staged`);
-//   commit(staged, dst)      finishes the tile: nothing for BF16; NVFP4 decodes into `dst`.
-// The kernel calls fetch before and commit after the MMA of the stage it is computing, so the
-// global loads of an NVFP4 tile are in flight while the tensor cores work. commit's plain
-// st.shared writes a stage that no warp reads before the next __syncthreads of the main loop.
+// Weight policies: how the kernel gets the NB matrices (gate and up, or down) of expert e at output
+// columns n0.., k tile k0.. (zeros past the matrix edge) into its MMAs, along their kPath:
+//   SharedRing, DecodedTiles: fetch(staged, dst, ...) issues the global reads of the swizzled
+//     [kBN rows][kBK] bf16 tile for stage `dst` (BF16: cp.async straight into it; NVFP4: codes and
+//     scales into registers, `staged`); DecodedTiles' commit(staged, dst) decodes them into `dst`
+//     with plain st.shared, into a stage no warp reads before the next __syncthreads.
+//   Fragments: fetch_fragments(staged, ...) loads a warp's own codes into registers and
+//     mma(sa, staged, ...) decodes them into its B fragments and multiplies.
 // output_scale(e, j) is the factor the epilogue applies to matrix j's fp32 accumulator before the
 // bf16 rounding (1 for BF16, the expert's global scale2 for NVFP4, FLINT.md §4).
-// kFetchAhead: k tiles whose global loads a thread keeps in flight in registers beyond the stages
-// in shared memory (0: the cp.async ring alone keeps the loads ahead; see grouped_gemm_kernel).
 
 // BF16 experts stacked as [E, n, kdim] row-major (one pointer per matrix).
 struct Bf16ExpertWeights {
   const bf16_t* m[2];
   struct Staged {};
+  static constexpr WeightPath kPath = WeightPath::SharedRing;
   static constexpr int kFetchAhead = 0;  // cp.async lands in shared memory: the ring is the fetch-ahead
 
   template <int NB>
@@ -81,15 +93,20 @@ struct Bf16ExpertWeights {
 
 // NVFP4 experts in the split layout of nvfp4_linear.h, stacked per expert: codes [E·n, kdim/2],
 // UE4M3 scales [E·n, kdim/16], scale2 [E] per matrix; kdim % 64 == 0 (FLINT.md §3), so a k tile
-// never straddles the matrix edge. Thread tid covers tile row nvfp4_tile_row(tid) and the half
-// nvfp4_tile_half(tid) of the 64 k values: one 16-byte code load (32 weights) and one 2-byte
-// scale load per matrix, which become 16-byte chunks 4·half .. 4·half+3 of that row.
-// E2M1 × E4M3 is exact in bf16 (nvfp4_gemv.cu), so the tile holds the same values the
-// dequantise + cuBLASLt path multiplied.
-struct Nvfp4ExpertWeights {
+// never straddles the matrix edge. E2M1 × E4M3 is exact in bf16 (nvfp4_gemv.cu): both policies
+// below give the MMAs the same values the dequantise + cuBLASLt path multiplied.
+struct Nvfp4Stacks {
   const uint8_t* codes[2];
   const uint8_t* scales[2];
   const float* scale2[2];  // device [E] each
+  __device__ __forceinline__ float output_scale(int expert, int matrix) const { return __ldg(scale2[matrix] + expert); }
+};
+
+// DecodedTiles: thread tid covers tile row nvfp4_tile_row(tid) and the half nvfp4_tile_half(tid) of
+// the 64 k values: one 16-byte code load (32 weights) and one 2-byte scale load per matrix, which
+// become 16-byte chunks 4·half .. 4·half+3 of that row.
+struct Nvfp4TileWeights : Nvfp4Stacks {
+  static constexpr WeightPath kPath = WeightPath::DecodedTiles;
   struct Staged {
     uint4 q[2];
     uint32_t s[2];
@@ -145,7 +162,90 @@ struct Nvfp4ExpertWeights {
       }
     }
   }
-  __device__ __forceinline__ float output_scale(int expert, int matrix) const { return __ldg(scale2[matrix] + expert); }
+};
+
+// Fragments: no shared-memory tile. Lane (g, c) of the warp owning output columns wn..wn+15 loads,
+// per matrix and k tile, scale group c (8 code bytes, 1 scale byte) of its rows wn+g and wn+8+g, and
+// decodes it into its own mma B fragments in the k order of nvfp4_frag_k (moe_grouped_layout.h).
+// Through shared memory (DecodedTiles) the tile's st.shared / ldmatrix round trips behind a barrier
+// were the 16-row kernels' largest stall (docs/performance.md, thirtieth session).
+struct Nvfp4FragmentWeights : Nvfp4Stacks {
+  static constexpr WeightPath kPath = WeightPath::Fragments;
+  struct Staged {
+    uint2 q[2][2];      // [matrix][n tile]: the 16 codes of scale group c
+    uint32_t s[2][2];   // its scale byte
+  };
+  // k tiles whose codes a lane keeps in flight in registers (6 registers per matrix each).
+  static constexpr int kFetchAhead = 4;
+
+  template <int NB>
+  __device__ __forceinline__ void fetch_fragments(Staged& st, int e, int wn, int k0, int n, int kdim) const {
+    const int lane = threadIdx.x & 31;
+    const int group = nvfp4_frag_group(lane);
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      const int row = wn + 8 * t + (lane >> 2);
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        if (row < n) {
+          const int64_t grow = int64_t(e) * n + row;  // row of the stacked [E·n, kdim] matrix
+          // Cached in L2 only: the other row tiles of this expert read the same weights.
+          st.q[j][t] = __ldcg(reinterpret_cast<const uint2*>(codes[j] + grow * (kdim / 2) + k0 / 2 + 8 * group));
+          st.s[j][t] = __ldcg(scales[j] + grow * (kdim / 16) + k0 / 16 + group);
+        } else {
+          st.q[j][t] = make_uint2(0u, 0u);  // rows past the edge: zeros (code 0 = +0)
+          st.s[j][t] = 0u;
+        }
+      }
+    }
+  }
+
+  // acc[m][j][t] += rows 16m.. of the A stage (swizzled [TM][kBK]) times this warp's columns of
+  // matrix j, n tile t, over one k tile, the B fragments decoded from `st` step by step.
+  template <int TM, int NB>
+  __device__ __forceinline__ void mma(const bf16_t* sa, const Staged& st, int lane,
+                                      float (&acc)[TM / 16][NB][2][4]) const {
+    const int g = lane >> 2;
+    uint32_t scale[NB][2];
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+      for (int t = 0; t < 2; ++t) scale[j][t] = ue4m3_bf16x2_bits(st.s[j][t]);
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      uint4 ar[TM / 16][2];  // rows 16m+g and 16m+8+g: A halves of steps 2p (.x, .y) and 2p+1 (.z, .w)
+#pragma unroll
+      for (int m = 0; m < TM / 16; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          ar[m][h] = *reinterpret_cast<const uint4*>(sa + swizzled(16 * m + 8 * h + g, nvfp4_frag_a_chunk(lane, p)));
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int ks = 2 * p + q;
+        uint32_t bf[NB][2][2];
+#pragma unroll
+        for (int j = 0; j < NB; ++j)
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            // weights 4ks..4ks+3 of the group: 16-bit half ks % 2 of code word ks / 2
+            const uint32_t word = ks < 2 ? st.q[j][t].x : st.q[j][t].y;
+            uint32_t lo, hi;
+            e2m1x4_to_bf16x2(word >> (16 * (ks & 1)), lo, hi);
+            bf[j][t][0] = bf16x2_mul(lo, scale[j][t]);  // k slots 2c, 2c+1
+            bf[j][t][1] = bf16x2_mul(hi, scale[j][t]);  // k slots 2c+8, 2c+9
+          }
+#pragma unroll
+        for (int m = 0; m < TM / 16; ++m) {
+          const uint32_t a[4] = {q ? ar[m][0].z : ar[m][0].x, q ? ar[m][1].z : ar[m][1].x,
+                                 q ? ar[m][0].w : ar[m][0].y, q ? ar[m][1].w : ar[m][1].y};
+#pragma unroll
+          for (int j = 0; j < NB; ++j)
+#pragma unroll
+            for (int t = 0; t < 2; ++t) mma_m16n8k16(acc[m][j][t], a, bf[j][t][0], bf[j][t][1]);
+        }
+      }
+    }
+  }
 };
 
 // One warp: rows 0..TM-1 of the A tile times columns wn..wn+15 of each of the NB B tiles over one
