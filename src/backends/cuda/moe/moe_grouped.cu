@@ -400,8 +400,8 @@ __global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedAr
 // (16 × kdim bf16, loaded once) for kResidentBlocks column blocks and runs one fetch-ahead over its
 // (column block, k tile) pairs, so the next block's codes are in flight while this one finishes;
 // with A resident and the weights in registers, the main loop has no barrier.
-constexpr int kResidentBlocks = 4;
-constexpr int kResidentMaxKdim = 48 * 1024 / (16 * 2);  // 16 rows of bf16 within 48 KiB: 1536
+// Which steps take it: nvfp4_down_resident_a (moe_grouped_layout.h).
+constexpr int kResidentBlocks = kNvfp4ResidentBlocks;
 
 template <class WeightTile>
 __global__ void __launch_bounds__(kGroupedThreads) grouped_down_resident_a_kernel(GroupedArgs args, WeightTile weights) {
@@ -489,8 +489,8 @@ void launch_grouped_any(const GroupedArgs& args, const WeightTile& w, int T, int
   else launch_grouped<64, NB>(args, w, T, K, r, stream);
 }
 
-// NVFP4: 16-row tiles decode into register fragments, 64-row tiles into shared-memory tiles
-// (WeightPath: each measured the faster at its height).
+// NVFP4: 16-row gate/up tiles decode into register fragments, 64-row tiles into shared-memory tiles
+// (WeightPath: each measured the faster at its height); the 16-row down as nvfp4_down_resident_a says.
 template <int NB>
 void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, int K, const MoeRouting& r,
                           cudaStream_t stream) {
@@ -498,10 +498,9 @@ void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, 
     launch_grouped<64, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
   } else if constexpr (NB == 2) {
     launch_grouped<16, NB>(args, Nvfp4FragmentWeights{w}, T, K, r, stream);
+  } else if (!nvfp4_down_resident_a(16, int64_t(T) * K, args.kdim)) {
+    launch_grouped<16, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
   } else {  // down: the A rows resident, several column blocks per CTA
-    if (args.kdim > kResidentMaxKdim)
-      throw Error("moe_grouped_down_nvfp4: reduction width " + std::to_string(args.kdim) + " above " +
-                  std::to_string(kResidentMaxKdim) + " (16 resident rows must fit 48 KiB of shared memory)");
     const int col_groups = ((args.n + kBN - 1) / kBN + kResidentBlocks - 1) / kResidentBlocks;
     const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, 16)), unsigned(col_groups));
     launch_pdl(grouped_down_resident_a_kernel<Nvfp4FragmentWeights>, grid, dim3(kGroupedThreads),

@@ -49,6 +49,19 @@ STRIKER_HOST_DEVICE constexpr int nvfp4_frag_group(int lane) { return lane & 3; 
 static_assert(nvfp4_frag_k(0, 0) == 0 && nvfp4_frag_k(0, 9) == 3 && nvfp4_frag_k(3, 7) == 61 && nvfp4_frag_k(1, 14) == 54,
               "slot 2c+i -> 16c+4ks+i, slot 2c+8+i -> 16c+4ks+2+i");
 
+// The NVFP4 down of 16-row tiles: with enough (token, expert) pairs, a CTA keeps its tile's A rows
+// resident in shared memory for kNvfp4ResidentBlocks column blocks and decodes into fragments
+// (grouped_down_resident_a_kernel); with few, the one-CTA-per-(tile, column block) kernel with the
+// shared-memory tile decode keeps 4x more CTAs in flight. Measured (H100, session 31, K = 6, µs):
+// resident-A at T = 64 / 128 / 256 81.6 / 103.7 / 109.1 against 86.9 / 106.8 / 112.9, but at T = 16 / 32
+// 49.4 / 66.5 against 39.6 / 64.5. Reductions wider than 16 resident rows of bf16 in 48 KiB take the latter.
+constexpr int kNvfp4ResidentBlocks = 4;
+constexpr int kNvfp4ResidentMaxKdim = 48 * 1024 / (16 * 2);  // 1536
+constexpr int64_t kNvfp4ResidentMinPairs = 64 * 6;
+STRIKER_HOST_DEVICE constexpr bool nvfp4_down_resident_a(int tile_rows, int64_t pairs, int kdim) {
+  return tile_rows == 16 && pairs >= kNvfp4ResidentMinPairs && kdim <= kNvfp4ResidentMaxKdim;
+}
+
 // ldmatrix.x4 row address supplied by `lane`. A (rows m-major, k contiguous): matrices
 // (rows 0-7 | 8-15) × (k 0-7 | 8-15) of m tile m, k step ks = fragment registers a0..a3.
 STRIKER_HOST_DEVICE constexpr int a_ldm_row(int lane, int m) { return m * 16 + (lane & 15); }
