@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
+#include "cli/async_scheduling_flag.h"
 #include "cli/bench_throughput.h"
 #include "cli/cache_flags.h"
 #include "cli/step_recorder.h"
@@ -59,7 +60,7 @@ struct ThroughputOptions {
   double gpu_memory_utilization = 0.9;
   std::string kv_cache_memory;
   int cpu_threads = 0;
-  bool async_scheduling = false;  // serve's --async-scheduling
+  std::optional<bool> async_scheduling;  // serve's --async-scheduling when named (default: async_scheduling_flag.h)
   bool json = false;
 };
 
@@ -166,9 +167,8 @@ BuiltBackend build_backend(const ThroughputOptions& o, const FlintConfig& c, con
     b.weights = dummy ? line : "loaded from " + o.model + " (host memory)";
     b.kv_budget = cpu_kv_budget(o, c, max_model_len);
     // As serve does: the CPU backend's steps run on a worker thread that draws the tokens.
-    if (o.async_scheduling) b.backend = std::make_unique<HostSampledSteps>(std::move(b.backend), c.vocab_size);
+    if (ec.async_scheduling) b.backend = std::make_unique<HostSampledSteps>(std::move(b.backend), c.vocab_size);
   }
-  (void)ec;
   return b;
 }
 
@@ -206,7 +206,8 @@ int run_throughput(ThroughputOptions o) {
   ec.max_num_batched_tokens = o.max_num_batched_tokens;
   ec.block_size = o.block_size;
   ec.seed = o.seed;
-  ec.async_scheduling = o.async_scheduling;
+  const AsyncSchedulingChoice async = resolve_async_scheduling(o.async_scheduling, o.device == "cuda", false);
+  ec.async_scheduling = async.on;
   const auto t_setup = std::chrono::steady_clock::now();
   BuiltBackend built = build_backend(o, c, lo, max_model_len, ec);
   ec.kv_cache_bytes = built.kv_budget;
@@ -324,6 +325,7 @@ int run_throughput(ThroughputOptions o) {
   j["output_len"] = o.output_len;
   j["max_num_seqs"] = o.max_num_seqs;
   j["max_num_batched_tokens"] = o.max_num_batched_tokens;
+  j["async_scheduling"] = ec.async_scheduling;
   j["block_size"] = o.block_size;
   j["kv_cache_tokens"] = before.kv_capacity_tokens;
   j["setup_s"] = setup_s;
@@ -356,6 +358,7 @@ int run_throughput(ThroughputOptions o) {
   std::printf("  elapsed %.2f s: %.2f requests/s, %.1f output tokens/s, %.1f total tokens/s\n", elapsed,
               double(o.num_prompts) / elapsed, double(output_tokens) / elapsed,
               double(prompt_tokens + output_tokens) / elapsed);
+  std::printf("  async scheduling %s (%s)\n", ec.async_scheduling ? "on" : "off", async.why.c_str());
   std::printf("  time to first token: median %.1f ms\n", median(ttft));
   std::printf("  %lld decode steps: mean %.3f ms/step (backend forward), mean batch %.1f (%.1f s); %lld prefill/mixed steps (%.1f s); "
               "%lld preemptions\n",
@@ -393,8 +396,10 @@ void register_bench_throughput(CLI::App& bench, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--kv-cache-memory", o->kv_cache_memory, "KV cache budget, e.g. 512MiB (default: cpu 1.5x what the requests need)");
   cmd->add_option("--cpu-threads", o->cpu_threads, "CPU backend threads (0 = all cores)");
-  cmd->add_flag("--async-scheduling,!--no-async-scheduling", o->async_scheduling,
-                "plan and launch each step while the previous one runs (serve's --async-scheduling)");
+  cmd->add_flag_function(
+      "--async-scheduling,!--no-async-scheduling", [o](std::int64_t n) { o->async_scheduling = n > 0; },
+      "plan and launch each step while the previous one runs (serve's --async-scheduling; default: on with "
+      "--device cuda)");
   cmd->add_flag("--json", o->json, "print one JSON object instead of text");
   cmd->callback([o, &exit_code] { exit_code = run_throughput(*o); });
 }

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
+#include "cli/async_scheduling_flag.h"
 #include "cli/reasoning_flag.h"
 #include "cli/speculative_flag.h"
 #include "cli/vllm_serve_flags.h"
@@ -322,6 +323,9 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
                           ? fmt::format(", none while {} or more sequences run", ec.speculative.disable_by_batch_size)
                           : std::string());
   }
+  const AsyncSchedulingChoice async = resolve_async_scheduling(
+      cmd.count("--async-scheduling") > 0 ? std::optional<bool>(a.vllm.async_scheduling) : std::nullopt,
+      a.device == "cuda", ec.speculative.enabled());
   std::unique_ptr<Backend> backend;
   if (a.device == "cuda") {
 #ifdef STRIKER_HAVE_CUDA
@@ -353,14 +357,17 @@ void run_serve(const ServeArgs& a, const CLI::App& cmd) {
     ec.kv_cache_bytes = cpu_kv_budget(a, cfg, max_model_len);
     // The CPU backend returns logits rows: with async scheduling its steps run on a worker thread
     // that draws the tokens itself (the engine's sampler), beside the engine's bookkeeping.
-    if (a.vllm.async_scheduling) backend = std::make_unique<HostSampledSteps>(std::move(backend), cfg.vocab_size);
+    if (async.on) backend = std::make_unique<HostSampledSteps>(std::move(backend), cfg.vocab_size);
   }
-  ec.async_scheduling = a.vllm.async_scheduling;
+  ec.async_scheduling = async.on;
   if (ec.async_scheduling)
-    serve_log()->info("async scheduling: each step is planned and launched while the previous one runs{}",
+    serve_log()->info("async scheduling: each step is planned and launched while the previous one runs ({}){}",
+                      async.why,
                       a.device == "cpu" ? " (CPU backend: on a worker thread; its forward pass dominates a step, so "
                                           "expect no gain here)"
                                         : "");
+  else
+    serve_log()->info("async scheduling off ({})", async.why);
   // Only the primary EOS is the engine's; the others travel as stop_token_ids (vLLM's split).
   if (!gen.eos_token_ids.empty()) ec.eos_token_ids = {gen.eos_token_ids.front()};
   ec.seed = a.seed;

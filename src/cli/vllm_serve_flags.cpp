@@ -46,7 +46,8 @@ void add_vllm_serve_flags(CLI::App* cmd, VllmServeFlags& f) {
                 "GET /load answers {\"server_load\": requests in flight}");
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", f.async_scheduling,
                 "plan and launch the next step while the current one runs (its tokens taken from the current "
-                "step's draws on the device); off by default; not with --speculative-config");
+                "step's draws on the device); on by default with --device cuda, off on the CPU backend and "
+                "with --speculative-config");
   cmd->add_option("--speculative-config", f.speculative_config,
                   "n-gram speculation, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3, "
                   "\"prompt_lookup_max\": 4}' (the only method: no draft models)");

@@ -20,8 +20,10 @@ FLAGS = ["--served-model-name", MODEL, "--enable-auto-tool-choice", "--tool-call
 
 @pytest.fixture(scope="module")
 def plain_client(striker_bin, toolcall_model, tmp_path_factory):
-    """The same server without the suite's engine option: its answers are the reference."""
-    s = StrikerServer(striker_bin, toolcall_model, FLAGS, log_dir=tmp_path_factory.mktemp("plain"))
+    """The same server without the suite's engine option: its answers are the reference. Async
+    scheduling is on by default with --device cuda, so the reference turns it off by name."""
+    s = StrikerServer(striker_bin, toolcall_model, [*FLAGS, "--no-async-scheduling"],
+                      log_dir=tmp_path_factory.mktemp("plain"))
     yield s.client()
     s.stop()
 
