@@ -65,9 +65,10 @@ mkdir -p "$DEST/shared/fixtures"
 FIXTURES="flint-config flint-tokenizer"
 [ "$SERVER" = 1 ] && FIXTURES="$FIXTURES toolcall-model"
 for f in $FIXTURES; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; done
-# Wheels for those suites (openai, anthropic, pytest, requests, jsonschema and their dependencies for Python 3.12),
+# Wheels for those suites (openai, anthropic, pytest, requests, pyyaml, jsonschema and their dependencies for Python 3.12),
 # fetched once with `pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
-# -d $STRIKER_GPU_WHEELS openai anthropic pytest requests jsonschema`.
+# -d $STRIKER_GPU_WHEELS openai anthropic pytest requests pyyaml jsonschema`, and gguf alone (`pip download --no-deps ...
+# gguf`: gpu_server_tests.sh installs it without numpy, which the GPU machine has).
 WHEELS=${STRIKER_GPU_WHEELS:-/work/gpuwheels}
 if [ "$SERVER" = 1 ] && [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
 du -sh "$DEST"
