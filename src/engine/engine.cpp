@@ -107,11 +107,15 @@ class ThreadedEngine : public Engine {
         resets.swap(resets_);
       }
       for (auto& p : inbox) {
+        // add_request validated already, so a refusal here is a bug: logged, and the request still
+        // gets its final output (with the reason as its error) rather than a client left waiting.
+        // What that answer needs is kept before the request moves into the core.
+        const Unqueued kept{p.request.request_id, int64_t(p.request.prompt.size()), p.request.params.n, p.on_output};
         try {
           core_.add_request(std::move(p.request), std::move(p.on_output));
         } catch (const std::exception& e) {
-          // add_request validated already; a failure here is a bug, reported, never a crash.
-          logging::get("engine")->error("could not queue request: {}", e.what());
+          logging::get("engine")->error("could not queue request {}: {}", kept.request_id, e.what());
+          send_aborted(kept, std::string("the engine could not queue the request: ") + e.what());
         }
       }
       for (const auto& id : aborts) core_.abort_request(id);
@@ -133,16 +137,26 @@ class ThreadedEngine : public Engine {
       for (auto& r : resets_) r.set_exception(std::make_exception_ptr(Error("the engine is shutting down")));
       resets_.clear();
     }
-    for (auto& p : never_started) send_aborted(p);
+    for (auto& p : never_started)
+      send_aborted({p.request.request_id, int64_t(p.request.prompt.size()), p.request.params.n, p.on_output});
     publish();
   }
 
-  static void send_aborted(Pending& p) {
+  // What a request's final output needs when the core never ran it.
+  struct Unqueued {
+    std::string request_id;
+    int64_t prompt_tokens = 0;
+    int32_t n = 1;
+    OutputCallback on_output;
+  };
+
+  static void send_aborted(const Unqueued& p, std::string error = {}) {
     RequestOutput out;
-    out.request_id = p.request.request_id;
-    out.prompt_tokens = int64_t(p.request.prompt.size());
+    out.request_id = p.request_id;
+    out.prompt_tokens = p.prompt_tokens;
     out.finished = true;
-    for (int32_t c = 0; c < p.request.params.n; ++c) {
+    out.error = std::move(error);
+    for (int32_t c = 0; c < p.n; ++c) {
       ChoiceDelta d;
       d.index = c;
       d.finish = FinishReason::Abort;

@@ -269,6 +269,31 @@ TEST(EngineThread, AFailedStepEndsItsRequestsWithTheErrorAndTheEngineGoesOn) {
   EXPECT_EQ(res.error.count("after"), 0u);
 }
 
+// A request the core refuses after the engine's validation (a bug, not user input: here its text
+// stream cannot be made) still gets a final output carrying the reason, its id is free again, and
+// the engine keeps serving. Before, the refusal was only logged and the client waited forever.
+TEST(EngineThread, ARequestTheCoreRefusesIsAnsweredWithItsError) {
+  TextStreamFactory text = [inner = piece_text({})](bool skip_special_tokens) {
+    if (!skip_special_tokens) throw Error("no text stream with special tokens in this test");
+    return inner(skip_special_tokens);
+  };
+  auto engine = make_engine_with_text(config(), tiny_model(kVocab, kWindow, 256),
+                                      std::make_unique<FakeBackend>(kVocab, kWindow), std::move(text));
+  Results res;
+  SamplingParams refused = params(1, 5);
+  refused.skip_special_tokens = false;
+  refused.n = 2;
+  engine->add_request({"refused", {1, 2}, refused}, res.callback());
+  ASSERT_TRUE(res.wait_for(1));
+  EXPECT_EQ(res.finish["refused"], FinishReason::Abort);
+  EXPECT_NE(res.error["refused"].find("no text stream with special tokens"), std::string::npos) << res.error["refused"];
+  EXPECT_TRUE(res.tokens["refused"].empty());
+  engine->add_request({"refused", {3, 4}, params(2, 4)}, res.callback());  // the id was freed
+  ASSERT_TRUE(res.wait_for(2));
+  EXPECT_EQ(res.tokens["refused"].size(), 4u);
+  EXPECT_EQ(engine->stats().num_waiting, 0);
+}
+
 TEST(EngineThread, PrefixCacheResetAndKvEventsFromOtherThreads) {
   std::atomic<int> calls{0};
   EngineConfig cfg = config();

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 31 run 7, on an H200 (BF16 at 100K cannot be served on an 80 GB H100: 79.3 GB of weights; run 4):
+# main with the register-fragment NVFP4 kernels and async scheduling on by default (server payload, as s29b.sh's
+# header). The issue-11 table (bench latency --graphs, 50 steps), then one request 100,000 -> 256 served, BF16 and
+# NVFP4, async (the default) and, if time is left, --no-async-scheduling.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name --format=csv,noheader
+C=$B/config.json
+for q in "" "--quantization nvfp4"; do
+  for cb in "8192 1" "100000 1" "8192 8"; do
+    set -- $cb
+    r=$(timeout 60 $B/striker bench latency --config $C $q --graphs --context $1 --batch $2 --steps 50 --warmup 3 2>&1)
+    echo "${q:-bf16} ctx$1 b$2: $(echo "$r" | grep -oE 'median [0-9.]+ wall \([0-9.]+ device\)') | $(echo "$r" | grep -oE '[0-9.]+% of the 4.6') | $(echo "$r" | grep -oE 'kernels per step: [0-9]+')$(echo "$r" | grep -m1 -i error)"
+  done
+done
+echo "table done at ${SECONDS}s"
+for a in "" "--no-async-scheduling"; do
+  [ $SECONDS -gt 380 ] && break
+  STRIKER_SERVE_BENCH_MULTI_TURN="" STRIKER_SERVE_BENCH_CONC="" STRIKER_SERVE_BENCH_DIR="serve${a:+_sync}" \
+    STRIKER_SERVE_BENCH_SERVE_ARGS="--max-num-batched-tokens 8192 $a" \
+    timeout $(( 570 - SECONDS )) bash scripts/gpu_serve_bench.sh $B 2>&1 | grep -E "^\| long"
+  echo "serve bench [${a:-default async}] at ${SECONDS}s"
+done
