@@ -12,6 +12,7 @@
 
 #include "backends/cuda/moe/moe_grouped_layout.h"
 #include "ptx_fragments.h"
+#include "warp_tile_product.h"
 
 namespace striker::cuda {
 namespace {
@@ -31,7 +32,7 @@ TEST(MoeGroupedLayout, OneWarpStepComputesTheTileProduct) {
     for (int k = 0; k < kBK; ++k) sb[size_t(swizzled(n, k / 8) + k % 8)] = B[size_t(n) * kBK + k];
   for (int warp = 0; warp < kGroupedThreads / 32; ++warp) {
     const int wn = warp * 16;
-    std::array<std::array<float, 4>, 32> acc[TM / 16][2] = {};
+    Acc acc[TM / 16][2] = {};
     for (int ks = 0; ks < kBK / 16; ++ks) {
       std::array<Regs4, 32> af[TM / 16];
       for (int m = 0; m < TM / 16; ++m)
@@ -47,16 +48,7 @@ TEST(MoeGroupedLayout, OneWarpStepComputesTheTileProduct) {
           mma(acc[m][t], af[m], b0, b1);
         }
     }
-    for (int m = 0; m < TM / 16; ++m)
-      for (int t = 0; t < 2; ++t)
-        for (int lane = 0; lane < 32; ++lane)
-          for (int i = 0; i < 4; ++i) {
-            const int row = m * 16 + c_frag_row(lane, i), col = wn + t * 8 + c_frag_col(lane, i);
-            float want = 0;
-            for (int k = 0; k < kBK; ++k) want += A[size_t(row) * kBK + k] * B[size_t(col) * kBK + k];
-            ASSERT_EQ(acc[m][t][size_t(lane)][size_t(i)], want)
-                << "warp " << warp << " m " << m << " n tile " << t << " lane " << lane << " element " << i;
-          }
+    expect_warp_tile_product<TM>(acc, A, B, warp);
   }
 }
 

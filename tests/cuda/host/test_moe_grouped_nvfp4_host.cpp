@@ -17,6 +17,7 @@
 #include "cuda_test_util.h"
 #include "moe_routing_util.h"
 #include "ptx_fragments.h"
+#include "warp_tile_product.h"
 
 namespace striker::cuda::testing {
 namespace {
@@ -103,16 +104,7 @@ TEST(MoeGroupedNvfp4Layout, RegisterFragmentsComputeTheTileProduct) {
         }
       }
     }
-    for (int m = 0; m < TM / 16; ++m)
-      for (int t = 0; t < 2; ++t)
-        for (int lane = 0; lane < 32; ++lane)
-          for (int i = 0; i < 4; ++i) {
-            const int row = m * 16 + c_frag_row(lane, i), col = wn + t * 8 + c_frag_col(lane, i);
-            float want = 0;
-            for (int k = 0; k < kBK; ++k) want += A[size_t(row) * kBK + k] * W[size_t(col) * kBK + k];
-            ASSERT_EQ(acc[m][t][size_t(lane)][size_t(i)], want)
-                << "warp " << warp << " m " << m << " n tile " << t << " lane " << lane << " element " << i;
-          }
+    expect_warp_tile_product<TM>(acc, A, W, warp);
   }
 }
 
