@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session 31 run 3 (payload: main at the resident-A threshold commit, kernel payload as s30d.sh's header):
+# Session 31 run 3 (payload: main at the resident-A threshold commit):
 # the grouped NVFP4 tests (bit for bit against the BF16 kernels: 16-row down now on the shared-tile kernel
 # at T = 9 and on resident-A at T = 64 and 300), the NVFP4 forward tests, then batched-moe at T = 16 / 64 / 700
 # (expected: T = 16 down ~40 us, T = 64 ~82 us as run 2's variants) and the 64-sequence NVFP4 step.
+# Kernel payload: STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_TRACE=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh;
+# carry .gpuwork, unpack into /tmp/c, run from there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Session 31 run 5 (server payload of main + the async default, as s29b.sh's header; pyyaml now among the wheels):
+# Session 31 run 5 (server payload of main + the async default; pyyaml now among the wheels):
 # the server suites on --device cuda with async scheduling on by default, then the NVFP4 100K -> 256 TPOT
 # with and without async again (run 4, H100: 2.99 ms without, 2.90 with).
+# Server payload: STRIKER_GPU_WHEELS=/work/gpuwheels STRIKER_SHIP_KERNEL_TESTS=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_SOURCES=0
+# STRIKER_SHIP_TRACE=0 bash scripts/ship_gpu.sh /work/main/.gpuwork_srv; carry .gpuwork_srv, unpack into /tmp/s, run from there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"

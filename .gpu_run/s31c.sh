@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 31 run 7, on an H200 (BF16 at 100K cannot be served on an 80 GB H100: 79.3 GB of weights; run 4):
-# main with the register-fragment NVFP4 kernels and async scheduling on by default (server payload, as s29b.sh's
-# header). The issue-11 table (bench latency --graphs, 50 steps), then one request 100,000 -> 256 served, BF16 and
+# main with the register-fragment NVFP4 kernels and async scheduling on by default. The issue-11 table (bench latency --graphs, 50 steps), then one request 100,000 -> 256 served, BF16 and
 # NVFP4, async (the default) and, if time is left, --no-async-scheduling.
+# Server payload: STRIKER_GPU_WHEELS=/work/gpuwheels STRIKER_SHIP_KERNEL_TESTS=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_SOURCES=0
+# STRIKER_SHIP_TRACE=0 bash scripts/ship_gpu.sh /work/main/.gpuwork_srv; carry .gpuwork_srv, unpack into /tmp/s, run from there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
