@@ -95,6 +95,16 @@ void validate_request(const GenerationRequest& req, const RequestLimits& lim) {
     check(lim.reasoning != nullptr,
           "thinking_token_budget needs to know where reasoning starts and ends: start the server with "
           "--reasoning-parser or --reasoning-config");
+    // Below min_tokens the stop ids (and EOS) are masked out of every draw; a reasoning end token
+    // among them could not be drawn when the budget forces it.
+    if (p.min_tokens > 0)
+      for (int32_t t : lim.reasoning->end) {
+        const bool eos = !p.ignore_eos && std::count(lim.eos_token_ids.begin(), lim.eos_token_ids.end(), t);
+        if (eos || std::count(p.stop_token_ids.begin(), p.stop_token_ids.end(), t))
+          throw Error("thinking_token_budget with min_tokens: token " + std::to_string(t) +
+                      " of the reasoning end is a stop token (" + (eos ? "EOS" : "stop_token_ids") +
+                      "), which min_tokens masks out, so the forced end could not be drawn");
+      }
     // A grammar in force from the first token (no reasoning parser starts it after `</think>`)
     // inside a reasoning section the prompt leaves open would refuse the forced end: refused here
     // rather than failed mid-answer.
@@ -132,6 +142,7 @@ EngineCore::EngineCore(const EngineConfig& config, const FlintConfig& model, Bac
   limits_.max_model_len = config_.max_model_len;
   limits_.vocab_size = model.vocab_size;
   limits_.max_n = config_.max_num_seqs;
+  limits_.eos_token_ids = config_.eos_token_ids;
   if (config_.reasoning.known()) limits_.reasoning = std::make_shared<const ReasoningDelimiters>(config_.reasoning);
   KvBudget budget;
   budget.kv_cache_bytes = config_.kv_cache_bytes;

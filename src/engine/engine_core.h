@@ -27,6 +27,7 @@ struct RequestLimits {
   int32_t max_n = 256;
   // EngineConfig::reasoning when it is known (thinking budgets can run), else null.
   std::shared_ptr<const ReasoningDelimiters> reasoning;
+  std::vector<int32_t> eos_token_ids;  // masked out below a request's min_tokens unless it ignores EOS
 };
 // Throws striker::Error with a user-facing one-line message when the request cannot run.
 void validate_request(const GenerationRequest& req, const RequestLimits& limits);

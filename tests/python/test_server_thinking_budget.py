@@ -129,6 +129,19 @@ def test_bad_values_are_400s_naming_the_field(server, value):
     assert requests.get(server.url + "/health").status_code == 200
 
 
+def test_a_forced_end_that_min_tokens_masks_is_a_400(server):
+    """`</think>` among stop_token_ids is masked out below min_tokens, so the budget could not force
+    it: refused with the reason, and the same request without min_tokens runs."""
+    end = token_id(server, "</think>")
+    body = {"model": MODEL, "messages": ECHO, "max_tokens": 20, "thinking_token_budget": 2, "stop_token_ids": [end]}
+    r = requests.post(server.url + "/v1/chat/completions", json={**body, "min_tokens": 5}, timeout=30)
+    assert r.status_code == 400, r.text
+    assert "min_tokens" in r.json()["error"]["message"] and "stop_token_ids" in r.json()["error"]["message"], r.text
+    r = requests.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert requests.get(server.url + "/health").status_code == 200
+
+
 def test_messages_budget_tokens_cuts_the_thinking_block(server):
     body = {"model": MODEL, "max_tokens": 60, "temperature": 0, "messages": ECHO,
             "thinking": {"type": "enabled", "budget_tokens": 3}}

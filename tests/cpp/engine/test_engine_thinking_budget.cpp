@@ -147,6 +147,31 @@ TEST(EngineThinkingBudget, RefusedWithoutReasoningDelimitersOrBelowZero) {
   EXPECT_THROW(validate_request(req, limits), Error);
 }
 
+// min_tokens masks the stop ids (and EOS) out of every draw below it: a forced end among them could
+// not be drawn, so the combination is refused up front instead of the draws going astray.
+TEST(EngineThinkingBudget, RefusedWhereMinTokensWouldMaskTheForcedEnd) {
+  RequestLimits limits{128, kVocab, 8};
+  limits.reasoning = std::make_shared<const ReasoningDelimiters>(ReasoningDelimiters{{kThink}, {kEndThink}});
+  limits.eos_token_ids = {kEos};
+  GenerationRequest req{"r", {1, 2, kThink}, {}};
+  req.params.thinking_token_budget = 4;
+  req.params.stop_token_ids = {kEndThink};
+  EXPECT_NO_THROW(validate_request(req, limits));  // no min_tokens: nothing is masked
+  req.params.min_tokens = 3;
+  try {
+    validate_request(req, limits);
+    ADD_FAILURE() << "a forced end masked by min_tokens was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stop_token_ids"), std::string::npos) << e.what();
+  }
+  req.params.stop_token_ids = {kEos - 1};  // another stop id: the end stays drawable
+  EXPECT_NO_THROW(validate_request(req, limits));
+  limits.eos_token_ids = {kEndThink};  // the end as an EOS id, masked unless EOS is ignored
+  EXPECT_THROW(validate_request(req, limits), Error);
+  req.params.ignore_eos = true;
+  EXPECT_NO_THROW(validate_request(req, limits));
+}
+
 TEST(EngineThinkingBudget, RefusedWhereAGrammarWouldConstrainTheOpenReasoning) {
   RequestLimits limits{128, kVocab, 8};
   limits.reasoning = std::make_shared<const ReasoningDelimiters>(ReasoningDelimiters{{kThink}, {kEndThink}});
