@@ -84,7 +84,7 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* nex
 // Routed experts of a step of more than kGemvMaxTokens tokens (batched decode or prefill), all on
 // the device: the routing is counting-sorted by expert, then two launches (gate/up with SwiGLU,
 // down) stream each routed expert's weights once per tile of rows, BF16 or NVFP4 (NVFP4 decoded
-// exactly to bf16, the expert's scale2 applied to the fp32 sums): batched decode as 16-row mma.sync tiles (NVFP4 weights decoded straight into each warp's mma fragments),
+// exactly to bf16, the expert's scale2 applied to the fp32 sums): batched decode as 16-row mma.sync tiles (NVFP4: gate/up decoded straight into each warp's mma fragments, the down as moe_grouped_layout.h's nvfp4_down_resident_a says),
 // prefill sizes as the Hopper kernels of moe_grouped_wgmma.h (NVFP4 stacks: moe_grouped_wgmma_nvfp4.h,
 // decoded in registers, from 80 rows per expert; NVFP4 steps below use 64-row mma.sync tiles). No host sync, so the step can be graph-captured.
 void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_norm) {
