@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 31 run 8 (H100; kernel payload of main after the merges, as s31a.sh's header): every GPU kernel test
+# Session 31 run 8 (H100; kernel payload: STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_TRACE=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh): every GPU kernel test
 # (test_cuda_kernels, last run whole in session 20) beside scripts/gpu_conformance.sh (last run in session 20).
 set -uo pipefail
 cd "$(dirname "$0")/.."
