@@ -187,18 +187,21 @@ TEST(CudaNvfp4, GateUpMatchesReferenceOnDecodeShapes) {
   }
 }
 
-// 1..8 tokens through both kernel families (tensor-core skinny kernels from 2 tokens, CUDA-core
-// kernels at 1; every width below runs at 1 token too): every split-K width (in = 64 / 192 / 576 / 1024 / 2048 / 4096 / 8192: a lane's last
+// 1..8 tokens, and 9..64 in groups of 8, through both kernel families (tensor-core skinny kernels from 2
+// tokens, CUDA-core kernels at 1; every width below runs at 1 token too): every split-K width (in = 64 / 192 / 576 / 1024 / 2048 / 4096 / 8192: a lane's last
 // chunk past the row for 64, 192, 576), outputs off the 16-row tile, three scale2 ranges, subnormal
 // scale bytes and, in one shape, every scale byte (0x7F decodes as 0, 0xFF as 480); poisoned
 // outputs whose poisoned tail must stay untouched.
-TEST(CudaNvfp4, OneToEightTokensMatchReference) {
+TEST(CudaNvfp4, OneToSixtyFourTokensMatchReference) {
   std::mt19937 rng(68);
   std::vector<Shape> shapes;
   const int ins[] = {64, 192, 576, 1024, 2048, 4096, 8192};
   const int outs[] = {17, 300, 5129, 1001, 77, 2050, 16500};
   for (int T = 2; T <= 8; ++T) shapes.push_back(Shape{T, ins[T - 2], outs[T - 2]});
   for (int i = 0; i < 7; ++i) shapes.push_back(Shape{1, ins[i], outs[i]});  // the CUDA-core kernels
+  // Several groups of 8 tokens (grid.y), the last one partial: the skinny kernels above 8 tokens.
+  for (const Shape s : {Shape{9, 576, 300}, Shape{17, 2048, 1001}, Shape{40, 1024, 77}, Shape{64, 4096, 2050}})
+    shapes.push_back(s);
   for (size_t k = 0; k < shapes.size(); ++k) {
     const Shape s = shapes[k];
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));

@@ -1,7 +1,9 @@
 // CudaBackend's dense ops, each choosing its kernel by weight format and step size: up to
-// kGemvMaxTokens tokens the GEMV kernels stream the weights once (BF16 or NVFP4); above, cuBLASLt
-// (NVFP4 weights dequantised to BF16 first, alpha = scale2; nvfp4_prefill.h).
+// kGemvMaxTokens tokens the GEMV kernels stream the weights once (BF16; NVFP4 up to
+// kNvfp4SkinnyMaxTokens); above, cuBLASLt (NVFP4 weights dequantised to BF16 first, alpha = scale2;
+// nvfp4_prefill.h).
 #include "backends/cuda/backend/cuda_backend.h"
+
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/embedding.h"
@@ -12,6 +14,16 @@
 #include "backends/cuda/nvfp4/nvfp4_prefill.h"
 
 namespace striker::cuda {
+namespace {
+
+// NVFP4 dense projections of up to this many tokens run on the skinny MMA kernels (nvfp4_skinny.cuh:
+// token groups of 8 in grid.y, each group decoding the codes again, from L2 where the matrix fits);
+// above, dequantise into the scratch + cuBLASLt. Measured (session 32, H100, 1K context): the skinny
+// kernels win at every size up to 64 sequences (9: 10.13 -> 7.46 ms, 16: 12.24 -> 9.50, 32: 15.64 ->
+// 13.60, 64: 20.06 -> 19.70), by the dequantised bf16 scratch they never write; docs/performance.md.
+constexpr int kNvfp4SkinnyMaxTokens = 64;
+
+}  // namespace
 
 // One token into a GEMV (`gemv`): the GEMV forms x = rmsnorm(h) in its CTAs (`storage` describes
 // the norm). Otherwise the rmsnorm kernel writes ws_->x first and x points there.
@@ -55,14 +67,14 @@ void CudaBackend::linear(const bf16* x, int T, int in, const bf16* W, const Nvfp
   if (!q.present()) return linear(x, T, in, W, out, y, in_norm);
   InputNorm norm;
   const InputNorm* fused = input_norm_for(x, T, in, in_norm, true, norm);
-  if (T <= kGemvMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_, fused);
+  if (T <= kNvfp4SkinnyMaxTokens) nvfp4_gemv(x, T, in, q.matrix(), q.scale2, out, y, stream_, fused);
   else nvfp4_gemm(ws_->lt, x, T, in, q.matrix(), q.scale2, out, y, out, ws_->nv_scratch, stream_);
 }
 
 void CudaBackend::linear_residual(const bf16* x, int T, int in, const bf16* W, const Nvfp4Linear& q, int out,
                                   bf16* h, const float* norm_w) {
   if (!q.present()) return linear_residual(x, T, in, W, out, h, norm_w);
-  if (T <= kGemvMaxTokens) {
+  if (T <= kNvfp4SkinnyMaxTokens) {
     nvfp4_gemv_residual(x, T, in, q.matrix(), q.scale2, out, h, stream_);
     if (norm_w != nullptr) rmsnorm(h, norm_w, ws_->x, T, out, model_.config.rms_norm_eps, stream_);
   } else {
@@ -86,7 +98,7 @@ void CudaBackend::swiglu_front(const bf16* x, int T, int in, const bf16* Wg, con
                                const Nvfp4Linear& qu, int inter, bf16* act, const float* in_norm) {
   Workspace& w = *ws_;
   const bool bf16_pair = T <= kGemvMaxTokens && Wg && Wu;
-  const bool nvfp4_pair = T <= kGemvMaxTokens && qg.present() && qu.present();
+  const bool nvfp4_pair = T <= kNvfp4SkinnyMaxTokens && qg.present() && qu.present();
   InputNorm norm;  // one launch for norm, gate, up and SwiGLU where the pair shares a format
   const InputNorm* fused = input_norm_for(x, T, in, in_norm, bf16_pair || nvfp4_pair, norm);
   if (bf16_pair) {
@@ -122,7 +134,7 @@ void CudaBackend::lm_head_logits(const StepPlan& p) {
   const int64_t n = int64_t(p.rows) * V;
   if (model_.nv_lm_head.present()) {
     const Nvfp4Linear& q = model_.nv_lm_head;
-    if (p.rows <= kGemvMaxTokens) {
+    if (p.rows <= kNvfp4SkinnyMaxTokens) {
       nvfp4_gemv_logits(w.logit_x, p.rows, H, q.matrix(), q.scale2, V, w.logits, stream_);
     } else {
       nvfp4_gemm(w.lt, w.logit_x, p.rows, H, q.matrix(), q.scale2, V, w.logits_bf16, V, w.nv_scratch, stream_);

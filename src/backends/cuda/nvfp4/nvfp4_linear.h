@@ -7,10 +7,11 @@
 // in % 64 == 0 (FLINT.md §3), so a row is a whole number of 16-byte code chunks (32 weights,
 // 2 scale bytes) and rows stay 16-byte aligned when the base pointer is.
 //
-// Decode (T <= 8 tokens): GEMV kernels stream the codes with 16-byte loads, decode E2M1 and
-// E4M3 with bit tricks (no tables), sum each 16-weight group in fp32, multiply by its scale,
-// and multiply the row's dot product by scale2 before the bf16 rounding of FLINT.md §4.
-// Prefill: nvfp4_dequantize writes E2M1·E4M3 as bf16 (exact), and cuBLASLt runs with alpha = scale2.
+// Decode (T <= 64 tokens, ops_linear.cpp): GEMV kernels stream the codes with 16-byte loads, decode
+// E2M1 and E4M3 with bit tricks (no tables), sum each 16-weight group in fp32, multiply by its scale,
+// and multiply the row's dot product by scale2 before the bf16 rounding of FLINT.md §4 (from 2 tokens
+// on tensor cores, nvfp4_skinny.cuh, each group of 8 tokens decoding the codes again).
+// Longer steps: nvfp4_dequantize writes E2M1·E4M3 as bf16 (exact), and cuBLASLt runs with alpha = scale2.
 #pragma once
 #include <cuda_runtime_api.h>
 
