@@ -237,7 +237,7 @@ __device__ __forceinline__ void store_tile(const GroupedArgs& args, const Weight
 }
 
 template <int TM, int NB, class WeightTile>
-__global__ void __launch_bounds__(kGroupedThreads) grouped_gemm_kernel(GroupedArgs args, WeightTile weights) {
+__global__ void __launch_bounds__(kGroupedThreads, WeightTile::kMinBlocks) grouped_gemm_kernel(GroupedArgs args, WeightTile weights) {
   pdl_grid_start();  // see launch.cuh; the routing comes from the previous kernel
   if (int(blockIdx.x) >= *args.num_tiles) return;  // the grid is an upper bound on the tiles
   const MoeTile tile = args.tiles[blockIdx.x];
@@ -489,7 +489,8 @@ void launch_grouped_any(const GroupedArgs& args, const WeightTile& w, int T, int
   else launch_grouped<64, NB>(args, w, T, K, r, stream);
 }
 
-// NVFP4: 16-row gate/up tiles decode into register fragments, 64-row tiles into shared-memory tiles
+// NVFP4: 16-row gate/up tiles decode into register fragments (with the shallower fetch-ahead where
+// the grid is wider than the machine: nvfp4_gate_up_many_ctas), 64-row tiles into shared-memory tiles
 // (WeightPath: each measured the faster at its height); the 16-row down as nvfp4_down_resident_a says.
 template <int NB>
 void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, int K, const MoeRouting& r,
@@ -497,7 +498,8 @@ void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, 
   if (r.tile_rows != 16) {
     launch_grouped<64, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
   } else if constexpr (NB == 2) {
-    launch_grouped<16, NB>(args, Nvfp4FragmentWeights{w}, T, K, r, stream);
+    if (nvfp4_gate_up_many_ctas(int64_t(T) * K)) launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide{w}, T, K, r, stream);
+    else launch_grouped<16, NB>(args, Nvfp4FragmentWeights{w}, T, K, r, stream);
   } else if (!nvfp4_down_resident_a(16, int64_t(T) * K, args.kdim)) {
     launch_grouped<16, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
   } else {  // down: the A rows resident, several column blocks per CTA

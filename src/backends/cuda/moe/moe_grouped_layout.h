@@ -62,6 +62,14 @@ STRIKER_HOST_DEVICE constexpr bool nvfp4_down_resident_a(int tile_rows, int64_t 
   return tile_rows == 16 && pairs >= kNvfp4ResidentMinPairs && kdim <= kNvfp4ResidentMaxKdim;
 }
 
+// The 16-row NVFP4 gate/up: with four k tiles of codes in flight the fragment kernel takes 160
+// registers (3 CTAs per SM), with two 96 (5 per SM, Nvfp4FragmentWeightsWide). Measured (H100, session
+// 32, K = 6, µs): at T = 9 (~49 experts x 8 column blocks: one round either way) the deeper fetch wins,
+// 46.2 against 59.5; from T = 16 the wider residency, 85.5 / 118.6 / 186.7 against 79.9 / 100.4 / 151.8 at
+// T = 16 / 32 / 64. The routing is on the device, so the rule goes by (token, expert) pairs.
+constexpr int64_t kNvfp4GateUpDeepFetchMaxPairs = 60;  // T <= 10 at K = 6
+STRIKER_HOST_DEVICE constexpr bool nvfp4_gate_up_many_ctas(int64_t pairs) { return pairs > kNvfp4GateUpDeepFetchMaxPairs; }
+
 // ldmatrix.x4 row address supplied by `lane`. A (rows m-major, k contiguous): matrices
 // (rows 0-7 | 8-15) × (k 0-7 | 8-15) of m tile m, k step ks = fragment registers a0..a3.
 STRIKER_HOST_DEVICE constexpr int a_ldm_row(int lane, int m) { return m * 16 + (lane & 15); }

@@ -65,6 +65,7 @@ static_assert(grouped_a_stages(64, 2, WeightPath::DecodedTiles, 4) >= 2 &&
 
 // BF16 experts stacked as [E, n, kdim] row-major (one pointer per matrix).
 struct Bf16ExpertWeights {
+  static constexpr int kMinBlocks = 1;
   const bf16_t* m[2];
   struct Staged {};
   static constexpr WeightPath kPath = WeightPath::SharedRing;
@@ -96,6 +97,7 @@ struct Bf16ExpertWeights {
 // never straddles the matrix edge. E2M1 × E4M3 is exact in bf16 (nvfp4_gemv.cu): both policies
 // below give the MMAs the same values the dequantise + cuBLASLt path multiplied.
 struct Nvfp4Stacks {
+  static constexpr int kMinBlocks = 1;
   const uint8_t* codes[2];
   const uint8_t* scales[2];
   const float* scale2[2];  // device [E] each
@@ -246,6 +248,15 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
       }
     }
   }
+};
+
+// The fragment policy for grids wider than the machine (nvfp4_gate_up_many_ctas): two k tiles of
+// codes in flight instead of four, which holds the 16-row gate/up kernel to 96 registers (160 with
+// four) so 5 CTAs share an SM instead of 3 — at 16-64 tokens a grid of ~640-1,600 CTAs then runs in
+// fewer rounds, which outweighs the shallower fetch-ahead (docs/performance.md, thirty-second session).
+struct Nvfp4FragmentWeightsWide : Nvfp4FragmentWeights {
+  static constexpr int kFetchAhead = 2;
+  static constexpr int kMinBlocks = 5;
 };
 
 // One warp: rows 0..TM-1 of the A tile times columns wn..wn+15 of each of the NB B tiles over one
