@@ -41,23 +41,24 @@ GroupedGemms nvfp4_mma_gemms(const ScaledNvfp4Experts& w) {
 }
 
 // Every 64-wide block of a row's reduction reordered as the NVFP4 kernels' MMA steps use it:
-// index 16·ks + slot takes the k nvfp4_frag_k(ks, slot) (moe_grouped_layout.h).
+// index 16·ks + slot takes the k nvfp4_pair_frag_k(ks, slot) (moe_grouped_layout.h).
 std::vector<bf16> in_fragment_order(const std::vector<bf16>& m, int64_t rows, int cols) {
   std::vector<bf16> out(m.size());
   for (int64_t r = 0; r < rows; ++r)
     for (int k0 = 0; k0 < cols; k0 += kBK)
       for (int ks = 0; ks < kBK / 16; ++ks)
         for (int slot = 0; slot < 16; ++slot)
-          out[size_t(r * cols + k0 + 16 * ks + slot)] = m[size_t(r * cols + k0 + nvfp4_frag_k(ks, slot))];
+          out[size_t(r * cols + k0 + 16 * ks + slot)] = m[size_t(r * cols + k0 + nvfp4_pair_frag_k(ks, slot))];
   return out;
 }
 
 // scale2 = 1: the NVFP4 kernels must multiply exactly the values nvfp4_dequantize_ref gives, in the
 // BF16 kernels' MMAs: 64-row tiles decode into shared-memory bf16 tiles read as the BF16 ones are,
 // so the BF16 kernels on the dequantised stacks must agree bit for bit; 16-row tiles decode into
-// register fragments that feed MMA step ks, slot s the k nvfp4_frag_k(ks, s), so the BF16 kernels
+// register fragments (weights times 2^-8, undone exactly with scale2) that feed MMA step ks, slot s the
+// k nvfp4_pair_frag_k(ks, s), so the BF16 kernels
 // get the stacks and activations with every 64-block reordered that way — the very same MMAs on
-// the same operands, bit for bit only if the fragments sit where nvfp4_frag_k says. The gate
+// the same operands, bit for bit only if the fragments sit where nvfp4_pair_frag_k says. The gate
 // stack's scale bytes run through all 256 values. The reduction widths (3, 5, 9 and 11 k tiles of
 // 64) put the register fetch-ahead (kFetchAhead) before, at and past its slots' wrap, with k tiles
 // left over from the unrolled loop.

@@ -50,16 +50,16 @@ TEST(MoeGroupedNvfp4Layout, DecodeStoresAreBankConflictFree) {
 }
 
 // One warp's k tile on the register-fragment path, replayed with the PTX ISA's mma.m16n8k16
-// (ptx_fragments.h): A fragments read as the kernel reads them (16-byte chunk
-// nvfp4_frag_a_chunk(lane, p) of rows g and g+8, words 0-1 for step 2p, 2-3 for step 2p+1), B
-// fragments made as its decode makes them (weights 4ks..4ks+3 of scale group nvfp4_frag_group(lane)
-// of rows wn+g and wn+8+g: the first two in b0, the last two in b1). The product must be the tile's
-// whole dot product (every k used once, A and B in the same order), and every slot the k that
-// nvfp4_frag_k names (the order the GPU test replays on the BF16 kernels).
+// (ptx_fragments.h): A fragments read as the kernel reads them (words q and q+2 of the 16-byte chunk
+// nvfp4_frag_a_chunk(lane, p) of rows g and g+8 for step 2p+q, paired by halves: a0/a1 the low
+// halves, a2/a3 the high), B fragments made as its decode makes them (word p of scale group
+// nvfp4_frag_group(lane) of rows wn+g and wn+8+g: weights 2q, 2q+4 in b0, 2q+1, 2q+5 in b1). The
+// product must be the tile's whole dot product (every k used once, A and B in the same order), and
+// every slot the k that nvfp4_pair_frag_k names (the order the GPU test replays on the BF16 kernels).
 TEST(MoeGroupedNvfp4Layout, RegisterFragmentsComputeTheTileProduct) {
   using namespace striker::cuda::ptx_host;
   constexpr int TM = 32;
-  std::mt19937 rng(4);
+  std::mt19937 rng(5);
   std::uniform_int_distribution<int> small(-4, 4);  // exact in float sums
   std::vector<float> A(size_t(TM) * kBK), W(size_t(kBN) * kBK), sa(A.size());
   for (auto& v : A) v = float(small(rng));
@@ -77,27 +77,27 @@ TEST(MoeGroupedNvfp4Layout, RegisterFragmentsComputeTheTileProduct) {
           const int g = lane / 4;
           for (int h = 0; h < 2; ++h) {  // rows 16m+g (registers 0, 2) and 16m+8+g (1, 3)
             const int base = swizzled(16 * m + 8 * h + g, nvfp4_frag_a_chunk(lane, p));
-            for (int w = 0; w < 2; ++w)  // words 2q, 2q+1 of the chunk
-              a[size_t(lane)][size_t(h + 2 * w)] = {sa[size_t(base + 4 * q + 2 * w)], sa[size_t(base + 4 * q + 2 * w + 1)]};
+            // element e of the chunk is half e % 2 of word e / 2: words q and q+2 are elements 2q, 2q+1, 2q+4, 2q+5
+            a[size_t(lane)][size_t(h)] = {sa[size_t(base + 2 * q)], sa[size_t(base + 2 * q + 4)]};
+            a[size_t(lane)][size_t(h + 2)] = {sa[size_t(base + 2 * q + 1)], sa[size_t(base + 2 * q + 5)]};
           }
           for (int reg = 0; reg < 4; ++reg)
             for (int e = 0; e < 2; ++e) {
               const int row = 16 * m + (lane / 4) + ((reg & 1) ? 8 : 0);
               const int slot = 2 * (lane % 4) + e + ((reg & 2) ? 8 : 0);
-              ASSERT_EQ(a[size_t(lane)][size_t(reg)][size_t(e)], A[size_t(row) * kBK + nvfp4_frag_k(ks, slot)])
-                  << "A slot " << slot << " of step " << ks << " is not k " << nvfp4_frag_k(ks, slot);
+              ASSERT_EQ(a[size_t(lane)][size_t(reg)][size_t(e)], A[size_t(row) * kBK + nvfp4_pair_frag_k(ks, slot)])
+                  << "A slot " << slot << " of step " << ks << " is not k " << nvfp4_pair_frag_k(ks, slot);
             }
         }
         for (int t = 0; t < 2; ++t) {
           std::array<Reg, 32> b0{}, b1{};
           for (int lane = 0; lane < 32; ++lane) {
-            const int n = wn + 8 * t + lane / 4, k0 = 16 * nvfp4_frag_group(lane) + 4 * ks;
-            b0[size_t(lane)] = {W[size_t(n) * kBK + k0], W[size_t(n) * kBK + k0 + 1]};
-            b1[size_t(lane)] = {W[size_t(n) * kBK + k0 + 2], W[size_t(n) * kBK + k0 + 3]};
+            const int n = wn + 8 * t + lane / 4, c = lane % 4, k0 = 16 * nvfp4_frag_group(lane) + 8 * p + 2 * q;
+            b0[size_t(lane)] = {W[size_t(n) * kBK + k0], W[size_t(n) * kBK + k0 + 4]};  // nvfp4_pair_bf16<2q>
+            b1[size_t(lane)] = {W[size_t(n) * kBK + k0 + 1], W[size_t(n) * kBK + k0 + 5]};  // <2q + 1>
             for (int e = 0; e < 2; ++e) {
-              const int c = lane % 4;
-              ASSERT_EQ(k0 + e, nvfp4_frag_k(ks, 2 * c + e));
-              ASSERT_EQ(k0 + 2 + e, nvfp4_frag_k(ks, 2 * c + 8 + e));
+              ASSERT_EQ(k0 + 4 * e, nvfp4_pair_frag_k(ks, 2 * c + e));
+              ASSERT_EQ(k0 + 1 + 4 * e, nvfp4_pair_frag_k(ks, 2 * c + 8 + e));
             }
           }
           mma(acc[m][t], a, b0, b1);

@@ -32,22 +32,25 @@ static_assert(kGroupedThreads == 2 * kBN && kBK == 64, "NVFP4 tiles: one thread 
 
 // NVFP4 weights decoded straight into mma.m16n8k16 B fragments (Nvfp4FragmentWeights: no shared-memory
 // tile). In a k tile, lane (g = lane / 4, c = lane % 4) of the warp owning weight rows wn..wn+15 holds
-// scale group c of rows wn+g and wn+8+g — k 16c..16c+15: 8 contiguous code bytes and one scale byte,
-// one load each, where the fragment's own k order would need bytes c and c+4 of every group — and
-// feeds weights 4ks..4ks+3 of that group to MMA step ks as the fragment's k slots 2c, 2c+1 (b0) and
-// 2c+8, 2c+9 (b1). So step ks, slot s multiplies reduction index nvfp4_frag_k(ks, s) of the k tile;
-// the activations' A fragments are read in the same order (16-byte chunk 2c + ks/2 of each row holds
-// them for steps ks and ks+1). The products are the same; their fp32 sums run in this order.
-STRIKER_HOST_DEVICE constexpr int nvfp4_frag_k(int ks, int slot) {
-  return 16 * ((slot & 7) >> 1) + 4 * ks + ((slot >> 3) << 1) + (slot & 1);
+// scale group c of rows wn+g and wn+8+g — k 16c..16c+15: 8 contiguous code bytes (two words of 8
+// weights) and one scale byte, one load each. It decodes weights j and j + 4 of a code word into one
+// bf16x2 (nvfp4_pair_bf16<j>: two shifts and two logic ops, no table), so MMA step ks = 2p + q takes
+// word p: b0 = weights 2q, 2q+4 (slots 2c, 2c+1), b1 = weights 2q+1, 2q+5 (slots 2c+8, 2c+9). The A
+// halves of those slots are words q and q+2 of the 16-byte chunk nvfp4_frag_a_chunk(lane, p) of each
+// row, low halves for a0/a1 and high halves for a2/a3 (one prmt each). So step ks, slot s multiplies
+// reduction index nvfp4_pair_frag_k(ks, s) of the k tile; the products are the same as in k order,
+// their fp32 sums run in this one.
+STRIKER_HOST_DEVICE constexpr int nvfp4_pair_frag_k(int ks, int slot) {
+  return 16 * ((slot & 7) >> 1) + 8 * (ks >> 1) + 2 * (ks & 1) + (slot >> 3) + 4 * (slot & 1);
 }
-// The 16-byte chunk (k 8·chunk..8·chunk+7) of an activation row whose four words are lane's A
-// fragment halves for MMA steps 2p (words 0, 1) and 2p+1 (words 2, 3): k 16c+8p.. (c = lane % 4).
+static_assert(nvfp4_pair_frag_k(0, 0) == 0 && nvfp4_pair_frag_k(0, 1) == 4 && nvfp4_pair_frag_k(0, 8) == 1 &&
+                  nvfp4_pair_frag_k(1, 9) == 7 && nvfp4_pair_frag_k(2, 0) == 8 && nvfp4_pair_frag_k(3, 15) == 63,
+              "slot 2c+i -> 16c+8p+2q+4i, slot 2c+8+i -> 16c+8p+2q+1+4i");
+// The 16-byte chunk (k 8·chunk..8·chunk+7) of an activation row that holds lane's A fragment halves
+// for MMA steps 2p and 2p+1: k 16c+8p.. (c = lane % 4).
 STRIKER_HOST_DEVICE constexpr int nvfp4_frag_a_chunk(int lane, int p) { return 2 * (lane & 3) + p; }
 // The scale group of a k tile (16 weights, 8 code bytes) that lane decodes for its two weight rows.
 STRIKER_HOST_DEVICE constexpr int nvfp4_frag_group(int lane) { return lane & 3; }
-static_assert(nvfp4_frag_k(0, 0) == 0 && nvfp4_frag_k(0, 9) == 3 && nvfp4_frag_k(3, 7) == 61 && nvfp4_frag_k(1, 14) == 54,
-              "slot 2c+i -> 16c+4ks+i, slot 2c+8+i -> 16c+4ks+2+i");
 
 // The NVFP4 down of 16-row tiles: with enough (token, expert) pairs, a CTA keeps its tile's A rows
 // resident in shared memory for kNvfp4ResidentBlocks column blocks and decodes into fragments
@@ -62,11 +65,13 @@ STRIKER_HOST_DEVICE constexpr bool nvfp4_down_resident_a(int tile_rows, int64_t 
   return tile_rows == 16 && pairs >= kNvfp4ResidentMinPairs && kdim <= kNvfp4ResidentMaxKdim;
 }
 
-// The 16-row NVFP4 gate/up: with four k tiles of codes in flight the fragment kernel takes 160
-// registers (3 CTAs per SM), with two 96 (5 per SM, Nvfp4FragmentWeightsWide). Measured (H100, session
-// 32, K = 6, µs): at T = 9 (~49 experts x 8 column blocks: one round either way) the deeper fetch wins,
-// 46.2 against 59.5; from T = 16 the wider residency, 85.5 / 118.6 / 186.7 against 79.9 / 100.4 / 151.8 at
-// T = 16 / 32 / 64. The routing is on the device, so the rule goes by (token, expert) pairs.
+// The 16-row NVFP4 gate/up: with four k tiles of codes in flight the fragment kernel took 160
+// registers (3 CTAs per SM; 126, 4 per SM, since the pair decode), with two 96 (5 per SM,
+// Nvfp4FragmentWeightsWide). Measured with the table decode (H100, session 32, K = 6, µs): at T = 9
+// (~49 experts x 8 column blocks: one round either way) the deeper fetch wins, 46.2 against 59.5; from
+// T = 16 the wider residency, 85.5 / 118.6 / 186.7 against 79.9 / 100.4 / 151.8 at T = 16 / 32 / 64
+// (with the pair decode: deep T = 9 43.4, wide T = 16 / 32 / 64 74.1 / 100.3 / 144.2). The routing is on
+// the device, so the rule goes by (token, expert) pairs.
 constexpr int64_t kNvfp4GateUpDeepFetchMaxPairs = 60;  // T <= 10 at K = 6
 STRIKER_HOST_DEVICE constexpr bool nvfp4_gate_up_many_ctas(int64_t pairs) { return pairs > kNvfp4GateUpDeepFetchMaxPairs; }
 

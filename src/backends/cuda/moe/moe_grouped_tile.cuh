@@ -168,7 +168,11 @@ struct Nvfp4TileWeights : Nvfp4Stacks {
 
 // Fragments: no shared-memory tile. Lane (g, c) of the warp owning output columns wn..wn+15 loads,
 // per matrix and k tile, scale group c (8 code bytes, 1 scale byte) of its rows wn+g and wn+8+g, and
-// decodes it into its own mma B fragments in the k order of nvfp4_frag_k (moe_grouped_layout.h).
+// decodes it into its own mma B fragments in the k order of nvfp4_pair_frag_k (moe_grouped_layout.h):
+// weights j and j + 4 of a code word become one bf16x2 of E2M1·E4M3·2^-8 (nvfp4_pair_bf16: two
+// shifts, two logic ops and a bf16x2 multiply per pair, no table). It replaced a table decode in the
+// natural pair order (~3.5 instructions per weight with its sign multiplies and the tables'
+// registers re-made under register pressure): gate/up -5..-8 %, resident-A down -12 % (thirty-second session).
 // Through shared memory (DecodedTiles) the tile's st.shared / ldmatrix round trips behind a barrier
 // were the 16-row kernels' largest stall (docs/performance.md, thirtieth session).
 struct Nvfp4FragmentWeights : Nvfp4Stacks {
@@ -202,8 +206,17 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
     }
   }
 
+  // The weights carry 2^-8 (nvfp4_pair_bf16): scale2 · 2^8 goes into the fp32 sums before the bf16
+  // rounding, which gives the bits of scale2 · (the unscaled sums): the scaling by 2^-8 is exact for
+  // every product and partial sum (all normal), and the tensor cores' sums scale with it.
+  __device__ __forceinline__ float output_scale(int expert, int matrix) const {
+    return __ldg(scale2[matrix] + expert) * kNvfp4PairUnscale;
+  }
+
   // acc[m][j][t] += rows 16m.. of the A stage (swizzled [TM][kBK]) times this warp's columns of
-  // matrix j, n tile t, over one k tile, the B fragments decoded from `st` step by step.
+  // matrix j, n tile t, over one k tile, the B fragments decoded from `st` step by step: step
+  // ks = 2p + q takes code word p of the group, pairs (2q, 2q+4) into b0 and (2q+1, 2q+5) into b1
+  // (nvfp4_pair_frag_k), and the A halves paired to match from words q and q+2 of chunk 2c+p.
   template <int TM, int NB>
   __device__ __forceinline__ void mma(const bf16_t* sa, const Staged& st, int lane,
                                       float (&acc)[TM / 16][NB][2][4]) const {
@@ -212,10 +225,10 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
 #pragma unroll
     for (int j = 0; j < NB; ++j)
 #pragma unroll
-      for (int t = 0; t < 2; ++t) scale[j][t] = ue4m3_bf16x2_bits(st.s[j][t]);
+      for (int t = 0; t < 2; ++t) scale[j][t] = ue4m3_bf16x2_x2p118_bits(st.s[j][t]);
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
-      uint4 ar[TM / 16][2];  // rows 16m+g and 16m+8+g: A halves of steps 2p (.x, .y) and 2p+1 (.z, .w)
+      uint4 ar[TM / 16][2];  // rows 16m+g and 16m+8+g: chunk 2c+p (activations 16c+8p..16c+8p+7)
 #pragma unroll
       for (int m = 0; m < TM / 16; ++m)
 #pragma unroll
@@ -223,23 +236,21 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
           ar[m][h] = *reinterpret_cast<const uint4*>(sa + swizzled(16 * m + 8 * h + g, nvfp4_frag_a_chunk(lane, p)));
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
-        const int ks = 2 * p + q;
         uint32_t bf[NB][2][2];
 #pragma unroll
         for (int j = 0; j < NB; ++j)
 #pragma unroll
           for (int t = 0; t < 2; ++t) {
-            // weights 4ks..4ks+3 of the group: 16-bit half ks % 2 of code word ks / 2
-            const uint32_t word = ks < 2 ? st.q[j][t].x : st.q[j][t].y;
-            uint32_t lo, hi;
-            e2m1x4_to_bf16x2(word >> (16 * (ks & 1)), lo, hi);
-            bf[j][t][0] = bf16x2_mul(lo, scale[j][t]);  // k slots 2c, 2c+1
-            bf[j][t][1] = bf16x2_mul(hi, scale[j][t]);  // k slots 2c+8, 2c+9
+            const uint32_t word = p ? st.q[j][t].y : st.q[j][t].x;  // weights 8p..8p+7 of the group
+            bf[j][t][0] = q ? nvfp4_pair_bf16<2>(word, scale[j][t]) : nvfp4_pair_bf16<0>(word, scale[j][t]);
+            bf[j][t][1] = q ? nvfp4_pair_bf16<3>(word, scale[j][t]) : nvfp4_pair_bf16<1>(word, scale[j][t]);
           }
 #pragma unroll
         for (int m = 0; m < TM / 16; ++m) {
-          const uint32_t a[4] = {q ? ar[m][0].z : ar[m][0].x, q ? ar[m][1].z : ar[m][1].x,
-                                 q ? ar[m][0].w : ar[m][0].y, q ? ar[m][1].w : ar[m][1].y};
+          const uint32_t w0 = q ? ar[m][0].y : ar[m][0].x, w2 = q ? ar[m][0].w : ar[m][0].z;  // row g
+          const uint32_t v0 = q ? ar[m][1].y : ar[m][1].x, v2 = q ? ar[m][1].w : ar[m][1].z;  // row g+8
+          const uint32_t a[4] = {byte_perm(w0, w2, 0x5410u), byte_perm(v0, v2, 0x5410u), byte_perm(w0, w2, 0x7632u),
+                                 byte_perm(v0, v2, 0x7632u)};
 #pragma unroll
           for (int j = 0; j < NB; ++j)
 #pragma unroll
@@ -251,9 +262,10 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
 };
 
 // The fragment policy for grids wider than the machine (nvfp4_gate_up_many_ctas): two k tiles of
-// codes in flight instead of four, which holds the 16-row gate/up kernel to 96 registers (160 with
-// four) so 5 CTAs share an SM instead of 3 — at 16-64 tokens a grid of ~640-1,600 CTAs then runs in
-// fewer rounds, which outweighs the shallower fetch-ahead (docs/performance.md, thirty-second session).
+// codes in flight instead of four, which holds the 16-row gate/up kernel to 96 registers (126 with
+// four) so 5 CTAs share an SM instead of 4 (3 when it was measured, before the pair decode) — at 16-64
+// tokens a grid of ~640-1,600 CTAs then runs in fewer rounds, which outweighs the shallower
+// fetch-ahead (docs/performance.md, thirty-second session).
 struct Nvfp4FragmentWeightsWide : Nvfp4FragmentWeights {
   static constexpr int kFetchAhead = 2;
   static constexpr int kMinBlocks = 5;
