@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats"
 for T in 16 9; do
-  timeout 150 $NCU --kernel-name regex:'Nvfp4' --launch-count 2 $S $B/bench_cuda_kernels batched-moe $T > $OUT/ncu_$T.txt 2>&1
+  timeout 150 $NCU --kernel-name-base demangled --kernel-name regex:'Nvfp4' --launch-count 2 $S $B/bench_cuda_kernels batched-moe $T > $OUT/ncu_$T.txt 2>&1
   echo "ncu T=$T rc=$?"
   grep -E 'grouped_gemm|Duration|DRAM Throughput|Memory Throughput|L2 Hit|L1/TEX Hit|Issue Slots Busy|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Achieved Occupancy|Theoretical Occupancy|Registers Per|Executed Ipc A|Stall|Mem Busy|Max Bandwidth|Mem Pipes' $OUT/ncu_$T.txt | head -70
 done
