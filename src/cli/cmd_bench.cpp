@@ -1,6 +1,7 @@
 // striker bench latency: decode latency (ms/step) of 1..256 sequences at a given context on the GPU, with
 // random weights made on the device (--load-format dummy) and a KV cache filled with random
-// values for the context (its prefill is not run). Prints the bytes one step must read and
+// values for the context (its prefill is not run). A step is timed as `serve` runs it: the forward
+// pass and a greedy draw of every row on the device, only the token ids copied back. Prints the bytes one step must read and
 // the fraction of the H200's measured read bandwidth (4.6 TB/s, shared/reference/performance.md §10)
 // that the step achieves, and (with --graphs) the kernels one step launches.
 #include <algorithm>
@@ -120,7 +121,6 @@ int run_latency(const LatencyOptions& o) {
   std::iota(full_table.begin(), full_table.end(), 0);
   std::mt19937 rng(uint32_t(o.seed) + 7);
   std::shuffle(full_table.begin(), full_table.end(), rng);
-  std::vector<float> logits;
   std::vector<int32_t> tokens(size_t(o.batch));
   for (auto& t : tokens) t = int32_t(rng() % uint32_t(c.vocab_size));
   // Steps from --context on, each sequence's chunk its token and `guesses` guessed tokens.
@@ -143,13 +143,20 @@ int run_latency(const LatencyOptions& o) {
           ch.sliding_block_table[size_t(b)] = int32_t(sq * ring + b % ring);
         batch.seqs.push_back(std::move(ch));
       }
-      const auto s = std::chrono::steady_clock::now();
-      backend.forward(batch, logits);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
-      for (int sq = 0; sq < o.batch; ++sq) {  // greedy: real next tokens
-        const float* row = logits.data() + size_t(sq * rows_per_seq) * size_t(c.vocab_size);
-        tokens[size_t(sq)] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+      // The step as `serve` runs it: every logits row drawn greedily on the device (forward_sampled),
+      // only the token ids coming back — not forward()'s full logits rows (600 KB each) to the host.
+      DeviceSampling ds;
+      for (int64_t r = 0; r < int64_t(o.batch) * rows_per_seq; ++r) {
+        SampleRequest q;
+        q.row = int32_t(r);
+        q.temperature = 0.f;
+        ds.samples.push_back(q);
       }
+      SampledStep drawn;
+      const auto s = std::chrono::steady_clock::now();
+      backend.forward_sampled(batch, ds, drawn);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+      for (int sq = 0; sq < o.batch; ++sq) tokens[size_t(sq)] = drawn.tokens[size_t(sq * rows_per_seq)];  // real next tokens
       if (i >= o.warmup) {
         wall_ms.push_back(ms);
         device_ms.push_back(backend.last_forward_device_ms());
