@@ -114,7 +114,7 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
     moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
     moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
   }
-  if (shared) {  // SwiGLU over the chunk, output in w.tmp (NVFP4: dequantised, alpha = scale2, above 8 tokens)
+  if (shared) {  // SwiGLU over the chunk, output in w.tmp (NVFP4: the skinny kernels up to 64 tokens, ops_linear.cpp)
     swiglu_front(w.x, T, H, L.sh_gate, L.nv_sh_gate, L.sh_up, L.nv_sh_up, Is, w.act);
     linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
   }
