@@ -50,6 +50,36 @@ inline FlintConfig tiny_model(int64_t vocab, int64_t window, int64_t max_pos) {
   return c;
 }
 
+// The engine of most engine tests: room for 8 sequences of up to 64 tokens in 4-token blocks (the
+// fake backend's 100 bytes per token: 1,000 blocks, never short), steps of up to 16 tokens.
+inline EngineConfig small_engine_config() {
+  EngineConfig c;
+  c.max_model_len = 64;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 16;
+  c.block_size = 4;
+  c.kv_cache_bytes = 400 * 1000;
+  return c;
+}
+
+// Seeded sampling that ignores end-of-sequence tokens: exactly max_tokens tokens.
+inline SamplingParams seeded_params(uint64_t seed, int32_t max_tokens) {
+  SamplingParams p;
+  p.seed = seed;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+// Greedy sampling that ignores end-of-sequence tokens: exactly max_tokens tokens.
+inline SamplingParams greedy_params(int32_t max_tokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
 // The engine of the masked-step tests (grammar, thinking budget): room for 8 sequences of up to
 // 128 tokens in 4-token blocks, steps of up to 64 tokens, the given end-of-sequence token, and
 // speculation / async scheduling as the test asks.

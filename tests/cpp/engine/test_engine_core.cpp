@@ -69,16 +69,6 @@ struct Harness {
   }
 };
 
-EngineConfig big_pool() {
-  EngineConfig c;
-  c.max_model_len = 64;
-  c.max_num_seqs = 8;
-  c.max_num_batched_tokens = 16;
-  c.block_size = 4;
-  c.kv_cache_bytes = 400 * 1000;
-  return c;
-}
-
 // Full pool of 12 blocks (48 tokens) for sequences up to 32 tokens: at most one fits for sure.
 EngineConfig tiny_pool() {
   EngineConfig c;
@@ -90,14 +80,6 @@ EngineConfig tiny_pool() {
   return c;
 }
 
-SamplingParams seeded(uint64_t seed, int32_t max_tokens) {
-  SamplingParams p;
-  p.seed = seed;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  return p;
-}
-
 std::vector<int32_t> prompt_of(int n, int salt) {
   std::vector<int32_t> p;
   for (int i = 0; i < n; ++i) p.push_back((i * 7 + salt) % 30);
@@ -107,11 +89,8 @@ std::vector<int32_t> prompt_of(int n, int salt) {
 }  // namespace
 
 TEST(EngineCore, GreedyFollowsTheReferenceLogitsThroughTheKvCache) {
-  Harness h(big_pool());
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 20;
-  p.ignore_eos = true;
+  Harness h(small_engine_config());
+  SamplingParams p = greedy_params(20);
   auto prompt = prompt_of(23, 1);  // two chunks of prefill (budget 16)
   h.add("r", prompt, p);
   h.run();
@@ -133,16 +112,16 @@ TEST(EngineCore, SeededTokensDoNotDependOnBatchOrPreemption) {
   const std::vector<std::pair<int, int>> shapes = {{5, 12}, {9, 14}, {13, 10}, {3, 16}, {11, 12}};
   std::map<std::string, std::vector<int32_t>> alone;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    Harness h(big_pool());
-    h.add("r" + std::to_string(i), prompt_of(shapes[i].first, int(i)), seeded(100 + i, shapes[i].second));
+    Harness h(small_engine_config());
+    h.add("r" + std::to_string(i), prompt_of(shapes[i].first, int(i)), seeded_params(100 + i, shapes[i].second));
     h.run();
     alone["r" + std::to_string(i)] = h.got["r" + std::to_string(i)].tokens[0];
     ASSERT_EQ(int(alone["r" + std::to_string(i)].size()), shapes[i].second);
   }
-  for (auto cfg : {big_pool(), tiny_pool()}) {
+  for (auto cfg : {small_engine_config(), tiny_pool()}) {
     Harness h(cfg);
     for (size_t i = shapes.size(); i-- > 0;)  // reverse arrival order
-      h.add("r" + std::to_string(i), prompt_of(shapes[i].first, int(i)), seeded(100 + i, shapes[i].second));
+      h.add("r" + std::to_string(i), prompt_of(shapes[i].first, int(i)), seeded_params(100 + i, shapes[i].second));
     h.run();
     for (const auto& [id, toks] : alone) EXPECT_EQ(h.got[id].tokens[0], toks) << id;
     if (cfg.kv_cache_bytes == tiny_pool().kv_cache_bytes) EXPECT_GT(h.core->stats().num_preemptions, 0);
@@ -153,7 +132,7 @@ TEST(EngineCore, SeededTokensDoNotDependOnBatchOrPreemption) {
 
 TEST(EngineCore, BudgetAndSeqLimitsHoldEveryStep) {
   Harness h(tiny_pool());
-  for (int i = 0; i < 6; ++i) h.add("r" + std::to_string(i), prompt_of(10 + i, i), seeded(i, 12));
+  for (int i = 0; i < 6; ++i) h.add("r" + std::to_string(i), prompt_of(10 + i, i), seeded_params(i, 12));
   int steps = 0;
   while (h.core->has_work() && steps++ < 1000) {
     h.core->step();
@@ -168,9 +147,9 @@ TEST(EngineCore, BudgetAndSeqLimitsHoldEveryStep) {
 }
 
 TEST(EngineCore, AbortFreesEverythingAtOnce) {
-  Harness h(big_pool());
-  h.add("a", prompt_of(6, 1), seeded(1, 30));
-  h.add("b", prompt_of(6, 2), seeded(2, 5));
+  Harness h(small_engine_config());
+  h.add("a", prompt_of(6, 1), seeded_params(1, 30));
+  h.add("b", prompt_of(6, 2), seeded_params(2, 5));
   h.core->step();
   h.core->step();
   const int64_t used_before = h.core->kv().full_pool().num_used();
@@ -190,8 +169,8 @@ TEST(EngineCore, AbortFreesEverythingAtOnce) {
 }
 
 TEST(EngineCore, NChoicesAreIndependentSequences) {
-  Harness h(big_pool());
-  SamplingParams p = seeded(7, 10);
+  Harness h(small_engine_config());
+  SamplingParams p = seeded_params(7, 10);
   p.n = 3;
   h.add("r", prompt_of(5, 3), p);
   h.run();
@@ -203,7 +182,7 @@ TEST(EngineCore, NChoicesAreIndependentSequences) {
   EXPECT_EQ(c.finished_outputs, 1);
   EXPECT_EQ(c.completion_tokens, 30);
   // Same seed, same request: every choice reproduces.
-  Harness again(big_pool());
+  Harness again(small_engine_config());
   again.add("r", prompt_of(5, 3), p);
   again.run();
   EXPECT_EQ(again.got["r"].tokens, c.tokens);
@@ -211,7 +190,7 @@ TEST(EngineCore, NChoicesAreIndependentSequences) {
 
 TEST(EngineCore, UnseededRequestsFollowTheEngineSeed) {
   auto run_with = [](uint64_t engine_seed) {
-    EngineConfig cfg = big_pool();
+    EngineConfig cfg = small_engine_config();
     cfg.seed = engine_seed;
     Harness h(cfg);
     SamplingParams p;
@@ -226,7 +205,7 @@ TEST(EngineCore, UnseededRequestsFollowTheEngineSeed) {
 }
 
 TEST(EngineCore, MinTokensSuppressesEosThenEosStops) {
-  Harness h(big_pool());
+  Harness h(small_engine_config());
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = 10;
@@ -243,11 +222,8 @@ TEST(EngineCore, MinTokensSuppressesEosThenEosStops) {
 }
 
 TEST(EngineCore, IgnoreEosAndStopTokenIds) {
-  Harness h(big_pool());
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 5;
-  p.ignore_eos = true;
+  Harness h(small_engine_config());
+  SamplingParams p = greedy_params(5);
   p.logit_bias = {{kTinyEos, 100.f}};
   h.add("ign", prompt_of(4, 0), p);
   SamplingParams q;
@@ -266,11 +242,11 @@ TEST(EngineCore, IgnoreEosAndStopTokenIds) {
 
 TEST(EngineCore, StopStringAcrossTokenBoundaries) {
   // Every token reads "ab": the text is abab..., and "bab" spans two tokens.
-  Harness h(big_pool(), std::vector<std::string>(kTinyVocab, "ab"));
-  SamplingParams p = seeded(3, 10);
+  Harness h(small_engine_config(), std::vector<std::string>(kTinyVocab, "ab"));
+  SamplingParams p = seeded_params(3, 10);
   p.stop = {"bab"};
   h.add("r", prompt_of(4, 0), p);
-  SamplingParams q = seeded(3, 3);
+  SamplingParams q = seeded_params(3, 3);
   q.stop = {"abc"};  // never matches: held text comes out at the end
   h.add("held", prompt_of(4, 0), q);
   h.run();
@@ -284,10 +260,10 @@ TEST(EngineCore, StopStringAcrossTokenBoundaries) {
 }
 
 TEST(EngineCore, LogprobsAndChunkedPromptLogprobs) {
-  EngineConfig cfg = big_pool();
+  EngineConfig cfg = small_engine_config();
   cfg.max_num_batched_tokens = 8;  // the 11-token prompt takes two chunks
   Harness h(cfg);
-  SamplingParams p = seeded(4, 3);
+  SamplingParams p = seeded_params(4, 3);
   p.logprobs = 2;
   p.prompt_logprobs = 1;
   auto prompt = prompt_of(11, 5);
@@ -351,7 +327,7 @@ TEST(EngineCore, StatsReportCapacityAndCounters) {
   EngineStats s0 = h.core->stats();
   EXPECT_EQ(s0.kv_capacity_tokens, 48);
   EXPECT_EQ(s0.max_concurrency, 1);
-  h.add("a", prompt_of(6, 0), seeded(1, 4));
+  h.add("a", prompt_of(6, 0), seeded_params(1, 4));
   h.core->step();
   EngineStats s1 = h.core->stats();
   EXPECT_EQ(s1.num_running, 1);
@@ -377,7 +353,7 @@ class ThrowsOnFive : public TokenTextStream {
 
 TEST(EngineCore, AFailingRequestIsAbortedAloneAndItsBlocksFreed) {
   FakeBackend backend(kTinyVocab, kTinyWindow);
-  EngineCore core(big_pool(), tiny_model(kTinyVocab, kTinyWindow, 256), backend,
+  EngineCore core(small_engine_config(), tiny_model(kTinyVocab, kTinyWindow, 256), backend,
                   [](bool) { return std::make_unique<ThrowsOnFive>(); });
   std::map<std::string, std::optional<FinishReason>> finish;
   std::map<std::string, std::string> text;
@@ -403,13 +379,13 @@ TEST(EngineCore, AFailingRequestIsAbortedAloneAndItsBlocksFreed) {
 }
 
 TEST(EngineCore, PromptLogprobsCapTheChunkSize) {
-  EngineConfig cfg = big_pool();
+  EngineConfig cfg = small_engine_config();
   cfg.max_model_len = 600;
   cfg.max_num_batched_tokens = 512;
   cfg.kv_cache_bytes = 400 * 2000;
   FakeBackend backend(kTinyVocab, kTinyWindow);
   EngineCore core(cfg, tiny_model(kTinyVocab, kTinyWindow, 1024), backend, piece_text({}));
-  SamplingParams p = seeded(1, 1);
+  SamplingParams p = seeded_params(1, 1);
   p.prompt_logprobs = 0;
   core.add_request({"r", prompt_of(300, 0), p}, [](const RequestOutput&) {});
   core.step();
@@ -421,11 +397,11 @@ TEST(EngineCore, PromptLogprobsCapTheChunkSize) {
 
 TEST(EngineCore, ParallelSamplingMatchesOneThread) {
   auto run = [](int threads) {
-    EngineConfig cfg = big_pool();
+    EngineConfig cfg = small_engine_config();
     cfg.sampler_threads = threads;
     Harness h(cfg);
     for (int i = 0; i < 7; ++i) {
-      SamplingParams p = seeded(uint64_t(50 + i), 10);
+      SamplingParams p = seeded_params(uint64_t(50 + i), 10);
       p.top_k = 5;
       p.logprobs = 1;
       p.frequency_penalty = 0.5f;

@@ -46,10 +46,7 @@ TEST(EngineLongContext, OneRequestFillsTheWholeContext) {
   EXPECT_GE(core.stats().kv_capacity_tokens, kMaxLen);
 
   const std::vector<int32_t> prompt = long_prompt(kMaxLen - kOutput);
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = kOutput;
-  p.ignore_eos = true;
+  SamplingParams p = greedy_params(kOutput);
   std::vector<int32_t> got;
   std::optional<FinishReason> finish;
   core.add_request({"long", prompt, p}, [&](const RequestOutput& o) {

@@ -158,10 +158,7 @@ TEST(EngineTokenizer, StreamedTextMatchesDecodeAndStopsAcrossTokens) {
     EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return finish.has_value(); }));
     return std::make_pair(text, finish.value_or(FinishReason::Abort));
   };
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 8;
-  p.ignore_eos = true;
+  SamplingParams p = greedy_params(8);
   std::vector<int32_t> toks;
   auto [text, finish] = run(p, &toks);
   ASSERT_EQ(toks.size(), 8u);

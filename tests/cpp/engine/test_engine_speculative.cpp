@@ -250,10 +250,7 @@ TEST(EngineSpeculative, RejectedGuessesLeaveNoKvBehindAndAcceptedOnesAreCached) 
   Ids seq = prompt;
   for (int i = 0; i < 30; ++i) seq.push_back(next(seq.back()));
   Ids out;
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = 30;
-  p.ignore_eos = true;
+  SamplingParams p = greedy_params(30);
   core.add_request({"a", prompt, p}, [&](const RequestOutput& o) {
     for (const auto& d : o.choices) out.insert(out.end(), d.new_tokens.begin(), d.new_tokens.end());
   });

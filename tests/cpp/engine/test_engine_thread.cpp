@@ -81,26 +81,8 @@ struct Results {
   }
 };
 
-EngineConfig config() {
-  EngineConfig c;
-  c.max_model_len = 64;
-  c.max_num_seqs = 8;
-  c.max_num_batched_tokens = 16;
-  c.block_size = 4;
-  c.kv_cache_bytes = 400 * 1000;
-  return c;
-}
-
-SamplingParams params(uint64_t seed, int32_t max_tokens) {
-  SamplingParams p;
-  p.seed = seed;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  return p;
-}
-
 std::unique_ptr<Engine> start(std::atomic<int>& calls, std::chrono::milliseconds delay = 0ms) {
-  return make_engine_with_text(config(), tiny_model(kVocab, kWindow, 256),
+  return make_engine_with_text(small_engine_config(), tiny_model(kVocab, kWindow, 256),
                                std::make_unique<CountingBackend>(calls, delay), piece_text({}));
 }
 
@@ -110,9 +92,9 @@ TEST(EngineThread, RequestsFromSeveralThreadsMatchTheSynchronousCore) {
   std::map<std::string, std::vector<int32_t>> expected;
   {
     FakeBackend backend(kVocab, kWindow);
-    EngineCore core(config(), tiny_model(kVocab, kWindow, 256), backend, piece_text({}));
+    EngineCore core(small_engine_config(), tiny_model(kVocab, kWindow, 256), backend, piece_text({}));
     for (int i = 0; i < 6; ++i)
-      core.add_request({"r" + std::to_string(i), {1, 2, int32_t(i)}, params(uint64_t(i), 10)},
+      core.add_request({"r" + std::to_string(i), {1, 2, int32_t(i)}, seeded_params(uint64_t(i), 10)},
                        [&](const RequestOutput& o) {
                          for (const auto& d : o.choices)
                            expected[o.request_id].insert(expected[o.request_id].end(), d.new_tokens.begin(),
@@ -125,7 +107,10 @@ TEST(EngineThread, RequestsFromSeveralThreadsMatchTheSynchronousCore) {
   Results res;
   std::vector<std::thread> clients;
   for (int i = 0; i < 6; ++i)
-    clients.emplace_back([&, i] { engine->add_request({"r" + std::to_string(i), {1, 2, int32_t(i)}, params(uint64_t(i), 10)}, res.callback()); });
+    clients.emplace_back([&, i] {
+      engine->add_request({"r" + std::to_string(i), {1, 2, int32_t(i)}, seeded_params(uint64_t(i), 10)},
+                          res.callback());
+    });
   for (auto& t : clients) t.join();
   ASSERT_TRUE(res.wait_for(6));
   EXPECT_EQ(res.tokens, expected);
@@ -140,7 +125,7 @@ TEST(EngineThread, RequestsFromSeveralThreadsMatchTheSynchronousCore) {
   EXPECT_EQ(s.kv_usage, 0);
   EXPECT_EQ(s.generation_tokens_total, 60);
   // A finished request's id may be reused.
-  engine->add_request({"r0", {3}, params(1, 2)}, res.callback());
+  engine->add_request({"r0", {3}, seeded_params(1, 2)}, res.callback());
   ASSERT_TRUE(res.wait_for(7));
 }
 
@@ -154,7 +139,7 @@ TEST(EngineThread, AFinishedRequestIsCountedAndItsIdFreeBeforeItsFinalOutputIsSe
   auto inner = res.callback();
   std::vector<int64_t> generated_at_finish;
   for (int i = 0; i < 3; ++i)
-    engine->add_request({"m" + std::to_string(i), {1, 2, 3, 4}, params(uint64_t(i), 4)},
+    engine->add_request({"m" + std::to_string(i), {1, 2, 3, 4}, seeded_params(uint64_t(i), 4)},
                         [&, e, inner](const RequestOutput& o) {
                           if (o.finished) {
                             const EngineStats s = e->stats();
@@ -174,11 +159,11 @@ TEST(EngineThread, AFinishedRequestIsCountedAndItsIdFreeBeforeItsFinalOutputIsSe
   }
   // Its id is free by then too: a caller may reuse it from the final output's callback.
   std::atomic<bool> reused{false};
-  engine->add_request({"again", {1, 2}, params(7, 2)}, [&, e, inner](const RequestOutput& o) {
+  engine->add_request({"again", {1, 2}, seeded_params(7, 2)}, [&, e, inner](const RequestOutput& o) {
     inner(o);
     if (o.finished && !reused.exchange(true)) {
       try {
-        e->add_request({"again", {3, 4}, params(8, 2)}, inner);
+        e->add_request({"again", {3, 4}, seeded_params(8, 2)}, inner);
       } catch (const std::exception& ex) {
         ADD_FAILURE() << "reusing a finished id: " << ex.what();
       }
@@ -187,10 +172,10 @@ TEST(EngineThread, AFinishedRequestIsCountedAndItsIdFreeBeforeItsFinalOutputIsSe
   ASSERT_TRUE(res.wait_for(5));
   EXPECT_TRUE(reused.load());
   // No callback at all is allowed: the request runs, its id is freed, nothing is called.
-  engine->add_request({"silent", {1, 2}, params(9, 2)}, nullptr);
+  engine->add_request({"silent", {1, 2}, seeded_params(9, 2)}, nullptr);
   for (int i = 0; i < 500 && e->stats().generation_tokens_total < 12 + 4 + 2; ++i) std::this_thread::sleep_for(2ms);
   EXPECT_EQ(e->stats().generation_tokens_total, 12 + 4 + 2);
-  engine->add_request({"silent", {3}, params(9, 1)}, res.callback());
+  engine->add_request({"silent", {3}, seeded_params(9, 1)}, res.callback());
   ASSERT_TRUE(res.wait_for(6));
 }
 
@@ -200,7 +185,7 @@ TEST(EngineThread, AbortFromTheCallbackEndsTheRequestAtTheNextStep) {
   Results res;
   Engine* e = engine.get();
   auto inner = res.callback();
-  engine->add_request({"a", {1, 2, 3}, params(1, 50)}, [&, e, inner](const RequestOutput& o) {
+  engine->add_request({"a", {1, 2, 3}, seeded_params(1, 50)}, [&, e, inner](const RequestOutput& o) {
     inner(o);
     if (!o.finished) e->abort_request("a");
   });
@@ -217,9 +202,9 @@ TEST(EngineThread, RejectionsThrowOnTheCallersThread) {
   // a delay the engine thread could finish all 40 steps before the caller's next line).
   auto engine = start(calls, 1ms);
   Results res;
-  EXPECT_THROW(engine->add_request({"x", std::vector<int32_t>(60, 1), params(1, 10)}, res.callback()), Error);
-  engine->add_request({"dup", {1}, params(1, 40)}, res.callback());
-  EXPECT_THROW(engine->add_request({"dup", {1}, params(1, 4)}, res.callback()), Error);
+  EXPECT_THROW(engine->add_request({"x", std::vector<int32_t>(60, 1), seeded_params(1, 10)}, res.callback()), Error);
+  engine->add_request({"dup", {1}, seeded_params(1, 40)}, res.callback());
+  EXPECT_THROW(engine->add_request({"dup", {1}, seeded_params(1, 4)}, res.callback()), Error);
   ASSERT_TRUE(res.wait_for(1));
 }
 
@@ -227,24 +212,24 @@ TEST(EngineThread, ShutdownAbortsRequestsInFlight) {
   std::atomic<int> calls{0};
   auto engine = start(calls, 2ms);
   Results res;
-  engine->add_request({"long", {1, 2}, params(1, 60)}, res.callback());
+  engine->add_request({"long", {1, 2}, seeded_params(1, 60)}, res.callback());
   std::this_thread::sleep_for(20ms);
   engine->shutdown();
   ASSERT_TRUE(res.wait_for(1));
   EXPECT_EQ(res.finish["long"], FinishReason::Abort);
-  EXPECT_THROW(engine->add_request({"late", {1}, params(1, 4)}, res.callback()), Error);
+  EXPECT_THROW(engine->add_request({"late", {1}, seeded_params(1, 4)}, res.callback()), Error);
 }
 
 TEST(EngineThread, ShutdownAnswersRequestsStillInTheInbox) {
   std::atomic<int> calls{0};
   auto engine = start(calls, 50ms);
   Results res;
-  engine->add_request({"running", {1, 2}, params(1, 60)}, res.callback());
+  engine->add_request({"running", {1, 2}, seeded_params(1, 60)}, res.callback());
   {
     std::unique_lock lock(res.mu);
     ASSERT_TRUE(res.cv.wait_for(lock, 10s, [&] { return !res.tokens["running"].empty(); }));
   }
-  SamplingParams two = params(2, 5);
+  SamplingParams two = seeded_params(2, 5);
   two.n = 2;
   engine->add_request({"queued", {3, 4}, two}, res.callback());  // lands while a step sleeps
   engine->shutdown();
@@ -256,14 +241,14 @@ TEST(EngineThread, ShutdownAnswersRequestsStillInTheInbox) {
 // A failed step ends the requests in it with the failure in RequestOutput::error (the server turns
 // it into a 500), and the engine keeps serving the next request.
 TEST(EngineThread, AFailedStepEndsItsRequestsWithTheErrorAndTheEngineGoesOn) {
-  auto engine = make_engine_with_text(config(), tiny_model(kVocab, kWindow, 256),
+  auto engine = make_engine_with_text(small_engine_config(), tiny_model(kVocab, kWindow, 256),
                                       std::make_unique<FailingBackend>(std::vector<int>{2}), piece_text({}));
   Results res;
-  engine->add_request({"hit", {1, 2}, params(1, 5)}, res.callback());
+  engine->add_request({"hit", {1, 2}, seeded_params(1, 5)}, res.callback());
   ASSERT_TRUE(res.wait_for(1));
   EXPECT_EQ(res.finish["hit"], FinishReason::Abort);
   EXPECT_NE(res.error["hit"].find("device fault in step 2"), std::string::npos) << res.error["hit"];
-  engine->add_request({"after", {3, 4}, params(2, 4)}, res.callback());
+  engine->add_request({"after", {3, 4}, seeded_params(2, 4)}, res.callback());
   ASSERT_TRUE(res.wait_for(2));
   EXPECT_EQ(res.tokens["after"].size(), 4u);
   EXPECT_EQ(res.error.count("after"), 0u);
@@ -277,10 +262,10 @@ TEST(EngineThread, ARequestTheCoreRefusesIsAnsweredWithItsError) {
     if (!skip_special_tokens) throw Error("no text stream with special tokens in this test");
     return inner(skip_special_tokens);
   };
-  auto engine = make_engine_with_text(config(), tiny_model(kVocab, kWindow, 256),
+  auto engine = make_engine_with_text(small_engine_config(), tiny_model(kVocab, kWindow, 256),
                                       std::make_unique<FakeBackend>(kVocab, kWindow), std::move(text));
   Results res;
-  SamplingParams refused = params(1, 5);
+  SamplingParams refused = seeded_params(1, 5);
   refused.skip_special_tokens = false;
   refused.n = 2;
   engine->add_request({"refused", {1, 2}, refused}, res.callback());
@@ -288,7 +273,7 @@ TEST(EngineThread, ARequestTheCoreRefusesIsAnsweredWithItsError) {
   EXPECT_EQ(res.finish["refused"], FinishReason::Abort);
   EXPECT_NE(res.error["refused"].find("no text stream with special tokens"), std::string::npos) << res.error["refused"];
   EXPECT_TRUE(res.tokens["refused"].empty());
-  engine->add_request({"refused", {3, 4}, params(2, 4)}, res.callback());  // the id was freed
+  engine->add_request({"refused", {3, 4}, seeded_params(2, 4)}, res.callback());  // the id was freed
   ASSERT_TRUE(res.wait_for(2));
   EXPECT_EQ(res.tokens["refused"].size(), 4u);
   EXPECT_EQ(engine->stats().num_waiting, 0);
@@ -296,13 +281,13 @@ TEST(EngineThread, ARequestTheCoreRefusesIsAnsweredWithItsError) {
 
 TEST(EngineThread, PrefixCacheResetAndKvEventsFromOtherThreads) {
   std::atomic<int> calls{0};
-  EngineConfig cfg = config();
+  EngineConfig cfg = small_engine_config();
   cfg.enable_kv_events = true;
   auto engine = make_engine_with_text(cfg, tiny_model(kVocab, kWindow, 256),
                                       std::make_unique<CountingBackend>(calls, 20ms), piece_text({}));
   Results res;
   const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-  engine->add_request({"a", prompt, params(1, 6)}, res.callback());
+  engine->add_request({"a", prompt, seeded_params(1, 6)}, res.callback());
   while (calls.load() == 0) std::this_thread::sleep_for(1ms);
   EXPECT_FALSE(engine->reset_prefix_cache());  // "a" holds blocks
   ASSERT_TRUE(res.wait_for(1));
@@ -312,7 +297,7 @@ TEST(EngineThread, PrefixCacheResetAndKvEventsFromOtherThreads) {
   EXPECT_EQ(events.front().type, KvEvent::Type::BlockStored);
   EXPECT_EQ(events.front().token_ids, std::vector<int32_t>(prompt.begin(), prompt.begin() + 8));
   EXPECT_TRUE(engine->take_kv_events().empty());  // drained
-  engine->add_request({"b", prompt, params(1, 6)}, res.callback());
+  engine->add_request({"b", prompt, seeded_params(1, 6)}, res.callback());
   ASSERT_TRUE(res.wait_for(2));
   EXPECT_EQ(res.tokens["b"], res.tokens["a"]);
   EXPECT_EQ(engine->stats().prefix_cache_hits, 8);
