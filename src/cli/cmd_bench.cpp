@@ -1,8 +1,8 @@
 // striker bench latency: decode latency (ms/step) of 1..256 sequences at a given context on the GPU, with
 // random weights made on the device (--load-format dummy) and a KV cache filled with random
 // values for the context (its prefill is not run). A step is timed as `serve` runs it: the forward
-// pass and a greedy draw of every row on the device, only the token ids copied back. Prints the bytes one step must read and
-// the fraction of the H200's measured read bandwidth (4.6 TB/s, shared/reference/performance.md §10)
+// pass and a greedy draw of every row on the device, only the token ids copied back. Prints the
+// bytes one step must read and the fraction of the H200's measured read bandwidth (4.6 TB/s, shared/reference/performance.md §10)
 // that the step achieves, and (with --graphs) the kernels one step launches.
 #include <algorithm>
 #include <chrono>
@@ -126,6 +126,16 @@ int run_latency(const LatencyOptions& o) {
   // Steps from --context on, each sequence's chunk its token and `guesses` guessed tokens.
   auto time_steps = [&](int guesses, std::vector<double>& wall_ms, std::vector<double>& device_ms) {
     const int64_t rows_per_seq = guesses > 0 ? 1 + guesses : 1;
+    // The step as `serve` runs it: every logits row drawn greedily on the device (forward_sampled),
+    // only the token ids coming back — not forward()'s full logits rows (600 KB each) to the host.
+    DeviceSampling ds;
+    for (int64_t r = 0; r < int64_t(o.batch) * rows_per_seq; ++r) {
+      SampleRequest q;
+      q.row = int32_t(r);
+      q.temperature = 0.f;
+      ds.samples.push_back(q);
+    }
+    SampledStep drawn;
     for (int i = 0; i < o.warmup + o.steps; ++i) {
       const int64_t pos = o.context + i;
       ForwardBatch batch;
@@ -143,20 +153,11 @@ int run_latency(const LatencyOptions& o) {
           ch.sliding_block_table[size_t(b)] = int32_t(sq * ring + b % ring);
         batch.seqs.push_back(std::move(ch));
       }
-      // The step as `serve` runs it: every logits row drawn greedily on the device (forward_sampled),
-      // only the token ids coming back — not forward()'s full logits rows (600 KB each) to the host.
-      DeviceSampling ds;
-      for (int64_t r = 0; r < int64_t(o.batch) * rows_per_seq; ++r) {
-        SampleRequest q;
-        q.row = int32_t(r);
-        q.temperature = 0.f;
-        ds.samples.push_back(q);
-      }
-      SampledStep drawn;
       const auto s = std::chrono::steady_clock::now();
       backend.forward_sampled(batch, ds, drawn);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
-      for (int sq = 0; sq < o.batch; ++sq) tokens[size_t(sq)] = drawn.tokens[size_t(sq * rows_per_seq)];  // real next tokens
+      for (int sq = 0; sq < o.batch; ++sq)  // the real next tokens
+        tokens[size_t(sq)] = drawn.tokens[size_t(sq * rows_per_seq)];
       if (i >= o.warmup) {
         wall_ms.push_back(ms);
         device_ms.push_back(backend.last_forward_device_ms());
