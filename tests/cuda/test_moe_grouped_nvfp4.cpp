@@ -85,9 +85,10 @@ TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
     for (int T : {9, 64, 300})
       for (int tm : {16, 64}) {
         // The BF16 kernels' inputs in the fragments' k order where the NVFP4 kernel decodes into
-        // fragments: 16-row gate/up always (four k tiles fetched ahead at T = 9, two at 64 and 300:
-        // nvfp4_gate_up_many_ctas), 16-row down on the resident-A kernel (T = 64, 300).
-        const bool fragments = tm == 16, down_fragments = nvfp4_down_resident_a(tm, int64_t(T) * K, I);
+        // fragments: every 16-row tile (gate/up four k tiles fetched ahead at T = 9, two at 64 and 300:
+        // nvfp4_gate_up_many_ctas; down at 5 CTAs per SM at T = 9, on the resident-A kernel at 64, 300:
+        // nvfp4_down_resident_a).
+        const bool fragments = tm == 16, down_fragments = fragments;
         const std::string where = "H=" + std::to_string(H) + " I=" + std::to_string(I) + " T=" + std::to_string(T) +
                                   " tile_rows=" + std::to_string(tm) + ": ";
         const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);

@@ -3,6 +3,7 @@
 // scale2, fused gate/up + SwiGLU, selected-experts MoE, and random dummy weights' statistics.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 
 #include "backends/cuda/linear/gemm_lt.h"
@@ -259,6 +260,41 @@ TEST(CudaNvfp4, OneToSixtyFourTokensMatchReference) {
 
 // Prefill projection: dequantise + cuBLASLt with alpha = scale2, in row chunks of a small
 // scratch (chunks end at the scale2 boundaries too), writing a column block of a wider output.
+// From kNvfp4SkinnyTwoGroupsMinTokens tokens a CTA feeds each decoded fragment to two groups of 8
+// tokens' MMAs; an MMA column does not depend on the others, so every group of 8 must have the bits of
+// the same 8 tokens run alone (one group per CTA, T = 8). T = 24 / 40 leave the last CTA's second group
+// past T (computed, never stored); the gate/up pair and the residual take the same kernel.
+TEST(CudaNvfp4, TwoTokenGroupsPerCtaKeepEachGroupsBits) {
+  std::mt19937 rng(69);
+  for (const Shape s : {Shape{24, 2048, 1001}, Shape{40, 576, 300}, Shape{64, 4096, 2050}}) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
+    ASSERT_GE(s.T, kNvfp4SkinnyTwoGroupsMinTokens);
+    const auto x = random_bf16(rng, size_t(s.T) * s.in);
+    const auto W = random_nvfp4(rng, s.out, s.in, 0x01, 0x45);
+    const RowScale2 s2{s.out / 3, s.out / 2, {0.0137f, 0.0021f, 0.0433f}};
+    const int inter = s.out % 3000 + 5;
+    const auto Wg = random_nvfp4(rng, inter, s.in, 0x01, 0x45), Wu = random_nvfp4(rng, inter, s.in, 0x01, 0x45);
+    DeviceNvfp4Matrix dW(W), dg(Wg), du(Wu);
+    DeviceBuffer<bf16> d_x(x), d_y(size_t(s.T) * s.out), d_a(size_t(s.T) * inter);
+    d_y.poison();
+    d_a.poison();
+    nvfp4_gemv(d_x.get(), s.T, s.in, dW.view(), s2, s.out, d_y.get(), nullptr);
+    nvfp4_gemv_gate_up(d_x.get(), s.T, s.in, dg.view(), 0.011f, du.view(), 0.0047f, inter, d_a.get(), nullptr);
+    const auto y = d_y.download(), a = d_a.download();
+    for (int t0 = 0; t0 < s.T; t0 += 8) {
+      const std::vector<bf16> x8(x.begin() + int64_t(t0) * s.in, x.begin() + int64_t(t0 + 8) * s.in);
+      DeviceBuffer<bf16> d_x8(x8), d_y8(size_t(8) * s.out), d_a8(size_t(8) * inter);
+      nvfp4_gemv(d_x8.get(), 8, s.in, dW.view(), s2, s.out, d_y8.get(), nullptr);
+      nvfp4_gemv_gate_up(d_x8.get(), 8, s.in, dg.view(), 0.011f, du.view(), 0.0047f, inter, d_a8.get(), nullptr);
+      const auto y8 = d_y8.download(), a8 = d_a8.download();
+      EXPECT_EQ(0, std::memcmp(y8.data(), y.data() + int64_t(t0) * s.out, y8.size() * sizeof(bf16)))
+          << "gemv tokens " << t0 << ".." << t0 + 7;
+      EXPECT_EQ(0, std::memcmp(a8.data(), a.data() + int64_t(t0) * inter, a8.size() * sizeof(bf16)))
+          << "gate/up tokens " << t0 << ".." << t0 + 7;
+    }
+  }
+}
+
 TEST(CudaNvfp4, PrefillGemmMatchesReference) {
   std::mt19937 rng(65);
   LtGemm lt;

@@ -48,12 +48,16 @@ struct SkinnyTokens {
   int x_row;     // activation row of this lane group's token (groups past nt repeat the last)
 };
 
-__device__ __forceinline__ SkinnyTokens skinny_tokens(int T, int g) {
+// Token group n of the NG groups of 8 a CTA takes (grid.y over groups of 8·NG). A group past T
+// (the last CTA's second group, T % 16 <= 8) has nt = 0 and repeats the step's last token: computed,
+// never stored.
+template <int NG = 1>
+__device__ __forceinline__ SkinnyTokens skinny_tokens(int T, int g, int n = 0) {
   SkinnyTokens w;
-  const int t0 = blockIdx.y * kSkinnyTokens;
-  w.nt = min(kSkinnyTokens, T - t0);
+  const int t0 = (int(blockIdx.y) * NG + n) * kSkinnyTokens;
+  w.nt = NG == 1 ? min(kSkinnyTokens, T - t0) : max(0, min(kSkinnyTokens, T - t0));
   w.out_row0 = t0;
-  w.x_row = t0 + min(g, w.nt - 1);
+  w.x_row = w.nt > 0 ? t0 + min(g, w.nt - 1) : T - 1;
   return w;
 }
 
@@ -131,14 +135,13 @@ __device__ __forceinline__ void skinny_store(const SkinnyAcc& acc, int row0, int
   }
 }
 
-inline int skinny_token_groups(int T) { return (T + kSkinnyTokens - 1) / kSkinnyTokens; }
-
 // Grid of a skinny launch over `rows` output rows: x over CTAs of (8 / S) tiles, y over groups of
-// 8 of the T tokens.
+// 8·NG of the T tokens (NG MMA column groups of 8 per CTA).
 template <SkinnyTile K>
-dim3 skinny_grid(int rows, int S, int T) {
+dim3 skinny_grid(int rows, int S, int T, int NG = 1) {
   const int tiles = (rows + SkinnyRows<K>::kOut - 1) / SkinnyRows<K>::kOut, per_cta = kSkinnyWarps / S;
-  return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned(skinny_token_groups(T)));
+  const int per_y = kSkinnyTokens * NG;
+  return dim3(unsigned((tiles + per_cta - 1) / per_cta), unsigned((T + per_y - 1) / per_y));
 }
 
 // Calls launch(S, U) with the split S (1, 2, 4 or 8) and the ring depth U (8 when kAllowDeep,

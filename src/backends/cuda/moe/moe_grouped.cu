@@ -501,7 +501,7 @@ void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, 
     if (nvfp4_gate_up_many_ctas(int64_t(T) * K)) launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide{w}, T, K, r, stream);
     else launch_grouped<16, NB>(args, Nvfp4FragmentWeights{w}, T, K, r, stream);
   } else if (!nvfp4_down_resident_a(16, int64_t(T) * K, args.kdim)) {
-    launch_grouped<16, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
+    launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide{w}, T, K, r, stream);
   } else {  // down: the A rows resident, several column blocks per CTA
     const int col_groups = ((args.n + kBN - 1) / kBN + kResidentBlocks - 1) / kResidentBlocks;
     const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, 16)), unsigned(col_groups));

@@ -52,15 +52,17 @@ STRIKER_HOST_DEVICE constexpr int nvfp4_frag_a_chunk(int lane, int p) { return 2
 // The scale group of a k tile (16 weights, 8 code bytes) that lane decodes for its two weight rows.
 STRIKER_HOST_DEVICE constexpr int nvfp4_frag_group(int lane) { return lane & 3; }
 
-// The NVFP4 down of 16-row tiles: with enough (token, expert) pairs, a CTA keeps its tile's A rows
-// resident in shared memory for kNvfp4ResidentBlocks column blocks and decodes into fragments
-// (grouped_down_resident_a_kernel); with few, the one-CTA-per-(tile, column block) kernel with the
-// shared-memory tile decode keeps 4x more CTAs in flight. Measured (H100, session 31, K = 6, µs):
-// resident-A at T = 64 / 128 / 256 81.6 / 103.7 / 109.1 against 86.9 / 106.8 / 112.9, but at T = 16 / 32
-// 49.4 / 66.5 against 39.6 / 64.5. Reductions wider than 16 resident rows of bf16 in 48 KiB take the latter.
+// The NVFP4 down of 16-row tiles, both in register fragments: with enough (token, expert) pairs a CTA
+// keeps its tile's A rows resident in shared memory for kNvfp4ResidentBlocks column blocks
+// (grouped_down_resident_a_kernel); with few, one CTA per (tile, column block) at 5 CTAs per SM
+// (Nvfp4FragmentWeightsWide) keeps more CTAs in flight. Measured (H100, session 33, K = 6, µs; the
+// shared-memory tile decode that ran below 384 pairs before in brackets): wide fragments at T = 9 / 16 /
+// 32 / 48 / 64 20.0 / 35.3 / 53.0 / 69.6 / 79.3 (24.2 / 41.8 / 62.4 / 83.6 / 93.3), resident-A 39.1 /
+// 48.2 / 50.3 / 65.9 / 76.5; steps at 32 sequences 12.48 (wide) / 12.41 (resident-A). Reductions wider
+// than 16 resident rows of bf16 in 48 KiB take the wide kernel.
 constexpr int kNvfp4ResidentBlocks = 4;
 constexpr int kNvfp4ResidentMaxKdim = 48 * 1024 / (16 * 2);  // 1536
-constexpr int64_t kNvfp4ResidentMinPairs = 64 * 6;
+constexpr int64_t kNvfp4ResidentMinPairs = 32 * 6;
 STRIKER_HOST_DEVICE constexpr bool nvfp4_down_resident_a(int tile_rows, int64_t pairs, int kdim) {
   return tile_rows == 16 && pairs >= kNvfp4ResidentMinPairs && kdim <= kNvfp4ResidentMaxKdim;
 }

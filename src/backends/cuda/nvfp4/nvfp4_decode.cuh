@@ -195,15 +195,22 @@ __device__ __forceinline__ void zero_chunk(Nvfp4Chunk<R>& k) {
 }
 
 // Code word i of a chunk of rows top and bottom (weights 8i..8i+7; a / b: their group's scale as
-// ue4m3_bf16x2_x2p118_bits) against the word's 8 activations x: weight pairs 0/1 into chain d0, 2/3
-// into d1 — MMA rows g (top) and g + 8 (bottom), k slots 2t, 2t+1 and 2t+8, 2t+9 of the lane.
+// ue4m3_bf16x2_x2p118_bits) as mma A fragments: f0 = weight pairs 0/1, f1 = pairs 2/3 — MMA rows g
+// (top) and g + 8 (bottom), k slots 2t, 2t+1 and 2t+8, 2t+9 of the lane.
+__device__ __forceinline__ void code_word_fragments(uint32_t wt, uint32_t a, uint32_t wb, uint32_t b,
+                                                    uint32_t (&f0)[4], uint32_t (&f1)[4]) {
+  f0[0] = nvfp4_pair_bf16<0>(wt, a), f0[1] = nvfp4_pair_bf16<0>(wb, b);
+  f0[2] = nvfp4_pair_bf16<1>(wt, a), f0[3] = nvfp4_pair_bf16<1>(wb, b);
+  f1[0] = nvfp4_pair_bf16<2>(wt, a), f1[1] = nvfp4_pair_bf16<2>(wb, b);
+  f1[2] = nvfp4_pair_bf16<3>(wt, a), f1[3] = nvfp4_pair_bf16<3>(wb, b);
+}
+
+// Code word i against the word's 8 activations x: weight pairs 0/1 into chain d0, 2/3 into d1.
 __device__ __forceinline__ void mma_code_word(uint32_t wt, uint32_t a, uint32_t wb, uint32_t b, const uint4& x,
                                               float (&d0)[4], float (&d1)[4]) {
-  const uint32_t f0[4] = {nvfp4_pair_bf16<0>(wt, a), nvfp4_pair_bf16<0>(wb, b), nvfp4_pair_bf16<1>(wt, a),
-                          nvfp4_pair_bf16<1>(wb, b)};
+  uint32_t f0[4], f1[4];
+  code_word_fragments(wt, a, wb, b, f0, f1);
   mma_m16n8k16(d0, f0, act_pair_bf16(x, 0), act_pair_bf16(x, 1));
-  const uint32_t f1[4] = {nvfp4_pair_bf16<2>(wt, a), nvfp4_pair_bf16<2>(wb, b), nvfp4_pair_bf16<3>(wt, a),
-                          nvfp4_pair_bf16<3>(wb, b)};
   mma_m16n8k16(d1, f1, act_pair_bf16(x, 2), act_pair_bf16(x, 3));
 }
 

@@ -50,6 +50,13 @@ struct RowScale2 {
 // `norm` (gemv, gate/up; one token only): x is h and every CTA forms x = rmsnorm(h) itself, as
 // gemv.h's (the rmsnorm kernel's bits; checked: in <= 2048, aligned gamma). Not the LM head: its
 // 9,472 CTAs at 3 per SM would each pay the norm (measured slower than a separate norm launch).
+// From 2 tokens these run on the skinny MMA kernels (nvfp4_skinny.cuh), 8 tokens per MMA column
+// group; from this many tokens a CTA takes two groups, each decoded weight fragment feeding both
+// groups' MMAs (the codes decoded once per 16 tokens, not per 8). Every group keeps the bits it has
+// alone. Measured (H100, session 33, NVFP4 steps at 1K context, device ms, one group -> two): 9 seqs
+// 6.76 -> 7.00, 12 7.63 -> 7.79, 16 8.68 -> 8.71 (half the CTAs cost more than the decode saves),
+// 24 11.27 -> 11.18, 32 12.85 -> 12.50, 64 17.90 -> 17.32.
+constexpr int kNvfp4SkinnyTwoGroupsMinTokens = 24;
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream, const InputNorm* norm = nullptr);

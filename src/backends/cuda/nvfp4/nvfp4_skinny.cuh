@@ -15,19 +15,23 @@ namespace striker::cuda {
 // the same way (act_pair_bf16).
 // W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
 // gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
-template <int S, int U, SkinnyTile K, GemvOut M>
+// NG groups of 8 tokens per CTA: every decoded weight fragment feeds NG MMAs, one per group; an MMA
+// column does not depend on the others, so each group's bits are those of a CTA of its own.
+template <int S, int U, SkinnyTile K, GemvOut M, int NG>
 __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
     nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
                         int T, RowScale2 s2) {
+  static_assert(NG == 1 || NG == 2, "one or two MMA column groups of 8 tokens per CTA");
   pdl_launch_dependents();  // see launch.cuh
-  const SkinnyTokens wk = skinny_tokens(T, (threadIdx.x & 31) >> 2);
   const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 127) / 128);
   const int t = l.t, s0 = l.s0, s1 = l.s1;
   const uint8_t* ct = W0.codes + int64_t(l.top) * (in_ / 2) + t * 16;
   const uint8_t* cb = W1.codes + int64_t(l.bottom) * (in_ / 2) + t * 16;
   const uint8_t* st = W0.scales + int64_t(l.top) * (in_ / 16) + t * 2;
   const uint8_t* sb = W1.scales + int64_t(l.bottom) * (in_ / 16) + t * 2;
-  const bf16_t* xg = x + int64_t(wk.x_row) * in_ + t * 32;
+  const bf16_t* xg[NG];
+#pragma unroll
+  for (int n = 0; n < NG; ++n) xg[n] = x + int64_t(skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n).x_row) * in_ + t * 32;
   uint4 qt[U], qb[U];
   uint32_t scale_t[U], scale_b[U];
   // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
@@ -41,7 +45,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 #pragma unroll
   for (int u = 0; u < U; ++u) load(u, s0 + u);
   pdl_wait();  // x (and h in Residual mode) come from earlier kernels
-  SkinnyAcc acc;
+  SkinnyAcc acc[NG];
   for (int s = s0; s < s1; s += U) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -49,29 +53,52 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
         const bool live = (s + u) * 128 + t * 32 < in_;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-          const uint4 xq = live ? load_cached(xg + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
+          uint4 xq[NG];
+#pragma unroll
+          for (int n = 0; n < NG; ++n)
+            xq[n] = live ? load_cached(xg[n] + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
           const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
           const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-          mma_code_word(code_word(qt[u], i), at, code_word(qb[u], i), ab, xq, acc.c[0], acc.c[1]);
+          uint32_t f0[4], f1[4];
+          code_word_fragments(code_word(qt[u], i), at, code_word(qb[u], i), ab, f0, f1);
+#pragma unroll
+          for (int n = 0; n < NG; ++n) {
+            mma_m16n8k16(acc[n].c[0], f0, act_pair_bf16(xq[n], 0), act_pair_bf16(xq[n], 1));
+            mma_m16n8k16(acc[n].c[1], f1, act_pair_bf16(xq[n], 2), act_pair_bf16(xq[n], 3));
+          }
         }
         load(u, s + u + U);  // refill the slot just consumed
       }
     }
   }
-  skinny_store<S, K, M>(acc, wk.out_row0, wk.nt, rows, [&](int o) { return s2.at(o) * kNvfp4PairUnscale; }, out);
+  auto scale = [&](int o) { return s2.at(o) * kNvfp4PairUnscale; };
+#pragma unroll
+  for (int n = 0; n < NG; ++n) {
+    if (n > 0) __syncthreads();  // skinny_store's reduction buffer is reused
+    const SkinnyTokens wk = skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n);
+    skinny_store<S, K, M>(acc[n], wk.out_row0, wk.nt, rows, scale, out);
+  }
 }
 
-// T tokens (2..8 in production). Shapes are checked by the callers (in % 64 == 0, 16-byte aligned
-// codes, 4-byte aligned scales).
+// T tokens (2..64 in production: ops_linear.cpp), in one or two groups of 8 per CTA
+// (kNvfp4SkinnyTwoGroupsMinTokens, nvfp4_linear.h). Shapes are checked by the callers (in % 64 == 0,
+// 16-byte aligned codes, 4-byte aligned scales).
 template <SkinnyTile K, GemvOut M>
 void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out, int T,
                          RowScale2 s2, cudaStream_t stream) {
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
   const int S = skinny_split((in + 127) / 128, 4);
+  const bool two = T >= kNvfp4SkinnyTwoGroupsMinTokens;
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
-    launch_pdl(nvfp4_skinny_kernel<decltype(s)::value, decltype(u)::value, K, M>, skinny_grid<K>(rows, S, T),
-               dim3(kSkinnyWarps * 32), 0, stream, x, in, W0, W1, rows, out, T, s2);
+    constexpr int kS = decltype(s)::value, kU = decltype(u)::value;
+    if (two) {
+      launch_pdl(nvfp4_skinny_kernel<kS, kU, K, M, 2>, skinny_grid<K>(rows, S, T, 2), dim3(kSkinnyWarps * 32), 0,
+                 stream, x, in, W0, W1, rows, out, T, s2);
+    } else {
+      launch_pdl(nvfp4_skinny_kernel<kS, kU, K, M, 1>, skinny_grid<K>(rows, S, T), dim3(kSkinnyWarps * 32), 0,
+                 stream, x, in, W0, W1, rows, out, T, s2);
+    }
   });
 }
 
