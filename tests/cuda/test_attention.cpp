@@ -53,18 +53,18 @@ TEST(CudaQkRopeKv, NormRopeAndCacheWriteMatchReference) {
   }
 }
 
-// Steps of more than 8 tokens take the per-token kernel (two tokens per CTA, their cos/sin shared
-// by their heads, d/8 lanes per head); it must give the decode kernel's bits: the same tokens run
-// 8 (or fewer) at a time through the decode kernel, into their own poisoned buffers, must match q,
-// the k cache and the v cache bit for bit, and both the CPU reference. 37 tokens (no multiple of
-// anything) and 9 (the first step on this kernel, a last CTA of one token), positions up to
-// 262,143, shuffled slots; head_dim 128 (Flint), 64 and 32, and odd head counts (a warp's heads
-// then span two kinds or two tokens). 3001 tokens: a long step with a last CTA of one token.
+// Steps of more than 64 tokens take the per-token kernel (two tokens per CTA, their cos/sin shared
+// by their heads, d/8 lanes per head); it must give the per-head kernel's bits: the same tokens run
+// 8 (or fewer) at a time through the per-head kernel, into their own poisoned buffers, must match q,
+// the k cache and the v cache bit for bit, and both the CPU reference. 65 tokens (the first step on
+// this kernel, a last CTA of one token) and 99 (no multiple of anything), positions up to 262,143,
+// shuffled slots; head_dim 128 (Flint), 64 and 32, and odd head counts (a warp's heads then span two
+// kinds or two tokens). 3001 tokens: a long step with a last CTA of one token.
 TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
   std::mt19937 rng(37);
   for (Geometry g : {Geometry{32, 4, 128}, Geometry{12, 3, 64}, Geometry{8, 1, 32}, Geometry{5, 2, 128},
                      Geometry{7, 1, 64}, Geometry{3, 1, 32}})
-    for (int T : {37, 9, 3001})
+    for (int T : {65, 99, 3001})
       for (bool rope : {true, false}) {
         SCOPED_TRACE("d=" + std::to_string(g.d) + " heads " + std::to_string(g.nh) + "+2x" + std::to_string(g.nkv) +
                      " T=" + std::to_string(T) + (rope ? " rope" : " nope"));
@@ -94,7 +94,7 @@ TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
         const float* inv_ptr = rope ? d_inv.get() : nullptr;
         qk_norm_rope_kv_write(d_qkv.get(), T, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
                               k[0].get(), v[0].get(), q[0].get(), nullptr);
-        for (int t0 = 0; t0 < T; t0 += 8)  // the decode kernel, at most 8 tokens per call
+        for (int t0 = 0; t0 < T; t0 += 8)  // the per-head kernel, at most 8 tokens per call
           qk_norm_rope_kv_write(d_qkv.get() + size_t(t0) * heads * g.d, std::min(8, T - t0), hs, d_qw.get(), d_kw.get(),
                                 1e-6f, d_pos.get() + t0, inv_ptr, d_slots.get() + t0, B, k[1].get(), v[1].get(),
                                 q[1].get() + size_t(t0) * g.nh * g.d, nullptr);
@@ -108,7 +108,7 @@ TEST(CudaQkRopeKv, PrefillKernelBitIdenticalToDecodeKernel) {
           ASSERT_EQ(a.size(), b.size());
           size_t differ = 0;
           for (size_t i = 0; i < a.size(); ++i) differ += a[i].bits != b[i].bits;
-          EXPECT_EQ(differ, 0u) << names[m] << ": per-token kernel vs decode kernel";
+          EXPECT_EQ(differ, 0u) << names[m] << ": per-token kernel vs per-head kernel";
           const auto c = compare(a,
                                  m == 0   ? ref_q
                                  : m == 1 ? ref_k

@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
   finish<E>(x, pr, t, head, nh, nkv, eps, inv_freq, slots, block_size, k_cache, v_cache, q_out);
 }
 
-// Steps of more than kDecodeMaxTokens tokens: kTokensPerCta tokens per CTA. Their q|k|v rows (one
+// Steps of more than kPerHeadMaxTokens tokens: kTokensPerCta tokens per CTA. Their q|k|v rows (one
 // contiguous range) are staged into shared memory with cp.async, all issued at once, so the bytes
 // in flight do not depend on registers. Each token's RoPE cos/sin are computed once into shared
 // memory (d/2 double sincos, prepare()'s expression) instead of once per head and lane.
@@ -97,7 +97,11 @@ __global__ void __launch_bounds__(kWarps * 32) qk_rope_kv_kernel(
 //    table holds −sin there), round to nearest even being symmetric.
 // The first staged form (one warp per head, 8-byte lane accesses, the rope in fp32 with a rounding
 // per operation) ran 88 µs at 8192 tokens: instruction-bound (~150 instructions per head and lane).
-constexpr int kDecodeMaxTokens = 8;
+// Up to this many tokens the one-warp-per-(token, head) kernel: at decode sizes the staged form has too few
+// CTAs (8 at 16 tokens, 6.6 us per layer in the step timeline). Measured (H100, session 33, NVFP4 steps at
+// 1K context, device ms, threshold 8 -> 64): 9 seqs 6.47 / 6.54 -> 6.50 / 6.55, 16 8.39 / 8.39 -> 8.21 / 8.24,
+// 32 12.09 / 12.12 -> 12.03 / 12.05, 64 17.08 / 17.10 -> 17.04 / 17.11; BF16 16 seqs 12.61 / 12.57 -> 12.64 / 12.58.
+constexpr int kPerHeadMaxTokens = 64;
 constexpr int kTokenWarps = 8, kTokensPerCta = 2;
 constexpr size_t kTokenMaxSmem = 40 * 1024;  // dynamic shared memory: Flint's 2 × 40 heads × 128 = 20 KiB
 
@@ -237,11 +241,11 @@ void qk_norm_rope_kv_write(const bf16* qkv, int T, const HeadShape& hs, const fl
   auto* kc = reinterpret_cast<bf16_t*>(k_cache);
   auto* vc = reinterpret_cast<bf16_t*>(v_cache);
   auto* qo = reinterpret_cast<bf16_t*>(q_out);
-  // The staged form takes steps above 8 tokens whose rows fit its shared memory, with 16-byte
+  // The staged form takes steps above kPerHeadMaxTokens tokens whose rows fit its shared memory, with 16-byte
   // aligned buffers (cp.async, 16-byte stores); the per-(token, head) kernel everything else (the same bits).
   const size_t staged_smem = size_t(kTokensPerCta) * (hs.n_heads + 2 * hs.n_kv_heads) * hs.head_dim * 2;
   auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool per_token = T > kDecodeMaxTokens && staged_smem <= kTokenMaxSmem && aligned16(qkv) && aligned16(q_out) &&
+  const bool per_token = T > kPerHeadMaxTokens && staged_smem <= kTokenMaxSmem && aligned16(qkv) && aligned16(q_out) &&
                          aligned16(k_cache) && aligned16(v_cache);
   const unsigned token_grid = unsigned((T + kTokensPerCta - 1) / kTokensPerCta);
 #define STRIKER_QKR(E)                                                                                             \
