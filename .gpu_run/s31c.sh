@@ -8,15 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name --format=csv,noheader
-C=$B/config.json
-for q in "" "--quantization nvfp4"; do
-  for cb in "8192 1" "100000 1" "8192 8"; do
-    set -- $cb
-    r=$(timeout 60 $B/striker bench latency --config $C $q --graphs --context $1 --batch $2 --steps 50 --warmup 3 2>&1)
-    echo "${q:-bf16} ctx$1 b$2: $(echo "$r" | grep -oE 'median [0-9.]+ wall \([0-9.]+ device\)') | $(echo "$r" | grep -oE '[0-9.]+% of the 4.6') | $(echo "$r" | grep -oE 'kernels per step: [0-9]+')$(echo "$r" | grep -m1 -i error)"
-  done
-done
+S33C_TIMELINES=0 bash .gpu_run/s33c.sh  # the issue-11 table
 echo "table done at ${SECONDS}s"
 for a in "" "--no-async-scheduling"; do
   [ $SECONDS -gt 380 ] && break

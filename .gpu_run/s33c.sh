@@ -3,7 +3,8 @@
 # device; session 32's change, first GPU run), the batched NVFP4 steps at 16 / 64 sequences (expected ~-1.5 ms
 # device at 64 from the logits copy gone), then CUPTI timelines of the batch-8 steps (BF16 and NVFP4, 8K) to
 # find what holds batch 8 at 60 % / 31 % of the roofline. Kernel payload with the trace library
-# (STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh). ~5 min.
+# (STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh). ~1 min.
+# S33C_TIMELINES=0: the table only (.gpu_run/s31c.sh runs it so, before the served benchmark).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
@@ -23,6 +24,7 @@ for b in 16 64; do
   echo "nvfp4 ctx1024 b$b: $(echo "$r" | grep -oE 'median [0-9.]+ wall \([0-9.]+ device\)')$(echo "$r" | grep -m1 -i error)"
 done
 echo "table done at ${SECONDS}s"
+[ "${S33C_TIMELINES:-1}" = 1 ] || exit 0
 STRIKER_PROFILE_CONTEXTS="" STRIKER_PROFILE_TIMELINE="bf16:8192:8 nvfp4:8192:8" timeout 300 bash scripts/gpu_profile.sh $B > $OUT/timelines.txt 2>&1
 echo "timelines rc=$? at ${SECONDS}s"
 grep -E 'timeline|^\|' $OUT/timelines.txt | head -80
