@@ -31,7 +31,8 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
   const uint8_t* sb = W1.scales + int64_t(l.bottom) * (in_ / 16) + t * 2;
   const bf16_t* xg[NG];
 #pragma unroll
-  for (int n = 0; n < NG; ++n) xg[n] = x + int64_t(skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n).x_row) * in_ + t * 32;
+  for (int n = 0; n < NG; ++n)
+    xg[n] = x + int64_t(skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n).x_row) * in_ + t * 32;
   uint4 qt[U], qb[U];
   uint32_t scale_t[U], scale_b[U];
   // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
