@@ -84,12 +84,9 @@ inline SamplingParams greedy_params(int32_t max_tokens) {
 // 128 tokens in 4-token blocks, steps of up to 64 tokens, the given end-of-sequence token, and
 // speculation / async scheduling as the test asks.
 inline EngineConfig masked_steps_config(int32_t eos, const SpeculativeConfig& speculative, bool async) {
-  EngineConfig cfg;
+  EngineConfig cfg = small_engine_config();
   cfg.max_model_len = 128;
-  cfg.max_num_seqs = 8;
   cfg.max_num_batched_tokens = 64;
-  cfg.block_size = 4;
-  cfg.kv_cache_bytes = 400 * 1000;
   cfg.eos_token_ids = {eos};
   cfg.speculative = speculative;
   cfg.async_scheduling = async;

@@ -71,11 +71,9 @@ struct Harness {
 
 // Full pool of 12 blocks (48 tokens) for sequences up to 32 tokens: at most one fits for sure.
 EngineConfig tiny_pool() {
-  EngineConfig c;
+  EngineConfig c = small_engine_config();
   c.max_model_len = 32;
   c.max_num_seqs = 4;
-  c.max_num_batched_tokens = 16;
-  c.block_size = 4;
   c.kv_cache_bytes = 400 * 24;
   return c;
 }
