@@ -264,11 +264,37 @@ TEST(CudaNvfp4, OneToSixtyFourTokensMatchReference) {
 // tokens' MMAs; an MMA column does not depend on the others, so every group of 8 must have the bits of
 // the same 8 tokens run alone (one group per CTA, T = 8). T = 24 / 40 leave the last CTA's second group
 // past T (computed, never stored); the gate/up pair and the residual take the same kernel.
+// grid.y of the one kernel an NVFP4 GEMV of T tokens launches (captured into a graph, not run).
+unsigned gemv_grid_y(int T, int in, int out) {
+  std::mt19937 rng(70);
+  const auto W = random_nvfp4(rng, out, in);
+  DeviceNvfp4Matrix dW(W);
+  DeviceBuffer<bf16> x(size_t(T) * in), y(size_t(T) * out);
+  cudaStream_t s = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  nvfp4_gemv(x.get(), T, in, dW.view(), RowScale2::uniform(1.f), out, y.get(), s);  // attributes set outside the capture
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(s));
+  cudaGraph_t g = nullptr;
+  STRIKER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  nvfp4_gemv(x.get(), T, in, dW.view(), RowScale2::uniform(1.f), out, y.get(), s);
+  STRIKER_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  size_t n = 1;
+  cudaGraphNode_t node = nullptr;
+  STRIKER_CUDA_CHECK(cudaGraphGetNodes(g, &node, &n));
+  cudaKernelNodeParams params{};
+  STRIKER_CUDA_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+  STRIKER_CUDA_CHECK(cudaGraphDestroy(g));
+  STRIKER_CUDA_CHECK(cudaStreamDestroy(s));
+  return params.gridDim.y;
+}
+
 TEST(CudaNvfp4, TwoTokenGroupsPerCtaKeepEachGroupsBits) {
   std::mt19937 rng(69);
   for (const Shape s : {Shape{24, 2048, 1001}, Shape{40, 576, 300}, Shape{64, 4096, 2050}}) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out));
     ASSERT_GE(s.T, kNvfp4SkinnyTwoGroupsMinTokens);
+    // The launch really takes 16 tokens per CTA (else the bit comparison below holds trivially).
+    EXPECT_EQ(gemv_grid_y(s.T, s.in, s.out), unsigned((s.T + 15) / 16)) << "two token groups per CTA";
     const auto x = random_bf16(rng, size_t(s.T) * s.in);
     const auto W = random_nvfp4(rng, s.out, s.in, 0x01, 0x45);
     const RowScale2 s2{s.out / 3, s.out / 2, {0.0137f, 0.0021f, 0.0433f}};
