@@ -486,7 +486,7 @@ TEST(CudaAttention, RejectsUnbuiltGroupSize) {
 }
 
 
-// A one-token step runs the attention front inside the split kernel (paged_attention_one_token):
+// A one-token step runs the attention front inside the split kernel (paged_attention_with_front):
 // against the front kernel followed by paged_attention (the path of every other step) it must give
 // the same output bits and write the same k, v bits into the cache, and match the CPU reference
 // (qk_norm_rope_kv_write_ref then paged_attention_ref). The token's cache row is NaN before
@@ -556,7 +556,7 @@ TEST(CudaAttention, OneTokenFrontInSplitKernelMatchesFrontKernel) {
     out_b.poison();
     d_scratch.poison();
     const AttentionFront front{d_qkv.get(), d_qw.get(), d_kw.get(), 1e-6f, inv_ptr, d_slots.get()};
-    paged_attention_one_token(front, k_b.get(), v_b.get(), d_sinks.get(), shape, qs,
+    paged_attention_with_front(front, k_b.get(), v_b.get(), d_sinks.get(), shape, qs,
                               AttentionScratch{d_scratch.get(), records, 0}, out_b.get(), nullptr);
     STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -577,21 +577,121 @@ TEST(CudaAttention, OneTokenFrontInSplitKernelMatchesFrontKernel) {
   }
 }
 
+// Decode steps of several sequences, one new token each (AttentionQueries::one_query_per_sequence),
+// also run the front inside the split kernel: each CTA takes its own query's q|k|v row and cache
+// slot. Against the front kernel + paged_attention on the same step: the same output bits, the same
+// k, v bits in the cache, and the CPU reference. Every sequence's own cache row is NaN before either
+// run (a split that read a new key from the cache before its front wrote it cannot pass). The
+// sequences share one pool of shuffled blocks and have different lengths (one key, across the
+// window edge, up to 9,000); full layers without RoPE, sliding layers with it; 2, 5 and 16 sequences.
+TEST(CudaAttention, FrontInSplitKernelForOneTokenPerSequence) {
+  std::mt19937 rng(48);
+  const Geometry g{32, 4, 128};
+  const HeadShape hs{g.nh, g.nkv, g.d};
+  const int heads = g.nh + 2 * g.nkv, B = 16;
+  const auto inv = rope_inv_freq(10000.f, g.d);
+  for (int nseq : {2, 5, 16})
+    for (int window : {0, 513}) {
+      const bool rope = window > 0;
+      SCOPED_TRACE(std::to_string(nseq) + " sequences, window " + std::to_string(window));
+      std::uniform_int_distribution<int> len_dist(1, 9000);
+      std::vector<int> lens;
+      int total_blocks = 0, max_keys = 0;
+      for (int s = 0; s < nseq; ++s) {
+        const int len = s == 0 ? 1 : s == 1 ? 514 : len_dist(rng);
+        lens.push_back(len);
+        total_blocks += (len + B - 1) / B;
+        max_keys = std::max(max_keys, window > 0 ? std::min(len, window) : len);
+      }
+      std::vector<int32_t> phys(size_t(total_blocks) + 3);
+      std::iota(phys.begin(), phys.end(), 0);
+      std::shuffle(phys.begin(), phys.end(), rng);
+      std::vector<int32_t> positions, offsets, tables;
+      std::vector<int64_t> slots;
+      for (int s = 0, next = 0; s < nseq; ++s) {
+        const int off = int(tables.size()), p = lens[size_t(s)] - 1;
+        offsets.push_back(off);
+        for (int b = 0; b < (lens[size_t(s)] + B - 1) / B; ++b) tables.push_back(phys[size_t(next++)]);
+        positions.push_back(p);
+        slots.push_back(int64_t(tables[size_t(off + p / B)]) * B + p % B);
+      }
+      const size_t cache_elems = phys.size() * g.nkv * B * g.d;
+      auto kc = random_bf16(rng, cache_elems), vc = random_bf16(rng, cache_elems);
+      for (const int64_t slot : slots)  // each token's own rows: NaN until its front writes them
+        for (int kvh = 0; kvh < g.nkv; ++kvh)
+          for (int e = 0; e < g.d; ++e) {
+            const size_t at = ((size_t(slot / B) * g.nkv + kvh) * B + size_t(slot % B)) * g.d + size_t(e);
+            kc[at].bits = vc[at].bits = 0xFFFF;
+          }
+      const auto qkv = random_bf16(rng, size_t(nseq) * heads * g.d, 2.f);
+      const auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
+      const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
+      const AttentionShape shape{g.nh, g.nkv, g.d, B, window};
+      DeviceBuffer<bf16> d_qkv(qkv), d_q(size_t(nseq) * g.nh * g.d);
+      DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv), d_sinks(sinks);
+      DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables);
+      DeviceBuffer<int64_t> d_slots(slots);
+      const int64_t records = int64_t(nseq) * g.nkv * 300;
+      DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
+      AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), nseq, max_keys};
+      EXPECT_FALSE(attention_front_in_split_kernel(shape, qs)) << "several queries of unknown sequences";
+      qs.one_query_per_sequence = true;
+      ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
+      const float* inv_ptr = rope ? d_inv.get() : nullptr;
+
+      DeviceBuffer<bf16> k_a(kc), v_a(vc), out_a(size_t(nseq) * g.nh * g.d);
+      out_a.poison();
+      d_scratch.poison();
+      qk_norm_rope_kv_write(d_qkv.get(), nseq, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(),
+                            B, k_a.get(), v_a.get(), d_q.get(), nullptr);
+      paged_attention(d_q.get(), k_a.get(), v_a.get(), d_sinks.get(), shape, qs,
+                      AttentionScratch{d_scratch.get(), records, 0}, out_a.get(), nullptr);
+      DeviceBuffer<bf16> k_b(kc), v_b(vc), out_b(size_t(nseq) * g.nh * g.d);
+      out_b.poison();
+      d_scratch.poison();
+      const AttentionFront front{d_qkv.get(), d_qw.get(), d_kw.get(), 1e-6f, inv_ptr, d_slots.get()};
+      paged_attention_with_front(front, k_b.get(), v_b.get(), d_sinks.get(), shape, qs,
+                                 AttentionScratch{d_scratch.get(), records, 0}, out_b.get(), nullptr);
+      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+
+      const auto oa = out_a.download(), ob = out_b.download();
+      size_t nan_out = 0;
+      for (const bf16& x : ob) nan_out += (x.bits & 0x7FFF) > 0x7F80;
+      EXPECT_EQ(nan_out, 0u) << "outputs left NaN (poisoned, or a new key read before it was written)";
+      EXPECT_EQ(first_bit_difference(ob, oa), ob.size()) << "output: front in the split kernel vs the front kernel";
+      EXPECT_EQ(first_bit_difference(k_b.download(), k_a.download()), cache_elems) << "k cache";
+      EXPECT_EQ(first_bit_difference(v_b.download(), v_a.download()), cache_elems) << "v cache";
+
+      std::vector<bf16> ref_k = kc, ref_v = vc, ref_q, ref_out;
+      qk_norm_rope_kv_write_ref(qkv, nseq, hs, qw, kw, 1e-6f, positions, rope ? &inv : nullptr, slots, B, ref_k, ref_v,
+                                ref_q);
+      paged_attention_ref(ref_q, ref_k, ref_v, &sinks, shape, positions, offsets, tables, ref_out);
+      const auto c = compare(ob, ref_out, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(c.ok()) << "vs the CPU reference: " << c.describe();
+    }
+}
+
 TEST(CudaAttention, OneTokenFrontRejectsOtherShapes) {
   const AttentionQueries one{nullptr, nullptr, nullptr, 1, 100}, two{nullptr, nullptr, nullptr, 2, 100};
   EXPECT_TRUE(attention_front_in_split_kernel({32, 4, 128, 16, 0}, one));
   EXPECT_FALSE(attention_front_in_split_kernel({32, 4, 128, 16, 0}, two));
+  AttentionQueries two_sequences = two;
+  two_sequences.one_query_per_sequence = true;
+  EXPECT_TRUE(attention_front_in_split_kernel({32, 4, 128, 16, 0}, two_sequences));
+  const int32_t ids[2] = {0, 1};
+  two_sequences.query_ids = ids;
+  EXPECT_FALSE(attention_front_in_split_kernel({32, 4, 128, 16, 0}, two_sequences)) << "query ids";
   EXPECT_FALSE(attention_front_in_split_kernel({32, 4, 128, 8, 0}, one));
   EXPECT_FALSE(attention_front_in_split_kernel({8, 1, 32, 16, 0}, one));
   EXPECT_FALSE(attention_front_in_split_kernel({16, 4, 128, 16, 0}, one));
-  EXPECT_THROW(paged_attention_one_token(AttentionFront{}, nullptr, nullptr, nullptr, {32, 4, 128, 16, 0}, two,
+  EXPECT_THROW(paged_attention_with_front(AttentionFront{}, nullptr, nullptr, nullptr, {32, 4, 128, 16, 0}, two,
                                          AttentionScratch{}, nullptr, nullptr),
                Error);
 }
 
 // The front really runs inside the split kernel: a one-token attention captured into a graph is two
 // kernels (split with its front, combine), where the front kernel + paged_attention are three. The
-// bit test above would also pass if paged_attention_one_token fell back to the two-kernel path.
+// bit test above would also pass if paged_attention_with_front fell back to the two-kernel path.
 TEST(CudaAttention, OneTokenFrontAddsNoKernel) {
   const AttentionShape shape{32, 4, 128, 16, 0};
   const HeadShape hs{32, 4, 128};
@@ -622,7 +722,7 @@ TEST(CudaAttention, OneTokenFrontAddsNoKernel) {
     return n;
   };
   const size_t fused = kernels([&] {
-    paged_attention_one_token(AttentionFront{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()}, kc.get(),
+    paged_attention_with_front(AttentionFront{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()}, kc.get(),
                               vc.get(), nullptr, shape, qs, sc, out.get(), s);
   });
   const size_t separate = kernels([&] {

@@ -3,6 +3,7 @@
 // scale2, fused gate/up + SwiGLU, selected-experts MoE, and random dummy weights' statistics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -317,6 +318,40 @@ TEST(CudaNvfp4, TwoTokenGroupsPerCtaKeepEachGroupsBits) {
           << "gemv tokens " << t0 << ".." << t0 + 7;
       EXPECT_EQ(0, std::memcmp(a8.data(), a.data() + int64_t(t0) * inter, a8.size() * sizeof(bf16)))
           << "gate/up tokens " << t0 << ".." << t0 + 7;
+    }
+  }
+}
+
+// Below kNvfp4SkinnyTwoGroupsMinTokens only launches whose one-group grid has at least
+// kNvfp4SkinnyWideGridMinCtas CTAs (the LM head) take two groups per CTA; each group keeps the bits of
+// its tokens run alone (>= 2 of them: one token takes the one-token kernel), and narrow launches keep one.
+TEST(CudaNvfp4, WideGridsTakeTwoTokenGroupsFromNineTokens) {
+  std::mt19937 rng(71);
+  const int in = 256, wide = 128 * kNvfp4SkinnyWideGridMinCtas + 37;  // 2 steps: 8 tiles of 16 rows per CTA
+  EXPECT_EQ(gemv_grid_y(10, 2048, 1001), 2u) << "a narrow grid keeps one token group per CTA";
+  const auto W = random_nvfp4(rng, wide, in, 0x01, 0x45);
+  DeviceNvfp4Matrix dW(W);
+  const RowScale2 s2{wide / 3, wide / 2, {0.0137f, 0.0021f, 0.0433f}};
+  for (int T : {10, 16}) {
+    SCOPED_TRACE("T=" + std::to_string(T));
+    EXPECT_EQ(gemv_grid_y(T, in, wide), unsigned((T + 15) / 16)) << "two token groups per CTA";
+    const auto x = random_bf16(rng, size_t(T) * in);
+    DeviceBuffer<bf16> d_x(x), d_y(size_t(T) * wide);
+    d_y.poison();
+    nvfp4_gemv(d_x.get(), T, in, dW.view(), s2, wide, d_y.get(), nullptr);
+    const auto y = d_y.download();
+    for (int t0 = 0; t0 < T; t0 += 8) {
+      const int n = std::min(8, T - t0);
+      const std::vector<bf16> xn(x.begin() + int64_t(t0) * in, x.begin() + int64_t(t0 + n) * in);
+      DeviceBuffer<bf16> d_xn(xn), d_yn(size_t(n) * wide);
+      d_yn.poison();
+      nvfp4_gemv(d_xn.get(), n, in, dW.view(), s2, wide, d_yn.get(), nullptr);
+      const auto yn = d_yn.download();
+      size_t nan = 0;
+      for (const bf16 v : yn) nan += std::isnan(bf16_to_float(v));
+      EXPECT_EQ(nan, 0u);
+      EXPECT_EQ(0, std::memcmp(yn.data(), y.data() + int64_t(t0) * wide, yn.size() * sizeof(bf16)))
+          << "tokens " << t0 << ".." << t0 + n - 1;
     }
   }
 }

@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(kWideWarps * 32, 3) attention_combine_wide_ker
                                                           hh, sink, out + int64_t(h) * D);
 }
 
-// front: the pipelined kernel runs the attention front itself (one query; paged_attention_one_token).
+// front: the pipelined kernel runs the attention front itself (paged_attention_with_front).
 template <int D, int G>
 void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float* sinks, const AttentionShape& s,
             const AttentionQueries& qs, const AttentionScratch& scratch, bf16* out, cudaStream_t stream,
@@ -328,15 +328,18 @@ void attention_combine_splits(const float* partials, const float* sinks, const A
 }
 
 bool attention_front_in_split_kernel(const AttentionShape& s, const AttentionQueries& qs) {
-  return qs.num_queries == 1 && qs.query_ids == nullptr && s.head_dim == decode::kHeadDim &&
+  const bool queries = qs.num_queries == 1 || (qs.one_query_per_sequence && qs.num_queries >= 1 &&
+                                               qs.num_queries <= kMaxGridYZ);
+  return queries && qs.query_ids == nullptr && s.head_dim == decode::kHeadDim &&
          s.n_heads == decode::kGroup * s.n_kv_heads && s.block_size >= decode::kMinBlockSize;
 }
 
-void paged_attention_one_token(const AttentionFront& f, bf16* k_cache, bf16* v_cache, const float* sinks,
-                               const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch,
-                               bf16* out, cudaStream_t stream) {
+void paged_attention_with_front(const AttentionFront& f, bf16* k_cache, bf16* v_cache, const float* sinks,
+                                const AttentionShape& s, const AttentionQueries& qs, const AttentionScratch& scratch,
+                                bf16* out, cudaStream_t stream) {
   if (!attention_front_in_split_kernel(s, qs))
-    throw Error("paged_attention_one_token: needs one query, head_dim 128, 8 query heads per KV head and cache "
+    throw Error("paged_attention_with_front: needs one query (or one per sequence, at most 65,535), no query ids, "
+                "head_dim 128, 8 query heads per KV head and cache "
                 "blocks of >= 16 tokens (got " + std::to_string(qs.num_queries) + " queries, head_dim " +
                 std::to_string(s.head_dim) + ", " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
                 " heads, block " + std::to_string(s.block_size) + ")");

@@ -40,6 +40,9 @@ struct AttentionQueries {
   // At most this many splits of each query's keys per KV head (0: the planner's count, about one wave of
   // CTAs). The backend caps an NVFP4 one-token step's sliding layers at 5 (ops_attention.cpp).
   int max_splits = 0;
+  // Each query is its sequence's only new token (a plain decode step): no query reads a key another
+  // query of the step writes. Lets the front run inside the split kernel (paged_attention_with_front).
+  bool one_query_per_sequence = false;
 };
 
 // Scratch for split partial results, sized by attention_scratch_bytes.
@@ -78,16 +81,18 @@ struct AttentionFront {
   const int64_t* slots = nullptr;   // [T] cache slot of each token's k, v
 };
 
-// One-token steps: the pipelined split kernel runs the front itself (each CTA normalises and
-// rotates its KV head's 8 query heads into shared memory; the CTA whose keys hold the token's
-// position writes its k, v into the cache before reading them), so the step has no front launch
-// and no q buffer: the same bits as qk_norm_rope_kv_write followed by paged_attention. Needs
-// attention_front_in_split_kernel (one query, no query_ids, Flint's head shape, blocks >= 16
-// tokens), throws otherwise.
+// Decode steps of one token per sequence: the pipelined split kernel runs the front itself (each
+// CTA normalises and rotates its query's 8 query heads of its KV head into shared memory; the CTA
+// whose keys hold the token's position writes its k, v into the cache before reading them), so
+// the step has no front launch and no q buffer: the same bits as qk_norm_rope_kv_write followed by
+// paged_attention. Every tile is requested before the PDL wait, which is safe only because no
+// query reads a key another query of the step writes. Needs attention_front_in_split_kernel (one
+// query, or queries.one_query_per_sequence with at most 65,535 queries; no query_ids; Flint's
+// head shape; blocks >= 16 tokens), throws otherwise.
 bool attention_front_in_split_kernel(const AttentionShape& shape, const AttentionQueries& queries);
-void paged_attention_one_token(const AttentionFront& front, bf16* k_cache, bf16* v_cache, const float* sinks,
-                               const AttentionShape& shape, const AttentionQueries& queries,
-                               const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
+void paged_attention_with_front(const AttentionFront& front, bf16* k_cache, bf16* v_cache, const float* sinks,
+                                const AttentionShape& shape, const AttentionQueries& queries,
+                                const AttentionScratch& scratch, bf16* out, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core prefill attention (attention_prefill.cu, Hopper wgmma, sm_90a): a CTA takes a tile

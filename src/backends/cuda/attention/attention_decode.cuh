@@ -227,15 +227,15 @@ __device__ __forceinline__ SplitKeys split_keys(const int32_t* positions, const 
 // one CTA whose keys include the token's own position p computes the token's k (warp 0) and v
 // (warp 1), writes them into the cache for later steps and patches them into its own tile, whose
 // copy zero-fills row p: every tile of the step is requested before the wait. The math is the
-// front kernel's (qk_rope_kv.cuh): the same bits. Only for one query per launch: then no other CTA
-// reads the new key.
+// front kernel's (qk_rope_kv.cuh): the same bits. Only where each query is its sequence's one new
+// token: then no CTA reads a new key but its own query's.
 struct FrontArgs {
-  const bf16_t* qkv = nullptr;  // the token's q | k | v, (nkv·kGroup + 2·nkv)·kHeadDim values
+  const bf16_t* qkv = nullptr;  // each query's q | k | v, rows of (nkv·kGroup + 2·nkv)·kHeadDim values
   const float* q_norm_w = nullptr;
   const float* k_norm_w = nullptr;
   float eps = 0.f;
   const float* inv_freq = nullptr;  // nullptr: NoPE layer
-  const int64_t* slot = nullptr;    // the token's cache slot
+  const int64_t* slot = nullptr;    // [queries] each query's cache slot
   bf16_t* k_cache = nullptr;        // the caches the split kernel reads
   bf16_t* v_cache = nullptr;
 };
@@ -255,27 +255,28 @@ __device__ __forceinline__ void front_prepare(FrontPrep& fp, const FrontArgs& fa
     for (int e = 0; e < kFrontLane; ++e) fp.k.cs[e] = fp.q.cs[e], fp.k.sn[e] = fp.q.sn[e];
   }
 }
-// After the wait: q heads into qs[0..kGroup) (rows of kHeadDim bf16 in shared memory); when
-// `writes_kv`, the token's k and v into the cache and into qs[kGroup], qs[kGroup + 1] (the caller
-// patches them into its tile: the cache copy is for later steps). The caller's __syncthreads
-// publishes qs to the CTA.
+// After the wait: query qi's q heads into qs[0..kGroup) (rows of kHeadDim bf16 in shared memory);
+// when `writes_kv`, its token's k and v into the cache and into qs[kGroup], qs[kGroup + 1] (the
+// caller patches them into its tile: the cache copy is for later steps). The caller's
+// __syncthreads publishes qs to the CTA.
 __device__ __forceinline__ void front_run(const FrontPrep& fp, const FrontArgs& fa, int nkv, int kvh, int block_size,
-                                          bool writes_kv, bf16_t* qs) {
+                                          bool writes_kv, bf16_t* qs, int qi) {
   constexpr int D = kHeadDim, E = kFrontLane;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const bool rope = fa.inv_freq != nullptr;
   const bool kv = writes_kv && warp < 2;  // warp 0: k, warp 1: v
+  const bf16_t* qkv = fa.qkv + int64_t(qi) * (kGroup + 2) * nkv * D;
   float x0[E], x1[E], xkv[E];
-  qk_front::load_lane<E>(fa.qkv + (kvh * kGroup + 2 * warp) * D, x0);
-  qk_front::load_lane<E>(fa.qkv + (kvh * kGroup + 2 * warp + 1) * D, x1);
-  if (kv) qk_front::load_lane<E>(fa.qkv + (nkv * kGroup + warp * nkv + kvh) * D, xkv);
+  qk_front::load_lane<E>(qkv + (kvh * kGroup + 2 * warp) * D, x0);
+  qk_front::load_lane<E>(qkv + (kvh * kGroup + 2 * warp + 1) * D, x1);
+  if (kv) qk_front::load_lane<E>(qkv + (nkv * kGroup + warp * nkv + kvh) * D, xkv);
   qk_front::norm_rotate<E>(x0, fp.q, rope, fa.eps);
   qk_front::norm_rotate<E>(x1, fp.q, rope, fa.eps);
   qk_front::store_lane<E>(qs + (2 * warp) * D + lane * E, x0);
   qk_front::store_lane<E>(qs + (2 * warp + 1) * D + lane * E, x1);
   if (kv) {
     if (warp == 0) qk_front::norm_rotate<E>(xkv, fp.k, rope, fa.eps);
-    bf16_t* row = qk_front::cache_row(warp == 0 ? fa.k_cache : fa.v_cache, *fa.slot, block_size, nkv, kvh, D);
+    bf16_t* row = qk_front::cache_row(warp == 0 ? fa.k_cache : fa.v_cache, fa.slot[qi], block_size, nkv, kvh, D);
     qk_front::store_lane<E>(row + lane * E, xkv);                      // for later steps
     qk_front::store_lane<E>(qs + (kGroup + warp) * D + lane * E, xkv);  // for this CTA's tile
   }
@@ -374,7 +375,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
     FrontPrep fp;
     front_prepare(fp, fa, p_new);
     pdl_wait();  // qkv comes from the QKV projection in front; every tile is already requested
-    front_run(fp, fa, nkv, kvh, block_size, kbeg <= p_new && p_new < kend, q_smem);
+    front_run(fp, fa, nkv, kvh, block_size, kbeg <= p_new && p_new < kend, q_smem, sk.qi);
     __syncthreads();  // q heads and the new key's k, v rows in shared memory
     q_fragments_from_shared(q_smem, lane, qa);
   } else {

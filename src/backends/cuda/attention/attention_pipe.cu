@@ -63,9 +63,9 @@ void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const b
     throw Error("attention_pipe: block size " + std::to_string(block_size) + " is below " +
                 std::to_string(kMinBlockSize) + " (a 16-key tile must span at most two blocks)");
   if (front != nullptr) {
-    if (grid.z != 1 || step_queries != 1 || query_ids != nullptr)
-      throw Error("attention_pipe: the front runs in the split kernel for one query only (got " +
-                  std::to_string(step_queries) + ")");
+    if (int(grid.z) != step_queries || query_ids != nullptr)
+      throw Error("attention_pipe: the front runs in the split kernel for all of a step's queries in one launch, "
+                  "without query ids (got " + std::to_string(grid.z) + " of " + std::to_string(step_queries) + ")");
     launch_stages<kPipeStages, kPipeCtasPerSm, true>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
                                                      block_tables, query_ids, step_queries, num_splits, partials,
                                                      *front, stream);

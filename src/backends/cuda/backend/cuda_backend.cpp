@@ -249,7 +249,7 @@ int CudaBackend::launch_forward(const ForwardBatch& batch) {
     take_drawn_tokens(const_cast<int32_t*>(p.tokens), p.take_pairs, p.num_take, sampling_->tokens_dev(), stream_);
   }
   if (graph) {
-    const auto key = std::make_tuple(p.T, p.rows, p.max_keys_full, p.max_keys_sliding);
+    const auto key = std::make_tuple(p.T, p.rows, p.max_keys_full, p.max_keys_sliding, p.one_query_per_sequence);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       // One uncaptured run first: cuBLASLt (steps above 8 tokens) chooses and caches its algorithm

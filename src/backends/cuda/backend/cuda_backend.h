@@ -150,9 +150,10 @@ class CudaBackend : public Backend {
     cudaGraphExec_t exec = nullptr;
     uint64_t last_use = 0;  // graph_uses_ at the last replay (least recently used goes first)
   };
-  // (T, rows, key buckets) -> graph; at most options_.max_captured_graphs (every decode batch size
-  // and context bucket would otherwise keep its own graph for the life of the server).
-  std::map<std::tuple<int, int, int, int>, CapturedStep> graphs_;
+  // (T, rows, key buckets, one query per sequence) -> graph; at most options_.max_captured_graphs
+  // (every decode batch size and context bucket would otherwise keep its own graph for the life of
+  // the server).
+  std::map<std::tuple<int, int, int, int, bool>, CapturedStep> graphs_;
   uint64_t graph_uses_ = 0;
   cudaEvent_t ev_start_ = nullptr, ev_end_ = nullptr;
   // Launched device-sampling steps not yet collected (at most two), oldest first: where their

@@ -80,6 +80,9 @@ struct CudaBackend::StepPlan {
   // the other queries with their key bounds. Used only when use_prefill (set by forward()).
   int num_prefill_tiles = 0, num_tiled = 0, num_rest = 0, max_keys_full_rest = 0, max_keys_sliding_rest = 0;
   bool use_prefill = false;
+  // Every sequence brings one token (a plain decode step): no query reads another query's new key,
+  // so the attention front can run inside the split kernel (ops_attention.cpp). Part of the graph key.
+  bool one_query_per_sequence = false;
   const int32_t *prefill_tiles = nullptr, *tiled_queries = nullptr, *rest_queries = nullptr;
   size_t bytes = 0;          // metadata bytes used from offset 0
   size_t sliding_bytes = 0;  // and from sliding_base

@@ -90,6 +90,7 @@ void CudaBackend::plan(const ForwardBatch& batch, StepPlan& p) const {
   }
   p.T = int(tokens.size());
   p.rows = int(rows.size());
+  p.one_query_per_sequence = size_t(p.T) == batch.seqs.size();
   if (p.T == 0) throw Error("CUDA backend: empty batch");
   if (p.T > options_.max_tokens)
     throw Error("CUDA backend: " + std::to_string(p.T) + " tokens in one step, at most " +

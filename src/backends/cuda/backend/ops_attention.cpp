@@ -1,9 +1,12 @@
 // CudaBackend::attention: the attention front (q, k = per-head RMSNorm, RoPE on sliding layers;
 // k, v into the cache) and o = softmax with sinks · v for every query of the step (FLINT.md §4).
-// A one-token step runs the front inside the split-KV decode kernel (one launch fewer, no q
-// buffer); other steps write q and the cache with the front kernel first. Runs of >= 16 queries of
-// one sequence (prefill chunks) take the tensor-core prefill kernel; every other query (decodes)
-// the split-KV decode kernel, which spreads one query's long context over many CTAs.
+// A decode step of one token per sequence runs the front inside the split-KV decode kernel (one
+// launch fewer, no q buffer); other steps write q and the cache with the front kernel first. Runs
+// of >= 16 queries of one sequence (prefill chunks) take the tensor-core prefill kernel; every
+// other query (decodes) the split-KV decode kernel, which spreads one query's long context over
+// many CTAs. The front inside the split kernel at 2-64 sequences (H100, session 34, device ms, 8K
+// unless said): NVFP4 2 seqs 2.977 -> 2.920, 4 3.712 -> 3.695, 8 5.169 -> 5.187, 16 (1K) 8.253 ->
+// 8.232, 64 (1K) 17.073 -> 16.920; BF16 8 8.161 -> 8.180; 49 kernels fewer per step.
 #include "backends/cuda/attention/attention.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
 #include "backends/cuda/backend/cuda_backend.h"
@@ -24,13 +27,14 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
                            sliding ? p.max_keys_sliding : p.max_keys_full};
   const AttentionFront front{w.qkv, L.q_norm, L.k_norm, c.rms_norm_eps, sliding ? w.inv_freq : nullptr,
                              sliding ? p.slots_sliding : p.slots_full};
+  queries.one_query_per_sequence = p.one_query_per_sequence;
   if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
     // NVFP4 sliding layers of a one-token step in 5 splits per KV head instead of the planner's 9 (one
     // 64-key step each): measured on the H200 (eighteenth session, one binary, two rounds) NVFP4 8K
     // 1.917 / 1.916 -> 1.897 / 1.888 ms, 100K 2.608 -> 2.586 / 2.587; 7 splits -0.01, 17 +0.015. BF16 steps
     // keep 9: 5 lost there (+0.025 ms at 8K).
-    if (sliding && L.nv_qkv.present()) queries.max_splits = 5;
-    paged_attention_one_token(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
+    if (sliding && L.nv_qkv.present() && p.T == 1) queries.max_splits = 5;
+    paged_attention_with_front(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
     return;
   }
   const HeadShape hs{int(c.num_attention_heads), int(c.num_key_value_heads), int(c.head_dim)};

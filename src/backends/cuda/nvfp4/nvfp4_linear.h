@@ -57,6 +57,11 @@ struct RowScale2 {
 // 6.76 -> 7.00, 12 7.63 -> 7.79, 16 8.68 -> 8.71 (half the CTAs cost more than the decode saves),
 // 24 11.27 -> 11.18, 32 12.85 -> 12.50, 64 17.90 -> 17.32.
 constexpr int kNvfp4SkinnyTwoGroupsMinTokens = 24;
+// A launch whose one-group grid has at least this many CTAs per token group (the LM head: 4,736)
+// takes two groups from 9 tokens: its grid stays many waves, and its codes (175 MB for Flint's) are
+// read and decoded once per 16 tokens. Measured (H100, session 34, NVFP4 steps at 1K context, device
+// ms): 9 seqs 6.507 -> 6.422, 12 7.289 -> 7.229, 16 8.236 -> 8.173.
+constexpr int kNvfp4SkinnyWideGridMinCtas = 1024;
 // out[t,o] = bf16(scale2(o) · Σ_i x[t,i]·W[o,i]).  x [T, in] bf16, out [T, out_dim].
 void nvfp4_gemv(const bf16* x, int T, int in, Nvfp4Matrix W, RowScale2 scale2, int out_dim, bf16* out,
                 cudaStream_t stream, const InputNorm* norm = nullptr);

@@ -90,7 +90,8 @@ void launch_nvfp4_skinny(const bf16_t* x, int in, Nvfp4Matrix W0, Nvfp4Matrix W1
   // >= 4 steps per warp: Flint's QKV (16 steps per row) takes 160 CTAs of 2 tiles, every weight
   // requested before the wait in one wave, rather than 320 CTAs of 2 steps (1.2 waves at 2 per SM).
   const int S = skinny_split((in + 127) / 128, 4);
-  const bool two = T >= kNvfp4SkinnyTwoGroupsMinTokens;
+  const bool wide = T > kSkinnyTokens && int(skinny_grid<K>(rows, S, T).x) >= kNvfp4SkinnyWideGridMinCtas;
+  const bool two = T >= kNvfp4SkinnyTwoGroupsMinTokens || wide;
   skinny_dispatch<false>(S, false, [&](auto s, auto u) {
     constexpr int kS = decltype(s)::value, kU = decltype(u)::value;
     if (two) {
