@@ -486,6 +486,70 @@ TEST(CudaAttention, RejectsUnbuiltGroupSize) {
 }
 
 
+// One attention step's host inputs for the front-in-split comparisons below.
+struct FrontStep {
+  HeadShape hs;
+  AttentionShape shape;
+  std::vector<bf16> kc, vc, qkv;  // caches (each query's own rows NaN), the step's q|k|v rows
+  std::vector<float> qw, kw, sinks;
+  std::vector<int32_t> positions, offsets, tables;
+  std::vector<int64_t> slots;
+  const std::vector<float>* inv = nullptr;  // RoPE's inverse frequencies, null without
+  int max_keys = 0;
+};
+
+// Runs the step twice — the front kernel then paged_attention, and paged_attention_with_front — and
+// expects the same output bits, the same k, v bits in the cache, no NaN left, and the CPU reference.
+// Several queries take the front in the split kernel only as one token per sequence.
+void expect_front_in_split_matches_front_kernel(const FrontStep& st) {
+  const int n = int(st.positions.size()), nh = st.hs.n_heads, d = st.hs.head_dim;
+  DeviceBuffer<bf16> d_qkv(st.qkv), d_q(size_t(n) * nh * d);
+  DeviceBuffer<float> d_qw(st.qw), d_kw(st.kw), d_sinks(st.sinks);
+  DeviceBuffer<float> d_inv(st.inv != nullptr ? *st.inv : std::vector<float>(1));
+  DeviceBuffer<int32_t> d_pos(st.positions), d_off(st.offsets), d_tab(st.tables);
+  DeviceBuffer<int64_t> d_slots(st.slots);
+  const int64_t records = int64_t(n) * st.hs.n_kv_heads * 300;
+  DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(st.shape)));
+  AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), n, st.max_keys};
+  if (n > 1) {
+    EXPECT_FALSE(attention_front_in_split_kernel(st.shape, qs)) << "several queries of unknown sequences";
+    qs.one_query_per_sequence = true;
+  }
+  ASSERT_TRUE(attention_front_in_split_kernel(st.shape, qs));
+  const float* inv_ptr = st.inv != nullptr ? d_inv.get() : nullptr;
+  const int B = st.shape.block_size;
+
+  DeviceBuffer<bf16> k_a(st.kc), v_a(st.vc), out_a(size_t(n) * nh * d);
+  out_a.poison();
+  d_scratch.poison();
+  qk_norm_rope_kv_write(d_qkv.get(), n, st.hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
+                        k_a.get(), v_a.get(), d_q.get(), nullptr);
+  paged_attention(d_q.get(), k_a.get(), v_a.get(), d_sinks.get(), st.shape, qs,
+                  AttentionScratch{d_scratch.get(), records, 0}, out_a.get(), nullptr);
+  DeviceBuffer<bf16> k_b(st.kc), v_b(st.vc), out_b(size_t(n) * nh * d);
+  out_b.poison();
+  d_scratch.poison();
+  const AttentionFront front{d_qkv.get(), d_qw.get(), d_kw.get(), 1e-6f, inv_ptr, d_slots.get()};
+  paged_attention_with_front(front, k_b.get(), v_b.get(), d_sinks.get(), st.shape, qs,
+                             AttentionScratch{d_scratch.get(), records, 0}, out_b.get(), nullptr);
+  STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const auto oa = out_a.download(), ob = out_b.download();
+  size_t nan_out = 0;
+  for (const bf16& x : ob) nan_out += (x.bits & 0x7FFF) > 0x7F80;
+  EXPECT_EQ(nan_out, 0u) << "outputs left NaN (poisoned, or a new key read before it was written)";
+  EXPECT_EQ(first_bit_difference(ob, oa), ob.size()) << "output: front in the split kernel vs the front kernel";
+  EXPECT_EQ(first_bit_difference(k_b.download(), k_a.download()), st.kc.size()) << "k cache";
+  EXPECT_EQ(first_bit_difference(v_b.download(), v_a.download()), st.vc.size()) << "v cache";
+
+  std::vector<bf16> ref_k = st.kc, ref_v = st.vc, ref_q, ref_out;
+  qk_norm_rope_kv_write_ref(st.qkv, n, st.hs, st.qw, st.kw, 1e-6f, st.positions, st.inv, st.slots, B, ref_k, ref_v,
+                            ref_q);
+  paged_attention_ref(ref_q, ref_k, ref_v, &st.sinks, st.shape, st.positions, st.offsets, st.tables, ref_out);
+  const auto c = compare(ob, ref_out, kBf16Rtol, kBf16Atol);
+  EXPECT_TRUE(c.ok()) << "vs the CPU reference: " << c.describe();
+}
+
 // A one-token step runs the attention front inside the split kernel (paged_attention_with_front):
 // against the front kernel followed by paged_attention (the path of every other step) it must give
 // the same output bits and write the same k, v bits into the cache, and match the CPU reference
@@ -525,55 +589,11 @@ TEST(CudaAttention, OneTokenFrontInSplitKernelMatchesFrontKernel) {
         const size_t at = ((size_t(slot / B) * g.nkv + kvh) * B + size_t(slot % B)) * g.d + size_t(e);
         kc[at].bits = vc[at].bits = 0xFFFF;
       }
-    const auto qkv = random_bf16(rng, size_t(heads) * g.d, 2.f);
-    const auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
-    const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
-    const std::vector<int32_t> positions = {cs.p}, offsets = {0};
-    const std::vector<int64_t> slots = {slot};
-    const AttentionShape shape{g.nh, g.nkv, g.d, B, cs.window};
-    const int keys = cs.window > 0 ? std::min(len, cs.window) : len;
-
-    DeviceBuffer<bf16> d_qkv(qkv), d_q(size_t(g.nh) * g.d);
-    DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv), d_sinks(sinks);
-    DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(table);
-    DeviceBuffer<int64_t> d_slots(slots);
-    const int64_t records = int64_t(g.nkv) * 300;
-    DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
-    const AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), 1, cs.plan_keys > 0 ? cs.plan_keys : keys};
-    ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
-    const float* inv_ptr = cs.rope ? d_inv.get() : nullptr;
-
-    // Two launches: the front kernel, then paged_attention.
-    DeviceBuffer<bf16> k_a(kc), v_a(vc), out_a(size_t(g.nh) * g.d);
-    out_a.poison();
-    d_scratch.poison();
-    qk_norm_rope_kv_write(d_qkv.get(), 1, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(), B,
-                          k_a.get(), v_a.get(), d_q.get(), nullptr);
-    paged_attention(d_q.get(), k_a.get(), v_a.get(), d_sinks.get(), shape, qs,
-                    AttentionScratch{d_scratch.get(), records, 0}, out_a.get(), nullptr);
-    // One launch pair: the split kernel runs the front.
-    DeviceBuffer<bf16> k_b(kc), v_b(vc), out_b(size_t(g.nh) * g.d);
-    out_b.poison();
-    d_scratch.poison();
-    const AttentionFront front{d_qkv.get(), d_qw.get(), d_kw.get(), 1e-6f, inv_ptr, d_slots.get()};
-    paged_attention_with_front(front, k_b.get(), v_b.get(), d_sinks.get(), shape, qs,
-                              AttentionScratch{d_scratch.get(), records, 0}, out_b.get(), nullptr);
-    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-
-    const auto oa = out_a.download(), ob = out_b.download();
-    size_t nan_out = 0;
-    for (const bf16& x : ob) nan_out += (x.bits & 0x7FFF) > 0x7F80;
-    EXPECT_EQ(nan_out, 0u) << "outputs left NaN (poisoned, or the new key read before it was written)";
-    EXPECT_EQ(first_bit_difference(ob, oa), ob.size()) << "output: front in the split kernel vs the front kernel";
-    EXPECT_EQ(first_bit_difference(k_b.download(), k_a.download()), cache_elems) << "k cache";
-    EXPECT_EQ(first_bit_difference(v_b.download(), v_a.download()), cache_elems) << "v cache";
-
-    std::vector<bf16> ref_k = kc, ref_v = vc, ref_q, ref_out;
-    qk_norm_rope_kv_write_ref(qkv, 1, hs, qw, kw, 1e-6f, positions, cs.rope ? &inv : nullptr, slots, B, ref_k, ref_v,
-                              ref_q);
-    paged_attention_ref(ref_q, ref_k, ref_v, &sinks, shape, positions, offsets, table, ref_out);
-    const auto c = compare(ob, ref_out, kBf16Rtol, kBf16Atol);
-    EXPECT_TRUE(c.ok()) << "vs the CPU reference: " << c.describe();
+    FrontStep st{hs, AttentionShape{g.nh, g.nkv, g.d, B, cs.window}, kc, vc, random_bf16(rng, size_t(heads) * g.d, 2.f),
+                 random_f32(rng, size_t(g.d), 1.f, 0.2f), random_f32(rng, size_t(g.d), 1.f, 0.2f),
+                 random_f32(rng, size_t(g.nh), 0.f, 2.f), {cs.p}, {0}, table, {slot}, cs.rope ? &inv : nullptr,
+                 cs.plan_keys > 0 ? cs.plan_keys : (cs.window > 0 ? std::min(len, cs.window) : len)};
+    expect_front_in_split_matches_front_kernel(st);
   }
 }
 
@@ -623,51 +643,11 @@ TEST(CudaAttention, FrontInSplitKernelForOneTokenPerSequence) {
             const size_t at = ((size_t(slot / B) * g.nkv + kvh) * B + size_t(slot % B)) * g.d + size_t(e);
             kc[at].bits = vc[at].bits = 0xFFFF;
           }
-      const auto qkv = random_bf16(rng, size_t(nseq) * heads * g.d, 2.f);
-      const auto qw = random_f32(rng, size_t(g.d), 1.f, 0.2f), kw = random_f32(rng, size_t(g.d), 1.f, 0.2f);
-      const auto sinks = random_f32(rng, size_t(g.nh), 0.f, 2.f);
-      const AttentionShape shape{g.nh, g.nkv, g.d, B, window};
-      DeviceBuffer<bf16> d_qkv(qkv), d_q(size_t(nseq) * g.nh * g.d);
-      DeviceBuffer<float> d_qw(qw), d_kw(kw), d_inv(inv), d_sinks(sinks);
-      DeviceBuffer<int32_t> d_pos(positions), d_off(offsets), d_tab(tables);
-      DeviceBuffer<int64_t> d_slots(slots);
-      const int64_t records = int64_t(nseq) * g.nkv * 300;
-      DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(shape)));
-      AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), nseq, max_keys};
-      EXPECT_FALSE(attention_front_in_split_kernel(shape, qs)) << "several queries of unknown sequences";
-      qs.one_query_per_sequence = true;
-      ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
-      const float* inv_ptr = rope ? d_inv.get() : nullptr;
-
-      DeviceBuffer<bf16> k_a(kc), v_a(vc), out_a(size_t(nseq) * g.nh * g.d);
-      out_a.poison();
-      d_scratch.poison();
-      qk_norm_rope_kv_write(d_qkv.get(), nseq, hs, d_qw.get(), d_kw.get(), 1e-6f, d_pos.get(), inv_ptr, d_slots.get(),
-                            B, k_a.get(), v_a.get(), d_q.get(), nullptr);
-      paged_attention(d_q.get(), k_a.get(), v_a.get(), d_sinks.get(), shape, qs,
-                      AttentionScratch{d_scratch.get(), records, 0}, out_a.get(), nullptr);
-      DeviceBuffer<bf16> k_b(kc), v_b(vc), out_b(size_t(nseq) * g.nh * g.d);
-      out_b.poison();
-      d_scratch.poison();
-      const AttentionFront front{d_qkv.get(), d_qw.get(), d_kw.get(), 1e-6f, inv_ptr, d_slots.get()};
-      paged_attention_with_front(front, k_b.get(), v_b.get(), d_sinks.get(), shape, qs,
-                                 AttentionScratch{d_scratch.get(), records, 0}, out_b.get(), nullptr);
-      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
-
-      const auto oa = out_a.download(), ob = out_b.download();
-      size_t nan_out = 0;
-      for (const bf16& x : ob) nan_out += (x.bits & 0x7FFF) > 0x7F80;
-      EXPECT_EQ(nan_out, 0u) << "outputs left NaN (poisoned, or a new key read before it was written)";
-      EXPECT_EQ(first_bit_difference(ob, oa), ob.size()) << "output: front in the split kernel vs the front kernel";
-      EXPECT_EQ(first_bit_difference(k_b.download(), k_a.download()), cache_elems) << "k cache";
-      EXPECT_EQ(first_bit_difference(v_b.download(), v_a.download()), cache_elems) << "v cache";
-
-      std::vector<bf16> ref_k = kc, ref_v = vc, ref_q, ref_out;
-      qk_norm_rope_kv_write_ref(qkv, nseq, hs, qw, kw, 1e-6f, positions, rope ? &inv : nullptr, slots, B, ref_k, ref_v,
-                                ref_q);
-      paged_attention_ref(ref_q, ref_k, ref_v, &sinks, shape, positions, offsets, tables, ref_out);
-      const auto c = compare(ob, ref_out, kBf16Rtol, kBf16Atol);
-      EXPECT_TRUE(c.ok()) << "vs the CPU reference: " << c.describe();
+      FrontStep st{hs, AttentionShape{g.nh, g.nkv, g.d, B, window}, kc, vc,
+                   random_bf16(rng, size_t(nseq) * heads * g.d, 2.f), random_f32(rng, size_t(g.d), 1.f, 0.2f),
+                   random_f32(rng, size_t(g.d), 1.f, 0.2f), random_f32(rng, size_t(g.nh), 0.f, 2.f), positions, offsets,
+                   tables, slots, rope ? &inv : nullptr, max_keys};
+      expect_front_in_split_matches_front_kernel(st);
     }
 }
 
