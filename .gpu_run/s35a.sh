@@ -2,7 +2,7 @@
 # Prepared in session 34 (no device time left), to run first in session 35: the shared expert as expert E of the
 # grouped decode kernels (9-64 tokens), patch .gpu_run/s34_shared_tiles.patch.
 # Build: git checkout -b s35ab && git apply .gpu_run/s34_shared_tiles.patch && commit; ninja striker test_cuda_kernels;
-# STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_TRACE=0 bash scripts/ship_gpu.sh;
+# STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_TRACE=1 bash scripts/ship_gpu.sh;
 # carry .gpuwork, unpack into /tmp/c, run from there. ~6 min.
 # STRIKER_AB_SHARED_TILES=1: the shared expert's rows sorted in after the routed ones (moe_route_sort's shared_rows)
 # and its tiles run in the grouped gate/up and down launches, where main runs it as two skinny launches (NVFP4) or
@@ -28,5 +28,11 @@ for rep in 1 2; do
     set -- $cb
     echo "shared tiles $1 ctx1024 b$2: off $(step $1 1024 $2) on $(STRIKER_AB_SHARED_TILES=1 step $1 1024 $2)"
   done
+done
+# Timelines of the 16-sequence NVFP4 step, switch off and on (per-kernel shares: where the shared launches went).
+for ab in 0 1; do
+  STRIKER_AB_SHARED_TILES=$ab OUT=/tmp/tl$ab STRIKER_PROFILE_CONTEXTS="" STRIKER_PROFILE_TIMELINE="nvfp4:1024:16" \
+    timeout 120 bash scripts/gpu_profile.sh $B > $OUT/timeline_shared_tiles_$ab.txt 2>&1
+  echo "timeline shared tiles=$ab rc=$?"; tail -25 $OUT/timeline_shared_tiles_$ab.txt
 done
 echo "all done at ${SECONDS}s"
