@@ -88,7 +88,7 @@ TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
         // fragments: every 16-row tile (gate/up four k tiles fetched ahead at T = 9, two at 64 and 300:
         // nvfp4_gate_up_many_ctas; down at 5 CTAs per SM at T = 9, on the resident-A kernel at 64, 300:
         // nvfp4_down_resident_a).
-        const bool fragments = tm == 16, down_fragments = fragments;
+        const bool fragments = tm == 16;
         const std::string where = "H=" + std::to_string(H) + " I=" + std::to_string(I) + " T=" + std::to_string(T) +
                                   " tile_rows=" + std::to_string(tm) + ": ";
         const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
@@ -105,9 +105,9 @@ TEST(CudaMoeGroupedNvfp4, DecodedTilesMatchBf16KernelsBitForBit) {
                             I, r.r, act_bf.get(), nullptr);
         // Both down kernels read the BF16 gate/up's rows: the NVFP4 one as they are, the BF16 one in its order.
         const auto act_rows = act_bf.download();
-        DeviceBuffer<bf16> act_bf_in(down_fragments ? in_fragment_order(act_rows, int64_t(T) * K, I) : act_rows);
+        DeviceBuffer<bf16> act_bf_in(fragments ? in_fragment_order(act_rows, int64_t(T) * K, I) : act_rows);
         moe_grouped_down_nvfp4(act_bf.get(), T, K, I, nd.view(), H, r.r, y_nv.get(), nullptr);
-        moe_grouped_down(act_bf_in.get(), T, K, I, (down_fragments ? bd_ordered : bd).get(), H, r.r, y_bf.get(),
+        moe_grouped_down(act_bf_in.get(), T, K, I, (fragments ? bd_ordered : bd).get(), H, r.r, y_bf.get(),
                          nullptr);
         STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
         const auto a1 = act_nv.download(), a2 = act_bf.download(), y1 = y_nv.download(), y2 = y_bf.download();
