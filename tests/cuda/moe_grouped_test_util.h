@@ -57,9 +57,10 @@ struct DeviceRouting {
   DeviceBuffer<int32_t> ids, sorted, row, num;
   DeviceBuffer<MoeTile> tiles;
   MoeRouting r;
-  DeviceRouting(const std::vector<int32_t>& topk_ids, int T, int K, int E, int tile_rows)
-      : ids(topk_ids), sorted(size_t(T) * K), row(size_t(T) * K), num(1),
-        tiles(size_t(moe_max_tiles(int64_t(T) * K, E, tile_rows))) {
+  // shared_rows: room for the shared expert's rows and tiles (moe_route_sort's shared_rows).
+  DeviceRouting(const std::vector<int32_t>& topk_ids, int T, int K, int E, int tile_rows, int shared_rows = 0)
+      : ids(topk_ids), sorted(size_t(T) * K + size_t(shared_rows)), row(size_t(T) * K), num(1),
+        tiles(size_t(moe_max_tiles(int64_t(T) * K, E, tile_rows, shared_rows))) {
     sorted.poison();
     row.poison();
     num.poison();

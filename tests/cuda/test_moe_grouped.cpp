@@ -109,6 +109,66 @@ TEST(CudaMoeGrouped, RouteSortEdgesMatchReferenceExactly) {
     }
 }
 
+// The shared expert as expert E of the grouped GEMMs (moe_route_sort's shared_rows = T, the kernels'
+// `shared`): sorted rows T·K + t gather token t and their tiles take the shared matrices — which here
+// sit in buffers of their own while slice E of the device stacks is NaN, so a kernel that read the
+// stacks for expert E cannot pass; the references run the shared expert as slice E of the host
+// stacks. The sort against its reference exactly (also with shared_rows 0 = the routed rows alone),
+// act and y of every row, routed and shared, within bf16 rounding; poisoned outputs.
+TEST(CudaMoeGrouped, SharedExpertAsExpertEMatchesReference) {
+  std::mt19937 rng(107);
+  const int E = 16, H = 264, I = 72, K = 6;
+  const Bf16Experts w(rng, E + 1, H, I, 0.06f, 0.1f);  // expert E: the shared expert
+  auto stack_without_e = [&](const std::vector<bf16>& m, size_t per) {
+    std::vector<bf16> v(m.begin(), m.begin() + long(E * per));
+    v.resize(size_t(E + 1) * per, float_to_bf16(std::nanf("")));
+    return v;
+  };
+  auto slice_e = [&](const std::vector<bf16>& m, size_t per) {
+    return std::vector<bf16>(m.begin() + long(E * per), m.begin() + long((E + 1) * per));
+  };
+  const size_t gate_per = size_t(I) * H, down_per = size_t(H) * I;
+  DeviceBuffer<bf16> dg(stack_without_e(w.g, gate_per)), du(stack_without_e(w.u, gate_per)),
+      dd(stack_without_e(w.d, down_per)), sg(slice_e(w.g, gate_per)), su(slice_e(w.u, gate_per)),
+      sd(slice_e(w.d, down_per));
+  const Bf16SharedExpert sh{sg.get(), su.get(), sd.get(), I};
+  for (int T : {9, 16, 17, 64})
+    for (RoutingKind kind : {RoutingKind::uniform, RoutingKind::skewed})
+      for (int tm : {16, 64}) {
+        const std::string where = "T=" + std::to_string(T) + " " + routing_name(kind) + " tile_rows=" + std::to_string(tm);
+        const auto ids = make_routing(rng, kind, T, K, E);
+        std::vector<int32_t> sorted, row;
+        std::vector<MoeTile> tiles;
+        moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles, T);
+        ASSERT_EQ(sorted.size(), size_t(T) * (K + 1));
+        ASSERT_EQ(tiles.back().expert, E) << where;
+        DeviceRouting d(ids, T, K, E, tm, T);
+        moe_route_sort(d.ids.get(), T, K, d.r, nullptr, T);
+        STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+        ASSERT_NO_FATAL_FAILURE(expect_sort_matches(d, sorted, row, tiles, where));
+        const auto x = random_bf16(rng, size_t(T) * H);
+        const size_t rows = size_t(T) * (K + 1);
+        DeviceBuffer<bf16> d_x(x), act(rows * I), y(rows * H);
+        act.poison();
+        y.poison();
+        moe_grouped_gate_up(d_x.get(), T, K, H, dg.get(), du.get(), I, d.r, act.get(), nullptr, &sh);
+        moe_grouped_down(act.get(), T, K, I, dd.get(), H, d.r, y.get(), nullptr, &sh);
+        STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+        std::vector<bf16> act_ref, y_ref;
+        moe_grouped_gate_up_ref(x, K, H, w.g, w.u, I, sorted, tiles, act_ref);
+        const auto act_got = act.download();
+        const auto ca = compare(act_got, act_ref, 2 * kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(ca.ok()) << where << ": gate/up+SwiGLU " << ca.describe();
+        moe_grouped_down_ref(act_got, I, w.d, H, tiles, y_ref);
+        const auto cy = compare(y.download(), y_ref, kBf16Rtol, kBf16Atol);
+        EXPECT_TRUE(cy.ok()) << where << ": down " << cy.describe();
+      }
+  const Bf16SharedExpert wider{sg.get(), su.get(), sd.get(), I + 8};
+  DeviceRouting d9(make_routing(rng, RoutingKind::uniform, 9, K, E), 9, K, E, 16, 9);
+  EXPECT_THROW(moe_grouped_down(nullptr, 9, K, I, dd.get(), H, d9.r, nullptr, nullptr, &wider), Error)
+      << "a shared expert of another width cannot be one more expert";
+}
+
 TEST(CudaMoeGrouped, GroupedGemmsAndCombineMatchReference) {
   std::mt19937 rng(102);
   const int E = 16, H = 264, I = 72, K = 6;  // H, I: not multiples of the 64-wide tiles

@@ -142,6 +142,66 @@ TEST(CudaMoeGroupedNvfp4, ScaledExpertsMatchReference) {
 // in the same launches (width 128 beside the experts' 192, its own three scale2): h against
 // moe_float_ref with the shared expert; outputs poisoned first; and the same steps with the next
 // layer's input norm (expect_next_norm_matches).
+// The shared expert as expert E of the NVFP4 grouped GEMMs (as CudaMoeGrouped.SharedExpertAsExpertE
+// for BF16): its codes, scales and scale2 in buffers of their own, slice E of the device stacks other
+// random codes with scale2 NaN (a kernel that read the stacks for expert E cannot pass), the
+// references reading the shared expert as slice E of the host stacks. Flint's widths (H = 2048,
+// I = 512: the 16-row gate/up on register fragments, the down wide below 192 pairs and resident-A from),
+// and both tile heights.
+TEST(CudaMoeGroupedNvfp4, SharedExpertAsExpertEMatchesReference) {
+  std::mt19937 rng(207);
+  const int E = 16, H = 2048, I = 512, K = 6;
+  const ScaledNvfp4Experts w(rng, E + 1, H, I);  // expert E: the shared expert
+  // Rows [r0, r0 + rows) of a matrix of `in` weights per row.
+  auto rows_of = [](const Nvfp4HostMatrix& m, int64_t r0, int64_t rows, int in) {
+    return Nvfp4HostMatrix{{m.codes.begin() + r0 * in / 2, m.codes.begin() + (r0 + rows) * in / 2},
+                           {m.scales.begin() + r0 * in / 16, m.scales.begin() + (r0 + rows) * in / 16}};
+  };
+  auto other_e = [&](const Nvfp4HostMatrix& m, int64_t per, int in) {  // slice E replaced by other codes
+    Nvfp4HostMatrix v = m;
+    const auto junk = random_nvfp4(rng, per, in);
+    std::copy(junk.codes.begin(), junk.codes.end(), v.codes.begin() + int64_t(E) * per * in / 2);
+    std::copy(junk.scales.begin(), junk.scales.end(), v.scales.begin() + int64_t(E) * per * in / 16);
+    return v;
+  };
+  auto nan_e = [&](std::vector<float> s2) {
+    s2[size_t(E)] = std::nanf("");
+    return s2;
+  };
+  const DeviceStack ng(other_e(w.g, I, H), nan_e(w.s2g)), nu(other_e(w.u, I, H), nan_e(w.s2u)),
+      nd(other_e(w.d, H, I), nan_e(w.s2d));
+  const DeviceNvfp4Matrix sg(rows_of(w.g, int64_t(E) * I, I, H)), su(rows_of(w.u, int64_t(E) * I, I, H)),
+      sd(rows_of(w.d, int64_t(E) * H, H, I));
+  const Nvfp4Shared sh{sg.view(), su.view(), sd.view(), w.s2g[size_t(E)], w.s2u[size_t(E)], w.s2d[size_t(E)], I};
+  for (int T : {9, 16, 33, 64})
+    for (int tm : {16, 64}) {
+      const std::string where = "T=" + std::to_string(T) + " tile_rows=" + std::to_string(tm);
+      const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+      std::vector<int32_t> sorted, row;
+      std::vector<MoeTile> tiles;
+      moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles, T);
+      DeviceRouting d(ids, T, K, E, tm, T);
+      moe_route_sort(d.ids.get(), T, K, d.r, nullptr, T);
+      const auto x = random_bf16(rng, size_t(T) * H);
+      const size_t rows = size_t(T) * (K + 1);
+      DeviceBuffer<bf16> d_x(x), act(rows * I), y(rows * H);
+      act.poison();
+      y.poison();
+      moe_grouped_gate_up_nvfp4(d_x.get(), T, K, H, ng.view(), nu.view(), I, d.r, act.get(), nullptr, &sh);
+      moe_grouped_down_nvfp4(act.get(), T, K, I, nd.view(), H, d.r, y.get(), nullptr, &sh);
+      STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+      ASSERT_EQ(d.num.download()[0], int32_t(tiles.size())) << where << ": tile count";
+      std::vector<bf16> act_ref, y_ref;
+      moe_grouped_gate_up_nvfp4_ref(x, K, H, w.g, w.s2g, w.u, w.s2u, I, sorted, tiles, act_ref);
+      const auto act_got = act.download();
+      const auto ca = compare(act_got, act_ref, 2 * kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(ca.ok()) << where << ": gate/up+SwiGLU " << ca.describe();
+      moe_grouped_down_nvfp4_ref(act_got, I, w.d, w.s2d, H, tiles, y_ref);
+      const auto cy = compare(y.download(), y_ref, kBf16Rtol, kBf16Atol);
+      EXPECT_TRUE(cy.ok()) << where << ": down " << cy.describe();
+    }
+}
+
 TEST(CudaMoeGroupedNvfp4, DecodeStepsOfOneToEightTokensPerSlot) {
   std::mt19937 rng(205);
   const int E = 16, H = 320, I = 192, Is = 128, K = 6;

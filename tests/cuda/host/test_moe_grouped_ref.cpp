@@ -96,5 +96,52 @@ TEST(MoeGroupedRef, SortGroupedGemmsAndCombineEqualPerTokenReference) {
     }
 }
 
+// The shared expert sorted in as expert E (shared_rows = T): rows T·K + t gather token t (sorted_slot
+// t·K), its tiles come after the routed ones and cover those rows once, within moe_max_tiles; and
+// sort + grouped GEMMs over stacks whose slice E is the shared expert + the combine with y_shared =
+// rows T·K.. equals the per-token reference with that shared expert, bit for bit.
+TEST(MoeGroupedRef, SharedExpertAsExpertEEqualsPerTokenReference) {
+  std::mt19937 rng(13);
+  const int E = 16, H = 40, I = 24, K = 6;
+  auto wg = random_bf16(rng, size_t(E + 1) * I * H, 0.2f), wu = random_bf16(rng, wg.size(), 0.2f);
+  auto wd = random_bf16(rng, size_t(E + 1) * H * I, 0.2f);
+  const std::vector<bf16> sg(wg.end() - long(I) * H, wg.end()), su(wu.end() - long(I) * H, wu.end()),
+      sd(wd.end() - long(H) * I, wd.end());
+  for (int T : {9, 16, 37})
+    for (int tm : {16, 64}) {
+      SCOPED_TRACE("T=" + std::to_string(T) + " tile_rows=" + std::to_string(tm));
+      const auto ids = make_routing(rng, RoutingKind::uniform, T, K, E);
+      const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
+      const auto x = random_bf16(rng, size_t(T) * H);
+      const auto h0 = random_bf16(rng, size_t(T) * H);
+      std::vector<bf16> h_ref = h0, h = h0;
+      moe_ref(x, T, H, I, I, MoeRefWeights{&wg, &wu, &wd, &sg, &su, &sd}, ids, tw, K, h_ref);
+      std::vector<int32_t> sorted, row;
+      std::vector<MoeTile> tiles;
+      moe_route_sort_ref(ids, T, K, E, tm, sorted, row, tiles, T);
+      const int S = T * K;
+      ASSERT_EQ(sorted.size(), size_t(S + T));
+      for (int t = 0; t < T; ++t) ASSERT_EQ(sorted[size_t(S + t)], t * K);
+      EXPECT_LE(int64_t(tiles.size()), moe_max_tiles(S, E, tm, T));
+      int next = S;
+      for (const MoeTile& tile : tiles)
+        if (tile.expert == E) {
+          ASSERT_EQ(tile.first, next);
+          next += tile.rows;
+        } else {
+          ASSERT_LT(tile.first + tile.rows, S + 1) << "a routed tile among the shared rows";
+          ASSERT_LT(tile.expert, E);
+        }
+      EXPECT_EQ(next, S + T);
+      std::vector<bf16> act, y;
+      moe_grouped_gate_up_ref(x, K, H, wg, wu, I, sorted, tiles, act);
+      moe_grouped_down_ref(act, I, wd, H, tiles, y);
+      const std::vector<bf16> y_shared(y.begin() + long(S) * H, y.end());
+      y.resize(size_t(S) * H);
+      moe_combine_sorted_ref(y, row, tw, y_shared, T, K, H, h);
+      for (size_t i = 0; i < h.size(); ++i) ASSERT_EQ(h[i].bits, h_ref[i].bits) << "element " << i;
+    }
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing

@@ -126,13 +126,15 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     if (E > kMoeMaxExperts)
       throw Error("CUDA backend: n_routed_experts " + std::to_string(E) + " above " + std::to_string(kMoeMaxExperts) +
                   " is not supported by the grouped MoE kernels");
+    // Batched decode steps sort the shared expert in as one more expert (moe_shared_in_tiles): a row per token.
+    const int64_t shared_rows = std::min<int64_t>(Tm, kMoeSharedTileMaxTokens);
     w.routing.experts = E;
-    w.routing.sorted_slot = w.arena.get<int32_t>(slots);
+    w.routing.sorted_slot = w.arena.get<int32_t>(slots + shared_rows);
     w.routing.slot_row = w.arena.get<int32_t>(slots);
-    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, 16));  // 16-row tiles: the most
+    w.routing.tiles = w.arena.get<MoeTile>(moe_max_tiles(slots, E, 16, shared_rows));  // 16-row tiles: the most
     w.routing.num_tiles = w.arena.get<int32_t>(1);
-    w.a_sorted = w.arena.get<bf16>(slots * I);
-    w.y_sorted = w.arena.get<bf16>(slots * H);
+    w.a_sorted = w.arena.get<bf16>((slots + shared_rows) * I);
+    w.y_sorted = w.arena.get<bf16>((slots + shared_rows) * H);
   }
   if (Tm > kGemvMaxTokens) {  // NVFP4 weights dequantised for the cuBLASLt GEMMs of longer steps
     w.nv_scratch.elems = nvfp4_scratch_elems(model_);  // routed experts decode in registers: no scratch

@@ -98,8 +98,16 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
   const bool wgmma = nv ? moe_wgmma_nvfp4_for(slots, E) : moe_wgmma_for(slots, E);
   // mma.sync tiles: 16 rows for batches of 9+ decode tokens, 64 for NVFP4 steps below the wgmma threshold.
   r.tile_rows = wgmma ? kMoeWgmmaTileRows : moe_tile_rows_for(slots, E);
-  moe_route_sort(w.topk_ids, T, K, r, stream_);
   const bool shared = L.sh_gate != nullptr || L.nv_sh_gate.present();
+  // Batched decode (up to kMoeSharedTileMaxTokens tokens): the shared expert as expert E of the grouped
+  // kernels — its rows sorted in after the routed ones, its tiles beside theirs — where it has their
+  // format and width; else its own launches below.
+  const bool in_tiles = shared && !wgmma && T <= kMoeSharedTileMaxTokens && Is == I &&
+                        (nv ? L.nv_sh_gate.present() : L.sh_gate != nullptr) && moe_shared_in_tiles();
+  const Nvfp4Shared nsh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
+                        L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
+  const Bf16SharedExpert bsh{L.sh_gate, L.sh_up, L.sh_down, Is};
+  moe_route_sort(w.topk_ids, T, K, r, stream_, in_tiles ? T : 0);
   if (wgmma && nv) {
     moe_grouped_gate_up_nvfp4_direct(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted,
                                      stream_);
@@ -108,18 +116,24 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
     moe_grouped_gate_up_wgmma(w.x, T, K, H, L.exp_gate, L.exp_up, I, nullptr, nullptr, r, w.a_sorted, stream_);
     moe_grouped_down_wgmma(w.a_sorted, T, K, I, L.exp_down, H, nullptr, r, w.y_sorted, stream_);
   } else if (nv) {
-    moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_);
-    moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_);
+    const Nvfp4Shared* sh = in_tiles ? &nsh : nullptr;
+    moe_grouped_gate_up_nvfp4(w.x, T, K, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), I, r, w.a_sorted, stream_, sh);
+    moe_grouped_down_nvfp4(w.a_sorted, T, K, I, L.nv_exp_down.stack(), H, r, w.y_sorted, stream_, sh);
   } else {
-    moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_);
-    moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_);  // bf16(mm(a, Wd)) per row
+    const Bf16SharedExpert* sh = in_tiles ? &bsh : nullptr;
+    moe_grouped_gate_up(w.x, T, K, H, L.exp_gate, L.exp_up, I, r, w.a_sorted, stream_, sh);
+    moe_grouped_down(w.a_sorted, T, K, I, L.exp_down, H, r, w.y_sorted, stream_, sh);  // bf16(mm(a, Wd)) per row
   }
-  if (shared) {  // SwiGLU over the chunk, output in w.tmp (NVFP4: the skinny kernels up to 64 tokens, ops_linear.cpp)
+  const bf16* y_shared = nullptr;
+  if (in_tiles) {
+    y_shared = w.y_sorted + int64_t(T) * K * H;  // rows T·K + t: the shared expert's output of token t
+  } else if (shared) {  // SwiGLU over the chunk, output in w.tmp (NVFP4: the skinny kernels up to 64 tokens, ops_linear.cpp)
     swiglu_front(w.x, T, H, L.sh_gate, L.nv_sh_gate, L.sh_up, L.nv_sh_up, Is, w.act);
     linear(w.act, T, Is, L.sh_down, L.nv_sh_down, H, w.tmp);
+    y_shared = w.tmp;
   }
   const RowNorm next{next_norm, c.rms_norm_eps, w.x};  // the next layer's x = rmsnorm(h), in the combine's pass
-  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, shared ? w.tmp : nullptr, T, K, H, w.h, stream_,
+  moe_combine_sorted(w.y_sorted, r.slot_row, w.topk_w, y_shared, T, K, H, w.h, stream_,
                      next_norm != nullptr ? &next : nullptr);
 }
 

@@ -2,6 +2,7 @@
 #include "backends/cuda/moe/moe_grouped.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -156,6 +157,7 @@ __device__ __forceinline__ void count_buckets(const int32_t* __restrict__ ids, i
 
 __global__ void __launch_bounds__(kFusedThreads) moe_sort_fused_kernel(const int32_t* __restrict__ ids, int slots,
                                                                        int experts, int tile_rows, int chunk,
+                                                                       int K, int shared_rows,
                                                                        int32_t* __restrict__ sorted_slot,
                                                                        int32_t* __restrict__ slot_row,
                                                                        MoeTile* __restrict__ tiles,
@@ -176,6 +178,14 @@ __global__ void __launch_bounds__(kFusedThreads) moe_sort_fused_kernel(const int
   for (int b = tid; b < buckets; b += kFusedThreads) total[b] += before[b];
   __syncthreads();
   write_tiles(total, tile_start, experts, tile_rows, blockIdx.x == 0 ? tiles : nullptr, num_tiles);
+  if (blockIdx.x == 0 && shared_rows > 0) {  // the shared expert's rows after the routed ones (moe_route_sort)
+    const int routed = tile_start[experts];  // write_tiles' scan: the routed tiles in all
+    const int shared_tiles = (shared_rows + tile_rows - 1) / tile_rows;
+    for (int i = tid; i < shared_tiles; i += kFusedThreads)
+      tiles[routed + i] = MoeTile{experts, slots + i * tile_rows, min(tile_rows, shared_rows - i * tile_rows), 0};
+    for (int t = tid; t < shared_rows; t += kFusedThreads) sorted_slot[slots + t] = t * K;  // gathers token t
+    if (tid == 0) *num_tiles = routed + shared_tiles;
+  }
   __syncthreads();
   for (int b = tid; b < buckets; b += kFusedThreads) before[b] += total[b];
   __syncthreads();
@@ -478,7 +488,8 @@ void launch_grouped(const GroupedArgs& args, const WeightTile& w, int T, int K, 
   auto kernel = grouped_gemm_kernel<TM, NB, WeightTile>;
   constexpr int smem = grouped_smem_bytes(TM, NB, WeightTile::kPath, WeightTile::kFetchAhead);
   static_assert(smem <= 48 * 1024, "above 48 KiB a launch needs the opt-in attribute");
-  const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM)), unsigned((args.n + kBN - 1) / kBN));
+  const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, TM, w.shared_expert >= 0 ? T : 0)),
+                  unsigned((args.n + kBN - 1) / kBN));
   launch_pdl(kernel, grid, dim3(kGroupedThreads), smem, stream, args, w);
 }
 
@@ -492,25 +503,35 @@ void launch_grouped_any(const GroupedArgs& args, const WeightTile& w, int T, int
 // NVFP4: 16-row gate/up tiles decode into register fragments (with the shallower fetch-ahead where
 // the grid is wider than the machine: nvfp4_gate_up_many_ctas), 64-row tiles into shared-memory tiles
 // (WeightPath: each measured the faster at its height); the 16-row down as nvfp4_down_resident_a says.
-template <int NB>
+template <int NB, bool kShared>
 void launch_grouped_nvfp4(const GroupedArgs& args, const Nvfp4Stacks& w, int T, int K, const MoeRouting& r,
                           cudaStream_t stream) {
   if (r.tile_rows != 16) {
-    launch_grouped<64, NB>(args, Nvfp4TileWeights{w}, T, K, r, stream);
+    launch_grouped<64, NB>(args, Nvfp4TileWeights<kShared>{{w}}, T, K, r, stream);
   } else if constexpr (NB == 2) {
-    if (nvfp4_gate_up_many_ctas(int64_t(T) * K)) launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide{w}, T, K, r, stream);
-    else launch_grouped<16, NB>(args, Nvfp4FragmentWeights{w}, T, K, r, stream);
+    if (nvfp4_gate_up_many_ctas(int64_t(T) * K))
+      launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide<kShared>{{{w}}}, T, K, r, stream);
+    else launch_grouped<16, NB>(args, Nvfp4FragmentWeights<kShared>{{w}}, T, K, r, stream);
   } else if (!nvfp4_down_resident_a(16, int64_t(T) * K, args.kdim)) {
-    launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide{w}, T, K, r, stream);
+    launch_grouped<16, NB>(args, Nvfp4FragmentWeightsWide<kShared>{{{w}}}, T, K, r, stream);
   } else {  // down: the A rows resident, several column blocks per CTA
     const int col_groups = ((args.n + kBN - 1) / kBN + kResidentBlocks - 1) / kResidentBlocks;
-    const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, 16)), unsigned(col_groups));
-    launch_pdl(grouped_down_resident_a_kernel<Nvfp4FragmentWeights>, grid, dim3(kGroupedThreads),
-               16 * args.kdim * int(sizeof(bf16_t)), stream, args, Nvfp4FragmentWeights{w});
+    const dim3 grid(unsigned(moe_max_tiles(int64_t(T) * K, r.experts, 16, w.shared_expert >= 0 ? T : 0)),
+                    unsigned(col_groups));
+    launch_pdl(grouped_down_resident_a_kernel<Nvfp4FragmentWeights<kShared>>, grid, dim3(kGroupedThreads),
+               16 * args.kdim * int(sizeof(bf16_t)), stream, args, Nvfp4FragmentWeights<kShared>{{w}});
   }
 }
 
 bool misaligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes != 0; }
+
+// The shared expert as expert E of a grouped GEMM: all its matrices given, and its width the experts'.
+void check_shared(const char* what, bool matrices, int shared_inter, int inter) {
+  if (!matrices) throw Error(std::string(what) + ": the shared expert has a null matrix");
+  if (shared_inter != inter)
+    throw Error(std::string(what) + ": shared expert width " + std::to_string(shared_inter) +
+                " differs from the experts' " + std::to_string(inter) + " (it cannot be one more expert)");
+}
 
 // NVFP4 stacks: the reduction width must be whole 64-weight blocks (FLINT.md §3) and the code
 // rows 16-byte aligned (one vector load per 32 weights).
@@ -525,7 +546,15 @@ void check_nvfp4_stack(const char* what, const char* name, const Nvfp4Stack& s, 
 
 }  // namespace
 
-void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, cudaStream_t stream) {
+bool moe_shared_in_tiles() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIKER_AB_SHARED_TILES");
+    return e != nullptr && std::atoi(e) != 0;
+  }();
+  return on;
+}
+
+void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, cudaStream_t stream, int shared_rows) {
   if (T <= 0) return;
   if (r.experts <= 0 || r.experts > kMoeMaxExperts)
     throw Error("moe_route_sort: " + std::to_string(r.experts) + " experts (1.." + std::to_string(kMoeMaxExperts) +
@@ -535,58 +564,97 @@ void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, 
   if (K <= 0 || int64_t(T) * K >= (int64_t(1) << kMoeRankBits))
     throw Error("moe_route_sort: T=" + std::to_string(T) + " x K=" + std::to_string(K) + " slots exceed " +
                 std::to_string(1 << kMoeRankBits));
+  if (shared_rows < 0 || shared_rows > T)
+    throw Error("moe_route_sort: " + std::to_string(shared_rows) + " shared-expert rows for " + std::to_string(T) +
+                " tokens");
   const int slots = T * K;
   const int pieces = (slots + kFusedChunk - 1) / kFusedChunk;
   const int chunk = kFusedChunk * ((pieces + kFusedMaxCtas - 1) / kFusedMaxCtas);
   launch_pdl(moe_sort_fused_kernel, dim3(unsigned((slots + chunk - 1) / chunk)), dim3(kFusedThreads), 0, stream,
-             topk_ids, slots, r.experts, r.tile_rows, chunk, r.sorted_slot, r.slot_row, r.tiles, r.num_tiles);
+             topk_ids, slots, r.experts, r.tile_rows, chunk, K, shared_rows, r.sorted_slot, r.slot_row, r.tiles,
+             r.num_tiles);
   STRIKER_CUDA_CHECK_LAUNCH("moe_route_sort");
 }
 
 void moe_grouped_gate_up(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
-                         const MoeRouting& r, bf16* act_sorted, cudaStream_t stream) {
+                         const MoeRouting& r, bf16* act_sorted, cudaStream_t stream, const Bf16SharedExpert* shared) {
   if (T <= 0) return;
   check_grouped("moe_grouped_gate_up", T, K, hidden, inter, r);
   const GroupedArgs args{reinterpret_cast<const bf16_t*>(x), r.sorted_slot, K, hidden, inter, r.tiles, r.num_tiles,
                          reinterpret_cast<bf16_t*>(act_sorted)};
-  const Bf16ExpertWeights w{{reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up)}};
-  launch_grouped_any<2>(args, w, T, K, r, stream);
+  const bf16_t* m[2] = {reinterpret_cast<const bf16_t*>(w_gate), reinterpret_cast<const bf16_t*>(w_up)};
+  if (shared != nullptr) {
+    check_shared("moe_grouped_gate_up", shared->gate != nullptr && shared->up != nullptr, shared->inter, inter);
+    const Bf16ExpertWeights<true> w{{m[0], m[1]},
+                                    {reinterpret_cast<const bf16_t*>(shared->gate),
+                                     reinterpret_cast<const bf16_t*>(shared->up)},
+                                    r.experts};
+    launch_grouped_any<2>(args, w, T, K, r, stream);
+  } else {
+    launch_grouped_any<2>(args, Bf16ExpertWeights<>{{m[0], m[1]}}, T, K, r, stream);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_gate_up");
 }
 
 void moe_grouped_down(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
-                      const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+                      const MoeRouting& r, bf16* y_sorted, cudaStream_t stream, const Bf16SharedExpert* shared) {
   if (T <= 0) return;
   check_grouped("moe_grouped_down", T, K, inter, hidden, r);
   const GroupedArgs args{reinterpret_cast<const bf16_t*>(act_sorted), nullptr, K, inter, hidden, r.tiles, r.num_tiles,
                          reinterpret_cast<bf16_t*>(y_sorted)};
-  const Bf16ExpertWeights w{{reinterpret_cast<const bf16_t*>(w_down), nullptr}};
-  launch_grouped_any<1>(args, w, T, K, r, stream);
+  const bf16_t* md = reinterpret_cast<const bf16_t*>(w_down);
+  if (shared != nullptr) {
+    check_shared("moe_grouped_down", shared->down != nullptr, shared->inter, inter);
+    const Bf16ExpertWeights<true> w{{md, nullptr}, {reinterpret_cast<const bf16_t*>(shared->down), nullptr}, r.experts};
+    launch_grouped_any<1>(args, w, T, K, r, stream);
+  } else {
+    launch_grouped_any<1>(args, Bf16ExpertWeights<>{{md, nullptr}}, T, K, r, stream);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down");
 }
 
 void moe_grouped_gate_up_nvfp4(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate, const Nvfp4Stack& up,
-                               int inter, const MoeRouting& r, bf16* act_sorted, cudaStream_t stream) {
+                               int inter, const MoeRouting& r, bf16* act_sorted, cudaStream_t stream,
+                               const Nvfp4Shared* shared) {
   if (T <= 0) return;
   check_grouped("moe_grouped_gate_up_nvfp4", T, K, hidden, inter, r);
   check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "gate", gate, hidden);
   check_nvfp4_stack("moe_grouped_gate_up_nvfp4", "up", up, hidden);
   const GroupedArgs args{reinterpret_cast<const bf16_t*>(x), r.sorted_slot, K, hidden, inter, r.tiles, r.num_tiles,
                          reinterpret_cast<bf16_t*>(act_sorted)};
-  const Nvfp4Stacks w{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}, {gate.scale2, up.scale2}};
-  launch_grouped_nvfp4<2>(args, w, T, K, r, stream);
+  Nvfp4Stacks w{{gate.m.codes, up.m.codes}, {gate.m.scales, up.m.scales}, {gate.scale2, up.scale2}};
+  if (shared != nullptr) {
+    check_shared("moe_grouped_gate_up_nvfp4", shared->gate.codes && shared->gate.scales && shared->up.codes &&
+                 shared->up.scales, shared->inter, inter);
+    w.shared_codes[0] = shared->gate.codes, w.shared_codes[1] = shared->up.codes;
+    w.shared_scales[0] = shared->gate.scales, w.shared_scales[1] = shared->up.scales;
+    w.shared_scale2[0] = shared->s2_gate, w.shared_scale2[1] = shared->s2_up;
+    w.shared_expert = r.experts;
+    launch_grouped_nvfp4<2, true>(args, w, T, K, r, stream);
+  } else {
+    launch_grouped_nvfp4<2, false>(args, w, T, K, r, stream);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_gate_up_nvfp4");
 }
 
 void moe_grouped_down_nvfp4(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
-                            const MoeRouting& r, bf16* y_sorted, cudaStream_t stream) {
+                            const MoeRouting& r, bf16* y_sorted, cudaStream_t stream, const Nvfp4Shared* shared) {
   if (T <= 0) return;
   check_grouped("moe_grouped_down_nvfp4", T, K, inter, hidden, r);
   check_nvfp4_stack("moe_grouped_down_nvfp4", "down", down, inter);
   const GroupedArgs args{reinterpret_cast<const bf16_t*>(act_sorted), nullptr, K, inter, hidden, r.tiles, r.num_tiles,
                          reinterpret_cast<bf16_t*>(y_sorted)};
-  const Nvfp4Stacks w{{down.m.codes, nullptr}, {down.m.scales, nullptr}, {down.scale2, nullptr}};
-  launch_grouped_nvfp4<1>(args, w, T, K, r, stream);
+  Nvfp4Stacks w{{down.m.codes, nullptr}, {down.m.scales, nullptr}, {down.scale2, nullptr}};
+  if (shared != nullptr) {
+    check_shared("moe_grouped_down_nvfp4", shared->down.codes && shared->down.scales, shared->inter, inter);
+    w.shared_codes[0] = shared->down.codes;
+    w.shared_scales[0] = shared->down.scales;
+    w.shared_scale2[0] = shared->s2_down;
+    w.shared_expert = r.experts;
+    launch_grouped_nvfp4<1, true>(args, w, T, K, r, stream);
+  } else {
+    launch_grouped_nvfp4<1, false>(args, w, T, K, r, stream);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("moe_grouped_down_nvfp4");
 }
 

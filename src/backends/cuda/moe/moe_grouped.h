@@ -48,10 +48,18 @@ inline int64_t moe_max_step_tokens(int top_k) { return ((int64_t(1) << kMoeRankB
 // most 16 rows (decode batches), else 64 (prefill: more reuse of each weight tile).
 inline int moe_tile_rows_for(int64_t slots, int experts) { return slots <= int64_t(16) * experts ? 16 : 64; }
 
-// Upper bound on the tiles of any routing: each active expert wastes less than one tile.
-inline int64_t moe_max_tiles(int64_t slots, int experts, int tile_rows) {
-  return (slots + tile_rows - 1) / tile_rows + std::min<int64_t>(experts, slots);
+// Upper bound on the tiles of any routing: each active expert wastes less than one tile; plus the
+// shared expert's tiles when its rows are sorted in (moe_route_sort's shared_rows).
+inline int64_t moe_max_tiles(int64_t slots, int experts, int tile_rows, int64_t shared_rows = 0) {
+  return (slots + tile_rows - 1) / tile_rows + std::min<int64_t>(experts, slots) +
+         (shared_rows + tile_rows - 1) / tile_rows;
 }
+
+// Batched decode steps of up to this many tokens run the shared expert as expert E of the grouped
+// mma.sync kernels (moe_route_sort's shared_rows) where it has the routed experts' format and width.
+constexpr int kMoeSharedTileMaxTokens = 64;
+// A/B only (session 34, not yet measured): STRIKER_AB_SHARED_TILES=1 turns it on.
+bool moe_shared_in_tiles();
 
 // Device buffers of one routing (caller-owned). slot = t·K + k.
 struct MoeRouting {
@@ -67,31 +75,52 @@ struct MoeRouting {
 
 // topk_ids [T·K] in 0..E-1 (the router's output). An id outside that range (never produced by
 // router_topk) is sorted after every expert and gets no tile: its output row stays unwritten.
-void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& routing, cudaStream_t stream);
+// shared_rows = T (else 0): the shared expert joins the grouped GEMMs as expert E — sorted rows
+// T·K + t are token t's (sorted_slot = t·K), after every routed row, in tiles of expert id E at the
+// end of the list; the routing buffers then hold T·(K + 1) rows and moe_max_tiles(..., T) tiles, and
+// the GEMMs take the shared matrices for E (their `shared` argument).
+void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& routing, cudaStream_t stream,
+                    int shared_rows = 0);
+
+// A BF16 shared expert run as expert E of the grouped GEMMs (moe_route_sort's shared_rows): gate,
+// up [inter, hidden], down [hidden, inter], inter the routed experts' width.
+struct Bf16SharedExpert {
+  const bf16* gate = nullptr;
+  const bf16* up = nullptr;
+  const bf16* down = nullptr;
+  int inter = 0;
+};
 
 // act_sorted[r] = bf16(bf16(g·sigmoid(g))·u), g/u = bf16(mm(x[token of sorted_slot[r]], W{g,u}[e]))
 // for every sorted row r of a tile of expert e. x [T, hidden]; w_gate, w_up [E, inter, hidden];
-// act_sorted [T·K, inter]. hidden and inter multiples of 8.
+// act_sorted [T·K, inter] ([T·(K + 1), inter] with the shared expert's rows). hidden and inter
+// multiples of 8. `shared`: the matrices of tiles of expert E (the routing sorted with shared_rows = T).
 void moe_grouped_gate_up(const bf16* x, int T, int K, int hidden, const bf16* w_gate, const bf16* w_up, int inter,
-                         const MoeRouting& routing, bf16* act_sorted, cudaStream_t stream);
+                         const MoeRouting& routing, bf16* act_sorted, cudaStream_t stream,
+                         const Bf16SharedExpert* shared = nullptr);
 
-// y_sorted[r] = bf16(mm(act_sorted[r], Wd[e])); w_down [E, hidden, inter]; y_sorted [T·K, hidden].
+// y_sorted[r] = bf16(mm(act_sorted[r], Wd[e])); w_down [E, hidden, inter]; y_sorted [T·K, hidden]
+// (T·(K + 1) rows with the shared expert's, which are then its output of token t at row T·K + t).
 void moe_grouped_down(const bf16* act_sorted, int T, int K, int inter, const bf16* w_down, int hidden,
-                      const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
+                      const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream,
+                      const Bf16SharedExpert* shared = nullptr);
 
 // The same two steps for NVFP4 expert stacks (nvfp4_moe.h: codes [E·rows, in/2], scales
 // [E·rows, in/16], scale2 [E]); g = bf16(scale2_g[e]·mm), u likewise, y = bf16(scale2_d[e]·mm)
 // (FLINT.md §4). The reduction width (hidden for gate/up, inter for down) must be a multiple of 64.
+// `shared` (NVFP4, shared->inter == inter): the shared expert as expert E, as for the BF16 kernels.
 void moe_grouped_gate_up_nvfp4(const bf16* x, int T, int K, int hidden, const Nvfp4Stack& gate, const Nvfp4Stack& up,
-                               int inter, const MoeRouting& routing, bf16* act_sorted, cudaStream_t stream);
+                               int inter, const MoeRouting& routing, bf16* act_sorted, cudaStream_t stream,
+                               const Nvfp4Shared* shared = nullptr);
 void moe_grouped_down_nvfp4(const bf16* act_sorted, int T, int K, int inter, const Nvfp4Stack& down, int hidden,
-                            const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream);
+                            const MoeRouting& routing, bf16* y_sorted, cudaStream_t stream,
+                            const Nvfp4Shared* shared = nullptr);
 
 // CPU references (moe_grouped_ref.cpp). The sort reference is exact: the device sort must
 // produce the same permutation and the same tiles.
 void moe_route_sort_ref(const std::vector<int32_t>& topk_ids, int T, int K, int experts, int tile_rows,
                         std::vector<int32_t>& sorted_slot, std::vector<int32_t>& slot_row,
-                        std::vector<MoeTile>& tiles);
+                        std::vector<MoeTile>& tiles, int shared_rows = 0);
 // Double accumulation, then FLINT.md §4 rounding points; rows not covered by a tile are left as they are.
 void moe_grouped_gate_up_ref(const std::vector<bf16>& x, int K, int hidden, const std::vector<bf16>& w_gate,
                              const std::vector<bf16>& w_up, int inter, const std::vector<int32_t>& sorted_slot,

@@ -16,7 +16,7 @@ double dot(const bf16* a, const bf16* b, int n) {
 
 void moe_route_sort_ref(const std::vector<int32_t>& topk_ids, int T, int K, int experts, int tile_rows,
                         std::vector<int32_t>& sorted_slot, std::vector<int32_t>& slot_row,
-                        std::vector<MoeTile>& tiles) {
+                        std::vector<MoeTile>& tiles, int shared_rows) {
   const int slots = T * K;
   // Bucket `experts` collects out-of-range ids after every real expert (no tiles).
   auto bucket = [&](int s) {
@@ -38,6 +38,10 @@ void moe_route_sort_ref(const std::vector<int32_t>& topk_ids, int T, int K, int 
   for (int e = 0; e < experts; ++e)
     for (int32_t first = offset[size_t(e)]; first < offset[size_t(e) + 1]; first += tile_rows)
       tiles.push_back(MoeTile{e, first, std::min(tile_rows, offset[size_t(e) + 1] - first), 0});
+  // The shared expert (expert id `experts`): rows slots + t gather token t, in tiles after the routed ones.
+  for (int t = 0; t < shared_rows; ++t) sorted_slot.push_back(t * K);
+  for (int first = 0; first < shared_rows; first += tile_rows)
+    tiles.push_back(MoeTile{experts, slots + first, std::min(tile_rows, shared_rows - first), 0});
 }
 
 namespace {

@@ -62,11 +62,17 @@ static_assert(grouped_a_stages(64, 2, WeightPath::DecodedTiles, 4) >= 2 &&
 //     mma(sa, staged, ...) decodes them into its B fragments and multiplies.
 // output_scale(e, j) is the factor the epilogue applies to matrix j's fp32 accumulator before the
 // bf16 rounding (1 for BF16, the expert's global scale2 for NVFP4, FLINT.md §4).
+// Expert id shared_expert (E, when moe_route_sort sorted the shared expert's rows in; -1 when not)
+// takes the shared expert's own matrices ([n, kdim] each) instead of a slice of the stacks.
 
-// BF16 experts stacked as [E, n, kdim] row-major (one pointer per matrix).
+// BF16 experts stacked as [E, n, kdim] row-major (one pointer per matrix). kShared: the launch has
+// the shared expert's tiles (a separate instance, so the plain kernels keep their registers).
+template <bool kShared = false>
 struct Bf16ExpertWeights {
   static constexpr int kMinBlocks = 1;
   const bf16_t* m[2];
+  const bf16_t* shared_m[2] = {nullptr, nullptr};
+  int shared_expert = -1;
   struct Staged {};
   static constexpr WeightPath kPath = WeightPath::SharedRing;
   static constexpr int kFetchAhead = 0;  // cp.async lands in shared memory: the ring is the fetch-ahead
@@ -78,7 +84,7 @@ struct Bf16ExpertWeights {
     const int k = k0 + chunk * 8;
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
-      const bf16_t* base = m[j] + int64_t(e) * n * kdim;
+      const bf16_t* base = kShared && e == shared_expert ? shared_m[j] : m[j] + int64_t(e) * n * kdim;
 #pragma unroll
       for (int i = 0; i < kBN * 8 / kGroupedThreads; ++i) {
         const int r = stage_row(tid, i);
@@ -97,17 +103,45 @@ struct Bf16ExpertWeights {
 // never straddles the matrix edge. E2M1 × E4M3 is exact in bf16 (nvfp4_gemv.cu): both policies
 // below give the MMAs the same values the dequantise + cuBLASLt path multiplied.
 struct Nvfp4Stacks {
-  static constexpr int kMinBlocks = 1;
   const uint8_t* codes[2];
   const uint8_t* scales[2];
   const float* scale2[2];  // device [E] each
-  __device__ __forceinline__ float output_scale(int expert, int matrix) const { return __ldg(scale2[matrix] + expert); }
+  const uint8_t* shared_codes[2] = {nullptr, nullptr};  // the shared expert's matrices [n, kdim]
+  const uint8_t* shared_scales[2] = {nullptr, nullptr};
+  float shared_scale2[2] = {1.f, 1.f};
+  int shared_expert = -1;
+};
+
+// The policies' view of the stacks; kShared as for Bf16ExpertWeights.
+template <bool kShared>
+struct Nvfp4Rows : Nvfp4Stacks {
+  static constexpr int kMinBlocks = 1;
+  __device__ __forceinline__ float output_scale(int expert, int matrix) const {
+    if (kShared && expert == shared_expert) return shared_scale2[matrix];
+    return __ldg(scale2[matrix] + expert);
+  }
+  // Matrix j's codes and scales of row `row` of expert e (n rows per expert).
+  // (One select of the matrix's base per call, the row offset shared: the 16-row gate/up instance
+  // for grids wider than the machine must stay within its 96 registers.)
+  __device__ __forceinline__ const uint8_t* code_row(int j, int e, int row, int n, int kdim) const {
+    const int64_t per = int64_t(kdim / 2);
+    const uint8_t* base = codes[j] + int64_t(e) * n * per;
+    if constexpr (kShared) base = e == shared_expert ? shared_codes[j] : base;
+    return base + row * per;
+  }
+  __device__ __forceinline__ const uint8_t* scale_row(int j, int e, int row, int n, int kdim) const {
+    const int64_t per = int64_t(kdim / 16);
+    const uint8_t* base = scales[j] + int64_t(e) * n * per;
+    if constexpr (kShared) base = e == shared_expert ? shared_scales[j] : base;
+    return base + row * per;
+  }
 };
 
 // DecodedTiles: thread tid covers tile row nvfp4_tile_row(tid) and the half nvfp4_tile_half(tid) of
 // the 64 k values: one 16-byte code load (32 weights) and one 2-byte scale load per matrix, which
 // become 16-byte chunks 4·half .. 4·half+3 of that row.
-struct Nvfp4TileWeights : Nvfp4Stacks {
+template <bool kShared = false>
+struct Nvfp4TileWeights : Nvfp4Rows<kShared> {
   static constexpr WeightPath kPath = WeightPath::DecodedTiles;
   struct Staged {
     uint4 q[2];
@@ -129,11 +163,10 @@ struct Nvfp4TileWeights : Nvfp4Stacks {
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       if (st.ok) {
-        const int64_t grow = int64_t(e) * n + row;  // row of the stacked [E·n, kdim] matrix
         // Cached in L2 only (as the BF16 policy's cp.async.cg): the other row tiles of this
         // expert read the same weight tile, so it must not be marked evict-first.
-        st.q[j] = __ldcg(reinterpret_cast<const uint4*>(codes[j] + grow * (kdim / 2) + k / 2));
-        st.s[j] = __ldcg(reinterpret_cast<const unsigned short*>(scales[j] + grow * (kdim / 16) + k / 16));
+        st.q[j] = __ldcg(reinterpret_cast<const uint4*>(this->code_row(j, e, row, n, kdim) + k / 2));
+        st.s[j] = __ldcg(reinterpret_cast<const unsigned short*>(this->scale_row(j, e, row, n, kdim) + k / 16));
       } else {
         st.q[j] = make_uint4(0u, 0u, 0u, 0u);  // rows past the edge: zeros (code 0 = +0)
         st.s[j] = 0u;
@@ -175,7 +208,8 @@ struct Nvfp4TileWeights : Nvfp4Stacks {
 // registers re-made under register pressure): gate/up -5..-8 %, resident-A down -12 % (thirty-second session).
 // Through shared memory (DecodedTiles) the tile's st.shared / ldmatrix round trips behind a barrier
 // were the 16-row kernels' largest stall (docs/performance.md, thirtieth session).
-struct Nvfp4FragmentWeights : Nvfp4Stacks {
+template <bool kShared = false>
+struct Nvfp4FragmentWeights : Nvfp4Rows<kShared> {
   static constexpr WeightPath kPath = WeightPath::Fragments;
   struct Staged {
     uint2 q[2][2];      // [matrix][n tile]: the 16 codes of scale group c
@@ -194,10 +228,9 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
 #pragma unroll
       for (int j = 0; j < NB; ++j) {
         if (row < n) {
-          const int64_t grow = int64_t(e) * n + row;  // row of the stacked [E·n, kdim] matrix
           // Cached in L2 only: the other row tiles of this expert read the same weights.
-          st.q[j][t] = __ldcg(reinterpret_cast<const uint2*>(codes[j] + grow * (kdim / 2) + k0 / 2 + 8 * group));
-          st.s[j][t] = __ldcg(scales[j] + grow * (kdim / 16) + k0 / 16 + group);
+          st.q[j][t] = __ldcg(reinterpret_cast<const uint2*>(this->code_row(j, e, row, n, kdim) + k0 / 2 + 8 * group));
+          st.s[j][t] = __ldcg(this->scale_row(j, e, row, n, kdim) + k0 / 16 + group);
         } else {
           st.q[j][t] = make_uint2(0u, 0u);  // rows past the edge: zeros (code 0 = +0)
           st.s[j][t] = 0u;
@@ -210,7 +243,7 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
   // rounding, which gives the bits of scale2 · (the unscaled sums): the scaling by 2^-8 is exact for
   // every product and partial sum (all normal), and the tensor cores' sums scale with it.
   __device__ __forceinline__ float output_scale(int expert, int matrix) const {
-    return __ldg(scale2[matrix] + expert) * kNvfp4PairUnscale;
+    return Nvfp4Rows<kShared>::output_scale(expert, matrix) * kNvfp4PairUnscale;
   }
 
   // acc[m][j][t] += rows 16m.. of the A stage (swizzled [TM][kBK]) times this warp's columns of
@@ -266,7 +299,8 @@ struct Nvfp4FragmentWeights : Nvfp4Stacks {
 // four) so 5 CTAs share an SM instead of 4 (3 when it was measured, before the pair decode) — at 16-64
 // tokens a grid of ~640-1,600 CTAs then runs in fewer rounds, which outweighs the shallower
 // fetch-ahead (docs/performance.md, thirty-second session).
-struct Nvfp4FragmentWeightsWide : Nvfp4FragmentWeights {
+template <bool kShared = false>
+struct Nvfp4FragmentWeightsWide : Nvfp4FragmentWeights<kShared> {
   static constexpr int kFetchAhead = 2;
   static constexpr int kMinBlocks = 5;
 };
