@@ -126,7 +126,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
     if (E > kMoeMaxExperts)
       throw Error("CUDA backend: n_routed_experts " + std::to_string(E) + " above " + std::to_string(kMoeMaxExperts) +
                   " is not supported by the grouped MoE kernels");
-    // Batched decode steps sort the shared expert in as one more expert (moe_shared_in_tiles): a row per token.
+    // Batched decode steps sort the shared expert in as one more expert (ops_moe.cpp): a row per token.
     const int64_t shared_rows = std::min<int64_t>(Tm, kMoeSharedTileMaxTokens);
     w.routing.experts = E;
     w.routing.sorted_slot = w.arena.get<int32_t>(slots + shared_rows);

@@ -103,7 +103,7 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
   // kernels — its rows sorted in after the routed ones, its tiles beside theirs — where it has their
   // format and width; else its own launches below.
   const bool in_tiles = shared && !wgmma && T <= kMoeSharedTileMaxTokens && Is == I &&
-                        (nv ? L.nv_sh_gate.present() : L.sh_gate != nullptr) && moe_shared_in_tiles();
+                        (nv ? L.nv_sh_gate.present() : L.sh_gate != nullptr);
   const Nvfp4Shared nsh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
                         L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
   const Bf16SharedExpert bsh{L.sh_gate, L.sh_up, L.sh_down, Is};

@@ -2,7 +2,6 @@
 #include "backends/cuda/moe/moe_grouped.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -545,14 +544,6 @@ void check_nvfp4_stack(const char* what, const char* name, const Nvfp4Stack& s, 
 }
 
 }  // namespace
-
-bool moe_shared_in_tiles() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIKER_AB_SHARED_TILES");
-    return e != nullptr && std::atoi(e) != 0;
-  }();
-  return on;
-}
 
 void moe_route_sort(const int32_t* topk_ids, int T, int K, const MoeRouting& r, cudaStream_t stream, int shared_rows) {
   if (T <= 0) return;

@@ -58,8 +58,6 @@ inline int64_t moe_max_tiles(int64_t slots, int experts, int tile_rows, int64_t 
 // Batched decode steps of up to this many tokens run the shared expert as expert E of the grouped
 // mma.sync kernels (moe_route_sort's shared_rows) where it has the routed experts' format and width.
 constexpr int kMoeSharedTileMaxTokens = 64;
-// A/B only (session 34, not yet measured): STRIKER_AB_SHARED_TILES=1 turns it on.
-bool moe_shared_in_tiles();
 
 // Device buffers of one routing (caller-owned). slot = t·K + k.
 struct MoeRouting {
