@@ -23,7 +23,18 @@
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace striker::cuda {
+
+int moe_per_slot_max_tokens() {
+  static const int n = [] {
+    const char* e = std::getenv("STRIKER_AB_PERSLOT_MAX");
+    return e != nullptr ? std::clamp(std::atoi(e), kGemvMaxTokens, kMoePerSlotCap) : kGemvMaxTokens;
+  }();
+  return n;
+}
 
 void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
@@ -34,7 +45,10 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
               w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
-  if (T > kGemvMaxTokens) moe_batched(L, T, next_norm);
+  // (A/B) A BF16 shared expert beside NVFP4 experts runs on the GEMV kernels: per slot only up to 8 tokens.
+  const bool per_slot = T <= kGemvMaxTokens ||
+                        (T <= moe_per_slot_max_tokens() && !(L.nv_exp_gate.present() && L.sh_gate != nullptr));
+  if (!per_slot) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, next_norm);
   else moe_decode_bf16(L, T, next_norm);
 }
