@@ -672,47 +672,58 @@ TEST(CudaAttention, OneTokenFrontRejectsOtherShapes) {
 // The front really runs inside the split kernel: a one-token attention captured into a graph is two
 // kernels (split with its front, combine), where the front kernel + paged_attention are three. The
 // bit test above would also pass if paged_attention_with_front fell back to the two-kernel path.
+// One query, and three sequences of one token each (one_query_per_sequence): the front adds no launch.
 TEST(CudaAttention, OneTokenFrontAddsNoKernel) {
   const AttentionShape shape{32, 4, 128, 16, 0};
   const HeadShape hs{32, 4, 128};
-  const int p = 100, nblocks = p / 16 + 1;
-  std::vector<int32_t> table(static_cast<size_t>(nblocks));
-  std::iota(table.begin(), table.end(), 0);
-  DeviceBuffer<bf16> qkv(size_t(40) * 128), q(size_t(32) * 128), out(size_t(32) * 128);
-  DeviceBuffer<bf16> kc(size_t(nblocks) * 4 * 16 * 128), vc(size_t(nblocks) * 4 * 16 * 128);
-  DeviceBuffer<float> qw(std::vector<float>(128, 1.f)), kw(std::vector<float>(128, 1.f));
-  DeviceBuffer<int32_t> pos(std::vector<int32_t>{p}), off(std::vector<int32_t>{0}), tab(table);
-  DeviceBuffer<int64_t> slots(std::vector<int64_t>{int64_t(p)});
-  const int64_t records = 4 * 300;
-  DeviceBuffer<float> scratch(size_t(records * attention_partial_floats(shape)));
-  const AttentionQueries qs{pos.get(), off.get(), tab.get(), 1, p + 1};
-  const AttentionScratch sc{scratch.get(), records, 0};
-  cudaStream_t s = nullptr;
-  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  auto kernels = [&](auto&& launches) {
-    launches();  // once outside the capture (function attributes)
-    STRIKER_CUDA_CHECK(cudaStreamSynchronize(s));
-    cudaGraph_t g = nullptr;
-    STRIKER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    launches();
-    STRIKER_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    size_t n = 0;
-    STRIKER_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
-    STRIKER_CUDA_CHECK(cudaGraphDestroy(g));
-    return n;
-  };
-  const size_t fused = kernels([&] {
-    paged_attention_with_front(AttentionFront{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()}, kc.get(),
-                              vc.get(), nullptr, shape, qs, sc, out.get(), s);
-  });
-  const size_t separate = kernels([&] {
-    qk_norm_rope_kv_write(qkv.get(), 1, hs, qw.get(), kw.get(), 1e-6f, pos.get(), nullptr, slots.get(), 16, kc.get(),
-                          vc.get(), q.get(), s);
-    paged_attention(q.get(), kc.get(), vc.get(), nullptr, shape, qs, sc, out.get(), s);
-  });
-  STRIKER_CUDA_CHECK(cudaStreamDestroy(s));
-  EXPECT_EQ(fused, 2u) << "split kernel with the front + combine";
-  EXPECT_EQ(separate, 3u) << "front kernel + split kernel + combine";
+  for (const int nq : {1, 3}) {
+    SCOPED_TRACE("queries " + std::to_string(nq));
+    const int p = 100, nblocks = p / 16 + 1;  // every sequence at position p, blocks of its own
+    std::vector<int32_t> table(size_t(nq) * nblocks), positions(size_t(nq), p), seq_offsets(static_cast<size_t>(nq));
+    std::vector<int64_t> kv_slots(static_cast<size_t>(nq));
+    std::iota(table.begin(), table.end(), 0);
+    for (int i = 0; i < nq; ++i) {
+      seq_offsets[size_t(i)] = i * nblocks;
+      kv_slots[size_t(i)] = int64_t(i) * nblocks * 16 + p;
+    }
+    DeviceBuffer<bf16> qkv(size_t(nq) * 40 * 128), q(size_t(nq) * 32 * 128), out(size_t(nq) * 32 * 128);
+    DeviceBuffer<bf16> kc(table.size() * 4 * 16 * 128), vc(table.size() * 4 * 16 * 128);
+    DeviceBuffer<float> qw(std::vector<float>(128, 1.f)), kw(std::vector<float>(128, 1.f));
+    DeviceBuffer<int32_t> pos(positions), off(seq_offsets), tab(table);
+    DeviceBuffer<int64_t> slots(kv_slots);
+    const int64_t records = int64_t(nq) * 4 * 300;
+    DeviceBuffer<float> scratch(size_t(records * attention_partial_floats(shape)));
+    AttentionQueries qs{pos.get(), off.get(), tab.get(), nq, p + 1};
+    qs.one_query_per_sequence = nq > 1;
+    const AttentionScratch sc{scratch.get(), records, 0};
+    ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
+    cudaStream_t s = nullptr;
+    STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    auto kernels = [&](auto&& launches) {
+      launches();  // once outside the capture (function attributes)
+      STRIKER_CUDA_CHECK(cudaStreamSynchronize(s));
+      cudaGraph_t g = nullptr;
+      STRIKER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      launches();
+      STRIKER_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+      size_t n = 0;
+      STRIKER_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+      STRIKER_CUDA_CHECK(cudaGraphDestroy(g));
+      return n;
+    };
+    const size_t fused = kernels([&] {
+      paged_attention_with_front(AttentionFront{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()}, kc.get(),
+                                 vc.get(), nullptr, shape, qs, sc, out.get(), s);
+    });
+    const size_t separate = kernels([&] {
+      qk_norm_rope_kv_write(qkv.get(), nq, hs, qw.get(), kw.get(), 1e-6f, pos.get(), nullptr, slots.get(), 16,
+                            kc.get(), vc.get(), q.get(), s);
+      paged_attention(q.get(), kc.get(), vc.get(), nullptr, shape, qs, sc, out.get(), s);
+    });
+    STRIKER_CUDA_CHECK(cudaStreamDestroy(s));
+    EXPECT_EQ(fused, 2u) << "split kernel with the front + combine";
+    EXPECT_EQ(separate, 3u) << "front kernel + split kernel + combine";
+  }
 }
 
 }  // namespace
