@@ -21,7 +21,7 @@ namespace striker::cuda {
 constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are streamed by GEMV kernels
 // A/B (session 35): the MoE of steps up to moe_per_slot_max_tokens() tokens (8 .. kMoePerSlotCap) runs on the
 // per-slot decode kernels; STRIKER_AB_PERSLOT_MAX sets it (default kGemvMaxTokens).
-constexpr int kMoePerSlotCap = 16;
+constexpr int kMoePerSlotCap = 64;
 int moe_per_slot_max_tokens();
 // Sequences with at least this many queries in a step take the tensor-core prefill attention
 // (one tile of 16 queries reads each key once); shorter ones, decodes above all, keep the
