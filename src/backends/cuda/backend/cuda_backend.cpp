@@ -68,7 +68,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.act = w.arena.get<bf16>(Tm * wide);
   w.moe_act = w.arena.get<bf16>(Tm * K * c.moe_intermediate_size);
   w.shared_act = w.arena.get<bf16>(Tm * std::max<int64_t>(c.shared_expert_intermediate_size, 8));
-  w.moe_y = w.arena.get<bf16>(std::min<int64_t>(Tm, kMoePerSlotCap) * (K + 1) * c.hidden_size);
+  w.moe_y = w.arena.get<bf16>(std::min<int64_t>(Tm, kMoePerSlotMaxTokensNvfp4) * (K + 1) * c.hidden_size);
   w.logit_x = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * H);
   w.router_logits = w.arena.get<float>(Tm * c.n_routed_experts);
   w.topk_w = w.arena.get<float>(Tm * K);

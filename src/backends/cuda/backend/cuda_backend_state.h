@@ -19,10 +19,11 @@
 namespace striker::cuda {
 
 constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are streamed by GEMV kernels
-// A/B (session 35): the MoE of steps up to moe_per_slot_max_tokens() tokens (8 .. kMoePerSlotCap) runs on the
-// per-slot decode kernels; STRIKER_AB_PERSLOT_MAX sets it (default kGemvMaxTokens).
-constexpr int kMoePerSlotCap = 64;
-int moe_per_slot_max_tokens();
+// NVFP4 experts (with an NVFP4 shared expert) run on the per-slot decode kernels (nvfp4_moe.h) up to this many
+// tokens, on the grouped ones (moe_grouped.h) above. Measured (docs/performance.md, thirty-fifth session; H100,
+// 1K context, device ms): 9 sequences 6.10 -> 5.21, 16 7.76 -> 7.23, 24 10.10 -> 9.89, but 32 11.29 -> 12.30.
+// BF16 experts per slot lost from 12 tokens (+0.46 ms), so they leave the per-slot kernels above kGemvMaxTokens.
+constexpr int kMoePerSlotMaxTokensNvfp4 = 24;
 // Sequences with at least this many queries in a step take the tensor-core prefill attention
 // (one tile of 16 queries reads each key once); shorter ones, decodes above all, keep the
 // split-KV decode kernel, which spreads one query's long context over many CTAs.
@@ -52,7 +53,7 @@ struct CudaBackend::Workspace {
   DeviceArena arena;
   LtGemm lt;
   bf16 *h, *x, *qkv, *q, *attn, *tmp, *gate, *up, *act, *moe_act, *shared_act, *logit_x, *logits_bf16;
-  bf16* moe_y = nullptr;  // decode steps: each slot's down output [kGemvMaxTokens·(K+1), H] (moe.h)
+  bf16* moe_y = nullptr;  // per-slot steps: each slot's down output [T·(K+1), H] (moe.h)
   float *router_logits, *topk_w, *logits, *inv_freq;
   int32_t* topk_ids;
   // The decode router's exchange words (router.h, kRouterSyncWords): zero between launches.

@@ -2,7 +2,8 @@
 // (FLINT.md §4). The router always runs first; up to 8 tokens it normalises h itself (router_topk
 // with an input norm: one launch, the norm included), above that the o_proj residual has already
 // written x = rmsnorm(h) in its own pass (add_rmsnorm); then
-//   decode steps (<= kGemvMaxTokens tokens): kernels that read only the selected experts' rows,
+//   decode steps (<= kGemvMaxTokens tokens; NVFP4 experts up to kMoePerSlotMaxTokensNvfp4, measured
+//     faster than the grouped kernels there): kernels that read only the selected experts' rows,
 //     one slot at a time, BF16 or NVFP4 (moe.h, nvfp4_moe.h), with the shared expert fused in when
 //     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
 //     tiles (docs/performance.md, "MoE at 2-8 decode tokens"); from 2 tokens on the down
@@ -23,18 +24,7 @@
 #include "backends/cuda/moe/router.h"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 
-#include <algorithm>
-#include <cstdlib>
-
 namespace striker::cuda {
-
-int moe_per_slot_max_tokens() {
-  static const int n = [] {
-    const char* e = std::getenv("STRIKER_AB_PERSLOT_MAX");
-    return e != nullptr ? std::clamp(std::atoi(e), kGemvMaxTokens, kMoePerSlotCap) : kGemvMaxTokens;
-  }();
-  return n;
-}
 
 void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const FlintConfig& c = model_.config;
@@ -45,9 +35,10 @@ void CudaBackend::moe(const DeviceLayer& L, int T, const float* next_norm) {
   const bool x_ready = T > kGemvMaxTokens;  // the o_proj residual wrote x (flint_forward.cpp)
   router_topk(x_ready ? w.x : w.h, T, rs, L.router_bf16, L.router_f32, L.router_bias, w.router_logits,
               w.router_counter, w.topk_ids, w.topk_w, stream_, x_ready ? nullptr : &post_norm, &w.lt);
-  // (A/B) A BF16 shared expert beside NVFP4 experts runs on the GEMV kernels: per slot only up to 8 tokens.
-  const bool per_slot = T <= kGemvMaxTokens ||
-                        (T <= moe_per_slot_max_tokens() && !(L.nv_exp_gate.present() && L.sh_gate != nullptr));
+  // NVFP4 experts stay per slot up to kMoePerSlotMaxTokensNvfp4 tokens (a BF16 shared expert beside them runs on
+  // the GEMV kernels, which take at most kGemvMaxTokens).
+  const bool per_slot = T <= kGemvMaxTokens || (L.nv_exp_gate.present() && L.sh_gate == nullptr &&
+                                                T <= kMoePerSlotMaxTokensNvfp4);
   if (!per_slot) moe_batched(L, T, next_norm);
   else if (L.nv_exp_gate.present()) moe_decode_nvfp4(L, T, next_norm);
   else moe_decode_bf16(L, T, next_norm);
