@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Prepared in session 35 (no device time left), to run first in session 36: the shared expert of 2-24 NVFP4
-# tokens as skinny tiles, one grid row per 8 tokens, in the per-slot MoE kernels — patch
-# .gpu_run/s35_shared_skinny.patch (branch s35-shared-skinny).
-# Build: git checkout -b s36ab && git apply .gpu_run/s35_shared_skinny.patch && commit; ninja striker test_cuda_kernels;
+# Prepared in session 35 (no device time left), to run first in session 36, two independent A/Bs in one binary:
+# (a) the shared expert of 2-24 NVFP4 tokens as skinny tiles, one grid row per 8 tokens, in the per-slot MoE
+#     kernels — patch .gpu_run/s35_shared_skinny.patch (branch s35-shared-skinny);
+# (b) the one-launch router at 9-24 tokens on x already normalised by the o_proj residual — patch
+#     .gpu_run/s35_router_plain.patch (branch s35-router-plain), switch STRIKER_AB_ROUTER_SPREAD=N (one launch up
+#     to N tokens; unset = 8 = main).
+# Build: git checkout -b s36ab && git apply .gpu_run/s35_shared_skinny.patch .gpu_run/s35_router_plain.patch &&
+# commit; ninja striker test_cuda_kernels;
 # STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_STRIP=all STRIKER_SHIP_TRACE=1 bash scripts/ship_gpu.sh;
 # carry .gpuwork, unpack into /tmp/c, run from there. ~5 min.
 # STRIKER_AB_SHARED_SKINNY: unset = main (the shared expert one slot per token); 1 = skinny rows first in the grid;
@@ -31,6 +35,15 @@ for rep in 1 2; do
     echo "shared skinny nvfp4 ctx1024 b$b: off $(step nvfp4 1024 $b) first $(STRIKER_AB_SHARED_SKINNY=1 step nvfp4 1024 $b) last $(STRIKER_AB_SHARED_SKINNY=2 step nvfp4 1024 $b)"
   done
   echo "shared skinny nvfp4 ctx8192 b8: off $(step nvfp4 8192 8) first $(STRIKER_AB_SHARED_SKINNY=1 step nvfp4 8192 8) last $(STRIKER_AB_SHARED_SKINNY=2 step nvfp4 8192 8)"
+done
+STRIKER_AB_ROUTER_SPREAD=24 timeout 120 $B/test_cuda_kernels --gtest_filter='CudaRouter*:CudaBackend.Nvfp4*:CudaBackend.Batched*' \
+  > $OUT/tests_router.txt 2>&1
+echo "router tests rc=$? $(grep -E '^\[  PASSED|^\[  FAILED' $OUT/tests_router.txt | tr '\n' ' ')"
+grep -E '^\[  FAILED' $OUT/tests_router.txt | head
+for rep in 1 2; do
+  for cb in "nvfp4 9" "nvfp4 16" "nvfp4 24" "bf16 9" "bf16 16"; do set -- $cb
+    echo "router one launch $1 ctx1024 b$2: two launches $(step $1 1024 $2) one $(STRIKER_AB_ROUTER_SPREAD=24 step $1 1024 $2)"
+  done
 done
 # Timelines of the 16-sequence step, off and first (where the shared rows' time went).
 for ab in 0 1; do
