@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepared in session 35 (no device time left), to run first in session 36, two independent A/Bs in one binary:
 # (a) the shared expert of 2-24 NVFP4 tokens as skinny tiles, one grid row per 8 tokens, in the per-slot MoE
-#     kernels — patch .gpu_run/s35_shared_skinny.patch (branch s35-shared-skinny);
+#     kernels, and STRIKER_AB_PERSLOT_NVFP4_MAX (overrides kMoePerSlotMaxTokensNvfp4 = 24, up to 48) for the
+#     crossover — patch .gpu_run/s35_shared_skinny.patch (branch s35-shared-skinny-v2);
 # (b) the one-launch router at 9-24 tokens on x already normalised by the o_proj residual — patch
 #     .gpu_run/s35_router_plain.patch (branch s35-router-plain), switch STRIKER_AB_ROUTER_SPREAD=N (one launch up
 #     to N tokens; unset = 8 = main).
@@ -35,6 +36,12 @@ for rep in 1 2; do
     echo "shared skinny nvfp4 ctx1024 b$b: off $(step nvfp4 1024 $b) first $(STRIKER_AB_SHARED_SKINNY=1 step nvfp4 1024 $b) last $(STRIKER_AB_SHARED_SKINNY=2 step nvfp4 1024 $b)"
   done
   echo "shared skinny nvfp4 ctx8192 b8: off $(step nvfp4 8192 8) first $(STRIKER_AB_SHARED_SKINNY=1 step nvfp4 8192 8) last $(STRIKER_AB_SHARED_SKINNY=2 step nvfp4 8192 8)"
+done
+# Where NVFP4 should leave the per-slot kernels with the shared rows skinny (main: after 24 tokens).
+for rep in 1 2; do
+  for b in 24 28 32; do
+    echo "crossover nvfp4 ctx1024 b$b: main $(step nvfp4 1024 $b) per-slot to 32 $(STRIKER_AB_PERSLOT_NVFP4_MAX=32 step nvfp4 1024 $b) + skinny first $(STRIKER_AB_PERSLOT_NVFP4_MAX=32 STRIKER_AB_SHARED_SKINNY=1 step nvfp4 1024 $b)"
+  done
 done
 STRIKER_AB_ROUTER_SPREAD=24 timeout 120 $B/test_cuda_kernels --gtest_filter='CudaRouter*:CudaBackend.Nvfp4*:CudaBackend.Batched*' \
   > $OUT/tests_router.txt 2>&1
