@@ -107,7 +107,7 @@ void CudaBackend::moe_batched(const DeviceLayer& L, int T, const float* next_nor
   // Batched decode (up to kMoeSharedTileMaxTokens tokens): the shared expert as expert E of the grouped
   // kernels — its rows sorted in after the routed ones, its tiles beside theirs — where it has their
   // format and width; else its own launches below.
-  const bool in_tiles = shared && !wgmma && T <= kMoeSharedTileMaxTokens && Is == I &&
+  const bool in_tiles = !wgmma && T <= kMoeSharedTileMaxTokens && Is == I &&
                         (nv ? L.nv_sh_gate.present() : L.sh_gate != nullptr);
   const Nvfp4Shared nsh{L.nv_sh_gate.matrix(), L.nv_sh_up.matrix(), L.nv_sh_down.matrix(), L.nv_sh_gate.scale2.s[0],
                         L.nv_sh_up.scale2.s[0], L.nv_sh_down.scale2.s[0], Is};
