@@ -310,8 +310,8 @@ TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
 }
 
 // Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):
-// every token's act, shared_act and h must equal, bit for bit, the same token run alone, and h must
-// match moe_float_ref; outputs NaN-poisoned first; routings uniform, skewed (experts shared between
+// every token's act (and below kNvfp4MoeSharedSkinnyMinTokens its shared_act and h) must equal, bit
+// for bit, the same token run alone, and h must match moe_float_ref; outputs NaN-poisoned first; routings uniform, skewed (experts shared between
 // tokens) and identical (all tokens on 6 experts).
 TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
   std::mt19937 rng(206);
@@ -346,7 +346,10 @@ TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
       const auto tw = random_f32(rng, ids.size(), 0.4f, 0.2f);
       const auto x = random_bf16(rng, size_t(T) * H);
       const auto h0 = random_bf16(rng, size_t(T) * H);
-      const DecodeMoeOut got = expect_step_matches_one_token_steps(run, T, H, K, x, ids, tw, h0, where);
+      // From kNvfp4MoeSharedSkinnyMinTokens the shared expert has the dense skinny GEMMs' bits
+      // (CudaNvfp4.SelectedExpertsMoeOfTTokensHasOneTokenRoutedBitsAndSkinnySharedBits), not one token's.
+      const DecodeMoeOut got =
+          expect_step_matches_one_token_steps(run, T, H, K, x, ids, tw, h0, where, !nvfp4_moe_shared_skinny(T));
       std::vector<bf16> h_ref = h0;
       moe_float_ref(x, T, H, I, Is, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
       const auto ch = compare(got.h, h_ref, 2 * kBf16Rtol, kBf16Atol);

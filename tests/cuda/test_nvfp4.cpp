@@ -470,49 +470,70 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   }
 }
 
-// A T-token MoE step (the slot kernels and the combine) gives each token the bits of a one-token
-// step (the one-token down kernel) — the tensor-core sums run the same warp computation per slot.
-TEST(CudaNvfp4, SelectedExpertsMoeOfTTokensHasTheBitsOfOneTokenSteps) {
+// A T-token MoE step (the slot kernels and the combine) gives each token the routed experts' bits of
+// a one-token step (the one-token down kernel: the tensor-core sums run the same warp computation per
+// slot). The shared expert: below kNvfp4MoeSharedSkinnyMinTokens one slot per token, the one-token bits
+// too; from there the bits of the dense skinny GEMMs of all T tokens (nvfp4_gemv_gate_up, then
+// nvfp4_gemv of its output), its tiles one grid row per 8 tokens (nvfp4_moe_shared_skinny). With the
+// shared expert per token slot at 3+ tokens (session 35's main) the shared part would have the
+// one-token bits and this test would fail.
+TEST(CudaNvfp4, SelectedExpertsMoeOfTTokensHasOneTokenRoutedBitsAndSkinnySharedBits) {
   std::mt19937 rng(65);
-  const int E = 16, H = 2048, I = 512, K = 6, T = 5;
-  auto x = random_bf16(rng, size_t(T) * H), h0 = random_bf16(rng, size_t(T) * H);
+  const int E = 16, H = 2048, I = 512, K = 6;
+  const float s2g = 0.009f, s2u = 0.013f, s2d = 0.004f;
   auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
   auto d = random_nvfp4(rng, int64_t(E) * H, I);
   auto sg = random_nvfp4(rng, I, H), su = random_nvfp4(rng, I, H), sdn = random_nvfp4(rng, H, I);
-  std::vector<float> s2(E, 0.01f), tw;
-  std::vector<int32_t> ids;
-  random_topk(rng, T, K, E, ids, tw);
   DeviceNvfp4Matrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
-  DeviceBuffer<float> d_s2(s2), d_tw(tw);
-  DeviceBuffer<int32_t> d_ids(ids);
-  const Nvfp4Shared sh{dsg.view(), dsu.view(), dsd.view(), 0.009f, 0.013f, 0.004f, I};
+  std::vector<float> s2(E, 0.01f);
+  DeviceBuffer<float> d_s2(s2);
+  const Nvfp4Shared sh{dsg.view(), dsu.view(), dsd.view(), s2g, s2u, s2d, I};
   const Nvfp4Stack gs{dg.view(), d_s2.get()}, us{du.view(), d_s2.get()}, ds{dd.view(), d_s2.get()};
-  auto run = [&](int t0, int n) {  // tokens t0..t0+n-1 as one step of n tokens
-    DeviceBuffer<bf16> d_x(std::vector<bf16>(x.begin() + t0 * H, x.begin() + (t0 + n) * H));
-    DeviceBuffer<bf16> d_h(std::vector<bf16>(h0.begin() + t0 * H, h0.begin() + (t0 + n) * H));
-    DeviceBuffer<int32_t> d_id(std::vector<int32_t>(ids.begin() + t0 * K, ids.begin() + (t0 + n) * K));
-    DeviceBuffer<float> d_w(std::vector<float>(tw.begin() + t0 * K, tw.begin() + (t0 + n) * K));
-    DeviceBuffer<bf16> d_act(size_t(n) * K * I), d_sact(size_t(n) * I), d_y(size_t(n) * (K + 1) * H);
-    d_act.poison();
+  for (int T : {2, 3, 5, 8, 13, 28}) {
+    SCOPED_TRACE("T=" + std::to_string(T));
+    const bool skinny = T >= kNvfp4MoeSharedSkinnyMinTokens;
+    auto x = random_bf16(rng, size_t(T) * H), h0 = random_bf16(rng, size_t(T) * H);
+    std::vector<float> tw;
+    std::vector<int32_t> ids;
+    random_topk(rng, T, K, E, ids, tw);
+    // tokens t0..t0+n-1 as one step of n tokens; y_shared: the shared expert's output given as a
+    // bf16 vector (then the step runs the routed experts only), else the shared expert fused.
+    auto run = [&](int t0, int n, const bf16* y_shared) {
+      DeviceBuffer<bf16> d_x(std::vector<bf16>(x.begin() + t0 * H, x.begin() + (t0 + n) * H));
+      DeviceBuffer<bf16> d_h(std::vector<bf16>(h0.begin() + t0 * H, h0.begin() + (t0 + n) * H));
+      DeviceBuffer<int32_t> d_id(std::vector<int32_t>(ids.begin() + t0 * K, ids.begin() + (t0 + n) * K));
+      DeviceBuffer<float> d_w(std::vector<float>(tw.begin() + t0 * K, tw.begin() + (t0 + n) * K));
+      DeviceBuffer<bf16> d_act(size_t(n) * K * I), d_sact(size_t(n) * I), d_y(size_t(n) * (K + 1) * H);
+      d_act.poison();
+      d_sact.poison();
+      d_y.poison();
+      const Nvfp4Shared* fused = y_shared == nullptr ? &sh : nullptr;
+      bf16* sact = y_shared == nullptr ? d_sact.get() : nullptr;
+      nvfp4_moe_gate_up(d_x.get(), n, H, gs, us, I, d_id.get(), K, d_act.get(), fused, sact, nullptr);
+      nvfp4_moe_down_combine(d_act.get(), n, K, ds, I, H, d_id.get(), d_w.get(), fused, sact, y_shared, d_h.get(),
+                             nullptr, d_y.get());
+      return d_h.download();
+    };
+    const auto batched = run(0, T, nullptr);
+    // The shared expert of the T tokens by the dense skinny kernels (the reference from 3 tokens).
+    DeviceBuffer<bf16> d_x(x), d_sact(size_t(T) * I), d_ysh(size_t(T) * H);
     d_sact.poison();
-    d_y.poison();
-    nvfp4_moe_gate_up(d_x.get(), n, H, gs, us, I, d_id.get(), K, d_act.get(), &sh, d_sact.get(), nullptr);
-    nvfp4_moe_down_combine(d_act.get(), n, K, ds, I, H, d_id.get(), d_w.get(), &sh, d_sact.get(), nullptr, d_h.get(),
-                           nullptr, d_y.get());
-    return d_h.download();
-  };
-  const auto batched = run(0, T);
-  size_t bad = 0, nan = 0;
-  for (int t = 0; t < T; ++t) {
-    const auto one = run(t, 1);
-    for (int o = 0; o < H; ++o) {
-      const bf16 a = batched[size_t(t) * H + size_t(o)], b = one[size_t(o)];
-      bad += a.bits != b.bits;
-      nan += std::isnan(bf16_to_float(a));
+    d_ysh.poison();
+    nvfp4_gemv_gate_up(d_x.get(), T, H, dsg.view(), s2g, dsu.view(), s2u, I, d_sact.get(), nullptr);
+    nvfp4_gemv(d_sact.get(), T, I, dsd.view(), RowScale2::uniform(s2d), H, d_ysh.get(), nullptr);
+    size_t bad = 0, nan = 0;
+    for (int t = 0; t < T; ++t) {
+      const auto one = run(t, 1, skinny ? d_ysh.get() + int64_t(t) * H : nullptr);
+      for (int o = 0; o < H; ++o) {
+        const bf16 a = batched[size_t(t) * H + size_t(o)], b = one[size_t(o)];
+        bad += a.bits != b.bits;
+        nan += std::isnan(bf16_to_float(a));
+      }
     }
+    EXPECT_EQ(bad, 0u) << "values of a " << T << "-token step differ from one-token routed steps + the "
+                       << (skinny ? "skinny" : "one-token") << " shared expert";
+    EXPECT_EQ(nan, 0u);
   }
-  EXPECT_EQ(bad, 0u) << "values of a " << T << "-token step differ from one-token steps";
-  EXPECT_EQ(nan, 0u);
 }
 
 TEST(CudaNvfp4, RandomFillHasTheRequestedStatistics) {

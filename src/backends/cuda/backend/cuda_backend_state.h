@@ -22,8 +22,10 @@ constexpr int kGemvMaxTokens = 8;  // up to this many tokens the weights are str
 // NVFP4 experts (with an NVFP4 shared expert) run on the per-slot decode kernels (nvfp4_moe.h) up to this many
 // tokens, on the grouped ones (moe_grouped.h) above. Measured (docs/performance.md, thirty-fifth session; H100,
 // 1K context, device ms): 9 sequences 6.10 -> 5.21, 16 7.76 -> 7.23, 24 10.10 -> 9.89, but 32 11.29 -> 12.30.
+// With the shared expert as skinny tiles (nvfp4_moe_shared_skinny, thirty-sixth session) the crossover moved:
+// 28 sequences 10.64 -> 10.24, 32 11.23 -> 11.36.
 // BF16 experts per slot lost from 12 tokens (+0.46 ms), so they leave the per-slot kernels above kGemvMaxTokens.
-constexpr int kMoePerSlotMaxTokensNvfp4 = 24;
+constexpr int kMoePerSlotMaxTokensNvfp4 = 28;
 // Sequences with at least this many queries in a step take the tensor-core prefill attention
 // (one tile of 16 queries reads each key once); shorter ones, decodes above all, keep the
 // split-KV decode kernel, which spreads one query's long context over many CTAs.

@@ -5,7 +5,8 @@
 //   decode steps (<= kGemvMaxTokens tokens; NVFP4 experts up to kMoePerSlotMaxTokensNvfp4, measured
 //     faster than the grouped kernels there): kernels that read only the selected experts' rows,
 //     one slot at a time, BF16 or NVFP4 (moe.h, nvfp4_moe.h), with the shared expert fused in when
-//     it has the experts' format — measured faster than sorting 2-8 tokens' slots into expert
+//     it has the experts' format (NVFP4 from 3 tokens as skinny tiles, one per 8 tokens:
+//     nvfp4_moe_shared_skinny) — measured faster than sorting 2-8 tokens' slots into expert
 //     tiles (docs/performance.md, "MoE at 2-8 decode tokens"); from 2 tokens on the down
 //     projection runs slot by slot into w.moe_y and a combine kernel forms h (one launch more,
 //     docs/performance.md "Eighth session") and, one CTA per row, the next layer's x = rmsnorm(h)

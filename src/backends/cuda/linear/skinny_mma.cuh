@@ -48,13 +48,13 @@ struct SkinnyTokens {
   int x_row;     // activation row of this lane group's token (groups past nt repeat the last)
 };
 
-// Token group n of the NG groups of 8 a CTA takes (grid.y over groups of 8·NG). A group past T
-// (the last CTA's second group, T % 16 <= 8) has nt = 0 and repeats the step's last token: computed,
-// never stored.
+// Token group n of the NG groups of 8 that CTA row y takes (grid.y over groups of 8·NG). A group
+// past T (the last CTA's second group, T % 16 <= 8) has nt = 0 and repeats the step's last token:
+// computed, never stored.
 template <int NG = 1>
-__device__ __forceinline__ SkinnyTokens skinny_tokens(int T, int g, int n = 0) {
+__device__ __forceinline__ SkinnyTokens skinny_tokens(int T, int g, int n = 0, int y = int(blockIdx.y)) {
   SkinnyTokens w;
-  const int t0 = (int(blockIdx.y) * NG + n) * kSkinnyTokens;
+  const int t0 = (y * NG + n) * kSkinnyTokens;
   w.nt = NG == 1 ? min(kSkinnyTokens, T - t0) : max(0, min(kSkinnyTokens, T - t0));
   w.out_row0 = t0;
   w.x_row = w.nt > 0 ? t0 + min(g, w.nt - 1) : T - 1;

@@ -7,12 +7,14 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
+#include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 
 namespace striker::cuda {
 namespace {
 
 constexpr int kWarps = 8;
+static_assert(kWarps == kSkinnyWarps, "the shared expert's skinny CTAs run in the gate/up kernel's CTAs");
 constexpr int kMaxTopK = 8;
 
 // Pointers to row `row` of expert `e` in a stack of [E, rows, in] weights.
@@ -32,14 +34,27 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // 132 SMs instead of two. kPf: each routed CTA also requests its share (1/gridDim.x) of its expert's
 // down rows into L2 right after its own weights, so the down kernel's dependent loads of those rows
 // come from L2 (NVFP4 8K step -0.012 ms, batch 8 -0.05: eighteenth session).
-template <bool kPf = false>
+// kSharedS > 0 (nvfp4_moe_shared_skinny): the shared expert is the first `shared_groups` rows of CTAs,
+// row j for tokens 8j..8j+7, skinny GateUp tiles split kSharedS ways over k (nvfp4_skinny_cta, the
+// dense gate/up's bits), so its weights are decoded once per 8 tokens instead of once per token; the
+// routed slots take the rows after them.
+template <bool kPf = false, int kSharedS = 0>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
-                             bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down) {
+                             bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down, int shared_groups) {
   pdl_launch_dependents();  // see launch.cuh
+  int slot = blockIdx.y;
+  if constexpr (kSharedS > 0) {
+    if (slot < shared_groups) {  // gate's scale2 at 0, up's at 1 (skinny_store)
+      const RowScale2 s2{1, 2, {sh.s2_gate, sh.s2_up, sh.s2_up}};
+      nvfp4_skinny_cta<kSharedS, 4, SkinnyTile::GateUp, GemvOut::Store, 1>(x, hidden, sh.gate, sh.up, sh.inter,
+                                                                          shared_act, T, s2, slot);
+      return;
+    }
+    slot -= shared_groups;  // a routed slot after the shared rows
+  }
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
-  const int slot = blockIdx.y;
   const bool shared = slot >= T * K;
   const int rows = shared ? sh.inter : inter;
   if (o0 >= rows) return;
@@ -179,11 +194,26 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
                 " slots exceed one launch (65535); split the batch");
   const Nvfp4Shared sh = has_shared ? *shared : Nvfp4Shared{};
   const int rows = std::max(inter, has_shared ? sh.inter : 0);
-  const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-  launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
-             dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x), T, hidden, gate, up, inter, topk_ids, K,
-             reinterpret_cast<bf16_t*>(act), sh, reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr),
-             prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{});
+  const auto* xd = reinterpret_cast<const bf16_t*>(x);
+  auto* ad = reinterpret_cast<bf16_t*>(act);
+  auto* sd = reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr);
+  const Nvfp4Matrix pf = prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{};
+  if (has_shared && nvfp4_moe_shared_skinny(T)) {
+    const int S = skinny_split((hidden + 127) / 128, 4);  // the dense gate/up's split
+    const int gx = std::max((rows + 2 * kWarps - 1) / (2 * kWarps),
+                            int(skinny_grid<SkinnyTile::GateUp>(sh.inter, S, T).x));
+    const int groups = nvfp4_moe_shared_groups(T);
+    const dim3 grid(unsigned(gx), unsigned(T * K + groups));
+    skinny_dispatch<false>(S, false, [&](auto s, auto) {
+      constexpr int kS = decltype(s)::value;
+      launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true, kS> : nvfp4_moe_gate_up_kernel<false, kS>,
+                 grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd, pf, groups);
+    });
+  } else {
+    const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
+    launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
+               dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd, pf, 0);
+  }
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }
 

@@ -26,6 +26,20 @@ struct Nvfp4Shared {
   int inter = 0;
 };
 
+// From kNvfp4MoeSharedSkinnyMinTokens to kNvfp4MoeSharedSkinnyMaxTokens tokens the shared expert's
+// gate/up and down run as skinny tiles for all T tokens, one grid row per group of 8 tokens (the dense
+// decode GEMMs' warp computation and bits, nvfp4_skinny.cuh), in the first grid rows, ahead of the
+// routed slots; its codes are decoded once per token group instead of once per token. Fewer tokens
+// keep one shared slot per token (the one-token kernels' bits). Session 36 (H100, 1K context, device
+// ms): 4 sequences 3.29 -> 3.22, 8 4.64 -> 4.44, 16 7.32 -> 6.83, 24 9.81 -> 9.14; 2 sequences lost
+// (2.69 -> 2.71); shared rows after the routed slots won less (16: 7.01).
+constexpr int kNvfp4MoeSharedSkinnyMinTokens = 3;
+constexpr int kNvfp4MoeSharedSkinnyMaxTokens = 64;
+inline bool nvfp4_moe_shared_skinny(int T) {
+  return T >= kNvfp4MoeSharedSkinnyMinTokens && T <= kNvfp4MoeSharedSkinnyMaxTokens;
+}
+inline int nvfp4_moe_shared_groups(int T) { return (T + 7) / 8; }
+
 // act[t*K+k] = bf16(bf16(g·sigmoid(g))·u) of expert ids[t*K+k] on token t (act [T*K, I]); with
 // `shared` and shared_act non-null, also shared_act [T, shared->inter] in the same launch. With
 // prefetch_down (the down stack, [E, hidden, inter]), the CTAs also request the selected experts' down

@@ -19,6 +19,7 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
+#include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 
 namespace striker::cuda {
 namespace {
@@ -134,19 +135,50 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
   }
 }
 
-// grid (hidden / 64, T·K [+ T]): 4 warps of 16 rows of one slot each, the one-token kernel's warp
-// computation; y[s] = bf16(scale2_e·sum) for routed slot s, and for the shared expert's slots T·K + t
-// bf16(s2_down·sum) — the values that kernel rounds before its combine.
+// grid (hidden / 64, T·K [+ T, or + groups]): 4 warps of 16 rows of one slot each, the one-token
+// kernel's warp computation; y[s] = bf16(scale2_e·sum) for routed slot s, and for the shared expert's
+// slots T·K + t bf16(s2_down·sum) — the values that kernel rounds before its combine. With
+// shared_groups > 0 (nvfp4_moe_shared_skinny), the first shared_groups grid rows are the shared expert
+// of tokens 8j..8j+7 (row j): each warp a 16-row skinny Gemv tile over the whole inter (the dense
+// skinny GEMV's MMAs in its order, split 1: its bits), so the shared rows are decoded once per 8 tokens;
+// the routed slots take the rows after them, in order.
 constexpr int kSlotWarps = 4;
+
+__device__ __forceinline__ void shared_down_token_group(const MmaRows& r, const bf16_t* __restrict__ shared_act,
+                                                        int T, int group, const Nvfp4Shared& sh, int o0, int hidden,
+                                                        bf16_t* __restrict__ ys) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int in = sh.inter, steps = (in + 127) / 128;
+  const SkinnyTokens wk = skinny_tokens<1>(T, g, 0, group);  // lanes past the group's tokens repeat its last
+  const bf16_t* xg = shared_act + int64_t(wk.x_row) * in + t * 32;  // lane group g's token
+  SkinnyAcc acc[1];
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (u < steps) {
+      const bf16_t* xs[1] = {xg + u * 128};
+      nvfp4_skinny_step<1>(r.qt[u], r.st[u], r.qb[u], r.sb[u], xs, u * 128 + t * 32 < in, acc);
+    }
+  const float s2 = sh.s2_down * kNvfp4PairUnscale;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {  // c[.][j]: row g (j < 2) or g + 8, token 2t + (j & 1)
+    const int o = o0 + g + (j >= 2 ? 8 : 0), tok = wk.out_row0 + 2 * t + (j & 1);
+    // 0.f + ...: skinny_store's sum over its one split, the same value (and sign of zero)
+    if (2 * t + (j & 1) < wk.nt && o < hidden)
+      ys[int64_t(tok) * hidden + o] = __float2bfloat16_rn(round_bf16((0.f + (acc[0].c[0][j] + acc[0].c[1][j])) * s2));
+  }
+}
 
 __global__ void __launch_bounds__(kSlotWarps * 32)
     nvfp4_moe_down_slots_mma_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter,
                                     int hidden, const int32_t* __restrict__ ids, Nvfp4Shared sh,
-                                    const bf16_t* __restrict__ shared_act, bf16_t* __restrict__ y) {
+                                    const bf16_t* __restrict__ shared_act, int shared_groups,
+                                    bf16_t* __restrict__ y) {
   pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int s = blockIdx.y;
-  const bool shared = s >= T * K;
+  // Grid rows below shared_groups are the shared expert's token groups (nvfp4_moe_shared_skinny).
+  const int group = int(blockIdx.y) < shared_groups ? int(blockIdx.y) : -1;
+  const int s = int(blockIdx.y) - shared_groups;  // the slot of the other rows
+  const bool shared = group >= 0 || s >= T * K;
   const int o0 = (blockIdx.x * kSlotWarps + warp) * 16;
   if (o0 >= hidden) return;  // warp-uniform
   const int in = shared ? sh.inter : inter;
@@ -160,6 +192,10 @@ __global__ void __launch_bounds__(kSlotWarps * 32)
     load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
               sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
     pdl_wait();  // shared_act comes from the gate/up kernel
+    if (group >= 0) {
+      shared_down_token_group(r, shared_act, T, group, sh, o0, hidden, y + int64_t(T) * K * hidden);
+      return;
+    }
     s2 = sh.s2_down;
     xa = shared_act + int64_t(s - T * K) * sh.inter;
   } else {
@@ -210,11 +246,12 @@ void launch_nvfp4_moe_down_slots_mma(const bf16* act, int T, int K, Nvfp4Stack d
                                      bf16* y, cudaStream_t stream) {
   const bool fused = shared != nullptr && shared_act != nullptr;
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
-  const int slots = T * K + (fused ? T : 0);
+  const int groups = fused && nvfp4_moe_shared_skinny(T) ? nvfp4_moe_shared_groups(T) : 0;
+  const int slots = T * K + (groups > 0 ? groups : fused ? T : 0);
   const dim3 grid(unsigned((hidden + 16 * kSlotWarps - 1) / (16 * kSlotWarps)), unsigned(slots));
   launch_pdl(nvfp4_moe_down_slots_mma_kernel, grid, dim3(kSlotWarps * 32), 0, stream,
              reinterpret_cast<const bf16_t*>(act), T, K, down, inter, hidden, topk_ids, sh,
-             reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr), reinterpret_cast<bf16_t*>(y));
+             reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr), groups, reinterpret_cast<bf16_t*>(y));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots_mma");
 }
 

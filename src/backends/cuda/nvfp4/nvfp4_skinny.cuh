@@ -1,5 +1,6 @@
 // The NVFP4 skinny kernel (skinny_mma.cuh) and its launcher, shared by the dense decode GEMVs
-// (nvfp4_gemv.cu).
+// (nvfp4_gemv.cu); its tile and step functions also serve the MoE's shared expert of a per-slot step
+// (nvfp4_moe_shared_skinny: nvfp4_moe.cu, nvfp4_moe_mma.cu).
 #pragma once
 #include "backends/cuda/linear/skinny_mma.cuh"
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
@@ -13,16 +14,38 @@ namespace striker::cuda {
 // 8 MMAs; 2^8 and scale2 are applied to the fp32 sum before the bf16 rounding (skinny_store). The
 // weight pairs come out of the decoder as (j, j + 4) of a code word, so the activations are paired
 // the same way (act_pair_bf16).
-// W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
-// gate's scale2 at 0 and up's at 1 (GateUp). The weights are requested before griddepcontrol.wait.
-// NG groups of 8 tokens per CTA: every decoded weight fragment feeds NG MMAs, one per group; an MMA
-// column does not depend on the others, so each group's bits are those of a CTA of its own.
+
+// One 128-weight step of a lane: the four code words of its chunk of rows top and bottom (scale_t /
+// scale_b: the chunk's two scale bytes each), 8 MMAs per token group; x[n] = token group n's
+// activations at this lane's chunk of the step. Every skinny NVFP4 tile runs these MMAs in this order.
+template <int NG>
+__device__ __forceinline__ void nvfp4_skinny_step(const uint4& qt, uint32_t scale_t, const uint4& qb,
+                                                  uint32_t scale_b, const bf16_t* const (&x)[NG], bool live,
+                                                  SkinnyAcc (&acc)[NG]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
+    uint4 xq[NG];
+#pragma unroll
+    for (int n = 0; n < NG; ++n) xq[n] = live ? load_cached(x[n] + i * 8) : make_uint4(0, 0, 0, 0);
+    const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t >> (8 * (i / 2))) & 0xFFu);
+    const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b >> (8 * (i / 2))) & 0xFFu);
+    uint32_t f0[4], f1[4];
+    code_word_fragments(code_word(qt, i), at, code_word(qb, i), ab, f0, f1);
+#pragma unroll
+    for (int n = 0; n < NG; ++n) {
+      mma_m16n8k16(acc[n].c[0], f0, act_pair_bf16(xq[n], 0), act_pair_bf16(xq[n], 1));
+      mma_m16n8k16(acc[n].c[1], f1, act_pair_bf16(xq[n], 2), act_pair_bf16(xq[n], 3));
+    }
+  }
+}
+
+// The work of one skinny CTA (kSkinnyWarps warps): its tiles of grid column blockIdx.x for the token
+// groups of CTA row y. The weights are requested before griddepcontrol.wait. Also the shared-expert
+// CTAs of the per-slot MoE gate/up kernel (nvfp4_moe.cu), CTA row y for token group y.
 template <int S, int U, SkinnyTile K, GemvOut M, int NG>
-__global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
-    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
-                        int T, RowScale2 s2) {
+__device__ __forceinline__ void nvfp4_skinny_cta(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0,
+                                                 Nvfp4Matrix W1, int rows, void* out, int T, RowScale2 s2, int y) {
   static_assert(NG == 1 || NG == 2, "one or two MMA column groups of 8 tokens per CTA");
-  pdl_launch_dependents();  // see launch.cuh
   const SkinnyLane l = skinny_lane<S, K>(rows, (in_ + 127) / 128);
   const int t = l.t, s0 = l.s0, s1 = l.s1;
   const uint8_t* ct = W0.codes + int64_t(l.top) * (in_ / 2) + t * 16;
@@ -32,7 +55,7 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
   const bf16_t* xg[NG];
 #pragma unroll
   for (int n = 0; n < NG; ++n)
-    xg[n] = x + int64_t(skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n).x_row) * in_ + t * 32;
+    xg[n] = x + int64_t(skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n, y).x_row) * in_ + t * 32;
   uint4 qt[U], qb[U];
   uint32_t scale_t[U], scale_b[U];
   // in % 64 == 0: a lane's 32-weight chunk is wholly inside the row or wholly past it (then zeros).
@@ -52,22 +75,10 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
     for (int u = 0; u < U; ++u) {
       if (s + u < s1) {  // warp-uniform: the MMAs run on converged warps
         const bool live = (s + u) * 128 + t * 32 < in_;
+        const bf16_t* xs[NG];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
-          uint4 xq[NG];
-#pragma unroll
-          for (int n = 0; n < NG; ++n)
-            xq[n] = live ? load_cached(xg[n] + int64_t(s + u) * 128 + i * 8) : make_uint4(0, 0, 0, 0);
-          const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t[u] >> (8 * (i / 2))) & 0xFFu);
-          const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b[u] >> (8 * (i / 2))) & 0xFFu);
-          uint32_t f0[4], f1[4];
-          code_word_fragments(code_word(qt[u], i), at, code_word(qb[u], i), ab, f0, f1);
-#pragma unroll
-          for (int n = 0; n < NG; ++n) {
-            mma_m16n8k16(acc[n].c[0], f0, act_pair_bf16(xq[n], 0), act_pair_bf16(xq[n], 1));
-            mma_m16n8k16(acc[n].c[1], f1, act_pair_bf16(xq[n], 2), act_pair_bf16(xq[n], 3));
-          }
-        }
+        for (int n = 0; n < NG; ++n) xs[n] = xg[n] + int64_t(s + u) * 128;
+        nvfp4_skinny_step<NG>(qt[u], scale_t[u], qb[u], scale_b[u], xs, live, acc);
         load(u, s + u + U);  // refill the slot just consumed
       }
     }
@@ -76,9 +87,21 @@ __global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
 #pragma unroll
   for (int n = 0; n < NG; ++n) {
     if (n > 0) __syncthreads();  // skinny_store's reduction buffer is reused
-    const SkinnyTokens wk = skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n);
+    const SkinnyTokens wk = skinny_tokens<NG>(T, (threadIdx.x & 31) >> 2, n, y);
     skinny_store<S, K, M>(acc[n], wk.out_row0, wk.nt, rows, scale, out);
   }
+}
+
+// W0/W1: the matrices (gate, up for GateUp); s2: the matrix's scale2 by output row (Gemv), or
+// gate's scale2 at 0 and up's at 1 (GateUp).
+// NG groups of 8 tokens per CTA: every decoded weight fragment feeds NG MMAs, one per group; an MMA
+// column does not depend on the others, so each group's bits are those of a CTA of its own.
+template <int S, int U, SkinnyTile K, GemvOut M, int NG>
+__global__ void __launch_bounds__(kSkinnyWarps * 32, 2)
+    nvfp4_skinny_kernel(const bf16_t* __restrict__ x, int in_, Nvfp4Matrix W0, Nvfp4Matrix W1, int rows, void* out,
+                        int T, RowScale2 s2) {
+  pdl_launch_dependents();  // see launch.cuh
+  nvfp4_skinny_cta<S, U, K, M, NG>(x, in_, W0, W1, rows, out, T, s2, int(blockIdx.y));
 }
 
 // T tokens (2..64 in production: ops_linear.cpp), in one or two groups of 8 per CTA
