@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 36 run 4 (kernel payload, main): the profile the next NVFP4 batch-8 change is predicted from — the
+# Prepared in session 36 (not run: no device time left), for session 37 (kernel payload, main): the profile the next NVFP4 batch-8 change is predicted from — the
 # step's CUPTI timeline (NVFP4 8 x 8K, per kernel share) and ncu's sections for the per-slot MoE gate/up and down
 # kernels of one middle layer of that step (stream launches, each kernel replayed alone).
 set -uo pipefail
