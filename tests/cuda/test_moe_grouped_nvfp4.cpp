@@ -311,8 +311,8 @@ TEST(CudaMoeGroupedNvfp4, RejectsReductionWidthsThatAreNotMultiplesOf64) {
 
 // Decode steps of 2-8 tokens at Flint's expert shape (H 2048, I and the shared expert's width 512):
 // every token's act (and below kNvfp4MoeSharedSkinnyMinTokens its shared_act and h) must equal, bit
-// for bit, the same token run alone, and h must match moe_float_ref; outputs NaN-poisoned first; routings uniform, skewed (experts shared between
-// tokens) and identical (all tokens on 6 experts).
+// for bit, the same token run alone, and h must match moe_float_ref; outputs NaN-poisoned first;
+// routings uniform, skewed (experts shared between tokens) and identical (all tokens on 6 experts).
 TEST(CudaMoeGroupedNvfp4, DecodeStepsAtFlintSizeMatchOneTokenSteps) {
   std::mt19937 rng(206);
   const int E = 16, H = 2048, I = 512, Is = 512, K = 6;

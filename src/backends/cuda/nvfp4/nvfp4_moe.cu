@@ -207,7 +207,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
     skinny_dispatch<false>(S, false, [&](auto s, auto) {
       constexpr int kS = decltype(s)::value;
       launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true, kS> : nvfp4_moe_gate_up_kernel<false, kS>,
-                 grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd, pf, groups);
+                 grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd, pf,
+                 groups);
     });
   } else {
     const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));

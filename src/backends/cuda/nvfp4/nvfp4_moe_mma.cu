@@ -164,7 +164,8 @@ __device__ __forceinline__ void shared_down_token_group(const MmaRows& r, const 
     const int o = o0 + g + (j >= 2 ? 8 : 0), tok = wk.out_row0 + 2 * t + (j & 1);
     // 0.f + ...: skinny_store's sum over its one split, the same value (and sign of zero)
     if (2 * t + (j & 1) < wk.nt && o < hidden)
-      ys[int64_t(tok) * hidden + o] = __float2bfloat16_rn(round_bf16((0.f + (acc[0].c[0][j] + acc[0].c[1][j])) * s2));
+      ys[int64_t(tok) * hidden + o] =
+          __float2bfloat16_rn(round_bf16((0.f + (acc[0].c[0][j] + acc[0].c[1][j])) * s2));
   }
 }
 
