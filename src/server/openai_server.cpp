@@ -16,7 +16,10 @@
 #include "server/web_assets.h"
 
 namespace striker::server {
+
 namespace {
+// This worker thread's current request was counted in unwritten_ and its response is not yet written.
+thread_local bool t_response_unwritten = false;
 
 constexpr const char* kVersion = "0.1.0";
 constexpr size_t kMaxHeaders = 256;
@@ -140,7 +143,7 @@ int OpenAIServer::in_flight() const {
 bool OpenAIServer::wait_idle(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto ctx = context();
-  while (ctx && ctx->in_flight.count() + ctx->admitting.count() > 0) {
+  while (ctx && ctx->in_flight.count() + ctx->admitting.count() + unwritten_.load() > 0) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -287,9 +290,24 @@ void OpenAIServer::register_routes() {
 
   // --api-key guards every route except the probes that orchestrators call unauthenticated.
   // Called once the response, a whole stream included, has been written.
-  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) { request_log_.end(req, res); });
+  http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    request_log_.end(req, res);
+    if (t_response_unwritten) {
+      t_response_unwritten = false;
+      unwritten_.fetch_sub(1);
+    }
+  });
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_log_.begin(req);
+    // A drain waits for this response's bytes too, not only for its handler: httplib writes a body after the
+    // handler returned (and releases its tickets), and close_client_connections' shutdown(SHUT_RD) makes
+    // httplib 0.11's writes fail, so a drain that closed the connections then cut answers mid-write (the
+    // client saw the headers, then a broken connection). httplib runs a request's routing, write and logger
+    // on one worker thread, so a thread-local flag pairs this count with the logger's.
+    if (!t_response_unwritten) {
+      t_response_unwritten = true;
+      unwritten_.fetch_add(1);
+    }
     // No response is compressed (vLLM compresses none either): httplib gzips every text/* body for
     // a client that accepts it, SSE included unless the type is the bare "text/event-stream", and
     // zlib then holds a stream's tokens back until its buffer fills. Dropping the header before

@@ -69,6 +69,7 @@ class OpenAIServer {
   std::shared_ptr<ServerMetrics> loading_metrics_;  // what /metrics shows before attach()
   RequestLog request_log_;
   std::atomic<bool> draining_{false};
+  std::atomic<int> unwritten_{0};  // requests routed whose response httplib has not finished writing
   int port_ = -1;  // the bound port, once start() returned
   std::shared_ptr<ServerMetrics> metrics() const;
 };
