@@ -196,6 +196,9 @@ int run_latency(const LatencyOptions& o) {
               linear_format_name(format).c_str(), kv_bytes / 1e9, total / 1e9, floor_ms);
   std::printf("  achieved %.2f TB/s = %.1f%% of the 4.6 TB/s read roofline (device time)\n", total / (med_dev * 1e-3) / 1e12,
               100.0 * floor_ms / med_dev);
+  if (const double peak = cuda::device_dram_peak_bytes_per_s(); peak > 0)
+    std::printf("  this card's DRAM peak (memory clock x bus width): %.2f TB/s; the step's bytes at %.1f%% of it\n",
+                peak / 1e12, 100.0 * total / (med_dev * 1e-3) / peak);
   if (o.graphs) std::printf("  kernels per step: %d (nodes of the captured step graph)\n", backend.captured_step_kernels());
   if (o.speculative_tokens > 0) {
     const double plain = median(plain_device), ratio = med_dev / plain;

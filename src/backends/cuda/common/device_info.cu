@@ -31,6 +31,17 @@ std::string device_summary() {
   return buf;
 }
 
+double device_dram_peak_bytes_per_s() {
+  if (device_count() == 0) return 0.0;
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) != cudaSuccess) {
+    cudaGetLastError();
+    return 0.0;
+  }
+  return 2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0;
+}
+
 bool device_memory(size_t& free_bytes, size_t& total_bytes) {
   if (device_count() == 0) return false;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
