@@ -20,7 +20,7 @@ C=$B/config.json
 step() {  # step BINARY FORMAT CONTEXT BATCH STEPS -> device ms/kernels
   local q=""; [ $2 = nvfp4 ] && q="--quantization nvfp4"
   local r; r=$(timeout 60 $B/$1 bench latency --config $C $q --graphs --context $3 --batch $4 --steps $5 --warmup 3 2>&1)
-  echo "$(echo "$r" | grep -oE '\([0-9.]+ device\)' | grep -oE '[0-9.]+')/$(echo "$r" | grep -oE 'kernels per step: [0-9]+' | grep -oE '[0-9]+')$(echo "$r" | grep -m1 -i error)"
+  echo "$(echo "$r" | grep -oE '\([0-9.]+ device\)' | grep -oE '[0-9.]+')/$(echo "$r" | grep -oE 'kernels per step: [0-9]+' | grep -oE '[0-9]+')$(echo "$r" | grep -oE 'at [0-9.]+% of it' | sed 's/at / card /;s/ of it//')$(echo "$r" | grep -m1 -i error)"
 }
 for rep in 1 2; do
   for cb in "8192 8" "1024 16" "1024 28" "8192 1" "100000 1"; do set -- $cb
