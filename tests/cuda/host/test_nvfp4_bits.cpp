@@ -78,12 +78,16 @@ TEST(Nvfp4Bits, Bf16WordPairsMatchNibbles) {
   for (int i = 0; i < 400000; ++i) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     const uint32_t w = i < 0x10000 ? uint32_t(i) * 0x10001u ^ uint32_t(s >> 40) : uint32_t(s >> 32);
-    const uint32_t pairs[4] = {e2m1_word_pair_bf16_bits<0>(w), e2m1_word_pair_bf16_bits<1>(w),
-                               e2m1_word_pair_bf16_bits<2>(w), e2m1_word_pair_bf16_bits<3>(w)};
-    for (int k = 0; k < 4; ++k) {
-      ASSERT_EQ(pairs[k] & 0xFFFFu, e2m1_nibble_bf16_bits((w >> (4 * k)) & 0xFu)) << std::hex << w << " " << k;
-      ASSERT_EQ(pairs[k] >> 16, e2m1_nibble_bf16_bits((w >> (4 * (k + 4))) & 0xFu)) << std::hex << w << " " << k;
-    }
+    constexpr E2m1Pairs S = E2m1Pairs::kShifts, M = E2m1Pairs::kMultiply;
+    const uint32_t shifts[4] = {e2m1_word_pair_bf16_bits<0, S>(w), e2m1_word_pair_bf16_bits<1, S>(w),
+                                e2m1_word_pair_bf16_bits<2, S>(w), e2m1_word_pair_bf16_bits<3, S>(w)};
+    const uint32_t mul[4] = {e2m1_word_pair_bf16_bits<0, M>(w), e2m1_word_pair_bf16_bits<1, M>(w),
+                             e2m1_word_pair_bf16_bits<2, M>(w), e2m1_word_pair_bf16_bits<3, M>(w)};
+    for (int k = 0; k < 4; ++k)
+      for (const uint32_t p : {shifts[k], mul[k]}) {
+        ASSERT_EQ(p & 0xFFFFu, e2m1_nibble_bf16_bits((w >> (4 * k)) & 0xFu)) << std::hex << w << " " << k;
+        ASSERT_EQ(p >> 16, e2m1_nibble_bf16_bits((w >> (4 * (k + 4))) & 0xFu)) << std::hex << w << " " << k;
+      }
   }
 }
 

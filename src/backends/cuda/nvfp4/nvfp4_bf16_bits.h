@@ -152,13 +152,14 @@ STRIKER_NVFP4_BF16_FN void nvfp4_a_fragment(uint32_t g0, uint32_t g1, uint32_t h
 // Weights K and K + 4 of code word w (nvfp4_bits.h pairing) as a bf16x2 of E2M1·E4M3·2^-8 (weight K
 // in the low half), given the group's scale as ue4m3_bf16x2_x2p118_bits: exact, so a tensor-core sum
 // over such weights is 2^-8 times the sum over E2M1·E4M3 (no product is near the subnormal range:
-// kNvfp4PairUnscale undoes it with the fp32 result). About 2.4 instructions per weight (two shifts, two
-// logic ops and one bf16x2 multiply per pair); bf16's subnormals are kept by mul.rn.bf16x2.
+// kNvfp4PairUnscale undoes it with the fp32 result). About 2 instructions per weight (the pair's bits,
+// e2m1_word_pair_bf16_bits in form D, and one bf16x2 multiply per pair); bf16's subnormals are kept by
+// mul.rn.bf16x2.
 constexpr float kNvfp4PairUnscale = 256.f;  // 2^8
 
-template <int K>
+template <int K, E2m1Pairs D = E2m1Pairs::kMultiply>
 STRIKER_NVFP4_BF16_FN uint32_t nvfp4_pair_bf16(uint32_t w, uint32_t scale_x2p118) {
-  return bf16x2_mul(e2m1_word_pair_bf16_bits<K>(w), scale_x2p118);
+  return bf16x2_mul(e2m1_word_pair_bf16_bits<K, D>(w), scale_x2p118);
 }
 
 }  // namespace striker::cuda

@@ -196,38 +196,42 @@ __device__ __forceinline__ void zero_chunk(Nvfp4Chunk<R>& k) {
 
 // Code word i of a chunk of rows top and bottom (weights 8i..8i+7; a / b: their group's scale as
 // ue4m3_bf16x2_x2p118_bits) as mma A fragments: f0 = weight pairs 0/1, f1 = pairs 2/3 — MMA rows g
-// (top) and g + 8 (bottom), k slots 2t, 2t+1 and 2t+8, 2t+9 of the lane.
+// (top) and g + 8 (bottom), k slots 2t, 2t+1 and 2t+8, 2t+9 of the lane. D: the pair decode's form
+// (nvfp4_bits.h E2m1Pairs).
+template <E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void code_word_fragments(uint32_t wt, uint32_t a, uint32_t wb, uint32_t b,
                                                     uint32_t (&f0)[4], uint32_t (&f1)[4]) {
-  f0[0] = nvfp4_pair_bf16<0>(wt, a), f0[1] = nvfp4_pair_bf16<0>(wb, b);
-  f0[2] = nvfp4_pair_bf16<1>(wt, a), f0[3] = nvfp4_pair_bf16<1>(wb, b);
-  f1[0] = nvfp4_pair_bf16<2>(wt, a), f1[1] = nvfp4_pair_bf16<2>(wb, b);
-  f1[2] = nvfp4_pair_bf16<3>(wt, a), f1[3] = nvfp4_pair_bf16<3>(wb, b);
+  f0[0] = nvfp4_pair_bf16<0, D>(wt, a), f0[1] = nvfp4_pair_bf16<0, D>(wb, b);
+  f0[2] = nvfp4_pair_bf16<1, D>(wt, a), f0[3] = nvfp4_pair_bf16<1, D>(wb, b);
+  f1[0] = nvfp4_pair_bf16<2, D>(wt, a), f1[1] = nvfp4_pair_bf16<2, D>(wb, b);
+  f1[2] = nvfp4_pair_bf16<3, D>(wt, a), f1[3] = nvfp4_pair_bf16<3, D>(wb, b);
 }
 
 // Code word i against the word's 8 activations x: weight pairs 0/1 into chain d0, 2/3 into d1.
+template <E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void mma_code_word(uint32_t wt, uint32_t a, uint32_t wb, uint32_t b, const uint4& x,
                                               float (&d0)[4], float (&d1)[4]) {
   uint32_t f0[4], f1[4];
-  code_word_fragments(wt, a, wb, b, f0, f1);
+  code_word_fragments<D>(wt, a, wb, b, f0, f1);
   mma_m16n8k16(d0, f0, act_pair_bf16(x, 0), act_pair_bf16(x, 1));
   mma_m16n8k16(d1, f1, act_pair_bf16(x, 2), act_pair_bf16(x, 3));
 }
 
 // One 16-byte code chunk (32 weights) of rows top and bottom, their 2 scale bytes each (st, sb), against
 // the chunk's 32 activations xq: 8 MMAs into chains d0, d1.
+template <E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void mma_chunk_pair(const uint4& qt, uint32_t st, const uint4& qb, uint32_t sb,
                                                const uint4 (&xq)[4], float (&d0)[4], float (&d1)[4]) {
   const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(st & 0xFFu), ue4m3_bf16x2_x2p118_bits((st >> 8) & 0xFFu)};
   const uint32_t b[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
 #pragma unroll
   for (int i = 0; i < 4; ++i)  // scale group i / 2
-    mma_code_word(code_word(qt, i), a[i / 2], code_word(qb, i), b[i / 2], xq[i], d0, d1);
+    mma_code_word<D>(code_word(qt, i), a[i / 2], code_word(qb, i), b[i / 2], xq[i], d0, d1);
 }
 
 // d[p][0..1]: row pair p's two MMA accumulator chains (pairs 0/1 and 2/3 of each code word).
 // kSharedX: x is a shared-memory row (load_x; the kernels that normalise h themselves).
-template <int R, bool kSharedX = false>
+template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, const bf16_t* x, bool live, int c,
                                                      float (&d)[R / 2][2][4]) {
   static_assert(R % 2 == 0, "rows go to the MMA in pairs");
@@ -237,7 +241,7 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
     xq[i] = live ? load_x<kSharedX>(x + int64_t(c) * 32 + i * 8) : make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int p = 0; p < R / 2; ++p)
-    mma_chunk_pair(k.q[2 * p], k.sc[2 * p], k.q[2 * p + 1], k.sc[2 * p + 1], xq, d[p][0], d[p][1]);
+    mma_chunk_pair<D>(k.q[2 * p], k.sc[2 * p], k.q[2 * p + 1], k.sc[2 * p + 1], xq, d[p][0], d[p][1]);
 }
 
 // The prologue: a lane past the row's chunks holds zeros.
@@ -254,7 +258,7 @@ __device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const
 }
 
 // The dot products of R rows (R even) against one token x after the prologue.
-template <int R, bool kSharedX = false>
+template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
                                                          const uint8_t* const (&scales)[R], const bf16_t* x, int in,
                                                          float (&acc)[R][1], int part = 0, int parts = 1) {
@@ -264,13 +268,13 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
   mma_diagonal_zero<R>(d);
   for (int b = part * 32; b < chunks; b += 2 * step) {  // warp-uniform; lane's chunk c = b + lane
     const int c = b + lane;
-    accumulate_chunk_mma<R, kSharedX>(pr.a, x, c < chunks, c, d);
+    accumulate_chunk_mma<R, kSharedX, D>(pr.a, x, c < chunks, c, d);
     if (b + 2 * step < chunks) {
       if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
       else zero_chunk<R>(pr.a);
     }
     if (b + step < chunks) {
-      accumulate_chunk_mma<R, kSharedX>(pr.b, x, c + step < chunks, c + step, d);
+      accumulate_chunk_mma<R, kSharedX, D>(pr.b, x, c + step < chunks, c + step, d);
       if (b + 3 * step < chunks) {
         if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
         else zero_chunk<R>(pr.b);

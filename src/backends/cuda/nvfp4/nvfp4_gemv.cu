@@ -17,6 +17,10 @@ constexpr int kWarps = 8;  // warps per block
 
 using Mode = GemvOut;
 
+// The one-token kernels decode E2M1 pairs with shifts: the one-multiply form (fewer instructions, faster
+// in the per-slot MoE and skinny kernels) cost +0.5 us per call here (nvfp4_bits.h E2m1Pairs).
+constexpr E2m1Pairs kPairs = E2m1Pairs::kShifts;
+
 // One token. Same shape as gemv.cu's gemv_kernel: (kWarps/S) row groups of R rows per block, each
 // row's input split over S warps; the dot product (on tensor cores: warp_dot_nvfp4_early_mma,
 // nvfp4_decode.cuh) is scaled by the row's scale2 before rounding. Each warp loads its first two
@@ -54,11 +58,11 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
-    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true>(pr, cr, sr, ns.x, in, acc, part, S);
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true, kPairs>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
     pdl_wait();  // x and h (Residual) are written by earlier kernels
     preload_residual_h<M>(out, out_dim, o0, t0, nt, lane, part, hv);  // added at the end (gemv_out.cuh)
-    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, false, kPairs>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
@@ -121,10 +125,10 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     pdl_wait();  // h is written by earlier kernels
     block_rmsnorm_row(x, in, eps, ns);
     if (!live) return;
-    warp_dot_nvfp4_early_mma<4, true>(pr, cr, sr, ns.x, in, acc);
+    warp_dot_nvfp4_early_mma<4, true, kPairs>(pr, cr, sr, ns.x, in, acc);
   } else {
     pdl_wait();  // x is written by the previous kernel
-    warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t0) * in, in, acc);
+    warp_dot_nvfp4_early_mma<4, false, kPairs>(pr, cr, sr, x + int64_t(t0) * in, in, acc);
   }
 #pragma unroll
   for (int j = 0; j < 2; ++j)
