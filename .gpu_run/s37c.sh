@@ -28,4 +28,5 @@ for rep in 1 2; do
     echo "nvfp4 ctx$1 b$2: main $(step striker_main nvfp4 $1 $2 50) new $(step striker nvfp4 $1 $2 50)"
   done
 done
+$B/striker bench latency --config $C --quantization nvfp4 --graphs --context 8192 --batch 8 --steps 20 --warmup 3 2>&1 | grep -E "bytes/step|achieved|DRAM peak|routing"
 echo "all done at ${SECONDS}s"
