@@ -34,7 +34,7 @@ static_assert(kGroupedThreads == 2 * kBN && kBK == 64, "NVFP4 tiles: one thread 
 // tile). In a k tile, lane (g = lane / 4, c = lane % 4) of the warp owning weight rows wn..wn+15 holds
 // scale group c of rows wn+g and wn+8+g — k 16c..16c+15: 8 contiguous code bytes (two words of 8
 // weights) and one scale byte, one load each. It decodes weights j and j + 4 of a code word into one
-// bf16x2 (nvfp4_pair_bf16<j>: two shifts and two logic ops, no table), so MMA step ks = 2p + q takes
+// bf16x2 (nvfp4_pair_bf16<j>: an AND, an IMAD and an AND per pair, no table), so MMA step ks = 2p + q takes
 // word p: b0 = weights 2q, 2q+4 (slots 2c, 2c+1), b1 = weights 2q+1, 2q+5 (slots 2c+8, 2c+9). The A
 // halves of those slots are words q and q+2 of the 16-byte chunk nvfp4_frag_a_chunk(lane, p) of each
 // row, low halves for a0/a1 and high halves for a2/a3 (one prmt each). So step ks, slot s multiplies

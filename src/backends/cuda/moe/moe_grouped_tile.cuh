@@ -202,8 +202,8 @@ struct Nvfp4TileWeights : Nvfp4Rows<kShared> {
 // Fragments: no shared-memory tile. Lane (g, c) of the warp owning output columns wn..wn+15 loads,
 // per matrix and k tile, scale group c (8 code bytes, 1 scale byte) of its rows wn+g and wn+8+g, and
 // decodes it into its own mma B fragments in the k order of nvfp4_pair_frag_k (moe_grouped_layout.h):
-// weights j and j + 4 of a code word become one bf16x2 of E2M1·E4M3·2^-8 (nvfp4_pair_bf16: two
-// shifts, two logic ops and a bf16x2 multiply per pair, no table). It replaced a table decode in the
+// weights j and j + 4 of a code word become one bf16x2 of E2M1·E4M3·2^-8 (nvfp4_pair_bf16: the
+// pair's bits by AND, IMAD, AND and a bf16x2 multiply, no table). It replaced a table decode in the
 // natural pair order (~3.5 instructions per weight with its sign multiplies and the tables'
 // registers re-made under register pressure): gate/up -5..-8 %, resident-A down -12 % (thirty-second session).
 // Through shared memory (DecodedTiles) the tile's st.shared / ldmatrix round trips behind a barrier

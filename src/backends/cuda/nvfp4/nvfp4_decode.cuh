@@ -166,7 +166,7 @@ struct Nvfp4Prologue {
 
 // ---- One-token dot products on tensor cores ("diagonal" mma.sync) ----
 // Every lane keeps its own chunks and its own activations, as warp_dot_nvfp4 does; the decode gives
-// bf16 weights E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2.4 instructions per weight instead of ~4.9 for the
+// bf16 weights E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2-2.4 instructions per weight instead of ~4.9 for the
 // fp16 → fp32 decode, the scale's decode and the fmaf chain) and m16n8k16 MMAs sum them: rows 2p and 2p + 1 of
 // the warp's R are an MMA's rows g and g + 8 in every lane group g (so each group's four lanes hold
 // the same two rows), and lane (g, t)'s activations fill column g of B. Column g of the product then

@@ -1,6 +1,6 @@
 // The NVFP4 MoE down projection of 1-8 decode tokens (inter and the shared inter <= 512, Flint's) on
 // tensor cores: each weight decoded straight into a bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16) and summed
-// by mma.sync m16n8k16 in fp32 (FLINT.md §4), ~2.4 instructions per weight instead of ~4.9 for the
+// by mma.sync m16n8k16 in fp32 (FLINT.md §4), ~2 instructions per weight instead of ~4.9 for the
 // CUDA-core decode (docs/performance.md, sixteenth session).
 //
 // Fragment use (skinny_mma.cuh): a warp computes 16 output rows of one slot; lane (g = lane/4, t =

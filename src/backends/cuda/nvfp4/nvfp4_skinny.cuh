@@ -10,7 +10,7 @@
 namespace striker::cuda {
 
 // A lane's chunk of step s is code chunk 4s + t of rows g and g + 8 (32 weights each, two scale
-// bytes): decoded exactly into bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2.4 instructions per weight) as
+// bytes): decoded exactly into bf16 E2M1·E4M3·2^-8 (nvfp4_pair_bf16, ~2 instructions per weight) as
 // 8 MMAs; 2^8 and scale2 are applied to the fp32 sum before the bf16 rounding (skinny_store). The
 // weight pairs come out of the decoder as (j, j + 4) of a code word, so the activations are paired
 // the same way (act_pair_bf16).
