@@ -9,11 +9,11 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name --format=csv,noheader
 xz -dc .gpuwork/striker_main.xz > $B/striker_main && chmod +x $B/striker_main
 ( timeout 380 $B/test_cuda_kernels --gtest_filter="${S37C_FILTER:-*}" > $OUT/kernel_tests.txt 2>&1; echo "kernel tests rc=$? at ${SECONDS}s" ) &
-( OUT=/tmp/conf timeout 380 bash scripts/gpu_conformance.sh $B > $OUT/conformance.txt 2>&1; echo "conformance rc=$? at ${SECONDS}s" ) &
+[ -z "${S37C_NO_CONF:-}" ] && ( OUT=/tmp/conf timeout 380 bash scripts/gpu_conformance.sh $B > $OUT/conformance.txt 2>&1; echo "conformance rc=$? at ${SECONDS}s" ) &
 wait
 grep -E "^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests|^\[  FAILED" $OUT/kernel_tests.txt | head -20
 grep "^\[ RUN" $OUT/kernel_tests.txt | tail -1
-tail -14 $OUT/conformance.txt
+[ -f $OUT/conformance.txt ] && tail -14 $OUT/conformance.txt
 C=$B/config.json
 step() {  # step BINARY FORMAT CONTEXT BATCH STEPS -> device ms/kernels
   local q=""; [ $2 = nvfp4 ] && q="--quantization nvfp4"
