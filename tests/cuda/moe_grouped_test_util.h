@@ -147,7 +147,7 @@ struct DeviceStack {
   DeviceBuffer<uint8_t> codes, scales;
   DeviceBuffer<float> s2;
   DeviceStack(const Nvfp4HostMatrix& m, const std::vector<float>& scale2)
-      : codes(m.codes), scales(m.scales), s2(scale2) {}
+      : codes(m.codes), scales(upload_scales(m.scales)), s2(scale2) {}
   Nvfp4Stack view() const { return {{codes.get(), scales.get()}, s2.get()}; }
 };
 

@@ -8,4 +8,8 @@ namespace striker::cuda::testing {
 // scale byte b and code byte v, computed on the device; out: 256·256·4 words on the device.
 void nvfp4_pair_probe(uint32_t* out);
 
+// out[2s], out[2s + 1] = the lo, hi of ue4m3x2_bf16x2_x2p118_bits(s | 0xA5A50000) for every 16-bit s,
+// computed on the device; out: 2·65536 words on the device.
+void nvfp4_scale_pair_probe(uint32_t* out);
+
 }  // namespace striker::cuda::testing

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
+#include "backends/cuda/nvfp4/nvfp4_scales.h"
 #include "cuda_test_util.h"
 
 namespace striker::cuda::testing {
@@ -20,9 +21,17 @@ inline Nvfp4HostMatrix random_nvfp4(std::mt19937& rng, int64_t rows, int in, int
   return m;
 }
 
+// Scale bytes go up as the loader's do (nvfp4_upload_scales: canonical, no 0x7F), which the
+// tensor-core kernels rely on.
+inline DeviceBuffer<uint8_t> upload_scales(const std::vector<uint8_t>& host) {
+  DeviceBuffer<uint8_t> d(host.size());
+  nvfp4_upload_scales(d.get(), host.data(), host.size());
+  return d;
+}
+
 struct DeviceNvfp4Matrix {
   DeviceBuffer<uint8_t> codes, scales;
-  explicit DeviceNvfp4Matrix(const Nvfp4HostMatrix& m) : codes(m.codes), scales(m.scales) {}
+  explicit DeviceNvfp4Matrix(const Nvfp4HostMatrix& m) : codes(m.codes), scales(upload_scales(m.scales)) {}
   Nvfp4Matrix view() const { return {codes.get(), scales.get()}; }
 };
 

@@ -75,6 +75,52 @@ TEST(CudaNvfp4, PairDecodeMatchesHostOnEveryByteAndScale) {
   EXPECT_EQ(bad, 0u);
 }
 
+// The two-byte scale decode (ue4m3x2_bf16x2_x2p118_bits) on the device for every pair of bytes, with
+// junk in the word's upper half: the host form's bits (which test_cuda_host ties to the one-byte form).
+// An E4M3 subnormal is a bf16 subnormal before its first multiply: a multiply that flushed it fails.
+TEST(CudaNvfp4, ScalePairDecodeMatchesHostOnEveryWord) {
+  DeviceBuffer<uint32_t> out(size_t(2) * 0x10000);
+  out.poison();
+  nvfp4_scale_pair_probe(out.get());
+  const auto got = out.download();
+  size_t bad = 0;
+  for (uint32_t s = 0; s < 0x10000u; ++s) {
+    uint32_t want[2];
+    ue4m3x2_bf16x2_x2p118_bits(s | 0xA5A50000u, want[0], want[1]);
+    for (int h = 0; h < 2; ++h)
+      if (got[2 * s + h] != want[h] && bad++ < 5)
+        ADD_FAILURE() << std::hex << "scale word 0x" << s << " half " << h << ": device 0x" << got[2 * s + h]
+                      << " host 0x" << want[h];
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+// Scales reach the device canonical (nvfp4_scales.h): 0x7F as 0x00, every other byte as it is, at any
+// offset and length (the loader uploads one expert's rows at a time into a stacked buffer).
+TEST(CudaNvfp4, UploadedScalesAreCanonical) {
+  std::vector<uint8_t> host(1000 + 7);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = uint8_t((i * 131 + 5) & 0xFF);
+  DeviceBuffer<uint8_t> d(host.size() + 16);
+  d.poison();
+  nvfp4_upload_scales(d.get() + 3, host.data(), host.size());
+  auto got = d.download();
+  size_t sevens = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    ASSERT_EQ(got[i + 3], host[i] == 0x7F ? 0 : host[i]) << "byte " << i;
+    sevens += host[i] == 0x7F;
+  }
+  EXPECT_GT(sevens, 0u);
+  for (size_t i : {size_t(0), size_t(1), size_t(2), host.size() + 3, got.size() - 1})
+    EXPECT_EQ(got[i], 0xFF) << "outside the upload, byte " << i;
+  // In place, on a buffer already on the device.
+  std::vector<uint8_t> all(256);
+  for (int b = 0; b < 256; ++b) all[size_t(b)] = uint8_t(b);
+  DeviceBuffer<uint8_t> a(all);
+  nvfp4_canonicalize_scales(a.get() + 1, 255, nullptr);
+  got = a.download();
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(got[size_t(b)], b == 0x7F ? 0 : b) << "byte " << b;
+}
+
 struct Shape {
   int T, in, out;
 };

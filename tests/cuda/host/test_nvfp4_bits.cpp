@@ -110,5 +110,34 @@ TEST(Nvfp4Bits, FoldedPairIsCodecWeightTimes2pm8) {
   }
 }
 
+// Canonical scale bytes (nvfp4_scales.h): only 0x7F changes, to 0x00, which decodes to the same 0.
+TEST(Nvfp4Bits, CanonicalScaleKeepsEveryValue) {
+  for (uint32_t b = 0; b < 256; ++b) {
+    const uint32_t c = nvfp4_canonical_scale(b);
+    EXPECT_EQ(c, b == 0x7Fu ? 0u : b) << "scale byte " << b;
+    EXPECT_EQ(nvfp4::ue4m3_value(uint8_t(c)), nvfp4::ue4m3_value(uint8_t(b))) << "scale byte " << b;
+    EXPECT_EQ(ue4m3_bf16x2_x2p118_bits(c), ue4m3_bf16x2_x2p118_bits(b)) << "scale byte " << b;
+  }
+}
+
+// The two-byte scale decode of the tensor-core kernels gives, for every pair of canonical bytes and
+// whatever the word's upper half holds, what the one-byte form gives each byte (which
+// FoldedPairIsCodecWeightTimes2pm8 ties to the codec). A 0x7F byte is the one it reads otherwise.
+TEST(Nvfp4Bits, TwoScaleBytesDecodeAsOneEach) {
+  size_t checked = 0;
+  for (uint32_t s = 0; s < 0x10000u; ++s) {
+    const uint32_t b0 = s & 0xFFu, b1 = s >> 8;
+    for (const uint32_t junk : {0x0u, 0xFFFF0000u, 0x7F7F0000u, 0x12340000u}) {
+      uint32_t lo = 0, hi = 0;
+      ue4m3x2_bf16x2_x2p118_bits(s | junk, lo, hi);
+      if (b0 != 0x7Fu) ASSERT_EQ(lo, ue4m3_bf16x2_x2p118_bits(b0)) << std::hex << "word 0x" << (s | junk);
+      if (b1 != 0x7Fu) ASSERT_EQ(hi, ue4m3_bf16x2_x2p118_bits(b1)) << std::hex << "word 0x" << (s | junk);
+      if (b0 == 0x7Fu) ASSERT_NE(lo, 0u) << "a non-canonical 0x7F is not read as 0";
+      checked += 2;
+    }
+  }
+  EXPECT_EQ(checked, size_t(0x10000) * 8);
+}
+
 }  // namespace
 }  // namespace striker::cuda::testing

@@ -9,6 +9,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/elementwise/elementwise.h"
+#include "backends/cuda/nvfp4/nvfp4_scales.h"
 #include "core/error.h"
 #include "model/nvfp4.h"
 
@@ -136,7 +137,8 @@ DeviceModel DeviceModel::upload(const LoadedModel& model) {
     expect_shape(v, {rows, cols});
     expect_nvfp4(v);
     copy_to_device(dst.codes + row0 * cols / 2, v.data, size_t(rows * cols / 2));
-    copy_to_device(dst.scales + row0 * cols / 16, v.nvfp4_scales, size_t(rows * cols / 16));
+    nvfp4_upload_scales(dst.scales + row0 * cols / 16, reinterpret_cast<const uint8_t*>(v.nvfp4_scales),
+                        size_t(rows * cols / 16));  // canonical: nvfp4_scales.h
   };
   auto nv_alloc = [&](int64_t rows, int64_t cols) {
     Nvfp4Linear l;

@@ -131,6 +131,26 @@ STRIKER_NVFP4_BF16_FN uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
 #endif
 }
 
+// The device's scale bytes are canonical (nvfp4_scales.h): the uploads store the E4M3 NaN byte 0x7F,
+// which the codec decodes as 0, as 0x00 (the same value), so the tensor-core kernels' decode below
+// need not test for it. Every other byte is kept (0xFF stays 480: bit 7 is ignored by every decode).
+STRIKER_NVFP4_BF16_FN uint32_t nvfp4_canonical_scale(uint32_t b) { return (b & 0xFFu) == 0x7Fu ? 0u : b & 0xFFu; }
+
+// Two canonical scale bytes (bits 0-7 and 8-15 of s; bits 16-31 ignored) -> lo, hi: each as
+// ue4m3_bf16x2_x2p118_bits gives it (E4M3·2^118 as bf16 in both halves), in 7 instructions for the
+// pair instead of ~8 per byte. (s & 0x7F7F)·(2^4 + 2^12) puts b0 << 4 on bits 4-10 and b1 << 20 on bits
+// 20-26 (the other two copies, b0 << 12 and b1 << 12, share bits 12-19 and carry no further), so the
+// mask leaves each magnitude 4 bits up in its own half: the bf16 E4M3·2^-120 (subnormal for e = 0,
+// m·2^-129), which two exact bf16x2 multiplies by 2^119 (subnormals kept by mul.rn.bf16x2) make
+// E4M3·2^118. A non-canonical 0x7F byte would give 480·2^118, not 0.
+STRIKER_NVFP4_BF16_FN void ue4m3x2_bf16x2_x2p118_bits(uint32_t s, uint32_t& lo, uint32_t& hi) {
+  constexpr uint32_t k2p119 = 0x7B007B00u;  // bf16 2^119 in both halves
+  const uint32_t m = ((s & 0x7F7Fu) * 0x1010u) & 0x07F007F0u;
+  const uint32_t v = bf16x2_mul(bf16x2_mul(m, k2p119), k2p119);
+  lo = byte_perm(v, 0, 0x1010u);
+  hi = byte_perm(v, 0, 0x3232u);
+}
+
 // A fragment of wgmma .m64nNk16 (bf16, A in registers) of one 16-weight group (one k16 step):
 // a thread of quad lane c = lane % 4 holds rows g and g + 8 of its warp's 16 (g = lane / 4) at
 // k = 2c, 2c+1 (a[0] row g, a[1] row g+8) and k = 2c+8, 2c+9 (a[2] row g, a[3] row g+8) — the

@@ -217,13 +217,14 @@ __device__ __forceinline__ void mma_code_word(uint32_t wt, uint32_t a, uint32_t 
   mma_m16n8k16(d1, f1, act_pair_bf16(x, 2), act_pair_bf16(x, 3));
 }
 
-// One 16-byte code chunk (32 weights) of rows top and bottom, their 2 scale bytes each (st, sb), against
+// One 16-byte code chunk (32 weights) of rows top and bottom, their 2 canonical scale bytes each (st, sb), against
 // the chunk's 32 activations xq: 8 MMAs into chains d0, d1.
 template <E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void mma_chunk_pair(const uint4& qt, uint32_t st, const uint4& qb, uint32_t sb,
                                                const uint4 (&xq)[4], float (&d0)[4], float (&d1)[4]) {
-  const uint32_t a[2] = {ue4m3_bf16x2_x2p118_bits(st & 0xFFu), ue4m3_bf16x2_x2p118_bits((st >> 8) & 0xFFu)};
-  const uint32_t b[2] = {ue4m3_bf16x2_x2p118_bits(sb & 0xFFu), ue4m3_bf16x2_x2p118_bits((sb >> 8) & 0xFFu)};
+  uint32_t a[2], b[2];  // canonical scale bytes (nvfp4_scales.h)
+  ue4m3x2_bf16x2_x2p118_bits(st, a[0], a[1]);
+  ue4m3x2_bf16x2_x2p118_bits(sb, b[0], b[1]);
 #pragma unroll
   for (int i = 0; i < 4; ++i)  // scale group i / 2
     mma_code_word<D>(code_word(qt, i), a[i / 2], code_word(qb, i), b[i / 2], xq[i], d0, d1);

@@ -173,7 +173,8 @@ __device__ __forceinline__ uint64_t mix64(uint64_t seed, uint64_t i) {
   return z ^ (z >> 31);
 }
 
-// codes: 8 random bytes per thread step (n8 = code bytes / 8); scales: one byte in [lo, hi].
+// codes: 8 random bytes per thread step (n8 = code bytes / 8); scales: one byte in [lo, hi], canonical
+// (nvfp4_scales.h: a drawn 0x7F is stored as 0x00).
 __global__ void nvfp4_fill_kernel(uint8_t* __restrict__ codes, int64_t n8, uint8_t* __restrict__ scales,
                                   int64_t n_scales, uint64_t seed, uint32_t lo, uint32_t range) {
   pdl_grid_start();  // see launch.cuh
@@ -181,7 +182,7 @@ __global__ void nvfp4_fill_kernel(uint8_t* __restrict__ codes, int64_t n8, uint8
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8; i += stride)
     reinterpret_cast<uint64_t*>(codes)[i] = mix64(seed, uint64_t(i));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n_scales; i += stride)
-    scales[i] = uint8_t(lo + uint32_t((mix64(~seed, uint64_t(i)) >> 33) % range));
+    scales[i] = uint8_t(nvfp4_canonical_scale(lo + uint32_t((mix64(~seed, uint64_t(i)) >> 33) % range)));
 }
 
 bool misaligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % unsigned(bytes) != 0; }

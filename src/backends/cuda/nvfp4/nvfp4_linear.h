@@ -2,7 +2,8 @@
 //
 // Device layout = the loader's "split" layout (model/nvfp4.h), used as is, no re-pack:
 //   codes  [rows, in/2]  byte k of a row holds weight 2k (low nibble) and 2k+1 (high nibble)
-//   scales [rows, in/16] one UE4M3 byte per 16 consecutive weights of a row
+//   scales [rows, in/16] one UE4M3 byte per 16 consecutive weights of a row, canonical (no 0x7F:
+//                        nvfp4_scales.h; the tensor-core kernels rely on it)
 //   scale2               global F32 scale, multiplied into the fp32 accumulator before rounding
 // in % 64 == 0 (FLINT.md §3), so a row is a whole number of 16-byte code chunks (32 weights,
 // 2 scale bytes) and rows stay 16-byte aligned when the base pointer is.
@@ -80,7 +81,8 @@ void nvfp4_gemv_gate_up(const bf16* x, int T, int in, Nvfp4Matrix Wg, float scal
 void nvfp4_dequantize(Nvfp4Matrix W, int64_t rows, int in, bf16* out, cudaStream_t stream);
 
 // Random NVFP4 weights for --load-format dummy: codes uniform over all 16 E2M1 codes, scale
-// bytes uniform in [scale_lo, scale_hi] (see nvfp4::random_weight_scale2 for the std).
+// bytes uniform in [scale_lo, scale_hi] (see nvfp4::random_weight_scale2 for the std), canonical
+// (nvfp4_scales.h).
 void nvfp4_fill_random(uint8_t* codes, uint8_t* scales, int64_t rows, int in, uint64_t seed, uint8_t scale_lo,
                        uint8_t scale_hi, cudaStream_t stream);
 

@@ -22,15 +22,16 @@ template <int NG>
 __device__ __forceinline__ void nvfp4_skinny_step(const uint4& qt, uint32_t scale_t, const uint4& qb,
                                                   uint32_t scale_b, const bf16_t* const (&x)[NG], bool live,
                                                   SkinnyAcc (&acc)[NG]) {
+  uint32_t at[2], ab[2];  // the two scale groups' scales (canonical bytes: nvfp4_scales.h)
+  ue4m3x2_bf16x2_x2p118_bits(scale_t, at[0], at[1]);
+  ue4m3x2_bf16x2_x2p118_bits(scale_b, ab[0], ab[1]);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // code word i: weights 8i..8i+7 of the chunk, scale group i / 2
     uint4 xq[NG];
 #pragma unroll
     for (int n = 0; n < NG; ++n) xq[n] = live ? load_cached(x[n] + i * 8) : make_uint4(0, 0, 0, 0);
-    const uint32_t at = ue4m3_bf16x2_x2p118_bits((scale_t >> (8 * (i / 2))) & 0xFFu);
-    const uint32_t ab = ue4m3_bf16x2_x2p118_bits((scale_b >> (8 * (i / 2))) & 0xFFu);
     uint32_t f0[4], f1[4];
-    code_word_fragments(code_word(qt, i), at, code_word(qb, i), ab, f0, f1);
+    code_word_fragments(code_word(qt, i), at[i / 2], code_word(qb, i), ab[i / 2], f0, f1);
 #pragma unroll
     for (int n = 0; n < NG; ++n) {
       mma_m16n8k16(acc[n].c[0], f0, act_pair_bf16(xq[n], 0), act_pair_bf16(xq[n], 1));
