@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 38 run 2 (kernel payload of the staged-activation down-slots branch + .gpuwork/striker_base.xz = main
 # 58e53ed's striker, stripped): the NVFP4 and MoE GPU tests (S38B_FILTER) and the NVFP4 backend forward tests, then
-# base vs branch (bench latency --graphs, 50 steps, device ms), 4 rounds, both arms' CUPTI timelines at 8 x 8K, then ncu
+# base vs branch (bench latency --graphs, 50 steps, device ms), 3 rounds, both arms' CUPTI timelines at 8 x 8K, then ncu
 # of the branch's per-slot down kernel.
 # Prepared in session 38, not run (the device could not be started again). Payload: on main, build striker, strip it
 # (strip --strip-all) and xz it as the base; `git apply .gpu_run/s38_down_staged.patch`, build everything, then
