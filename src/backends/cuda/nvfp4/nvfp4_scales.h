@@ -2,8 +2,8 @@
 // codec (model/nvfp4.cpp ue4m3_value) decodes as 0, is stored as 0x00 — the same value — and every
 // other byte as it is. So the tensor-core kernels decode two scale bytes at once without testing
 // either for 0x7F (nvfp4_bf16_bits.h ue4m3x2_bf16x2_x2p118_bits). Every path that puts scales on the
-// device goes through here: the loader's copy (device_model.cpp) and the dummy weights
-// (nvfp4_fill_random, which never draws 0x7F).
+// device makes them canonical: the loader's copy (nvfp4_upload_scales, device_model.cpp) and the dummy
+// weights (nvfp4_fill_random stores a drawn 0x7F as 0x00).
 #pragma once
 #include <cuda_runtime_api.h>
 
