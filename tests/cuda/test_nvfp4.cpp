@@ -446,19 +446,21 @@ std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in,
   return f;
 }
 
-TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
-  std::mt19937 rng(64);
-  const int E = 16, H = 320, K = 6;
-  struct Dims {
-    int I, Is;
-  };
-  // I = 512 (16 chunks) is the widest the half-warp MoE down takes; I = 576 takes the two-row kernel.
-  for (Dims dims : {Dims{192, 128}, Dims{512, 512}, Dims{576, 128}})
-  for (int T : {1, 3, 8}) {
+struct MoeDims {
+  int I, Is;
+};
+
+// The selected-experts MoE (gate/up, down, combine) of T in `Ts` tokens at hidden width H against
+// moe_float_ref, for each (I, Is) of `dims` and each way of giving the shared expert.
+void expect_selected_experts_moe_matches_reference(std::mt19937& rng, int H, std::initializer_list<MoeDims> dims_list,
+                                                   std::initializer_list<int> Ts) {
+  const int E = 16, K = 6;
+  for (MoeDims dims : dims_list)
+  for (int T : Ts) {
     const int I = dims.I, Is = dims.Is;
     for (int shared_mode : {0, 1, 2}) {  // 0: NVFP4 shared fused, 1: precomputed bf16 y_shared, 2: none
-      SCOPED_TRACE("I=" + std::to_string(I) + " Is=" + std::to_string(Is) + " T=" + std::to_string(T) +
-                   " shared_mode=" + std::to_string(shared_mode));
+      SCOPED_TRACE("H=" + std::to_string(H) + " I=" + std::to_string(I) + " Is=" + std::to_string(Is) +
+                   " T=" + std::to_string(T) + " shared_mode=" + std::to_string(shared_mode));
       auto x = random_bf16(rng, size_t(T) * H);
       auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
       auto d = random_nvfp4(rng, int64_t(E) * H, I);
@@ -514,6 +516,22 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
       EXPECT_TRUE(c.ok()) << c.describe();
     }
   }
+}
+
+TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
+  std::mt19937 rng(64);
+  // I = 512 (16 chunks) is the widest the half-warp MoE down takes; I = 576 takes the two-row kernel.
+  // I = Is = 512 is also the down kernels' all-live form (nvfp4_moe_mma.cu kFull).
+  expect_selected_experts_moe_matches_reference(rng, 320, {{192, 128}, {512, 512}, {576, 128}}, {1, 3, 8});
+}
+
+// Hidden widths at which every lane holds the same number of gate/up chunks (nvfp4_lanes_all_live: the
+// kernels' form without per-lane predicates; Flint's 2048, one pair of chunks per lane, is in the tests
+// below): one chunk per lane (1024: the pair's second chunk is past the row for every lane), three
+// (3072: the loop refills the first chunk only) and four (4096: it refills both).
+TEST(CudaNvfp4, SelectedExpertsMoeMatchesReferenceWhereEveryLaneIsLive) {
+  std::mt19937 rng(66);
+  for (int H : {1024, 3072, 4096}) expect_selected_experts_moe_matches_reference(rng, H, {{512, 512}}, {1, 3, 8});
 }
 
 // A T-token MoE step (the slot kernels and the combine) gives each token the routed experts' bits of

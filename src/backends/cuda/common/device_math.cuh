@@ -51,12 +51,14 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
   return __ldcs(reinterpret_cast<const uint4*>(p));
 }
 
-// CTA `part` of `parts` requests its 128-byte-aligned share of [p, p + bytes) into L2
-// (prefetch.global.L2: one instruction per 128-byte line, no registers, nothing waits for it).
+// CTA `part` of `parts` requests its share of [p, p + bytes) into L2, every parts-th 128-byte line
+// from line `part` (prefetch.global.L2: one instruction per line, no registers, nothing waits for it).
+// Interleaved lines rather than a contiguous slice: the slice's size needed a 64-bit division (~20
+// instructions on 32-bit operands, a 77-instruction subroutine otherwise) in every warp of the per-slot
+// MoE gate/up's CTAs.
 __device__ __forceinline__ void prefetch_l2_part(const void* p, int64_t bytes, int part, int parts) {
-  const int64_t slice = ((bytes + parts - 1) / parts + 127) & ~int64_t(127);
-  const int64_t b0 = int64_t(part) * slice, b1 = b0 + slice < bytes ? b0 + slice : bytes;
-  for (int64_t off = b0 + int64_t(threadIdx.x) * 128; off < b1; off += int64_t(blockDim.x) * 128)
+  const int64_t stride = int64_t(blockDim.x) * parts * 128;
+  for (int64_t off = (int64_t(threadIdx.x) * parts + part) * 128; off < bytes; off += stride)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + off));
 }
 

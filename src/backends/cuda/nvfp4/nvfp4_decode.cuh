@@ -245,21 +245,29 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
     mma_chunk_pair<D>(k.q[2 * p], k.sc[2 * p], k.q[2 * p + 1], k.sc[2 * p + 1], xq, d[p][0], d[p][1]);
 }
 
+// kAllLive: the caller has checked nvfp4_lanes_all_live(in, parts) — every lane has the same number
+// of chunks, so "is this lane's chunk inside the row" is the warp-uniform "is this step inside the
+// row" and no lane needs the zero-filled chunks and activations below (their predicated loads and
+// register zeroing were ~1/8 of the per-slot gate/up's instructions). Same loads, same MMAs, same bits.
+__host__ __device__ constexpr bool nvfp4_lanes_all_live(int in, int parts) {
+  return in > 0 && in % (32 * 32 * parts) == 0;
+}
+
 // The prologue: a lane past the row's chunks holds zeros.
-template <int R>
+template <int R, bool kAllLive = false>
 __device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const (&codes)[R],
                                                             const uint8_t* const (&scales)[R], int in,
                                                             Nvfp4Prologue<R>& pr, int part = 0, int parts = 1) {
   const int chunks = in / 32, step = 32 * parts;
   const int c0 = part * 32 + (threadIdx.x & 31);
-  if (c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
+  if (kAllLive || c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
   else zero_chunk<R>(pr.a);
-  if (c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
+  if (kAllLive ? step < chunks : c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
   else zero_chunk<R>(pr.b);
 }
 
 // The dot products of R rows (R even) against one token x after the prologue.
-template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply>
+template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply, bool kAllLive = false>
 __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
                                                          const uint8_t* const (&scales)[R], const bf16_t* x, int in,
                                                          float (&acc)[R][1], int part = 0, int parts = 1) {
@@ -269,15 +277,15 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
   mma_diagonal_zero<R>(d);
   for (int b = part * 32; b < chunks; b += 2 * step) {  // warp-uniform; lane's chunk c = b + lane
     const int c = b + lane;
-    accumulate_chunk_mma<R, kSharedX, D>(pr.a, x, c < chunks, c, d);
+    accumulate_chunk_mma<R, kSharedX, D>(pr.a, x, kAllLive || c < chunks, c, d);
     if (b + 2 * step < chunks) {
-      if (c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
+      if (kAllLive || c + 2 * step < chunks) load_chunk<R>(codes, scales, c + 2 * step, pr.a);
       else zero_chunk<R>(pr.a);
     }
     if (b + step < chunks) {
-      accumulate_chunk_mma<R, kSharedX, D>(pr.b, x, c + step < chunks, c + step, d);
+      accumulate_chunk_mma<R, kSharedX, D>(pr.b, x, kAllLive || c + step < chunks, c + step, d);
       if (b + 3 * step < chunks) {
-        if (c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
+        if (kAllLive || c + 3 * step < chunks) load_chunk<R>(codes, scales, c + 3 * step, pr.b);
         else zero_chunk<R>(pr.b);
       }
     }

@@ -25,6 +25,11 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
   scales = m.scales + r * (in / 16);
 }
 
+// slot / K for slot < 65536, 1 <= K <= 8 without the integer division's ~20 instructions: (slot + 1/2) / K
+// lies at least 1/(2K) from an integer, and the approximate division (MUFU.RCP and a multiply, within 2
+// ulp) is off by less than 2^-6 / K.
+__device__ __forceinline__ int slot_token(int slot, int K) { return int(__fdividef(float(slot) + 0.5f, float(K))); }
+
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
 // The dot products run on tensor cores (warp_dot_nvfp4_early_mma, nvfp4_decode.cuh), one slot (one
 // token) at a time for every T, so a T-token step gives each token a one-token step's bits.
@@ -37,8 +42,8 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // kSharedS > 0 (nvfp4_moe_shared_skinny): the shared expert is the first `shared_groups` rows of CTAs,
 // row j for tokens 8j..8j+7, skinny GateUp tiles split kSharedS ways over k (nvfp4_skinny_cta, the
 // dense gate/up's bits), so its weights are decoded once per 8 tokens instead of once per token; the
-// routed slots take the rows after them.
-template <bool kPf = false, int kSharedS = 0>
+// routed slots take the rows after them. kAllLive: nvfp4_lanes_all_live(hidden, 1) (Flint's hidden).
+template <bool kPf = false, int kSharedS = 0, bool kAllLive = false>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
@@ -58,7 +63,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const bool shared = slot >= T * K;
   const int rows = shared ? sh.inter : inter;
   if (o0 >= rows) return;
-  const int t = shared ? slot - T * K : slot / K;
+  const int t = shared ? slot - T * K : slot_token(slot, K);
   const int o1 = min(o0 + 1, rows - 1);
   const uint8_t* cr[4];
   const uint8_t* sr[4];
@@ -73,7 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     s2u = sh.s2_up;
   }
   Nvfp4Prologue<4> pr;
-  if (shared) warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
+  if (shared) warp_dot_nvfp4_prologue_mma<4, kAllLive>(cr, sr, hidden, pr);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
   if (!shared) {
     const int64_t e = ids[slot];
@@ -83,7 +88,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue_mma<4>(cr, sr, hidden, pr);
+    warp_dot_nvfp4_prologue_mma<4, kAllLive>(cr, sr, hidden, pr);
     if constexpr (kPf) {  // this CTA's share of expert e's down rows into L2 for the down kernel
       const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
       prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
@@ -91,7 +96,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     }
   }
   float acc[4][1];
-  warp_dot_nvfp4_early_mma<4>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
+  warp_dot_nvfp4_early_mma<4, false, E2m1Pairs::kMultiply, kAllLive>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -198,6 +203,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   auto* ad = reinterpret_cast<bf16_t*>(act);
   auto* sd = reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr);
   const Nvfp4Matrix pf = prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{};
+  const bool all_live = nvfp4_lanes_all_live(hidden, 1);
   if (has_shared && nvfp4_moe_shared_skinny(T)) {
     const int S = skinny_split((hidden + 127) / 128, 4);  // the dense gate/up's split
     const int gx = std::max((rows + 2 * kWarps - 1) / (2 * kWarps),
@@ -206,14 +212,31 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
     const dim3 grid(unsigned(gx), unsigned(T * K + groups));
     skinny_dispatch<false>(S, false, [&](auto s, auto) {
       constexpr int kS = decltype(s)::value;
-      launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true, kS> : nvfp4_moe_gate_up_kernel<false, kS>,
-                 grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd, pf,
-                 groups);
+      auto launch = [&](auto kernel) {
+        launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh,
+                   sd, pf, groups);
+      };
+      if (all_live) {
+        if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true, kS, true>);
+        else launch(nvfp4_moe_gate_up_kernel<false, kS, true>);
+      } else {
+        if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true, kS>);
+        else launch(nvfp4_moe_gate_up_kernel<false, kS>);
+      }
     });
   } else {
     const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
-    launch_pdl(prefetch_down != nullptr ? nvfp4_moe_gate_up_kernel<true> : nvfp4_moe_gate_up_kernel<false>, grid,
-               dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd, pf, 0);
+    auto launch = [&](auto kernel) {
+      launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd,
+                 pf, 0);
+    };
+    if (all_live) {
+      if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true, 0, true>);
+      else launch(nvfp4_moe_gate_up_kernel<false, 0, true>);
+    } else {
+      if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true>);
+      else launch(nvfp4_moe_gate_up_kernel<false>);
+    }
   }
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }

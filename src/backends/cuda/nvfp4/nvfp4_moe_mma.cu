@@ -37,13 +37,17 @@ struct MmaRows {
 
 // in % 64 == 0: a lane's 32-weight chunk of a step is wholly inside the row or wholly past it (the
 // last step of in % 128 == 64), and then its weights, scales and activations are zeros.
+// kFull: in == kFullIn (Flint's inter), so s0 = 0, s1 = kSteps and every chunk is live: the same loads
+// and MMAs without the predicates and zero fills.
+constexpr int kFullIn = 128 * kSteps;
+template <bool kFull = false>
 __device__ __forceinline__ void load_rows(const uint8_t* ct, const uint8_t* stp, const uint8_t* cb, const uint8_t* sbp,
                                           int in, int t, int s0, int s1, MmaRows& r) {
 #pragma unroll
   for (int u = 0; u < kSteps; ++u)
-    if (s0 + u < s1) {
-      const int64_t s = s0 + u;
-      const bool live = s * 128 + t * 32 < in;
+    if (kFull || s0 + u < s1) {
+      const int64_t s = kFull ? u : s0 + u;
+      const bool live = kFull || s * 128 + t * 32 < in;
       r.qt[u] = live ? load_stream(ct + s * 64 + t * 16) : make_uint4(0, 0, 0, 0);
       r.qb[u] = live ? load_stream(cb + s * 64 + t * 16) : make_uint4(0, 0, 0, 0);
       r.st[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(stp + s * 8 + t * 2)) : 0u;
@@ -51,13 +55,15 @@ __device__ __forceinline__ void load_rows(const uint8_t* ct, const uint8_t* stp,
     }
 }
 
+template <bool kFull = false>
 __device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int in, int t, int s0, int s1,
                                          float (&c0)[4], float (&c1)[4]) {
+  if constexpr (kFull) s0 = 0, s1 = kSteps;
   uint4 xq[kSteps][4];
 #pragma unroll
   for (int u = 0; u < kSteps; ++u)
     if (s0 + u < s1) {
-      const bool live = (s0 + u) * 128 + t * 32 < in;
+      const bool live = kFull || (s0 + u) * 128 + t * 32 < in;
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         xq[u][i] = live ? load_cached(x + int64_t(s0 + u) * 128 + t * 32 + i * 8) : make_uint4(0, 0, 0, 0);
@@ -72,6 +78,8 @@ __device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int 
 // steps, all loaded in one batch). Then y = bf16(Σ_k w_k·bf16(scale2_e·sum_k)) in k order, plus the
 // shared expert's bf16 output, added to h (the rounding points of moe.h's combine: the slot kernel
 // below + moe_combine_sorted give the same bits). One token, or T without a scratch buffer.
+// kFull: nvfp4_down_full(inter, shared inter) — every expert's inter is kFullIn.
+template <bool kFull>
 __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
     nvfp4_moe_down_mma_kernel(const bf16_t* __restrict__ act, int K, Nvfp4Stack wd, int inter, int hidden,
                               const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
@@ -89,8 +97,8 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
   MmaRows r;
   const int64_t cb = in / 2, sbytes = in / 16;
   if (shared)
-    load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
-              sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
+    load_rows<kFull>(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
+                     sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
   pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
   // The tail's loads now, so their L2 round trips overlap the dot products (seventeenth session, with
   // the one-token GEMVs' residual: −0.02 ms per step): h at the 16 outputs, each routed warp's scale2
@@ -106,13 +114,13 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
     }
     const uint8_t* c = wd.m.codes + e * hidden * cb;
     const uint8_t* s = wd.m.scales + e * hidden * sbytes;
-    load_rows(c + top * cb, s + top * sbytes, c + bottom * cb, s + bottom * sbytes, in, t, 0, steps, r);
+    load_rows<kFull>(c + top * cb, s + top * sbytes, c + bottom * cb, s + bottom * sbytes, in, t, 0, steps, r);
     xa = act + int64_t(tok * K + warp) * inter;
   } else {
     xa = shared_act + int64_t(tok) * sh.inter;
   }
   float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
-  dot_rows(r, xa, in, t, 0, steps, c0, c1);
+  dot_rows<kFull>(r, xa, in, t, 0, steps, c0, c1);
   __shared__ float red[kMaxTopK + 1][16];
   __shared__ float coef[2][kMaxTopK];  // each routed expert's scale2·2^8 and routing weight
   if (t == 0) {
@@ -144,6 +152,12 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
 // the routed slots take the rows after them, in order.
 constexpr int kSlotWarps = 4;
 
+// Every expert's inter (the routed one and, when fused, the shared one) is kFullIn: the kernels' kFull form.
+bool nvfp4_down_full(int inter, bool fused, int shared_inter) {
+  return inter == kFullIn && (!fused || shared_inter == kFullIn);
+}
+
+template <bool kFull>
 __device__ __forceinline__ void shared_down_token_group(const MmaRows& r, const bf16_t* __restrict__ shared_act,
                                                         int T, int group, const Nvfp4Shared& sh, int o0, int hidden,
                                                         bf16_t* __restrict__ ys) {
@@ -154,9 +168,9 @@ __device__ __forceinline__ void shared_down_token_group(const MmaRows& r, const 
   SkinnyAcc acc[1];
 #pragma unroll
   for (int u = 0; u < kSteps; ++u)
-    if (u < steps) {
+    if (kFull || u < steps) {
       const bf16_t* xs[1] = {xg + u * 128};
-      nvfp4_skinny_step<1>(r.qt[u], r.st[u], r.qb[u], r.sb[u], xs, u * 128 + t * 32 < in, acc);
+      nvfp4_skinny_step<1>(r.qt[u], r.st[u], r.qb[u], r.sb[u], xs, kFull || u * 128 + t * 32 < in, acc);
     }
   const float s2 = sh.s2_down * kNvfp4PairUnscale;
 #pragma unroll
@@ -169,6 +183,7 @@ __device__ __forceinline__ void shared_down_token_group(const MmaRows& r, const 
   }
 }
 
+template <bool kFull>
 __global__ void __launch_bounds__(kSlotWarps * 32)
     nvfp4_moe_down_slots_mma_kernel(const bf16_t* __restrict__ act, int T, int K, Nvfp4Stack wd, int inter,
                                     int hidden, const int32_t* __restrict__ ids, Nvfp4Shared sh,
@@ -190,11 +205,11 @@ __global__ void __launch_bounds__(kSlotWarps * 32)
   float s2;
   const bf16_t* xa;
   if (shared) {  // the shared expert's rows do not depend on the routing: load them before the wait
-    load_rows(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
-              sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
+    load_rows<kFull>(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
+                     sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
     pdl_wait();  // shared_act comes from the gate/up kernel
     if (group >= 0) {
-      shared_down_token_group(r, shared_act, T, group, sh, o0, hidden, y + int64_t(T) * K * hidden);
+      shared_down_token_group<kFull>(r, shared_act, T, group, sh, o0, hidden, y + int64_t(T) * K * hidden);
       return;
     }
     s2 = sh.s2_down;
@@ -204,12 +219,12 @@ __global__ void __launch_bounds__(kSlotWarps * 32)
     const int64_t e = ids[s];
     const uint8_t* c = wd.m.codes + e * hidden * cb;
     const uint8_t* sc = wd.m.scales + e * hidden * sbytes;
-    load_rows(c + top * cb, sc + top * sbytes, c + bottom * cb, sc + bottom * sbytes, in, t, 0, steps, r);
+    load_rows<kFull>(c + top * cb, sc + top * sbytes, c + bottom * cb, sc + bottom * sbytes, in, t, 0, steps, r);
     s2 = wd.scale2[e];
     xa = act + int64_t(s) * inter;
   }
   float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
-  dot_rows(r, xa, in, t, 0, steps, c0, c1);
+  dot_rows<kFull>(r, xa, in, t, 0, steps, c0, c1);
   if (t == 0) {
     s2 *= kNvfp4PairUnscale;
     bf16_t* ys = y + int64_t(s) * hidden;
@@ -231,13 +246,14 @@ void launch_nvfp4_moe_down_mma(const bf16* act, int T, int K, Nvfp4Stack down, i
                                cudaStream_t stream) {
   const bool fused = shared != nullptr && shared_act != nullptr;
   const Nvfp4Shared sh = fused ? *shared : Nvfp4Shared{};
-  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel, int(kMaxDownSmem));
+  static const bool ready = allow_dynamic_smem(nvfp4_moe_down_mma_kernel<false>, int(kMaxDownSmem)) &&
+                            allow_dynamic_smem(nvfp4_moe_down_mma_kernel<true>, int(kMaxDownSmem));
   (void)ready;
   if (smem > kMaxDownSmem) throw Error("nvfp4_moe_down_mma: " + std::to_string(smem) + " bytes of shared memory asked");
   const dim3 grid(unsigned((hidden + 15) / 16), unsigned(T));
-  launch_pdl(nvfp4_moe_down_mma_kernel, grid, dim3((K + (fused ? 1 : 0)) * 32), smem, stream,
-             reinterpret_cast<const bf16_t*>(act), K, down, inter, hidden, topk_ids, topk_w, sh,
-             reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
+  launch_pdl(nvfp4_down_full(inter, fused, sh.inter) ? nvfp4_moe_down_mma_kernel<true> : nvfp4_moe_down_mma_kernel<false>,
+             grid, dim3((K + (fused ? 1 : 0)) * 32), smem, stream, reinterpret_cast<const bf16_t*>(act), K, down, inter,
+             hidden, topk_ids, topk_w, sh, reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr),
              reinterpret_cast<const bf16_t*>(fused ? nullptr : y_shared), reinterpret_cast<bf16_t*>(h));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_mma");
 }
@@ -250,7 +266,9 @@ void launch_nvfp4_moe_down_slots_mma(const bf16* act, int T, int K, Nvfp4Stack d
   const int groups = fused && nvfp4_moe_shared_skinny(T) ? nvfp4_moe_shared_groups(T) : 0;
   const int slots = T * K + (groups > 0 ? groups : fused ? T : 0);
   const dim3 grid(unsigned((hidden + 16 * kSlotWarps - 1) / (16 * kSlotWarps)), unsigned(slots));
-  launch_pdl(nvfp4_moe_down_slots_mma_kernel, grid, dim3(kSlotWarps * 32), 0, stream,
+  launch_pdl(nvfp4_down_full(inter, fused, sh.inter) ? nvfp4_moe_down_slots_mma_kernel<true>
+                                                     : nvfp4_moe_down_slots_mma_kernel<false>,
+             grid, dim3(kSlotWarps * 32), 0, stream,
              reinterpret_cast<const bf16_t*>(act), T, K, down, inter, hidden, topk_ids, sh,
              reinterpret_cast<const bf16_t*>(fused ? shared_act : nullptr), groups, reinterpret_cast<bf16_t*>(y));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_down_slots_mma");
