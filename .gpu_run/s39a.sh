@@ -2,7 +2,7 @@
 # Session 39 run 1 (kernel payload of the all-live MoE kernels + .gpuwork/striker_base.xz = main 8d22d2c's
 # striker, stripped): the NVFP4 / MoE GPU tests, then base vs new (bench latency --graphs, 50 steps, device ms),
 # three rounds, then ncu (duration, instructions, issue activity) of the per-slot MoE kernels of one middle layer in
-# both arms, at 8 x 8K and 1 x 8K.
+# both arms, at 8 x 8K and 1 x 8K, and both arms' CUPTI step timelines at 8 x 8K and 1 x 8K.
 # Payload: on main build striker, strip --strip-all, xz -> striker_base.xz; build the branch, then
 # STRIKER_SHIP_SERVER=0 STRIKER_SHIP_SOURCES=0 STRIKER_SHIP_STRIP=all bash scripts/ship_gpu.sh and copy the base into
 # .gpuwork/striker_base.xz (ship_gpu.sh clears .gpuwork); carry .gpuwork, unpack into /tmp/c, run from there.
@@ -38,4 +38,16 @@ for batch in 8 1; do
     done
   done
 done
+mkdir -p gpubin_base && for f in $B/*; do ln -sfn "$PWD/$f" gpubin_base/; done && rm gpubin_base/striker && cp $B/striker_base gpubin_base/striker
+for arm in base new; do
+  d=$B; [ $arm = base ] && d=gpubin_base
+  OUT=/tmp/tl_$arm STRIKER_PROFILE_CONTEXTS="" STRIKER_PROFILE_TIMELINE="nvfp4:8192:8 nvfp4:8192:1" timeout 150 \
+    bash scripts/gpu_profile.sh $d > /tmp/tl_$arm.txt 2>&1
+  echo "timeline $arm rc=$? at ${SECONDS}s"; grep -E "ms/step" /tmp/tl_$arm.txt
+done
+for b in 8 1; do
+  python3 scripts/step_timeline.py /tmp/tl_base/timeline_nvfp4_8192_b$b.csv --compare /tmp/tl_new/timeline_nvfp4_8192_b$b.csv \
+    "NVFP4 8K batch $b: base (A) vs all-live (B)" 2>&1 | tee $OUT/compare_b$b.txt | head -30
+done
+cp /tmp/tl_base/*.csv $OUT/ 2>/dev/null; for f in /tmp/tl_new/*.csv; do cp $f $OUT/new_$(basename $f); done
 echo "all done at ${SECONDS}s"

@@ -36,14 +36,15 @@ __device__ __forceinline__ int slot_token(int slot, int K) { return int(__fdivid
 // The shared expert's warps load their first two chunks before pdl_wait; a routed slot's rows
 // depend on the router's ids, read after it. Held to 2 CTAs per SM (≤ 128 registers; left alone,
 // ptxas takes ~160, 1 CTA per SM), so the decode grid of 32 × 7 = 224 CTAs runs in one wave on
-// 132 SMs instead of two. kPf: each routed CTA also requests its share (1/gridDim.x) of its expert's
-// down rows into L2 right after its own weights, so the down kernel's dependent loads of those rows
-// come from L2 (NVFP4 8K step -0.012 ms, batch 8 -0.05: eighteenth session).
+// 132 SMs instead of two. With pf_down set (a runtime test, so the tests run the backend's instances),
+// each routed CTA also requests its share (1/gridDim.x) of its expert's down rows into L2 right after
+// its own weights, so the down kernel's dependent loads of those rows come from L2 (NVFP4 8K step
+// -0.012 ms, batch 8 -0.05: eighteenth session).
 // kSharedS > 0 (nvfp4_moe_shared_skinny): the shared expert is the first `shared_groups` rows of CTAs,
 // row j for tokens 8j..8j+7, skinny GateUp tiles split kSharedS ways over k (nvfp4_skinny_cta, the
 // dense gate/up's bits), so its weights are decoded once per 8 tokens instead of once per token; the
 // routed slots take the rows after them. kAllLive: nvfp4_lanes_all_live(hidden, 1) (Flint's hidden).
-template <bool kPf = false, int kSharedS = 0, bool kAllLive = false>
+template <int kSharedS = 0, bool kAllLive = false>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
     warp_dot_nvfp4_prologue_mma<4, kAllLive>(cr, sr, hidden, pr);
-    if constexpr (kPf) {  // this CTA's share of expert e's down rows into L2 for the down kernel
+    if (pf_down.codes != nullptr) {  // this CTA's share of expert e's down rows into L2 for the down kernel
       const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
       prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
       prefetch_l2_part(pf_down.scales + e * sbytes, sbytes, int(blockIdx.x), int(gridDim.x));
@@ -216,13 +217,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
         launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh,
                    sd, pf, groups);
       };
-      if (all_live) {
-        if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true, kS, true>);
-        else launch(nvfp4_moe_gate_up_kernel<false, kS, true>);
-      } else {
-        if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true, kS>);
-        else launch(nvfp4_moe_gate_up_kernel<false, kS>);
-      }
+      if (all_live) launch(nvfp4_moe_gate_up_kernel<kS, true>);
+      else launch(nvfp4_moe_gate_up_kernel<kS, false>);
     });
   } else {
     const dim3 grid(unsigned((rows + 2 * kWarps - 1) / (2 * kWarps)), unsigned(T * K + (has_shared ? T : 0)));
@@ -230,13 +226,8 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
       launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd,
                  pf, 0);
     };
-    if (all_live) {
-      if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true, 0, true>);
-      else launch(nvfp4_moe_gate_up_kernel<false, 0, true>);
-    } else {
-      if (prefetch_down != nullptr) launch(nvfp4_moe_gate_up_kernel<true>);
-      else launch(nvfp4_moe_gate_up_kernel<false>);
-    }
+    if (all_live) launch(nvfp4_moe_gate_up_kernel<0, true>);
+    else launch(nvfp4_moe_gate_up_kernel<0, false>);
   }
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
 }
