@@ -248,7 +248,8 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
 // kAllLive: the caller has checked nvfp4_lanes_all_live(in, parts) — every lane has the same number
 // of chunks, so "is this lane's chunk inside the row" is the warp-uniform "is this step inside the
 // row" and no lane needs the zero-filled chunks and activations below (their predicated loads and
-// register zeroing were ~1/8 of the per-slot gate/up's instructions). Same loads, same MMAs, same bits.
+// register zeroing, with two divisions removed beside them, were 12 % of the per-slot gate/up's executed
+// instructions: docs/performance.md, thirty-ninth session). Same loads, same MMAs, same bits.
 __host__ __device__ constexpr bool nvfp4_lanes_all_live(int in, int parts) {
   return in > 0 && in % (32 * 32 * parts) == 0;
 }

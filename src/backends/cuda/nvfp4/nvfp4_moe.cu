@@ -25,9 +25,9 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
   scales = m.scales + r * (in / 16);
 }
 
-// slot / K for slot < 65536, 1 <= K <= 8 without the integer division's ~20 instructions: (slot + 1/2) / K
-// lies at least 1/(2K) from an integer, and the approximate division (MUFU.RCP and a multiply, within 2
-// ulp) is off by less than 2^-6 / K.
+// slot / K for 0 <= slot < 65536 (one launch's grid rows) and K >= 1, without the integer division's ~20
+// instructions: (slot + 1/2) / K lies at least 1/(2K) from an integer, and the approximate division
+// (MUFU.RCP and a multiply, within 2 ulp of a quotient below 65536 / K) is off by less than 2^-6 / K.
 __device__ __forceinline__ int slot_token(int slot, int K) { return int(__fdividef(float(slot) + 0.5f, float(K))); }
 
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
