@@ -7,6 +7,7 @@
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
+#include "backends/cuda/nvfp4/nvfp4_moe_slots.h"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 
@@ -24,11 +25,6 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
   codes = m.codes + r * (in / 2);
   scales = m.scales + r * (in / 16);
 }
-
-// slot / K for 0 <= slot < 65536 (one launch's grid rows) and K >= 1, without the integer division's ~20
-// instructions: (slot + 1/2) / K lies at least 1/(2K) from an integer, and the approximate division
-// (MUFU.RCP and a multiply, within 2 ulp of a quotient below 65536 / K) is off by less than 2^-6 / K.
-__device__ __forceinline__ int slot_token(int slot, int K) { return int(__fdividef(float(slot) + 0.5f, float(K))); }
 
 // grid (row pairs, T*K [+ T]): as moe.cu's moe_gate_up_kernel; slots >= T*K are the shared expert.
 // The dot products run on tensor cores (warp_dot_nvfp4_early_mma, nvfp4_decode.cuh), one slot (one
