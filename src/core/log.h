@@ -1,21 +1,12 @@
 // Logging for every part: spdlog with vLLM's line shape and level names,
 //   INFO 12-01 22:43:53.123 [serve] listening on http://0.0.0.0:8000
 // on stderr (stdout stays for command output such as `striker tokenize`'s JSON). spdlog and fmt
-// are used header-only, so the binary needs neither .so on the GPU machine (scripts/ship_gpu.sh).
+// are Debian's compiled libraries (CMakeLists.txt says why).
 #pragma once
 #include <memory>
 #include <optional>
 #include <string>
 
-// Header-only fmt (Debian's spdlog already uses the external fmt, SPDLOG_FMT_EXTERNAL in its
-// tweakme.h); defined here rather than on every compile line, and this header must be the first
-// to include fmt or spdlog in a file.
-#ifndef FMT_HEADER_ONLY
-#define FMT_HEADER_ONLY 1
-#endif
-#ifdef SPDLOG_COMPILED_LIB
-#error "striker uses spdlog header-only (no libspdlog.so on the GPU machine)"
-#endif
 #include <spdlog/spdlog.h>
 
 namespace striker::logging {

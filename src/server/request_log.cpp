@@ -1,6 +1,6 @@
 #include "server/request_log.h"
 
-#include "core/log.h"  // first: it makes fmt header-only
+#include "core/log.h"
 
 #include <httplib.h>
 

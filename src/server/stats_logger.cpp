@@ -1,6 +1,6 @@
 #include "server/stats_logger.h"
 
-#include "core/log.h"  // first: it makes fmt header-only
+#include "core/log.h"
 
 #include <fmt/format.h>
 
