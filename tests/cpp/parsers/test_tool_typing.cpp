@@ -75,7 +75,11 @@ TEST(ToolTyping, HostileInputsDoNotCrash) {
   EXPECT_EQ(coerce(deep, {"array"}), python_json_string(deep));
   EXPECT_EQ(coerce("[[[1]]]", {"array"}), "[[[1]]]");
   nlohmann::json schema = {{"type", "integer"}};
-  for (int i = 0; i < 10000; ++i) schema = {{"anyOf", nlohmann::json::array({schema})}};
+  for (int i = 0; i < 10000; ++i) {  // moved, not copied: {{"anyOf", {schema}}} copied it each time (O(n^2))
+    nlohmann::json wrapped;
+    wrapped["anyOf"].push_back(std::move(schema));
+    schema = std::move(wrapped);
+  }
   EXPECT_EQ(schema_types(schema), (std::set<std::string>{"string"}));  // too deep: nothing found
 }
 
