@@ -525,13 +525,13 @@ TEST(CudaNvfp4, SelectedExpertsMoeMatchesReference) {
   expect_selected_experts_moe_matches_reference(rng, 320, {{192, 128}, {512, 512}, {576, 128}}, {1, 3, 8});
 }
 
-// Hidden widths at which every lane holds the same number of gate/up chunks (nvfp4_lanes_all_live: the
-// kernels' form without per-lane predicates; Flint's 2048, one pair of chunks per lane, is in the tests
-// below): one chunk per lane (1024: the pair's second chunk is past the row for every lane), three
-// (3072: the loop refills the first chunk only) and four (4096: it refills both).
-TEST(CudaNvfp4, SelectedExpertsMoeMatchesReferenceWhereEveryLaneIsLive) {
+// Hidden widths of whole kilobytes of chunks: Flint's 2048 (one pair of chunks per lane: the gate/up's
+// kOnePair form, nvfp4_one_pair_per_lane) and, in the general form, one chunk per lane (1024: the pair's
+// second chunk is past the row for every lane), three (3072: the loop refills the first chunk only) and
+// four (4096: it refills both).
+TEST(CudaNvfp4, SelectedExpertsMoeMatchesReferenceAtWholeKilobyteWidths) {
   std::mt19937 rng(66);
-  for (int H : {1024, 3072, 4096}) expect_selected_experts_moe_matches_reference(rng, H, {{512, 512}}, {1, 3, 8});
+  for (int H : {1024, 2048, 3072, 4096}) expect_selected_experts_moe_matches_reference(rng, H, {{512, 512}}, {1, 3, 8});
 }
 
 // A T-token MoE step (the slot kernels and the combine) gives each token the routed experts' bits of

@@ -21,7 +21,12 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 
 // Blocks until the previous grid of the stream has completed and its writes are visible. Loads of
 // data no earlier kernel writes (weights, norm gammas) may be issued before it; nothing the
-// previous kernels write (activations, routing, KV cache) may be read before it.
+// previous kernels write (activations, routing, KV cache) may be read before it. Mind ptxas: it may
+// schedule read-only-path loads (ld.global.nc: __ldg, load_cached) above the wait in straight-line
+// code — a skinny-kernel form without its loop read its activations before the wait that way (fortieth
+// session, docs/performance.md); the loops and branches of the current kernels hold them below (their
+// SASS: scripts/sass_prewait_loads.py). Where none would, read what earlier kernels wrote with
+// load_from_l2 (device_math.cuh), which stays below.
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 __device__ __forceinline__ void pdl_grid_start() {

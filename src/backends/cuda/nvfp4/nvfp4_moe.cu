@@ -39,9 +39,14 @@ __device__ __forceinline__ void stack_row(const Nvfp4Matrix& m, int64_t e, int64
 // kSharedS > 0 (nvfp4_moe_shared_skinny): the shared expert is the first `shared_groups` rows of CTAs,
 // row j for tokens 8j..8j+7, skinny GateUp tiles split kSharedS ways over k (nvfp4_skinny_cta, the
 // dense gate/up's bits), so its weights are decoded once per 8 tokens instead of once per token; the
-// routed slots take the rows after them. kAllLive: nvfp4_lanes_all_live(hidden, 1) (Flint's hidden).
-template <int kSharedS = 0, bool kAllLive = false>
-__global__ void __launch_bounds__(kWarps * 32, 2)
+// routed slots take the rows after them. kOnePair: nvfp4_one_pair_per_lane(hidden, 1) (Flint's hidden).
+// The one-pair form with the skinny shared expert (3+ tokens) is held to 3 CTAs per SM (80 registers,
+// 24 warps per SM): on the H200 8 / 16 sequences -0.03 / -0.06 ms per step against 2 CTAs, even on the
+// H100; at 1-2 tokens (7-14 slots of 32 CTAs) 2 CTAs were 0.04-0.05 ms faster (fortieth session).
+template <int kSharedS, bool kOnePair>
+constexpr int nvfp4_moe_gate_up_ctas_per_sm() { return kOnePair && kSharedS > 0 ? 3 : 2; }
+template <int kSharedS = 0, bool kOnePair = false>
+__global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kSharedS, kOnePair>()))
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
                              bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down, int shared_groups) {
@@ -75,7 +80,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     s2u = sh.s2_up;
   }
   Nvfp4Prologue<4> pr;
-  if (shared) warp_dot_nvfp4_prologue_mma<4, kAllLive>(cr, sr, hidden, pr);
+  if (shared) warp_dot_nvfp4_prologue_mma<4, kOnePair>(cr, sr, hidden, pr);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
   if (!shared) {
     const int64_t e = ids[slot];
@@ -85,7 +90,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue_mma<4, kAllLive>(cr, sr, hidden, pr);
+    warp_dot_nvfp4_prologue_mma<4, kOnePair>(cr, sr, hidden, pr);
     if (pf_down.codes != nullptr) {  // this CTA's share of expert e's down rows into L2 for the down kernel
       const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
       prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
@@ -93,7 +98,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     }
   }
   float acc[4][1];
-  warp_dot_nvfp4_early_mma<4, false, E2m1Pairs::kMultiply, kAllLive>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
+  warp_dot_nvfp4_early_mma<4, false, E2m1Pairs::kMultiply, kOnePair>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -200,7 +205,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
   auto* ad = reinterpret_cast<bf16_t*>(act);
   auto* sd = reinterpret_cast<bf16_t*>(has_shared ? shared_act : nullptr);
   const Nvfp4Matrix pf = prefetch_down != nullptr ? *prefetch_down : Nvfp4Matrix{};
-  const bool all_live = nvfp4_lanes_all_live(hidden, 1);
+  const bool one_pair = nvfp4_one_pair_per_lane(hidden, 1);
   if (has_shared && nvfp4_moe_shared_skinny(T)) {
     const int S = skinny_split((hidden + 127) / 128, 4);  // the dense gate/up's split
     const int gx = std::max((rows + 2 * kWarps - 1) / (2 * kWarps),
@@ -213,7 +218,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
         launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh,
                    sd, pf, groups);
       };
-      if (all_live) launch(nvfp4_moe_gate_up_kernel<kS, true>);
+      if (one_pair) launch(nvfp4_moe_gate_up_kernel<kS, true>);
       else launch(nvfp4_moe_gate_up_kernel<kS, false>);
     });
   } else {
@@ -222,7 +227,7 @@ void nvfp4_moe_gate_up(const bf16* x, int T, int hidden, Nvfp4Stack gate, Nvfp4S
       launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, xd, T, hidden, gate, up, inter, topk_ids, K, ad, sh, sd,
                  pf, 0);
     };
-    if (all_live) launch(nvfp4_moe_gate_up_kernel<0, true>);
+    if (one_pair) launch(nvfp4_moe_gate_up_kernel<0, true>);
     else launch(nvfp4_moe_gate_up_kernel<0, false>);
   }
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_gate_up");
