@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
 // there: with 8 queries the combine's gain went to the o_proj behind it, whose weight stream it had been
 // hiding, and the step lost 0.02–0.07 ms (seventeenth session). kWideWarps·32 threads × ≤ 80 registers
 // (the 3-CTA bound), so a combine CTA still fits beside the two split CTAs of an SM.
-constexpr int kWideWarps = 8, kWideBatch = 9;
+constexpr int kWideWarps = decode::kWideCombineWarps, kWideBatch = 9;
 template <int D, int G>
 __global__ void __launch_bounds__(kWideWarps * 32, 3) attention_combine_wide_kernel(
     const float* __restrict__ partials, const float* __restrict__ sinks, int nkv, int num_splits,
@@ -277,6 +277,7 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
   // slice) or, without ids, at index z of positions / table offsets / q (shifted); its records go
   // to the slice's place, so the combine below reads them at the step-wide z as always.
   const int64_t record_floats = int64_t(s.n_kv_heads) * splits * attention_partial_floats(s);
+  bool combined = false;
   for (int first = 0; first < qs.num_queries; first += kMaxGridYZ) {
     const int n = std::min(qs.num_queries - first, kMaxGridYZ);
     const bool by_id = qs.query_ids != nullptr;
@@ -286,7 +287,12 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     const auto* qb = reinterpret_cast<const bf16_t*>(q) + (by_id ? 0 : int64_t(first) * s.n_heads * D);
     float* records = scratch.data + int64_t(first) * record_floats;
     const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
-    if (pipelined) {
+    if (pipelined && front != nullptr && splits <= decode::kMaxClusterSplits) {
+      // The combine inside the split kernel (one launch; its bits: attention_pipe.cu).
+      decode::launch_attention_pipe_cluster(grid, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
+                                            qs.block_tables, *front, sinks, reinterpret_cast<bf16_t*>(out), stream);
+      combined = true;
+    } else if (pipelined) {
       decode::launch_attention_pipe(grid, qb, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
                                     qs.block_tables, ids, qs.num_queries, splits, records, stream, front);
     } else if (front != nullptr) {
@@ -300,6 +306,7 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     }
     STRIKER_CUDA_CHECK_LAUNCH("attention_split_kernel");
   }
+  if (combined) return;
   if (qs.num_queries == 1 && qs.query_ids == nullptr)
     launch_pdl(attention_combine_wide_kernel<D, G>, dim3(unsigned(s.n_heads)), dim3(kWideWarps * 32), 0, stream,
                scratch.data, sinks, s.n_kv_heads, splits, reinterpret_cast<bf16_t*>(out));

@@ -470,6 +470,8 @@ __device__ __forceinline__ void combine_head(RecordAt record, int num_splits, in
   __syncthreads();  // red_m / red_a / red_l are reused by the next call
 }
 
+constexpr int kWideCombineWarps = 8;  // attention_combine_wide_kernel's warps (W below)
+
 // combine_head for a step of one query (attention_combine_wide_kernel): 8 warps (W) and every load issued
 // right after the wait — thread s's split maximum and each warp's splits w, w + W, … (up to kBatch of
 // them: (m, l) and the lane's D/32 values) — so the merge costs one L2 round trip. combine_head's warps
@@ -539,6 +541,51 @@ __device__ __forceinline__ void combine_head_wide(RecordAt record, int num_split
   __syncthreads();
 }
 
+// The split combine of one query head where the S split records sit in the shared memory of one
+// thread-block cluster (attention_pipe_cluster_kernel): thread d of the CTA's 128 merges dim d of head
+// hh from recs[0..S) (distributed shared memory; all loads issued before any is used), adds the sink
+// and writes out_row[d]. The arithmetic is the combine kernel's that the two-launch path would run,
+// operation for operation, so the bits are its bits: split s folds into virtual warp s % W in
+// ascending s (fold_split's fmas), then the warps' sums are added in warp order — from 0 with
+// kFromZero (combine_head_wide, W = kWideCombineWarps: steps of one query), else from warp 0's sum
+// (combine_head, W = 4). The maximum is order-free (fmaxf; a zero's sign cannot change 2^(m − mx)).
+constexpr int kMaxClusterSplits = 16;  // sm_90's largest (non-portable) cluster
+template <int W, bool kFromZero>
+__device__ __forceinline__ void cluster_combine_head(const float* const (&recs)[kMaxClusterSplits], int S, int hh,
+                                                     float sink, bf16_t* __restrict__ out_row) {
+  constexpr int D = kHeadDim, G = kGroup;
+  static_assert(D == 128, "one dim per thread of a 128-thread CTA");
+  const int d = int(threadIdx.x);
+  float m[kMaxClusterSplits], l[kMaxClusterSplits], v[kMaxClusterSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxClusterSplits; ++s)
+    if (s < S) {
+      m[s] = recs[s][2 * hh];
+      l[s] = recs[s][2 * hh + 1];
+      v[s] = recs[s][G * 2 + hh * D + d];
+    }
+  float mx = sink;
+#pragma unroll
+  for (int s = 0; s < kMaxClusterSplits; ++s)
+    if (s < S) mx = fmaxf(mx, m[s]);
+  float a[W], den[W];
+#pragma unroll
+  for (int w = 0; w < W; ++w) a[w] = den[w] = 0.f;
+#pragma unroll
+  for (int s = 0; s < kMaxClusterSplits; ++s)
+    if (s < S) {
+      const float sc = rescale(m[s], mx);
+      den[s % W] = __fmaf_rn(l[s], sc, den[s % W]);
+      a[s % W] = __fmaf_rn(v[s], sc, a[s % W]);
+    }
+  float total = kFromZero ? 0.f + a[0] : a[0], denom = rescale(sink, mx);
+#pragma unroll
+  for (int w = 1; w < W; ++w) total += a[w];
+#pragma unroll
+  for (int w = 0; w < W; ++w) denom += den[w];
+  out_row[d] = __float2bfloat16_rn(total / denom);  // denom > 0: the query's own key is always in range
+}
+
 // Sink logit of query head h in the log2 domain (an explicit rounded multiply: see combine_head).
 __device__ __forceinline__ float sink_log2(const float* sinks, int h) {
   return sinks ? __fmul_rn(sinks[h], kLog2e) : kNegInf;
@@ -555,5 +602,12 @@ void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const b
                            int block_size, int window, const int32_t* positions, const int32_t* table_offset,
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
                            float* partials, cudaStream_t stream, const FrontArgs* front = nullptr);
+
+// The front's split kernel with the combine inside (attention_pipe_cluster_kernel): grid (S splits,
+// KV heads, queries) with S <= kMaxClusterSplits, one cluster per (query, KV head); writes attention's
+// output (bf16, [queries][heads][kHeadDim]) with the sinks added, the bits of the split kernel + combine.
+void launch_attention_pipe_cluster(dim3 grid, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size, int window,
+                                   const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
+                                   const FrontArgs& front, const float* sinks, bf16_t* out, cudaStream_t stream);
 
 }  // namespace striker::cuda::decode

@@ -11,6 +11,8 @@
 // Warps never wait for each other inside the loop: each reads only its own ring, so __syncwarp
 // orders its lanes' cp.async writes and reads (no __syncthreads until the final merge, which
 // reuses the ring memory for the warp accumulators).
+#include <cooperative_groups.h>
+
 #include <string>
 
 #include "backends/cuda/attention/attention.h"
@@ -36,6 +38,46 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
   pipe_split_record<kStages, kFront>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables,
                                      query_ids, split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec,
                                      front, q_s);
+}
+
+// The front's one-token-per-sequence steps whose splits of a (query, KV head) fit one cluster
+// (grid.x = S = the cluster): each CTA merges its warps into a record in its own shared memory (warp
+// 0's ring, past the accumulators the merge reads), one cluster barrier, then CTA r merges query heads
+// r, r + S, ... from the S records through distributed shared memory (cluster_combine_head: the
+// combine kernel's bits) and writes attention's output itself: no record round trip through L2 and
+// no combine launch. A second barrier keeps every record alive until the cluster has read it.
+constexpr int kClusterRecordOffset = kGroup * kHeadDim * 4;  // bytes: after warp 0's accumulators
+static_assert(kClusterRecordOffset + kGroup * (kHeadDim + 2) * 4 <= warp_ring_bytes(kPipeStages),
+              "the record fits warp 0's ring beside its accumulators");
+template <int kStages, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_cluster_kernel(
+    const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv, int block_size, int window,
+    const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
+    const int32_t* __restrict__ block_tables, int step_queries, FrontArgs front, const float* __restrict__ sinks,
+    bf16_t* __restrict__ out) {
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
+  __shared__ __align__(16) bf16_t q_s[(kGroup + 2) * kHeadDim];  // the front's q heads, new k, v
+  const int split = blockIdx.x, S = gridDim.x, kvh = blockIdx.y, z = blockIdx.z;
+  float* rec = reinterpret_cast<float*>(pipe_smem + kClusterRecordOffset);
+  pipe_split_record<kStages, true>(nullptr, kc, vc, nkv, block_size, window, positions, table_offset, block_tables,
+                                   nullptr, split, S, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec, front, q_s);
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every record of the (query, KV head) written
+  const float* recs[kMaxClusterSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxClusterSplits; ++s) recs[s] = s < S ? cluster.map_shared_rank(rec, unsigned(s)) : rec;
+  const int nh = nkv * kGroup;
+  for (int hh = split; hh < kGroup; hh += S) {
+    const int h = kvh * kGroup + hh;
+    bf16_t* out_row = out + (int64_t(z) * nh + h) * kHeadDim;
+    if (step_queries == 1)
+      cluster_combine_head<kWideCombineWarps, true>(recs, S, hh, sink_log2(sinks, h), out_row);
+    else
+      cluster_combine_head<4, false>(recs, S, hh, sink_log2(sinks, h), out_row);
+  }
+  cluster.sync();  // no CTA leaves while another may still read its record
 }
 
 template <int kStages, int kMinBlocks, bool kFront>
@@ -74,6 +116,28 @@ void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const b
   launch_stages<kPipeStages, kPipeCtasPerSm, false>(grid, q, kc, vc, nkv, block_size, window, positions, table_offset,
                                                     block_tables, query_ids, step_queries, num_splits, partials,
                                                     FrontArgs{}, stream);
+}
+
+void launch_attention_pipe_cluster(dim3 grid, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size, int window,
+                                   const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
+                                   const FrontArgs& front, const float* sinks, bf16_t* out, cudaStream_t stream) {
+  const int S = int(grid.x);
+  if (block_size < kMinBlockSize || S < 1 || S > kMaxClusterSplits)
+    throw Error("attention_pipe_cluster: " + std::to_string(S) + " splits (1 to " + std::to_string(kMaxClusterSplits) +
+                ") with cache blocks of >= " + std::to_string(kMinBlockSize) + " tokens (got " +
+                std::to_string(block_size) + ")");
+  auto* kernel = attention_pipe_cluster_kernel<kPipeStages, kPipeCtasPerSm>;
+  constexpr int smem = cta_ring_bytes(kPipeStages);
+  static const bool ready = [&] {
+    allow_dynamic_smem(kernel, smem, true);
+    // Clusters of 9-16 CTAs (the 9 splits of a sliding layer's window) are sm_90's non-portable sizes.
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    return true;
+  }();
+  (void)ready;
+  launch_pdl_cluster(kernel, grid, dim3(kWarps * 32), size_t(smem), S, stream, kc, vc, nkv, block_size, window,
+                     positions, table_offset, block_tables, int(grid.z), front, sinks, out);
+  STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_cluster_kernel");
 }
 
 }  // namespace striker::cuda::decode
