@@ -38,7 +38,8 @@ struct AttentionQueries {
   // prefill runs go to prefill_attention (paged_attention only; prefill_attention rejects it).
   const int32_t* query_ids = nullptr;
   // At most this many splits of each query's keys per KV head (0: the planner's count, about one wave of
-  // CTAs). The backend caps an NVFP4 one-token step's sliding layers at 5 (ops_attention.cpp).
+  // CTAs). The backend takes the planner's; the GPU tests set it to reach split counts on both sides of
+  // the one-launch (cluster) form's limit at small contexts.
   int max_splits = 0;
   // Each query is its sequence's only new token (a plain decode step): no query reads a key another
   // query of the step writes. Lets the front run inside the split kernel (paged_attention_with_front).

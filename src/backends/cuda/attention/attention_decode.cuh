@@ -542,18 +542,16 @@ __device__ __forceinline__ void combine_head_wide(RecordAt record, int num_split
 }
 
 // The split combine of one query head where the S split records sit in the shared memory of one
-// thread-block cluster (attention_pipe_cluster_kernel): thread d of the CTA's 128 merges dim d of head
-// hh from recs[0..S) (distributed shared memory; all loads issued before any is used), adds the sink
-// and writes out_row[d]. The arithmetic is the combine kernel's that the two-launch path would run,
-// operation for operation, so the bits are its bits: split s folds into virtual warp s % W in
-// ascending s (fold_split's fmas), then the warps' sums are added in warp order — from 0 with
-// kFromZero (combine_head_wide, W = kWideCombineWarps: steps of one query), else from warp 0's sum
-// (combine_head, W = 4). The maximum is order-free (fmaxf; a zero's sign cannot change 2^(m − mx)).
+// thread-block cluster (attention_pipe_cluster_kernel, a step of one query): thread d of the CTA's 128
+// merges dim d of head hh from recs[0..S) (distributed shared memory; all loads issued before any is
+// used), adds the sink and writes out_row[d]. The arithmetic is combine_head_wide's (the combine kernel
+// of a one-query step's two launches), operation for operation, so the bits are its bits: split s folds
+// into virtual warp s % kWideCombineWarps in ascending s (fold_split's fmas), then the warps' sums are
+// added in warp order from 0. The maximum is order-free (fmaxf; a zero's sign cannot change 2^(m − mx)).
 constexpr int kMaxClusterSplits = 16;  // sm_90's largest (non-portable) cluster
-template <int W, bool kFromZero>
 __device__ __forceinline__ void cluster_combine_head(const float* const (&recs)[kMaxClusterSplits], int S, int hh,
                                                      float sink, bf16_t* __restrict__ out_row) {
-  constexpr int D = kHeadDim, G = kGroup;
+  constexpr int D = kHeadDim, G = kGroup, W = kWideCombineWarps;
   static_assert(D == 128, "one dim per thread of a 128-thread CTA");
   const int d = int(threadIdx.x);
   float m[kMaxClusterSplits], l[kMaxClusterSplits], v[kMaxClusterSplits];
@@ -578,9 +576,9 @@ __device__ __forceinline__ void cluster_combine_head(const float* const (&recs)[
       den[s % W] = __fmaf_rn(l[s], sc, den[s % W]);
       a[s % W] = __fmaf_rn(v[s], sc, a[s % W]);
     }
-  float total = kFromZero ? 0.f + a[0] : a[0], denom = rescale(sink, mx);
+  float total = 0.f, denom = rescale(sink, mx);
 #pragma unroll
-  for (int w = 1; w < W; ++w) total += a[w];
+  for (int w = 0; w < W; ++w) total += a[w];
 #pragma unroll
   for (int w = 0; w < W; ++w) denom += den[w];
   out_row[d] = __float2bfloat16_rn(total / denom);  // denom > 0: the query's own key is always in range
@@ -603,9 +601,9 @@ void launch_attention_pipe(dim3 grid, const bf16_t* q, const bf16_t* kc, const b
                            const int32_t* block_tables, const int32_t* query_ids, int step_queries, int num_splits,
                            float* partials, cudaStream_t stream, const FrontArgs* front = nullptr);
 
-// The front's split kernel with the combine inside (attention_pipe_cluster_kernel): grid (S splits,
-// KV heads, queries) with S <= kMaxClusterSplits, one cluster per (query, KV head); writes attention's
-// output (bf16, [queries][heads][kHeadDim]) with the sinks added, the bits of the split kernel + combine.
+// The front's split kernel with the combine inside for a step of one query (attention_pipe_cluster_kernel):
+// grid (S splits, KV heads, 1) with S <= kMaxClusterSplits, one cluster per KV head; writes attention's
+// output (bf16, [heads][kHeadDim]) with the sinks added: the bits of the split kernel + the wide combine.
 void launch_attention_pipe_cluster(dim3 grid, const bf16_t* kc, const bf16_t* vc, int nkv, int block_size, int window,
                                    const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
                                    const FrontArgs& front, const float* sinks, bf16_t* out, cudaStream_t stream);

@@ -40,12 +40,14 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
                                      front, q_s);
 }
 
-// The front's one-token-per-sequence steps whose splits of a (query, KV head) fit one cluster
-// (grid.x = S = the cluster): each CTA merges its warps into a record in its own shared memory (warp
-// 0's ring, past the accumulators the merge reads), one cluster barrier, then CTA r merges query heads
-// r, r + S, ... from the S records through distributed shared memory (cluster_combine_head: the
-// combine kernel's bits) and writes attention's output itself: no record round trip through L2 and
-// no combine launch. A second barrier keeps every record alive until the cluster has read it.
+// The front's steps of one query whose splits of a KV head fit one cluster (grid.x = S = the cluster):
+// each CTA merges its warps into a record in its own shared memory (warp 0's ring, past the
+// accumulators the merge reads), one cluster barrier, then CTA r merges query heads r, r + S, ... from
+// the S records through distributed shared memory (cluster_combine_head: the wide combine kernel's
+// bits) and writes attention's output itself: no record round trip through L2 and no combine launch.
+// A second barrier keeps every record alive until the cluster has read it. Only for one query: at 2-16
+// sequences (clusters of 9-10 CTAs per query and KV head) the step lost 0.05-0.55 ms (H100, session 41,
+// docs/performance.md), where the combine kernel's many small CTAs fill the GPU around the split CTAs.
 constexpr int kClusterRecordOffset = kGroup * kHeadDim * 4;  // bytes: after warp 0's accumulators
 static_assert(kClusterRecordOffset + kGroup * (kHeadDim + 2) * 4 <= warp_ring_bytes(kPipeStages),
               "the record fits warp 0's ring beside its accumulators");
@@ -53,29 +55,24 @@ template <int kStages, int kMinBlocks>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_cluster_kernel(
     const bf16_t* __restrict__ kc, const bf16_t* __restrict__ vc, int nkv, int block_size, int window,
     const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
-    const int32_t* __restrict__ block_tables, int step_queries, FrontArgs front, const float* __restrict__ sinks,
+    const int32_t* __restrict__ block_tables, FrontArgs front, const float* __restrict__ sinks,
     bf16_t* __restrict__ out) {
   namespace cg = cooperative_groups;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
   __shared__ __align__(16) bf16_t q_s[(kGroup + 2) * kHeadDim];  // the front's q heads, new k, v
-  const int split = blockIdx.x, S = gridDim.x, kvh = blockIdx.y, z = blockIdx.z;
+  const int split = blockIdx.x, S = gridDim.x, kvh = blockIdx.y;
   float* rec = reinterpret_cast<float*>(pipe_smem + kClusterRecordOffset);
   pipe_split_record<kStages, true>(nullptr, kc, vc, nkv, block_size, window, positions, table_offset, block_tables,
-                                   nullptr, split, S, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec, front, q_s);
+                                   nullptr, split, S, kvh, 0, 1, pipe_smem, sm_m, sm_l, rec, front, q_s);
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every record of the (query, KV head) written
   const float* recs[kMaxClusterSplits];
 #pragma unroll
   for (int s = 0; s < kMaxClusterSplits; ++s) recs[s] = s < S ? cluster.map_shared_rank(rec, unsigned(s)) : rec;
-  const int nh = nkv * kGroup;
   for (int hh = split; hh < kGroup; hh += S) {
     const int h = kvh * kGroup + hh;
-    bf16_t* out_row = out + (int64_t(z) * nh + h) * kHeadDim;
-    if (step_queries == 1)
-      cluster_combine_head<kWideCombineWarps, true>(recs, S, hh, sink_log2(sinks, h), out_row);
-    else
-      cluster_combine_head<4, false>(recs, S, hh, sink_log2(sinks, h), out_row);
+    cluster_combine_head(recs, S, hh, sink_log2(sinks, h), out + int64_t(h) * kHeadDim);
   }
   cluster.sync();  // no CTA leaves while another may still read its record
 }
@@ -122,9 +119,10 @@ void launch_attention_pipe_cluster(dim3 grid, const bf16_t* kc, const bf16_t* vc
                                    const int32_t* positions, const int32_t* table_offset, const int32_t* block_tables,
                                    const FrontArgs& front, const float* sinks, bf16_t* out, cudaStream_t stream) {
   const int S = int(grid.x);
-  if (block_size < kMinBlockSize || S < 1 || S > kMaxClusterSplits)
-    throw Error("attention_pipe_cluster: " + std::to_string(S) + " splits (1 to " + std::to_string(kMaxClusterSplits) +
-                ") with cache blocks of >= " + std::to_string(kMinBlockSize) + " tokens (got " +
+  if (block_size < kMinBlockSize || S < 1 || S > kMaxClusterSplits || grid.z != 1)
+    throw Error("attention_pipe_cluster: one query in 1 to " + std::to_string(kMaxClusterSplits) +
+                " splits with cache blocks of >= " + std::to_string(kMinBlockSize) + " tokens (got " +
+                std::to_string(grid.z) + " queries, " + std::to_string(S) + " splits, blocks of " +
                 std::to_string(block_size) + ")");
   auto* kernel = attention_pipe_cluster_kernel<kPipeStages, kPipeCtasPerSm>;
   constexpr int smem = cta_ring_bytes(kPipeStages);
@@ -136,7 +134,7 @@ void launch_attention_pipe_cluster(dim3 grid, const bf16_t* kc, const bf16_t* vc
   }();
   (void)ready;
   launch_pdl_cluster(kernel, grid, dim3(kWarps * 32), size_t(smem), S, stream, kc, vc, nkv, block_size, window,
-                     positions, table_offset, block_tables, int(grid.z), front, sinks, out);
+                     positions, table_offset, block_tables, front, sinks, out);
   STRIKER_CUDA_CHECK_LAUNCH("attention_pipe_cluster_kernel");
 }
 

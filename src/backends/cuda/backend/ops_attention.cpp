@@ -1,7 +1,9 @@
 // CudaBackend::attention: the attention front (q, k = per-head RMSNorm, RoPE on sliding layers;
 // k, v into the cache) and o = softmax with sinks · v for every query of the step (FLINT.md §4).
 // A decode step of one token per sequence runs the front inside the split-KV decode kernel (one
-// launch fewer, no q buffer); other steps write q and the cache with the front kernel first. Runs
+// launch fewer, no q buffer), and a step of one token also merges the splits there when a KV head's
+// fit one thread-block cluster (at most 16: every sliding layer, full layers up to ~1K keys): one
+// launch for the whole attention; other steps write q and the cache with the front kernel first. Runs
 // of >= 16 queries of one sequence (prefill chunks) take the tensor-core prefill kernel; every
 // other query (decodes) the split-KV decode kernel, which spreads one query's long context over
 // many CTAs. The front inside the split kernel at 2-64 sequences (H100, session 34, device ms, 8K
@@ -29,11 +31,6 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
                              sliding ? p.slots_sliding : p.slots_full};
   queries.one_query_per_sequence = p.one_query_per_sequence;
   if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
-    // NVFP4 sliding layers of a one-token step in 5 splits per KV head instead of the planner's 9 (one
-    // 64-key step each): measured on the H200 (eighteenth session, one binary, two rounds) NVFP4 8K
-    // 1.917 / 1.916 -> 1.897 / 1.888 ms, 100K 2.608 -> 2.586 / 2.587; 7 splits -0.01, 17 +0.015. BF16 steps
-    // keep 9: 5 lost there (+0.025 ms at 8K).
-    if (sliding && L.nv_qkv.present() && p.T == 1) queries.max_splits = 5;
     paged_attention_with_front(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
     return;
   }
