@@ -496,14 +496,15 @@ struct FrontStep {
   std::vector<int64_t> slots;
   const std::vector<float>* inv = nullptr;  // RoPE's inverse frequencies, null without
   int max_keys = 0;
-  int max_splits = 0;  // AttentionQueries::max_splits (0: the planner's count)
+  int max_splits = 0;             // AttentionQueries::max_splits (0: the planner's count)
+  bool merge_in_cluster = false;  // AttentionQueries::merge_in_cluster
 };
 
 // Runs the step twice — the front kernel then paged_attention, and paged_attention_with_front — and
 // expects the same output bits, the same k, v bits in the cache, no NaN left, and the CPU reference.
 // Several queries take the front in the split kernel only as one token per sequence. One query in at
-// most kMaxClusterSplits splits: the front's launch also merges them (the cluster kernel, one launch)
-// where paged_attention runs the split kernel and the combine kernel: the same bits either way.
+// most kMaxClusterSplits splits with merge_in_cluster: the front's launch also merges them (the cluster
+// kernel, one launch) where paged_attention runs the split kernel and the combine kernel: the same bits.
 void expect_front_in_split_matches_front_kernel(const FrontStep& st) {
   const int n = int(st.positions.size()), nh = st.hs.n_heads, d = st.hs.head_dim;
   DeviceBuffer<bf16> d_qkv(st.qkv), d_q(size_t(n) * nh * d);
@@ -515,6 +516,7 @@ void expect_front_in_split_matches_front_kernel(const FrontStep& st) {
   DeviceBuffer<float> d_scratch(size_t(records * attention_partial_floats(st.shape)));
   AttentionQueries qs{d_pos.get(), d_off.get(), d_tab.get(), n, st.max_keys};
   qs.max_splits = st.max_splits;
+  qs.merge_in_cluster = st.merge_in_cluster;
   if (n > 1) {
     EXPECT_FALSE(attention_front_in_split_kernel(st.shape, qs)) << "several queries of unknown sequences";
     qs.one_query_per_sequence = true;
@@ -574,7 +576,8 @@ TEST(CudaAttention, OneTokenFrontInSplitKernelMatchesFrontKernel) {
     int max_splits;  // 0: the planner's
   };
   // Split counts: 1 (a few keys), 3, 5, 9 (the planner's on a 513-key window), 16 (the largest cluster):
-  // the combine inside the split kernel; 17 and the planner's 128+ on long contexts: two launches.
+  // with merge_in_cluster the combine inside the split kernel; 17 and the planner's 128+ on long
+  // contexts: two launches either way.
   const std::vector<Case> cases = {
       {0, 0, 16, false, 0, 0},         {0, 15, 16, false, 0, 0},   {0, 8191, 16, false, 0, 0},
       {0, 8192, 64, true, 16384, 0},   {0, 20000, 16, false, 0, 0}, {513, 0, 16, true, 0, 0},
@@ -603,7 +606,11 @@ TEST(CudaAttention, OneTokenFrontInSplitKernelMatchesFrontKernel) {
                  random_f32(rng, size_t(g.d), 1.f, 0.2f), random_f32(rng, size_t(g.d), 1.f, 0.2f),
                  random_f32(rng, size_t(g.nh), 0.f, 2.f), {cs.p}, {0}, table, {slot}, cs.rope ? &inv : nullptr,
                  cs.plan_keys > 0 ? cs.plan_keys : (cs.window > 0 ? std::min(len, cs.window) : len), cs.max_splits};
-    expect_front_in_split_matches_front_kernel(st);
+    for (const bool merge : {false, true}) {  // the split kernel + the combine; the cluster kernel where it fits
+      SCOPED_TRACE(merge ? "merge in cluster" : "two launches");
+      st.merge_in_cluster = merge;
+      expect_front_in_split_matches_front_kernel(st);
+    }
   }
 }
 
@@ -679,10 +686,10 @@ TEST(CudaAttention, OneTokenFrontRejectsOtherShapes) {
                Error);
 }
 
-// The front really runs inside the split kernel, and for one query the combine too where a KV head's
-// splits fit a cluster: a one-token attention captured into a graph is one kernel at up to 16 splits and
-// two (split with its front, combine) above or with several queries, where the front kernel +
-// paged_attention are three. The bit tests above
+// The front really runs inside the split kernel, and with merge_in_cluster for one query the combine
+// too where a KV head's splits fit a cluster: a one-token attention captured into a graph is then one
+// kernel at up to 16 splits, two (split with its front, combine) above, without merge_in_cluster or with
+// several queries, where the front kernel + paged_attention are three. The bit tests above
 // would also pass if paged_attention_with_front fell back to the separate kernels. One query, and three
 // sequences of one token each (one_query_per_sequence); 101 keys (2 splits) and 2,001 (32 splits: one
 // per 64-key step).
@@ -690,57 +697,60 @@ TEST(CudaAttention, OneTokenFrontAddsNoKernel) {
   const AttentionShape shape{32, 4, 128, 16, 0};
   const HeadShape hs{32, 4, 128};
   for (const int nq : {1, 3})
-    for (const int p : {100, 2000}) {
-      SCOPED_TRACE("queries " + std::to_string(nq) + ", position " + std::to_string(p));
-      const int nblocks = p / 16 + 1;  // every sequence at position p, blocks of its own
-      std::vector<int32_t> table(size_t(nq) * nblocks), positions(size_t(nq), p), seq_offsets(static_cast<size_t>(nq));
-      std::vector<int64_t> kv_slots(static_cast<size_t>(nq));
-      std::iota(table.begin(), table.end(), 0);
-      for (int i = 0; i < nq; ++i) {
-        seq_offsets[size_t(i)] = i * nblocks;
-        kv_slots[size_t(i)] = int64_t(i) * nblocks * 16 + p;
+    for (const int p : {100, 2000})
+      for (const bool merge : {false, true}) {
+        SCOPED_TRACE("queries " + std::to_string(nq) + ", position " + std::to_string(p) +
+                     (merge ? ", merge in cluster" : ""));
+        const int nblocks = p / 16 + 1;  // every sequence at position p, blocks of its own
+        std::vector<int32_t> table(size_t(nq) * nblocks), positions(size_t(nq), p), seq_offsets(size_t(nq), 0);
+        std::vector<int64_t> kv_slots(static_cast<size_t>(nq));
+        std::iota(table.begin(), table.end(), 0);
+        for (int i = 0; i < nq; ++i) {
+          seq_offsets[size_t(i)] = i * nblocks;
+          kv_slots[size_t(i)] = int64_t(i) * nblocks * 16 + p;
+        }
+        DeviceBuffer<bf16> qkv(size_t(nq) * 40 * 128), q(size_t(nq) * 32 * 128), out(size_t(nq) * 32 * 128);
+        DeviceBuffer<bf16> kc(table.size() * 4 * 16 * 128), vc(table.size() * 4 * 16 * 128);
+        DeviceBuffer<float> qw(std::vector<float>(128, 1.f)), kw(std::vector<float>(128, 1.f));
+        DeviceBuffer<int32_t> pos(positions), off(seq_offsets), tab(table);
+        DeviceBuffer<int64_t> slots(kv_slots);
+        const int64_t records = int64_t(nq) * 4 * 300;
+        DeviceBuffer<float> scratch(size_t(records * attention_partial_floats(shape)));
+        AttentionQueries qs{pos.get(), off.get(), tab.get(), nq, p + 1};
+        qs.one_query_per_sequence = nq > 1;
+        qs.merge_in_cluster = merge;
+        const AttentionScratch sc{scratch.get(), records, 0};
+        ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
+        cudaStream_t s = nullptr;
+        STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        auto kernels = [&](auto&& launches) {
+          launches();  // once outside the capture (function attributes)
+          STRIKER_CUDA_CHECK(cudaStreamSynchronize(s));
+          cudaGraph_t g = nullptr;
+          STRIKER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+          launches();
+          STRIKER_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+          size_t n = 0;
+          STRIKER_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+          STRIKER_CUDA_CHECK(cudaGraphDestroy(g));
+          return n;
+        };
+        const size_t fused = kernels([&] {
+          const AttentionFront front{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()};
+          paged_attention_with_front(front, kc.get(), vc.get(), nullptr, shape, qs, sc, out.get(), s);
+        });
+        const size_t separate = kernels([&] {
+          qk_norm_rope_kv_write(qkv.get(), nq, hs, qw.get(), kw.get(), 1e-6f, pos.get(), nullptr, slots.get(), 16,
+                                kc.get(), vc.get(), q.get(), s);
+          paged_attention(q.get(), kc.get(), vc.get(), nullptr, shape, qs, sc, out.get(), s);
+        });
+        STRIKER_CUDA_CHECK(cudaStreamDestroy(s));
+        const bool one_launch = merge && nq == 1 && p < 1000;
+        EXPECT_EQ(fused, one_launch ? 1u : 2u) << (one_launch ? "one cluster launch: the split kernel with the front "
+                                                                 "and the combine"
+                                                               : "split kernel with the front + combine");
+        EXPECT_EQ(separate, 3u) << "front kernel + split kernel + combine";
       }
-      DeviceBuffer<bf16> qkv(size_t(nq) * 40 * 128), q(size_t(nq) * 32 * 128), out(size_t(nq) * 32 * 128);
-      DeviceBuffer<bf16> kc(table.size() * 4 * 16 * 128), vc(table.size() * 4 * 16 * 128);
-      DeviceBuffer<float> qw(std::vector<float>(128, 1.f)), kw(std::vector<float>(128, 1.f));
-      DeviceBuffer<int32_t> pos(positions), off(seq_offsets), tab(table);
-      DeviceBuffer<int64_t> slots(kv_slots);
-      const int64_t records = int64_t(nq) * 4 * 300;
-      DeviceBuffer<float> scratch(size_t(records * attention_partial_floats(shape)));
-      AttentionQueries qs{pos.get(), off.get(), tab.get(), nq, p + 1};
-      qs.one_query_per_sequence = nq > 1;
-      const AttentionScratch sc{scratch.get(), records, 0};
-      ASSERT_TRUE(attention_front_in_split_kernel(shape, qs));
-      cudaStream_t s = nullptr;
-      STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      auto kernels = [&](auto&& launches) {
-        launches();  // once outside the capture (function attributes)
-        STRIKER_CUDA_CHECK(cudaStreamSynchronize(s));
-        cudaGraph_t g = nullptr;
-        STRIKER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        launches();
-        STRIKER_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-        size_t n = 0;
-        STRIKER_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
-        STRIKER_CUDA_CHECK(cudaGraphDestroy(g));
-        return n;
-      };
-      const size_t fused = kernels([&] {
-        paged_attention_with_front(AttentionFront{qkv.get(), qw.get(), kw.get(), 1e-6f, nullptr, slots.get()}, kc.get(),
-                                   vc.get(), nullptr, shape, qs, sc, out.get(), s);
-      });
-      const size_t separate = kernels([&] {
-        qk_norm_rope_kv_write(qkv.get(), nq, hs, qw.get(), kw.get(), 1e-6f, pos.get(), nullptr, slots.get(), 16,
-                              kc.get(), vc.get(), q.get(), s);
-        paged_attention(q.get(), kc.get(), vc.get(), nullptr, shape, qs, sc, out.get(), s);
-      });
-      STRIKER_CUDA_CHECK(cudaStreamDestroy(s));
-      const bool one_launch = nq == 1 && p < 1000;
-      EXPECT_EQ(fused, one_launch ? 1u : 2u) << (one_launch ? "one cluster launch: the split kernel with the front "
-                                                               "and the combine"
-                                                             : "split kernel with the front + combine");
-      EXPECT_EQ(separate, 3u) << "front kernel + split kernel + combine";
-    }
 }
 
 }  // namespace

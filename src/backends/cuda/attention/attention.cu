@@ -287,7 +287,8 @@ void launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const float
     const auto* qb = reinterpret_cast<const bf16_t*>(q) + (by_id ? 0 : int64_t(first) * s.n_heads * D);
     float* records = scratch.data + int64_t(first) * record_floats;
     const dim3 grid(unsigned(splits), unsigned(s.n_kv_heads), unsigned(n));
-    if (pipelined && front != nullptr && qs.num_queries == 1 && splits <= decode::kMaxClusterSplits) {
+    if (pipelined && front != nullptr && qs.merge_in_cluster && qs.num_queries == 1 &&
+        splits <= decode::kMaxClusterSplits) {
       // The combine inside the split kernel (one launch; the wide combine's bits: attention_pipe.cu).
       decode::launch_attention_pipe_cluster(grid, kb, vb, s.n_kv_heads, s.block_size, s.window, positions, offsets,
                                             qs.block_tables, *front, sinks, reinterpret_cast<bf16_t*>(out), stream);

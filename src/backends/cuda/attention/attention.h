@@ -41,6 +41,12 @@ struct AttentionQueries {
   // CTAs). The backend takes the planner's; the GPU tests set it to reach split counts on both sides of
   // the one-launch (cluster) form's limit at small contexts.
   int max_splits = 0;
+  // paged_attention_with_front of one query: merge the splits inside the split kernel (one thread-block
+  // cluster per KV head, no combine launch) when a KV head's splits fit one cluster (<= 16). Bit-identical
+  // to the two launches. The backend sets it on NVFP4 layers only: measured on the H100 (session 41,
+  // docs/performance.md) NVFP4 one-token steps -0.013 ms at 8K, -0.037 at 100K; BF16 +0.035 at 1K and
+  // 8K (its 21 MB QKV GEMV in front holds the SMs that a whole 9-CTA cluster must find free at once).
+  bool merge_in_cluster = false;
   // Each query is its sequence's only new token (a plain decode step): no query reads a key another
   // query of the step writes. Lets the front run inside the split kernel (paged_attention_with_front).
   bool one_query_per_sequence = false;

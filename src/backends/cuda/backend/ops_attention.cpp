@@ -1,9 +1,9 @@
 // CudaBackend::attention: the attention front (q, k = per-head RMSNorm, RoPE on sliding layers;
 // k, v into the cache) and o = softmax with sinks · v for every query of the step (FLINT.md §4).
 // A decode step of one token per sequence runs the front inside the split-KV decode kernel (one
-// launch fewer, no q buffer), and a step of one token also merges the splits there when a KV head's
-// fit one thread-block cluster (at most 16: every sliding layer, full layers up to ~1K keys): one
-// launch for the whole attention; other steps write q and the cache with the front kernel first. Runs
+// launch fewer, no q buffer), and an NVFP4 step of one token also merges the splits there when a KV
+// head's fit one thread-block cluster (at most 16: every sliding layer, full layers up to ~1K keys):
+// one launch for the whole attention; other steps write q and the cache with the front kernel first. Runs
 // of >= 16 queries of one sequence (prefill chunks) take the tensor-core prefill kernel; every
 // other query (decodes) the split-KV decode kernel, which spreads one query's long context over
 // many CTAs. The front inside the split kernel at 2-64 sequences (H100, session 34, device ms, 8K
@@ -31,6 +31,7 @@ void CudaBackend::attention(const StepPlan& p, int64_t l) {
                              sliding ? p.slots_sliding : p.slots_full};
   queries.one_query_per_sequence = p.one_query_per_sequence;
   if (!p.use_prefill && attention_front_in_split_kernel(shape, queries)) {
+    queries.merge_in_cluster = L.nv_qkv.present();  // NVFP4 only: attention.h says why
     paged_attention_with_front(front, k, v, L.sinks, shape, queries, w.scratch, w.attn, stream_);
     return;
   }
