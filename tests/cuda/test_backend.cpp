@@ -23,14 +23,12 @@ TEST(CudaBackend, BatchedStepsOf64And16TokensMatchHostReference) {
 }
 
 // Kernels of a one-token BF16 step: the embedding gather; per layer the QKV GEMV (input norm inside),
-// attention — this shape: the front kernel, the split kernel and the combine; Flint's: one cluster
-// launch of the split kernel with the front and the combine inside, as the splits of these steps (a
-// 17-key window, or the capture's 1,024-key bucket: 16) fit one cluster —, o_proj with the residual,
-// then gate/up (norm inside) and down for a dense layer, or router (norm inside), gate/up and down for
-// a MoE layer; the LM head (norm inside).
+// the attention front (this shape: its own kernel; Flint's: inside the split kernel), the split
+// kernel and the combine, o_proj with the residual, then gate/up (norm inside) and down for a dense
+// layer, or router (norm inside), gate/up and down for a MoE layer; the LM head (norm inside).
 int one_token_step_kernels(const FlintConfig& c, bool front_in_split_kernel) {
   const int dense = int(c.first_k_dense_replace), moe = int(c.num_hidden_layers) - dense;
-  const int attention = front_in_split_kernel ? 1 : 3;
+  const int attention = front_in_split_kernel ? 2 : 3;
   return 1 + dense * (2 + attention + 2) + moe * (2 + attention + 3) + 1;
 }
 
