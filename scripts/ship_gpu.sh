@@ -70,7 +70,14 @@ for f in $FIXTURES; do cp -r "$SHARED/fixtures/$f" "$DEST/shared/fixtures/"; don
 # -d $STRIKER_GPU_WHEELS openai anthropic pytest requests pyyaml jsonschema`, and gguf alone (`pip download --no-deps ...
 # gguf`: gpu_server_tests.sh installs it without numpy, which the GPU machine has).
 WHEELS=${STRIKER_GPU_WHEELS:-/work/gpuwheels}
-if [ "$SERVER" = 1 ] && [ -d "$WHEELS" ]; then mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"; fi
+if [ "$SERVER" = 1 ]; then
+  # Without them the server suites fail on the GPU machine with import errors only (session 41 lost a run so).
+  if ! ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+    echo "ship_gpu.sh: no wheels in $WHEELS for the server suites: fetch them as above, or set STRIKER_SHIP_SERVER=0" >&2
+    exit 1
+  fi
+  mkdir -p "$DEST/.whl" && cp "$WHEELS"/*.whl "$DEST/.whl/"
+fi
 du -sh "$DEST"
 rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
 # xz -9: with the server suites the payload must stay under the transfer's 64 MiB together with the working tree.
