@@ -1,0 +1,1143 @@
+// The persistent decode-layer chain (persistent_chain_probe.h): one CTA per SM, a producer warp filling
+// a shared-memory weight ring, consumer warps ordered by global counters.
+#include "persistent_chain_probe.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/wgmma.cuh"  // mbarriers, named barriers
+
+namespace striker::cuda::testing {
+namespace {
+
+constexpr int kH = 2048, kQkv = 5120, kQ = 4096, kInter = 512, kRouterRows = 256, kTopK = 6;
+constexpr int kMoeSlots = kTopK + 1;  // slot 0: the shared expert; 1..6: the routed ones
+constexpr int kPool = 64;             // experts per layer the router chooses from (logits 0..63)
+constexpr int kOps = 5;               // counters per layer: qkv, o_proj, router, gate/up, down
+constexpr int kConsumerWarps = 8, kConsumers = kConsumerWarps * 32, kThreads = kConsumers + 32;
+constexpr int kRing = 6, kSlotBytes = 32768;
+constexpr int kMinCtas = 128;  // down: <= 16 output rows per CTA
+constexpr float kEps = 1e-6f;
+
+struct Weights {
+  const __nv_bfloat16* qkv;     // [L][5120][2048]
+  const __nv_bfloat16* o;       // [L][2048][4096]
+  const __nv_bfloat16* router;  // [L][256][2048]
+  const __nv_bfloat16* gu;      // [L][kPool + 1][1024][2048]: gate rows 0..511, up rows 512..1023; kPool = shared
+  const __nv_bfloat16* down;    // [L][kPool + 1][2048][512]
+};
+struct Acts {
+  float* hA;      // residual entering a layer (and leaving it)
+  float* hB;      // residual after o_proj
+  float* xqkv;    // [5120], bf16-rounded
+  float* logits;  // [256]
+  float* act;     // [7][512], bf16-rounded SwiGLU
+  float* ssA;     // [L + 1]: sum of squares of hA entering layer l
+  float* ssB;     // [L]
+};
+
+__host__ __device__ inline int split(int total, int part, int parts) {
+  return int(static_cast<long long>(total) * part / parts);
+}
+__device__ __forceinline__ float bf16_round(float v) { return __bfloat162float(__float2bfloat16(v)); }
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// One row of K bf16 weights (shared or global memory) against x (K floats): lane-strided 16-byte
+// pieces, warp-summed. Every lane returns the sum.
+template <int K>
+__device__ __forceinline__ float row_dot(const char* row, const float* x) {
+  const int lane = threadIdx.x & 31;
+  float acc = 0.f, acc2 = 0.f;  // two chains: a single one is 8 dependent FMAs per 16-byte piece
+#pragma unroll
+  for (int it = 0; it < K / 256; ++it) {
+    const int p = lane + 32 * it;
+    const uint4 w = *reinterpret_cast<const uint4*>(row + 16 * p);
+    const float4 xa = *reinterpret_cast<const float4*>(x + 8 * p);
+    const float4 xb = *reinterpret_cast<const float4*>(x + 8 * p + 4);
+    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
+    float2 f;
+    f = __bfloat1622float2(w2[0]);
+    acc = fmaf(f.x, xa.x, acc);
+    acc = fmaf(f.y, xa.y, acc);
+    f = __bfloat1622float2(w2[1]);
+    acc = fmaf(f.x, xa.z, acc);
+    acc = fmaf(f.y, xa.w, acc);
+    f = __bfloat1622float2(w2[2]);
+    acc2 = fmaf(f.x, xb.x, acc2);
+    acc2 = fmaf(f.y, xb.y, acc2);
+    f = __bfloat1622float2(w2[3]);
+    acc2 = fmaf(f.x, xb.z, acc2);
+    acc2 = fmaf(f.y, xb.w, acc2);
+  }
+  acc += acc2;
+#pragma unroll
+  for (int off = 16; off; off >>= 1) acc += __shfl_xor_sync(~0u, acc, off);
+  return acc;
+}
+
+// The layer's routing (whole warp): top-6 of logits[0..63] (lower id on ties), weights = sigmoid
+// normalised over the six, x2.5. `fixed`: a routing known in advance (distinct ids, equal weights).
+__device__ void select_experts(const float* logits, int layer, bool fixed, int (&ids)[kTopK], float (&w)[kTopK]) {
+  const int lane = threadIdx.x & 31;
+  if (fixed) {
+    for (int i = 0; i < kTopK; ++i) {
+      ids[i] = (layer * 7 + i * 11) % kPool;
+      w[i] = 2.5f / kTopK;
+    }
+    return;
+  }
+  float v0 = __ldcg(logits + lane), v1 = __ldcg(logits + lane + 32);
+  float sum = 0.f;
+  for (int i = 0; i < kTopK; ++i) {
+    float bv = v0;
+    int bi = lane;
+    if (v1 > v0) {
+      bv = v1;
+      bi = lane + 32;
+    }
+#pragma unroll
+    for (int off = 16; off; off >>= 1) {
+      const float ov = __shfl_xor_sync(~0u, bv, off);
+      const int oi = __shfl_xor_sync(~0u, bi, off);
+      if (ov > bv || (ov == bv && oi < bi)) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+    ids[i] = bi;
+    w[i] = 1.f / (1.f + expf(-bv));
+    sum += w[i];
+    if (bi == lane) v0 = -INFINITY;
+    if (bi == lane + 32) v1 = -INFINITY;
+  }
+  for (int i = 0; i < kTopK; ++i) w[i] = w[i] / sum * 2.5f;
+}
+
+struct Smem {
+  char ring[kRing][kSlotBytes];
+  float xs[kH];   // norm(hA) for QKV, norm(hB) for router and gate/up
+  float xq[kQ];   // o_proj's input; the 7 x 512 activations for down
+  uint64_t full[kRing], empty[kRing];
+  float part[2][kConsumerWarps];  // half-row / gate-up partial dots, double-buffered by chunk parity
+  float ss_part;
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    persistent_chain_kernel(Weights wt, Acts a, unsigned* counters, unsigned long long* stamps, int layers,
+                            int fixed_routing, unsigned l2_window, int compute, unsigned long long* starts,
+                            int l2_ahead) {
+  extern __shared__ __align__(128) char smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(smem_raw);
+  const int cta = blockIdx.x, G = gridDim.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kRing; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], kConsumerWarps);
+    }
+    s.ss_part = 0.f;
+    mbar_fence_init();
+  }
+  __syncthreads();
+
+  // Each op's share of this CTA: rows [split(n, cta), split(n, cta + 1)).
+  const int q0 = split(kQkv, cta, G), q1 = split(kQkv, cta + 1, G);
+  const int h0 = split(kH, cta, G), h1 = split(kH, cta + 1, G);
+  const int r0 = split(kRouterRows, cta, G), r1 = split(kRouterRows, cta + 1, G);
+  const int u0 = split(kMoeSlots * kInter, cta, G), u1 = split(kMoeSlots * kInter, cta + 1, G);
+
+  if (warp == kConsumerWarps) {
+    // ---- producer: every chunk of every op, in the consumers' order --------------------------------
+    unsigned k = 0;
+    // l2_window > 0: every copy reads inside the first l2_window bytes of the QKV weights instead (the
+    // same addresses over and over: L2 hits), so the chain runs without DRAM - the schedule's own floor.
+    auto fold = [&](const void* src, unsigned bytes) -> const void* {
+      if (!l2_window) return src;
+      size_t off = (reinterpret_cast<uintptr_t>(src) % l2_window) & ~size_t(15);
+      if (off + bytes > l2_window) off = l2_window - bytes;
+      return reinterpret_cast<const char*>(wt.qkv) + off;
+    };
+    auto push = [&](const void* src_a, unsigned bytes_a, const void* src_b, unsigned bytes_b) {
+      src_a = fold(src_a, bytes_a);
+      if (bytes_b) src_b = fold(src_b, bytes_b);
+      const int slot = k % kRing;
+      const unsigned use = k / kRing;
+      if (lane == 0) {
+        if (use > 0) mbar_wait(&s.empty[slot], (use - 1) & 1);
+        mbar_arrive_expect_tx(&s.full[slot], bytes_a + bytes_b);
+        bulk_copy(s.ring[slot], src_a, bytes_a, &s.full[slot]);
+        if (bytes_b) bulk_copy(s.ring[slot] + kSlotBytes / 2, src_b, bytes_b, &s.full[slot]);
+      }
+      __syncwarp();
+      ++k;
+    };
+    // l2_ahead: besides the ring, ask L2 for this CTA's rows of the ops ahead as soon as their addresses are
+    // known (cp.async.bulk.prefetch.L2: no shared memory, no completion to wait for), so a slot that frees
+    // refills from L2 and the routed rows are all requested at once instead of one ring slot at a time.
+    auto prefetch = [&](const void* src, size_t bytes) {
+      if (!l2_ahead || l2_window || lane != 0) return;
+      for (size_t off = 0; off < bytes; off += 65536) {
+        const unsigned n = unsigned(bytes - off < 65536 ? bytes - off : 65536);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<const char*>(src) + off),
+                     "r"(n)
+                     : "memory");
+      }
+    };
+    // This CTA's gate/up rows (units [u0, u1) that fall in `slot`) and down rows of expert e of layer l.
+    auto prefetch_expert = [&](int l, int slot, int e) {
+      const int a0 = max(u0, slot * kInter), a1 = min(u1, (slot + 1) * kInter);
+      const __nv_bfloat16* gu = wt.gu + (size_t(l) * (kPool + 1) + e) * 2 * kInter * kH;
+      if (a1 > a0) {
+        prefetch(gu + size_t(a0 - slot * kInter) * kH, size_t(a1 - a0) * kH * 2);
+        prefetch(gu + size_t(kInter + a0 - slot * kInter) * kH, size_t(a1 - a0) * kH * 2);
+      }
+      if (h1 > h0) prefetch(wt.down + ((size_t(l) * (kPool + 1) + e) * kH + h0) * kInter, size_t(h1 - h0) * kInter * 2);
+    };
+    if (layers > 0) prefetch(wt.qkv + size_t(q0) * kH, size_t(q1 - q0) * kH * 2);
+    for (int l = 0; l < layers; ++l) {
+      prefetch(wt.o + (size_t(l) * kH + h0) * kQ, size_t(h1 - h0) * kQ * 2);
+      prefetch(wt.router + (size_t(l) * kRouterRows + r0) * kH, size_t(r1 - r0) * kH * 2);
+      prefetch_expert(l, 0, kPool);
+      if (fixed_routing) {
+        int fids[kTopK];
+        float fw[kTopK];
+        select_experts(a.logits, l, true, fids, fw);
+        for (int i = 0; i < kTopK; ++i) prefetch_expert(l, i + 1, fids[i]);
+      }
+      const __nv_bfloat16* qkv = wt.qkv + size_t(l) * kQkv * kH;
+      for (int r = q0; r < q1; r += 8) push(qkv + size_t(r) * kH, min(8, q1 - r) * kH * 2, nullptr, 0);
+      const __nv_bfloat16* o = wt.o + size_t(l) * kH * kQ;
+      for (int r = h0; r < h1; r += 4) push(o + size_t(r) * kQ, min(4, h1 - r) * kQ * 2, nullptr, 0);
+      const __nv_bfloat16* router = wt.router + size_t(l) * kRouterRows * kH;
+      for (int r = r0; r < r1; r += 8) push(router + size_t(r) * kH, min(8, r1 - r) * kH * 2, nullptr, 0);
+      int ids[kTopK];
+      float w[kTopK];
+      bool routed = false;
+      auto expert_of = [&](int slot) {
+        if (slot == 0) return kPool;
+        if (!routed) {
+          if (!fixed_routing) {
+            if (lane == 0)
+              while (load_acquire(&counters[l * kOps + 2]) < unsigned(G)) {
+              }
+            __syncwarp();
+          }
+          select_experts(a.logits, l, fixed_routing, ids, w);
+          routed = true;
+          if (!fixed_routing)
+            for (int i = 0; i < kTopK; ++i) prefetch_expert(l, i + 1, ids[i]);
+        }
+        return ids[slot - 1];
+      };
+      for (int u = u0; u < u1;) {
+        const int slot = u / kInter, j = u % kInter;
+        const int n = min(4, min(u1, (slot + 1) * kInter) - u);
+        const __nv_bfloat16* e = wt.gu + (size_t(l) * (kPool + 1) + expert_of(slot)) * 2 * kInter * kH;
+        push(e + size_t(j) * kH, n * kH * 2, e + size_t(kInter + j) * kH, n * kH * 2);
+        u += n;
+      }
+      if (l + 1 < layers) prefetch(wt.qkv + (size_t(l + 1) * kQkv + q0) * kH, size_t(q1 - q0) * kH * 2);
+      if (h1 > h0)
+        for (int slot = 0; slot < kMoeSlots; ++slot) {
+          const __nv_bfloat16* e = wt.down + (size_t(l) * (kPool + 1) + expert_of(slot)) * kH * kInter;
+          push(e + size_t(h0) * kInter, (h1 - h0) * kInter * 2, nullptr, 0);
+        }
+    }
+    return;
+  }
+
+  // ---- consumers ----------------------------------------------------------------------------------
+  unsigned k = 0;
+  auto wait_full = [&]() -> const char* {
+    const int slot = k % kRing;
+    mbar_wait(&s.full[slot], (k / kRing) & 1);
+    return s.ring[slot];
+  };
+  auto release = [&]() {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&s.empty[k % kRing]);
+    ++k;
+  };
+  auto wait_counter = [&](const unsigned* c) {
+    if (threadIdx.x == 0)
+      while (load_acquire(c) < unsigned(G)) {
+      }
+    named_barrier_sync(1, kConsumers);
+  };
+  // After this CTA's outputs of an op are written: its sum-of-squares part (if any), then the counter.
+  auto signal = [&](int l, int op, float* ss) {
+    __threadfence();
+    named_barrier_sync(1, kConsumers);
+    if (threadIdx.x == 0) {
+      if (ss) atomicAdd(ss, s.ss_part);
+      s.ss_part = 0.f;
+      __threadfence();
+      atomicAdd(&counters[l * kOps + op], 1u);
+      if (stamps) stamps[(size_t(l) * kOps + op) * G + cta] = global_ns();
+    }
+  };
+  auto load_norm = [&](const float* h, const float* ss) {
+    const float rs = rsqrtf(__ldcg(ss) / kH + kEps);
+    for (int i = threadIdx.x; i < kH; i += kConsumers) s.xs[i] = bf16_round(__ldcg(h + i) * rs);  // bf16, as the model's
+    named_barrier_sync(1, kConsumers);
+  };
+
+  // compute == 0: the ring, the counters and the outputs' writes run as usual but no dot is taken
+  // (values meaningless): the schedule's own latency, with the consumers' arithmetic taken out.
+  auto dot_h = [&](const char* row, const float* x) { return compute ? row_dot<kH>(row, x) : 0.f; };
+  auto dot_i = [&](const char* row, const float* x) { return compute ? row_dot<kInter>(row, x) : 0.f; };
+  // When this CTA has its op's input and starts on its rows (after the counter and the input load).
+  auto started = [&](int l, int op) {
+    if (starts && threadIdx.x == 0) starts[(size_t(l) * kOps + op) * G + cta] = global_ns();
+  };
+  unsigned chunk = 0;  // consumer chunks with partial dots so far (the parity of s.part)
+
+  float w[kTopK];
+  for (int l = 0; l < layers; ++l) {
+    // QKV: xqkv = Wqkv · norm(hA)
+    if (l > 0) wait_counter(&counters[(l - 1) * kOps + 4]);
+    load_norm(a.hA, a.ssA + l);
+    started(l, 0);
+    for (int r = q0; r < q1; r += 8) {
+      const char* c = wait_full();
+      if (warp < min(8, q1 - r)) {
+        const float v = dot_h(c + warp * kH * 2, s.xs);
+        if (lane == 0) a.xqkv[r + warp] = bf16_round(v);
+      }
+      release();
+    }
+    signal(l, 0, nullptr);
+
+    // o_proj: hB = hA + Wo · xqkv[0..4095]
+    wait_counter(&counters[l * kOps + 0]);
+    for (int i = threadIdx.x; i < kQ; i += kConsumers) s.xq[i] = __ldcg(a.xqkv + i);
+    named_barrier_sync(1, kConsumers);
+    started(l, 1);
+    // 4 rows of 4096 per chunk: every warp takes half a row (warp & 3 the row, warp >> 2 the half).
+    for (int r = h0; r < h1; r += 4) {
+      const char* c = wait_full();
+      const int n = min(4, h1 - r), row = warp & 3, half = warp >> 2;
+      float* part = s.part[chunk++ & 1];
+      const float v = row < n ? dot_h(c + row * kQ * 2 + half * kH * 2, s.xq + half * kH) : 0.f;
+      if (lane == 0) part[warp] = v;
+      release();
+      named_barrier_sync(1, kConsumers);
+      if (warp < n && lane == 0) {
+        const float hv = __ldcg(a.hA + r + warp) + (part[warp] + part[warp + 4]);
+        a.hB[r + warp] = hv;
+        atomicAdd(&s.ss_part, hv * hv);
+      }
+    }
+    signal(l, 1, a.ssB + l);
+
+    // router: logits = Wr · norm(hB)
+    wait_counter(&counters[l * kOps + 1]);
+    load_norm(a.hB, a.ssB + l);
+    started(l, 2);
+    for (int r = r0; r < r1; r += 8) {
+      const char* c = wait_full();
+      if (warp < min(8, r1 - r)) {
+        const float v = dot_h(c + warp * kH * 2, s.xs);
+        if (lane == 0) a.logits[r + warp] = v;
+      }
+      release();
+    }
+    signal(l, 2, nullptr);
+
+    // gate/up + SwiGLU of this CTA's units (slot, row) of the shared and routed experts
+    wait_counter(&counters[l * kOps + 2]);
+    {
+      int ids[kTopK];
+      select_experts(a.logits, l, fixed_routing, ids, w);
+    }
+    started(l, 3);
+    // 4 units per chunk: warp & 3 the unit, warp >> 2 its gate (0) or up (1) row.
+    for (int u = u0; u < u1;) {
+      const int slot = u / kInter, j = u % kInter;
+      const int n = min(4, min(u1, (slot + 1) * kInter) - u), unit = warp & 3, which = warp >> 2;
+      const char* c = wait_full();
+      float* part = s.part[chunk++ & 1];
+      const float v = unit < n ? dot_h(c + which * (kSlotBytes / 2) + unit * kH * 2, s.xs) : 0.f;
+      if (lane == 0) part[warp] = v;
+      release();
+      named_barrier_sync(1, kConsumers);
+      if (warp < n && lane == 0) {
+        const float g = part[warp], up = part[warp + 4];
+        a.act[slot * kInter + j + warp] = bf16_round(g / (1.f + expf(-g)) * up);
+      }
+      u += n;
+    }
+    signal(l, 3, nullptr);
+
+    // down: hA = hB + sum over slots of weight · Wdown_e · act_slot, for this CTA's rows
+    wait_counter(&counters[l * kOps + 3]);
+    for (int i = threadIdx.x; i < kMoeSlots * kInter; i += kConsumers) s.xq[i] = __ldcg(a.act + i);
+    named_barrier_sync(1, kConsumers);
+    started(l, 4);
+    float acc[2] = {0.f, 0.f};
+    if (h1 > h0)
+      for (int slot = 0; slot < kMoeSlots; ++slot) {
+        const char* c = wait_full();
+        const float ws = slot == 0 ? 1.f : w[slot - 1];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int rr = warp + 8 * i;
+          if (rr < h1 - h0) acc[i] += ws * dot_i(c + rr * kInter * 2, s.xq + slot * kInter);
+        }
+        release();
+      }
+    if (lane == 0)
+      for (int i = 0; i < 2; ++i) {
+        const int rr = warp + 8 * i;
+        if (rr < h1 - h0) {
+          const float v = __ldcg(a.hB + h0 + rr) + acc[i];
+          a.hA[h0 + rr] = v;
+          atomicAdd(&s.ss_part, v * v);
+        }
+      }
+    signal(l, 4, a.ssA + l + 1);
+  }
+}
+
+// ---- the warp-stream transport ----------------------------------------------------------------------
+// The same chain with no producer warp and no shared ring: each of a CTA's 16 warps owns fixed rows of
+// every op (split over all the grid's warps) and streams its own rows' 1 KiB pieces (32 bytes per lane)
+// into its own kWsDepth-deep cp.async ring, in the order it will consume them, across op and layer
+// boundaries. A lane waits only for its own copies (cp.async.wait_group): a piece costs no barrier, no
+// mbarrier round trip and no producer, and the next op's first pieces are requested while the warp
+// still works on the current op and while it waits for the op's counter. Only the routed experts' rows
+// wait for the routing. An op's input vector is staged once per CTA (bf16, shared memory) by the
+// CTA's first warp past the op's counter; the others wait for its flag, not for a CTA barrier.
+constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32, kWsDepth = 12, kWsPiece = 1024;
+constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 1,792 warps (112+ SMs)
+constexpr int kWsMinCtas = 112;
+
+struct WsSmem {
+  char ring[kWsWarps][kWsDepth][kWsPiece];
+  __nv_bfloat16 x[2][kQ];  // the op's input, by the op's parity (op k+1 starts only after op k's counter)
+  unsigned arrived[kOps];  // warps of this CTA at each op (mod 16 == 0: the first one stages the input)
+  unsigned staged[2];      // which (layer, op) + 1 each x buffer holds
+  unsigned done[kOps];     // warps of this CTA past each op (mod 16 == 15: the last one signals the grid)
+  float ss[kOps];          // this CTA's sum of squares of the op's outputs (o_proj: hB, down: hA)
+};
+
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most n of this thread's groups are pending (n < kWsDepth).
+__device__ __forceinline__ void cp_async_wait_n(int n) {
+  switch (n) {
+#define WS_CASE(k) \
+  case k: cp_async_wait<k>(); break;
+    WS_CASE(0) WS_CASE(1) WS_CASE(2) WS_CASE(3) WS_CASE(4) WS_CASE(5) WS_CASE(6) WS_CASE(7)
+    WS_CASE(8) WS_CASE(9) WS_CASE(10)
+#undef WS_CASE
+    default: cp_async_wait<11>(); break;
+  }
+}
+
+// 8 bf16 weights against 8 bf16 inputs (16 bytes each), fp32 products and sum.
+__device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
+  const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&x);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(w2[i]), g = __bfloat1622float2(x2[i]);
+    acc = fmaf(f.x, g.x, acc);
+    acc = fmaf(f.y, g.y, acc);
+  }
+  return acc;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(~0u, v, off);
+  return v;
+}
+
+// One warp's rows of every op, in the order its pieces stream: a piece is 512 weights of one row.
+struct WsShare {
+  int q0, nq;  // QKV rows [q0, q0 + nq): piece-major (piece p of every row, then p + 1): 4 per row
+  int o_row;   // o_proj row, or -1: 8 pieces
+  int r_row;   // router row, or -1: 4 pieces
+  int u0, nu;  // gate/up units (slot * 512 + j): per unit, per piece p: the gate piece, the up piece (8)
+  int d_row;   // down output row, or -1: one piece per slot (7)
+  __device__ int pieces(int op) const {
+    switch (op) {
+      case 0: return 4 * nq;
+      case 1: return o_row >= 0 ? 8 : 0;
+      case 2: return r_row >= 0 ? 4 : 0;
+      case 3: return 8 * nu;
+      default: return d_row >= 0 ? kMoeSlots : 0;
+    }
+  }
+};
+
+__global__ void __launch_bounds__(kWsThreads, 1)
+    warp_stream_chain_kernel(Weights wt, Acts a, unsigned* counters, unsigned long long* stamps, int layers,
+                             int fixed_routing, unsigned l2_window, int compute, unsigned long long* starts,
+                             int /*l2_ahead: the ring's option*/) {
+  extern __shared__ __align__(128) char smem_raw[];
+  WsSmem& s = *reinterpret_cast<WsSmem*>(smem_raw);
+  const int cta = blockIdx.x, G = gridDim.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const int W = G * kWsWarps, gw = cta * kWsWarps + warp;
+  if (threadIdx.x < kOps) s.arrived[threadIdx.x] = 0u, s.done[threadIdx.x] = 0u, s.ss[threadIdx.x] = 0.f;
+  if (threadIdx.x < 2) s.staged[threadIdx.x] = 0u;
+  __syncthreads();
+
+  WsShare sh;
+  sh.q0 = split(kQkv, gw, W), sh.nq = split(kQkv, gw + 1, W) - sh.q0;
+  sh.o_row = split(kH, gw, W) < split(kH, gw + 1, W) ? split(kH, gw, W) : -1;
+  sh.r_row = split(kRouterRows, gw, W) < split(kRouterRows, gw + 1, W) ? split(kRouterRows, gw, W) : -1;
+  sh.u0 = split(kMoeSlots * kInter, gw, W), sh.nu = split(kMoeSlots * kInter, gw + 1, W) - sh.u0;
+  sh.d_row = sh.o_row;
+
+  // Routing as this warp knows it: route_layer's ids and weights (every lane holds all six).
+  int route_layer = -1, ids[kTopK];
+  float rw[kTopK];
+  auto route = [&](int l) {  // blocking: the router's counter of layer l, then the selection
+    if (route_layer == l) return;
+    if (!fixed_routing) {
+      if (lane == 0)
+        while (load_acquire(&counters[l * kOps + 2]) < unsigned(G)) {
+        }
+      __syncwarp();
+    }
+    select_experts(a.logits, l, fixed_routing, ids, rw);
+    route_layer = l;
+  };
+
+  // The issue cursor: (layer, op, piece within the op), at or ahead of consumption.
+  int il = 0, iop = 0, ip = 0;
+  unsigned issued = 0, consumed = 0;
+  auto normalise_cursor = [&]() {
+    while (il < layers && ip >= sh.pieces(iop)) {
+      ip = 0;
+      if (++iop == kOps) iop = 0, ++il;
+    }
+  };
+  auto fold = [&](const __nv_bfloat16* src) -> const char* {
+    if (!l2_window) return reinterpret_cast<const char*>(src);
+    const size_t off = (reinterpret_cast<uintptr_t>(src) % l2_window) & ~size_t(31);
+    return reinterpret_cast<const char*>(wt.qkv) + off;
+  };
+  // This lane's 32 bytes of piece p of op `op` in layer l; nullptr where it needs routing not yet known.
+  auto piece_src = [&](int l, int op, int p) -> const __nv_bfloat16* {
+    const int k = lane * 16;  // the lane's 16 weights of the piece's 512
+    switch (op) {
+      case 0: {
+        const int row = sh.q0 + p % sh.nq, piece = p / sh.nq;
+        return wt.qkv + (size_t(l) * kQkv + row) * kH + piece * 512 + k;
+      }
+      case 1: return wt.o + (size_t(l) * kH + sh.o_row) * kQ + p * 512 + k;
+      case 2: return wt.router + (size_t(l) * kRouterRows + sh.r_row) * kH + p * 512 + k;
+      case 3: {
+        const int unit = sh.u0 + p / 8, slot = unit / kInter, j = unit % kInter, piece = (p % 8) / 2, which = p % 2;
+        if (slot > 0 && route_layer != l) return nullptr;
+        const int e = slot == 0 ? kPool : ids[slot - 1];
+        return wt.gu + ((size_t(l) * (kPool + 1) + e) * 2 * kInter + which * kInter + j) * kH + piece * 512 + k;
+      }
+      default: {
+        const int slot = p;
+        if (slot > 0 && route_layer != l) return nullptr;
+        const int e = slot == 0 ? kPool : ids[slot - 1];
+        return wt.down + ((size_t(l) * (kPool + 1) + e) * kH + sh.d_row) * kInter + k;
+      }
+    }
+  };
+  // Requests pieces until the ring is full, the routing is missing or the step ends (never blocks).
+  auto issue_more = [&]() {
+    normalise_cursor();
+    while (il < layers && issued < consumed + kWsDepth) {
+      const __nv_bfloat16* src = piece_src(il, iop, ip);
+      if (!src) return;
+      const char* g = fold(src);
+      char* d = &s.ring[warp][issued % kWsDepth][lane * 32];
+      cp_async_16(d, g);
+      cp_async_16(d + 16, g + 16);
+      cp_async_commit();
+      ++issued, ++ip;
+      normalise_cursor();
+    }
+  };
+  struct Piece {
+    uint4 lo, hi;
+  };
+  // The next piece in consumption order (this lane's 32 bytes).
+  auto take = [&](int l) -> Piece {
+    if (issued == consumed) {  // blocked on the routing of layer l
+      route(l);
+      issue_more();
+    }
+    cp_async_wait_n(int(issued - consumed - 1));
+    const uint4* src = reinterpret_cast<const uint4*>(&s.ring[warp][consumed % kWsDepth][lane * 32]);
+    const Piece v{src[0], src[1]};
+    ++consumed;
+    issue_more();
+    return v;
+  };
+  auto wait_counter = [&](const unsigned* c) {
+    if (lane == 0)
+      while (load_acquire(c) < unsigned(G)) {
+      }
+    __syncwarp();
+  };
+  // The op's input in shared memory: the CTA's first warp here stages n values of src (times scale,
+  // rounded to bf16; src is fp32) after the counter; the others wait for its flag.
+  auto stage_input = [&](int l, int op, const float* src, int n, const float* ss) -> const __nv_bfloat16* {
+    const int buf = op & 1;
+    const unsigned tag = unsigned(l * kOps + op) + 1u;
+    unsigned first = 0;
+    if (lane == 0) first = atomicAdd(&s.arrived[op], 1u) % kWsWarps == 0;
+    first = __shfl_sync(~0u, first, 0);
+    if (first) {
+      const float scale = ss ? rsqrtf(__ldcg(ss) / kH + kEps) : 1.f;
+      for (int i0 = 0; i0 < n; i0 += 32 * 32) {  // 32 values per lane per round: 8 float4 in flight
+        float4 v[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int i = i0 + (j * 32 + lane) * 4;
+          v[j] = i < n ? __ldcg(reinterpret_cast<const float4*>(src + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int i = i0 + (j * 32 + lane) * 4;
+          if (i < n) {
+            s.x[buf][i] = __float2bfloat16(v[j].x * scale), s.x[buf][i + 1] = __float2bfloat16(v[j].y * scale);
+            s.x[buf][i + 2] = __float2bfloat16(v[j].z * scale), s.x[buf][i + 3] = __float2bfloat16(v[j].w * scale);
+          }
+        }
+      }
+      __syncwarp();
+      if (lane == 0) {
+        __threadfence_block();
+        *reinterpret_cast<volatile unsigned*>(&s.staged[buf]) = tag;
+      }
+    } else {
+      if (lane == 0)
+        while (*reinterpret_cast<volatile unsigned*>(&s.staged[buf]) != tag) {
+        }
+      __syncwarp();
+      __threadfence_block();
+    }
+    return s.x[buf];
+  };
+  // After this warp's outputs of an op: its sum-of-squares part, and the grid counter from the CTA's last warp.
+  auto signal = [&](int l, int op, float ss_part, float* ss_global) {
+    __threadfence();
+    if (lane == 0) {
+      if (ss_global) atomicAdd(&s.ss[op], ss_part);
+      __threadfence_block();
+      const unsigned old = atomicAdd(&s.done[op], 1u);
+      if (old % kWsWarps == kWsWarps - 1) {
+        __threadfence_block();
+        if (ss_global) atomicAdd(ss_global, atomicExch(&s.ss[op], 0.f));
+        __threadfence();
+        atomicAdd(&counters[l * kOps + op], 1u);
+        if (stamps) stamps[(size_t(l) * kOps + op) * G + cta] = global_ns();
+      }
+    }
+    __syncwarp();
+  };
+  auto started = [&](int l, int op) {
+    if (starts && threadIdx.x == 0) starts[(size_t(l) * kOps + op) * G + cta] = global_ns();
+  };
+  // A piece (lane's 16 weights at k = 512 p + 16 lane) against x.
+  auto dot = [&](const Piece& w, const __nv_bfloat16* x, int p, float acc) {
+    if (!compute) return acc;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + p * 512 + lane * 16);
+    return dot8(w.hi, xv[1], dot8(w.lo, xv[0], acc));
+  };
+
+  issue_more();
+  for (int l = 0; l < layers; ++l) {
+    // QKV: xqkv = Wqkv · norm(hA)
+    if (l > 0) wait_counter(&counters[(l - 1) * kOps + 4]);
+    {
+      const __nv_bfloat16* x = stage_input(l, 0, a.hA, kH, a.ssA + l);
+      started(l, 0);
+      float acc[kWsMaxQkvRows] = {};
+      for (int p = 0; p < 4; ++p)
+#pragma unroll
+        for (int r = 0; r < kWsMaxQkvRows; ++r)
+          if (r < sh.nq) acc[r] = dot(take(l), x, p, acc[r]);
+#pragma unroll
+      for (int r = 0; r < kWsMaxQkvRows; ++r)
+        if (r < sh.nq) {
+          const float v = warp_sum(acc[r]);
+          if (lane == 0) a.xqkv[sh.q0 + r] = bf16_round(v);
+        }
+    }
+    signal(l, 0, 0.f, nullptr);
+
+    // o_proj: hB = hA + Wo · xqkv[0..4095]
+    wait_counter(&counters[l * kOps + 0]);
+    {
+      const __nv_bfloat16* x = stage_input(l, 1, a.xqkv, kQ, nullptr);
+      started(l, 1);
+      float ss = 0.f;
+      if (sh.o_row >= 0) {
+        float acc = 0.f;
+        for (int p = 0; p < 8; ++p) acc = dot(take(l), x, p, acc);
+        const float hv = __ldcg(a.hA + sh.o_row) + warp_sum(acc);
+        if (lane == 0) a.hB[sh.o_row] = hv;
+        ss = hv * hv;
+      }
+      signal(l, 1, ss, a.ssB + l);
+    }
+
+    // router: logits = Wr · norm(hB); gate/up reads the same staged input (op 2's buffer)
+    wait_counter(&counters[l * kOps + 1]);
+    const __nv_bfloat16* xB = stage_input(l, 2, a.hB, kH, a.ssB + l);
+    started(l, 2);
+    if (sh.r_row >= 0) {
+      float acc = 0.f;
+      for (int p = 0; p < 4; ++p) acc = dot(take(l), xB, p, acc);
+      acc = warp_sum(acc);
+      if (lane == 0) a.logits[sh.r_row] = acc;
+    }
+    signal(l, 2, 0.f, nullptr);
+
+    // gate/up + SwiGLU of this warp's units
+    route(l);  // the router's counter, then the selection; the routed pieces can now be requested
+    issue_more();
+    started(l, 3);
+    for (int u = 0; u < kWsMaxUnits; ++u)
+      if (u < sh.nu) {
+        float g = 0.f, up = 0.f;
+        for (int p = 0; p < 4; ++p) {
+          g = dot(take(l), xB, p, g);
+          up = dot(take(l), xB, p, up);
+        }
+        g = warp_sum(g), up = warp_sum(up);
+        if (lane == 0) a.act[sh.u0 + u] = bf16_round(g / (1.f + expf(-g)) * up);
+      }
+    signal(l, 3, 0.f, nullptr);
+
+    // down: hA = hB + sum over slots of weight · Wdown_e · act_slot, this warp's row
+    wait_counter(&counters[l * kOps + 3]);
+    {
+      const __nv_bfloat16* x = stage_input(l, 3, a.act, kMoeSlots * kInter, nullptr);
+      started(l, 4);
+      float ss = 0.f;
+      if (sh.d_row >= 0) {
+        float acc = 0.f;
+        for (int slot = 0; slot < kMoeSlots; ++slot) {
+          const float part = warp_sum(dot(take(l), x + slot * kInter, 0, 0.f));
+          acc += (slot == 0 ? 1.f : rw[slot - 1]) * part;
+        }
+        const float v = __ldcg(a.hB + sh.d_row) + acc;
+        if (lane == 0) a.hA[sh.d_row] = v;
+        ss = v * v;
+      }
+      signal(l, 4, ss, a.ssA + l + 1);
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// ---- the same chain as plain per-op kernels (the check) -------------------------------------------------
+
+__global__ void ref_sumsq(const float* h, float* ss) {
+  __shared__ float part[32];
+  float v = 0.f;
+  for (int i = threadIdx.x; i < kH; i += blockDim.x) v += h[i] * h[i];
+  for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(~0u, v, off);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.f;
+    for (int i = 0; i < int(blockDim.x / 32); ++i) t += part[i];
+    *ss = t;
+  }
+}
+__global__ void ref_scale(const float* h, const float* ss, float* x) {
+  const float rs = rsqrtf(*ss / kH + kEps);
+  for (int i = threadIdx.x; i < kH; i += blockDim.x) x[i] = bf16_round(h[i] * rs);
+}
+// out[r] = (residual ? residual[r] : 0) + W[r] · x, rounded to bf16 when `round`; one warp per row.
+template <int K>
+__global__ void ref_gemv(const __nv_bfloat16* W, const float* x, int rows, const float* residual, float* out,
+                         bool round) {
+  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  const float v = row_dot<K>(reinterpret_cast<const char*>(W + size_t(r) * K), x);
+  if ((threadIdx.x & 31) == 0) out[r] = round ? bf16_round(v) : (residual ? residual[r] : 0.f) + v;
+}
+__global__ void ref_route(const float* logits, int layer, bool fixed, int* ids_out, float* w_out) {
+  int ids[kTopK];
+  float w[kTopK];
+  select_experts(logits, layer, fixed, ids, w);
+  if (threadIdx.x == 0)
+    for (int i = 0; i < kTopK; ++i) {
+      ids_out[i] = ids[i];
+      w_out[i] = w[i];
+    }
+}
+__global__ void ref_gate_up(const __nv_bfloat16* gu_layer, const int* ids, const float* x, float* act) {
+  const int u = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (u >= kMoeSlots * kInter) return;
+  const int slot = u / kInter, j = u % kInter;
+  const int e = slot == 0 ? kPool : ids[slot - 1];
+  const __nv_bfloat16* ew = gu_layer + size_t(e) * 2 * kInter * kH;
+  const float g = row_dot<kH>(reinterpret_cast<const char*>(ew + size_t(j) * kH), x);
+  const float up = row_dot<kH>(reinterpret_cast<const char*>(ew + size_t(kInter + j) * kH), x);
+  if ((threadIdx.x & 31) == 0) act[u] = bf16_round(g / (1.f + expf(-g)) * up);
+}
+__global__ void ref_down(const __nv_bfloat16* down_layer, const int* ids, const float* w, const float* act,
+                         const float* hB, float* hA) {
+  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= kH) return;
+  float acc = 0.f;
+  for (int slot = 0; slot < kMoeSlots; ++slot) {
+    const int e = slot == 0 ? kPool : ids[slot - 1];
+    const __nv_bfloat16* row = down_layer + (size_t(e) * kH + r) * kInter;
+    acc += (slot == 0 ? 1.f : w[slot - 1]) * row_dot<kInter>(reinterpret_cast<const char*>(row), act + slot * kInter);
+  }
+  if ((threadIdx.x & 31) == 0) hA[r] = hB[r] + acc;
+}
+
+__global__ void fill_weights(__nv_bfloat16* p, size_t n, float scale, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u ^ seed;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    x *= 3266489917u;
+    x ^= x >> 16;
+    p[i] = __float2bfloat16((float(x & 0xFFFFFF) / 16777216.f * 2.f - 1.f) * scale);
+  }
+}
+
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  explicit Dev(size_t n) { STRIKER_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T))); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+};
+
+struct Model {
+  int layers;
+  size_t n_qkv, n_o, n_router, n_gu, n_down;
+  Dev<__nv_bfloat16> qkv, o, router, gu, down;
+  explicit Model(int L)
+      : layers(L),
+        n_qkv(size_t(L) * kQkv * kH),
+        n_o(size_t(L) * kH * kQ),
+        n_router(size_t(L) * kRouterRows * kH),
+        n_gu(size_t(L) * (kPool + 1) * 2 * kInter * kH),
+        n_down(size_t(L) * (kPool + 1) * kH * kInter),
+        qkv(n_qkv),
+        o(n_o),
+        router(n_router),
+        gu(n_gu),
+        down(n_down) {
+    // Uniform in +-sqrt(3/K): unit-variance dots for unit-variance inputs.
+    fill_weights<<<1024, 256>>>(qkv.p, n_qkv, std::sqrt(3.f / kH), 1);
+    fill_weights<<<1024, 256>>>(o.p, n_o, std::sqrt(3.f / kQ), 2);
+    fill_weights<<<1024, 256>>>(router.p, n_router, std::sqrt(3.f / kH), 3);
+    fill_weights<<<1024, 256>>>(gu.p, n_gu, std::sqrt(3.f / kH), 4);
+    fill_weights<<<1024, 256>>>(down.p, n_down, std::sqrt(3.f / kInter) * 0.3f, 5);
+    STRIKER_CUDA_CHECK_LAUNCH("fill_weights");
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  Weights weights() const { return {qkv.p, o.p, router.p, gu.p, down.p}; }
+  // Weight bytes one step reads (7 experts per layer).
+  double step_bytes() const {
+    const double per_layer = 2.0 * (double(kQkv) * kH + double(kH) * kQ + double(kRouterRows) * kH +
+                                     kMoeSlots * (2.0 * kInter * kH + double(kH) * kInter));
+    return per_layer * layers;
+  }
+};
+
+struct ActBuffers {
+  Dev<float> hA, hB, xqkv, logits, act, ssA, ssB, x;
+  Dev<int> ids;
+  Dev<float> w;
+  explicit ActBuffers(int L)
+      : hA(kH), hB(kH), xqkv(kQkv), logits(kRouterRows), act(kMoeSlots * kInter), ssA(L + 1), ssB(L), x(kH),
+        ids(kTopK), w(kTopK) {}
+  Acts acts() const { return {hA.p, hB.p, xqkv.p, logits.p, act.p, ssA.p, ssB.p}; }
+};
+
+// The chain's input: h (same for both paths) and ssA[0] = its sum of squares; everything else zero.
+void reset(ActBuffers& b, const std::vector<float>& h0, int L, unsigned* counters, cudaStream_t st) {
+  STRIKER_CUDA_CHECK(cudaMemcpyAsync(b.hA.p, h0.data(), kH * sizeof(float), cudaMemcpyHostToDevice, st));
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(b.ssA.p, 0, (L + 1) * sizeof(float), st));
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(b.ssB.p, 0, L * sizeof(float), st));
+  ref_sumsq<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p);
+  if (counters) STRIKER_CUDA_CHECK(cudaMemsetAsync(counters, 0, size_t(L) * kOps * sizeof(unsigned), st));
+}
+
+void run_reference(const Model& m, ActBuffers& b, int L, bool fixed, cudaStream_t st) {
+  for (int l = 0; l < L; ++l) {
+    if (l > 0) ref_sumsq<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p + l);
+    ref_scale<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p + l, b.x.p);
+    ref_gemv<kH><<<kQkv / 8, 256, 0, st>>>(m.qkv.p + size_t(l) * kQkv * kH, b.x.p, kQkv, nullptr, b.xqkv.p, true);
+    ref_gemv<kQ><<<kH / 8, 256, 0, st>>>(m.o.p + size_t(l) * kH * kQ, b.xqkv.p, kH, b.hA.p, b.hB.p, false);
+    ref_sumsq<<<1, 256, 0, st>>>(b.hB.p, b.ssB.p + l);
+    ref_scale<<<1, 256, 0, st>>>(b.hB.p, b.ssB.p + l, b.x.p);
+    ref_gemv<kH><<<kRouterRows / 8, 256, 0, st>>>(m.router.p + size_t(l) * kRouterRows * kH, b.x.p, kRouterRows,
+                                                  nullptr, b.logits.p, false);
+    ref_route<<<1, 32, 0, st>>>(b.logits.p, l, fixed, b.ids.p, b.w.p);
+    ref_gate_up<<<kMoeSlots * kInter / 8, 256, 0, st>>>(m.gu.p + size_t(l) * (kPool + 1) * 2 * kInter * kH, b.ids.p,
+                                                        b.x.p, b.act.p);
+    ref_down<<<kH / 8, 256, 0, st>>>(m.down.p + size_t(l) * (kPool + 1) * kH * kInter, b.ids.p, b.w.p, b.act.p,
+                                     b.hB.p, b.hA.p);
+  }
+  STRIKER_CUDA_CHECK_LAUNCH("reference chain");
+}
+
+// Which transport feeds the chain: the shared ring with a producer warp, or each warp's own stream.
+enum class Transport { kRing, kWarpStream };
+
+struct Persistent {
+  Transport transport;
+  int ctas = 0, threads = 0;
+  size_t smem = 0;
+  const void* fn = nullptr;
+  explicit Persistent(Transport t) : transport(t) {
+    const bool ring = t == Transport::kRing;
+    fn = ring ? reinterpret_cast<const void*>(persistent_chain_kernel)
+              : reinterpret_cast<const void*>(warp_stream_chain_kernel);
+    threads = ring ? kThreads : kWsThreads;
+    smem = ring ? sizeof(Smem) : sizeof(WsSmem);
+    const int min_ctas = ring ? kMinCtas : kWsMinCtas;
+    STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&ctas, cudaDevAttrMultiProcessorCount, 0));
+    STRIKER_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    int per_sm = 0;
+    STRIKER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
+    if (per_sm < 1 || ctas < min_ctas) {
+      std::printf("persistent chain: needs %d co-resident CTAs (%d SMs, %d per SM)\n", min_ctas, ctas, per_sm);
+      ctas = 0;
+    }
+  }
+  const char* name() const { return transport == Transport::kRing ? "ring" : "warp streams"; }
+  void launch(const Model& m, ActBuffers& b, int L, bool fixed, unsigned* counters, unsigned long long* stamps,
+              cudaStream_t st, unsigned l2_window = 0, bool compute = true,
+              unsigned long long* starts = nullptr, bool l2_ahead = false) const {
+    Weights wt = m.weights();
+    Acts a = b.acts();
+    int fixed_i = fixed ? 1 : 0, compute_i = compute ? 1 : 0, ahead_i = l2_ahead ? 1 : 0;
+    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts, &ahead_i};
+    STRIKER_CUDA_CHECK(cudaLaunchCooperativeKernel(fn, dim3(ctas), dim3(threads), args, smem, st));
+  }
+};
+
+// The control: the step's weight bytes read with no dependency at all (every SM full of independent
+// 16-byte loads, four in flight per thread) - what this card's DRAM gives a plain stream.
+__global__ void stream_read_kernel(const uint4* a, size_t na, const uint4* b, size_t nb, const uint4* c, size_t nc,
+                                   const uint4* d, size_t nd, const uint4* e, size_t ne, unsigned* sink) {
+  unsigned x = 0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x, t0 = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  auto sweep = [&](const uint4* p, size_t n) {
+    size_t i = t0;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+      const uint4 v0 = __ldcs(p + i), v1 = __ldcs(p + i + stride), v2 = __ldcs(p + i + 2 * stride),
+                  v3 = __ldcs(p + i + 3 * stride);
+      x ^= v0.x ^ v1.y ^ v2.z ^ v3.w;
+    }
+    for (; i < n; i += stride) x ^= __ldcs(p + i).x;
+  };
+  sweep(a, na), sweep(b, nb), sweep(c, nc), sweep(d, nd), sweep(e, ne);
+  if (x == 0x9E3779B9u) *sink = x;  // keeps the loads
+}
+
+std::vector<float> download(const float* p, size_t n) {
+  std::vector<float> v(n);
+  STRIKER_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// Runs both paths over L layers from the same h and compares h at the end. Returns true if it holds.
+bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::vector<float>& h0, cudaStream_t st,
+           bool l2_ahead = false) {
+  ActBuffers pb(L), rb(L);
+  Dev<unsigned> counters(size_t(L) * kOps);
+  reset(pb, h0, L, counters.p, st);
+  // Poison what the chain must write.
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.hB.p, 0xFF, kH * sizeof(float), st));
+  STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.act.p, 0xFF, kMoeSlots * kInter * sizeof(float), st));
+  p.launch(m, pb, L, fixed, counters.p, nullptr, st, 0, true, nullptr, l2_ahead);
+  reset(rb, h0, L, nullptr, st);
+  run_reference(m, rb, L, fixed, st);
+  STRIKER_CUDA_CHECK(cudaStreamSynchronize(st));
+  const std::vector<float> got = download(pb.hA.p, kH), want = download(rb.hA.p, kH);
+  double max_ref = 0.0, max_err = 0.0;
+  bool finite = true;
+  for (int i = 0; i < kH; ++i) {
+    finite = finite && std::isfinite(got[i]);
+    max_ref = std::max(max_ref, double(std::fabs(want[i])));
+    max_err = std::max(max_err, double(std::fabs(got[i] - want[i])));
+  }
+  const bool ok = finite && max_err <= 1e-3 * max_ref;
+  std::printf("check %s, %d layers, %s routing%s: max |h - ref| %.3g of max |ref| %.3g: %s\n", p.name(), L,
+              fixed ? "fixed" : "step's", l2_ahead ? ", L2 ahead" : "", max_err, max_ref, ok ? "PASS" : "FAIL");
+  return ok;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int bench_persistent_chain() {
+  const Persistent transports[] = {Persistent(Transport::kRing), Persistent(Transport::kWarpStream)};
+  for (const Persistent& p : transports)
+    if (p.ctas == 0) return 1;
+  cudaStream_t st;
+  STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  std::vector<float> h0(kH);
+  for (int i = 0; i < kH; ++i) h0[i] = std::sin(0.37f * i) + 0.25f * std::cos(1.9f * i);
+  int failures = 0;
+  constexpr int kLayers = 49;
+  const Model m(kLayers);  // the check uses its first layers
+  for (const Persistent& p : transports) {
+    std::printf("persistent chain, %s: %d CTAs x %d threads, %zu bytes of shared memory\n", p.name(), p.ctas,
+                p.threads, p.smem);
+    for (bool fixed : {false, true})
+      for (int L : {1, 3}) failures += check(m, p, L, fixed, h0, st) ? 0 : 1;
+    if (p.transport == Transport::kRing) failures += check(m, p, 3, false, h0, st, true) ? 0 : 1;
+  }
+
+  ActBuffers b(kLayers);
+  const int max_ctas = std::max(transports[0].ctas, transports[1].ctas);
+  Dev<unsigned> counters(size_t(kLayers) * kOps);
+  Dev<unsigned long long> stamps(size_t(kLayers) * kOps * max_ctas);
+  Dev<unsigned long long> starts(size_t(kLayers) * kOps * max_ctas);
+  cudaEvent_t e0, e1;
+  STRIKER_CUDA_CHECK(cudaEventCreate(&e0));
+  STRIKER_CUDA_CHECK(cudaEventCreate(&e1));
+  auto elapsed_ms = [&]() {
+    float t = 0.f;
+    STRIKER_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    return double(t);
+  };
+  const double bytes = m.step_bytes();
+
+  // The control: the same bytes as one dependency-free stream.
+  {
+    const size_t per_layer_gu = size_t(kMoeSlots) * 2 * kInter * kH, per_layer_down = size_t(kMoeSlots) * kH * kInter;
+    Dev<unsigned> sink(1);
+    std::vector<double> ms;
+    for (int rep = 0; rep < 12; ++rep) {
+      STRIKER_CUDA_CHECK(cudaEventRecord(e0, st));
+      stream_read_kernel<<<max_ctas * 8, 256, 0, st>>>(
+          reinterpret_cast<const uint4*>(m.qkv.p), m.n_qkv / 8, reinterpret_cast<const uint4*>(m.o.p), m.n_o / 8,
+          reinterpret_cast<const uint4*>(m.router.p), m.n_router / 8, reinterpret_cast<const uint4*>(m.gu.p),
+          kLayers * per_layer_gu / 8, reinterpret_cast<const uint4*>(m.down.p), kLayers * per_layer_down / 8, sink.p);
+      STRIKER_CUDA_CHECK(cudaEventRecord(e1, st));
+      STRIKER_CUDA_CHECK(cudaEventSynchronize(e1));
+      if (rep >= 2) ms.push_back(elapsed_ms());
+    }
+    const double t = median(ms);
+    std::printf("control: the step's %.1f MB read as one dependency-free stream: %.3f ms, %.2f TB/s (%.3f of 4.6)\n",
+                bytes / 1e6, t, bytes / (t * 1e-3) / 1e12, bytes / (t * 1e-3) / 4.6e12);
+  }
+
+  // Routing in advance with every weight read from a 4 MiB window that stays in L2 (values meaningless,
+  // timing only): what the schedule costs when bytes cost nothing. "No dots": the consumers' arithmetic
+  // taken out (the transport and the dependencies alone).
+  constexpr unsigned kL2Window = 4u << 20;
+  struct Run {
+    const char* label;
+    bool fixed;
+    unsigned window;
+    bool compute;
+  };
+  const Run runs[] = {{"the step's own routing", false, 0, true},
+                      {"routing known in advance", true, 0, true},
+                      {"in advance, weights L2-resident (floor)", true, kL2Window, true},
+                      {"in advance, L2-resident, no dots", true, kL2Window, false},
+                      {"in advance, from DRAM, no dots", true, 0, false}};
+  for (const Persistent& p : transports) {
+    std::printf("| %-48s | %9s | %9s | %6s |\n", p.transport == Transport::kRing ? "ring: 49-layer chain (BF16)"
+                                                                                   : "warp streams: 49-layer chain",
+                "ms/step", "us/layer", "/4.6T");
+    for (const Run& run : runs) {
+      std::vector<double> ms;
+      for (int rep = 0; rep < 25; ++rep) {
+        reset(b, h0, kLayers, counters.p, st);
+        STRIKER_CUDA_CHECK(cudaEventRecord(e0, st));
+        p.launch(m, b, kLayers, run.fixed, counters.p, rep == 24 ? stamps.p : nullptr, st, run.window, run.compute,
+                 rep == 24 ? starts.p : nullptr);
+        STRIKER_CUDA_CHECK(cudaEventRecord(e1, st));
+        STRIKER_CUDA_CHECK(cudaEventSynchronize(e1));
+        if (rep >= 3) ms.push_back(elapsed_ms());
+      }
+      const double t = median(ms);
+      std::printf("| %-48s | %9.3f | %9.2f | %6.3f |\n", run.label, t, 1000.0 * t / kLayers,
+                  bytes / (t * 1e-3) / 4.6e12);
+      // Per op: the last CTA's signal minus the previous op's last signal, median over layers 2..48, split
+      // at the median CTA's start (counter seen and input loaded): wait = start - previous op's last
+      // signal (the dependency: counter, fences, the input from L2), work = last signal - median start.
+      std::vector<unsigned long long> s(size_t(kLayers) * kOps * p.ctas), s0(s.size());
+      STRIKER_CUDA_CHECK(cudaMemcpy(s.data(), stamps.p, s.size() * sizeof(s[0]), cudaMemcpyDeviceToHost));
+      STRIKER_CUDA_CHECK(cudaMemcpy(s0.data(), starts.p, s0.size() * sizeof(s0[0]), cudaMemcpyDeviceToHost));
+      auto last = [&](int l, int op) {
+        unsigned long long v = 0;
+        for (int c = 0; c < p.ctas; ++c) v = std::max(v, s[(size_t(l) * kOps + op) * p.ctas + c]);
+        return v;
+      };
+      auto mid_start = [&](int l, int op) {
+        std::vector<double> v;
+        for (int c = 0; c < p.ctas; ++c) v.push_back(double(s0[(size_t(l) * kOps + op) * p.ctas + c]));
+        return median(v);
+      };
+      const char* names[kOps] = {"qkv", "o_proj", "router", "gate/up", "down"};
+      const double op_bytes[kOps] = {2.0 * kQkv * kH, 2.0 * kH * kQ, 2.0 * kRouterRows * kH,
+                                     2.0 * kMoeSlots * 2 * kInter * kH, 2.0 * kMoeSlots * kH * kInter};
+      std::printf("  per op, us: total = wait + work (bytes at 4.6 TB/s):");
+      for (int op = 0; op < kOps; ++op) {
+        std::vector<double> d, wt;
+        for (int l = 2; l < kLayers; ++l) {
+          const double prev = double(op == 0 ? last(l - 1, kOps - 1) : last(l, op - 1));
+          d.push_back(1e-3 * (double(last(l, op)) - prev));
+          wt.push_back(1e-3 * (mid_start(l, op) - prev));
+        }
+        const double total = median(d), wait = median(wt);
+        std::printf(" %s %.2f = %.2f + %.2f (%.2f)", names[op], total, wait, total - wait,
+                    op_bytes[op] / 4.6e12 * 1e6);
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("bytes per step %.1f MB; floor at 4.6 TB/s %.3f ms\n", bytes / 1e6, bytes / 4.6e12 * 1e3);
+  STRIKER_CUDA_CHECK(cudaEventDestroy(e0));
+  STRIKER_CUDA_CHECK(cudaEventDestroy(e1));
+  STRIKER_CUDA_CHECK(cudaStreamDestroy(st));
+  return failures;
+}
+
+}  // namespace striker::cuda::testing
