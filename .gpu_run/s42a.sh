@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 42 run 1: the persistent-chain probe with a second transport (warp streams: each warp's own
 # cp.async ring, no producer warp) beside session 25's ring, with a dependency-free stream of the same
-# bytes as the card's control; then main's one-token steps for reference (bench latency --graphs).
+# bytes as the card's control, BF16 and NVFP4 weights; then main's one-token steps for reference.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"

@@ -3,6 +3,8 @@
 #include "persistent_chain_probe.h"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +34,15 @@ struct Weights {
   const __nv_bfloat16* router;  // [L][256][2048]
   const __nv_bfloat16* gu;      // [L][kPool + 1][1024][2048]: gate rows 0..511, up rows 512..1023; kPool = shared
   const __nv_bfloat16* down;    // [L][kPool + 1][2048][512]
+};
+// The same chain's weights in NVFP4 (E2M1 codes, two per byte, low nibble first; one E4M3 scale per 16
+// weights; one fp32 scale2 per op) - the router stays BF16 (Weights::router), as Flint's does.
+struct NvWeights {
+  const uint8_t *qkv_c, *qkv_s;    // [L][5120] rows: 1,024 code bytes, 128 scale bytes
+  const uint8_t *o_c, *o_s;        // [L][2048] rows: 2,048 / 256
+  const uint8_t *gu_c, *gu_s;      // [L][kPool + 1][1024] rows: 1,024 / 128
+  const uint8_t *down_c, *down_s;  // [L][kPool + 1][2048] rows: 256 / 32
+  float s2_qkv, s2_o, s2_gu, s2_down;
 };
 struct Acts {
   float* hA;      // residual entering a layer (and leaving it)
@@ -423,19 +434,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // ---- the warp-stream transport ----------------------------------------------------------------------
 // The same chain with no producer warp and no shared ring: each of a CTA's 16 warps owns fixed rows of
-// every op (split over all the grid's warps) and streams its own rows' 1 KiB pieces (32 bytes per lane)
-// into its own kWsDepth-deep cp.async ring, in the order it will consume them, across op and layer
-// boundaries. A lane waits only for its own copies (cp.async.wait_group): a piece costs no barrier, no
-// mbarrier round trip and no producer, and the next op's first pieces are requested while the warp
-// still works on the current op and while it waits for the op's counter. Only the routed experts' rows
-// wait for the routing. An op's input vector is staged once per CTA (bf16, shared memory) by the
-// CTA's first warp past the op's counter; the others wait for its flag, not for a CTA barrier.
-constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32, kWsDepth = 12, kWsPiece = 1024;
+// every op (split over all the grid's warps) and streams its own rows' pieces (1 KiB of weights: 32
+// bytes per lane, plus an NVFP4 piece's scales) into its own cp.async ring, in the order it will
+// consume them, across op and layer boundaries. A lane waits only for its own copies
+// (cp.async.wait_group): a piece costs no barrier, no mbarrier round trip and no producer, and the next
+// op's first pieces are requested while the warp still works on the current op and while it waits for
+// the op's counter. Only the routed experts' rows wait for the routing. An op's input vector is staged
+// once per CTA (bf16, shared memory) by the CTA's first warp past the op's counter; the others wait for
+// its flag, not for a CTA barrier. kNv: the NVFP4 weights (NvWeights; a piece is 1,024 code bytes = one
+// 2,048-wide row, half an o_proj row, or a down row's 256 bytes, with their scales).
+constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32;
 constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 1,792 warps (112+ SMs)
 constexpr int kWsMinCtas = 112;
 
+template <bool kNv>
 struct WsSmem {
-  char ring[kWsWarps][kWsDepth][kWsPiece];
+  static constexpr int kDepth = kNv ? 10 : 12, kCodes = 1024, kSlot = kNv ? 1024 + 128 : 1024;
+  char ring[kWsWarps][kDepth][kSlot];  // a slot: the piece's codes (bf16 weights), then its scales
   __nv_bfloat16 x[2][kQ];  // the op's input, by the op's parity (op k+1 starts only after op k's counter)
   unsigned arrived[kOps];  // warps of this CTA at each op (mod 16 == 0: the first one stages the input)
   unsigned staged[2];      // which (layer, op) + 1 each x buffer holds
@@ -443,15 +458,20 @@ struct WsSmem {
   float ss[kOps];          // this CTA's sum of squares of the op's outputs (o_proj: hB, down: hA)
 };
 
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+template <int kBytes>
+__device__ __forceinline__ void cp_async(void* dst, const void* src) {
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_u32(dst)), "l"(src), "n"(kBytes)
+                 : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// Waits until at most n of this thread's groups are pending (n < kWsDepth).
+// Waits until at most n of this thread's groups are pending (n < 12).
 __device__ __forceinline__ void cp_async_wait_n(int n) {
   switch (n) {
 #define WS_CASE(k) \
@@ -463,17 +483,43 @@ __device__ __forceinline__ void cp_async_wait_n(int n) {
   }
 }
 
+__device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xFFFF0000u); }
 // 8 bf16 weights against 8 bf16 inputs (16 bytes each), fp32 products and sum.
 __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc) {
-  const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
-  const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&x);
+  const uint32_t wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(w2[i]), g = __bfloat1622float2(x2[i]);
-    acc = fmaf(f.x, g.x, acc);
-    acc = fmaf(f.y, g.y, acc);
+    acc = fmaf(bf16_lo(wv[i]), bf16_lo(xv[i]), acc);
+    acc = fmaf(bf16_hi(wv[i]), bf16_hi(xv[i]), acc);
   }
   return acc;
+}
+// Code word c (weights 0..7, low nibble first) against 8 bf16 inputs, times 2^-14: weights j and j + 4
+// as one fp16 pair (E2M1 s.e1e0.m -> fp16 exponent bits 11..10 and mantissa bit 9: 2^-14 x the value,
+// exact, subnormals included), then fp32 products and sum.
+__device__ __forceinline__ float dot_word(uint32_t c, const uint4& x, float acc) {
+  const uint32_t xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t n = c >> (4 * j);
+    const uint32_t h = ((n & 0x00070007u) << 9) | ((n & 0x00080008u) << 12);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    // weight j pairs with input j (word xv[j / 2], half j % 2), weight j + 4 with input j + 4
+    const float xa = (j & 1) ? bf16_hi(xv[j / 2]) : bf16_lo(xv[j / 2]);
+    const float xb = (j & 1) ? bf16_hi(xv[2 + j / 2]) : bf16_lo(xv[2 + j / 2]);
+    acc = fmaf(f.x, xa, acc);
+    acc = fmaf(f.y, xb, acc);
+  }
+  return acc;
+}
+__device__ __forceinline__ float e4m3_x2p14(uint32_t byte) {  // the E4M3 scale times 2^14 (undoes dot_word's)
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(byte), __NV_E4M3);
+  return __half2float(__half(h)) * 16384.f;
+}
+// 16 weights (two code words: one scale group) against 16 inputs.
+__device__ __forceinline__ float dot_group(uint32_t c0, uint32_t c1, const uint4* x, uint32_t scale_byte, float acc) {
+  return fmaf(dot_word(c1, x[1], dot_word(c0, x[0], 0.f)), e4m3_x2p14(scale_byte), acc);
 }
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -481,30 +527,36 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// One warp's rows of every op, in the order its pieces stream: a piece is 512 weights of one row.
+// One warp's rows of every op, in the order its pieces stream.
 struct WsShare {
-  int q0, nq;  // QKV rows [q0, q0 + nq): piece-major (piece p of every row, then p + 1): 4 per row
-  int o_row;   // o_proj row, or -1: 8 pieces
-  int r_row;   // router row, or -1: 4 pieces
-  int u0, nu;  // gate/up units (slot * 512 + j): per unit, per piece p: the gate piece, the up piece (8)
-  int d_row;   // down output row, or -1: one piece per slot (7)
+  int q0, nq;  // QKV rows [q0, q0 + nq): piece-major (piece p of every row, then p + 1)
+  int o_row;   // o_proj row, or -1
+  int r_row;   // router row, or -1
+  int u0, nu;  // gate/up units (slot * 512 + j): per unit, per piece p: the gate piece, the up piece
+  int d_row;   // down output row, or -1: one piece per slot
+  // Pieces per row: BF16 4 (2,048 wide), 8 (o_proj); NVFP4 1, 2 (o_proj); the router is BF16 either way.
+  template <bool kNv>
   __device__ int pieces(int op) const {
+    constexpr int h = kNv ? 1 : 4;
     switch (op) {
-      case 0: return 4 * nq;
-      case 1: return o_row >= 0 ? 8 : 0;
+      case 0: return h * nq;
+      case 1: return o_row >= 0 ? 2 * h : 0;
       case 2: return r_row >= 0 ? 4 : 0;
-      case 3: return 8 * nu;
+      case 3: return 2 * h * nu;
       default: return d_row >= 0 ? kMoeSlots : 0;
     }
   }
 };
 
+template <bool kNv>
 __global__ void __launch_bounds__(kWsThreads, 1)
-    warp_stream_chain_kernel(Weights wt, Acts a, unsigned* counters, unsigned long long* stamps, int layers,
-                             int fixed_routing, unsigned l2_window, int compute, unsigned long long* starts,
-                             int /*l2_ahead: the ring's option*/) {
+    warp_stream_chain_kernel(Weights wt, NvWeights nv, Acts a, unsigned* counters, unsigned long long* stamps,
+                             int layers, int fixed_routing, unsigned l2_window, int compute,
+                             unsigned long long* starts) {
+  using Smem = WsSmem<kNv>;
+  constexpr int kDepth = Smem::kDepth, kH4 = kNv ? 1 : 4;  // kH4: pieces per 2,048-wide row
   extern __shared__ __align__(128) char smem_raw[];
-  WsSmem& s = *reinterpret_cast<WsSmem*>(smem_raw);
+  Smem& s = *reinterpret_cast<Smem*>(smem_raw);
   const int cta = blockIdx.x, G = gridDim.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int W = G * kWsWarps, gw = cta * kWsWarps + warp;
@@ -538,67 +590,112 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   int il = 0, iop = 0, ip = 0;
   unsigned issued = 0, consumed = 0;
   auto normalise_cursor = [&]() {
-    while (il < layers && ip >= sh.pieces(iop)) {
+    while (il < layers && ip >= sh.template pieces<kNv>(iop)) {
       ip = 0;
       if (++iop == kOps) iop = 0, ++il;
     }
   };
-  auto fold = [&](const __nv_bfloat16* src) -> const char* {
+  auto fold = [&](const void* src, size_t align) -> const char* {
     if (!l2_window) return reinterpret_cast<const char*>(src);
-    const size_t off = (reinterpret_cast<uintptr_t>(src) % l2_window) & ~size_t(31);
+    const size_t off = (reinterpret_cast<uintptr_t>(src) % l2_window) & ~(align - 1);
     return reinterpret_cast<const char*>(wt.qkv) + off;
   };
-  // This lane's 32 bytes of piece p of op `op` in layer l; nullptr where it needs routing not yet known.
-  auto piece_src = [&](int l, int op, int p) -> const __nv_bfloat16* {
-    const int k = lane * 16;  // the lane's 16 weights of the piece's 512
+  // The expert of MoE slot `slot` in layer l, or -1 while this warp does not know layer l's routing.
+  auto expert = [&](int l, int slot) { return slot == 0 ? kPool : route_layer == l ? ids[slot - 1] : -1; };
+  // Requests piece (l, op, p): this lane's share of its weights (and scales). False: routing unknown.
+  auto request = [&](int l, int op, int p, char* slot) -> bool {
+    const int lc = lane * 32;  // the lane's 32 bytes of a 1 KiB piece
+    if (op == 2 || !kNv) {     // BF16: 1 KiB of weights = 512 of a row
+      const __nv_bfloat16* src;
+      switch (op) {
+        case 0: src = wt.qkv + (size_t(l) * kQkv + sh.q0 + p % sh.nq) * kH + (p / sh.nq) * 512; break;
+        case 1: src = wt.o + (size_t(l) * kH + sh.o_row) * kQ + p * 512; break;
+        case 2: src = wt.router + (size_t(l) * kRouterRows + sh.r_row) * kH + p * 512; break;
+        case 3: {
+          const int unit = sh.u0 + p / 8, e = expert(l, unit / kInter);
+          if (e < 0) return false;
+          src = wt.gu + ((size_t(l) * (kPool + 1) + e) * 2 * kInter + (p % 2) * kInter + unit % kInter) * kH +
+                ((p % 8) / 2) * 512;
+          break;
+        }
+        default: {
+          const int e = expert(l, p);
+          if (e < 0) return false;
+          src = wt.down + ((size_t(l) * (kPool + 1) + e) * kH + sh.d_row) * kInter;
+        }
+      }
+      const char* g = fold(reinterpret_cast<const char*>(src) + lc, 32);
+      cp_async<16>(slot + lc, g);
+      cp_async<16>(slot + lc + 16, g + 16);
+      return true;
+    }
+    // NVFP4: row r's codes at c + r * cb, scales at s + r * sb
+    const uint8_t *c, *sc;
     switch (op) {
       case 0: {
-        const int row = sh.q0 + p % sh.nq, piece = p / sh.nq;
-        return wt.qkv + (size_t(l) * kQkv + row) * kH + piece * 512 + k;
+        const size_t row = size_t(l) * kQkv + sh.q0 + p;  // one piece per row
+        c = nv.qkv_c + row * 1024, sc = nv.qkv_s + row * 128;
+        break;
       }
-      case 1: return wt.o + (size_t(l) * kH + sh.o_row) * kQ + p * 512 + k;
-      case 2: return wt.router + (size_t(l) * kRouterRows + sh.r_row) * kH + p * 512 + k;
+      case 1: {
+        const size_t row = size_t(l) * kH + sh.o_row;
+        c = nv.o_c + row * 2048 + p * 1024, sc = nv.o_s + row * 256 + p * 128;
+        break;
+      }
       case 3: {
-        const int unit = sh.u0 + p / 8, slot = unit / kInter, j = unit % kInter, piece = (p % 8) / 2, which = p % 2;
-        if (slot > 0 && route_layer != l) return nullptr;
-        const int e = slot == 0 ? kPool : ids[slot - 1];
-        return wt.gu + ((size_t(l) * (kPool + 1) + e) * 2 * kInter + which * kInter + j) * kH + piece * 512 + k;
+        const int unit = sh.u0 + p / 2, e = expert(l, unit / kInter);
+        if (e < 0) return false;
+        const size_t row = (size_t(l) * (kPool + 1) + e) * 2 * kInter + (p % 2) * kInter + unit % kInter;
+        c = nv.gu_c + row * 1024, sc = nv.gu_s + row * 128;
+        break;
       }
-      default: {
-        const int slot = p;
-        if (slot > 0 && route_layer != l) return nullptr;
-        const int e = slot == 0 ? kPool : ids[slot - 1];
-        return wt.down + ((size_t(l) * (kPool + 1) + e) * kH + sh.d_row) * kInter + k;
+      default: {  // down: a 512-wide row, 8 code bytes and one scale byte per lane
+        const int e = expert(l, p);
+        if (e < 0) return false;
+        const size_t row = (size_t(l) * (kPool + 1) + e) * kH + sh.d_row;
+        cp_async<8>(slot + lane * 8, fold(nv.down_c + row * 256 + lane * 8, 8));
+        if (lane < 8) cp_async<4>(slot + Smem::kCodes + lane * 4, fold(nv.down_s + row * 32 + lane * 4, 4));
+        return true;
       }
     }
+    const char* g = fold(c + lc, 32);
+    cp_async<16>(slot + lc, g);
+    cp_async<16>(slot + lc + 16, g + 16);
+    cp_async<4>(slot + Smem::kCodes + lane * 4, fold(sc + lane * 4, 4));
+    return true;
   };
   // Requests pieces until the ring is full, the routing is missing or the step ends (never blocks).
   auto issue_more = [&]() {
     normalise_cursor();
-    while (il < layers && issued < consumed + kWsDepth) {
-      const __nv_bfloat16* src = piece_src(il, iop, ip);
-      if (!src) return;
-      const char* g = fold(src);
-      char* d = &s.ring[warp][issued % kWsDepth][lane * 32];
-      cp_async_16(d, g);
-      cp_async_16(d + 16, g + 16);
+    while (il < layers && issued < consumed + kDepth) {
+      if (!request(il, iop, ip, s.ring[warp][issued % kDepth])) return;
       cp_async_commit();
       ++issued, ++ip;
       normalise_cursor();
     }
   };
   struct Piece {
-    uint4 lo, hi;
+    uint4 lo, hi;  // the lane's 32 bytes (a down piece: lo.x, lo.y = its 8 code bytes)
+    uint32_t sc;   // NVFP4: the lane's 4 scale bytes (a down piece: the slot's 32 bytes, byte `lane`)
   };
-  // The next piece in consumption order (this lane's 32 bytes).
-  auto take = [&](int l) -> Piece {
+  // The next piece in consumption order.
+  auto take = [&](int l, bool down = false) -> Piece {
     if (issued == consumed) {  // blocked on the routing of layer l
       route(l);
       issue_more();
     }
     cp_async_wait_n(int(issued - consumed - 1));
-    const uint4* src = reinterpret_cast<const uint4*>(&s.ring[warp][consumed % kWsDepth][lane * 32]);
-    const Piece v{src[0], src[1]};
+    const char* slot = s.ring[warp][consumed % kDepth];
+    Piece v;
+    if (kNv && down) {
+      const uint2 c = *reinterpret_cast<const uint2*>(slot + lane * 8);
+      v.lo = make_uint4(c.x, c.y, 0u, 0u);
+      v.sc = uint32_t(uint8_t(slot[Smem::kCodes + lane]));
+    } else {
+      const uint4* src = reinterpret_cast<const uint4*>(slot + lane * 32);
+      v.lo = src[0], v.hi = src[1];
+      if (kNv) v.sc = *reinterpret_cast<const uint32_t*>(slot + Smem::kCodes + lane * 4);
+    }
     ++consumed;
     issue_more();
     return v;
@@ -669,12 +766,28 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   auto started = [&](int l, int op) {
     if (starts && threadIdx.x == 0) starts[(size_t(l) * kOps + op) * G + cta] = global_ns();
   };
-  // A piece (lane's 16 weights at k = 512 p + 16 lane) against x.
-  auto dot = [&](const Piece& w, const __nv_bfloat16* x, int p, float acc) {
+  // A 1 KiB piece against x from element k0: BF16 the lane's 16 weights at k0 + 16 lane; NVFP4 its 64 at
+  // k0 + 64 lane (four scale groups), unscaled by scale2.
+  auto dot = [&](const Piece& w, const __nv_bfloat16* x, int k0, float acc) {
     if (!compute) return acc;
-    const uint4* xv = reinterpret_cast<const uint4*>(x + p * 512 + lane * 16);
+    if (!kNv) {
+      const uint4* xv = reinterpret_cast<const uint4*>(x + k0 + lane * 16);
+      return dot8(w.hi, xv[1], dot8(w.lo, xv[0], acc));
+    }
+    const uint4* xv = reinterpret_cast<const uint4*>(x + k0 + lane * 64);
+    acc = dot_group(w.lo.x, w.lo.y, xv + 0, w.sc & 0xFF, acc);
+    acc = dot_group(w.lo.z, w.lo.w, xv + 2, (w.sc >> 8) & 0xFF, acc);
+    acc = dot_group(w.hi.x, w.hi.y, xv + 4, (w.sc >> 16) & 0xFF, acc);
+    return dot_group(w.hi.z, w.hi.w, xv + 6, w.sc >> 24, acc);
+  };
+  auto dot_bf16 = [&](const Piece& w, const __nv_bfloat16* x, int k0, float acc) {  // the router's rows
+    if (!compute) return acc;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + k0 + lane * 16);
     return dot8(w.hi, xv[1], dot8(w.lo, xv[0], acc));
   };
+  const float s2_qkv = kNv ? nv.s2_qkv : 1.f, s2_o = kNv ? nv.s2_o : 1.f, s2_gu = kNv ? nv.s2_gu : 1.f,
+              s2_down = kNv ? nv.s2_down : 1.f;
+  constexpr int kPieceK = kNv ? 2048 : 512;  // weights of a row per piece
 
   issue_more();
   for (int l = 0; l < layers; ++l) {
@@ -684,14 +797,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const __nv_bfloat16* x = stage_input(l, 0, a.hA, kH, a.ssA + l);
       started(l, 0);
       float acc[kWsMaxQkvRows] = {};
-      for (int p = 0; p < 4; ++p)
+      for (int p = 0; p < kH4; ++p)
 #pragma unroll
         for (int r = 0; r < kWsMaxQkvRows; ++r)
-          if (r < sh.nq) acc[r] = dot(take(l), x, p, acc[r]);
+          if (r < sh.nq) acc[r] = dot(take(l), x, p * kPieceK, acc[r]);
 #pragma unroll
       for (int r = 0; r < kWsMaxQkvRows; ++r)
         if (r < sh.nq) {
-          const float v = warp_sum(acc[r]);
+          const float v = warp_sum(acc[r]) * s2_qkv;
           if (lane == 0) a.xqkv[sh.q0 + r] = bf16_round(v);
         }
     }
@@ -705,21 +818,21 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       float ss = 0.f;
       if (sh.o_row >= 0) {
         float acc = 0.f;
-        for (int p = 0; p < 8; ++p) acc = dot(take(l), x, p, acc);
-        const float hv = __ldcg(a.hA + sh.o_row) + warp_sum(acc);
+        for (int p = 0; p < 2 * kH4; ++p) acc = dot(take(l), x, p * kPieceK, acc);
+        const float hv = __ldcg(a.hA + sh.o_row) + warp_sum(acc) * s2_o;
         if (lane == 0) a.hB[sh.o_row] = hv;
         ss = hv * hv;
       }
       signal(l, 1, ss, a.ssB + l);
     }
 
-    // router: logits = Wr · norm(hB); gate/up reads the same staged input (op 2's buffer)
+    // router (BF16 rows): logits = Wr · norm(hB); gate/up reads the same staged input (op 2's buffer)
     wait_counter(&counters[l * kOps + 1]);
     const __nv_bfloat16* xB = stage_input(l, 2, a.hB, kH, a.ssB + l);
     started(l, 2);
     if (sh.r_row >= 0) {
       float acc = 0.f;
-      for (int p = 0; p < 4; ++p) acc = dot(take(l), xB, p, acc);
+      for (int p = 0; p < 4; ++p) acc = dot_bf16(take(l), xB, p * 512, acc);
       acc = warp_sum(acc);
       if (lane == 0) a.logits[sh.r_row] = acc;
     }
@@ -732,11 +845,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int u = 0; u < kWsMaxUnits; ++u)
       if (u < sh.nu) {
         float g = 0.f, up = 0.f;
-        for (int p = 0; p < 4; ++p) {
-          g = dot(take(l), xB, p, g);
-          up = dot(take(l), xB, p, up);
+        for (int p = 0; p < kH4; ++p) {
+          g = dot(take(l), xB, p * kPieceK, g);
+          up = dot(take(l), xB, p * kPieceK, up);
         }
-        g = warp_sum(g), up = warp_sum(up);
+        g = warp_sum(g) * s2_gu, up = warp_sum(up) * s2_gu;
         if (lane == 0) a.act[sh.u0 + u] = bf16_round(g / (1.f + expf(-g)) * up);
       }
     signal(l, 3, 0.f, nullptr);
@@ -750,8 +863,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (sh.d_row >= 0) {
         float acc = 0.f;
         for (int slot = 0; slot < kMoeSlots; ++slot) {
-          const float part = warp_sum(dot(take(l), x + slot * kInter, 0, 0.f));
-          acc += (slot == 0 ? 1.f : rw[slot - 1]) * part;
+          const Piece w = take(l, true);
+          float part = 0.f;
+          if (compute) {
+            if (kNv) {
+              const uint4* xv = reinterpret_cast<const uint4*>(x + slot * kInter + lane * 16);
+              part = dot_group(w.lo.x, w.lo.y, xv, w.sc, 0.f);
+            } else {
+              part = dot(w, x + slot * kInter, 0, 0.f);
+            }
+          }
+          acc += (slot == 0 ? 1.f : rw[slot - 1]) * warp_sum(part) * s2_down;
         }
         const float v = __ldcg(a.hB + sh.d_row) + acc;
         if (lane == 0) a.hA[sh.d_row] = v;
@@ -836,6 +958,67 @@ __global__ void fill_weights(__nv_bfloat16* p, size_t n, float scale, uint32_t s
   }
 }
 
+// NVFP4 rows for the reference: E2M1 by table, the E4M3 scale by the library's conversion, one warp per
+// row, lane-strided 16-weight groups (another order than the chain's: the check's tolerance covers it).
+__device__ const float kE2m1[16] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f, -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
+template <int K>
+__device__ float row_dot_nv(const uint8_t* codes, const uint8_t* scales, const float* x) {
+  float acc = 0.f;
+  for (int g = threadIdx.x & 31; g < K / 16; g += 32) {
+    float gs = 0.f;
+    for (int i = 0; i < 16; ++i) {
+      const uint8_t b = codes[g * 8 + i / 2];
+      gs = fmaf(kE2m1[(i & 1) ? b >> 4 : b & 15], x[g * 16 + i], gs);
+    }
+    const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(scales[g]), __NV_E4M3);
+    acc = fmaf(gs, __half2float(__half(h)), acc);
+  }
+  for (int off = 16; off; off >>= 1) acc += __shfl_xor_sync(~0u, acc, off);
+  return acc;
+}
+template <int K>
+__global__ void ref_gemv_nv(const uint8_t* codes, const uint8_t* scales, float s2, const float* x, int rows,
+                            const float* residual, float* out, bool round) {
+  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  const float v = row_dot_nv<K>(codes + size_t(r) * K / 2, scales + size_t(r) * K / 16, x) * s2;
+  if ((threadIdx.x & 31) == 0) out[r] = round ? bf16_round(v) : (residual ? residual[r] : 0.f) + v;
+}
+__global__ void ref_gate_up_nv(const uint8_t* gu_c, const uint8_t* gu_s, float s2, const int* ids, const float* x,
+                               float* act) {
+  const int u = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (u >= kMoeSlots * kInter) return;
+  const int slot = u / kInter, j = u % kInter;
+  const size_t e = slot == 0 ? kPool : ids[slot - 1];
+  const size_t gr = e * 2 * kInter + j, ur = gr + kInter;
+  const float g = row_dot_nv<kH>(gu_c + gr * kH / 2, gu_s + gr * kH / 16, x) * s2;
+  const float up = row_dot_nv<kH>(gu_c + ur * kH / 2, gu_s + ur * kH / 16, x) * s2;
+  if ((threadIdx.x & 31) == 0) act[u] = bf16_round(g / (1.f + expf(-g)) * up);
+}
+__global__ void ref_down_nv(const uint8_t* dc, const uint8_t* ds, float s2, const int* ids, const float* w,
+                            const float* act, const float* hB, float* hA) {
+  const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= kH) return;
+  float acc = 0.f;
+  for (int slot = 0; slot < kMoeSlots; ++slot) {
+    const size_t row = size_t(slot == 0 ? kPool : ids[slot - 1]) * kH + r;
+    acc += (slot == 0 ? 1.f : w[slot - 1]) *
+           (row_dot_nv<kInter>(dc + row * kInter / 2, ds + row * kInter / 16, act + slot * kInter) * s2);
+  }
+  if ((threadIdx.x & 31) == 0) hA[r] = hB[r] + acc;
+}
+__global__ void fill_bytes(uint8_t* p, size_t n, uint32_t lo, uint32_t range, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u ^ seed;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    x *= 3266489917u;
+    x ^= x >> 16;
+    p[i] = uint8_t(range ? lo + x % range : x);
+  }
+}
+
 template <typename T>
 struct Dev {
   T* p = nullptr;
@@ -879,6 +1062,52 @@ struct Model {
   }
 };
 
+// The NVFP4 weights of the same chain (the router: Model's BF16 rows). Codes uniform over all 16 E2M1
+// values, scales E4M3 in [0.5, 2): an E2M1 x scale product has mean square ~10, so scale2 = 1 / sqrt(10 K)
+// keeps the dots near unit variance as Model's weights do.
+struct NvModel {
+  int layers;
+  size_t rows_qkv, rows_o, rows_gu, rows_down;
+  Dev<uint8_t> qkv_c, qkv_s, o_c, o_s, gu_c, gu_s, down_c, down_s;
+  explicit NvModel(int L)
+      : layers(L),
+        rows_qkv(size_t(L) * kQkv),
+        rows_o(size_t(L) * kH),
+        rows_gu(size_t(L) * (kPool + 1) * 2 * kInter),
+        rows_down(size_t(L) * (kPool + 1) * kH),
+        qkv_c(rows_qkv * kH / 2),
+        qkv_s(rows_qkv * kH / 16),
+        o_c(rows_o * kQ / 2),
+        o_s(rows_o * kQ / 16),
+        gu_c(rows_gu * kH / 2),
+        gu_s(rows_gu * kH / 16),
+        down_c(rows_down * kInter / 2),
+        down_s(rows_down * kInter / 16) {
+    fill_bytes<<<1024, 256>>>(qkv_c.p, rows_qkv * kH / 2, 0, 0, 11);
+    fill_bytes<<<1024, 256>>>(qkv_s.p, rows_qkv * kH / 16, 0x30, 16, 12);
+    fill_bytes<<<1024, 256>>>(o_c.p, rows_o * kQ / 2, 0, 0, 13);
+    fill_bytes<<<1024, 256>>>(o_s.p, rows_o * kQ / 16, 0x30, 16, 14);
+    fill_bytes<<<1024, 256>>>(gu_c.p, rows_gu * kH / 2, 0, 0, 15);
+    fill_bytes<<<1024, 256>>>(gu_s.p, rows_gu * kH / 16, 0x30, 16, 16);
+    fill_bytes<<<1024, 256>>>(down_c.p, rows_down * kInter / 2, 0, 0, 17);
+    fill_bytes<<<1024, 256>>>(down_s.p, rows_down * kInter / 16, 0x30, 16, 18);
+    STRIKER_CUDA_CHECK_LAUNCH("fill_bytes");
+    STRIKER_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  NvWeights weights() const {
+    return {qkv_c.p, qkv_s.p, o_c.p,    o_s.p,    gu_c.p, gu_s.p, down_c.p, down_s.p,
+            s2(kH),  s2(kQ),  s2(kH),   0.3f * s2(kInter)};
+  }
+  static float s2(int K) { return 1.f / std::sqrt(10.f * K); }
+  // Weight bytes one step reads (7 experts per layer; the router's BF16 rows included).
+  double step_bytes() const {
+    const double g = 1.0 / 2 + 1.0 / 16;  // bytes per weight
+    const double per_layer = g * (double(kQkv) * kH + double(kH) * kQ + kMoeSlots * (2.0 * kInter * kH + double(kH) * kInter)) +
+                             2.0 * kRouterRows * kH;
+    return per_layer * layers;
+  }
+};
+
 struct ActBuffers {
   Dev<float> hA, hB, xqkv, logits, act, ssA, ssB, x;
   Dev<int> ids;
@@ -898,27 +1127,46 @@ void reset(ActBuffers& b, const std::vector<float>& h0, int L, unsigned* counter
   if (counters) STRIKER_CUDA_CHECK(cudaMemsetAsync(counters, 0, size_t(L) * kOps * sizeof(unsigned), st));
 }
 
-void run_reference(const Model& m, ActBuffers& b, int L, bool fixed, cudaStream_t st) {
+void run_reference(const Model& m, const NvModel* nv, ActBuffers& b, int L, bool fixed, cudaStream_t st) {
   for (int l = 0; l < L; ++l) {
     if (l > 0) ref_sumsq<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p + l);
     ref_scale<<<1, 256, 0, st>>>(b.hA.p, b.ssA.p + l, b.x.p);
-    ref_gemv<kH><<<kQkv / 8, 256, 0, st>>>(m.qkv.p + size_t(l) * kQkv * kH, b.x.p, kQkv, nullptr, b.xqkv.p, true);
-    ref_gemv<kQ><<<kH / 8, 256, 0, st>>>(m.o.p + size_t(l) * kH * kQ, b.xqkv.p, kH, b.hA.p, b.hB.p, false);
+    const NvWeights w = nv ? nv->weights() : NvWeights{};
+    if (nv)
+      ref_gemv_nv<kH><<<kQkv / 8, 256, 0, st>>>(w.qkv_c + size_t(l) * kQkv * kH / 2,
+                                                 w.qkv_s + size_t(l) * kQkv * kH / 16, w.s2_qkv, b.x.p, kQkv, nullptr,
+                                                 b.xqkv.p, true);
+    else
+      ref_gemv<kH><<<kQkv / 8, 256, 0, st>>>(m.qkv.p + size_t(l) * kQkv * kH, b.x.p, kQkv, nullptr, b.xqkv.p, true);
+    if (nv)
+      ref_gemv_nv<kQ><<<kH / 8, 256, 0, st>>>(w.o_c + size_t(l) * kH * kQ / 2, w.o_s + size_t(l) * kH * kQ / 16,
+                                               w.s2_o, b.xqkv.p, kH, b.hA.p, b.hB.p, false);
+    else
+      ref_gemv<kQ><<<kH / 8, 256, 0, st>>>(m.o.p + size_t(l) * kH * kQ, b.xqkv.p, kH, b.hA.p, b.hB.p, false);
     ref_sumsq<<<1, 256, 0, st>>>(b.hB.p, b.ssB.p + l);
     ref_scale<<<1, 256, 0, st>>>(b.hB.p, b.ssB.p + l, b.x.p);
     ref_gemv<kH><<<kRouterRows / 8, 256, 0, st>>>(m.router.p + size_t(l) * kRouterRows * kH, b.x.p, kRouterRows,
                                                   nullptr, b.logits.p, false);
     ref_route<<<1, 32, 0, st>>>(b.logits.p, l, fixed, b.ids.p, b.w.p);
-    ref_gate_up<<<kMoeSlots * kInter / 8, 256, 0, st>>>(m.gu.p + size_t(l) * (kPool + 1) * 2 * kInter * kH, b.ids.p,
-                                                        b.x.p, b.act.p);
-    ref_down<<<kH / 8, 256, 0, st>>>(m.down.p + size_t(l) * (kPool + 1) * kH * kInter, b.ids.p, b.w.p, b.act.p,
-                                     b.hB.p, b.hA.p);
+    const size_t gu_rows = size_t(l) * (kPool + 1) * 2 * kInter, down_rows = size_t(l) * (kPool + 1) * kH;
+    if (nv) {
+      ref_gate_up_nv<<<kMoeSlots * kInter / 8, 256, 0, st>>>(w.gu_c + gu_rows * kH / 2, w.gu_s + gu_rows * kH / 16,
+                                                             w.s2_gu, b.ids.p, b.x.p, b.act.p);
+      ref_down_nv<<<kH / 8, 256, 0, st>>>(w.down_c + down_rows * kInter / 2, w.down_s + down_rows * kInter / 16,
+                                          w.s2_down, b.ids.p, b.w.p, b.act.p, b.hB.p, b.hA.p);
+    } else {
+      ref_gate_up<<<kMoeSlots * kInter / 8, 256, 0, st>>>(m.gu.p + size_t(l) * (kPool + 1) * 2 * kInter * kH, b.ids.p,
+                                                          b.x.p, b.act.p);
+      ref_down<<<kH / 8, 256, 0, st>>>(m.down.p + size_t(l) * (kPool + 1) * kH * kInter, b.ids.p, b.w.p, b.act.p,
+                                       b.hB.p, b.hA.p);
+    }
   }
   STRIKER_CUDA_CHECK_LAUNCH("reference chain");
 }
 
-// Which transport feeds the chain: the shared ring with a producer warp, or each warp's own stream.
-enum class Transport { kRing, kWarpStream };
+// Which transport feeds the chain: the shared ring with a producer warp, or each warp's own stream
+// (BF16 or NVFP4 weights).
+enum class Transport { kRing, kWarpStream, kWarpStreamNv };
 
 struct Persistent {
   Transport transport;
@@ -928,9 +1176,10 @@ struct Persistent {
   explicit Persistent(Transport t) : transport(t) {
     const bool ring = t == Transport::kRing;
     fn = ring ? reinterpret_cast<const void*>(persistent_chain_kernel)
-              : reinterpret_cast<const void*>(warp_stream_chain_kernel);
+         : t == Transport::kWarpStream ? reinterpret_cast<const void*>(warp_stream_chain_kernel<false>)
+                                       : reinterpret_cast<const void*>(warp_stream_chain_kernel<true>);
     threads = ring ? kThreads : kWsThreads;
-    smem = ring ? sizeof(Smem) : sizeof(WsSmem);
+    smem = ring ? sizeof(Smem) : t == Transport::kWarpStream ? sizeof(WsSmem<false>) : sizeof(WsSmem<true>);
     const int min_ctas = ring ? kMinCtas : kWsMinCtas;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&ctas, cudaDevAttrMultiProcessorCount, 0));
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -941,15 +1190,21 @@ struct Persistent {
       ctas = 0;
     }
   }
-  const char* name() const { return transport == Transport::kRing ? "ring" : "warp streams"; }
-  void launch(const Model& m, ActBuffers& b, int L, bool fixed, unsigned* counters, unsigned long long* stamps,
-              cudaStream_t st, unsigned l2_window = 0, bool compute = true,
+  bool nvfp4() const { return transport == Transport::kWarpStreamNv; }
+  const char* name() const {
+    return transport == Transport::kRing ? "ring" : nvfp4() ? "warp streams, NVFP4" : "warp streams";
+  }
+  void launch(const Model& m, const NvModel& nvm, ActBuffers& b, int L, bool fixed, unsigned* counters,
+              unsigned long long* stamps, cudaStream_t st, unsigned l2_window = 0, bool compute = true,
               unsigned long long* starts = nullptr, bool l2_ahead = false) const {
     Weights wt = m.weights();
+    NvWeights nv = nvm.weights();
     Acts a = b.acts();
     int fixed_i = fixed ? 1 : 0, compute_i = compute ? 1 : 0, ahead_i = l2_ahead ? 1 : 0;
-    void* args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts, &ahead_i};
-    STRIKER_CUDA_CHECK(cudaLaunchCooperativeKernel(fn, dim3(ctas), dim3(threads), args, smem, st));
+    void* ring_args[] = {&wt, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts, &ahead_i};
+    void* ws_args[] = {&wt, &nv, &a, &counters, &stamps, &L, &fixed_i, &l2_window, &compute_i, &starts};
+    STRIKER_CUDA_CHECK(cudaLaunchCooperativeKernel(fn, dim3(ctas), dim3(threads),
+                                                   transport == Transport::kRing ? ring_args : ws_args, smem, st));
   }
 };
 
@@ -979,7 +1234,8 @@ std::vector<float> download(const float* p, size_t n) {
 }
 
 // Runs both paths over L layers from the same h and compares h at the end. Returns true if it holds.
-bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::vector<float>& h0, cudaStream_t st,
+bool check(const Model& m, const NvModel& nvm, const Persistent& p, int L, bool fixed, const std::vector<float>& h0,
+           cudaStream_t st,
            bool l2_ahead = false) {
   ActBuffers pb(L), rb(L);
   Dev<unsigned> counters(size_t(L) * kOps);
@@ -987,9 +1243,9 @@ bool check(const Model& m, const Persistent& p, int L, bool fixed, const std::ve
   // Poison what the chain must write.
   STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.hB.p, 0xFF, kH * sizeof(float), st));
   STRIKER_CUDA_CHECK(cudaMemsetAsync(pb.act.p, 0xFF, kMoeSlots * kInter * sizeof(float), st));
-  p.launch(m, pb, L, fixed, counters.p, nullptr, st, 0, true, nullptr, l2_ahead);
+  p.launch(m, nvm, pb, L, fixed, counters.p, nullptr, st, 0, true, nullptr, l2_ahead);
   reset(rb, h0, L, nullptr, st);
-  run_reference(m, rb, L, fixed, st);
+  run_reference(m, p.nvfp4() ? &nvm : nullptr, rb, L, fixed, st);
   STRIKER_CUDA_CHECK(cudaStreamSynchronize(st));
   const std::vector<float> got = download(pb.hA.p, kH), want = download(rb.hA.p, kH);
   double max_ref = 0.0, max_err = 0.0;
@@ -1013,7 +1269,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int bench_persistent_chain() {
-  const Persistent transports[] = {Persistent(Transport::kRing), Persistent(Transport::kWarpStream)};
+  const Persistent transports[] = {Persistent(Transport::kRing), Persistent(Transport::kWarpStream),
+                                   Persistent(Transport::kWarpStreamNv)};
   for (const Persistent& p : transports)
     if (p.ctas == 0) return 1;
   cudaStream_t st;
@@ -1023,16 +1280,18 @@ int bench_persistent_chain() {
   int failures = 0;
   constexpr int kLayers = 49;
   const Model m(kLayers);  // the check uses its first layers
+  const NvModel nvm(kLayers);
   for (const Persistent& p : transports) {
     std::printf("persistent chain, %s: %d CTAs x %d threads, %zu bytes of shared memory\n", p.name(), p.ctas,
                 p.threads, p.smem);
     for (bool fixed : {false, true})
-      for (int L : {1, 3}) failures += check(m, p, L, fixed, h0, st) ? 0 : 1;
-    if (p.transport == Transport::kRing) failures += check(m, p, 3, false, h0, st, true) ? 0 : 1;
+      for (int L : {1, 3}) failures += check(m, nvm, p, L, fixed, h0, st) ? 0 : 1;
+    if (p.transport == Transport::kRing) failures += check(m, nvm, p, 3, false, h0, st, true) ? 0 : 1;
   }
 
   ActBuffers b(kLayers);
-  const int max_ctas = std::max(transports[0].ctas, transports[1].ctas);
+  int max_ctas = 0;
+  for (const Persistent& p : transports) max_ctas = std::max(max_ctas, p.ctas);
   Dev<unsigned> counters(size_t(kLayers) * kOps);
   Dev<unsigned long long> stamps(size_t(kLayers) * kOps * max_ctas);
   Dev<unsigned long long> starts(size_t(kLayers) * kOps * max_ctas);
@@ -1044,7 +1303,7 @@ int bench_persistent_chain() {
     STRIKER_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
     return double(t);
   };
-  const double bytes = m.step_bytes();
+  const double bytes = m.step_bytes(), nv_bytes = nvm.step_bytes();
 
   // The control: the same bytes as one dependency-free stream.
   {
@@ -1082,15 +1341,18 @@ int bench_persistent_chain() {
                       {"in advance, L2-resident, no dots", true, kL2Window, false},
                       {"in advance, from DRAM, no dots", true, 0, false}};
   for (const Persistent& p : transports) {
-    std::printf("| %-48s | %9s | %9s | %6s |\n", p.transport == Transport::kRing ? "ring: 49-layer chain (BF16)"
-                                                                                   : "warp streams: 49-layer chain",
+    const double chain_bytes = p.nvfp4() ? nv_bytes : bytes;
+    std::printf("| %-48s | %9s | %9s | %6s |\n",
+                p.transport == Transport::kRing ? "ring: 49-layer chain (BF16)"
+                : p.nvfp4()                     ? "warp streams: 49-layer chain (NVFP4)"
+                                                : "warp streams: 49-layer chain (BF16)",
                 "ms/step", "us/layer", "/4.6T");
     for (const Run& run : runs) {
       std::vector<double> ms;
       for (int rep = 0; rep < 25; ++rep) {
         reset(b, h0, kLayers, counters.p, st);
         STRIKER_CUDA_CHECK(cudaEventRecord(e0, st));
-        p.launch(m, b, kLayers, run.fixed, counters.p, rep == 24 ? stamps.p : nullptr, st, run.window, run.compute,
+        p.launch(m, nvm, b, kLayers, run.fixed, counters.p, rep == 24 ? stamps.p : nullptr, st, run.window, run.compute,
                  rep == 24 ? starts.p : nullptr);
         STRIKER_CUDA_CHECK(cudaEventRecord(e1, st));
         STRIKER_CUDA_CHECK(cudaEventSynchronize(e1));
@@ -1098,7 +1360,7 @@ int bench_persistent_chain() {
       }
       const double t = median(ms);
       std::printf("| %-48s | %9.3f | %9.2f | %6.3f |\n", run.label, t, 1000.0 * t / kLayers,
-                  bytes / (t * 1e-3) / 4.6e12);
+                  chain_bytes / (t * 1e-3) / 4.6e12);
       // Per op: the last CTA's signal minus the previous op's last signal, median over layers 2..48, split
       // at the median CTA's start (counter seen and input loaded): wait = start - previous op's last
       // signal (the dependency: counter, fences, the input from L2), work = last signal - median start.
@@ -1116,8 +1378,9 @@ int bench_persistent_chain() {
         return median(v);
       };
       const char* names[kOps] = {"qkv", "o_proj", "router", "gate/up", "down"};
-      const double op_bytes[kOps] = {2.0 * kQkv * kH, 2.0 * kH * kQ, 2.0 * kRouterRows * kH,
-                                     2.0 * kMoeSlots * 2 * kInter * kH, 2.0 * kMoeSlots * kH * kInter};
+      const double wb = p.nvfp4() ? 1.0 / 2 + 1.0 / 16 : 2.0;  // bytes per weight (the router: BF16)
+      const double op_bytes[kOps] = {wb * kQkv * kH, wb * kH * kQ, 2.0 * kRouterRows * kH,
+                                     wb * kMoeSlots * 2 * kInter * kH, wb * kMoeSlots * kH * kInter};
       std::printf("  per op, us: total = wait + work (bytes at 4.6 TB/s):");
       for (int op = 0; op < kOps; ++op) {
         std::vector<double> d, wt;
@@ -1133,7 +1396,8 @@ int bench_persistent_chain() {
       std::printf("\n");
     }
   }
-  std::printf("bytes per step %.1f MB; floor at 4.6 TB/s %.3f ms\n", bytes / 1e6, bytes / 4.6e12 * 1e3);
+  std::printf("bytes per step: BF16 %.1f MB, floor at 4.6 TB/s %.3f ms; NVFP4 %.1f MB, floor %.3f ms\n", bytes / 1e6,
+              bytes / 4.6e12 * 1e3, nv_bytes / 1e6, nv_bytes / 4.6e12 * 1e3);
   STRIKER_CUDA_CHECK(cudaEventDestroy(e0));
   STRIKER_CUDA_CHECK(cudaEventDestroy(e1));
   STRIKER_CUDA_CHECK(cudaStreamDestroy(st));
