@@ -688,6 +688,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     const char* slot = s.ring[warp][consumed % kDepth];
     Piece v;
     if (kNv && down) {
+      __syncwarp();  // lane l's scale byte was copied by lane l / 4
       const uint2 c = *reinterpret_cast<const uint2*>(slot + lane * 8);
       v.lo = make_uint4(c.x, c.y, 0u, 0u);
       v.sc = uint32_t(uint8_t(slot[Smem::kCodes + lane]));
