@@ -440,8 +440,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 // (cp.async.wait_group): a piece costs no barrier, no mbarrier round trip and no producer, and the next
 // op's first pieces are requested while the warp still works on the current op and while it waits for
 // the op's counter. Only the routed experts' rows wait for the routing. An op's input vector is staged
-// once per CTA (bf16, shared memory) by the CTA's first warp past the op's counter; the others wait for
-// its flag, not for a CTA barrier. kNv: the NVFP4 weights (NvWeights; a piece is 1,024 code bytes = one
+// once per CTA (bf16, shared memory): one thread polls the op's counter, a barrier releases the CTA, every
+// warp stages a sixteenth in one L2 round trip, a second barrier. kNv: the NVFP4 weights (NvWeights; a piece is 1,024 code bytes = one
 // 2,048-wide row, half an o_proj row, or a down row's 256 bytes, with their scales).
 constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32;
 constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 1,792 warps (112+ SMs)
@@ -452,8 +452,6 @@ struct WsSmem {
   static constexpr int kDepth = kNv ? 10 : 12, kCodes = 1024, kSlot = kNv ? 1024 + 128 : 1024;
   char ring[kWsWarps][kDepth][kSlot];  // a slot: the piece's codes (bf16 weights), then its scales
   __nv_bfloat16 x[2][kQ];  // the op's input, by the op's parity (op k+1 starts only after op k's counter)
-  unsigned arrived[kOps];  // warps of this CTA at each op (mod 16 == 0: the first one stages the input)
-  unsigned staged[2];      // which (layer, op) + 1 each x buffer holds
   unsigned done[kOps];     // warps of this CTA past each op (mod 16 == 15: the last one signals the grid)
   float ss[kOps];          // this CTA's sum of squares of the op's outputs (o_proj: hB, down: hA)
 };
@@ -560,8 +558,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int cta = blockIdx.x, G = gridDim.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int W = G * kWsWarps, gw = cta * kWsWarps + warp;
-  if (threadIdx.x < kOps) s.arrived[threadIdx.x] = 0u, s.done[threadIdx.x] = 0u, s.ss[threadIdx.x] = 0.f;
-  if (threadIdx.x < 2) s.staged[threadIdx.x] = 0u;
+  if (threadIdx.x < kOps) s.done[threadIdx.x] = 0u, s.ss[threadIdx.x] = 0.f;
   __syncthreads();
 
   WsShare sh;
@@ -574,14 +571,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // Routing as this warp knows it: route_layer's ids and weights (every lane holds all six).
   int route_layer = -1, ids[kTopK];
   float rw[kTopK];
-  auto route = [&](int l) {  // blocking: the router's counter of layer l, then the selection
-    if (route_layer == l) return;
-    if (!fixed_routing) {
-      if (lane == 0)
-        while (load_acquire(&counters[l * kOps + 2]) < unsigned(G)) {
-        }
-      __syncwarp();
-    }
+  // Waits (the whole CTA) until every CTA has finished op `op` of layer l: thread 0 polls, a barrier
+  // releases the rest (one poller per SM, as the ring's).
+  auto wait_op = [&](int l, int op) {
+    if (threadIdx.x == 0)
+      while (load_acquire(&counters[l * kOps + op]) < unsigned(G)) {
+      }
+    named_barrier_sync(1, kWsThreads);
+  };
+  auto route = [&](int l) {  // the whole CTA: the router's counter of layer l, then each warp's selection
+    if (!fixed_routing) wait_op(l, 2);
     select_experts(a.logits, l, fixed_routing, ids, rw);
     route_layer = l;
   };
@@ -680,10 +679,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
   // The next piece in consumption order.
   auto take = [&](int l, bool down = false) -> Piece {
-    if (issued == consumed) {  // blocked on the routing of layer l
-      route(l);
-      issue_more();
-    }
+    if (issued == consumed) __trap();  // only routed rows block the cursor, and route(l) precedes them
     cp_async_wait_n(int(issued - consumed - 1));
     const char* slot = s.ring[warp][consumed % kDepth];
     Piece v;
@@ -701,51 +697,31 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     issue_more();
     return v;
   };
-  auto wait_counter = [&](const unsigned* c) {
-    if (lane == 0)
-      while (load_acquire(c) < unsigned(G)) {
-      }
-    __syncwarp();
-  };
-  // The op's input in shared memory: the CTA's first warp here stages n values of src (times scale,
-  // rounded to bf16; src is fp32) after the counter; the others wait for its flag.
-  auto stage_input = [&](int l, int op, const float* src, int n, const float* ss) -> const __nv_bfloat16* {
-    const int buf = op & 1;
-    const unsigned tag = unsigned(l * kOps + op) + 1u;
-    unsigned first = 0;
-    if (lane == 0) first = atomicAdd(&s.arrived[op], 1u) % kWsWarps == 0;
-    first = __shfl_sync(~0u, first, 0);
-    if (first) {
-      const float scale = ss ? rsqrtf(__ldcg(ss) / kH + kEps) : 1.f;
-      for (int i0 = 0; i0 < n; i0 += 32 * 32) {  // 32 values per lane per round: 8 float4 in flight
-        float4 v[8];
+  // The op's input in shared memory as bf16 (src is fp32; times rsqrt(ss / kH + eps) when ss is given):
+  // every warp stages its 1/16 in one L2 round trip (h and ss requested together), then a barrier.
+  // Buffer op & 1: op k + 1's staging starts only after every CTA has finished op k.
+  auto stage_input = [&](int op, const float* src, int n, const float* ss) -> const __nv_bfloat16* {
+    __nv_bfloat16* x = s.x[op & 1];
+    const int per_warp = n / kWsWarps;  // a multiple of 128 at Flint's widths (2,048, 4,096, 3,584)
+    float4 v[2];
+    float sum = 0.f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int i = i0 + (j * 32 + lane) * 4;
-          v[j] = i < n ? __ldcg(reinterpret_cast<const float4*>(src + i)) : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int i = i0 + (j * 32 + lane) * 4;
-          if (i < n) {
-            s.x[buf][i] = __float2bfloat16(v[j].x * scale), s.x[buf][i + 1] = __float2bfloat16(v[j].y * scale);
-            s.x[buf][i + 2] = __float2bfloat16(v[j].z * scale), s.x[buf][i + 3] = __float2bfloat16(v[j].w * scale);
-          }
-        }
-      }
-      __syncwarp();
-      if (lane == 0) {
-        __threadfence_block();
-        *reinterpret_cast<volatile unsigned*>(&s.staged[buf]) = tag;
-      }
-    } else {
-      if (lane == 0)
-        while (*reinterpret_cast<volatile unsigned*>(&s.staged[buf]) != tag) {
-        }
-      __syncwarp();
-      __threadfence_block();
+    for (int j = 0; j < 2; ++j) {
+      const int i = warp * per_warp + (j * 32 + lane) * 4;
+      v[j] = i < (warp + 1) * per_warp ? __ldcg(reinterpret_cast<const float4*>(src + i)) : make_float4(0, 0, 0, 0);
     }
-    return s.x[buf];
+    if (ss) sum = __ldcg(ss);
+    const float scale = ss ? rsqrtf(sum / kH + kEps) : 1.f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int i = warp * per_warp + (j * 32 + lane) * 4;
+      if (i < (warp + 1) * per_warp) {
+        x[i] = __float2bfloat16(v[j].x * scale), x[i + 1] = __float2bfloat16(v[j].y * scale);
+        x[i + 2] = __float2bfloat16(v[j].z * scale), x[i + 3] = __float2bfloat16(v[j].w * scale);
+      }
+    }
+    named_barrier_sync(1, kWsThreads);
+    return x;
   };
   // After this warp's outputs of an op: its sum-of-squares part, and the grid counter from the CTA's last warp.
   auto signal = [&](int l, int op, float ss_part, float* ss_global) {
@@ -793,9 +769,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   issue_more();
   for (int l = 0; l < layers; ++l) {
     // QKV: xqkv = Wqkv · norm(hA)
-    if (l > 0) wait_counter(&counters[(l - 1) * kOps + 4]);
+    if (l > 0) wait_op(l - 1, 4);
     {
-      const __nv_bfloat16* x = stage_input(l, 0, a.hA, kH, a.ssA + l);
+      const __nv_bfloat16* x = stage_input(0, a.hA, kH, a.ssA + l);
       started(l, 0);
       float acc[kWsMaxQkvRows] = {};
       for (int p = 0; p < kH4; ++p)
@@ -812,9 +788,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     signal(l, 0, 0.f, nullptr);
 
     // o_proj: hB = hA + Wo · xqkv[0..4095]
-    wait_counter(&counters[l * kOps + 0]);
+    wait_op(l, 0);
     {
-      const __nv_bfloat16* x = stage_input(l, 1, a.xqkv, kQ, nullptr);
+      const __nv_bfloat16* x = stage_input(1, a.xqkv, kQ, nullptr);
       started(l, 1);
       float ss = 0.f;
       if (sh.o_row >= 0) {
@@ -828,8 +804,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
 
     // router (BF16 rows): logits = Wr · norm(hB); gate/up reads the same staged input (op 2's buffer)
-    wait_counter(&counters[l * kOps + 1]);
-    const __nv_bfloat16* xB = stage_input(l, 2, a.hB, kH, a.ssB + l);
+    wait_op(l, 1);
+    const __nv_bfloat16* xB = stage_input(2, a.hB, kH, a.ssB + l);
     started(l, 2);
     if (sh.r_row >= 0) {
       float acc = 0.f;
@@ -856,9 +832,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     signal(l, 3, 0.f, nullptr);
 
     // down: hA = hB + sum over slots of weight · Wdown_e · act_slot, this warp's row
-    wait_counter(&counters[l * kOps + 3]);
+    wait_op(l, 3);
     {
-      const __nv_bfloat16* x = stage_input(l, 3, a.act, kMoeSlots * kInter, nullptr);
+      const __nv_bfloat16* x = stage_input(3, a.act, kMoeSlots * kInter, nullptr);
       started(l, 4);
       float ss = 0.f;
       if (sh.d_row >= 0) {
