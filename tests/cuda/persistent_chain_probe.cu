@@ -444,8 +444,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 // warp stages a sixteenth in one L2 round trip, a second barrier. kNv: the NVFP4 weights (NvWeights; a piece is 1,024 code bytes = one
 // 2,048-wide row, half an o_proj row, or a down row's 256 bytes, with their scales).
 constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32;
-constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 1,792 warps (112+ SMs)
-constexpr int kWsMinCtas = 112;
+constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 2,048 warps (128+ SMs: one o_proj/down row)
+constexpr int kWsMinCtas = 128;
 
 template <bool kNv>
 struct WsSmem {
