@@ -575,8 +575,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // releases the rest (one poller per SM, as the ring's).
   auto wait_op = [&](int l, int op) {
     if (threadIdx.x == 0)
-      while (load_acquire(&counters[l * kOps + op]) < unsigned(G)) {
-      }
+      for (unsigned polls = 0; load_acquire(&counters[l * kOps + op]) < unsigned(G);)
+        if (++polls == (1u << 28)) __trap();  // seconds: a hang becomes an error
     named_barrier_sync(1, kWsThreads);
   };
   auto route = [&](int l) {  // the whole CTA: the router's counter of layer l, then each warp's selection
@@ -1246,6 +1246,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int bench_persistent_chain() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out before a timeout could cut the run
   const Persistent transports[] = {Persistent(Transport::kRing), Persistent(Transport::kWarpStream),
                                    Persistent(Transport::kWarpStreamNv)};
   for (const Persistent& p : transports)
@@ -1258,13 +1259,6 @@ int bench_persistent_chain() {
   constexpr int kLayers = 49;
   const Model m(kLayers);  // the check uses its first layers
   const NvModel nvm(kLayers);
-  for (const Persistent& p : transports) {
-    std::printf("persistent chain, %s: %d CTAs x %d threads, %zu bytes of shared memory\n", p.name(), p.ctas,
-                p.threads, p.smem);
-    for (bool fixed : {false, true})
-      for (int L : {1, 3}) failures += check(m, nvm, p, L, fixed, h0, st) ? 0 : 1;
-    if (p.transport == Transport::kRing) failures += check(m, nvm, p, 3, false, h0, st, true) ? 0 : 1;
-  }
 
   ActBuffers b(kLayers);
   int max_ctas = 0;
@@ -1317,7 +1311,12 @@ int bench_persistent_chain() {
                       {"in advance, weights L2-resident (floor)", true, kL2Window, true},
                       {"in advance, L2-resident, no dots", true, kL2Window, false},
                       {"in advance, from DRAM, no dots", true, 0, false}};
-  for (const Persistent& p : transports) {
+  for (const Persistent& p : transports) {  // each transport checked, then timed
+    std::printf("persistent chain, %s: %d CTAs x %d threads, %zu bytes of shared memory\n", p.name(), p.ctas,
+                p.threads, p.smem);
+    for (bool fixed : {false, true})
+      for (int L : {1, 3}) failures += check(m, nvm, p, L, fixed, h0, st) ? 0 : 1;
+    if (p.transport == Transport::kRing) failures += check(m, nvm, p, 3, false, h0, st, true) ? 0 : 1;
     const double chain_bytes = p.nvfp4() ? nv_bytes : bytes;
     std::printf("| %-48s | %9s | %9s | %6s |\n",
                 p.transport == Transport::kRing ? "ring: 49-layer chain (BF16)"
