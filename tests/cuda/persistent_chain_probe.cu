@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cuda/common/cuda_check.h"
+#include "backends/cuda/common/tensor_core.cuh"  // cp_async_commit, cp_async_wait
 #include "backends/cuda/common/wgmma.cuh"  // mbarriers, named barriers
 
 namespace striker::cuda::testing {
@@ -463,11 +464,6 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src) {
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_u32(dst)), "l"(src), "n"(kBytes)
                  : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 // Waits until at most n of this thread's groups are pending (n < 12).
 __device__ __forceinline__ void cp_async_wait_n(int n) {
@@ -923,14 +919,17 @@ __global__ void ref_down(const __nv_bfloat16* down_layer, const int* ids, const 
   if ((threadIdx.x & 31) == 0) hA[r] = hB[r] + acc;
 }
 
+__device__ __forceinline__ uint32_t hash32(size_t i, uint32_t seed) {
+  uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u ^ seed;
+  x ^= x >> 15;
+  x *= 2246822519u;
+  x ^= x >> 13;
+  x *= 3266489917u;
+  return x ^ (x >> 16);
+}
 __global__ void fill_weights(__nv_bfloat16* p, size_t n, float scale, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u ^ seed;
-    x ^= x >> 15;
-    x *= 2246822519u;
-    x ^= x >> 13;
-    x *= 3266489917u;
-    x ^= x >> 16;
+    const uint32_t x = hash32(i, seed);
     p[i] = __float2bfloat16((float(x & 0xFFFFFF) / 16777216.f * 2.f - 1.f) * scale);
   }
 }
@@ -986,12 +985,7 @@ __global__ void ref_down_nv(const uint8_t* dc, const uint8_t* ds, float s2, cons
 }
 __global__ void fill_bytes(uint8_t* p, size_t n, uint32_t lo, uint32_t range, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u ^ seed;
-    x ^= x >> 15;
-    x *= 2246822519u;
-    x ^= x >> 13;
-    x *= 3266489917u;
-    x ^= x >> 16;
+    const uint32_t x = hash32(i, seed);
     p[i] = uint8_t(range ? lo + x % range : x);
   }
 }
