@@ -16,6 +16,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/tensor_core.cuh"  // cp_async_commit, cp_async_wait
 #include "backends/cuda/common/wgmma.cuh"  // mbarriers, named barriers
+#include "backends/cuda/nvfp4/nvfp4_decode.cuh"  // decode8, ue4m3_x2p14
 
 namespace striker::cuda::testing {
 namespace {
@@ -89,19 +90,14 @@ __device__ __forceinline__ float row_dot(const char* row, const float* x) {
     const float4 xa = *reinterpret_cast<const float4*>(x + 8 * p);
     const float4 xb = *reinterpret_cast<const float4*>(x + 8 * p + 4);
     const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
-    float2 f;
-    f = __bfloat1622float2(w2[0]);
-    acc = fmaf(f.x, xa.x, acc);
-    acc = fmaf(f.y, xa.y, acc);
-    f = __bfloat1622float2(w2[1]);
-    acc = fmaf(f.x, xa.z, acc);
-    acc = fmaf(f.y, xa.w, acc);
-    f = __bfloat1622float2(w2[2]);
-    acc2 = fmaf(f.x, xb.x, acc2);
-    acc2 = fmaf(f.y, xb.y, acc2);
-    f = __bfloat1622float2(w2[3]);
-    acc2 = fmaf(f.x, xb.z, acc2);
-    acc2 = fmaf(f.y, xb.w, acc2);
+    const float xs[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // pieces 0-1 into acc, 2-3 into acc2
+      const float2 f = __bfloat1622float2(w2[i]);
+      float& a = i < 2 ? acc : acc2;
+      a = fmaf(f.x, xs[2 * i], a);
+      a = fmaf(f.y, xs[2 * i + 1], a);
+    }
   }
   acc += acc2;
 #pragma unroll
@@ -324,6 +320,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto started = [&](int l, int op) {
     if (starts && threadIdx.x == 0) starts[(size_t(l) * kOps + op) * G + cta] = global_ns();
   };
+  // out[r0..r1) = rows · s.xs, 8 rows of 2,048 per chunk (one per warp), rounded to bf16 when `round`.
+  auto rows_of_8 = [&](int r0, int r1, float* out, bool round) {
+    for (int r = r0; r < r1; r += 8) {
+      const char* c = wait_full();
+      if (warp < min(8, r1 - r)) {
+        const float v = dot_h(c + warp * kH * 2, s.xs);
+        if (lane == 0) out[r + warp] = round ? bf16_round(v) : v;
+      }
+      release();
+    }
+  };
   unsigned chunk = 0;  // consumer chunks with partial dots so far (the parity of s.part)
 
   float w[kTopK];
@@ -332,14 +339,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (l > 0) wait_counter(&counters[(l - 1) * kOps + 4]);
     load_norm(a.hA, a.ssA + l);
     started(l, 0);
-    for (int r = q0; r < q1; r += 8) {
-      const char* c = wait_full();
-      if (warp < min(8, q1 - r)) {
-        const float v = dot_h(c + warp * kH * 2, s.xs);
-        if (lane == 0) a.xqkv[r + warp] = bf16_round(v);
-      }
-      release();
-    }
+    rows_of_8(q0, q1, a.xqkv, true);
     signal(l, 0, nullptr);
 
     // o_proj: hB = hA + Wo · xqkv[0..4095]
@@ -368,14 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wait_counter(&counters[l * kOps + 1]);
     load_norm(a.hB, a.ssB + l);
     started(l, 2);
-    for (int r = r0; r < r1; r += 8) {
-      const char* c = wait_full();
-      if (warp < min(8, r1 - r)) {
-        const float v = dot_h(c + warp * kH * 2, s.xs);
-        if (lane == 0) a.logits[r + warp] = v;
-      }
-      release();
-    }
+    rows_of_8(r0, r1, a.logits, false);
     signal(l, 2, nullptr);
 
     // gate/up + SwiGLU of this CTA's units (slot, row) of the shared and routed experts
@@ -489,31 +482,24 @@ __device__ __forceinline__ float dot8(const uint4& w, const uint4& x, float acc)
   }
   return acc;
 }
-// Code word c (weights 0..7, low nibble first) against 8 bf16 inputs, times 2^-14: weights j and j + 4
-// as one fp16 pair (E2M1 s.e1e0.m -> fp16 exponent bits 11..10 and mantissa bit 9: 2^-14 x the value,
-// exact, subnormals included), then fp32 products and sum.
+// Code word c (weights 0..7, low nibble first; decode8: E2M1 · 2^-14, exact) against 8 bf16 inputs,
+// weight j then weight j + 4, fp32 products and sum.
 __device__ __forceinline__ float dot_word(uint32_t c, const uint4& x, float acc) {
   const uint32_t xv[4] = {x.x, x.y, x.z, x.w};
+  float f[8];
+  decode8(c, f);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const uint32_t n = c >> (4 * j);
-    const uint32_t h = ((n & 0x00070007u) << 9) | ((n & 0x00080008u) << 12);
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-    // weight j pairs with input j (word xv[j / 2], half j % 2), weight j + 4 with input j + 4
-    const float xa = (j & 1) ? bf16_hi(xv[j / 2]) : bf16_lo(xv[j / 2]);
-    const float xb = (j & 1) ? bf16_hi(xv[2 + j / 2]) : bf16_lo(xv[2 + j / 2]);
-    acc = fmaf(f.x, xa, acc);
-    acc = fmaf(f.y, xb, acc);
+    const float xa = (j & 1) ? bf16_hi(xv[j / 2]) : bf16_lo(xv[j / 2]);  // input j
+    const float xb = (j & 1) ? bf16_hi(xv[2 + j / 2]) : bf16_lo(xv[2 + j / 2]);  // input j + 4
+    acc = fmaf(f[j], xa, acc);
+    acc = fmaf(f[j + 4], xb, acc);
   }
   return acc;
 }
-__device__ __forceinline__ float e4m3_x2p14(uint32_t byte) {  // the E4M3 scale times 2^14 (undoes dot_word's)
-  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(byte), __NV_E4M3);
-  return __half2float(__half(h)) * 16384.f;
-}
 // 16 weights (two code words: one scale group) against 16 inputs.
 __device__ __forceinline__ float dot_group(uint32_t c0, uint32_t c1, const uint4* x, uint32_t scale_byte, float acc) {
-  return fmaf(dot_word(c1, x[1], dot_word(c0, x[0], 0.f)), e4m3_x2p14(scale_byte), acc);
+  return fmaf(dot_word(c1, x[1], dot_word(c0, x[0], 0.f)), ue4m3_x2p14(scale_byte), acc);
 }
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
