@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/common/cuda_check.h"
@@ -438,6 +439,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 // warp stages a sixteenth in one L2 round trip, a second barrier. kNv: the NVFP4 weights (NvWeights; a piece is 1,024 code bytes = one
 // 2,048-wide row, half an o_proj row, or a down row's 256 bytes, with their scales).
 constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32;
+// kPub: a 17th warp per CTA publishes each op (fence, sums of squares, the grid counter) after the 16
+// streaming warps arrive on the op's named barrier: a streaming warp never executes a GPU-scope fence,
+// which (MEMBAR.SC.GPU) would wait for its ring's copies in flight and drain its stream at every op.
+template <bool kPub>
+constexpr int ws_threads() { return kWsThreads + (kPub ? 32 : 0); }
 constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 2,048 warps (128+ SMs: one o_proj/down row)
 constexpr int kWsMinCtas = 128;
 
@@ -528,8 +534,8 @@ struct WsShare {
   }
 };
 
-template <bool kNv>
-__global__ void __launch_bounds__(kWsThreads, 1)
+template <bool kNv, bool kPub>
+__global__ void __launch_bounds__(ws_threads<kPub>(), 1)
     warp_stream_chain_kernel(Weights wt, NvWeights nv, Acts a, unsigned* counters, unsigned long long* stamps,
                              int layers, int fixed_routing, unsigned l2_window, int compute,
                              unsigned long long* starts) {
@@ -542,6 +548,21 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int W = G * kWsWarps, gw = cta * kWsWarps + warp;
   if (threadIdx.x < kOps) s.done[threadIdx.x] = 0u, s.ss[threadIdx.x] = 0.f;
   __syncthreads();
+  if (kPub && warp == kWsWarps) {  // the publisher: op by op, after the streaming warps' arrivals
+    for (int l = 0; l < layers; ++l)
+      for (int op = 0; op < kOps; ++op) {
+        named_barrier_sync(2 + op, ws_threads<kPub>());
+        if (lane == 0) {
+          float* ss_global = op == 1 ? a.ssB + l : op == 4 ? a.ssA + l + 1 : nullptr;
+          __threadfence();  // the streaming warps' outputs (ordered before the barrier) before the counter
+          if (ss_global) atomicAdd(ss_global, atomicExch(&s.ss[op], 0.f)), __threadfence();
+          atomicAdd(&counters[l * kOps + op], 1u);
+          if (stamps) stamps[(size_t(l) * kOps + op) * G + cta] = global_ns();
+        }
+        __syncwarp();
+      }
+    return;
+  }
 
   WsShare sh;
   sh.q0 = split(kQkv, gw, W), sh.nq = split(kQkv, gw + 1, W) - sh.q0;
@@ -578,7 +599,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
   auto fold = [&](const void* src, size_t align) -> const char* {
     if (!l2_window) return reinterpret_cast<const char*>(src);
-    const size_t off = (reinterpret_cast<uintptr_t>(src) % l2_window) & ~(align - 1);
+    const size_t off = (reinterpret_cast<uintptr_t>(src) & (l2_window - 1)) & ~(align - 1);  // a power of 2
     return reinterpret_cast<const char*>(wt.qkv) + off;
   };
   // The expert of MoE slot `slot` in layer l, or -1 while this warp does not know layer l's routing.
@@ -707,6 +728,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   };
   // After this warp's outputs of an op: its sum-of-squares part, and the grid counter from the CTA's last warp.
   auto signal = [&](int l, int op, float ss_part, float* ss_global) {
+    if constexpr (kPub) {
+      if (lane == 0 && ss_global) atomicAdd(&s.ss[op], ss_part);
+      __syncwarp();
+      named_barrier_arrive(2 + op, ws_threads<kPub>());
+      return;
+    }
     __threadfence();
     if (lane == 0) {
       if (ss_global) atomicAdd(&s.ss[op], ss_part);
@@ -1122,8 +1149,8 @@ void run_reference(const Model& m, const NvModel* nv, ActBuffers& b, int L, bool
 }
 
 // Which transport feeds the chain: the shared ring with a producer warp, or each warp's own stream
-// (BF16 or NVFP4 weights).
-enum class Transport { kRing, kWarpStream, kWarpStreamNv };
+// (BF16 or NVFP4 weights; "published": the ops' fences and counters by a 17th warp).
+enum class Transport { kRing, kWarpStream, kWarpStreamNv, kPublished, kPublishedNv };
 
 struct Persistent {
   Transport transport;
@@ -1131,12 +1158,16 @@ struct Persistent {
   size_t smem = 0;
   const void* fn = nullptr;
   explicit Persistent(Transport t) : transport(t) {
-    const bool ring = t == Transport::kRing;
-    fn = ring ? reinterpret_cast<const void*>(persistent_chain_kernel)
-         : t == Transport::kWarpStream ? reinterpret_cast<const void*>(warp_stream_chain_kernel<false>)
-                                       : reinterpret_cast<const void*>(warp_stream_chain_kernel<true>);
-    threads = ring ? kThreads : kWsThreads;
-    smem = ring ? sizeof(Smem) : t == Transport::kWarpStream ? sizeof(WsSmem<false>) : sizeof(WsSmem<true>);
+    const bool ring = t == Transport::kRing, pub = published();
+    switch (t) {
+      case Transport::kRing: fn = reinterpret_cast<const void*>(persistent_chain_kernel); break;
+      case Transport::kWarpStream: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<false, false>); break;
+      case Transport::kWarpStreamNv: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<true, false>); break;
+      case Transport::kPublished: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<false, true>); break;
+      case Transport::kPublishedNv: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<true, true>); break;
+    }
+    threads = ring ? kThreads : pub ? ws_threads<true>() : ws_threads<false>();
+    smem = ring ? sizeof(Smem) : nvfp4() ? sizeof(WsSmem<true>) : sizeof(WsSmem<false>);
     const int min_ctas = ring ? kMinCtas : kWsMinCtas;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&ctas, cudaDevAttrMultiProcessorCount, 0));
     STRIKER_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -1147,9 +1178,16 @@ struct Persistent {
       ctas = 0;
     }
   }
-  bool nvfp4() const { return transport == Transport::kWarpStreamNv; }
+  bool nvfp4() const { return transport == Transport::kWarpStreamNv || transport == Transport::kPublishedNv; }
+  bool published() const { return transport == Transport::kPublished || transport == Transport::kPublishedNv; }
   const char* name() const {
-    return transport == Transport::kRing ? "ring" : nvfp4() ? "warp streams, NVFP4" : "warp streams";
+    switch (transport) {
+      case Transport::kRing: return "ring";
+      case Transport::kWarpStream: return "warp streams";
+      case Transport::kWarpStreamNv: return "warp streams, NVFP4";
+      case Transport::kPublished: return "warp streams, published";
+      default: return "warp streams, published, NVFP4";
+    }
   }
   void launch(const Model& m, const NvModel& nvm, ActBuffers& b, int L, bool fixed, unsigned* counters,
               unsigned long long* stamps, cudaStream_t st, unsigned l2_window = 0, bool compute = true,
@@ -1228,7 +1266,8 @@ double median(std::vector<double> v) {
 int bench_persistent_chain() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out before a timeout could cut the run
   const Persistent transports[] = {Persistent(Transport::kRing), Persistent(Transport::kWarpStream),
-                                   Persistent(Transport::kWarpStreamNv)};
+                                   Persistent(Transport::kWarpStreamNv), Persistent(Transport::kPublished),
+                                   Persistent(Transport::kPublishedNv)};
   for (const Persistent& p : transports)
     if (p.ctas == 0) return 1;
   cudaStream_t st;
@@ -1299,9 +1338,7 @@ int bench_persistent_chain() {
     if (p.transport == Transport::kRing) failures += check(m, nvm, p, 3, false, h0, st, true) ? 0 : 1;
     const double chain_bytes = p.nvfp4() ? nv_bytes : bytes;
     std::printf("| %-48s | %9s | %9s | %6s |\n",
-                p.transport == Transport::kRing ? "ring: 49-layer chain (BF16)"
-                : p.nvfp4()                     ? "warp streams: 49-layer chain (NVFP4)"
-                                                : "warp streams: 49-layer chain (BF16)",
+                (std::string(p.name()) + ": 49-layer chain" + (p.nvfp4() ? " (NVFP4)" : " (BF16)")).c_str(),
                 "ms/step", "us/layer", "/4.6T");
     for (const Run& run : runs) {
       std::vector<double> ms;
