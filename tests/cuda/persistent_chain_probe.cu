@@ -439,21 +439,37 @@ __global__ void __launch_bounds__(kThreads, 1)
 // warp stages a sixteenth in one L2 round trip, a second barrier. kNv: the NVFP4 weights (NvWeights; a piece is 1,024 code bytes = one
 // 2,048-wide row, half an o_proj row, or a down row's 256 bytes, with their scales).
 constexpr int kWsWarps = 16, kWsThreads = kWsWarps * 32;
-// kPub: a 17th warp per CTA publishes each op (fence, sums of squares, the grid counter) after the 16
-// streaming warps arrive on the op's named barrier: a streaming warp never executes a GPU-scope fence,
-// which (MEMBAR.SC.GPU) would wait for its ring's copies in flight and drain its stream at every op.
-template <bool kPub>
-constexpr int ws_threads() { return kWsThreads + (kPub ? 32 : 0); }
+// A 17th warp per CTA publishes each op (fence, sums of squares, the grid counter) after the 16 streaming
+// warps arrive on the op's named barrier: a streaming warp never executes a GPU-scope fence, which
+// (MEMBAR.SC.GPU) would wait for its ring's copies in flight (session 43: -2..-5 us per layer).
+constexpr int kWsLaunchThreads = kWsThreads + 32;
 constexpr int kWsMaxQkvRows = 3, kWsMaxUnits = 2;  // per warp, at >= 2,048 warps (128+ SMs: one o_proj/down row)
 constexpr int kWsMinCtas = 128;
+// kLean: each warp's pieces of one layer as a table built once (layer-0, expert-0 addresses in consumption
+// order, the op and MoE slot of each); a request adds the layer's and the expert's strides (__constant__,
+// by op) - no cursor switch, no address switch, no division, the routing from shared memory.
+constexpr int kWsMaxPieces = 48;  // BF16: 12 QKV + 8 o_proj + 4 router + 16 gate/up + 7 down
+// Bytes between layers [0] and between experts [1] of each op's codes (an NVFP4 op's scales: an eighth).
+__constant__ unsigned long long kWsStride[2][2][kOps] = {
+    {{2ull * kQkv * kH, 2ull * kH * kQ, 2ull * kRouterRows * kH, 2ull * (kPool + 1) * 2 * kInter * kH,
+      2ull * (kPool + 1) * kH * kInter},
+     {0, 0, 0, 2ull * 2 * kInter * kH, 2ull * kH * kInter}},
+    {{1024ull * kQkv, 2048ull * kH, 2ull * kRouterRows * kH, 1024ull * (kPool + 1) * 2 * kInter,
+      256ull * (kPool + 1) * kH},
+     {0, 0, 0, 1024ull * 2 * kInter, 256ull * kH}}};
 
 template <bool kNv>
 struct WsSmem {
   static constexpr int kDepth = kNv ? 10 : 12, kCodes = 1024, kSlot = kNv ? 1024 + 128 : 1024;
   char ring[kWsWarps][kDepth][kSlot];  // a slot: the piece's codes (bf16 weights), then its scales
   __nv_bfloat16 x[2][kQ];  // the op's input, by the op's parity (op k+1 starts only after op k's counter)
-  unsigned done[kOps];     // warps of this CTA past each op (mod 16 == 15: the last one signals the grid)
   float ss[kOps];          // this CTA's sum of squares of the op's outputs (o_proj: hB, down: hA)
+  // kLean: each warp's pieces of a layer (codes, scales at layer 0 and expert 0; op | MoE slot << 3, slot 1 =
+  // the shared expert, 2.. = routed) and the routing it knows.
+  const char* piece_c[kWsWarps][kWsMaxPieces];
+  const char* piece_s[kWsWarps][kWsMaxPieces];
+  uint8_t piece_kind[kWsWarps][kWsMaxPieces];
+  int ids[kWsWarps][kTopK];
 };
 
 template <int kBytes>
@@ -534,8 +550,8 @@ struct WsShare {
   }
 };
 
-template <bool kNv, bool kPub>
-__global__ void __launch_bounds__(ws_threads<kPub>(), 1)
+template <bool kNv, bool kLean>
+__global__ void __launch_bounds__(kWsLaunchThreads, 1)
     warp_stream_chain_kernel(Weights wt, NvWeights nv, Acts a, unsigned* counters, unsigned long long* stamps,
                              int layers, int fixed_routing, unsigned l2_window, int compute,
                              unsigned long long* starts) {
@@ -546,12 +562,12 @@ __global__ void __launch_bounds__(ws_threads<kPub>(), 1)
   const int cta = blockIdx.x, G = gridDim.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
   const int W = G * kWsWarps, gw = cta * kWsWarps + warp;
-  if (threadIdx.x < kOps) s.done[threadIdx.x] = 0u, s.ss[threadIdx.x] = 0.f;
+  if (threadIdx.x < kOps) s.ss[threadIdx.x] = 0.f;
   __syncthreads();
-  if (kPub && warp == kWsWarps) {  // the publisher: op by op, after the streaming warps' arrivals
+  if (warp == kWsWarps) {  // the publisher: op by op, after the streaming warps' arrivals
     for (int l = 0; l < layers; ++l)
       for (int op = 0; op < kOps; ++op) {
-        named_barrier_sync(2 + op, ws_threads<kPub>());
+        named_barrier_sync(2 + op, kWsLaunchThreads);
         if (lane == 0) {
           float* ss_global = op == 1 ? a.ssB + l : op == 4 ? a.ssA + l + 1 : nullptr;
           __threadfence();  // the streaming warps' outputs (ordered before the barrier) before the counter
@@ -585,6 +601,10 @@ __global__ void __launch_bounds__(ws_threads<kPub>(), 1)
   auto route = [&](int l) {  // the whole CTA: the router's counter of layer l, then each warp's selection
     if (!fixed_routing) wait_op(l, 2);
     select_experts(a.logits, l, fixed_routing, ids, rw);
+    if (kLean) {
+      if (lane < kTopK) s.ids[warp][lane] = ids[lane];
+      __syncwarp();
+    }
     route_layer = l;
   };
 
@@ -667,7 +687,83 @@ __global__ void __launch_bounds__(ws_threads<kPub>(), 1)
     return true;
   };
   // Requests pieces until the ring is full, the routing is missing or the step ends (never blocks).
+  // kLean: the table of this warp's pieces of one layer, in consumption order (lane 0 builds it once).
+  int n_pieces = 0;
+  if (kLean) {
+    if (lane == 0) {
+      auto add = [&](int op, int slot, const void* c, const void* sc) {
+        s.piece_c[warp][n_pieces] = reinterpret_cast<const char*>(c);
+        s.piece_s[warp][n_pieces] = reinterpret_cast<const char*>(sc);
+        s.piece_kind[warp][n_pieces] = uint8_t(op | slot << 3);
+        ++n_pieces;
+      };
+      for (int c = 0; c < kH4; ++c)
+        for (int r = 0; r < sh.nq; ++r) {
+          const int row = sh.q0 + r;
+          if (kNv) add(0, 0, nv.qkv_c + size_t(row) * 1024, nv.qkv_s + size_t(row) * 128);
+          else add(0, 0, wt.qkv + size_t(row) * kH + c * 512, nullptr);
+        }
+      if (sh.o_row >= 0)
+        for (int c = 0; c < 2 * kH4; ++c) {
+          if (kNv) add(1, 0, nv.o_c + size_t(sh.o_row) * 2048 + c * 1024, nv.o_s + size_t(sh.o_row) * 256 + c * 128);
+          else add(1, 0, wt.o + size_t(sh.o_row) * kQ + c * 512, nullptr);
+        }
+      if (sh.r_row >= 0)
+        for (int c = 0; c < 4; ++c) add(2, 0, wt.router + size_t(sh.r_row) * kH + c * 512, nullptr);
+      for (int u = 0; u < sh.nu; ++u) {
+        const int unit = sh.u0 + u, slot = unit / kInter + 1, j = unit % kInter;
+        for (int c = 0; c < kH4; ++c)
+          for (int g = 0; g < 2; ++g) {
+            const size_t row = size_t(g) * kInter + j;
+            if (kNv) add(3, slot, nv.gu_c + row * 1024, nv.gu_s + row * 128);
+            else add(3, slot, wt.gu + row * kH + c * 512, nullptr);
+          }
+      }
+      if (sh.d_row >= 0)
+        for (int slot = 0; slot < kMoeSlots; ++slot) {
+          if (kNv) add(4, slot + 1, nv.down_c + size_t(sh.d_row) * 256, nv.down_s + size_t(sh.d_row) * 32);
+          else add(4, slot + 1, wt.down + size_t(sh.d_row) * kInter, nullptr);
+        }
+      if (n_pieces > kWsMaxPieces) __trap();
+    }
+    n_pieces = __shfl_sync(~0u, n_pieces, 0);
+    __syncwarp();
+  }
+  int lean_piece = 0;  // kLean: the issue cursor's piece within layer il
+  auto issue_lean = [&]() {
+    while (il < layers && issued < consumed + kDepth) {
+      const int kind = s.piece_kind[warp][lean_piece], op = kind & 7, slot = kind >> 3;
+      size_t off = size_t(il) * kWsStride[kNv][0][op];
+      if (slot) {
+        const int e = slot == 1 ? kPool : route_layer == il ? s.ids[warp][slot - 2] : -1;
+        if (e < 0) return;  // the routing of layer il is not known yet
+        off += size_t(e) * kWsStride[kNv][1][op];
+      }
+      char* dst = s.ring[warp][issued % kDepth];
+      const char* c = s.piece_c[warp][lean_piece] + off;
+      if (!kNv || op == 2) {
+        const char* g = fold(c + lane * 32, 32);
+        cp_async<16>(dst + lane * 32, g);
+        cp_async<16>(dst + lane * 32 + 16, g + 16);
+      } else {
+        const char* sc = s.piece_s[warp][lean_piece] + (off >> 3);
+        if (op == 4) {
+          cp_async<8>(dst + lane * 8, fold(c + lane * 8, 8));
+          if (lane < 8) cp_async<4>(dst + Smem::kCodes + lane * 4, fold(sc + lane * 4, 4));
+        } else {
+          const char* g = fold(c + lane * 32, 32);
+          cp_async<16>(dst + lane * 32, g);
+          cp_async<16>(dst + lane * 32 + 16, g + 16);
+          cp_async<4>(dst + Smem::kCodes + lane * 4, fold(sc + lane * 4, 4));
+        }
+      }
+      cp_async_commit();
+      ++issued;
+      if (++lean_piece == n_pieces) lean_piece = 0, ++il;
+    }
+  };
   auto issue_more = [&]() {
+    if constexpr (kLean) return issue_lean();
     normalise_cursor();
     while (il < layers && issued < consumed + kDepth) {
       if (!request(il, iop, ip, s.ring[warp][issued % kDepth])) return;
@@ -683,7 +779,8 @@ __global__ void __launch_bounds__(ws_threads<kPub>(), 1)
   // The next piece in consumption order.
   auto take = [&](int l, bool down = false) -> Piece {
     if (issued == consumed) __trap();  // only routed rows block the cursor, and route(l) precedes them
-    cp_async_wait_n(int(issued - consumed - 1));
+    if (kLean && issued - consumed == unsigned(kDepth)) cp_async_wait<kDepth - 1>();  // the ring full: no jump table
+    else cp_async_wait_n(int(issued - consumed - 1));
     const char* slot = s.ring[warp][consumed % kDepth];
     Piece v;
     if (kNv && down) {
@@ -728,26 +825,9 @@ __global__ void __launch_bounds__(ws_threads<kPub>(), 1)
   };
   // After this warp's outputs of an op: its sum-of-squares part, and the grid counter from the CTA's last warp.
   auto signal = [&](int l, int op, float ss_part, float* ss_global) {
-    if constexpr (kPub) {
-      if (lane == 0 && ss_global) atomicAdd(&s.ss[op], ss_part);
-      __syncwarp();
-      named_barrier_arrive(2 + op, ws_threads<kPub>());
-      return;
-    }
-    __threadfence();
-    if (lane == 0) {
-      if (ss_global) atomicAdd(&s.ss[op], ss_part);
-      __threadfence_block();
-      const unsigned old = atomicAdd(&s.done[op], 1u);
-      if (old % kWsWarps == kWsWarps - 1) {
-        __threadfence_block();
-        if (ss_global) atomicAdd(ss_global, atomicExch(&s.ss[op], 0.f));
-        __threadfence();
-        atomicAdd(&counters[l * kOps + op], 1u);
-        if (stamps) stamps[(size_t(l) * kOps + op) * G + cta] = global_ns();
-      }
-    }
+    if (lane == 0 && ss_global) atomicAdd(&s.ss[op], ss_part);
     __syncwarp();
+    named_barrier_arrive(2 + op, kWsLaunchThreads);
   };
   auto started = [&](int l, int op) {
     if (starts && threadIdx.x == 0) starts[(size_t(l) * kOps + op) * G + cta] = global_ns();
@@ -1149,8 +1229,8 @@ void run_reference(const Model& m, const NvModel* nv, ActBuffers& b, int L, bool
 }
 
 // Which transport feeds the chain: the shared ring with a producer warp, or each warp's own stream
-// (BF16 or NVFP4 weights; "published": the ops' fences and counters by a 17th warp).
-enum class Transport { kRing, kWarpStream, kWarpStreamNv, kPublished, kPublishedNv };
+// (BF16 or NVFP4 weights; "lean": the pieces' addresses from a per-warp table).
+enum class Transport { kRing, kWarpStream, kWarpStreamNv, kLean, kLeanNv };
 
 struct Persistent {
   Transport transport;
@@ -1158,15 +1238,15 @@ struct Persistent {
   size_t smem = 0;
   const void* fn = nullptr;
   explicit Persistent(Transport t) : transport(t) {
-    const bool ring = t == Transport::kRing, pub = published();
+    const bool ring = t == Transport::kRing;
     switch (t) {
       case Transport::kRing: fn = reinterpret_cast<const void*>(persistent_chain_kernel); break;
       case Transport::kWarpStream: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<false, false>); break;
       case Transport::kWarpStreamNv: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<true, false>); break;
-      case Transport::kPublished: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<false, true>); break;
-      case Transport::kPublishedNv: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<true, true>); break;
+      case Transport::kLean: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<false, true>); break;
+      case Transport::kLeanNv: fn = reinterpret_cast<const void*>(warp_stream_chain_kernel<true, true>); break;
     }
-    threads = ring ? kThreads : pub ? ws_threads<true>() : ws_threads<false>();
+    threads = ring ? kThreads : kWsLaunchThreads;
     smem = ring ? sizeof(Smem) : nvfp4() ? sizeof(WsSmem<true>) : sizeof(WsSmem<false>);
     const int min_ctas = ring ? kMinCtas : kWsMinCtas;
     STRIKER_CUDA_CHECK(cudaDeviceGetAttribute(&ctas, cudaDevAttrMultiProcessorCount, 0));
@@ -1178,15 +1258,14 @@ struct Persistent {
       ctas = 0;
     }
   }
-  bool nvfp4() const { return transport == Transport::kWarpStreamNv || transport == Transport::kPublishedNv; }
-  bool published() const { return transport == Transport::kPublished || transport == Transport::kPublishedNv; }
+  bool nvfp4() const { return transport == Transport::kWarpStreamNv || transport == Transport::kLeanNv; }
   const char* name() const {
     switch (transport) {
       case Transport::kRing: return "ring";
       case Transport::kWarpStream: return "warp streams";
       case Transport::kWarpStreamNv: return "warp streams, NVFP4";
-      case Transport::kPublished: return "warp streams, published";
-      default: return "warp streams, published, NVFP4";
+      case Transport::kLean: return "lean warp streams";
+      default: return "lean warp streams, NVFP4";
     }
   }
   void launch(const Model& m, const NvModel& nvm, ActBuffers& b, int L, bool fixed, unsigned* counters,
@@ -1266,8 +1345,8 @@ double median(std::vector<double> v) {
 int bench_persistent_chain() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out before a timeout could cut the run
   const Persistent transports[] = {Persistent(Transport::kRing), Persistent(Transport::kWarpStream),
-                                   Persistent(Transport::kWarpStreamNv), Persistent(Transport::kPublished),
-                                   Persistent(Transport::kPublishedNv)};
+                                   Persistent(Transport::kWarpStreamNv), Persistent(Transport::kLean),
+                                   Persistent(Transport::kLeanNv)};
   for (const Persistent& p : transports)
     if (p.ctas == 0) return 1;
   cudaStream_t st;
