@@ -13,8 +13,7 @@
 // rows), `decode-attention` (those attention rows alone), `decode-moe` (the MoE rows of the decode
 // steps alone), `batched-moe [T ...]` (the grouped expert kernels of batched decode steps, T = 8, 16, 64,
 // 256 or the T given, BF16 and NVFP4, with the per-slot NVFP4 rows at T = 8; T above 682 runs the 64-row tiles), `decode-linear` (the dense projection rows of bench_decode.cpp alone), `pdl-coherence`
-// (stale reads after griddepcontrol.wait per load path: pdl_coherence_probe.h), `persistent-chain`
-// (the decode layer's GEMV chain in one persistent kernel, two transports: persistent_chain_probe.h), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
+// (stale reads after griddepcontrol.wait per load path: pdl_coherence_probe.h), `routing` (the batched top-K selection and the routing sort alone: bench_routing.cpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,7 +32,6 @@
 #include "bench_kernels.h"
 #include "bench_util.h"
 #include "cuda_test_util.h"
-#include "persistent_chain_probe.h"
 
 using namespace striker;
 using namespace striker::cuda;
@@ -129,7 +127,7 @@ int main(int argc, char** argv) {
   static const char* const kFamilies[] = {"grouped-moe", "grouped-moe-nvfp4", "grouped-moe-wgmma", "prefill",
                                           "prefill-attention", "prefill-small", "decode", "decode-attention",
                                           "decode-moe", "batched-moe", "decode-linear", "decode-norm", "routing",
-                                          "pdl-coherence", "persistent-chain"};
+                                          "pdl-coherence"};
   const bool known = only.empty() || std::find(std::begin(kFamilies), std::end(kFamilies), only) != std::end(kFamilies);
   std::vector<int> token_counts;  // batched-moe's T values, if given
   for (int i = 2; i < argc && only == "batched-moe"; ++i) {
@@ -155,11 +153,6 @@ int main(int argc, char** argv) {
     }
     std::mt19937 rng(2026);
     std::printf("| %-34s | %-10s | %9s | %8s | %5s |\n", "kernel", "check", "us", "GB/s", "/4.6T");
-    if (only == "persistent-chain") {  // persistent_chain_probe.h: one kernel for the step's GEMV chain
-      const int failures = bench_persistent_chain();
-      std::printf("kernel checks failed: %d\n", failures);
-      return failures == 0 ? 0 : 1;
-    }
     if (only == "routing") {
       bench_routing_rows(rng);
       std::printf("kernel checks failed: %d\n", kernel_check_failures());
