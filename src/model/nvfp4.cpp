@@ -91,21 +91,35 @@ void dequantize_ggml_row(const uint8_t* blocks, int64_t in, float scale2, float*
   }
 }
 
-namespace {
-// Index of the E2M1 code nearest to v/d (first minimum on ties, as ggml's best_index).
 uint8_t nearest_code(float v, float d) {
-  uint8_t best = 0;
-  float best_err = INFINITY;
-  for (uint8_t c = 0; c < 16; ++c) {
-    float err = std::fabs(e2m1_value(c) * d - v);
-    if (err < best_err) {
-      best_err = err;
-      best = c;
+  // The exhaustive search (16 codes, |e2m1·d − v| in fp32, first minimum) picks, for v ≥ 0 (and
+  // NaN: every comparison false, code 0), a code of 0..7 (a negative code's error is never
+  // smaller and comes later); for v < 0 the mirror among 9..15, or 0 for magnitude 0. Along the
+  // magnitudes the rounded errors fall up to the last grid point j at or below |v| and rise after,
+  // so the minimum is j or j + 1 (j on a tie). Rounding ties between other codes need |v| far
+  // beyond the grid's 6·d, or d = 0: those inputs (never made by quantize_row_to_ggml's own scale
+  // bytes) take the exhaustive search.
+  const float m = std::fabs(v);
+  if (!(d > 0.0f) || !(m <= 8.0f * d)) {
+    uint8_t best = 0;
+    float best_err = INFINITY;
+    for (uint8_t c = 0; c < 16; ++c) {
+      float err = std::fabs(e2m1_value(c) * d - v);
+      if (err < best_err) {
+        best_err = err;
+        best = c;
+      }
     }
+    return best;
   }
-  return best;
+  int j = 0;
+#pragma GCC unroll 7
+  for (int k = 1; k < 8; ++k) j += m >= kE2M1[k] * d;
+  // Branch-free from here: which side wins is a coin flip on real weights.
+  const int up = (j < 7) & (std::fabs(kE2M1[j < 7 ? j + 1 : 7] * d - m) < std::fabs(kE2M1[j] * d - m));
+  const int mag = j + up;
+  return uint8_t(mag | (((v < 0.0f) & (mag != 0)) << 3));
 }
-}  // namespace
 
 void quantize_row_to_ggml(const float* x, int64_t in, uint8_t* blocks) {
   for (int64_t b = 0; b < in / kBlockWeights; ++b) {

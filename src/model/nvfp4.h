@@ -38,6 +38,10 @@ void split_row_to_ggml(const uint8_t* codes, const uint8_t* scales, int64_t in, 
 // One row of ggml blocks -> float weights E2M1·E4M3·scale2 (exact in fp32 before scale2).
 void dequantize_ggml_row(const uint8_t* blocks, int64_t in, float scale2, float* out);
 
+// Index of the E2M1 code nearest to v/d, the first minimum of |e2m1(c)·d − v| over c = 0..15 as
+// ggml's best_index finds it, without trying all 16 codes.
+uint8_t nearest_code(float v, float d);
+
 // Quantises one row of `in` weights that were divided by scale2 already, ggml's reference
 // algorithm: per 16 weights, scale byte = ue4m3(amax/6), each weight -> nearest code (first
 // minimum on ties). Writes ggml blocks.

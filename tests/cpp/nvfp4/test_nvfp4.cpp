@@ -141,3 +141,47 @@ TEST(Nvfp4, QuantizerIsCloseAndIdempotentOnItsOwnGrid) {
   nvfp4::dequantize_ggml_row(blocks2.data(), in, scale2, y2.data());
   EXPECT_EQ(y, y2);
 }
+
+// nearest_code takes the two grid points around |v| instead of trying every code: it must be the
+// exhaustive search's first minimum for every scale byte, on grid points, midpoints and their
+// float neighbours, signed zeros, values far off the grid, NaN and infinities.
+TEST(Nvfp4, NearestCodeIsTheExhaustiveSearchsFirstMinimum) {
+  auto exhaustive = [](float v, float d) {
+    uint8_t best = 0;
+    float best_err = INFINITY;
+    for (uint8_t c = 0; c < 16; ++c) {
+      float err = std::fabs(nvfp4::e2m1_value(c) * d - v);
+      if (err < best_err) {
+        best_err = err;
+        best = c;
+      }
+    }
+    return best;
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const float kMag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  int64_t checked = 0, mismatches = 0;
+  auto check = [&](float v, float d) {
+    ++checked;
+    if (nvfp4::nearest_code(v, d) != exhaustive(v, d) && ++mismatches <= 5)
+      ADD_FAILURE() << "v " << v << " d " << d << ": " << int(nvfp4::nearest_code(v, d)) << " vs "
+                    << int(exhaustive(v, d));
+  };
+  for (int byte = 0; byte < 256; ++byte) {
+    const float d = nvfp4::ue4m3_value(uint8_t(byte));
+    for (int k = 0; k < 8; ++k)
+      for (float p : {kMag[k] * d, k < 7 ? (kMag[k] + kMag[k + 1]) / 2 * d : 7.0f * d}) {
+        for (float q : {p, std::nextafter(p, 0.0f), std::nextafter(p, INFINITY)}) {
+          check(q, d);
+          check(-q, d);
+        }
+      }
+    for (int i = 0; i < 400; ++i) check(unit(rng) * 7.0f * d, d);
+    for (int i = 0; i < 50; ++i) check(unit(rng) * 1e3f * (d + 1e-30f), d);  // far beyond the grid
+    for (float v : {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-40f, -1e-40f, 3e38f}) check(v, d);
+  }
+  for (float d : {1e-30f, 1e30f, 1e-42f, INFINITY, NAN})
+    for (float v : {0.0f, 1.0f, -2.5f, 1e-35f, -1e35f}) check(v, d);
+  EXPECT_EQ(mismatches, 0) << "of " << checked;
+}

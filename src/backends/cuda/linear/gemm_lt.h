@@ -12,9 +12,11 @@
 
 namespace striker::cuda {
 
+class CublasLtLibrary;
+
 class LtGemm {
  public:
-  // Allocates the cuBLASLt handle and a workspace on the current device.
+  // Opens cuBLASLt (cublaslt_library.h), allocates its handle and a workspace on the current device.
   LtGemm();
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
@@ -35,6 +37,7 @@ class LtGemm {
  private:
   struct Plan;
   std::unique_ptr<Plan> make_plan(int T, int in, int out_dim, int ld_out, bool align16, bool f32_out = false);
+  std::unique_ptr<CublasLtLibrary> lt_;  // first member: outlives the plans and the handle
   void* handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
