@@ -20,8 +20,10 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "cli/async_scheduling_flag.h"
+#include "cli/bench_stats.h"
 #include "cli/bench_throughput.h"
 #include "cli/cache_flags.h"
+#include "cli/default_device.h"
 #include "cli/step_recorder.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -38,9 +40,6 @@
 
 namespace striker::cli {
 namespace {
-
-// bytes/s: the H200's measured streaming read, the roofline `bench latency` uses too (reference/performance.md §10)
-constexpr double kReadBandwidth = 4.6e12;
 
 struct ThroughputOptions {
   std::string model;  // optional: config.json (+ tokenizer, + weights unless dummy) come from it
@@ -73,13 +72,6 @@ struct RequestTrace {
   bool finished = false;
   std::optional<FinishReason> reason;
 };
-
-std::string default_device() {
-#ifdef STRIKER_HAVE_CUDA
-  if (cuda::device_count() > 0) return "cuda";
-#endif
-  return "cpu";
-}
 
 void check_options(const ThroughputOptions& o) {
   if (o.num_prompts < 1) throw Error("bench throughput: --num-prompts must be at least 1");
@@ -170,12 +162,6 @@ BuiltBackend build_backend(const ThroughputOptions& o, const FlintConfig& c, con
     if (ec.async_scheduling) b.backend = std::make_unique<HostSampledSteps>(std::move(b.backend), c.vocab_size);
   }
   return b;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int run_throughput(ThroughputOptions o) {

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "cli/bench_stats.h"
 #include "cli/bench_throughput.h"
 #include "loaders/model_loader.h"
 #include "model/config.h"
@@ -56,7 +57,6 @@ struct PrefillOptions {
 };
 
 constexpr int kMaxLatencyTokens = 256;  // the CUDA backend's largest graph-replayed step
-constexpr double kReadBandwidth = 4.6e12;  // bytes/s, streaming reads measured on the H200 (performance.md §10)
 
 #ifdef STRIKER_HAVE_CUDA
 // --quantization of the benchmarks: only the dummy weights' format (no checkpoint is read).
@@ -65,11 +65,6 @@ LinearFormat bench_format(const std::string& quantization) {
 }
 
 #endif
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 #ifdef STRIKER_HAVE_CUDA
 int run_latency(const LatencyOptions& o) {

@@ -16,6 +16,7 @@
 #include "chat/chat_template.h"
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
+#include "cli/default_device.h"
 #include "cli/hub_flags.h"
 #include "cli/serve_signals.h"
 #include "cli/async_scheduling_flag.h"
@@ -87,13 +88,6 @@ struct ServeArgs {
 };
 
 std::shared_ptr<spdlog::logger> serve_log() { return logging::get("serve"); }
-
-std::string default_device() {
-#ifdef STRIKER_HAVE_CUDA
-  if (cuda::device_count() > 0) return "cuda";
-#endif
-  return "cpu";
-}
 
 kv_events::KvEventsConfig kv_events_config(const ServeArgs& a) {
   return a.kv_events_config.empty() ? kv_events::KvEventsConfig{} : kv_events::parse_kv_events_config(a.kv_events_config);

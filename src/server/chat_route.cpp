@@ -127,12 +127,6 @@ void respond_non_streaming(ChatJob& job, const ConnectionWatch& watch, httplib::
   res.set_content(dump_with_raw_values(body, "prompt_logprobs", raw), "application/json");
 }
 
-// Writes one SSE event; false when the client is gone.
-bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {
-  const std::string data = "data: " + dump_json(chunk) + "\n\n";
-  return sink.write(data.data(), data.size());
-}
-
 nlohmann::json chunk_base(const ChatJob& job) {
   return {{"id", job.id}, {"object", "chat.completion.chunk"}, {"created", job.created}, {"model", job.ctx.model_name()}};
 }

@@ -186,11 +186,6 @@ void respond_non_streaming(CompletionJob& job, const ConnectionWatch& watch, htt
   res.set_content(dump_with_raw_values(body, "prompt_logprobs", raw_texts), "application/json");
 }
 
-bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {
-  const std::string data = "data: " + dump_json(chunk) + "\n\n";
-  return sink.write(data.data(), data.size());
-}
-
 void stream_completion(CompletionJob& job, const ConnectionWatch& watch, httplib::DataSink& sink) {
   RequestAccounting acct(job.ctx, *job.gen);
   auto base = [&] {

@@ -242,6 +242,11 @@ void send_stream_error(httplib::DataSink& sink, const ApiError& error) {
   sink.done();
 }
 
+bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk) {
+  const std::string data = "data: " + dump_json(chunk) + "\n\n";
+  return sink.write(data.data(), data.size());
+}
+
 bool send_typed_event(httplib::DataSink& sink, const char* type, const nlohmann::ordered_json& fields) {
   nlohmann::ordered_json e = {{"type", type}};
   for (auto it = fields.begin(); it != fields.end(); ++it) e[it.key()] = it.value();

@@ -97,7 +97,7 @@ void add_assistant_message(const ojson& content, const std::string& where, ojson
   messages.push_back(std::move(m));
 }
 
-ojson chat_tools(const ojson& tools) {
+ojson messages_tools_as_chat(const ojson& tools) {
   if (!tools.is_array()) throw bad_request("`tools` must be an array", "tools");
   ojson out = ojson::array();
   for (size_t k = 0; k < tools.size(); ++k) {
@@ -166,7 +166,7 @@ MessagesChatRequest messages_to_chat(const RequestBody& request, bool generating
   }
   chat["messages"] = std::move(messages);
 
-  if (const ojson* tools = item_field(body, "tools")) chat["tools"] = chat_tools(*tools);
+  if (const ojson* tools = item_field(body, "tools")) chat["tools"] = messages_tools_as_chat(*tools);
   if (const ojson* choice = item_field(body, "tool_choice")) {
     if (!choice->is_object()) throw bad_request("`tool_choice` must be an object", "tool_choice");
     const std::string type = required_item_string(*choice, "type", "tool_choice", "tool_choice");

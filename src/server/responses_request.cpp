@@ -130,7 +130,7 @@ class Conversation {
 };
 
 // Responses function tools are flat ({type, name, description, parameters, strict}); chat nests them.
-ojson chat_tools(const ojson& tools) {
+ojson responses_tools_as_chat(const ojson& tools) {
   if (!tools.is_array()) throw bad_request("`tools` must be an array", "tools");
   ojson out = ojson::array();
   for (size_t k = 0; k < tools.size(); ++k) {
@@ -240,7 +240,7 @@ ResponsesChatRequest responses_to_chat(const RequestBody& request, const ojson* 
   }
   for (const auto& m : out.conversation) messages.push_back(m);
   chat["messages"] = std::move(messages);
-  if (const ojson* tools = item_field(body, "tools")) chat["tools"] = chat_tools(*tools);
+  if (const ojson* tools = item_field(body, "tools")) chat["tools"] = responses_tools_as_chat(*tools);
   if (const ojson* choice = item_field(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(*choice);
   if (const ojson* max = item_field(body, "max_output_tokens")) {
     const bool positive = max->is_number_unsigned() ? max->get<uint64_t>() >= 1

@@ -175,6 +175,9 @@ struct TokenNames {
   std::string operator()(int32_t id) const;
 };
 
+// One `data: <chunk>` event of the chat / completions streams; false when the client is gone.
+bool send_event(httplib::DataSink& sink, const nlohmann::json& chunk);
+
 // One event of the typed SSE streams (Responses, Anthropic Messages): `event: <type>` and
 // `data: {"type": <type>, ...fields}`; false when the client is gone.
 bool send_typed_event(httplib::DataSink& sink, const char* type, const nlohmann::ordered_json& fields);

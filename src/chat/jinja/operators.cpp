@@ -9,8 +9,6 @@
 namespace striker::jinja {
 namespace {
 
-[[noreturn]] void raise_undefined(const Value& v) { throw Error(v.undefined_hint()); }
-
 [[noreturn]] void unsupported(const char* op, const Value& l, const Value& r) {
   throw Error(std::string("unsupported operand type(s) for ") + op + ": '" + l.type_name() + "' and '" +
               r.type_name() + "'");
@@ -69,8 +67,8 @@ Value repeat(const Value& seq, int64_t n, size_t max_bytes) {
 Value binary_operator(const std::string& op, const Value& l, const Value& r, size_t max_bytes) {
   // str % x is str.__mod__: an Undefined argument is only touched if the format uses it.
   if (op == "%" && l.is_string()) return Value(py_percent_format(l.as_string(), r));
-  if (l.is_undefined()) raise_undefined(l);
-  if (r.is_undefined()) raise_undefined(r);
+  if (l.is_undefined()) l.raise_undefined();
+  if (r.is_undefined()) r.raise_undefined();
   const bool nums = l.is_number() && r.is_number();
   const bool ints = nums && !l.is_float() && !r.is_float();
   if (op == "+") {

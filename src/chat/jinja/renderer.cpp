@@ -25,12 +25,6 @@ void Scope::set(const std::string& name, Value v) {
   vars.emplace_back(name, std::move(v));
 }
 
-namespace {
-
-[[noreturn]] void raise_undefined(const Value& v) { throw Error(v.undefined_hint()); }
-
-}  // namespace
-
 void Renderer::count_step() {
   if (++steps_ > limits_.max_steps)
     throw Error("template exceeded " + std::to_string(limits_.max_steps) + " loop iterations / calls");
@@ -209,7 +203,7 @@ void Renderer::assign(const Target& t, const Value& v) {
     scope_->set(t.names[0], v);
     return;
   }
-  if (v.is_undefined()) raise_undefined(v);
+  if (v.is_undefined()) v.raise_undefined();
   std::vector<Value> items;
   if (v.is_list() || v.is_dict() || v.is_string()) items = iterate(v);
   else throw Error("cannot unpack non-iterable " + v.type_name() + " object");
@@ -368,7 +362,7 @@ Value Renderer::call_macro(const MacroDef& def, const std::shared_ptr<Scope>& cl
 }
 
 Value Renderer::call(const Value& fn, CallArgs& args) {
-  if (fn.is_undefined()) raise_undefined(fn);
+  if (fn.is_undefined()) fn.raise_undefined();
   if (!fn.is_function()) throw Error("'" + fn.type_name() + "' object is not callable");
   return fn.as_function().fn(*this, args);
 }
@@ -397,8 +391,8 @@ Value Renderer::eval_compare(const Expr& e) {
       ok = contains(right, left);
       if (op == "not in") ok = !ok;
     } else {
-      if (left.is_undefined()) raise_undefined(left);
-      if (right.is_undefined()) raise_undefined(right);
+      if (left.is_undefined()) left.raise_undefined();
+      if (right.is_undefined()) right.raise_undefined();
       int c;
       try {
         c = py_compare(left, right);
@@ -416,7 +410,7 @@ Value Renderer::eval_compare(const Expr& e) {
 
 Value Renderer::eval_slice(const Expr& e) {
   Value obj = eval(*e.a);
-  if (obj.is_undefined()) raise_undefined(obj);
+  if (obj.is_undefined()) obj.raise_undefined();
   std::optional<int64_t> bound[3];
   for (int i = 0; i < 3; ++i) {
     if (!e.items[i]) continue;
@@ -487,7 +481,7 @@ Value Renderer::eval(const Expr& e) {
       Value obj = eval(*e.a);
       line_ = e.line;
       col_ = e.col;
-      if (obj.is_undefined()) raise_undefined(obj);
+      if (obj.is_undefined()) obj.raise_undefined();
       return get_attribute(obj, e.name);
     }
     case Expr::Kind::GetItem: {
@@ -495,7 +489,7 @@ Value Renderer::eval(const Expr& e) {
       Value key = eval(*e.b);
       line_ = e.line;
       col_ = e.col;
-      if (obj.is_undefined()) raise_undefined(obj);
+      if (obj.is_undefined()) obj.raise_undefined();
       return get_item(obj, key);
     }
     case Expr::Kind::Slice: return eval_slice(e);
@@ -522,7 +516,7 @@ Value Renderer::eval(const Expr& e) {
     case Expr::Kind::Neg:
     case Expr::Kind::Pos: {
       Value v = eval(*e.a);
-      if (v.is_undefined()) raise_undefined(v);
+      if (v.is_undefined()) v.raise_undefined();
       if (!v.is_number())
         throw Error(std::string("bad operand type for unary ") + (e.kind == Expr::Kind::Neg ? "-" : "+") + ": '" +
                     v.type_name() + "'");

@@ -10,6 +10,8 @@
 
 namespace striker::jinja {
 
+void Value::raise_undefined() const { throw Error(undefined_hint()); }
+
 const Value* DictData::find(const Value& key) const {
   for (const auto& [k, v] : items)
     if (py_equal(k, key)) return &v;

@@ -92,6 +92,8 @@ class Value {
   double as_float() const { return kind_ == Kind::Float ? float_ : static_cast<double>(int_); }
   const std::string& as_string() const { return str_; }
   const std::string& undefined_hint() const { return str_; }
+  // Throws striker::Error with the undefined value's hint (what was missing, and where).
+  [[noreturn]] void raise_undefined() const;
   const std::vector<Value>& as_list() const { return list_->items; }
   const DictData& as_dict() const { return *dict_; }
   const FunctionData& as_function() const { return *fn_; }
