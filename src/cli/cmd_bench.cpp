@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
-#include "core/error.h"
 #include "cli/bench_stats.h"
 #include "cli/bench_throughput.h"
+#include "cli/commands.h"
+#include "core/error.h"
 #include "loaders/model_loader.h"
 #include "model/config.h"
 #include "model/weight_bytes.h"

@@ -65,12 +65,12 @@ std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int 
   lt_check(lt_->layout_create(&p->a, CUDA_R_16BF, uint64_t(in), uint64_t(out_dim), int64_t(in)), "layout A");
   lt_check(lt_->layout_create(&p->b, CUDA_R_16BF, uint64_t(in), uint64_t(T), int64_t(in)), "layout B");
   lt_check(lt_->layout_create(&p->c, f32_out ? CUDA_R_32F : CUDA_R_16BF, uint64_t(out_dim), uint64_t(T),
-                                      int64_t(ld_out)),
+                              int64_t(ld_out)),
            "layout C");
   cublasLtMatmulPreference_t pref = nullptr;
   lt_check(lt_->preference_create(&pref), "preference");
   lt_check(lt_->preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
-                                                sizeof workspace_bytes_),
+                                         sizeof workspace_bytes_),
            "workspace preference");
   if (align16) {
     const uint32_t align = 16;
@@ -81,7 +81,7 @@ std::unique_ptr<LtGemm::Plan> LtGemm::make_plan(int T, int in, int out_dim, int 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t s = lt_->algo_get_heuristic(static_cast<cublasLtHandle_t>(handle_), p->op, p->a, p->b,
-                                                          p->c, p->c, pref, 1, &result, &found);
+                                                   p->c, p->c, pref, 1, &result, &found);
   lt_->preference_destroy(pref);
   lt_check(s, "algorithm heuristic");
   if (found == 0)
@@ -98,7 +98,7 @@ void LtGemm::gemm_bf16(const bf16* x, int T, int in, const bf16* W, int out_dim,
   Plan& p = *plans_.get_or_make({T, in, out_dim}, [&] { return make_plan(T, in, out_dim, out_dim, false); });
   const float alpha = 1.f, beta = 0.f;
   lt_check(lt_->matmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
-                          p.c, &p.algo, workspace_, workspace_bytes_, stream),
+                       p.c, &p.algo, workspace_, workspace_bytes_, stream),
            "matmul");
 }
 
@@ -114,7 +114,7 @@ void LtGemm::gemm_bf16_scaled(const bf16* x, int T, int in, const bf16* W, int o
       *scaled_plans_.get_or_make({T, in, out_dim, ld_out}, [&] { return make_plan(T, in, out_dim, ld_out, true); });
   const float beta = 0.f;
   lt_check(lt_->matmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
-                          p.c, &p.algo, workspace_, workspace_bytes_, stream),
+                       p.c, &p.algo, workspace_, workspace_bytes_, stream),
            "matmul");
 }
 
@@ -127,7 +127,7 @@ void LtGemm::gemm_bf16_f32out(const bf16* x, int T, int in, const bf16* W, int o
   Plan& p = *f32_plans_.get_or_make({T, in, out_dim}, [&] { return make_plan(T, in, out_dim, out_dim, true, true); });
   const float alpha = 1.f, beta = 0.f;
   lt_check(lt_->matmul(static_cast<cublasLtHandle_t>(handle_), p.op, &alpha, W, p.a, x, p.b, &beta, out, p.c, out,
-                          p.c, &p.algo, workspace_, workspace_bytes_, stream),
+                       p.c, &p.algo, workspace_, workspace_bytes_, stream),
            "matmul");
 }
 
