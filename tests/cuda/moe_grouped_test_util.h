@@ -159,18 +159,12 @@ inline std::vector<float> mixed_scale2(int E, float base) {
   return s;
 }
 
-// The stack dequantised to bf16 (exact) and scaled by scale2 into floats (moe_float_ref's input).
+// The stack dequantised to bf16 (exact); scaled_floats (nvfp4_test_util.h) gives moe_float_ref's floats.
 inline std::vector<bf16> dequantized_bf16(const Nvfp4HostMatrix& m, int64_t rows, int in) {
   const auto f = nvfp4_dequantize_ref(m, rows, in);
   std::vector<bf16> out(f.size());
   for (size_t i = 0; i < f.size(); ++i) out[i] = float_to_bf16(f[i]);
   return out;
-}
-inline std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in, const std::vector<float>& s2,
-                                 int64_t per_expert) {
-  auto f = nvfp4_dequantize_ref(m, rows, in);
-  for (size_t i = 0; i < f.size(); ++i) f[i] *= s2[i / size_t(per_expert)];
-  return f;
 }
 
 // Random NVFP4 gate/up/down stacks of E experts (hidden H, inter I) with mixed per-expert scale2:

@@ -41,16 +41,6 @@ TEST(CudaNvfp4, DequantizeIsExactForEveryScaleByte) {
   EXPECT_EQ(bad, 0u) << "first mismatch at " << first << ": got " << got[first] << " want " << ref[first];
 }
 
-// A routing of T tokens: K distinct experts of E each (ascending ids), weights uniform in [0.1, 1).
-void random_topk(std::mt19937& rng, int T, int K, int E, std::vector<int32_t>& ids, std::vector<float>& tw) {
-  std::uniform_real_distribution<float> uw(0.1f, 1.f);
-  for (int t = 0; t < T; ++t) {
-    std::set<int32_t> chosen;
-    while (chosen.size() < size_t(K)) chosen.insert(int32_t(rng() % E));
-    for (int e : chosen) ids.push_back(e), tw.push_back(uw(rng));
-  }
-}
-
 // The tensor-core kernels' decode (nvfp4_pair_bf16) on the device for every code byte under every
 // scale byte: the same bits as the host form, which test_cuda_host checks against the codec (E2M1·E4M3
 // times 2^-8). The E2M1 0.5 pattern is a bf16 subnormal: a multiply that flushed it would fail here.
@@ -436,14 +426,6 @@ TEST(CudaNvfp4, RejectsWidthsThatAreNotMultiplesOf64) {
   EXPECT_THROW(nvfp4_gemv(x.get(), 1, 96, {codes.get(), scales.get()}, RowScale2::uniform(1.f), 4, y.get(), nullptr),
                Error);
   EXPECT_THROW(nvfp4_dequantize({codes.get(), scales.get()}, 1, 32, y.get(), nullptr), Error);
-}
-
-// Host float copy of a stack of E matrices, each times its scale2.
-std::vector<float> scaled_floats(const Nvfp4HostMatrix& m, int64_t rows, int in, const std::vector<float>& s2,
-                                 int64_t per) {
-  auto f = nvfp4_dequantize_ref(m, rows, in);
-  for (size_t i = 0; i < f.size(); ++i) f[i] *= s2[i / size_t(per)];
-  return f;
 }
 
 struct MoeDims {
