@@ -5,17 +5,17 @@
 # scripts/gpu_conformance.sh; then the full-size dummy NVFP4 model's teacher-forced log-probabilities
 # decoded one token a step with the switch off and on (must be byte-identical JSON); then the A/B (bench
 # latency --graphs, 50 steps, device ms / kernels per step, three rounds, off / on) and BF16's rows.
-# Knobs: S45_LIMIT (s per test process, 360), S45_ROUNDS (3), S45_REST=0 (no second test process).
+# Knobs: S45_LIMIT (s per test process, 360), S45_ROUNDS (3), S45_REST=0 (no second test process), S45_CONF=0 (no conformance).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
 LIMIT=${S45_LIMIT:-360}
-F1='CudaNvfp4.*:CudaNvfp4MoeOneLaunch.*:CudaMoe*:CudaBackend*:CudaLinear*:CudaGemv*'
+F1='CudaNvfp4.*:CudaNvfp4MoeOneLaunch.*:CudaMoe*:CudaBackend*:CudaLinear*:CudaGemv*:CudaGemm*'
 ( timeout $LIMIT $B/test_cuda_kernels --gtest_filter="$F1" > $OUT/kernel_tests_1.txt 2>&1; echo "kernel tests 1 rc=$? at ${SECONDS}s" ) &
 [ "${S45_REST:-1}" = 1 ] && ( timeout $LIMIT $B/test_cuda_kernels --gtest_filter="-$F1" > $OUT/kernel_tests_2.txt 2>&1; echo "kernel tests 2 rc=$? at ${SECONDS}s" ) &
-( timeout $LIMIT bash scripts/gpu_conformance.sh $B > $OUT/conformance.txt 2>&1; echo "conformance rc=$? at ${SECONDS}s" ) &
+[ "${S45_CONF:-1}" = 1 ] && ( timeout $LIMIT bash scripts/gpu_conformance.sh $B > $OUT/conformance.txt 2>&1; echo "conformance rc=$? at ${SECONDS}s" ) &
 wait
 for f in $OUT/kernel_tests_*.txt; do
   grep -E "^\[  (PASSED|FAILED) |^\[==========\] [0-9]+ tests|^\[  FAILED" $f | head -20
@@ -23,7 +23,7 @@ for f in $OUT/kernel_tests_*.txt; do
 done
 grep -A3 "OneLaunch" $OUT/kernel_tests_1.txt | grep -E "OK|FAILED|Failure|differ" | head
 grep -i -m3 'cublas' $OUT/kernel_tests_*.txt $OUT/conformance.txt
-tail -14 $OUT/conformance.txt
+[ -f $OUT/conformance.txt ] && tail -14 $OUT/conformance.txt
 ids=$(python3 -c "import random; random.seed(7); print(','.join(str(random.randrange(1000, 150000)) for _ in range(40)))")
 for ab in 0 1; do
   STRIKER_AB_MOE_ONE_LAUNCH=$ab timeout 120 $B/striker perplexity $B --load-format dummy --quantization nvfp4 \
