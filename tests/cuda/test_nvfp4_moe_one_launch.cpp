@@ -10,6 +10,7 @@
 
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "cuda_test_util.h"
+#include "moe_grouped_test_util.h"
 #include "nvfp4_test_util.h"
 
 namespace striker::cuda::testing {
@@ -30,24 +31,10 @@ size_t nans(const std::vector<bf16>& v) {
 TEST(CudaNvfp4MoeOneLaunch, OneTokenHasTheTwoLaunchesBits) {
   std::mt19937 rng(68);
   const int E = 16, H = 2048, I = 512, K = 6, kTokens = 5;
-  auto g = random_nvfp4(rng, int64_t(E) * I, H), u = random_nvfp4(rng, int64_t(E) * I, H);
-  auto d = random_nvfp4(rng, int64_t(E) * H, I);
-  auto sg = random_nvfp4(rng, I, H), su = random_nvfp4(rng, I, H), sdn = random_nvfp4(rng, H, I);
-  std::vector<float> s2g(E), s2u(E), s2d(E);
-  std::uniform_real_distribution<float> us(0.002f, 0.02f);
-  for (int e = 0; e < E; ++e) s2g[size_t(e)] = us(rng), s2u[size_t(e)] = us(rng), s2d[size_t(e)] = us(rng) * 0.5f;
-  const float sh_s2g = 0.009f, sh_s2u = 0.013f, sh_s2d = 0.004f;
-  DeviceNvfp4Matrix dg(g), du(u), dd(d), dsg(sg), dsu(su), dsd(sdn);
-  DeviceBuffer<float> d_s2g(s2g), d_s2u(s2u), d_s2d(s2d);
-  const Nvfp4Shared sh{dsg.view(), dsu.view(), dsd.view(), sh_s2g, sh_s2u, sh_s2d, I};
-  const Nvfp4Stack gs{dg.view(), d_s2g.get()}, ups{du.view(), d_s2u.get()}, ds{dd.view(), d_s2d.get()};
+  const ScaledNvfp4Experts w(rng, E, H, I), sw(rng, 1, H, I);  // the routed experts; the shared one
+  const Nvfp4Shared sh{sw.ng.view().m, sw.nu.view().m, sw.nd.view().m, sw.s2g[0], sw.s2u[0], sw.s2d[0], I};
+  const Nvfp4Stack gs = w.ng.view(), ups = w.nu.view(), ds = w.nd.view();
   ASSERT_TRUE(nvfp4_moe_one_launch_fits(1, H, I, K, &sh));
-  const auto fg = scaled_floats(g, int64_t(E) * I, H, s2g, int64_t(I) * H);
-  const auto fu = scaled_floats(u, int64_t(E) * I, H, s2u, int64_t(I) * H);
-  const auto fd = scaled_floats(d, int64_t(E) * H, I, s2d, int64_t(H) * I);
-  const auto fsg = scaled_floats(sg, I, H, {sh_s2g}, int64_t(I) * H);
-  const auto fsu = scaled_floats(su, I, H, {sh_s2u}, int64_t(I) * H);
-  const auto fsd = scaled_floats(sdn, H, I, {sh_s2d}, int64_t(H) * I);
 
   DeviceBuffer<unsigned long long> d_sync{size_t(kNvfp4MoeSyncWords)};
   STRIKER_CUDA_CHECK(cudaMemset(d_sync.get(), 0, size_t(kNvfp4MoeSyncWords) * sizeof(unsigned long long)));
@@ -64,7 +51,7 @@ TEST(CudaNvfp4MoeOneLaunch, OneTokenHasTheTwoLaunchesBits) {
     DeviceBuffer<bf16> h_two(h0), act_two(size_t(K) * I), sact_two{size_t(I)};
     act_two.poison();
     sact_two.poison();
-    const Nvfp4Matrix down_rows = dd.view();
+    const Nvfp4Matrix down_rows = ds.m;
     nvfp4_moe_gate_up(d_x.get(), 1, H, gs, ups, I, d_ids.get(), K, act_two.get(), &sh, sact_two.get(), nullptr,
                       &down_rows);
     nvfp4_moe_down_combine(act_two.get(), 1, K, ds, I, H, d_ids.get(), d_tw.get(), &sh, sact_two.get(), nullptr,
@@ -83,7 +70,7 @@ TEST(CudaNvfp4MoeOneLaunch, OneTokenHasTheTwoLaunchesBits) {
     EXPECT_EQ(differing_bits(sact_one.download(), sact_two.download()), 0u) << "shared act differs";
     EXPECT_EQ(nans(h1), 0u);
     std::vector<bf16> h_ref = h0;
-    moe_float_ref(x, 1, H, I, I, MoeFloatWeights{&fg, &fu, &fd, &fsg, &fsu, &fsd}, ids, tw, K, h_ref);
+    moe_float_ref(x, 1, H, I, I, MoeFloatWeights{&w.fg, &w.fu, &w.fd, &sw.fg, &sw.fu, &sw.fd}, ids, tw, K, h_ref);
     const auto c = compare(h1, h_ref, 2 * kBf16Rtol, kBf16Atol);
     EXPECT_TRUE(c.ok()) << c.describe();
   }
