@@ -72,7 +72,7 @@ bool nvfp4_moe_one_launch_fits(int T, int hidden, int inter, int K, const Nvfp4S
 void nvfp4_moe_one_launch(const bf16* x, int hidden, Nvfp4Stack gate, Nvfp4Stack up, Nvfp4Stack down, int inter,
                           const int32_t* topk_ids, const float* topk_w, int K, const Nvfp4Shared& shared, bf16* act,
                           bf16* shared_act, bf16* y_scratch, unsigned long long* sync, bf16* h,
-                          cudaStream_t stream);
+                          cudaStream_t stream, bool cooperative = false);
 
 // CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
 // gate/up [E, I, H], down [E, H, I]; shared_* may be null.

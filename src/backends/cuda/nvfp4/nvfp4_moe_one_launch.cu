@@ -187,16 +187,28 @@ bool nvfp4_moe_one_launch_fits(int T, int hidden, int inter, int K, const Nvfp4S
 void nvfp4_moe_one_launch(const bf16* x, int hidden, Nvfp4Stack gate, Nvfp4Stack up, Nvfp4Stack down, int inter,
                           const int32_t* topk_ids, const float* topk_w, int K, const Nvfp4Shared& shared, bf16* act,
                           bf16* shared_act, bf16* y_scratch, unsigned long long* sync, bf16* h,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, bool cooperative) {
   if (!nvfp4_moe_one_launch_fits(1, hidden, inter, K, &shared))
     throw Error("nvfp4_moe_one_launch: one token with hidden " + std::to_string(hidden) + ", inter " +
                 std::to_string(inter) + " (shared " + std::to_string(shared.inter) + "), top-" + std::to_string(K) +
                 " is not a shape it takes, or its grid does not fit the GPU at once");
-  const dim3 grid(unsigned(inter / kRowsPerCta), unsigned(K + 1));
-  launch_pdl(nvfp4_moe_one_launch_kernel, grid, dim3(kWarps * 32), 0, stream, reinterpret_cast<const bf16_t*>(x),
-             hidden, gate, up, down, inter, topk_ids, topk_w, K, shared, reinterpret_cast<bf16_t*>(act),
-             reinterpret_cast<bf16_t*>(shared_act), reinterpret_cast<bf16_t*>(y_scratch), sync,
-             reinterpret_cast<bf16_t*>(h));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(inter / kRowsPerCta), unsigned(K + 1));
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  // TEMPORARY (session 45's open question): with `cooperative` the driver itself refuses a grid that
+  // cannot be resident at once, instead of the occupancy estimate above — if it takes it beside PDL.
+  attr[1].id = cudaLaunchAttributeCooperative;
+  attr[1].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = cooperative ? 2 : 1;
+  STRIKER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, nvfp4_moe_one_launch_kernel, reinterpret_cast<const bf16_t*>(x), hidden,
+                                        gate, up, down, inter, topk_ids, topk_w, K, shared,
+                                        reinterpret_cast<bf16_t*>(act), reinterpret_cast<bf16_t*>(shared_act),
+                                        reinterpret_cast<bf16_t*>(y_scratch), sync, reinterpret_cast<bf16_t*>(h)));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_one_launch");
 }
 
