@@ -28,7 +28,11 @@ constexpr int kRowsPerCta = 2 * kWarps;
 constexpr int kMaxTopK = 8;
 constexpr int kHidden = 2048;  // one pair of code chunks per lane (nvfp4_one_pair_per_lane): Flint's
 static_assert(nvfp4_one_pair_per_lane(kHidden, 1), "the gate/up kernel's one-pair form");
-constexpr int kMaxRowBlocks = int(kNvfp4MoeSyncWords) - (kMaxTopK + 1);
+// The grid's width at Flint's inter: each CTA's share of the down rows is whole 16-row warp tiles, one per
+// warp at most, and every row block has a counter after the slots'.
+constexpr int kBlocks = nvfp4_down::kFullIn / kRowsPerCta;
+static_assert(kHidden % (16 * kBlocks) == 0 && kHidden / kBlocks <= 16 * kWarps, "down rows per CTA: whole warp tiles");
+static_assert(kMaxTopK + 1 + kBlocks <= kNvfp4MoeSyncWords, "a counter per slot and per row block");
 
 __device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
   unsigned long long v;
@@ -50,10 +54,10 @@ __device__ __forceinline__ unsigned long long take_ticket(unsigned long long* co
 }
 
 // grid (inter / 16, K + 1): CTA (x, slot) — slot K is the shared expert — computes act rows
-// [16x, 16x + 16) of its slot, then down rows [x·R, x·R + R) of its slot's expert (R = hidden / gridDim.x,
+// [16x, 16x + 16) of its slot, then down rows [x·R, x·R + R) of its slot's expert (R = kHidden / gridDim.x,
 // a multiple of 16: warps 0 .. R/16 - 1), then, if last of the K + 1 slots there, h at those rows.
 __global__ void __launch_bounds__(kWarps * 32, 2)
-    nvfp4_moe_one_launch_kernel(const bf16_t* __restrict__ x, int hidden, Nvfp4Stack wg, Nvfp4Stack wu,
+    nvfp4_moe_one_launch_kernel(const bf16_t* __restrict__ x, Nvfp4Stack wg, Nvfp4Stack wu,
                                 Nvfp4Stack wd, int inter, const int32_t* __restrict__ ids,
                                 const float* __restrict__ topk_w, int K, Nvfp4Shared sh, bf16_t* act,
                                 bf16_t* shared_act, bf16_t* ys, unsigned long long* sync, bf16_t* __restrict__ h) {
@@ -62,7 +66,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const int slot = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool shared = slot == K;
   const int o0 = blockIdx.x * kRowsPerCta + 2 * warp;  // this warp's gate/up rows o0, o0 + 1
-  const int64_t cb = hidden / 2, sb = hidden / 16;
+  const int64_t cb = kHidden / 2, sb = kHidden / 16;
   const uint8_t* cr[4];
   const uint8_t* sr[4];
   float s2g = 0.f, s2u = 0.f;
@@ -74,7 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     cr[3] = sh.up.codes + (o0 + 1) * cb, sr[3] = sh.up.scales + (o0 + 1) * sb;
     s2g = sh.s2_gate;
     s2u = sh.s2_up;
-    warp_dot_nvfp4_prologue_mma<4, true>(cr, sr, hidden, pr);
+    warp_dot_nvfp4_prologue_mma<4, true>(cr, sr, kHidden, pr);
   }
   pdl_wait();  // ids, weights (router), x (the router's norm) and h (o_proj) come from earlier kernels
   int64_t e = 0;
@@ -87,13 +91,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     cr[3] = wu.m.codes + (r0 + 1) * cb, sr[3] = wu.m.scales + (r0 + 1) * sb;
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue_mma<4, true>(cr, sr, hidden, pr);
+    warp_dot_nvfp4_prologue_mma<4, true>(cr, sr, kHidden, pr);
   }
   // This CTA's down rows into L2 behind its gate/up rows (the two-launch form's prefetch, its own rows).
-  const int rows = hidden / int(gridDim.x), d0 = blockIdx.x * rows;
+  const int rows = kHidden / int(gridDim.x), d0 = blockIdx.x * rows;
   const int64_t dcb = inter / 2, dsb = inter / 16;
-  const uint8_t* dcodes = shared ? sh.down.codes : wd.m.codes + e * hidden * dcb;
-  const uint8_t* dscales = shared ? sh.down.scales : wd.m.scales + e * hidden * dsb;
+  const uint8_t* dcodes = shared ? sh.down.codes : wd.m.codes + e * kHidden * dcb;
+  const uint8_t* dscales = shared ? sh.down.scales : wd.m.scales + e * kHidden * dsb;
   prefetch_l2_part(dcodes + d0 * dcb, rows * dcb, 0, 1);
   prefetch_l2_part(dscales + d0 * dsb, rows * dsb, 0, 1);
 
@@ -136,7 +140,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     dot_rows<true, true>(r, a, inter, t, 0, kSteps, c0, c1);
     if (t == 0) {  // the down kernel's bf16(scale2·2^8 · sum) of rows top and bottom
       const float coef = (shared ? sh.s2_down : wd.scale2[e]) * kNvfp4PairUnscale;
-      bf16_t* y = ys + int64_t(slot) * hidden;
+      bf16_t* y = ys + int64_t(slot) * kHidden;
       y[top] = __float2bfloat16_rn((c0[0] + c1[0]) * coef);
       y[bottom] = __float2bfloat16_rn((c0[2] + c1[2]) * coef);
     }
@@ -153,8 +157,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   for (int i = threadIdx.x; i < rows; i += blockDim.x) {  // the down kernel's combine, in k order
     const int o = d0 + i;
     float sum = 0.f;
-    for (int k = 0; k < K; ++k) sum = fmaf(topk_w[k], load_bf16_from_l2(ys + int64_t(k) * hidden + o), sum);
-    const float y = round_bf16(round_bf16(sum) + load_bf16_from_l2(ys + int64_t(K) * hidden + o));
+    for (int k = 0; k < K; ++k) sum = fmaf(topk_w[k], load_bf16_from_l2(ys + int64_t(k) * kHidden + o), sum);
+    const float y = round_bf16(round_bf16(sum) + load_bf16_from_l2(ys + int64_t(K) * kHidden + o));
     h[o] = __float2bfloat16_rn(__bfloat162float(h[o]) + y);
   }
 }
@@ -179,9 +183,7 @@ bool nvfp4_moe_one_launch_fits(int T, int hidden, int inter, int K, const Nvfp4S
   if (T != 1 || K < 1 || K > kMaxTopK || shared == nullptr || shared->inter != inter ||
       inter != nvfp4_down::kFullIn || hidden != kHidden)
     return false;
-  const int blocks = inter / kRowsPerCta;
-  if (blocks > kMaxRowBlocks || hidden % (16 * blocks) != 0 || hidden / blocks > 16 * kWarps) return false;
-  return resident_ctas() >= blocks * (K + 1);
+  return resident_ctas() >= kBlocks * (K + 1);
 }
 
 void nvfp4_moe_one_launch(const bf16* x, int hidden, Nvfp4Stack gate, Nvfp4Stack up, Nvfp4Stack down, int inter,
@@ -193,7 +195,7 @@ void nvfp4_moe_one_launch(const bf16* x, int hidden, Nvfp4Stack gate, Nvfp4Stack
                 std::to_string(inter) + " (shared " + std::to_string(shared.inter) + "), top-" + std::to_string(K) +
                 " is not a shape it takes, or its grid does not fit the GPU at once");
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(inter / kRowsPerCta), unsigned(K + 1));
+  cfg.gridDim = dim3(unsigned(kBlocks), unsigned(K + 1));
   cfg.blockDim = dim3(kWarps * 32);
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
@@ -205,8 +207,8 @@ void nvfp4_moe_one_launch(const bf16* x, int hidden, Nvfp4Stack gate, Nvfp4Stack
   attr[1].val.cooperative = 1;
   cfg.attrs = attr;
   cfg.numAttrs = cooperative ? 2 : 1;
-  STRIKER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, nvfp4_moe_one_launch_kernel, reinterpret_cast<const bf16_t*>(x), hidden,
-                                        gate, up, down, inter, topk_ids, topk_w, K, shared,
+  STRIKER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, nvfp4_moe_one_launch_kernel, reinterpret_cast<const bf16_t*>(x), gate,
+                                        up, down, inter, topk_ids, topk_w, K, shared,
                                         reinterpret_cast<bf16_t*>(act), reinterpret_cast<bf16_t*>(shared_act),
                                         reinterpret_cast<bf16_t*>(y_scratch), sync, reinterpret_cast<bf16_t*>(h)));
   STRIKER_CUDA_CHECK_LAUNCH("nvfp4_moe_one_launch");
