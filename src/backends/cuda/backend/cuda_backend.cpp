@@ -14,7 +14,6 @@
 #include "backends/cuda/moe/moe_grouped.h"
 #include "backends/cuda/moe/moe_grouped_wgmma.h"
 #include "backends/cuda/moe/router.h"
-#include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/sample_split.h"
 
 namespace striker::cuda {
@@ -76,8 +75,6 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
   w.topk_ids = w.arena.get<int32_t>(Tm * K);
   w.router_counter = w.arena.get<unsigned int>(kRouterSyncWords);  // the decode router's exchange words
   STRIKER_CUDA_CHECK(cudaMemset(w.router_counter, 0, kRouterSyncWords * sizeof(unsigned int)));
-  w.moe_sync = w.arena.get<unsigned long long>(kNvfp4MoeSyncWords);
-  STRIKER_CUDA_CHECK(cudaMemset(w.moe_sync, 0, kNvfp4MoeSyncWords * sizeof(unsigned long long)));
   w.logits = w.arena.get<float>(int64_t(options_.max_logit_rows) * c.vocab_size);
   w.logits_bf16 = w.arena.get<bf16>(int64_t(options_.max_logit_rows) * c.vocab_size);
   const auto inv = rope_inv_freq(c.rope_theta, int(d));

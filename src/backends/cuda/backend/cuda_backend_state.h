@@ -60,8 +60,6 @@ struct CudaBackend::Workspace {
   int32_t* topk_ids;
   // The decode router's exchange words (router.h, kRouterSyncWords): zero between launches.
   unsigned int* router_counter = nullptr;
-  // The one-launch MoE's counters (nvfp4_moe.h, kNvfp4MoeSyncWords): zero once, then the kernel's.
-  unsigned long long* moe_sync = nullptr;
   AttentionScratch scratch;
   // Step metadata: one pinned host buffer, one device buffer, one copy per step.
   size_t meta_bytes = 0;

@@ -14,8 +14,6 @@
 //   longer steps: a device-side routing sort, then per expert tile the routed experts' GEMMs —
 //     grouped mma.sync GEMMs of 16-row tiles for batched decode (moe_grouped.h), and the Hopper
 //     wgmma kernels at prefill sizes (moe_grouped_wgmma.h), each distinct expert read once per tile.
-#include <cstdlib>
-
 #include "backends/cuda/backend/cuda_backend.h"
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/elementwise/elementwise.h"
@@ -78,18 +76,6 @@ void CudaBackend::moe_decode_nvfp4(const DeviceLayer& L, int T, const float* nex
     gemv_gate_up(w.x, T, H, L.sh_gate, L.sh_up, Is, w.act, stream_);
     gemv_bf16(w.act, T, Is, L.sh_down, H, w.tmp, stream_);
     y_shared = w.tmp;
-  }
-  // TEMPORARY A/B switch (session 45): the one-launch MoE of one token (nvfp4_moe_one_launch.cu); 2 = the
-  // same launched as a cooperative grid.
-  static const int one_launch_ab = [] {
-    const char* v = std::getenv("STRIKER_AB_MOE_ONE_LAUNCH");
-    return v != nullptr && (v[0] == '1' || v[0] == '2') ? v[0] - '0' : 0;
-  }();
-  if (one_launch_ab > 0 && shared_nv && next_norm == nullptr && nvfp4_moe_one_launch_fits(T, H, I, K, &sh)) {
-    nvfp4_moe_one_launch(w.x, H, L.nv_exp_gate.stack(), L.nv_exp_up.stack(), L.nv_exp_down.stack(), I, w.topk_ids,
-                         w.topk_w, K, sh, w.moe_act, w.shared_act, w.moe_y, w.moe_sync, w.h, stream_,
-                         one_launch_ab == 2);
-    return;
   }
   // The gate/up CTAs request the selected experts' down rows into L2 for the down kernel (NVFP4 8K step
   // -0.012 ms, batch 8 -0.05; the same for BF16's 4x the bytes lost +0.07 ms: eighteenth session).

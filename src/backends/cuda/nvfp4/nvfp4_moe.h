@@ -59,21 +59,6 @@ void nvfp4_moe_down_combine(const bf16* act, int T, int K, Nvfp4Stack down, int 
                             const bf16* shared_act, const bf16* y_shared, bf16* h, cudaStream_t stream,
                             bf16* y_scratch = nullptr, const RowNorm* next_norm = nullptr);
 
-// The whole MoE block of a one-token step in one launch (nvfp4_moe_one_launch.cu): the bits of
-// nvfp4_moe_gate_up + nvfp4_moe_down_combine with the NVFP4 shared expert fused (act [K, inter] and
-// shared_act [inter] are written as they write them; y_scratch [K + 1, hidden] holds each slot's
-// bf16 down rows), h = bf16(h + y). sync: kNvfp4MoeSyncWords counters, zero before the first launch
-// and then left to the kernel (each launch adds a fixed count; never reset, never shared with another
-// stream). Only where nvfp4_moe_one_launch_fits: one token, the shared expert NVFP4 with the routed
-// experts' inter of 512, one pair of chunks per lane at hidden (Flint's 2048), and the whole grid resident on
-// the GPU at once (its CTAs wait for each other); throws otherwise.
-constexpr int64_t kNvfp4MoeSyncWords = 160;
-bool nvfp4_moe_one_launch_fits(int T, int hidden, int inter, int K, const Nvfp4Shared* shared);
-void nvfp4_moe_one_launch(const bf16* x, int hidden, Nvfp4Stack gate, Nvfp4Stack up, Nvfp4Stack down, int inter,
-                          const int32_t* topk_ids, const float* topk_w, int K, const Nvfp4Shared& shared, bf16* act,
-                          bf16* shared_act, bf16* y_scratch, unsigned long long* sync, bf16* h,
-                          cudaStream_t stream, bool cooperative = false);
-
 // CPU reference of the routed + shared block with float weights (already E2M1·E4M3·scale2):
 // gate/up [E, I, H], down [E, H, I]; shared_* may be null.
 struct MoeFloatWeights {

@@ -17,7 +17,6 @@
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
-#include "backends/cuda/nvfp4/nvfp4_down_rows.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
 #include "backends/cuda/nvfp4/nvfp4_moe_mma.h"
 #include "backends/cuda/nvfp4/nvfp4_skinny.cuh"
@@ -25,13 +24,54 @@
 namespace striker::cuda {
 namespace {
 
-using nvfp4_down::kFullIn;
-using nvfp4_down::kSteps;
-using nvfp4_down::MmaRows;
-using nvfp4_down::dot_rows;
-using nvfp4_down::load_rows;
+constexpr int kSteps = 4;          // 128-weight steps a warp loads in one batch
 constexpr int kMaxTopK = 8;
 constexpr size_t kMaxDownSmem = 200 * 1024;  // the one-token launch's reservation (nvfp4_moe.cu)
+
+// A warp's share of one dot product of rows (top, bottom) over `in` weights: steps s0, s0 + 1, ...
+// below s1, all loaded in one batch (kSteps at most; the callers' shapes keep it so).
+struct MmaRows {
+  uint4 qt[kSteps], qb[kSteps];
+  uint32_t st[kSteps], sb[kSteps];
+};
+
+// in % 64 == 0: a lane's 32-weight chunk of a step is wholly inside the row or wholly past it (the
+// last step of in % 128 == 64), and then its weights, scales and activations are zeros.
+// kFull: in == kFullIn (Flint's inter), so s0 = 0, s1 = kSteps and every chunk is live: the same loads
+// and MMAs without the predicates and zero fills.
+constexpr int kFullIn = 128 * kSteps;
+template <bool kFull = false>
+__device__ __forceinline__ void load_rows(const uint8_t* ct, const uint8_t* stp, const uint8_t* cb, const uint8_t* sbp,
+                                          int in, int t, int s0, int s1, MmaRows& r) {
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (kFull || s0 + u < s1) {
+      const int64_t s = kFull ? u : s0 + u;
+      const bool live = kFull || s * 128 + t * 32 < in;
+      r.qt[u] = live ? load_stream(ct + s * 64 + t * 16) : make_uint4(0, 0, 0, 0);
+      r.qb[u] = live ? load_stream(cb + s * 64 + t * 16) : make_uint4(0, 0, 0, 0);
+      r.st[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(stp + s * 8 + t * 2)) : 0u;
+      r.sb[u] = live ? __ldcs(reinterpret_cast<const unsigned short*>(sbp + s * 8 + t * 2)) : 0u;
+    }
+}
+
+template <bool kFull = false>
+__device__ __forceinline__ void dot_rows(const MmaRows& r, const bf16_t* x, int in, int t, int s0, int s1,
+                                         float (&c0)[4], float (&c1)[4]) {
+  if constexpr (kFull) s0 = 0, s1 = kSteps;
+  uint4 xq[kSteps][4];
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (s0 + u < s1) {
+      const bool live = kFull || (s0 + u) * 128 + t * 32 < in;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        xq[u][i] = live ? load_cached(x + int64_t(s0 + u) * 128 + t * 32 + i * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u)
+    if (s0 + u < s1) mma_chunk_pair(r.qt[u], r.st[u], r.qb[u], r.sb[u], xq[u], c0, c1);
+}
 
 // grid (hidden / 16, T): one CTA per 16 output rows of one token, one warp per routed expert k < K
 // (warp K: the fused shared expert), each over the whole inter of its expert (⌈inter / 128⌉ <= kSteps
