@@ -8,6 +8,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/device_math.cuh"
 
@@ -216,6 +217,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
                                                                 int num_splits,
                                                                 const int32_t* __restrict__ query_ids,
                                                                 bool records_by_id, bf16_t* __restrict__ out) {
+  STRIKER_STAMPS_CTA(kAttentionCombine);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int R = G * (D + 2);
   const int nh = nkv * G;
@@ -226,6 +228,7 @@ __global__ void __launch_bounds__(128) attention_combine_kernel(const float* __r
   // Query ids (step metadata) and sinks (weights) only above, so they are read before the wait
   // (attention_decode.cuh, "Metadata before the PDL wait"); the partials come from the split kernel.
   pdl_wait();
+  STRIKER_STAMP(1);
   // paged_attention stores the records of its z-th query at z; prefill_attention at the query's index.
   const float* recs = partials + (int64_t(records_by_id ? qi : z) * nkv + kvh) * num_splits * R;
   decode::combine_head<D, G>([&](int s) { return recs + int64_t(s) * R; }, num_splits, hh, sink,
@@ -241,11 +244,13 @@ template <int D, int G>
 __global__ void __launch_bounds__(kWideWarps * 32, 3) attention_combine_wide_kernel(
     const float* __restrict__ partials, const float* __restrict__ sinks, int nkv, int num_splits,
     bf16_t* __restrict__ out) {
+  STRIKER_STAMPS_CTA(kAttentionCombine);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int R = G * (D + 2);
   const int h = blockIdx.x, kvh = h / G, hh = h % G;
   const float sink = decode::sink_log2(sinks, h);
   pdl_wait();  // the partials come from the split kernel
+  STRIKER_STAMP(1);
   const float* recs = partials + int64_t(kvh) * num_splits * R;
   decode::combine_head_wide<D, G, kWideWarps, kWideBatch>([&](int s) { return recs + int64_t(s) * R; }, num_splits,
                                                           hh, sink, out + int64_t(h) * D);

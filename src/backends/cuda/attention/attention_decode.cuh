@@ -17,6 +17,7 @@
 #include "backends/cuda/attention/qk_rope_kv.cuh"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
 namespace striker::cuda::decode {
@@ -375,11 +376,14 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
     FrontPrep fp;
     front_prepare(fp, fa, p_new);
     pdl_wait();  // qkv comes from the QKV projection in front; every tile is already requested
+    STRIKER_STAMP(1);
     front_run(fp, fa, nkv, kvh, block_size, kbeg <= p_new && p_new < kend, q_smem, sk.qi);
     __syncthreads();  // q heads and the new key's k, v rows in shared memory
+    STRIKER_STAMP(2);
     q_fragments_from_shared(q_smem, lane, qa);
   } else {
     pdl_wait();  // metadata and old keys only above (see "Metadata before the PDL wait"); q and new keys below
+    STRIKER_STAMP(1);
 #pragma unroll
     for (int i = 0; i < kStages - 1; ++i)
       if (i >= early) issue(i, pb0[i], pb1[i]);
@@ -421,6 +425,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   }
   cp_async_wait<0>();  // only empty groups can remain; the ring is reused below
   __syncwarp();
+  STRIKER_STAMP(3);  // (thread 0: warp 0's tiles done)
   write_split_record(st, reinterpret_cast<float*>(smem), warp_ring_bytes(kStages) / 4, sm_m, sm_l, rec, lane, warp);
 }
 

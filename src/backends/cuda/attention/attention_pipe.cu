@@ -19,6 +19,7 @@
 #include "backends/cuda/attention/attention_decode.cuh"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 
 namespace striker::cuda::decode {
@@ -30,6 +31,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
     int block_size, int window, const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, const int32_t* __restrict__ query_ids, int step_queries, int num_splits,
     float* __restrict__ partials, FrontArgs front) {
+  STRIKER_STAMPS_CTA(kAttentionSplit);  // points 1-3 in pipe_split_record
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
   __shared__ __align__(16) bf16_t q_s[kFront ? (kGroup + 2) * kHeadDim : 8];  // the front's q heads, new k, v
@@ -38,6 +40,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
   pipe_split_record<kStages, kFront>(q, kc, vc, nkv, block_size, window, positions, table_offset, block_tables,
                                      query_ids, split, num_splits, kvh, z, step_queries, pipe_smem, sm_m, sm_l, rec,
                                      front, q_s);
+  STRIKER_STAMP(4);  // the record written
 }
 
 // The front's steps of one query whose splits of a KV head fit one cluster (grid.x = S = the cluster):
@@ -57,6 +60,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_cluste
     const int32_t* __restrict__ positions, const int32_t* __restrict__ table_offset,
     const int32_t* __restrict__ block_tables, FrontArgs front, const float* __restrict__ sinks,
     bf16_t* __restrict__ out) {
+  STRIKER_STAMPS_CTA(kAttentionCluster);  // points 1-3 in pipe_split_record
   namespace cg = cooperative_groups;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ float sm_m[kWarps][kGroup], sm_l[kWarps][kGroup];
@@ -65,8 +69,10 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_cluste
   float* rec = reinterpret_cast<float*>(pipe_smem + kClusterRecordOffset);
   pipe_split_record<kStages, true>(nullptr, kc, vc, nkv, block_size, window, positions, table_offset, block_tables,
                                    nullptr, split, S, kvh, 0, 1, pipe_smem, sm_m, sm_l, rec, front, q_s);
+  STRIKER_STAMP(4);  // the record written
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every record of the (query, KV head) written
+  STRIKER_STAMP(5);
   const float* recs[kMaxClusterSplits];
 #pragma unroll
   for (int s = 0; s < kMaxClusterSplits; ++s) recs[s] = s < S ? cluster.map_shared_rank(rec, unsigned(s)) : rec;
@@ -74,6 +80,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_cluste
     const int h = kvh * kGroup + hh;
     cluster_combine_head(recs, S, hh, sink_log2(sinks, h), out + int64_t(h) * kHeadDim);
   }
+  STRIKER_STAMP(6);
   cluster.sync();  // no CTA leaves while another may still read its record
 }
 

@@ -8,6 +8,7 @@
 #include "backends/cuda/backend/cuda_backend_state.h"
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/device_info.h"
+#include "backends/cuda/common/stamps.h"
 #include "backends/cuda/elementwise/elementwise.h"
 #include "backends/cuda/elementwise/embedding.h"
 #include "backends/cuda/attention/qk_rope_kv.h"
@@ -47,6 +48,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
                 std::to_string(c.num_experts_per_tok) + ": the MoE routing sort ranks tokens x top-k in " +
                 std::to_string(kMoeRankBits) + " bits); lower --max-num-batched-tokens or the chunk size");
   STRIKER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  stamps_begin();  // a profiling build only (stamps.h); nothing otherwise
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_start_));
   STRIKER_CUDA_CHECK(cudaEventCreate(&ev_end_));
   STRIKER_CUDA_CHECK(cudaEventCreateWithFlags(&meta_uploaded_, cudaEventDisableTiming));
@@ -143,6 +145,7 @@ CudaBackend::CudaBackend(DeviceModel model, const CudaBackendOptions& options)
 }
 
 CudaBackend::~CudaBackend() {
+  stamps_end();
   for (auto& [key, step] : graphs_) cudaGraphExecDestroy(step.exec);
   ws_.reset();
   sampling_.reset();

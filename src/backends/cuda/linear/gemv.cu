@@ -5,6 +5,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/linear/skinny_bf16.cuh"
@@ -31,6 +32,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
   // The LM head streams 8+ chunks per lane: its weights keep the deeper-unrolled loop after the wait,
   // except with the norm inside, where the first two chunks are in flight while the CTA normalises.
   constexpr int kPre = M == Mode::Logits && !kNorm ? 0 : (NT == 1 ? 2 : 1);
+  STRIKER_STAMPS_CTA(kBf16Gemv);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -57,24 +59,31 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const bf16_t* __restr
       WarpDotPrologue<R, kPre> pr;
       if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
       pdl_wait();  // h comes from earlier kernels
+      STRIKER_STAMP(1);
       block_rmsnorm_row(x, in, eps, ns);
+      STRIKER_STAMP(2);
       if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre, true>(pr, w, xr, in, nt, in, acc, part, S);
     } else {
       pdl_wait();
+      STRIKER_STAMP(1);
       block_rmsnorm_row(x, in, eps, ns);
+      STRIKER_STAMP(2);
       if (o0 < out_dim) warp_dot<R, NT, true>(w, xr, in, nt, in, acc, part, S);
     }
   } else if constexpr (kPre > 0) {
     WarpDotPrologue<R, kPre> pr;
     if (o0 < out_dim) warp_dot_prologue<R, kPre>(w, in, pr, part, S);
     pdl_wait();  // x (and h in Residual mode) come from earlier kernels
+    STRIKER_STAMP(1);
     preload_residual_h<M>(out, out_dim, o0, t0, nt, lane, part, hv);  // added at the end (gemv_out.cuh)
     if (o0 < out_dim) warp_dot_after_prologue<R, NT, kPre>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
     static_assert(M != Mode::Residual, "the residual's h is loaded after the other branch's wait");
     pdl_wait();
+    STRIKER_STAMP(1);
     if (o0 < out_dim) warp_dot<R, NT>(w, xr, in, nt, in, acc, part, S);
   }
+  STRIKER_STAMP(3);
   bool stores = o0 < out_dim;  // this warp holds finished sums to store
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
@@ -121,6 +130,7 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
                                                               bf16_t* __restrict__ act, const float* __restrict__ gamma,
                                                               float eps) {
   static_assert(!kNorm || (NT == 1 && kWarps * 32 == kRmsnormRowThreads), "the block norm: one token, 256 threads");
+  STRIKER_STAMPS_CTA(kBf16GateUp);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -137,11 +147,14 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(const bf16_t* __re
     if (o0 < inter) warp_dot_prologue<4, 2>(w, in, pr, part, S);
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h comes from earlier kernels
+    STRIKER_STAMP(1);
     block_rmsnorm_row(x, in, eps, ns);
+    STRIKER_STAMP(2);
     const bf16_t* xr[4] = {ns.x, ns.x, ns.x, ns.x};
     if (o0 < inter) warp_dot_after_prologue<4, NT, 2, true>(pr, w, xr, in, nt, in, acc, part, S);
   } else {
     pdl_wait();  // x comes from earlier kernels
+    STRIKER_STAMP(1);
     const bf16_t* xb = x + int64_t(t0) * in;
     const bf16_t* xr[4] = {xb, xb, xb, xb};
     if (o0 < inter) warp_dot<4, NT>(w, xr, in, nt, in, acc, part, S);

@@ -5,6 +5,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/common/warp_dot.cuh"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
@@ -35,6 +36,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     const bf16_t* __restrict__ su, int shared_inter, bf16_t* __restrict__ shared_act) {
   constexpr int kPre = 2;  // shared-expert chunks per lane loaded before the wait
   constexpr int S = kGateUpSplit;
+  STRIKER_STAMPS_CTA(kMoeGateUp);
   pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, part = warp % S;
   const int o0 = (blockIdx.x * (kWarps / S) + warp / S) * 2;
@@ -57,9 +59,11 @@ __global__ void __launch_bounds__(kWarps * 32) moe_gate_up_kernel(
     WarpDotPrologue<4, kPre> pr;
     if (live) warp_dot_prologue<4, kPre>(w, hidden, pr, part, S);
     pdl_wait();  // x comes from the previous kernel
+    STRIKER_STAMP(1);
     if (live) warp_dot_after_prologue<4, 1, kPre>(pr, w, xr, 0, 1, hidden, acc, part, S);
   } else {
     pdl_wait();  // x and the routing come from earlier kernels
+    STRIKER_STAMP(1);
     rows_of(wg + int64_t(ids[slot]) * inter * hidden, wu + int64_t(ids[slot]) * inter * hidden, w);
     if (live) warp_dot<4, 1>(w, xr, 0, 1, hidden, acc, part, S);
   }
@@ -189,6 +193,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_one_round_kernel(
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
   constexpr int kChunks = 2;  // per lane and row: 512 / 8 / 32
+  STRIKER_STAMPS_CTA(kMoeDown);
   pdl_launch_dependents();  // see launch.cuh
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   const int t = blockIdx.y;
@@ -203,6 +208,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_one_round_kernel(
       sw[1][j] = load_stream(wd_shared + int64_t(o1) * shared_inter + (lane + 32 * j) * 8);
     }
   pdl_wait();  // ids, weights, act, shared act and h come from earlier kernels
+  STRIKER_STAMP(1);
   if (!live) return;
   // The routing weights and h now, so their L2 round trips overlap the dot products (seventeenth
   // session, with the one-token GEMVs' residual: −0.02 ms per step).
@@ -269,7 +275,9 @@ __global__ void __launch_bounds__(kWarps * 32) moe_down_kernel(
     const bf16_t* __restrict__ act, int K, const bf16_t* __restrict__ wd, int inter, int hidden,
     const int32_t* __restrict__ ids, const float* __restrict__ topk_w, const bf16_t* __restrict__ shared_act,
     const bf16_t* __restrict__ wd_shared, int shared_inter, bf16_t* __restrict__ h) {
+  STRIKER_STAMPS_CTA(kMoeDown);
   pdl_grid_start();  // see launch.cuh
+  STRIKER_STAMP(1);
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 < hidden) moe_down_rows(act, K, wd, inter, hidden, ids, topk_w, shared_act, wd_shared, shared_inter, h, o0);
 }

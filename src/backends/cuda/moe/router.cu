@@ -17,6 +17,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/elementwise/rmsnorm.h"
 #include "backends/cuda/elementwise/rmsnorm_row.cuh"
 #include "backends/cuda/linear/gemm_lt.h"
@@ -175,6 +176,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     unsigned long long* __restrict__ words, int32_t* __restrict__ ids, float* __restrict__ weights,
     const float* __restrict__ gamma, float eps, bf16_t* __restrict__ x_out) {
   extern __shared__ __align__(16) unsigned char smem[];
+  STRIKER_STAMPS_CTA(kRouterSpread);
   pdl_launch_dependents();
   using RW = RouterWeight<W>;
   const SpreadLayout lay = spread_layout(T, hidden, E);
@@ -203,6 +205,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     for (int i = int(threadIdx.x); i < E; i += int(blockDim.x)) bs[i] = bias != nullptr ? bias[i] : 0.f;
   __syncthreads();  // gamma in shared memory
   pdl_wait();       // x (or h) is the previous kernel's output
+  STRIKER_STAMP(1);
   if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
     const bf16_t* src = x + int64_t(warp) * hidden;
     uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
@@ -251,6 +254,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     }
   }
   __syncthreads();  // every token's x in shared memory
+  STRIKER_STAMP(2);
   if (dots) {
     for (int t = group; t < T; t += kSpreadGroups) {
       float acc = 0.f;
@@ -270,6 +274,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
       if (lane == 0) st_relaxed_u64(words + int64_t(t) * E + e, kWordReady | __float_as_uint(v));
     }
   }
+  STRIKER_STAMP(3);  // this CTA's logits published
   // Up to 256 experts CTA t's 8 warps select token t by ranks (router_select_cta_rank; one expert per thread:
   // the router -0.2 to -0.35 µs per MoE layer against one warp's K rounds, eighteenth session); above, warp 0
   // alone (router_select_warp_redux, P experts per lane).
@@ -283,6 +288,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
     unsigned long long v = ex < E ? ld_relaxed_u64(tw + ex) : kWordReady;
     while (!__all_sync(0xffffffffu, v >= kWordReady))
       if (v < kWordReady) v = ld_relaxed_u64(tw + ex);
+    STRIKER_STAMP(4);  // (thread 0: its warp saw all of its experts' logits)
     const float lg = __uint_as_float(unsigned(v));
     if (ex < E) {
       ls[ex] = lg;

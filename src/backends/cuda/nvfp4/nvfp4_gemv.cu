@@ -4,6 +4,7 @@
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/linear/gemv_out.cuh"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_linear.h"
 #include "backends/cuda/common/warp_dot.cuh"
@@ -34,6 +35,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out,
                       const float* __restrict__ gamma, float eps) {
   static_assert(!kNorm || (NT == 1 && kWarps * 32 == kRmsnormRowThreads), "the block norm: one token, 256 threads");
+  STRIKER_STAMPS_CTA(kNvfp4Gemv);
   pdl_launch_dependents();  // see launch.cuh
   constexpr int kGroups = kWarps / S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -57,13 +59,17 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
+    STRIKER_STAMP(1);
     block_rmsnorm_row(x, in, eps, ns);
+    STRIKER_STAMP(2);
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true, kPairs>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
     pdl_wait();  // x and h (Residual) are written by earlier kernels
+    STRIKER_STAMP(1);
     preload_residual_h<M>(out, out_dim, o0, t0, nt, lane, part, hv);  // added at the end (gemv_out.cuh)
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, false, kPairs>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
+  STRIKER_STAMP(3);
   if constexpr (S > 1) {
     __shared__ float red[kWarps][R * NT];
     if (lane == 0)
@@ -105,6 +111,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     nvfp4_gate_up_kernel(const bf16_t* __restrict__ x, int T, int in, Nvfp4Matrix wg, float s2g, Nvfp4Matrix wu,
                          float s2u, int inter, bf16_t* __restrict__ act, const float* __restrict__ gamma, float eps) {
   static_assert(!kNorm || (NT == 1 && kWarps * 32 == kRmsnormRowThreads), "the block norm: one token, 256 threads");
+  STRIKER_STAMPS_CTA(kNvfp4GateUp);
   pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int o0 = (blockIdx.x * kWarps + warp) * 2;
@@ -123,11 +130,14 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
+    STRIKER_STAMP(1);
     block_rmsnorm_row(x, in, eps, ns);
+    STRIKER_STAMP(2);
     if (!live) return;
     warp_dot_nvfp4_early_mma<4, true, kPairs>(pr, cr, sr, ns.x, in, acc);
   } else {
     pdl_wait();  // x is written by the previous kernel
+    STRIKER_STAMP(1);
     warp_dot_nvfp4_early_mma<4, false, kPairs>(pr, cr, sr, x + int64_t(t0) * in, in, acc);
   }
 #pragma unroll

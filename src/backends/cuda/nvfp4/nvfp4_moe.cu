@@ -3,6 +3,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/moe/moe.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
 #include "backends/cuda/nvfp4/nvfp4_moe.h"
@@ -50,6 +51,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
     nvfp4_moe_gate_up_kernel(const bf16_t* __restrict__ x, int T, int hidden, Nvfp4Stack wg, Nvfp4Stack wu, int inter,
                              const int32_t* __restrict__ ids, int K, bf16_t* __restrict__ act, Nvfp4Shared sh,
                              bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down, int shared_groups) {
+  STRIKER_STAMPS_CTA(kNvfp4MoeGateUp);  // the shared expert's CTAs: entry and exit only
   pdl_launch_dependents();  // see launch.cuh
   int slot = blockIdx.y;
   if constexpr (kSharedS > 0) {
@@ -82,6 +84,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
   Nvfp4Prologue<4> pr;
   if (shared) warp_dot_nvfp4_prologue_mma<4, kOnePair>(cr, sr, hidden, pr);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
+  STRIKER_STAMP(1);
   if (!shared) {
     const int64_t e = ids[slot];
     stack_row(wg.m, e, inter, o0, hidden, cr[0], sr[0]);
@@ -99,6 +102,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
   }
   float acc[4][1];
   warp_dot_nvfp4_early_mma<4, false, E2m1Pairs::kMultiply, kOnePair>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
+  STRIKER_STAMP(3);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
     const float gv = round_bf16((lane == 0 ? acc[0][0] : acc[2][0]) * s2g);
@@ -118,7 +122,9 @@ __global__ void __launch_bounds__(kWarps * 32)
                           const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                           const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
                           bf16_t* __restrict__ h) {
+  STRIKER_STAMPS_CTA(kNvfp4MoeDown);
   pdl_grid_start();  // see launch.cuh
+  STRIKER_STAMP(1);
   const int o0 = (blockIdx.x * kWarps + (threadIdx.x >> 5)) * 2;
   if (o0 >= hidden) return;
   const int t = blockIdx.y;

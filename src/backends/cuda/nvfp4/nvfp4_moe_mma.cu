@@ -14,6 +14,7 @@
 
 #include "backends/cuda/common/cuda_check.h"
 #include "backends/cuda/common/launch.cuh"
+#include "backends/cuda/common/stamps.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
 #include "backends/cuda/nvfp4/nvfp4_decode.cuh"
@@ -85,6 +86,7 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
                               const int32_t* __restrict__ ids, const float* __restrict__ topk_w, Nvfp4Shared sh,
                               const bf16_t* __restrict__ shared_act, const bf16_t* __restrict__ y_shared,
                               bf16_t* __restrict__ h) {
+  STRIKER_STAMPS_CTA(kNvfp4MoeDown);
   pdl_launch_dependents();  // see launch.cuh
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int tok = blockIdx.y;
@@ -100,6 +102,7 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
     load_rows<kFull>(sh.down.codes + top * cb, sh.down.scales + top * sbytes, sh.down.codes + bottom * cb,
                      sh.down.scales + bottom * sbytes, in, t, 0, steps, r);
   pdl_wait();  // ids, weights of the routing, act and h come from earlier kernels
+  STRIKER_STAMP(1);
   // The tail's loads now, so their L2 round trips overlap the dot products (seventeenth session, with
   // the one-token GEMVs' residual: −0.02 ms per step): h at the 16 outputs, each routed warp's scale2
   // and routing weight (into shared memory before the barrier).
@@ -129,6 +132,7 @@ __global__ void __launch_bounds__((kMaxTopK + 1) * 32)
   }
   if (!shared && lane == 0) coef[0][warp] = s2e, coef[1][warp] = twk;
   __syncthreads();
+  STRIKER_STAMP(2);
   if (threadIdx.x < 16) {
     const int o = o0 + threadIdx.x;
     if (o < hidden) {
