@@ -337,7 +337,12 @@ void launch_router_spread_p(const bf16* x, int T, const RouterShape& rs, const W
                             float* logits, unsigned int* sync, int32_t* ids, float* topk_w,
                             const RouterInputNorm* in_norm, cudaStream_t stream) {
   auto* kernel = router_spread_kernel<W, P>;
-  static const bool ready = allow_dynamic_smem(kernel, int(kMaxSmem - sizeof(CtaSelectSmem)));
+  // Everything the CTA's static shared memory (the selection's, and a profiling build's stamps) leaves.
+  static const bool ready = [&] {
+    cudaFuncAttributes a{};
+    STRIKER_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel));
+    return allow_dynamic_smem(kernel, int(kMaxSmem - a.sharedSizeBytes));
+  }();
   (void)ready;
   const int E = rs.n_experts;
   const int ctas = std::max((E + kSpreadRows - 1) / kSpreadRows, T);
