@@ -4,8 +4,9 @@ and predecessor, where the time of the replayed decode chain goes.
 
 usage: stamps_report.py STAMPS.bin [--steps N] [--skip FRACTION]
 
-Each launch is one kernel's CTAs (a kind's records in entry order, split where a block index repeats: every
-CTA of a grid enters before its dependent grid is launched, so the entry counter orders launches). The chain
+Each launch is one kernel's CTAs (a kind's records in entry order, split where a block index repeats or where
+10 µs pass between two entries: every CTA of a grid enters before its dependent grid is launched, so the entry
+counter orders launches). The chain
 is the launches in entry order. Per (kernel, predecessor, CTAs) the medians over launches of:
   boundary  first CTA past its wait - the predecessor's last CTA exit (global timer)
   span      last CTA exit - first CTA past its wait: the kernel's time on the chain after its wait
@@ -23,6 +24,10 @@ KINDS = {1: "nvfp4_gemv", 2: "nvfp4_gate_up", 3: "bf16_gemv", 4: "bf16_gate_up",
          7: "attn_combine", 8: "router", 9: "nvfp4_moe_gate_up", 10: "nvfp4_moe_down", 11: "moe_gate_up",
          12: "moe_down"}
 POINTS = 8
+# A launch's CTAs enter within a few µs of each other; the same kernel's next launch enters a layer later at the
+# latest. The gap rule resynchronises the split where the ring's first launch lost its first CTAs (a repeated
+# block index alone would then cut every later launch one CTA late).
+GAP_NS = 10_000
 
 
 def load(path):
@@ -48,14 +53,15 @@ def launches(d):
     for k in np.unique(d["kind"]):
         idx = np.where(d["kind"] == k)[0]
         idx = idx[np.argsort(d["seq"][idx], kind="stable")]
-        seen, cur = set(), []
+        seen, cur, last = set(), [], None
         for i in idx:
-            b = int(d["block"][i])
-            if b in seen:
+            b, g0 = int(d["block"][i]), int(d["g"][i, 0])
+            if b in seen or (last is not None and g0 - last > GAP_NS):
                 out.append(np.array(cur))
                 seen, cur = set(), []
             seen.add(b)
             cur.append(i)
+            last = g0
         if cur:
             out.append(np.array(cur))
     out.sort(key=lambda a: int(d["seq"][a].min()))

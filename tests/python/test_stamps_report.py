@@ -89,3 +89,21 @@ def test_wrong_record_size_is_refused(tmp_path):
     make(tmp_path / "s.bin", words=12)
     r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "s.bin")], capture_output=True, text=True)
     assert r.returncode != 0 and "words per record" in r.stderr
+
+
+def test_a_ring_that_lost_the_first_ctas_of_its_first_launch(tmp_path):
+    """The ring keeps the newest records: its first launch may miss its first CTAs, whose block indices the
+    next launch of that kernel brings first. The launches must still be cut where they are."""
+    make(tmp_path / "full.bin")
+    with open(tmp_path / "full.bin", "rb") as f:
+        words, n = struct.unpack("<II", f.read(8))
+        body = f.read()
+    size = words * 8
+    with open(tmp_path / "cut.bin", "wb") as f:  # drop the first stamped CTA: block 0 of the first gemv launch
+        f.write(struct.pack("<II", words, n - 1))
+        f.write(body[size:])
+    out = run(tmp_path / "cut.bin")
+    r = row(out, "attn_cluster <- nvfp4_gemv", 3)
+    assert r[3:6] == ["0.50", "6.00", "6.50"]
+    r = row(out, "nvfp4_gemv <- router", 4)  # the gemv launches after the cut keep their own CTAs
+    assert r[1] == "4" and r[4] == "4.00"
