@@ -21,7 +21,7 @@ for case in "nvfp4 8192" "bf16 8192" "nvfp4 100000" "bf16 100000"; do set -- $ca
   f=/tmp/st_${q}_$ctx.bin
   r=$(STRIKER_STAMPS=$f timeout 120 $B/striker bench latency --config $C "${qa[@]}" --graphs --context $ctx --batch 1 --steps 30 --warmup 3 2>&1)
   echo "== $q $ctx stamped $(ms "$r") ms; $(echo "$r" | grep -E '^stamps:' | tail -1) $(echo "$r" | grep -m1 -i error)"
-  python3 scripts/stamps_report.py $f > $OUT/rep_${q}_$ctx.txt 2>&1
+  python3 ${REPORT:-scripts/stamps_report.py} $f > $OUT/rep_${q}_$ctx.txt 2>&1
   cat $OUT/rep_${q}_$ctx.txt
   if [ $q$ctx = nvfp48192 ]; then  # the last ~5 steps' records come back (16 MiB a file) for later questions
     python3 - $f $OUT/st_nvfp4_8192_tail.bin <<'PY'
