@@ -100,31 +100,24 @@ __device__ __forceinline__ void block_norm_stage_gamma(const float* __restrict__
 // squares over elements i, i + 256, ... in that order (rmsnorm_partial, read from the staged raw
 // row), rmsnorm_scale's reduction, rmsnorm_apply. Every thread of the block calls it; it ends with
 // a barrier, so on return every thread may read all of s.x.
-// The same on shared-memory arrays of the caller's own layout (gamma_s staged before the wait, x_s
-// for hidden bf16 values, partial for kRmsnormRowThreads / 32 floats).
-__device__ __forceinline__ void block_rmsnorm_row_to(const bf16_t* __restrict__ h, int hidden, float eps,
-                                                     const float* gamma_s, bf16_t* x_s, float* partial) {
+__device__ __forceinline__ void block_rmsnorm_row(const bf16_t* __restrict__ h, int hidden, float eps,
+                                                  BlockNormSmem& s) {
   const int c = int(threadIdx.x);  // this thread's chunk (elements 8c..8c+7)
   const bool holds = c < hidden / 8;
-  uint4* x4 = reinterpret_cast<uint4*>(x_s);
+  uint4* x4 = reinterpret_cast<uint4*>(s.x);
   uint4 raw = make_uint4(0u, 0u, 0u, 0u);
   if (holds) x4[c] = raw = load_from_l2(h + int64_t(c) * 8);  // h: the previous kernel's output
-  __syncthreads();  // the raw row (and the staged gamma) in shared memory
-  const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(x_s[i]); });
-  const float r = rmsnorm_scale(ss, hidden, eps, partial);  // two barriers: the raw row is read by now
+  __syncthreads();  // the raw row (and block_norm_stage_gamma's gamma) in shared memory
+  const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(s.x[i]); });
+  const float r = rmsnorm_scale(ss, hidden, eps, s.partial);  // two barriers: the raw row is read by now
   if (holds) {
     float f[8], y[8];
     unpack8(raw, f);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, gamma_s[8 * c + k]);
+    for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, s.gamma[8 * c + k]);
     x4[c] = pack8(y);
   }
   __syncthreads();  // the normalised row complete
-}
-
-__device__ __forceinline__ void block_rmsnorm_row(const bf16_t* __restrict__ h, int hidden, float eps,
-                                                  BlockNormSmem& s) {
-  block_rmsnorm_row_to(h, hidden, eps, s.gamma, s.x, s.partial);
 }
 
 }  // namespace striker::cuda

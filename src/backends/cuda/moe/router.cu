@@ -206,65 +206,54 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
   __syncthreads();  // gamma in shared memory
   pdl_wait();       // x (or h) is the previous kernel's output
   STRIKER_STAMP(1);
-  // One token with its norm: the whole CTA normalises h (block_rmsnorm_row_to: the rmsnorm kernel's bits, as the
-  // one-warp form below), one 8-value chunk per thread instead of 64 values per lane of warp 0.
-  static_assert(kSpreadWarps * 32 == kRmsnormRowThreads, "the block norm: 256 threads");
-  const bool block_norm = T == 1 && gamma != nullptr && hidden <= kBlockNormMaxHidden;
-  if (block_norm) {
-    __shared__ float norm_partial[kRmsnormRowThreads / 32];
-    block_rmsnorm_row_to(x, hidden, eps, gs, xs, norm_partial);  // ends with a barrier
-    if (x_out != nullptr && blockIdx.x == 0 && int(threadIdx.x) < chunks)
-      reinterpret_cast<uint4*>(x_out)[threadIdx.x] = reinterpret_cast<const uint4*>(xs)[threadIdx.x];
-  } else {
-    if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
-      const bf16_t* src = x + int64_t(warp) * hidden;
-      uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
-      if (gamma == nullptr) {
-        for (int c = lane; c < chunks; c += 32) dst[c] = load_cached(src + c * 8);
-      } else {
-        // The row kernel's sums: lane p holds threads 8p..8p+7 (chunk c = p + 32j is elements 8c..8c+7,
-        // thread 8p + k's trip j), trip by trip; chunks past the held ones go through shared memory.
-        uint4 hq[kHeld];
-  #pragma unroll
-        for (int i = 0; i < kHeld; ++i)
-          if (lane + 32 * i < chunks) hq[i] = load_cached(src + (lane + 32 * i) * 8);
-        float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-        auto add_squares = [&](const uint4& q) {
-          float f[8];
-          unpack8(q, f);
-  #pragma unroll
-          for (int k = 0; k < 8; ++k) part[k] += f[k] * f[k];  // rmsnorm_partial's `ss += v * v`
-        };
-  #pragma unroll
-        for (int i = 0; i < kHeld; ++i)
-          if (lane + 32 * i < chunks) add_squares(hq[i]);
-        for (int c = lane + 32 * kHeld; c < chunks; c += 32) {
-          const uint4 q = load_cached(src + c * 8);
-          dst[c] = q;
-          add_squares(q);
-        }
-        const float r = rmsnorm_r_of_lanes(part, hidden, eps);
-        uint4* out = x_out != nullptr && blockIdx.x == 0 ? reinterpret_cast<uint4*>(x_out + int64_t(warp) * hidden)
-                                                         : nullptr;
-        auto apply = [&](const uint4& q, int c) {
-          float f[8], y[8];
-          unpack8(q, f);
-          const float4 g0 = reinterpret_cast<const float4*>(gs)[2 * c], g1 = reinterpret_cast<const float4*>(gs)[2 * c + 1];
-          const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-  #pragma unroll
-          for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, g[k]);
-          const uint4 v = pack8(y);
-          dst[c] = v;
-          if (out != nullptr) out[c] = v;
-        };
-  #pragma unroll
-        for (int i = 0; i < kHeld; ++i)
-          if (lane + 32 * i < chunks) apply(hq[i], lane + 32 * i);
-        for (int c = lane + 32 * kHeld; c < chunks; c += 32) apply(dst[c], c);
+  if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
+    const bf16_t* src = x + int64_t(warp) * hidden;
+    uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
+    if (gamma == nullptr) {
+      for (int c = lane; c < chunks; c += 32) dst[c] = load_cached(src + c * 8);
+    } else {
+      // The row kernel's sums: lane p holds threads 8p..8p+7 (chunk c = p + 32j is elements 8c..8c+7,
+      // thread 8p + k's trip j), trip by trip; chunks past the held ones go through shared memory.
+      uint4 hq[kHeld];
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) hq[i] = load_cached(src + (lane + 32 * i) * 8);
+      float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      auto add_squares = [&](const uint4& q) {
+        float f[8];
+        unpack8(q, f);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) part[k] += f[k] * f[k];  // rmsnorm_partial's `ss += v * v`
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) add_squares(hq[i]);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) {
+        const uint4 q = load_cached(src + c * 8);
+        dst[c] = q;
+        add_squares(q);
       }
+      const float r = rmsnorm_r_of_lanes(part, hidden, eps);
+      uint4* out = x_out != nullptr && blockIdx.x == 0 ? reinterpret_cast<uint4*>(x_out + int64_t(warp) * hidden)
+                                                       : nullptr;
+      auto apply = [&](const uint4& q, int c) {
+        float f[8], y[8];
+        unpack8(q, f);
+        const float4 g0 = reinterpret_cast<const float4*>(gs)[2 * c], g1 = reinterpret_cast<const float4*>(gs)[2 * c + 1];
+        const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+#pragma unroll
+        for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, g[k]);
+        const uint4 v = pack8(y);
+        dst[c] = v;
+        if (out != nullptr) out[c] = v;
+      };
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i)
+        if (lane + 32 * i < chunks) apply(hq[i], lane + 32 * i);
+      for (int c = lane + 32 * kHeld; c < chunks; c += 32) apply(dst[c], c);
     }
-    __syncthreads();  // every token's x in shared memory
   }
+  __syncthreads();  // every token's x in shared memory
   STRIKER_STAMP(2);
   if (dots) {
     for (int t = group; t < T; t += kSpreadGroups) {
