@@ -3,11 +3,8 @@
 # build; main's binary does not fit beside the server payload): bench latency --graphs, 50 steps, device
 # ms / kernels, two rounds; then the server suites on --device cuda (test_cuda_kernels and bench_cuda_kernels
 # left out of the payload: with the server's fixtures and wheels they pass the 64 MiB transfer).
-set -uo pipefail
 cd "$(dirname "$0")/.."
-B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name --format=csv,noheader
+source .gpu_run/env.sh
 cp $B/striker $B/striker_F
 C=$B/config.json
 run() {  # bin ctx batch [quantization args]

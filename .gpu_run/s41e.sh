@@ -2,12 +2,8 @@
 # Session 41 run 4: F = the landed form (the cluster combine on NVFP4 one-token steps; the payload's own
 # build): bench latency --graphs, 50 steps, device ms / kernels, two rounds; test_cuda_kernels' attention
 # and backend suites (two processes).
-set -uo pipefail
 cd "$(dirname "$0")/.."
-B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name --format=csv,noheader
-C=$B/config.json
+source .gpu_run/env.sh
 run() {  # ctx batch [quantization args]
   local ctx=$1 b=$2; shift 2
   r=$(timeout 90 $B/striker bench latency --config $C "$@" --graphs --context $ctx --batch $b --steps 50 --warmup 3 2>&1)

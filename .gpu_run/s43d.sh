@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
 # Session 43 run 4: main's issue-11 table on the card lent (meant for an H200: the targets are the H200's) —
 # bench latency --graphs, 50 steps, device ms / kernels per step, two rounds.
-set -uo pipefail
 cd "$(dirname "$0")/.."
-B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
-C=$B/config.json
+source .gpu_run/env.sh
 run() {  # ctx batch [quantization args]
   local ctx=$1 b=$2; shift 2
   r=$(timeout 90 $B/striker bench latency --config $C "$@" --graphs --context $ctx --batch $b --steps 50 --warmup 3 2>&1)

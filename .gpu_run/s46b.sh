@@ -3,12 +3,8 @@
 # sliding layer, 11.7-12.7 us alone for ~1.1 MB) and the router (4.8 / 8.1 us for 1.06 MB) spend their time:
 # ncu warp-state, scheduler, launch and source-counter sections of one launch each (a middle layer), then the
 # SASS lines with the most stall samples.
-set -uo pipefail
 cd "$(dirname "$0")/.."
-B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name --format=csv,noheader
-C=$B/config.json
+source .gpu_run/env.sh
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 $NCU --version | tail -1
 for k in attention_pipe_cluster_kernel router_spread_kernel; do

@@ -2,12 +2,8 @@
 # Session 47 run 1: the phases of the one-token decode chain inside the replayed graph — per-CTA stamps
 # (a -DSTRIKER_STAMPS=ON build, src/backends/cuda/common/stamps.cuh; scripts/stamps_report.py), NVFP4 and BF16
 # at 8K and 100K, beside main's unstamped binary (BASE=striker.xz) for the stamps' own cost.
-set -uo pipefail
 cd "$(dirname "$0")/.."
-B=gpubin; export LD_LIBRARY_PATH="$PWD/$B/lib"
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
-C=$B/config.json
+source .gpu_run/env.sh
 BASE_BIN=/tmp/base_striker
 xz -dc "$BASE" > $BASE_BIN && chmod +x $BASE_BIN
 ms() { echo "$1" | grep -oE '\([0-9.]+ device\)' | grep -oE '[0-9.]+'; }
