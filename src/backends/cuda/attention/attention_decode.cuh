@@ -163,6 +163,9 @@ __device__ __forceinline__ void merge_warps_into_record(const float* acc, int ac
 // Merges the CTA's kWarps warp states through shared memory and writes the split record at rec
 // (G·2 floats of (m, l) per head, then G·D accumulators). Warp w's G×D accumulators go to
 // acc + w·acc_stride floats; the caller guarantees nothing else uses that memory now.
+// kStamp (the kernels with a stamps scope, stamps.cuh): stamp point 3 once every warp's state is
+// published, so a profile tells the wait for the CTA's slowest warp from the merge itself.
+template <bool kStamp = false>
 __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, int acc_stride,
                                                   float (&sm_m)[kWarps][kGroup], float (&sm_l)[kWarps][kGroup],
                                                   float* rec, int lane, int warp) {
@@ -183,6 +186,7 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
     sm_l[warp][g] = st.l;
   }
   __syncthreads();
+  if constexpr (kStamp) STRIKER_STAMP(3);  // (every warp's tiles done)
   merge_warps_into_record<G, D>(acc, acc_stride, sm_m, sm_l, rec);
 }
 
@@ -425,8 +429,7 @@ __device__ __forceinline__ void pipe_split_record(const bf16_t* __restrict__ q, 
   }
   cp_async_wait<0>();  // only empty groups can remain; the ring is reused below
   __syncwarp();
-  STRIKER_STAMP(3);  // (thread 0: warp 0's tiles done)
-  write_split_record(st, reinterpret_cast<float*>(smem), warp_ring_bytes(kStages) / 4, sm_m, sm_l, rec, lane, warp);
+  write_split_record<true>(st, reinterpret_cast<float*>(smem), warp_ring_bytes(kStages) / 4, sm_m, sm_l, rec, lane, warp);
 }
 
 // Folds one split record into a lane's running sums at the merged maximum mx: den += l·2^(m - mx) and
