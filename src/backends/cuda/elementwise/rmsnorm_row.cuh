@@ -4,7 +4,6 @@
 // the first kThreads takes elements i, i + kThreads, ...; lanes are reduced by warp_sum, then the
 // kThreads/32 warp partials in order.
 #pragma once
-#include "backends/cuda/common/activation_pieces.h"
 #include "backends/cuda/common/device_math.cuh"
 
 namespace striker::cuda {
@@ -106,9 +105,7 @@ __device__ __forceinline__ void block_norm_stage_gamma(const float* __restrict__
 // gamma_s (staged before the wait, block_norm_stage_gamma) is read only after the first barrier;
 // `partial` [kRmsnormRowThreads / 32] is read by every thread before the last one, so a later call may
 // reuse it. Every thread of the block (exactly kRmsnormRowThreads) calls it; it ends with a barrier,
-// so on return every thread may read all of x_s. kNvfp4Pieces: x_s in the NVFP4 dot products' order
-// (x_piece_slot, activation_pieces.h) instead of element order.
-template <bool kNvfp4Pieces = false>
+// so on return every thread may read all of x_s.
 __device__ __forceinline__ void block_rmsnorm_row_to(const bf16_t* __restrict__ h, int hidden, float eps,
                                                      const float* gamma_s, bf16_t* x_s, float* partial) {
   constexpr int kPer = kBlockNormMaxHidden / kRmsnormRowThreads;  // elements per thread (hidden <= 2048)
@@ -133,16 +130,14 @@ __device__ __forceinline__ void block_rmsnorm_row_to(const bf16_t* __restrict__ 
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int i = j + k * kRmsnormRowThreads;
-    const int at = kNvfp4Pieces ? x_piece_slot(i >> 3) * 8 + (i & 7) : i;
-    if (i < hidden) x_s[at] = __float2bfloat16_rn(rmsnorm_apply(f[k], r, gamma_s[i]));
+    if (i < hidden) x_s[i] = __float2bfloat16_rn(rmsnorm_apply(f[k], r, gamma_s[i]));
   }
   __syncthreads();  // the normalised row complete
 }
 
-template <bool kNvfp4Pieces = false>
 __device__ __forceinline__ void block_rmsnorm_row(const bf16_t* __restrict__ h, int hidden, float eps,
                                                   BlockNormSmem& s) {
-  block_rmsnorm_row_to<kNvfp4Pieces>(h, hidden, eps, s.gamma, s.x, s.partial);
+  block_rmsnorm_row_to(h, hidden, eps, s.gamma, s.x, s.partial);
 }
 
 }  // namespace striker::cuda

@@ -2,7 +2,6 @@
 #pragma once
 #include <cuda_fp16.h>
 
-#include "backends/cuda/common/activation_pieces.h"
 #include "backends/cuda/common/device_math.cuh"
 #include "backends/cuda/common/tensor_core.cuh"
 #include "backends/cuda/nvfp4/nvfp4_bf16_bits.h"
@@ -232,8 +231,7 @@ __device__ __forceinline__ void mma_chunk_pair(const uint4& qt, uint32_t st, con
 }
 
 // d[p][0..1]: row pair p's two MMA accumulator chains (pairs 0/1 and 2/3 of each code word).
-// kSharedX: x is a shared-memory row in piece order (x_piece_slot: the kernels that normalise h themselves,
-// block_rmsnorm_row<true>).
+// kSharedX: x is a shared-memory row (load_x; the kernels that normalise h themselves).
 template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply>
 __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, const bf16_t* x, bool live, int c,
                                                      float (&d)[R / 2][2][4]) {
@@ -241,8 +239,7 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
   uint4 xq[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)  // zeros past the row: 0·x would still be NaN for a NaN x
-    xq[i] = live ? load_x<kSharedX>(x + int64_t(kSharedX ? x_piece_slot(4 * c + i) : 4 * c + i) * 8)
-                 : make_uint4(0, 0, 0, 0);
+    xq[i] = live ? load_x<kSharedX>(x + int64_t(c) * 32 + i * 8) : make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int p = 0; p < R / 2; ++p)
     mma_chunk_pair<D>(k.q[2 * p], k.sc[2 * p], k.q[2 * p + 1], k.sc[2 * p + 1], xq, d[p][0], d[p][1]);

@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
     STRIKER_STAMP(1);
-    block_rmsnorm_row<true>(x, in, eps, ns);  // in the dot products' piece order
+    block_rmsnorm_row(x, in, eps, ns);
     STRIKER_STAMP(2);
     if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, true, kPairs>(pr, cr, sr, ns.x, in, acc, part, S);
   } else {
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 2 : 1)
     block_norm_stage_gamma(gamma, in, ns);
     pdl_wait();  // h is written by earlier kernels
     STRIKER_STAMP(1);
-    block_rmsnorm_row<true>(x, in, eps, ns);  // in the dot products' piece order
+    block_rmsnorm_row(x, in, eps, ns);
     STRIKER_STAMP(2);
     if (!live) return;
     warp_dot_nvfp4_early_mma<4, true, kPairs>(pr, cr, sr, ns.x, in, acc);
