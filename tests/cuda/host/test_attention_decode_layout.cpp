@@ -73,44 +73,6 @@ TEST(DecodeAttentionLayout, FragmentReadsAndStagingWritesAreBankConflictFree) {
   }
 }
 
-// The warps' accumulators for the merge (write_split_record, merge_warps_into_record's MMA layout): acc_slot
-// is a permutation of a head's dims, a warp's 32 four-byte stores (lane (g, c) writes dims 64h + 16c + e and
-// 64h + 16c + 8 + e of head g: stores j = 8h + e, value b) hit 32 distinct banks, and so does the merge's read
-// of 32 consecutive dims of a head. The plain layout (row g·kHeadDim, dim d at d) fails the store check.
-int bank_conflict_ways(const std::array<int, 32>& words) {  // most lanes on one bank at distinct words
-  std::array<std::set<int>, 32> banks;
-  for (int w : words) banks[size_t(w % 32)].insert(w);
-  size_t most = 0;
-  for (const auto& b : banks) most = std::max(most, b.size());
-  return int(most);
-}
-
-TEST(DecodeAttentionLayout, MergeAccumulatorsAreBankConflictFree) {
-  std::set<int> slots;
-  for (int d = 0; d < kHeadDim; ++d) slots.insert(acc_slot(d));
-  EXPECT_EQ(slots.size(), size_t(kHeadDim));
-  EXPECT_EQ(*slots.begin(), 0);
-  EXPECT_EQ(*slots.rbegin(), kHeadDim - 1);
-  std::array<int, 32> words{}, plain{};
-  for (int h = 0; h < 2; ++h)
-    for (int e = 0; e < 8; ++e)
-      for (int b = 0; b < 2; ++b) {
-        for (int l = 0; l < 32; ++l) {
-          const int g = l / 4, c = l % 4, d = 64 * h + 16 * c + 8 * b + e;
-          words[size_t(l)] = g * kAccRow + acc_slot(d);
-          plain[size_t(l)] = g * kHeadDim + d;
-        }
-        const std::string what = "store h=" + std::to_string(h) + " e=" + std::to_string(e) + " b=" + std::to_string(b);
-        EXPECT_EQ(bank_conflict_ways(words), 1) << what;
-        EXPECT_EQ(bank_conflict_ways(plain), 16) << what << " (the plain layout's conflict)";
-      }
-  for (int head = 0; head < kGroup; ++head)
-    for (int d0 = 0; d0 < kHeadDim; d0 += 32) {
-      for (int l = 0; l < 32; ++l) words[size_t(l)] = head * kAccRow + acc_slot(d0 + l);
-      EXPECT_EQ(bank_conflict_ways(words), 1) << "merge read head " << head << " dims " << d0 << "..";
-    }
-}
-
 // One warp, one 16-key tile: Q (8 heads), K and V staged into swizzled tiles the way the
 // cp.async passes write them; K pieces and V pieces read back with the kernel's fragment helpers
 // and fed to mma exactly as decode::tile_update does. Integer-valued data: sums are exact.

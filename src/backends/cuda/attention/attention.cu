@@ -204,9 +204,9 @@ __global__ void __launch_bounds__(kWarps * 32, 3) attention_mma_kernel(
   }
 
   __shared__ float sm_m[kWarps][G], sm_l[kWarps][G];
-  __shared__ float sm_acc[kWarps][G][decode::kAccRow];  // write_split_record's layout
+  __shared__ float sm_acc[kWarps][G][D];
   float* rec = partials + ((int64_t(z) * nkv + kvh) * num_splits + split) * (G * (D + 2));
-  decode::write_split_record(st, &sm_acc[0][0][0], G * decode::kAccRow, sm_m, sm_l, rec, lane, warp);
+  decode::write_split_record(st, &sm_acc[0][0][0], G * D, sm_m, sm_l, rec, lane, warp);
 }
 
 // One block of 4 warps per (query, head): merges the splits and adds the sink

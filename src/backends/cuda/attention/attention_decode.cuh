@@ -133,19 +133,15 @@ __device__ __forceinline__ void tile_update(WarpState& st, const uint32_t (&qa)[
 }
 
 // The CTA's kWarps per-warp softmax states (max m and sum l per head in sm_m / sm_l, warp w's
-// accumulator of head h, dim c at acc[w·acc_stride + h·D + c], or with kMmaLayout at
-// acc[w·acc_stride + h·kAccRow + acc_slot(c)]), published by a __syncthreads, merged into one split
-// record at rec: G·2 floats of (m, l) per head, then G·D accumulators. Shared by the tensor-core
-// kernels and the CUDA-core kernel of attention.cu, so their records merge alike (the layout changes
-// where a value waits, not the arithmetic).
-template <int G, int D, bool kMmaLayout = false>
+// accumulator of head h, dim c at acc[w·acc_stride + h·D + c]), published by a __syncthreads, merged
+// into one split record at rec: G·2 floats of (m, l) per head, then G·D accumulators. Shared by the
+// tensor-core kernels and the CUDA-core kernel of attention.cu, so their records merge alike.
+template <int G, int D>
 __device__ __forceinline__ void merge_warps_into_record(const float* acc, int acc_stride,
                                                        const float (&sm_m)[kWarps][G],
                                                        const float (&sm_l)[kWarps][G], float* rec) {
-  static_assert(!kMmaLayout || D == kHeadDim, "the MMA layout is head_dim 128's");
   for (int idx = threadIdx.x; idx < G * D; idx += kWarps * 32) {
     const int h = idx / D, col = idx % D;
-    const int at = kMmaLayout ? h * kAccRow + acc_slot(col) : h * D + col;
     float mn = kNegInf;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) mn = fmaxf(mn, sm_m[w][h]);
@@ -153,7 +149,7 @@ __device__ __forceinline__ void merge_warps_into_record(const float* acc, int ac
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float sc = rescale(sm_m[w][h], mn);
-      a += acc[w * acc_stride + at] * sc;
+      a += acc[w * acc_stride + h * D + col] * sc;
       lt += sm_l[w][h] * sc;
     }
     rec[G * 2 + idx] = a;
@@ -165,9 +161,8 @@ __device__ __forceinline__ void merge_warps_into_record(const float* acc, int ac
 }
 
 // Merges the CTA's kWarps warp states through shared memory and writes the split record at rec
-// (G·2 floats of (m, l) per head, then G·D accumulators). Warp w's accumulators go to
-// acc + w·acc_stride floats (G rows of kAccRow, acc_slot's order; acc_stride a multiple of 32); the
-// caller guarantees nothing else uses that memory now.
+// (G·2 floats of (m, l) per head, then G·D accumulators). Warp w's G×D accumulators go to
+// acc + w·acc_stride floats; the caller guarantees nothing else uses that memory now.
 // kStamp (the kernels with a stamps scope, stamps.cuh): stamp point 3 once every warp's state is
 // published, so a profile tells the wait for the CTA's slowest warp from the merge itself.
 template <bool kStamp = false>
@@ -178,13 +173,13 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
   const int g = lane >> 2, c = lane & 3;
   st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
   st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
-  // o[j][0..1] = O[head g][dims of columns 2c, 2c+1] = dims 64h + 16c + e and 64h + 16c + 8 + e.
-  float* mine = acc + warp * acc_stride + g * kAccRow;
+  // o[j][0..1] = O[head g][dims of columns 2c, 2c+1].
+  float* mine = acc + warp * acc_stride + g * D;
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int h = j >> 3, e = j & 7;
-    mine[acc_slot(64 * h + 16 * c + e)] = st.o[j][0];
-    mine[acc_slot(64 * h + 16 * c + 8 + e)] = st.o[j][1];
+    mine[64 * h + 8 * (2 * c) + e] = st.o[j][0];
+    mine[64 * h + 8 * (2 * c + 1) + e] = st.o[j][1];
   }
   if (c == 0) {
     sm_m[warp][g] = st.m;
@@ -192,7 +187,7 @@ __device__ __forceinline__ void write_split_record(WarpState& st, float* acc, in
   }
   __syncthreads();
   if constexpr (kStamp) STRIKER_STAMP(3);  // (every warp's tiles done)
-  merge_warps_into_record<G, D, true>(acc, acc_stride, sm_m, sm_l, rec);
+  merge_warps_into_record<G, D>(acc, acc_stride, sm_m, sm_l, rec);
 }
 
 // Per-query lookups of a decode CTA (split `split` of `num_splits` of query record z): its query

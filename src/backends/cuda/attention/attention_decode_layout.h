@@ -46,20 +46,6 @@ STRIKER_HOST_DEVICE constexpr int v_swizzled(int row, int chunk) {
   return row * kHeadDim + ((chunk ^ (((row >> 1) & 3) << 1)) << 3);
 }
 
-// Where the tensor-core kernels' warps put their accumulators for the merge (attention_decode.cuh,
-// write_split_record): head g's row of kAccRow floats at g·kAccRow, dim d = 64·hh + 16·c + 8·b + e (c = the
-// owning lane % 4, b = which of its two values, e = the n-tile's column) at acc_slot(d) = 4·(16·hh + 8·b + e)
-// + (c xor 2b). Why: with rows of kHeadDim floats in dim order, each of a warp's 32 stores put its 32 lanes on
-// two banks (dim 16c + e: banks e and e + 16), a 16-way conflict — 512 shared-memory wavefronts per warp where
-// 32 suffice, ~1 µs per CTA on the one-token chain (2,048 cycles per 4-warp CTA, twice that with two CTAs per
-// SM). Here a store's bank is 4g + 4e + (c xor 2b) mod 32 (rows of 132 = 4 mod 32 floats): 32 distinct banks;
-// the merge's read of 32 consecutive dims of a head is 4e + (c xor 2b): 32 distinct banks too.
-constexpr int kAccRow = kHeadDim + 4;
-STRIKER_HOST_DEVICE constexpr int acc_slot(int d) {
-  return 4 * (16 * (d >> 6) + 8 * ((d >> 3) & 1) + (d & 7)) + (((d >> 4) & 3) ^ (2 * ((d >> 3) & 1)));
-}
-static_assert(kHeadDim == 128, "acc_slot's dims: 64·hh + 16·c + 8·b + e");
-
 // cp.async staging of one tile: in pass j (0..kStagePasses-1) `lane` copies chunk
 // stage_chunk(lane) of row stage_row(lane, j) of K and of V; 16 consecutive lanes read one key's
 // 256 contiguous bytes, so each pass reads two whole rows.

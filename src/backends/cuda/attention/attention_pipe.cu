@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) attention_pipe_kernel
 // A second barrier keeps every record alive until the cluster has read it. Only for one query: at 2-16
 // sequences (clusters of 9-10 CTAs per query and KV head) the step lost 0.05-0.55 ms (H100, session 41,
 // docs/performance.md), where the combine kernel's many small CTAs fill the GPU around the split CTAs.
-constexpr int kClusterRecordOffset = kGroup * kAccRow * 4;  // bytes: after warp 0's accumulators
+constexpr int kClusterRecordOffset = kGroup * kHeadDim * 4;  // bytes: after warp 0's accumulators
 static_assert(kClusterRecordOffset + kGroup * (kHeadDim + 2) * 4 <= warp_ring_bytes(kPipeStages),
               "the record fits warp 0's ring beside its accumulators");
 template <int kStages, int kMinBlocks>
