@@ -79,12 +79,6 @@ __device__ __forceinline__ uint4 load_from_l2(const void* p) {
                : "memory");
   return v;
 }
-// One bf16 of such a row (its raw bits), the same way.
-__device__ __forceinline__ unsigned short load_u16_from_l2(const void* p) {
-  unsigned short v;
-  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
-  return v;
-}
 
 // Activations of a GEMV-style dot product: from global memory (read-only path), or, kShared, from
 // the shared-memory row a kernel formed itself (block_rmsnorm_row).

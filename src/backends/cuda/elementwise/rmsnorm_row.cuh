@@ -96,48 +96,28 @@ __device__ __forceinline__ void block_norm_stage_gamma(const float* __restrict__
   }
 }
 
-// After the wait: x_s = rmsnorm(h) with the rmsnorm kernel's bits, op for op: thread i's sum of
-// squares over elements i, i + 256, ... in that order (rmsnorm_partial's `ss += v * v`), the warp sums
-// and the 8 warp partials in order (rmsnorm_scale, rmsnorm_r), rmsnorm_apply. Thread i loads exactly
-// the elements it sums, straight from L2 (8 two-byte loads, each a warp's 64 contiguous bytes), and
-// writes the same elements normalised: no raw row staged in shared memory and two barriers instead of
-// rmsnorm_scale-after-staging's four (the one-token chain's QKV CTAs spent 1.4 µs here, session 47).
-// gamma_s (staged before the wait, block_norm_stage_gamma) is read only after the first barrier;
-// `partial` [kRmsnormRowThreads / 32] is read by every thread before the last one, so a later call may
-// reuse it. Every thread of the block (exactly kRmsnormRowThreads) calls it; it ends with a barrier,
-// so on return every thread may read all of x_s.
-__device__ __forceinline__ void block_rmsnorm_row_to(const bf16_t* __restrict__ h, int hidden, float eps,
-                                                     const float* gamma_s, bf16_t* x_s, float* partial) {
-  constexpr int kPer = kBlockNormMaxHidden / kRmsnormRowThreads;  // elements per thread (hidden <= 2048)
-  const int j = int(threadIdx.x);
-  unsigned short raw[kPer];
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {  // every load issued before the first use; h: the previous kernel's output
-    const int i = j + k * kRmsnormRowThreads;
-    raw[k] = i < hidden ? load_u16_from_l2(h + i) : 0;
-  }
-  float f[kPer];
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    f[k] = __bfloat162float(__ushort_as_bfloat16(raw[k]));
-    if (j + k * kRmsnormRowThreads < hidden) ss += f[k] * f[k];  // rmsnorm_partial's order and expression
-  }
-  ss = warp_sum(ss);
-  if ((j & 31) == 0) partial[j >> 5] = ss;
-  __syncthreads();  // the warp partials (and the staged gamma)
-  const float r = rmsnorm_r(partial, hidden, eps);
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const int i = j + k * kRmsnormRowThreads;
-    if (i < hidden) x_s[i] = __float2bfloat16_rn(rmsnorm_apply(f[k], r, gamma_s[i]));
-  }
-  __syncthreads();  // the normalised row complete
-}
-
+// After the wait: s.x = rmsnorm(h) with the rmsnorm kernel's bits, op for op: thread i's sum of
+// squares over elements i, i + 256, ... in that order (rmsnorm_partial, read from the staged raw
+// row), rmsnorm_scale's reduction, rmsnorm_apply. Every thread of the block calls it; it ends with
+// a barrier, so on return every thread may read all of s.x.
 __device__ __forceinline__ void block_rmsnorm_row(const bf16_t* __restrict__ h, int hidden, float eps,
                                                   BlockNormSmem& s) {
-  block_rmsnorm_row_to(h, hidden, eps, s.gamma, s.x, s.partial);
+  const int c = int(threadIdx.x);  // this thread's chunk (elements 8c..8c+7)
+  const bool holds = c < hidden / 8;
+  uint4* x4 = reinterpret_cast<uint4*>(s.x);
+  uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+  if (holds) x4[c] = raw = load_from_l2(h + int64_t(c) * 8);  // h: the previous kernel's output
+  __syncthreads();  // the raw row (and block_norm_stage_gamma's gamma) in shared memory
+  const float ss = rmsnorm_partial(hidden, [&](int i) { return __bfloat162float(s.x[i]); });
+  const float r = rmsnorm_scale(ss, hidden, eps, s.partial);  // two barriers: the raw row is read by now
+  if (holds) {
+    float f[8], y[8];
+    unpack8(raw, f);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) y[k] = rmsnorm_apply(f[k], r, s.gamma[8 * c + k]);
+    x4[c] = pack8(y);
+  }
+  __syncthreads();  // the normalised row complete
 }
 
 }  // namespace striker::cuda

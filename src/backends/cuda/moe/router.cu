@@ -133,8 +133,7 @@ constexpr size_t kMaxSmem = 227 * 1024;  // sm_90 opt-in limit per CTA
 // Each CTA takes kSpreadRows expert rows for every token of the step (the matrix is read once per
 // step, not once per token) and holds them in registers, requested before griddepcontrol.wait. After
 // the wait, warp t of every CTA loads token t's h, normalises it (the rmsnorm kernel's bits: lane p
-// plays the row kernel's threads 8p..8p+7, rmsnorm_row.cuh; a step of one token: the whole CTA, as the
-// norm-inside GEMVs do) into shared memory; one barrier; then
+// plays the row kernel's threads 8p..8p+7, rmsnorm_row.cuh) into shared memory; one barrier; then
 // each warp's dot products (the router's lane order: the other forms' bits). A logit leaves its warp
 // as one 64-bit word {1, fp32 bits} (`words`, [T][E]); CTA t's first warp polls token t's E words
 // until every one carries the 1 (a word is written whole, so its value is there when its flag is:
@@ -207,17 +206,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
   __syncthreads();  // gamma in shared memory
   pdl_wait();       // x (or h) is the previous kernel's output
   STRIKER_STAMP(1);
-  // One token with its norm: the whole CTA normalises h (block_rmsnorm_row_to, the QKV GEMV's norm: the
-  // rmsnorm kernel's bits, as the one-warp form below), 8 values per thread instead of 64 per lane of warp 0
-  // (2.0 µs of the router's 4.7 after its wait at one token, session 47).
-  static_assert(kSpreadWarps * 32 == kRmsnormRowThreads, "the block norm: 256 threads");
-  const bool block_norm = T == 1 && gamma != nullptr && hidden <= kBlockNormMaxHidden;
-  if (block_norm) {
-    __shared__ float norm_partial[kRmsnormRowThreads / 32];
-    block_rmsnorm_row_to(x, hidden, eps, gs, xs, norm_partial);  // ends with a barrier
-    if (x_out != nullptr && blockIdx.x == 0 && int(threadIdx.x) < chunks)
-      reinterpret_cast<uint4*>(x_out)[threadIdx.x] = reinterpret_cast<const uint4*>(xs)[threadIdx.x];
-  } else if (warp < T) {  // token `warp` into shared memory (normalised when gamma is set)
+  if (warp < T) {   // token `warp` into shared memory (normalised when gamma is set)
     const bf16_t* src = x + int64_t(warp) * hidden;
     uint4* dst = reinterpret_cast<uint4*>(xs + int64_t(warp) * hidden);
     if (gamma == nullptr) {
@@ -264,7 +253,7 @@ __global__ void __launch_bounds__(kSpreadWarps * 32) router_spread_kernel(
       for (int c = lane + 32 * kHeld; c < chunks; c += 32) apply(dst[c], c);
     }
   }
-  if (!block_norm) __syncthreads();  // every token's x in shared memory (the block norm ends with a barrier)
+  __syncthreads();  // every token's x in shared memory
   STRIKER_STAMP(2);
   if (dots) {
     for (int t = group; t < T; t += kSpreadGroups) {
