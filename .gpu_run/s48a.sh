@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Session 48's three prepared experiments, each bit-identical by construction (docs/performance.md, "Forty-eighth
+# session"), stacked: X1 = c177c5b, the one-token block norm in two barriers + the router's norm of one token by
+# the whole CTA; X12 = 53dfc6c, X1 + the decode attention's warp accumulators in a bank-conflict-free layout for
+# the merge; X123 = 1e6e3b0, X12 + the NVFP4 norm-inside GEMVs' x row in the dot products' piece order.
+# gpubin/ is X123's build (its kernel tests test all three); $BINS holds base.xz (main: 4c5c99d's kernels),
+# x1.xz, x12.xz and the stamps builds s0.xz (main) and s123.xz (X123), each `strip --strip-all` + xz of the
+# build's striker.
+# 1) X123's kernel tests (two processes); 2) the full-size dummy model's log-probabilities decoded one token a
+#    step, NVFP4 and BF16: base / X1 / X12 / X123 must be byte-identical JSON; 3) bench latency --graphs A/B,
+#    S48_ROUNDS rounds (2), and batch 8 once; 4) the stamps of main and X123 (NVFP4 8K and 100K, BF16 8K).
+# Knobs: S48_LIMIT (s per test process, 300), S48_ROUNDS, S48_STAMPS=0 (skip part 4), S48_TESTS=0 (skip 1-2).
+cd "$(dirname "$0")/.."
+source .gpu_run/env.sh
+BINS=${BINS:-.gpuwork/bins}
+for b in base x1 x12 s0 s123; do xz -dc "$BINS/$b.xz" > /tmp/$b && chmod +x /tmp/$b || echo "missing $BINS/$b.xz"; done
+cp $B/striker /tmp/x123
+if [ "${S48_TESTS:-1}" = 1 ]; then
+  LIMIT=${S48_LIMIT:-300}
+  F1='CudaAttention*:CudaQkRopeKv*'
+  F2='CudaRmsNorm*:CudaGemvInputNorm*:CudaRouter*:CudaGemv*:CudaNvfp4*:CudaBackend*:CudaMoe*'
+  ( timeout $LIMIT $B/test_cuda_kernels --gtest_filter="$F1" > $OUT/kernel_tests_1.txt 2>&1; echo "kernel tests 1 rc=$? at ${SECONDS}s" ) &
+  ( timeout $LIMIT $B/test_cuda_kernels --gtest_filter="$F2" > $OUT/kernel_tests_2.txt 2>&1; echo "kernel tests 2 rc=$? at ${SECONDS}s" ) &
+  wait
+  for f in $OUT/kernel_tests_*.txt; do
+    grep -E '^\[  (PASSED|FAILED) |^\[  FAILED' $f | head -20
+    echo "$f: OK $(grep -c '^\[       OK' $f), FAILED $(grep -c '^\[  FAILED  \] Cuda' $f); last: $(grep '^\[ RUN' $f | tail -1)"
+  done
+  ids=$(python3 -c "import random; random.seed(7); print(','.join(str(random.randrange(1000, 150000)) for _ in range(40)))")
+  for q in nvfp4 bf16; do
+    qa=(); [ $q = nvfp4 ] && qa=(--quantization nvfp4)
+    for v in base x1 x12 x123; do
+      timeout 120 /tmp/$v perplexity $B --load-format dummy "${qa[@]}" --device cuda --decode-batch 1 --decode-prefill 8 \
+        --ids "$ids" --json > $OUT/ppl_${q}_$v.json 2> $OUT/ppl_${q}_$v.err
+      echo "perplexity $q $v: rc=$? $(head -c 300 $OUT/ppl_${q}_$v.json | grep -oE '"perplexity":[^,}]*')"
+    done
+    for v in x1 x12 x123; do
+      cmp -s $OUT/ppl_${q}_base.json $OUT/ppl_${q}_$v.json && echo "$q $v: JSON byte-identical to base" || echo "$q $v: JSON DIFFERS from base"
+    done
+  done
+fi
+ms() { echo "$1" | grep -oE '\([0-9.]+ device\)' | grep -oE '[0-9.]+'; }
+bench() {  # binary quantization context batch
+  local qa=(); [ $2 = nvfp4 ] && qa=(--quantization nvfp4)
+  timeout 90 $1 bench latency --config $C "${qa[@]}" --graphs --context $3 --batch $4 --steps 50 --warmup 3 2>&1
+}
+for rep in $(seq ${S48_ROUNDS:-2}); do
+  for case in "nvfp4 8192" "nvfp4 100000" "bf16 8192" "bf16 100000"; do set -- $case
+    line="$1 $2 b1 base / x1 / x12 / x123:"
+    for v in base x1 x12 x123; do line="$line $(ms "$(bench /tmp/$v $1 $2 1)")"; done
+    echo "$line"
+  done
+done
+for q in nvfp4 bf16; do
+  line="$q 8192 b8 base / x123:"
+  for v in base x123; do r=$(bench /tmp/$v $q 8192 8); line="$line $(ms "$r")/$(echo "$r" | grep -oE 'kernels per step: [0-9]+' | grep -oE '[0-9]+$')"; done
+  echo "$line"
+done
+echo "bench done at ${SECONDS}s"
+if [ "${S48_STAMPS:-1}" = 1 ]; then
+  for case in "nvfp4 8192" "bf16 8192" "nvfp4 100000"; do set -- $case
+    q=$1 ctx=$2 qa=(); [ $q = nvfp4 ] && qa=(--quantization nvfp4)
+    for v in s0 s123; do
+      f=/tmp/st_${v}_${q}_$ctx.bin
+      r=$(STRIKER_STAMPS=$f timeout 120 /tmp/$v bench latency --config $C "${qa[@]}" --graphs --context $ctx --batch 1 --steps 30 --warmup 3 2>&1)
+      echo "== $v $q $ctx stamped $(ms "$r") ms $(echo "$r" | grep -m1 -i error)"
+      python3 scripts/stamps_report.py $f > $OUT/rep_${v}_${q}_$ctx.txt 2>&1
+      head -40 $OUT/rep_${v}_${q}_$ctx.txt
+      rm -f $f
+    done
+  done
+fi
+ls -la $OUT
+echo "all done at ${SECONDS}s"
