@@ -6,8 +6,9 @@
 # gpubin/ is X123's build (its kernel tests test all three); $BINS holds base.xz (main: 4c5c99d's kernels),
 # x1.xz, x12.xz and the stamps builds s0.xz (main) and s123.xz (X123), each `strip --strip-all` + xz of the
 # build's striker.
-# 1) X123's kernel tests (two processes); 2) the full-size dummy model's log-probabilities decoded one token a
-#    step, NVFP4 and BF16: base / X1 / X12 / X123 must be byte-identical JSON; 3) bench latency --graphs A/B,
+# 1) X123's kernel tests (two processes: attention; norm, router, GEMV, NVFP4, backend, one-token MoE);
+# 2) the full-size dummy model's log-probabilities decoded one token a step, NVFP4 and BF16: base / X1 / X12 /
+#    X123 must be byte-identical JSON; 3) bench latency --graphs A/B,
 #    S48_ROUNDS rounds (2), and batch 8 once; 4) the stamps of main and X123 (NVFP4 8K and 100K, BF16 8K).
 # Knobs: S48_LIMIT (s per test process, 300), S48_ROUNDS, S48_STAMPS=0 (skip part 4; skipped by itself past
 # S48_STAMPS_BEFORE = 480 s), S48_TESTS=0 (skip 1-2).
@@ -19,7 +20,7 @@ cp $B/striker /tmp/x123
 if [ "${S48_TESTS:-1}" = 1 ]; then
   LIMIT=${S48_LIMIT:-300}
   F1='CudaAttention*:CudaQkRopeKv*'
-  F2='CudaRmsNorm*:CudaGemvInputNorm*:CudaRouter*:CudaGemv*:CudaNvfp4*:CudaBackend*:CudaMoe*'
+  F2='CudaRmsNorm*:CudaGemvInputNorm*:CudaRouter*:CudaGemv.*:CudaNvfp4.*:CudaBackend*:CudaMoe.*'
   ( timeout $LIMIT $B/test_cuda_kernels --gtest_filter="$F1" > $OUT/kernel_tests_1.txt 2>&1; echo "kernel tests 1 rc=$? at ${SECONDS}s" ) &
   ( timeout $LIMIT $B/test_cuda_kernels --gtest_filter="$F2" > $OUT/kernel_tests_2.txt 2>&1; echo "kernel tests 2 rc=$? at ${SECONDS}s" ) &
   wait
