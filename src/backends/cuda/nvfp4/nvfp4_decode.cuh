@@ -245,35 +245,29 @@ __device__ __forceinline__ void accumulate_chunk_mma(const Nvfp4Chunk<R>& k, con
     mma_chunk_pair<D>(k.q[2 * p], k.sc[2 * p], k.q[2 * p + 1], k.sc[2 * p + 1], xq, d[p][0], d[p][1]);
 }
 
-// How many chunks of the row each lane holds, where the caller knows it exactly. kPair: the caller has checked
-// nvfp4_one_pair_per_lane(in, parts) — every lane holds exactly one pair of chunks (Flint's hidden 2048 at one
-// warp per row), all inside the row, so the prologue loads the warp's whole share and the dot products need no
-// loop, no refills and no zero-filled chunks or activations for lanes past the row (session 39's all-live form
-// took the predicates and zero fills away, 12 % of the executed instructions; the loop's live pointers still
-// held it at 124 registers). kOne: nvfp4_one_chunk_per_lane(in, parts) — exactly one chunk per lane (o_proj's
-// 4096 over 4 warps), so the second chunk's registers, which the loop form keeps for a refill it never makes
-// at this width, go too (80 → 61 registers). Same loads, same MMAs in the same order as the loop: same bits.
-enum class LaneChunks { kAny, kOne, kPair };
+// kOnePair: the caller has checked nvfp4_one_pair_per_lane(in, parts) — every lane holds exactly one pair
+// of chunks (Flint's hidden 2048 at one warp per row), all inside the row, so the prologue loads the
+// warp's whole share and the dot products need no loop, no refills and no zero-filled chunks or
+// activations for lanes past the row (session 39's all-live form took the predicates and zero fills
+// away, 12 % of the executed instructions; the loop's live pointers still held it at 124 registers).
+// Same loads, same MMAs in the same order as the general form: same bits.
 __host__ __device__ constexpr bool nvfp4_one_pair_per_lane(int in, int parts) { return in == 2 * 32 * 32 * parts; }
-__host__ __device__ constexpr bool nvfp4_one_chunk_per_lane(int in, int parts) { return in == 32 * 32 * parts; }
 
-// The prologue: a lane past the row's chunks holds zeros (kOne: chunk b is not loaded and not used).
-template <int R, LaneChunks kLane = LaneChunks::kAny>
+// The prologue: a lane past the row's chunks holds zeros.
+template <int R, bool kOnePair = false>
 __device__ __forceinline__ void warp_dot_nvfp4_prologue_mma(const uint8_t* const (&codes)[R],
                                                             const uint8_t* const (&scales)[R], int in,
                                                             Nvfp4Prologue<R>& pr, int part = 0, int parts = 1) {
-  constexpr bool kExact = kLane != LaneChunks::kAny;
   const int chunks = in / 32, step = 32 * parts;
   const int c0 = part * 32 + (threadIdx.x & 31);
-  if (kExact || c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
+  if (kOnePair || c0 < chunks) load_chunk<R>(codes, scales, c0, pr.a);
   else zero_chunk<R>(pr.a);
-  if constexpr (kLane == LaneChunks::kOne) return;
-  if (kExact || c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
+  if (kOnePair || c0 + step < chunks) load_chunk<R>(codes, scales, c0 + step, pr.b);
   else zero_chunk<R>(pr.b);
 }
 
 // The dot products of R rows (R even) against one token x after the prologue.
-template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply, LaneChunks kLane = LaneChunks::kAny>
+template <int R, bool kSharedX = false, E2m1Pairs D = E2m1Pairs::kMultiply, bool kOnePair = false>
 __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, const uint8_t* const (&codes)[R],
                                                          const uint8_t* const (&scales)[R], const bf16_t* x, int in,
                                                          float (&acc)[R][1], int part = 0, int parts = 1) {
@@ -281,10 +275,10 @@ __device__ __forceinline__ void warp_dot_nvfp4_early_mma(Nvfp4Prologue<R>& pr, c
   const int chunks = in / 32, step = 32 * parts;
   float d[R / 2][2][4];
   mma_diagonal_zero<R>(d);
-  if constexpr (kLane != LaneChunks::kAny) {
+  if constexpr (kOnePair) {
     const int c = part * 32 + lane;
     accumulate_chunk_mma<R, kSharedX, D>(pr.a, x, true, c, d);
-    if constexpr (kLane == LaneChunks::kPair) accumulate_chunk_mma<R, kSharedX, D>(pr.b, x, true, c + step, d);
+    accumulate_chunk_mma<R, kSharedX, D>(pr.b, x, true, c + step, d);
   } else {
     for (int b = part * 32; b < chunks; b += 2 * step) {  // warp-uniform; lane's chunk c = b + lane
       const int c = b + lane;

@@ -29,13 +29,8 @@ constexpr E2m1Pairs kPairs = E2m1Pairs::kShifts;
 // 320 CTAs stay one wave on 132 SMs).
 // kNorm (one token): x is h, and every CTA forms x = rmsnorm(h) in shared memory after the wait
 // (gemv.cu's gemv_kernel, block_rmsnorm_row: the rmsnorm kernel's bits).
-// kLane (one token, no norm): each lane holds exactly one chunk or one pair of a row (nvfp4_decode.cuh
-// LaneChunks: o_proj, the LM head, the dense down), so the registers fit 64 and 4 CTAs share an SM: o_proj's
-// 512 CTAs in one wave of 528 instead of 1.3 waves of 396, the LM head's 9,472 in 18 waves instead of 24.
-template <LaneChunks kLane, bool kNorm>
-constexpr int nvfp4_gemv_ctas_per_sm(int nt) { return nt != 1 ? 2 : kLane != LaneChunks::kAny && !kNorm ? 4 : 3; }
-template <int R, int NT, int S, Mode M, bool kNorm = false, LaneChunks kLane = LaneChunks::kAny>
-__global__ void __launch_bounds__(kWarps * 32, (nvfp4_gemv_ctas_per_sm<kLane, kNorm>(NT)))
+template <int R, int NT, int S, Mode M, bool kNorm = false>
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 3 : 2)
     nvfp4_gemv_kernel(const bf16_t* __restrict__ x, int T, int in, const uint8_t* __restrict__ codes,
                       const uint8_t* __restrict__ scales, RowScale2 s2, int out_dim, void* out,
                       const float* __restrict__ gamma, float eps) {
@@ -59,7 +54,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_gemv_ctas_per_sm<kLane, kN
   float acc[R][NT];
   float hv[R][NT] = {};  // Residual: h at the lane's own outputs
   Nvfp4Prologue<R> pr;
-  if (o0 < out_dim) warp_dot_nvfp4_prologue_mma<R, kLane>(cr, sr, in, pr, part, S);
+  if (o0 < out_dim) warp_dot_nvfp4_prologue_mma<R>(cr, sr, in, pr, part, S);
   if constexpr (kNorm) {
     __shared__ BlockNormSmem ns;
     block_norm_stage_gamma(gamma, in, ns);
@@ -72,8 +67,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_gemv_ctas_per_sm<kLane, kN
     pdl_wait();  // x and h (Residual) are written by earlier kernels
     STRIKER_STAMP(1);
     preload_residual_h<M>(out, out_dim, o0, t0, nt, lane, part, hv);  // added at the end (gemv_out.cuh)
-    if (o0 < out_dim)
-      warp_dot_nvfp4_early_mma<R, false, kPairs, kLane>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
+    if (o0 < out_dim) warp_dot_nvfp4_early_mma<R, false, kPairs>(pr, cr, sr, x + int64_t(t0) * in, in, acc, part, S);
   }
   STRIKER_STAMP(3);
   if constexpr (S > 1) {
@@ -221,11 +215,8 @@ void launch_gemv_1(dim3 grid, const bf16_t* x, int in, Nvfp4Matrix W, RowScale2 
       return;
     }
   }
-  auto* kernel = nvfp4_one_chunk_per_lane(in, S)  ? nvfp4_gemv_kernel<R, 1, S, M, false, LaneChunks::kOne>
-                 : nvfp4_one_pair_per_lane(in, S) ? nvfp4_gemv_kernel<R, 1, S, M, false, LaneChunks::kPair>
-                                                  : nvfp4_gemv_kernel<R, 1, S, M>;
-  launch_pdl(kernel, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2, out_dim, out,
-             static_cast<const float*>(nullptr), 0.f);
+  launch_pdl(nvfp4_gemv_kernel<R, 1, S, M>, grid, dim3(kWarps * 32), 0, stream, x, 1, in, W.codes, W.scales, s2,
+             out_dim, out, static_cast<const float*>(nullptr), 0.f);
 }
 
 template <Mode M>

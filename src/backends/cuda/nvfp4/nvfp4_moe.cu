@@ -53,7 +53,6 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
                              bf16_t* __restrict__ shared_act, Nvfp4Matrix pf_down, int shared_groups) {
   STRIKER_STAMPS_CTA(kNvfp4MoeGateUp);  // the shared expert's CTAs: entry and exit only
   pdl_launch_dependents();  // see launch.cuh
-  constexpr LaneChunks kLane = kOnePair ? LaneChunks::kPair : LaneChunks::kAny;
   int slot = blockIdx.y;
   if constexpr (kSharedS > 0) {
     if (slot < shared_groups) {  // gate's scale2 at 0, up's at 1 (skinny_store)
@@ -83,7 +82,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
     s2u = sh.s2_up;
   }
   Nvfp4Prologue<4> pr;
-  if (shared) warp_dot_nvfp4_prologue_mma<4, kLane>(cr, sr, hidden, pr);
+  if (shared) warp_dot_nvfp4_prologue_mma<4, kOnePair>(cr, sr, hidden, pr);
   pdl_wait();  // ids (router) and x (rmsnorm) are written by earlier kernels
   STRIKER_STAMP(1);
   if (!shared) {
@@ -94,7 +93,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
     stack_row(wu.m, e, inter, o1, hidden, cr[3], sr[3]);
     s2g = wg.scale2[e];
     s2u = wu.scale2[e];
-    warp_dot_nvfp4_prologue_mma<4, kLane>(cr, sr, hidden, pr);
+    warp_dot_nvfp4_prologue_mma<4, kOnePair>(cr, sr, hidden, pr);
     if (pf_down.codes != nullptr) {  // this CTA's share of expert e's down rows into L2 for the down kernel
       const int64_t cbytes = int64_t(hidden) * inter / 2, sbytes = int64_t(hidden) * inter / 16;
       prefetch_l2_part(pf_down.codes + e * cbytes, cbytes, int(blockIdx.x), int(gridDim.x));
@@ -102,7 +101,7 @@ __global__ void __launch_bounds__(kWarps * 32, (nvfp4_moe_gate_up_ctas_per_sm<kS
     }
   }
   float acc[4][1];
-  warp_dot_nvfp4_early_mma<4, false, E2m1Pairs::kMultiply, kLane>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
+  warp_dot_nvfp4_early_mma<4, false, E2m1Pairs::kMultiply, kOnePair>(pr, cr, sr, x + int64_t(t) * hidden, hidden, acc);
   STRIKER_STAMP(3);
   const int lane = threadIdx.x & 31;
   if (lane < 2 && o0 + lane < rows) {
