@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Session 48's three prepared experiments, each bit-identical by construction (docs/performance.md, "Forty-eighth
-# session"), stacked: X1 = c177c5b, the one-token block norm in two barriers + the router's norm of one token by
-# the whole CTA; X12 = 53dfc6c, X1 + the decode attention's warp accumulators in a bank-conflict-free layout for
-# the merge; X123 = 1e6e3b0, X12 + the NVFP4 norm-inside GEMVs' x row in the dot products' piece order.
-# gpubin/ is X123's build (its kernel tests test all three); $BINS holds base.xz (main: 4c5c99d's kernels),
-# x1.xz, x12.xz and the stamps builds s0.xz (main) and s123.xz (X123), each `strip --strip-all` + xz of the
+# Session 48's four prepared experiments, each bit-identical by construction (docs/performance.md, "Forty-eighth
+# session"), stacked in this order (`git cherry-pick c177c5b 53dfc6c 1e6e3b0 535c115` on main):
+#   x1    c177c5b  the one-token block norm in two barriers + the router's norm of one token by the whole CTA
+#   x12   53dfc6c  + the decode attention's warp accumulators in a bank-conflict-free layout for the merge
+#   x123  1e6e3b0  + the NVFP4 norm-inside GEMVs' x row in the dot products' piece order (NVFP4 only)
+#   x1234 535c115  + one-token NVFP4 GEMVs of exactly one chunk / one pair per lane at 4 CTAs per SM (NVFP4 only)
+# gpubin/ is x1234's build (its kernel tests test all four); $BINS holds base.xz (main: 4c5c99d's kernels),
+# x1.xz, x12.xz, x123.xz and the stamps builds s0.xz (main) and s1234.xz, each `strip --strip-all` + xz of the
 # build's striker.
-# 1) X123's kernel tests (two processes: attention; norm, router, GEMV, NVFP4, backend, one-token MoE);
-# 2) the full-size dummy model's log-probabilities decoded one token a step, NVFP4 and BF16: base / X1 / X12 /
-#    X123 must be byte-identical JSON; 3) bench latency --graphs A/B,
-#    S48_ROUNDS rounds (2), and batch 8 once; 4) the stamps of main and X123 (NVFP4 8K and 100K, BF16 8K).
+# 1) x1234's kernel tests (two processes: attention; norm, router, GEMV, NVFP4, backend, one-token MoE);
+# 2) the full-size dummy model's log-probabilities decoded one token a step: every variant byte-identical to base
+#    (NVFP4: all five; BF16: base, x1, x12 — x123 and x1234 change NVFP4 kernels only);
+# 3) bench latency --graphs A/B, S48_ROUNDS rounds (2), and batch 8 once; 4) the stamps of main and x1234
+#    (NVFP4 8K and 100K, BF16 8K).
 # Knobs: S48_LIMIT (s per test process, 300), S48_ROUNDS, S48_STAMPS=0 (skip part 4; skipped by itself past
 # S48_STAMPS_BEFORE = 480 s), S48_TESTS=0 (skip 1-2).
 cd "$(dirname "$0")/.."
 source .gpu_run/env.sh
 BINS=${BINS:-.gpuwork/bins}
-for b in base x1 x12 s0 s123; do xz -dc "$BINS/$b.xz" > /tmp/$b && chmod +x /tmp/$b || echo "missing $BINS/$b.xz"; done
-cp $B/striker /tmp/x123
+for b in base x1 x12 x123 s0 s1234; do xz -dc "$BINS/$b.xz" > /tmp/$b && chmod +x /tmp/$b || echo "missing $BINS/$b.xz"; done
+cp $B/striker /tmp/x1234
+NV="base x1 x12 x123 x1234" BF="base x1 x12"
 if [ "${S48_TESTS:-1}" = 1 ]; then
   LIMIT=${S48_LIMIT:-300}
   F1='CudaAttention*:CudaQkRopeKv*'
@@ -30,14 +34,12 @@ if [ "${S48_TESTS:-1}" = 1 ]; then
   done
   ids=$(python3 -c "import random; random.seed(7); print(','.join(str(random.randrange(1000, 150000)) for _ in range(40)))")
   for q in nvfp4 bf16; do
-    qa=(); [ $q = nvfp4 ] && qa=(--quantization nvfp4)
-    for v in base x1 x12 x123; do
+    qa=() vs=$BF; [ $q = nvfp4 ] && qa=(--quantization nvfp4) vs=$NV
+    for v in $vs; do
       timeout 120 /tmp/$v perplexity $B --load-format dummy "${qa[@]}" --device cuda --decode-batch 1 --decode-prefill 8 \
         --ids "$ids" --json > $OUT/ppl_${q}_$v.json 2> $OUT/ppl_${q}_$v.err
       echo "perplexity $q $v: rc=$? $(head -c 300 $OUT/ppl_${q}_$v.json | grep -oE '"perplexity":[^,}]*')"
-    done
-    for v in x1 x12 x123; do
-      cmp -s $OUT/ppl_${q}_base.json $OUT/ppl_${q}_$v.json && echo "$q $v: JSON byte-identical to base" || echo "$q $v: JSON DIFFERS from base"
+      [ $v = base ] || { cmp -s $OUT/ppl_${q}_base.json $OUT/ppl_${q}_$v.json && echo "  $q $v: JSON byte-identical to base" || echo "  $q $v: JSON DIFFERS from base"; }
     done
   done
 fi
@@ -48,14 +50,15 @@ bench() {  # binary quantization context batch
 }
 for rep in $(seq ${S48_ROUNDS:-2}); do
   for case in "nvfp4 8192" "nvfp4 100000" "bf16 8192" "bf16 100000"; do set -- $case
-    line="$1 $2 b1 base / x1 / x12 / x123:"
-    for v in base x1 x12 x123; do line="$line $(ms "$(bench /tmp/$v $1 $2 1)")"; done
+    vs=$BF; [ $1 = nvfp4 ] && vs=$NV
+    line="$1 $2 b1 ${vs// / / }:"
+    for v in $vs; do line="$line $(ms "$(bench /tmp/$v $1 $2 1)")"; done
     echo "$line"
   done
 done
 for q in nvfp4 bf16; do
-  line="$q 8192 b8 base / x123:"
-  for v in base x123; do r=$(bench /tmp/$v $q 8192 8); line="$line $(ms "$r")/$(echo "$r" | grep -oE 'kernels per step: [0-9]+' | grep -oE '[0-9]+$')"; done
+  line="$q 8192 b8 base / x1234:"
+  for v in base x1234; do r=$(bench /tmp/$v $q 8192 8); line="$line $(ms "$r")/$(echo "$r" | grep -oE 'kernels per step: [0-9]+' | grep -oE '[0-9]+$')"; done
   echo "$line"
 done
 echo "bench done at ${SECONDS}s"
@@ -65,7 +68,7 @@ if [ "${S48_STAMPS:-1}" = 1 ] && [ $SECONDS -gt ${S48_STAMPS_BEFORE:-480} ]; the
 elif [ "${S48_STAMPS:-1}" = 1 ]; then
   for case in "nvfp4 8192" "bf16 8192" "nvfp4 100000"; do set -- $case
     q=$1 ctx=$2 qa=(); [ $q = nvfp4 ] && qa=(--quantization nvfp4)
-    for v in s0 s123; do
+    for v in s0 s1234; do
       f=/tmp/st_${v}_${q}_$ctx.bin
       r=$(STRIKER_STAMPS=$f timeout 120 /tmp/$v bench latency --config $C "${qa[@]}" --graphs --context $ctx --batch 1 --steps 30 --warmup 3 2>&1)
       echo "== $v $q $ctx stamped $(ms "$r") ms $(echo "$r" | grep -m1 -i error)"
